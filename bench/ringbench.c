@@ -1,0 +1,542 @@
+/*
+ * ringbench - katra's main job and benchmark.
+ *
+ * With no arguments it runs the built-in workload, a rendering-like frame
+ * loop: a main, a render and a worker thread emitting nested zones,
+ * counters, a frame mark per frame and flows from main to render, about
+ * 10M events/s in total for 5 s, through the producer API into a session.
+ *
+ * --producer-only measures the emit cost alone, in one run and one binary,
+ * side by side: `katra` (kt_zone_begin with a session draining), `floor`
+ * (rdtsc plus a 16-byte store into a thread-local array) and
+ * `katra_disabled` (kt_zone_begin with no session).  Costs come from
+ * per-batch timings, so the clock reads do not dominate what is measured.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <katra/katra.h>
+#include <katra/reader.h>
+
+struct opts {
+	double seconds;
+	double rate;           /* events/s in total; 0 = as fast as possible */
+	int codec;
+	int policy;
+	size_t ring_size;
+	const char *out;
+	int json;
+	int producer_only;
+	uint64_t events;       /* --events for --producer-only */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct stats {
+	double *v;
+	size_t n, cap;
+};
+
+static void stats_add(struct stats *s, double x)
+{
+	if (s->n == s->cap) {
+		size_t n = s->cap ? s->cap * 2 : 4096;
+		double *p = realloc(s->v, n * sizeof(*p));
+		if (!p)
+			return;
+		s->v = p;
+		s->cap = n;
+	}
+	s->v[s->n++] = x;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double pct(struct stats *s, double p)
+{
+	if (!s->n)
+		return 0;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_double);
+	return s->v[(size_t)(p * (double)(s->n - 1) + 0.5)];
+}
+
+struct row {
+	const char *name;
+	int threads;
+	uint64_t events, dropped;
+	double seconds;
+	double p50, p99, p999;
+	uint64_t bytes;
+	const char *codec, *io;
+};
+
+static void print_rows(const struct opts *o, const struct row *rows, int n, const char *path,
+		       const char *note)
+{
+	if (o->json) {
+		json_t *root = json_object(), *runs = json_array();
+		for (int i = 0; i < n; i++) {
+			const struct row *r = &rows[i];
+			json_t *j = json_object();
+			json_object_set_new(j, "name", json_string(r->name));
+			json_object_set_new(j, "threads", json_integer(r->threads));
+			json_object_set_new(j, "events", json_integer((json_int_t)r->events));
+			json_object_set_new(j, "dropped", json_integer((json_int_t)r->dropped));
+			json_object_set_new(j, "events_per_s",
+					    json_real(r->seconds > 0 ? (double)r->events / r->seconds : 0));
+			json_object_set_new(j, "ns_p50", json_real(r->p50));
+			json_object_set_new(j, "ns_p99", json_real(r->p99));
+			json_object_set_new(j, "ns_p999", json_real(r->p999));
+			json_object_set_new(j, "bytes_on_disk", json_integer((json_int_t)r->bytes));
+			json_object_set_new(j, "codec", json_string(r->codec));
+			json_object_set_new(j, "io", json_string(r->io));
+			json_array_append_new(runs, j);
+		}
+		json_object_set_new(root, "runs", runs);
+		if (path)
+			json_object_set_new(root, "file", json_string(path));
+		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+		json_decref(root);
+		return;
+	}
+	printf("%-16s %7s %12s %10s %12s %9s %9s %9s %12s\n", "run", "threads", "events",
+	       "dropped", "events/s", "ns p50", "ns p99", "ns p99.9", "bytes");
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		printf("%-16s %7d %12" PRIu64 " %10" PRIu64 " %12.0f %9.2f %9.2f %9.2f %12" PRIu64 "\n",
+		       r->name, r->threads, r->events, r->dropped,
+		       r->seconds > 0 ? (double)r->events / r->seconds : 0, r->p50, r->p99, r->p999,
+		       r->bytes);
+	}
+	if (note)
+		printf("%s", note);
+}
+
+/* ---- --producer-only ---------------------------------------------------- */
+
+#define BATCH 1000
+static _Thread_local uint8_t floor_buf[1 << 16] __attribute__((aligned(64)));
+
+/* Both loops are unrolled alike, so loop overhead is shared, not measured
+ * against one of them. */
+static void floor_batch(uint32_t id, unsigned *pos)
+{
+#pragma GCC unroll 8
+	for (int i = 0; i < BATCH; i++) {
+		uint64_t rec[2] = { __builtin_ia32_rdtsc(), (uint64_t)id | (uint64_t)KT_EV_ZONE_BEGIN << 32 };
+		memcpy(floor_buf + (*pos & (sizeof(floor_buf) - 16)), rec, 16);
+		*pos += 16;
+		/* Keep the stores: the compiler must assume the array is read. */
+		__asm__ __volatile__("" ::"r"(floor_buf) : "memory");
+	}
+}
+
+static void katra_batch(uint32_t id)
+{
+#pragma GCC unroll 8
+	for (int i = 0; i < BATCH; i++)
+		kt_zone_begin(id);
+}
+
+enum { ROW_KATRA, ROW_FLOOR, ROW_DISABLED, ROWS };
+
+static int producer_only(const struct opts *o)
+{
+	static const char *const names[ROWS] = { "katra", "floor", "katra_disabled" };
+	struct stats st[ROWS] = { 0 };
+	uint64_t events[ROWS] = { 0 };
+	double secs[ROWS] = { 0 };
+	kt_config cfg = { .ring_size = o->ring_size, .overflow = o->policy };
+	int rc = kt_init(&cfg);
+	if (rc) {
+		fprintf(stderr, "ringbench: kt_init: %s\n", kt_strerror(rc));
+		return 1;
+	}
+	uint32_t id = kt_name("bench_zone");
+	char path[4096];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/ringbench-producer-%ld.katra", tmp && *tmp ? tmp : "/tmp",
+		 (long)getpid());
+	kt_session_options so = { .codec = o->codec };
+	kt_summary sum = { 0 };
+	uint64_t dropped = 0, on_disk = 0;
+	unsigned pos = 0;
+
+	/* Rounds alternate the three loops so drift in the machine's state
+	 * (frequency, the other core's load) falls on all of them alike. */
+	uint64_t per_round = o->events / 10 / BATCH;
+	if (per_round == 0)
+		per_round = 1;
+	for (int round = 0; round < 10; round++) {
+		for (int k = 0; k < ROWS; k++) {
+			kt_session *s = NULL;
+			if (k == ROW_KATRA) {
+				rc = kt_session_start(path, &so, &s);
+				if (rc) {
+					fprintf(stderr, "ringbench: session: %s\n", kt_strerror(rc));
+					return 1;
+				}
+				katra_batch(id); /* register this thread's ring */
+			}
+			uint64_t t_start = now_ns();
+			for (uint64_t b = 0; b < per_round; b++) {
+				uint64_t t0 = now_ns();
+				if (k == ROW_FLOOR)
+					floor_batch(id, &pos);
+				else
+					katra_batch(id);
+				uint64_t t1 = now_ns();
+				stats_add(&st[k], (double)(t1 - t0) / BATCH);
+			}
+			secs[k] += (double)(now_ns() - t_start) / 1e9;
+			events[k] += per_round * BATCH;
+			if (s) {
+				rc = kt_session_stop(s, &sum);
+				if (rc) {
+					fprintf(stderr, "ringbench: session stop: %s\n", kt_strerror(rc));
+					unlink(path);
+					return 1;
+				}
+				dropped += sum.events_dropped;
+				on_disk += sum.bytes_on_disk;
+				events[k] += BATCH;
+				kt_summary_release(&sum);
+			}
+		}
+	}
+	unlink(path);
+	struct row rows[ROWS];
+	for (int k = 0; k < ROWS; k++) {
+		rows[k] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
+					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
+					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),
+					.codec = k == ROW_KATRA ? (o->codec ? "lz4" : "none") : "none",
+					.io = k == ROW_KATRA ? "pwrite" : "none" };
+		free(st[k].v);
+	}
+	rows[ROW_KATRA].dropped = dropped;
+	rows[ROW_KATRA].bytes = on_disk;
+	char note[512];
+	snprintf(note, sizeof(note),
+		 "katra / floor (p50): %.2f x    katra_disabled p50: %.2f ns\n"
+		 "(per-event cost = one %d-event batch timed with CLOCK_MONOTONIC / %d)\n",
+		 rows[ROW_KATRA].p50 / rows[ROW_FLOOR].p50, rows[ROW_DISABLED].p50, BATCH, BATCH);
+	print_rows(o, rows, ROWS, NULL, note);
+	return 0;
+}
+
+/* ---- the default workload ---------------------------------------------- */
+
+enum { NTHREADS = 3 };
+static const char *const thread_names[NTHREADS] = { "main", "render", "worker" };
+
+struct ids {
+	uint32_t frame, update, physics, draw, submit, job, draw_calls, frame_ms, handoff;
+};
+
+struct worker {
+	int index;
+	const struct opts *o;
+	const struct ids *id;
+	uint64_t events;
+	struct stats cost;
+};
+
+/* One unit of a thread's work: a handful of events, returns how many. */
+static unsigned unit(int index, const struct ids *id, uint64_t n)
+{
+	switch (index) {
+	case 0: /* main: update > physics, then hand a flow to render */
+		kt_zone_begin(id->update);
+		kt_zone_begin(id->physics);
+		kt_zone_end(id->physics);
+		kt_zone_end(id->update);
+		kt_flow(id->handoff, n, KT_FLOW_BEGIN);
+		if (n % 64 == 63) {
+			kt_frame(id->frame, n / 64);
+			kt_counter_f64(id->frame_ms, 16.0 + (double)(n % 7));
+			return 7;
+		}
+		return 5;
+	case 1: /* render: take the flow, draw with a counter, submit */
+		kt_flow(id->handoff, n, KT_FLOW_END);
+		kt_zone_begin(id->draw);
+		kt_counter(id->draw_calls, (int64_t)(n % 977));
+		kt_zone_end(id->draw);
+		kt_instant(id->submit);
+		return 5;
+	default: /* worker: jobs */
+		kt_zone_begin(id->job);
+		kt_zone_end(id->job);
+		return 2;
+	}
+}
+
+static void *run_worker(void *arg)
+{
+	struct worker *w = arg;
+	kt_thread_name(thread_names[w->index]);
+	uint64_t start = now_ns(), end = start + (uint64_t)(w->o->seconds * 1e9);
+	double per_thread_rate = w->o->rate / NTHREADS;
+	uint64_t n = 0;
+	for (uint64_t t = start; t < end;) {
+		/* A timed batch of units; then, when pacing, wait for the
+		 * schedule to catch up. */
+		uint64_t t0 = now_ns(), before = w->events;
+		for (int i = 0; i < 64; i++)
+			w->events += unit(w->index, w->id, n++);
+		t = now_ns();
+		stats_add(&w->cost, (double)(t - t0) / (double)(w->events - before));
+		if (per_thread_rate > 0) {
+			uint64_t due = start + (uint64_t)((double)w->events / per_thread_rate * 1e9);
+			while (t < due && t < end) {
+				if (due - t > 200000) {
+					struct timespec nap = { 0, 100000 };
+					nanosleep(&nap, NULL);
+				}
+				t = now_ns();
+			}
+		}
+	}
+	return NULL;
+}
+
+static int frame_loop(const struct opts *o)
+{
+	char path[4096];
+	if (o->out) {
+		snprintf(path, sizeof(path), "%s", o->out);
+	} else {
+		/* One fixed name, overwritten each run, so repeated runs do not
+		 * fill the temporary directory. */
+		const char *tmp = getenv("TMPDIR");
+		snprintf(path, sizeof(path), "%s/ringbench-last.katra", tmp && *tmp ? tmp : "/tmp");
+	}
+	kt_config cfg = { .ring_size = o->ring_size, .overflow = o->policy };
+	int rc = kt_init(&cfg);
+	if (rc) {
+		fprintf(stderr, "ringbench: kt_init: %s\n", kt_strerror(rc));
+		return 1;
+	}
+	struct ids id = {
+		kt_name("frame"), kt_name("update"), kt_name("physics"), kt_name("draw"),
+		kt_name("submit"), kt_name("job"), kt_name("draw_calls"),
+		kt_name("frame_time_ms"), kt_name("main->render"),
+	};
+	kt_session_options so = { .codec = o->codec, .workload = "ringbench default frame loop" };
+	kt_session *s;
+	rc = kt_session_start(path, &so, &s);
+	if (rc) {
+		fprintf(stderr, "ringbench: cannot start a session on %s: %s\n", path, kt_strerror(rc));
+		return 1;
+	}
+	struct worker w[NTHREADS];
+	pthread_t th[NTHREADS];
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < NTHREADS; i++) {
+		w[i] = (struct worker){ .index = i, .o = o, .id = &id };
+		pthread_create(&th[i], NULL, run_worker, &w[i]);
+	}
+	struct stats all = { 0 };
+	uint64_t events = 0;
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		events += w[i].events;
+		for (size_t k = 0; k < w[i].cost.n; k++)
+			stats_add(&all, w[i].cost.v[k]);
+		free(w[i].cost.v);
+	}
+	double secs = (double)(now_ns() - t0) / 1e9;
+	kt_summary sum;
+	rc = kt_session_stop(s, &sum);
+	if (rc) {
+		fprintf(stderr, "ringbench: writing %s failed: %s\n", path, kt_strerror(rc));
+		return 1;
+	}
+	/* Check what was written, as a user would with `katra verify`. */
+	kt_reader *r;
+	kt_reader_error err;
+	kt_reader_status st = { 0 };
+	int verified = kt_reader_open(&r, path, &err) == 0;
+	if (verified) {
+		kt_trace_frame f;
+		while (kt_reader_next_frame(r, &f) > 0)
+			;
+		kt_reader_get_status(r, &st);
+		verified = st.complete && !st.error && st.events == sum.events_written;
+		kt_reader_close(r);
+	}
+	struct row row = { .name = "katra", .threads = NTHREADS, .events = events,
+			   .dropped = sum.events_dropped, .seconds = secs,
+			   .p50 = pct(&all, 0.5), .p99 = pct(&all, 0.99), .p999 = pct(&all, 0.999),
+			   .bytes = sum.bytes_on_disk, .codec = o->codec ? "lz4" : "none",
+			   .io = "pwrite" };
+	free(all.v);
+	if (o->json) {
+		print_rows(o, &row, 1, path, NULL);
+	} else {
+		printf("ringbench: built-in frame loop (main, render, worker), %.2f s, target %s\n",
+		       secs, o->rate > 0 ? "" : "max rate");
+		print_rows(o, &row, 1, NULL, NULL);
+		printf("\n  written      %" PRIu64 " events, dropped %" PRIu64 "\n", sum.events_written,
+		       sum.events_dropped);
+		printf("  on disk      %" PRIu64 " bytes, %.2f bytes/event", sum.bytes_on_disk,
+		       sum.events_written ? (double)sum.bytes_on_disk / (double)sum.events_written : 0.0);
+		if (sum.bytes_on_disk)
+			printf(", raw/disk %.2f", (double)sum.bytes_raw / (double)sum.bytes_on_disk);
+		printf("\n  file         %s (%s)\n", path, verified ? "verified" : "NOT VALID");
+		printf("next:\n  build/katra verify %s\n  build/katra info %s\n", path, path);
+	}
+	kt_summary_release(&sum);
+	return verified ? 0 : 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ringbench [options]\n"
+		"  (no options)        the built-in frame loop: main, render and worker threads,\n"
+		"                      ~10M events/s in total for 5 s, written to a trace\n"
+		"  --seconds S         run time of the frame loop (default 5)\n"
+		"  --rate R|max        total events/s of the frame loop (default 10000000)\n"
+		"  --codec none|lz4    chunk codec (default lz4)\n"
+		"  --policy drop|block overflow policy (default drop)\n"
+		"  --ring-size BYTES   per-thread ring, a power of two (default 4 MiB;\n"
+		"                      64 MiB with --producer-only)\n"
+		"  --out PATH          trace file (default $TMPDIR/ringbench-last.katra)\n"
+		"  --producer-only     emit cost alone: katra, floor and katra_disabled rows\n"
+		"  --events M          events per row with --producer-only (default 20000000)\n"
+		"  --json              print {\"runs\": [...]} (see bench/README.md)\n"
+		"  -h, --help          this text\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (end == s)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_LZ4,
+			  .policy = KT_OVERFLOW_DROP, .events = 20000000 };
+	static const struct option lo[] = {
+		{ "seconds", required_argument, NULL, 's' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "codec", required_argument, NULL, 'c' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "ring-size", required_argument, NULL, 'R' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "producer-only", no_argument, NULL, 'P' },
+		{ "events", required_argument, NULL, 'e' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	char *end;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o.seconds = strtod(optarg, &end);
+			if (*end || !(o.seconds > 0 && o.seconds <= 3600)) {
+				fprintf(stderr, "ringbench: --seconds wants 0 < S <= 3600, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			if (!strcmp(optarg, "max")) {
+				o.rate = 0;
+				break;
+			}
+			o.rate = strtod(optarg, &end);
+			if (*end || !(o.rate > 0)) {
+				fprintf(stderr, "ringbench: --rate wants events/s or max, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			if (!strcmp(optarg, "none"))
+				o.codec = KT_CODEC_NONE;
+			else if (!strcmp(optarg, "lz4"))
+				o.codec = KT_CODEC_LZ4;
+			else {
+				fprintf(stderr, "ringbench: --codec wants none or lz4, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'p':
+			if (!strcmp(optarg, "drop"))
+				o.policy = KT_OVERFLOW_DROP;
+			else if (!strcmp(optarg, "block"))
+				o.policy = KT_OVERFLOW_BLOCK;
+			else {
+				fprintf(stderr, "ringbench: --policy wants drop or block, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'R':
+			if (parse_size(optarg, &o.ring_size)) {
+				fprintf(stderr, "ringbench: --ring-size wants bytes (K/M suffix), got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'o': o.out = optarg; break;
+		case 'P': o.producer_only = 1; break;
+		case 'e':
+			o.events = strtoull(optarg, &end, 10);
+			if (*end || o.events < 10 * BATCH) {
+				fprintf(stderr, "ringbench: --events wants at least %d, got '%s'\n",
+					10 * BATCH, optarg);
+				return 2;
+			}
+			break;
+		case 'j': o.json = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ringbench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (o.producer_only) {
+		if (!o.ring_size)
+			o.ring_size = 64u << 20;
+		return producer_only(&o);
+	}
+	return frame_loop(&o);
+}

@@ -1,0 +1,449 @@
+/*
+ * Sessions and the flusher thread.
+ *
+ * One flusher per session wakes every flush period, or when a producer
+ * crosses a ring's high watermark, and drains each ring's span [tail, head)
+ * into chunk frames.  It walks the span once to count the records, find
+ * their first and last timestamps and split it at drop markers, which
+ * become drop frames.
+ *
+ * Today the file is written through the direct writer with write(); the
+ * io_uring backend with registered buffers comes with the flusher issue.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <katra/katra.h>
+#include <katra/writer.h>
+#include "format/format.h"
+#include "ring/ring.h"
+
+#define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */
+
+struct sthread {
+	uint32_t thread_id;
+	uint32_t os_tid;
+	char *name;
+	uint64_t written;
+	uint64_t dropped;
+};
+
+struct kt_session {
+	kt_writer *w;
+	int fd;
+	int own_fd;
+	pthread_t thread;
+	_Atomic int stop;
+	int codec;
+	int level;
+	uint64_t period_ns;
+	uint64_t fsync_ns;
+	int error;              /* first I/O error; then events count as dropped */
+
+	kt__ring_list rings;
+	struct sthread *threads; /* sorted by thread_id */
+	size_t nthreads, cap_threads;
+
+	kt_clock_calibration c0, c1;
+	uint64_t chunks, bytes_raw, refused;
+};
+
+static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static kt_session *current;
+
+static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
+{
+	size_t lo = 0, hi = s->nthreads;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->threads[mid].thread_id < r->thread_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->nthreads && s->threads[lo].thread_id == r->thread_id)
+		return &s->threads[lo];
+	if (s->nthreads == s->cap_threads) {
+		size_t n = s->cap_threads ? s->cap_threads * 2 : 16;
+		void *p = realloc(s->threads, n * sizeof(*s->threads));
+		if (!p)
+			return NULL;
+		s->threads = p;
+		s->cap_threads = n;
+	}
+	memmove(&s->threads[lo + 1], &s->threads[lo], (s->nthreads - lo) * sizeof(*s->threads));
+	memset(&s->threads[lo], 0, sizeof(*s->threads));
+	s->threads[lo].thread_id = r->thread_id;
+	s->threads[lo].os_tid = r->os_tid;
+	s->nthreads++;
+	return &s->threads[lo];
+}
+
+static void refresh_name(struct sthread *t, struct kt__ring *r)
+{
+	char buf[256];
+	kt__ring_name(r, buf, sizeof(buf));
+	if (!buf[0] || (t->name && !strcmp(t->name, buf)))
+		return;
+	char *copy = strdup(buf);
+	if (copy) {
+		free(t->name);
+		t->name = copy;
+	}
+}
+
+static void note_error(kt_session *s, int rc)
+{
+	if (rc && !s->error)
+		s->error = rc;
+}
+
+static void put_chunk(kt_session *s, struct sthread *t, uint32_t tid, const uint8_t *p,
+		      size_t len, uint32_t count, uint64_t first, uint64_t last)
+{
+	if (!count)
+		return;
+	if (!s->error)
+		note_error(s, kt__writer_chunk_known(s->w, tid, (unsigned)s->codec, s->level, p,
+						     len, count, first, last));
+	if (s->error) {
+		/* The file is gone bad: these events are lost, and say so. */
+		t->dropped += count;
+		return;
+	}
+	t->written += count;
+	s->chunks++;
+	s->bytes_raw += len;
+}
+
+static void put_drop(kt_session *s, struct sthread *t, uint32_t tid, uint64_t count,
+		     uint64_t first, uint64_t last)
+{
+	t->dropped += count;
+	if (!s->error)
+		note_error(s, kt_writer_drop(s->w, tid, count, first, last));
+}
+
+/* Drain one ring's published span into chunk and drop frames. */
+static void drain(kt_session *s, struct kt__ring *r)
+{
+	/* Acquire pairs with the producer's release of head (C pairs B):
+	 * every record below head is complete. */
+	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
+	/* Relaxed: only this thread writes tail. */
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	if (head == tail)
+		return;
+	struct sthread *t = thread_of(s, r);
+	if (!t)
+		return; /* out of memory: try again next period */
+	const uint8_t *p = r->prod.base + (tail & r->prod.mask);
+	size_t len = (size_t)(head - tail), at = 0, start = 0;
+	uint32_t count = 0;
+	uint64_t first = 0, last = 0;
+
+	while (at < len) {
+		const uint8_t *rec = p + at;
+		uint16_t plen = kt__get16(rec + 14);
+		size_t sz = KT__EVENT_HEAD + kt__align8(plen);
+		if (rec[12] == KT__EV_DROP_MARK) {
+			put_chunk(s, t, r->thread_id, p + start, at - start, count, first, last);
+			count = 0;
+			uint64_t n = kt__get64(rec + 16);
+			r->marked += n;
+			put_drop(s, t, r->thread_id, n, kt__get64(rec + 24), kt__get64(rec + 32));
+			start = at + sz;
+		} else {
+			uint64_t ts = kt__get64(rec);
+			if (!count)
+				first = ts;
+			last = ts;
+			count++;
+			if (at + sz - start >= CHUNK_MAX) {
+				put_chunk(s, t, r->thread_id, p + start, at + sz - start, count, first,
+					  last);
+				count = 0;
+				start = at + sz;
+			}
+		}
+		at += sz;
+	}
+	put_chunk(s, t, r->thread_id, p + start, len - start, count, first, last);
+	/* Release pairs with the producer's acquire of tail (D pairs A): our
+	 * reads of the span are done before it may be overwritten. */
+	atomic_store_explicit(&r->tail, head, memory_order_release);
+	kt__ring_tail_moved(r);
+}
+
+/*
+ * Account what a drained ring holds outside its records: losses no marker
+ * carried (the thread lost events and emitted nothing after), refusals,
+ * and its name.  Runs for a retired ring before it is recycled and for
+ * every ring at stop; it counts each loss once however often it runs.
+ */
+static void settle_ring(kt_session *s, struct kt__ring *r)
+{
+	struct sthread *t = thread_of(s, r);
+	if (!t)
+		return;
+	/* Relaxed: the ring's thread has exited, or the session is stopping
+	 * and the caller promised its producers are done. */
+	uint64_t lost = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
+	uint64_t unmarked = lost - r->lost_base - r->marked;
+	if (unmarked && (unmarked >> 63) == 0) {
+		r->marked += unmarked;
+		put_drop(s, t, r->thread_id, unmarked,
+			 atomic_load_explicit(&r->pending_first, memory_order_relaxed),
+			 atomic_load_explicit(&r->pending_last, memory_order_relaxed));
+	}
+	uint64_t refused = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+	s->refused += refused - r->refused_seen;
+	r->refused_seen = refused;
+	refresh_name(t, r);
+}
+
+static void drain_all(kt_session *s)
+{
+	if (kt__registry_snapshot(&s->rings))
+		return;
+	int retired_seen = 0;
+	for (size_t i = 0; i < s->rings.len; i++) {
+		struct kt__ring *r = s->rings.rings[i];
+		/* Acquire before draining: a retired ring drained after this
+		 * load holds nothing more (pairs with the exit's release). */
+		int retired = atomic_load_explicit(&r->retired, memory_order_acquire);
+		drain(s, r);
+		if (retired) {
+			settle_ring(s, r);
+			retired_seen = 1;
+		}
+	}
+	if (retired_seen)
+		kt__registry_reap();
+}
+
+static void *flusher_main(void *arg)
+{
+	kt_session *s = arg;
+	uint64_t last_sync = kt__mono_ns();
+
+	/* Acquire pairs with the release in kt_session_stop(): once stop is
+	 * seen, everything emitted before the stop call is in the rings. */
+	while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+		drain_all(s);
+		if (s->fsync_ns && !s->error && kt__mono_ns() - last_sync >= s->fsync_ns) {
+			note_error(s, kt__writer_sync(s->w));
+			last_sync = kt__mono_ns();
+		}
+		/* seq_cst store then load: a producer that bumps the word after
+		 * our load makes the wait return at once; one that read
+		 * sleeping == 0 just before costs at most one period. */
+		atomic_store_explicit(&kt__flusher_sleeping, 1, memory_order_seq_cst);
+		uint32_t seen = atomic_load_explicit(&kt__flusher_word, memory_order_acquire);
+		if (!atomic_load_explicit(&s->stop, memory_order_acquire))
+			kt__flusher_wait(seen, s->period_ns);
+		atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
+	}
+	drain_all(s);
+	return NULL;
+}
+
+static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
+{
+	kt_session *s = ctx;
+	if (!s->error)
+		note_error(s, kt_writer_name(s->w, id, str, len));
+}
+
+static void session_free(kt_session *s)
+{
+	if (s->w)
+		kt_writer_close(s->w);
+	if (s->own_fd && s->fd >= 0)
+		close(s->fd);
+	for (size_t i = 0; i < s->nthreads; i++)
+		free(s->threads[i].name);
+	free(s->threads);
+	free(s->rings.rings);
+	free(s);
+}
+
+int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+{
+	kt_session_options o = { 0 };
+	int rc;
+
+	*out = NULL;
+	if (opts)
+		o = *opts;
+	if (o.codec != KT_CODEC_NONE && o.codec != KT_CODEC_LZ4)
+		return -EINVAL;
+	if (o.io == KT_IO_URING)
+		return -EOPNOTSUPP; /* the io_uring backend is not built yet */
+	if (o.io != KT_IO_AUTO && o.io != KT_IO_PWRITE)
+		return -EINVAL;
+	if (o.fd <= 0 && !path)
+		return -EINVAL;
+	if ((rc = kt__ensure_init()))
+		return rc;
+
+	pthread_mutex_lock(&session_lock);
+	if (current) {
+		pthread_mutex_unlock(&session_lock);
+		return KT_EBUSY;
+	}
+	kt_session *s = calloc(1, sizeof(*s));
+	if (!s) {
+		rc = -ENOMEM;
+		goto err_unlock;
+	}
+	s->codec = o.codec;
+	s->level = o.codec_level > 0 ? o.codec_level : 1;
+	s->period_ns = o.flush_period_ns ? o.flush_period_ns : 1000000;
+	s->fsync_ns = o.fsync_interval_ns;
+	if (o.fd > 0) {
+		s->fd = o.fd;
+	} else {
+		s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (s->fd < 0) {
+			rc = -errno;
+			goto err_free;
+		}
+		s->own_fd = 1;
+	}
+
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	kt_header h;
+	kt_header_init(&h);
+	kt__clock_calibrate(&s->c0);
+	h.clock = s->c0;
+	h.start_wall_ns = kt__wall_ns();
+	h.start_mono_ns = kt__mono_ns();
+	h.process_id = (uint64_t)getpid();
+	h.host = host;
+	h.workload = o.workload;
+	h.capture.ring_size = kt__ring_size();
+	h.capture.overflow = (uint8_t)kt__overflow_policy();
+	h.capture.codec = (uint8_t)s->codec;
+	h.capture.io = (uint8_t)o.io;
+	h.capture.codec_level = s->level;
+	h.capture.flush_period_ns = s->period_ns;
+	h.capture.fsync_interval_ns = s->fsync_ns;
+	if (o.run_id && o.run_id[0]) {
+		h.flags |= KT_HDR_CAPTURE;
+		h.run_id = o.run_id;
+		h.capture_id = o.capture_id;
+		h.epoch = o.epoch;
+	}
+	h.note_count = o.note_count;
+	h.notes = o.notes;
+	if ((rc = kt_writer_open_fd(&s->w, s->fd, &h)))
+		goto err_free;
+
+	kt__registry_set_session(1);
+	kt__registry_reset_for_session();
+	if ((rc = pthread_create(&s->thread, NULL, flusher_main, s))) {
+		rc = -rc;
+		kt__registry_set_session(0);
+		goto err_free;
+	}
+	current = s;
+	/* Release: a producer that sees the session on also sees the rings
+	 * reset above (it re-reads tail with acquire in any case). */
+	atomic_store_explicit(&kt__active, 1, memory_order_release);
+	pthread_mutex_unlock(&session_lock);
+	*out = s;
+	return 0;
+
+err_free:
+	session_free(s);
+err_unlock:
+	pthread_mutex_unlock(&session_lock);
+	return rc;
+}
+
+int kt_session_stop(kt_session *s, kt_summary *sum)
+{
+	if (sum)
+		memset(sum, 0, sizeof(*sum));
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&session_lock);
+	if (s != current) {
+		pthread_mutex_unlock(&session_lock);
+		return KT_ENOSESSION;
+	}
+	/* Relaxed: producers that still see it on write into their rings,
+	 * which the final drain reads or the next session discards. */
+	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
+	/* Release pairs with the flusher's acquire of stop. */
+	atomic_store_explicit(&s->stop, 1, memory_order_release);
+	kt__flusher_wake();
+	pthread_join(s->thread, NULL);
+
+	if (!kt__registry_snapshot(&s->rings))
+		for (size_t i = 0; i < s->rings.len; i++)
+			settle_ring(s, s->rings.rings[i]);
+	kt__clock_calibrate(&s->c1);
+	kt__names_each(name_cb, s);
+	for (size_t i = 0; i < s->nthreads && !s->error; i++)
+		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
+					       s->threads[i].name));
+	kt_file_summary fs;
+	memset(&fs, 0, sizeof(fs));
+	fs.end_wall_ns = kt__wall_ns();
+	fs.end_mono_ns = kt__mono_ns();
+	fs.clock_ticks1 = s->c1.ticks;
+	fs.clock_ns1 = s->c1.mono_ns;
+	fs.io_backend = KT_IO_PWRITE;
+	if (!s->error)
+		note_error(s, kt_writer_finish(s->w, &fs));
+	if (!s->error)
+		note_error(s, kt__writer_sync(s->w));
+	uint64_t on_disk = kt_writer_bytes(s->w);
+	kt__registry_reap();
+	kt__registry_set_session(0);
+	current = NULL;
+	pthread_mutex_unlock(&session_lock);
+
+	int rc = s->error;
+	if (sum) {
+		sum->io_backend = KT_IO_PWRITE;
+		sum->io_error = s->error;
+		sum->chunks = s->chunks;
+		sum->bytes_raw = s->bytes_raw;
+		sum->bytes_on_disk = on_disk;
+		sum->events_refused = s->refused;
+		sum->clock_start = s->c0;
+		sum->clock_stop = s->c1;
+		sum->threads = calloc(s->nthreads ? s->nthreads : 1, sizeof(*sum->threads));
+		if (sum->threads)
+			sum->thread_count = (uint32_t)s->nthreads;
+		for (size_t i = 0; i < s->nthreads; i++) {
+			sum->events_written += s->threads[i].written;
+			sum->events_dropped += s->threads[i].dropped;
+			if (sum->threads) {
+				sum->threads[i].thread_id = s->threads[i].thread_id;
+				sum->threads[i].written = s->threads[i].written;
+				sum->threads[i].dropped = s->threads[i].dropped;
+			}
+		}
+	}
+	session_free(s);
+	return rc;
+}
+
+void kt_summary_release(kt_summary *sum)
+{
+	if (!sum)
+		return;
+	free(sum->threads);
+	sum->threads = NULL;
+	sum->thread_count = 0;
+}

@@ -1,0 +1,332 @@
+/* The byte encoder for format/SPEC.md version 1. */
+#include <errno.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <katra/writer.h>
+#include "format/format.h"
+
+/* SPEC §6: one line naming every field, hashed into the header. */
+const char kt__schema_string[] =
+	"katra-trace/1;hdr:u32 version,u32 flags,u64 schema,u64 wall,u64 mono,"
+	"u64 pid,u8 clk,u8[7],u64 hz,u64 t0,u64 ns0,u64 ring,u8 ovf,u8 codec,"
+	"u8 io,u8,i32 level,u64 flush,u64 fsync,u64 maxdur,u64 maxbytes,"
+	"u64 epoch,str tool,str workload,str host,str run,str capture,"
+	"u32 nnotes,str*;frame:u32 len,u8 kind,u8 flags,u16 hchk,body,pad8,"
+	"u64 xxh3;chunk=1:u32 tid,u8 codec,u8[3],u64 seq,u32 n,u32 raw,"
+	"u64 ts0,u64 ts1,payload;ev:u64 ts,u32 name,u8 type,u8 flags,u16 len,"
+	"payload,pad8;name=2:u32 id,u32 len,bytes;thread=3:u32 tid,u32 ostid,"
+	"u32 len,u32,bytes;drop=4:u32 tid,u32,u64 n,u64 ts0,u64 ts1;"
+	"summary=5:u32 flags,u32 nthr,u64 w,u64 d,u64 chunks,u64 raw,"
+	"u64 stored,u64 wall,u64 mono,u64 t1,u64 ns1,u8 io,u8[3],i32 err,"
+	"{u32 tid,u32,u64 w,u64 d}*";
+
+uint64_t kt__xxh3(const void *p, size_t n)
+{
+	return XXH3_64bits(p, n);
+}
+
+uint16_t kt__head_check(const uint8_t head[6])
+{
+	return (uint16_t)XXH3_64bits(head, 6);
+}
+
+static size_t str_len(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+int kt__header_validate(const kt_header *h)
+{
+	const char *strs[5] = { h->tool_version, h->workload, h->host,
+				h->run_id, h->capture_id };
+	size_t total = KT__HEADER_MIN;
+
+	if (h->clock.tick_hz == 0 || h->note_count > KT_MAX_NOTES)
+		return -EINVAL;
+	if (h->note_count && !h->notes)
+		return -EINVAL;
+	if (h->flags & ~KT_HDR_CAPTURE)
+		return -EINVAL;
+	for (int i = 0; i < 5; i++) {
+		if (str_len(strs[i]) > KT_MAX_STRING)
+			return -EINVAL;
+		total += str_len(strs[i]);
+	}
+	for (uint32_t i = 0; i < h->note_count; i++) {
+		if (str_len(h->notes[i]) > KT_MAX_STRING)
+			return -EINVAL;
+		total += 4 + str_len(h->notes[i]);
+	}
+	return total <= KT_MAX_HEADER ? 0 : -EINVAL;
+}
+
+/* A cursor that counts every byte but stores only those that fit, so one
+ * pass both sizes and fills the buffer. */
+struct out {
+	uint8_t *buf;
+	size_t cap;
+	size_t pos;
+};
+
+static void out_bytes(struct out *o, const void *p, size_t n)
+{
+	if (o->pos < o->cap) {
+		size_t room = o->cap - o->pos;
+		memcpy(o->buf + o->pos, p, n < room ? n : room);
+	}
+	o->pos += n;
+}
+static void out_u8(struct out *o, uint8_t v) { out_bytes(o, &v, 1); }
+static void out_u32(struct out *o, uint32_t v) { uint8_t b[4]; kt__put32(b, v); out_bytes(o, b, 4); }
+static void out_u64(struct out *o, uint64_t v) { uint8_t b[8]; kt__put64(b, v); out_bytes(o, b, 8); }
+static void out_zero(struct out *o, size_t n)
+{
+	static const uint8_t zeros[8];
+	while (n) {
+		size_t k = n < 8 ? n : 8;
+		out_bytes(o, zeros, k);
+		n -= k;
+	}
+}
+static void out_str(struct out *o, const char *s)
+{
+	size_t n = str_len(s);
+	out_u32(o, (uint32_t)n);
+	if (n)
+		out_bytes(o, s, n);
+}
+
+size_t kt__enc_header(uint8_t *buf, size_t cap, const kt_header *h)
+{
+	struct out o = { buf, cap, 0 };
+	const kt_capture_options *c = &h->capture;
+
+	out_bytes(&o, KT__MAGIC, KT__MAGIC_LEN);
+	out_u32(&o, KT_FORMAT_VERSION);
+	out_u32(&o, 0); /* header_len, patched below once known */
+	size_t body = o.pos;
+	out_u32(&o, KT_FORMAT_VERSION);
+	out_u32(&o, h->flags);
+	out_u64(&o, KT__SCHEMA_HASH);
+	out_u64(&o, h->start_wall_ns);
+	out_u64(&o, h->start_mono_ns);
+	out_u64(&o, h->process_id);
+	out_u8(&o, h->clock.source);
+	out_zero(&o, 7);
+	out_u64(&o, h->clock.tick_hz);
+	out_u64(&o, h->clock.ticks);
+	out_u64(&o, h->clock.mono_ns);
+	out_u64(&o, c->ring_size);
+	out_u8(&o, c->overflow);
+	out_u8(&o, c->codec);
+	out_u8(&o, c->io);
+	out_u8(&o, 0);
+	out_u32(&o, (uint32_t)c->codec_level);
+	out_u64(&o, c->flush_period_ns);
+	out_u64(&o, c->fsync_interval_ns);
+	out_u64(&o, c->max_duration_ns);
+	out_u64(&o, c->max_bytes);
+	out_u64(&o, h->epoch);
+	out_str(&o, h->tool_version);
+	out_str(&o, h->workload);
+	out_str(&o, h->host);
+	out_str(&o, h->run_id);
+	out_str(&o, h->capture_id);
+	out_u32(&o, h->note_count);
+	for (uint32_t i = 0; i < h->note_count; i++)
+		out_str(&o, h->notes[i]);
+	size_t hlen = o.pos - body;
+	out_zero(&o, kt__align8(hlen) - hlen);
+	size_t sum_at = o.pos;
+	out_u64(&o, 0);
+
+	if (o.pos <= cap) {
+		kt__put32(buf + 12, (uint32_t)hlen);
+		kt__put64(buf + sum_at, XXH3_64bits(buf + 8, sum_at - 8));
+	}
+	return o.pos;
+}
+
+void kt__enc_frame_head(uint8_t head[KT__FRAME_HEAD], uint32_t body_len, uint8_t kind)
+{
+	kt__put32(head, body_len);
+	head[4] = kind;
+	head[5] = 0;
+	kt__put16(head + 6, kt__head_check(head));
+}
+
+size_t kt__enc_frame_seal(uint8_t *frame, uint32_t body_len)
+{
+	size_t padded = KT__FRAME_HEAD + kt__align8(body_len);
+	memset(frame + KT__FRAME_HEAD + body_len, 0, padded - KT__FRAME_HEAD - body_len);
+	kt__put64(frame + padded, XXH3_64bits(frame, padded));
+	return padded + KT__FRAME_TRAILER;
+}
+
+void kt__enc_chunk_prefix(uint8_t out[KT__FRAME_HEAD + KT__CHUNK_FIXED],
+			  uint32_t thread_id, uint8_t codec, uint64_t seq,
+			  uint32_t count, uint32_t raw_len, uint32_t stored_len,
+			  uint64_t first_ts, uint64_t last_ts)
+{
+	uint8_t *b = out + KT__FRAME_HEAD;
+
+	kt__enc_frame_head(out, KT__CHUNK_FIXED + stored_len, KT_FRAME_CHUNK);
+	kt__put32(b + 0, thread_id);
+	b[4] = codec;
+	b[5] = b[6] = b[7] = 0;
+	kt__put64(b + 8, seq);
+	kt__put32(b + 16, count);
+	kt__put32(b + 20, raw_len);
+	kt__put64(b + 24, first_ts);
+	kt__put64(b + 32, last_ts);
+}
+
+uint64_t kt__chunk_checksum(const uint8_t prefix[KT__FRAME_HEAD + KT__CHUNK_FIXED],
+			    const void *payload, uint32_t stored_len)
+{
+	static const uint8_t zeros[8];
+	XXH3_state_t st;
+	size_t body = KT__CHUNK_FIXED + (size_t)stored_len;
+
+	XXH3_64bits_reset(&st);
+	XXH3_64bits_update(&st, prefix, KT__FRAME_HEAD + KT__CHUNK_FIXED);
+	XXH3_64bits_update(&st, payload, stored_len);
+	XXH3_64bits_update(&st, zeros, kt__align8(body) - body);
+	return XXH3_64bits_digest(&st);
+}
+
+uint32_t kt__enc_name_body(uint8_t *body, uint32_t id, const char *s, uint32_t len)
+{
+	kt__put32(body, id);
+	kt__put32(body + 4, len);
+	memcpy(body + 8, s, len);
+	return 8 + len;
+}
+
+uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
+			     const char *name, uint32_t name_len)
+{
+	kt__put32(body, thread_id);
+	kt__put32(body + 4, os_tid);
+	kt__put32(body + 8, name_len);
+	kt__put32(body + 12, 0);
+	if (name_len)
+		memcpy(body + 16, name, name_len);
+	return 16 + name_len;
+}
+
+uint32_t kt__enc_drop_body(uint8_t *body, uint32_t thread_id, uint64_t count,
+			   uint64_t first_ts, uint64_t last_ts)
+{
+	kt__put32(body, thread_id);
+	kt__put32(body + 4, 0);
+	kt__put64(body + 8, count);
+	kt__put64(body + 16, first_ts);
+	kt__put64(body + 24, last_ts);
+	return 32;
+}
+
+uint32_t kt__enc_summary_body(uint8_t *body, const kt_file_summary *s)
+{
+	kt__put32(body + 0, s->flags);
+	kt__put32(body + 4, s->thread_count);
+	kt__put64(body + 8, s->events_written);
+	kt__put64(body + 16, s->events_dropped);
+	kt__put64(body + 24, s->chunks);
+	kt__put64(body + 32, s->bytes_raw);
+	kt__put64(body + 40, s->bytes_stored);
+	kt__put64(body + 48, s->end_wall_ns);
+	kt__put64(body + 56, s->end_mono_ns);
+	kt__put64(body + 64, s->clock_ticks1);
+	kt__put64(body + 72, s->clock_ns1);
+	body[80] = s->io_backend;
+	body[81] = body[82] = body[83] = 0;
+	kt__put32(body + 84, (uint32_t)s->io_error);
+	uint8_t *row = body + KT__SUMMARY_FIXED;
+	for (uint32_t i = 0; i < s->thread_count; i++, row += KT__SUMMARY_ROW) {
+		kt__put32(row, s->threads[i].thread_id);
+		kt__put32(row + 4, 0);
+		kt__put64(row + 8, s->threads[i].written);
+		kt__put64(row + 16, s->threads[i].dropped);
+	}
+	return kt__summary_body_len(s->thread_count);
+}
+
+long kt__event_check(const uint8_t *p, size_t avail)
+{
+	if (avail < KT__EVENT_HEAD)
+		return KT_EEVENT;
+	uint8_t type = p[12], flags = p[13];
+	uint16_t plen = kt__get16(p + 14);
+	size_t size = kt_event_size(plen);
+
+	if (size > avail)
+		return KT_EEVENT;
+	switch (type) {
+	case KT_EV_ZONE_BEGIN:
+	case KT_EV_ZONE_END:
+	case KT_EV_INSTANT:
+		if (plen != 0 || flags != 0)
+			return KT_EEVENT;
+		break;
+	case KT_EV_COUNTER_I64:
+	case KT_EV_COUNTER_F64:
+	case KT_EV_FRAME:
+		if (plen != 8 || flags != 0)
+			return KT_EEVENT;
+		break;
+	case KT_EV_FLOW:
+		if (plen != 8 || flags > KT_FLOW_END)
+			return KT_EEVENT;
+		break;
+	case KT_EV_MESSAGE:
+		if (flags != 0)
+			return KT_EEVENT;
+		break;
+	case KT_EV_USER:
+		break;
+	default:
+		return KT_EEVENT;
+	}
+	for (size_t i = KT__EVENT_HEAD + plen; i < size; i++)
+		if (p[i])
+			return KT_EEVENT;
+	return (long)size;
+}
+
+size_t kt_event_encode(void *buf, size_t cap, const kt_event *ev)
+{
+	size_t size = kt_event_size(ev->payload_len);
+	uint8_t *p = buf;
+
+	if (size > cap)
+		return 0;
+	kt__put64(p, ev->ts);
+	kt__put32(p + 8, ev->name_id);
+	p[12] = ev->type;
+	p[13] = ev->flags;
+	kt__put16(p + 14, ev->payload_len);
+	if (ev->payload_len)
+		memcpy(p + KT__EVENT_HEAD, ev->payload, ev->payload_len);
+	memset(p + KT__EVENT_HEAD + ev->payload_len, 0,
+	       size - KT__EVENT_HEAD - ev->payload_len);
+	return size;
+}
+
+void kt_header_init(kt_header *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->format_version = KT_FORMAT_VERSION;
+	h->schema_hash = KT__SCHEMA_HASH;
+	h->clock.source = KT_CLOCK_MONOTONIC;
+	h->clock.tick_hz = 1000000000u;
+	h->capture.codec_level = 1;
+	h->tool_version = "katra " KT_VERSION_STRING;
+	h->workload = "";
+	h->host = "";
+	h->run_id = "";
+	h->capture_id = "";
+}

@@ -1,0 +1,148 @@
+/*
+ * format/format.h - internal: the byte-level encoder shared by the writer,
+ * the flusher and the tools.  Knows nothing of threads or files: every
+ * function fills a caller's buffer.  format/SPEC.md is the definition.
+ */
+#ifndef KATRA_FORMAT_FORMAT_H
+#define KATRA_FORMAT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <katra/katra.h>
+#include <katra/trace.h>
+
+#define KT__MAGIC "\x89KTR\r\n\x1a\n"
+#define KT__MAGIC_LEN 8
+#define KT__PREAMBLE_LEN 16          /* magic, version, header_len */
+#define KT__HEADER_FIXED 128         /* fixed part of the header body */
+#define KT__HEADER_MIN (KT__HEADER_FIXED + 5 * 4 + 4)
+#define KT__FRAME_HEAD 8
+#define KT__FRAME_TRAILER 8
+#define KT__CHUNK_FIXED 40
+#define KT__EVENT_HEAD 16
+#define KT__SUMMARY_FIXED 88
+#define KT__SUMMARY_ROW 24
+
+/* XXH3 of the schema string in SPEC §6; test_format.c recomputes it. */
+#define KT__SCHEMA_HASH UINT64_C(0xe9c05376473abc76)
+extern const char kt__schema_string[];
+
+static inline size_t kt__align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Little-endian stores and loads through memcpy: no alignment assumed, and
+ * the compiler turns them into single moves on little-endian targets. */
+static inline uint16_t kt__le16(uint16_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap16(v);
+#else
+	return v;
+#endif
+}
+static inline uint32_t kt__le32(uint32_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap32(v);
+#else
+	return v;
+#endif
+}
+static inline uint64_t kt__le64(uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+static inline void kt__put16(uint8_t *p, uint16_t v) { v = kt__le16(v); memcpy(p, &v, 2); }
+static inline void kt__put32(uint8_t *p, uint32_t v) { v = kt__le32(v); memcpy(p, &v, 4); }
+static inline void kt__put64(uint8_t *p, uint64_t v) { v = kt__le64(v); memcpy(p, &v, 8); }
+static inline uint16_t kt__get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return kt__le16(v); }
+static inline uint32_t kt__get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return kt__le32(v); }
+static inline uint64_t kt__get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return kt__le64(v); }
+
+/* XXH3-64 with seed 0 over one contiguous span. */
+uint64_t kt__xxh3(const void *p, size_t n);
+
+/* Low 16 bits of XXH3 over a frame head's first 6 bytes. */
+uint16_t kt__head_check(const uint8_t head[6]);
+
+/* Total bytes a frame with a @body_len body occupies. */
+static inline size_t kt__frame_size(size_t body_len)
+{
+	return KT__FRAME_HEAD + kt__align8(body_len) + KT__FRAME_TRAILER;
+}
+
+/* Check the header the way kt__enc_header() needs it: 0 or -EINVAL. */
+int kt__header_validate(const kt_header *h);
+
+/*
+ * Encode preamble, header body, pad and checksum.  Returns the total size;
+ * when it exceeds @cap nothing past @cap is written (call with cap 0 to
+ * size the buffer).  @h must pass kt__header_validate().
+ */
+size_t kt__enc_header(uint8_t *buf, size_t cap, const kt_header *h);
+
+/* Write the 8-byte frame head. */
+void kt__enc_frame_head(uint8_t head[KT__FRAME_HEAD], uint32_t body_len, uint8_t kind);
+
+/*
+ * Finish a frame whose head and body are already at @frame: zero the pad
+ * and store the checksum.  @frame must have kt__frame_size(body_len) bytes.
+ * Returns that size.
+ */
+size_t kt__enc_frame_seal(uint8_t *frame, uint32_t body_len);
+
+/*
+ * The 48 bytes that open a chunk frame: head plus the fixed chunk fields.
+ * The payload (stored_len bytes) follows; the caller seals the frame, or,
+ * when the payload lives elsewhere, checksums with kt__chunk_checksum().
+ */
+void kt__enc_chunk_prefix(uint8_t out[KT__FRAME_HEAD + KT__CHUNK_FIXED],
+			  uint32_t thread_id, uint8_t codec, uint64_t seq,
+			  uint32_t count, uint32_t raw_len, uint32_t stored_len,
+			  uint64_t first_ts, uint64_t last_ts);
+
+/* Checksum and pad of a chunk whose prefix and payload are separate. */
+uint64_t kt__chunk_checksum(const uint8_t prefix[KT__FRAME_HEAD + KT__CHUNK_FIXED],
+			    const void *payload, uint32_t stored_len);
+
+/* Bodies of the small frames; each returns the body length. */
+uint32_t kt__enc_name_body(uint8_t *body, uint32_t id, const char *s, uint32_t len);
+uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
+			     const char *name, uint32_t name_len);
+uint32_t kt__enc_drop_body(uint8_t *body, uint32_t thread_id, uint64_t count,
+			   uint64_t first_ts, uint64_t last_ts);
+uint32_t kt__enc_summary_body(uint8_t *body, const kt_file_summary *s);
+static inline uint32_t kt__summary_body_len(uint32_t threads)
+{
+	return KT__SUMMARY_FIXED + KT__SUMMARY_ROW * threads;
+}
+
+/*
+ * Validate one event record at @p with @avail bytes left.  Returns the
+ * record's size, or a negative KT_EEVENT.  Shared by the reader and the
+ * writer so both accept exactly the same records.
+ */
+long kt__event_check(const uint8_t *p, size_t avail);
+
+/*
+ * The writer's chunk path for callers that already walked the records (the
+ * flusher): no validation, count and timestamps as given.
+ */
+struct kt_writer;
+int kt__writer_chunk_known(struct kt_writer *w, uint32_t thread_id, unsigned codec, int level,
+			   const void *events, size_t raw_len, uint32_t count, uint64_t first,
+			   uint64_t last);
+/* Flush the writer's buffer and fdatasync the file: 0 or -errno. */
+int kt__writer_sync(struct kt_writer *w);
+/* The writer's sticky I/O error, or 0. */
+int kt__writer_error(const struct kt_writer *w);
+
+#endif /* KATRA_FORMAT_FORMAT_H */

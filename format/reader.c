@@ -1,0 +1,877 @@
+/*
+ * The reader: checks and decodes a .katra file frame by frame.
+ *
+ * Every check follows format/SPEC.md in the order it gives, so a given
+ * corruption always produces the same error at the same offset.  Nothing
+ * sized by the file is allocated before the file has been shown to hold the
+ * bytes (frame bodies) or the SPEC's bound has been checked (decoded chunks).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lz4.h>
+
+#include <katra/reader.h>
+#include "format/format.h"
+
+/* One thread's accounting, kept to check the summary against the file. */
+struct thread_acct {
+	uint32_t thread_id;
+	int has_seq;
+	uint64_t last_seq;
+	uint64_t written;
+	uint64_t dropped;
+};
+
+struct kt_reader {
+	int fd;            /* -1 when reading memory */
+	int own_fd;
+	const uint8_t *mem;
+	uint64_t size;
+
+	kt_header hdr;
+	char *hdr_strings; /* every header string, NUL-terminated */
+	const char **notes;
+	uint64_t first_frame;
+	uint64_t pos;
+	int done;
+
+	uint8_t *frame_buf;    /* one whole frame, for fd readers */
+	size_t frame_cap;
+	uint8_t *raw_buf;      /* one decoded LZ4 chunk */
+	size_t raw_cap;
+	char *str_buf;         /* a name or thread name plus NUL */
+	size_t str_cap;
+
+	struct thread_acct *acct; /* sorted by thread_id */
+	size_t acct_len, acct_cap;
+	size_t acct_hint;
+	uint64_t bytes_raw, bytes_stored;
+	kt_summary_thread *rows;  /* summary rows handed to the caller */
+
+	kt_reader_status st;
+	kt_reader_error err;
+};
+
+static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...)
+{
+	char detail[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	e->code = code;
+	e->offset = off;
+	snprintf(e->message, sizeof(e->message), "offset %llu: %s: %s",
+		 (unsigned long long)off, kt_strerror(code), detail);
+	return code;
+}
+
+static int rfail(kt_reader *r, int code, uint64_t off, const char *detail)
+{
+	r->st.error = code;
+	r->st.error_offset = off;
+	r->done = 1;
+	return fail(&r->err, code, off, "%s", detail);
+}
+
+static int grow(kt_reader *r, void **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	/* Round up so a run of slightly growing frames reallocates rarely, but
+	 * never past what was asked by more than a page. */
+	size_t n = (need + 4095) & ~(size_t)4095;
+	void *p = realloc(*buf, n);
+	if (!p)
+		return -ENOMEM;
+	r->st.buffer_bytes += n - *cap;
+	if (r->st.buffer_bytes > r->st.peak_buffer_bytes)
+		r->st.peak_buffer_bytes = r->st.buffer_bytes;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+/*
+ * Point *out at @len bytes of the file at @off.  The caller has already
+ * checked that [off, off+len) lies inside the file.
+ */
+static int get_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out)
+{
+	if (r->mem) {
+		*out = r->mem + off;
+		return 0;
+	}
+	int rc = grow(r, (void **)&r->frame_buf, &r->frame_cap, len);
+	if (rc)
+		return rc;
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(r->fd, r->frame_buf + got, len - got, (off_t)(off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return KT_ETRUNCATED; /* the file shrank under us */
+		got += (size_t)n;
+	}
+	*out = r->frame_buf;
+	return 0;
+}
+
+/* ---- header ---------------------------------------------------------- */
+
+struct hcur {
+	const uint8_t *p;
+	size_t len, pos;
+	uint64_t base; /* file offset of p[0] */
+};
+
+static int h_str(struct hcur *c, char **dst, const char **out, kt_reader_error *e,
+		 const char *what)
+{
+	if (c->len - c->pos < 4)
+		return fail(e, KT_EHEADER, c->base + c->pos, "header ends inside the length of %s", what);
+	uint32_t n = kt__get32(c->p + c->pos);
+	if (n > KT_MAX_STRING)
+		return fail(e, KT_EHEADER, c->base + c->pos, "%s is %u bytes, over 65535", what, n);
+	c->pos += 4;
+	if (c->len - c->pos < n)
+		return fail(e, KT_EHEADER, c->base + c->pos - 4, "%s runs past the header end", what);
+	if (memchr(c->p + c->pos, 0, n))
+		return fail(e, KT_EHEADER, c->base + c->pos, "%s holds a zero byte", what);
+	memcpy(*dst, c->p + c->pos, n);
+	(*dst)[n] = 0;
+	*out = *dst;
+	*dst += n + 1;
+	c->pos += n;
+	return 0;
+}
+
+static int parse_header(kt_reader *r, kt_reader_error *e)
+{
+	uint8_t pre[KT__PREAMBLE_LEN];
+	const uint8_t *p;
+	int rc;
+
+	if (r->size == 0)
+		return fail(e, KT_ETRUNCATED, 0, "the file is empty");
+	size_t have = r->size < KT__PREAMBLE_LEN ? (size_t)r->size : KT__PREAMBLE_LEN;
+	if ((rc = get_bytes(r, 0, have, &p)))
+		return fail(e, rc, 0, "reading the preamble");
+	memcpy(pre, p, have);
+	if (memcmp(pre, KT__MAGIC, have < KT__MAGIC_LEN ? have : KT__MAGIC_LEN))
+		return fail(e, KT_EMAGIC, 0, "the first bytes are not \\x89KTR\\r\\n\\x1a\\n");
+	if (have < KT__PREAMBLE_LEN)
+		return fail(e, KT_ETRUNCATED, r->size, "the file ends inside the preamble");
+	uint32_t version = kt__get32(pre + 8);
+	if (version != KT_FORMAT_VERSION)
+		return fail(e, KT_EVERSION, 8, "format version %u; this reader reads version %u",
+			    version, KT_FORMAT_VERSION);
+	uint32_t hlen = kt__get32(pre + 12);
+	if (hlen < KT__HEADER_MIN || hlen > KT_MAX_HEADER)
+		return fail(e, KT_EHEADER, 12, "header_len %u outside [%u, %u]", hlen,
+			    KT__HEADER_MIN, KT_MAX_HEADER);
+	uint64_t sum_at = KT__PREAMBLE_LEN + kt__align8(hlen);
+	r->first_frame = sum_at + 8;
+	if (r->size < r->first_frame)
+		return fail(e, KT_ETRUNCATED, r->size, "the file ends inside the header (%llu of %llu bytes)",
+			    (unsigned long long)r->size, (unsigned long long)r->first_frame);
+	if ((rc = get_bytes(r, 0, (size_t)r->first_frame, &p)))
+		return fail(e, rc, 0, "reading the header");
+	uint64_t want = kt__get64(p + sum_at), got = kt__xxh3(p + 8, (size_t)sum_at - 8);
+	if (want != got)
+		return fail(e, KT_EHDRSUM, sum_at, "stored %016llx, computed %016llx",
+			    (unsigned long long)want, (unsigned long long)got);
+	for (uint64_t i = KT__PREAMBLE_LEN + hlen; i < sum_at; i++)
+		if (p[i])
+			return fail(e, KT_ERESERVED, i, "header pad byte is not zero");
+
+	const uint8_t *b = p + KT__PREAMBLE_LEN;
+	kt_header *h = &r->hdr;
+	const uint64_t base = KT__PREAMBLE_LEN;
+	h->format_version = kt__get32(b);
+	if (h->format_version != version)
+		return fail(e, KT_EHEADER, base, "header says version %u, preamble %u",
+			    h->format_version, version);
+	h->flags = kt__get32(b + 4);
+	if (h->flags & ~KT_HDR_CAPTURE)
+		return fail(e, KT_ERESERVED, base + 4, "unknown header flags 0x%x", h->flags);
+	h->schema_hash = kt__get64(b + 8);
+	if (h->schema_hash != KT__SCHEMA_HASH)
+		return fail(e, KT_EVERSION, base + 8, "schema hash %016llx is not version 1's",
+			    (unsigned long long)h->schema_hash);
+	h->start_wall_ns = kt__get64(b + 16);
+	h->start_mono_ns = kt__get64(b + 24);
+	h->process_id = kt__get64(b + 32);
+	h->clock.source = b[40];
+	if (h->clock.source != KT_CLOCK_TSC && h->clock.source != KT_CLOCK_MONOTONIC)
+		return fail(e, KT_EHEADER, base + 40, "clock source %u", h->clock.source);
+	for (int i = 41; i < 48; i++)
+		if (b[i])
+			return fail(e, KT_ERESERVED, base + (uint64_t)i, "reserved header byte");
+	h->clock.tick_hz = kt__get64(b + 48);
+	if (h->clock.tick_hz == 0)
+		return fail(e, KT_EHEADER, base + 48, "clock tick rate is 0");
+	h->clock.ticks = kt__get64(b + 56);
+	h->clock.mono_ns = kt__get64(b + 64);
+	h->capture.ring_size = kt__get64(b + 72);
+	h->capture.overflow = b[80];
+	h->capture.codec = b[81];
+	h->capture.io = b[82];
+	if (b[83])
+		return fail(e, KT_ERESERVED, base + 83, "reserved header byte");
+	if (h->capture.overflow > KT_OVERFLOW_BLOCK || h->capture.codec > KT_CODEC_LZ4 ||
+	    h->capture.io > KT_IO_PWRITE)
+		return fail(e, KT_EHEADER, base + 80, "capture option out of range");
+	h->capture.codec_level = (int32_t)kt__get32(b + 84);
+	h->capture.flush_period_ns = kt__get64(b + 88);
+	h->capture.fsync_interval_ns = kt__get64(b + 96);
+	h->capture.max_duration_ns = kt__get64(b + 104);
+	h->capture.max_bytes = kt__get64(b + 112);
+	h->epoch = kt__get64(b + 120);
+
+	/* The strings can take no more room than the header body itself. */
+	r->hdr_strings = malloc(hlen);
+	if (!r->hdr_strings)
+		return fail(e, -ENOMEM, 0, "header strings");
+	r->st.buffer_bytes += hlen;
+	char *dst = r->hdr_strings;
+	struct hcur c = { b, hlen, KT__HEADER_FIXED, base };
+	if ((rc = h_str(&c, &dst, &h->tool_version, e, "tool_version")) ||
+	    (rc = h_str(&c, &dst, &h->workload, e, "workload")) ||
+	    (rc = h_str(&c, &dst, &h->host, e, "host")) ||
+	    (rc = h_str(&c, &dst, &h->run_id, e, "run_id")) ||
+	    (rc = h_str(&c, &dst, &h->capture_id, e, "capture_id")))
+		return rc;
+	if (c.len - c.pos < 4)
+		return fail(e, KT_EHEADER, base + c.pos, "header ends inside note_count");
+	h->note_count = kt__get32(b + c.pos);
+	if (h->note_count > KT_MAX_NOTES)
+		return fail(e, KT_EHEADER, base + c.pos, "%u notes, over 1024", h->note_count);
+	/* Each note takes at least its 4-byte length, so this bounds the array. */
+	if (h->note_count > (c.len - c.pos - 4) / 4)
+		return fail(e, KT_EHEADER, base + c.pos, "%u notes cannot fit", h->note_count);
+	c.pos += 4;
+	r->notes = calloc(h->note_count ? h->note_count : 1, sizeof(*r->notes));
+	if (!r->notes)
+		return fail(e, -ENOMEM, 0, "header notes");
+	r->st.buffer_bytes += (uint64_t)(h->note_count ? h->note_count : 1) * sizeof(*r->notes);
+	r->st.peak_buffer_bytes = r->st.buffer_bytes;
+	for (uint32_t i = 0; i < h->note_count; i++)
+		if ((rc = h_str(&c, &dst, &r->notes[i], e, "a note")))
+			return rc;
+	h->notes = r->notes;
+	if (c.pos != c.len)
+		return fail(e, KT_EHEADER, base + c.pos, "%zu bytes after the last note",
+			    c.len - c.pos);
+	r->pos = r->first_frame;
+	return 0;
+}
+
+static int open_common(kt_reader *r, kt_reader **out, kt_reader_error *err)
+{
+	kt_reader_error local;
+	kt_reader_error *e = err ? err : &local;
+
+	memset(e, 0, sizeof(*e));
+	int rc = parse_header(r, e);
+	if (rc) {
+		kt_reader_close(r);
+		*out = NULL;
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+static kt_reader *reader_new(void)
+{
+	kt_reader *r = calloc(1, sizeof(*r));
+	if (r)
+		r->fd = -1;
+	return r;
+}
+
+int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err)
+{
+	kt_reader_error local;
+	struct stat sb;
+
+	*out = NULL;
+	if (!err)
+		err = &local;
+	memset(err, 0, sizeof(*err));
+	if (fstat(fd, &sb) < 0)
+		return fail(err, -errno, 0, "fstat failed");
+	if (S_ISDIR(sb.st_mode))
+		return fail(err, -EISDIR, 0, "a directory is not a trace");
+	if (!S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode))
+		return fail(err, -ESPIPE, 0, "not a regular file; the reader needs pread()");
+	kt_reader *r = reader_new();
+	if (!r)
+		return fail(err, -ENOMEM, 0, "reader");
+	r->fd = fd;
+	r->size = (uint64_t)sb.st_size;
+	return open_common(r, out, err);
+}
+
+int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
+{
+	kt_reader_error local;
+
+	*out = NULL;
+	if (!err)
+		err = &local;
+	memset(err, 0, sizeof(*err));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, -errno, 0, "cannot open %s", path);
+	int rc = kt_reader_open_fd(out, fd, err);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	(*out)->own_fd = 1;
+	return 0;
+}
+
+int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len, kt_reader_error *err)
+{
+	kt_reader_error local;
+
+	*out = NULL;
+	if (!err)
+		err = &local;
+	memset(err, 0, sizeof(*err));
+	kt_reader *r = reader_new();
+	if (!r)
+		return fail(err, -ENOMEM, 0, "reader");
+	/* A zero-length buffer may come with a NULL pointer; any non-NULL
+	 * address marks memory mode, and nothing is read from it. */
+	r->mem = buf ? buf : (const uint8_t *)"";
+	r->size = len;
+	return open_common(r, out, err);
+}
+
+const kt_header *kt_reader_header(const kt_reader *r)
+{
+	return &r->hdr;
+}
+
+void kt_reader_close(kt_reader *r)
+{
+	if (!r)
+		return;
+	if (r->own_fd)
+		close(r->fd);
+	free(r->hdr_strings);
+	free(r->notes);
+	free(r->frame_buf);
+	free(r->raw_buf);
+	free(r->str_buf);
+	free(r->acct);
+	free(r->rows);
+	free(r);
+}
+
+void kt_reader_get_status(const kt_reader *r, kt_reader_status *st)
+{
+	*st = r->st;
+	st->file_size = r->size;
+}
+
+const kt_reader_error *kt_reader_last_error(const kt_reader *r)
+{
+	return &r->err;
+}
+
+int kt_reader_rewind(kt_reader *r)
+{
+	r->pos = r->first_frame;
+	r->done = 0;
+	r->acct_len = 0;
+	r->acct_hint = 0;
+	r->bytes_raw = r->bytes_stored = 0;
+	uint64_t held = r->st.buffer_bytes, peak = r->st.peak_buffer_bytes;
+	memset(&r->st, 0, sizeof(r->st));
+	r->st.buffer_bytes = held;
+	r->st.peak_buffer_bytes = peak;
+	memset(&r->err, 0, sizeof(r->err));
+	return 0;
+}
+
+/* ---- per-thread accounting ------------------------------------------- */
+
+static struct thread_acct *acct_get(kt_reader *r, uint32_t tid)
+{
+	size_t lo = 0, hi = r->acct_len;
+
+	if (r->acct_hint < r->acct_len && r->acct[r->acct_hint].thread_id == tid)
+		return &r->acct[r->acct_hint];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->acct[mid].thread_id < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->acct_len && r->acct[lo].thread_id == tid) {
+		r->acct_hint = lo;
+		return &r->acct[lo];
+	}
+	if (r->acct_len >= KT_MAX_SUMMARY_THREADS)
+		return NULL;
+	if (r->acct_len == r->acct_cap) {
+		size_t n = r->acct_cap ? r->acct_cap * 2 : 16;
+		void *p = realloc(r->acct, n * sizeof(*r->acct));
+		if (!p)
+			return NULL;
+		r->acct = p;
+		r->acct_cap = n;
+	}
+	memmove(&r->acct[lo + 1], &r->acct[lo], (r->acct_len - lo) * sizeof(*r->acct));
+	memset(&r->acct[lo], 0, sizeof(*r->acct));
+	r->acct[lo].thread_id = tid;
+	r->acct_len++;
+	r->acct_hint = lo;
+	return &r->acct[lo];
+}
+
+/* ---- frames ---------------------------------------------------------- */
+
+static int nonzero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 1;
+	return 0;
+}
+
+static int copy_str(kt_reader *r, const uint8_t *s, uint32_t n, const char **out)
+{
+	if (grow(r, (void **)&r->str_buf, &r->str_cap, (size_t)n + 1))
+		return -ENOMEM;
+	memcpy(r->str_buf, s, n);
+	r->str_buf[n] = 0;
+	*out = r->str_buf;
+	return 0;
+}
+
+#define BAD(code, off, ...) \
+	(snprintf(msg, sizeof(msg), __VA_ARGS__), rfail(r, (code), (off), msg))
+
+static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+			kt_trace_frame *f)
+{
+	char msg[160];
+
+	if (blen < KT__CHUNK_FIXED)
+		return BAD(KT_EFRAME, off, "chunk body is %u bytes, under 40", blen);
+	uint32_t tid = kt__get32(b);
+	uint8_t codec = b[4];
+	uint64_t seq = kt__get64(b + 8);
+	uint32_t count = kt__get32(b + 16);
+	uint32_t raw_len = kt__get32(b + 20);
+	uint64_t first = kt__get64(b + 24), last = kt__get64(b + 32);
+	uint32_t stored = blen - KT__CHUNK_FIXED;
+	const uint8_t *payload = b + KT__CHUNK_FIXED;
+	const uint8_t *events;
+	uint64_t boff = off + KT__FRAME_HEAD;
+
+	if (tid == 0)
+		return BAD(KT_EFRAME, boff, "chunk thread_id is 0");
+	if (codec > KT_CODEC_LZ4)
+		return BAD(KT_ECODEC, boff + 4, "codec %u (known: 0 none, 1 lz4)", codec);
+	if (nonzero(b + 5, 3))
+		return BAD(KT_ERESERVED, boff + 5, "chunk reserved bytes");
+	if (count == 0)
+		return BAD(KT_ECOUNT, boff + 16, "event_count is 0");
+	if (raw_len > KT_MAX_RAW)
+		return BAD(KT_ETOOBIG, boff + 20, "raw_len %u over the 64 MiB limit", raw_len);
+	if (raw_len < KT__EVENT_HEAD || raw_len % 8)
+		return BAD(KT_ERAWLEN, boff + 20, "raw_len %u is not a multiple of 8 of at least 16",
+			   raw_len);
+	if (codec == KT_CODEC_NONE) {
+		if (stored != raw_len)
+			return BAD(KT_ERAWLEN, boff + 20, "raw_len %u but %u payload bytes", raw_len,
+				   stored);
+		events = payload;
+	} else {
+		if (stored == 0 || (uint64_t)raw_len > 255ull * stored + 64)
+			return BAD(KT_ERAWLEN, boff + 20,
+				   "raw_len %u is more than %u LZ4 bytes can expand to", raw_len,
+				   stored);
+		if (grow(r, (void **)&r->raw_buf, &r->raw_cap, raw_len))
+			return rfail(r, -ENOMEM, off, "decoded chunk buffer");
+		int n = LZ4_decompress_safe((const char *)payload, (char *)r->raw_buf,
+					    (int)stored, (int)raw_len);
+		if (n != (int)raw_len)
+			return BAD(KT_ERAWLEN, boff + 20,
+				   "lz4 payload does not decode to raw_len %u bytes", raw_len);
+		events = r->raw_buf;
+	}
+
+	uint32_t n = 0;
+	uint64_t ev_first = 0, ev_last = 0;
+	for (size_t at = 0; at < raw_len; n++) {
+		long sz = kt__event_check(events + at, raw_len - at);
+		if (sz < 0)
+			return BAD(KT_EEVENT, off, "chunk of thread %u, event %u at payload byte %zu",
+				   tid, n, at);
+		if (n == 0)
+			ev_first = kt__get64(events + at);
+		ev_last = kt__get64(events + at);
+		at += (size_t)sz;
+	}
+	if (n != count)
+		return BAD(KT_ECOUNT, boff + 16, "event_count %u but the payload holds %u", count, n);
+	if (ev_first != first || ev_last != last)
+		return BAD(KT_EFRAME, boff + 24, "first/last ts do not match the events");
+
+	struct thread_acct *a = acct_get(r, tid);
+	if (!a)
+		return BAD(KT_ETOOBIG, boff, "more than %u threads", KT_MAX_SUMMARY_THREADS);
+	if (a->has_seq && seq <= a->last_seq)
+		return BAD(KT_EORDER, boff + 8, "thread %u chunk_seq %llu after %llu", tid,
+			   (unsigned long long)seq, (unsigned long long)a->last_seq);
+	a->has_seq = 1;
+	a->last_seq = seq;
+	a->written += count;
+	r->bytes_raw += raw_len;
+	r->bytes_stored += stored;
+	r->st.chunks++;
+	r->st.events += count;
+
+	f->u.chunk.thread_id = tid;
+	f->u.chunk.codec = codec;
+	f->u.chunk.seq = seq;
+	f->u.chunk.event_count = count;
+	f->u.chunk.raw_len = raw_len;
+	f->u.chunk.stored_len = stored;
+	f->u.chunk.first_ts = first;
+	f->u.chunk.last_ts = last;
+	f->u.chunk.events = events;
+	return 0;
+}
+
+static int decode_summary(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+			  kt_trace_frame *f)
+{
+	char msg[160];
+	kt_file_summary *s = &f->u.summary;
+	uint64_t boff = off + KT__FRAME_HEAD;
+
+	if (blen < KT__SUMMARY_FIXED)
+		return BAD(KT_EFRAME, off, "summary body is %u bytes, under 88", blen);
+	s->flags = kt__get32(b);
+	s->thread_count = kt__get32(b + 4);
+	if (s->thread_count > KT_MAX_SUMMARY_THREADS ||
+	    blen != kt__summary_body_len(s->thread_count))
+		return BAD(KT_EFRAME, boff + 4, "thread_count %u does not fit a %u-byte body",
+			   s->thread_count, blen);
+	if (s->flags & ~(KT_SUMMARY_RECOVERED | KT_SUMMARY_IO_ERROR))
+		return BAD(KT_ERESERVED, boff, "unknown summary flags 0x%x", s->flags);
+	s->events_written = kt__get64(b + 8);
+	s->events_dropped = kt__get64(b + 16);
+	s->chunks = kt__get64(b + 24);
+	s->bytes_raw = kt__get64(b + 32);
+	s->bytes_stored = kt__get64(b + 40);
+	s->end_wall_ns = kt__get64(b + 48);
+	s->end_mono_ns = kt__get64(b + 56);
+	s->clock_ticks1 = kt__get64(b + 64);
+	s->clock_ns1 = kt__get64(b + 72);
+	s->io_backend = b[80];
+	if (nonzero(b + 81, 3))
+		return BAD(KT_ERESERVED, boff + 81, "summary reserved bytes");
+	if (s->io_backend > KT_IO_PWRITE)
+		return BAD(KT_EFRAME, boff + 80, "io_backend %u", s->io_backend);
+	s->io_error = (int32_t)kt__get32(b + 84);
+
+	if (s->events_written != r->st.events || s->chunks != r->st.chunks ||
+	    s->bytes_raw != r->bytes_raw || s->bytes_stored != r->bytes_stored ||
+	    s->events_dropped != r->st.dropped)
+		return BAD(KT_ESUMMARY, boff + 8,
+			   "totals %llu written/%llu dropped/%llu chunks; the file holds %llu/%llu/%llu",
+			   (unsigned long long)s->events_written,
+			   (unsigned long long)s->events_dropped, (unsigned long long)s->chunks,
+			   (unsigned long long)r->st.events, (unsigned long long)r->st.dropped,
+			   (unsigned long long)r->st.chunks);
+	if (s->thread_count != r->acct_len)
+		return BAD(KT_ESUMMARY, boff + 4, "%u thread rows; the file has %zu threads",
+			   s->thread_count, r->acct_len);
+	free(r->rows);
+	r->rows = calloc(s->thread_count ? s->thread_count : 1, sizeof(*r->rows));
+	if (!r->rows)
+		return rfail(r, -ENOMEM, off, "summary rows");
+	const uint8_t *row = b + KT__SUMMARY_FIXED;
+	for (uint32_t i = 0; i < s->thread_count; i++, row += KT__SUMMARY_ROW) {
+		uint64_t roff = boff + KT__SUMMARY_FIXED + (uint64_t)i * KT__SUMMARY_ROW;
+		kt_summary_thread *t = &r->rows[i];
+		t->thread_id = kt__get32(row);
+		t->written = kt__get64(row + 8);
+		t->dropped = kt__get64(row + 16);
+		if (kt__get32(row + 4))
+			return BAD(KT_ERESERVED, roff + 4, "summary row reserved bytes");
+		const struct thread_acct *a = &r->acct[i];
+		if (t->thread_id != a->thread_id || t->written != a->written ||
+		    t->dropped != a->dropped)
+			return BAD(KT_ESUMMARY, roff,
+				   "row %u says thread %u wrote %llu dropped %llu; the file has thread %u %llu/%llu",
+				   i, t->thread_id, (unsigned long long)t->written,
+				   (unsigned long long)t->dropped, a->thread_id,
+				   (unsigned long long)a->written, (unsigned long long)a->dropped);
+	}
+	s->threads = r->rows;
+	return 0;
+}
+
+static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *b,
+		       uint32_t blen, kt_trace_frame *f)
+{
+	char msg[160];
+	uint64_t boff = off + KT__FRAME_HEAD;
+
+	switch (kind) {
+	case KT_FRAME_CHUNK:
+		return decode_chunk(r, off, b, blen, f);
+	case KT_FRAME_NAME: {
+		if (blen < 8)
+			return BAD(KT_EFRAME, off, "name body is %u bytes, under 8", blen);
+		uint32_t id = kt__get32(b), len = kt__get32(b + 4);
+		if (id == 0)
+			return BAD(KT_EFRAME, boff, "name id 0");
+		if (len == 0 || len > KT_MAX_STRING || len != blen - 8)
+			return BAD(KT_EFRAME, boff + 4, "name length %u in a %u-byte body", len, blen);
+		if (memchr(b + 8, 0, len))
+			return BAD(KT_EFRAME, boff + 8, "name holds a zero byte");
+		f->u.name.id = id;
+		f->u.name.len = len;
+		return copy_str(r, b + 8, len, &f->u.name.str) ? rfail(r, -ENOMEM, off, "name")
+							       : 0;
+	}
+	case KT_FRAME_THREAD: {
+		if (blen < 16)
+			return BAD(KT_EFRAME, off, "thread body is %u bytes, under 16", blen);
+		uint32_t tid = kt__get32(b), len = kt__get32(b + 8);
+		if (tid == 0)
+			return BAD(KT_EFRAME, boff, "thread_id 0");
+		if (len > KT_MAX_STRING || len != blen - 16)
+			return BAD(KT_EFRAME, boff + 8, "thread name length %u in a %u-byte body",
+				   len, blen);
+		if (kt__get32(b + 12))
+			return BAD(KT_ERESERVED, boff + 12, "thread entry reserved bytes");
+		if (memchr(b + 16, 0, len))
+			return BAD(KT_EFRAME, boff + 16, "thread name holds a zero byte");
+		f->u.thread.thread_id = tid;
+		f->u.thread.os_tid = kt__get32(b + 4);
+		f->u.thread.name_len = len;
+		return copy_str(r, b + 16, len, &f->u.thread.name)
+			       ? rfail(r, -ENOMEM, off, "thread name")
+			       : 0;
+	}
+	case KT_FRAME_DROP: {
+		if (blen != 32)
+			return BAD(KT_EFRAME, off, "drop body is %u bytes, not 32", blen);
+		uint32_t tid = kt__get32(b);
+		uint64_t count = kt__get64(b + 8);
+		if (tid == 0)
+			return BAD(KT_EFRAME, boff, "drop thread_id 0");
+		if (kt__get32(b + 4))
+			return BAD(KT_ERESERVED, boff + 4, "drop reserved bytes");
+		if (count == 0)
+			return BAD(KT_EFRAME, boff + 8, "drop count 0");
+		struct thread_acct *a = acct_get(r, tid);
+		if (!a)
+			return BAD(KT_ETOOBIG, boff, "more than %u threads", KT_MAX_SUMMARY_THREADS);
+		a->dropped += count;
+		r->st.dropped += count;
+		f->u.drop.thread_id = tid;
+		f->u.drop.count = count;
+		f->u.drop.first_ts = kt__get64(b + 16);
+		f->u.drop.last_ts = kt__get64(b + 24);
+		return 0;
+	}
+	case KT_FRAME_SUMMARY:
+		return decode_summary(r, off, b, blen, f);
+	default:
+		return 1; /* unknown kind: skip */
+	}
+}
+
+int kt_reader_next_frame(kt_reader *r, kt_trace_frame *f)
+{
+	char msg[160];
+	const uint8_t *p;
+	int rc;
+
+	for (;;) {
+		if (r->st.error)
+			return r->st.error;
+		if (r->done)
+			return 0;
+		uint64_t off = r->pos;
+		uint64_t left = r->size - off;
+		if (left < KT__FRAME_HEAD) {
+			/* Zero bytes left without a summary is a cut at a frame
+			 * boundary; a few bytes left is a cut inside a head. */
+			r->st.truncated = 1;
+			r->st.valid_end = off;
+			r->done = 1;
+			snprintf(msg, sizeof(msg), "no session summary; %llu bytes of a frame head",
+				 (unsigned long long)left);
+			fail(&r->err, KT_ETRUNCATED, off, "%s", msg);
+			return 0;
+		}
+		if ((rc = get_bytes(r, off, KT__FRAME_HEAD, &p)))
+			return rfail(r, rc, off, "reading a frame head");
+		uint32_t blen = kt__get32(p);
+		uint8_t kind = p[4], flags = p[5];
+		uint16_t check = kt__get16(p + 6);
+		if (check != kt__head_check(p))
+			return BAD(KT_EFRAMEHEAD, off, "head check %04x, computed %04x (length %u, kind %u)",
+				   check, kt__head_check(p), blen, kind);
+		if (blen > KT_MAX_FRAME_BODY)
+			return BAD(KT_EFRAMELEN, off, "body_len %u over the 64 MiB limit", blen);
+		uint64_t total = kt__frame_size(blen);
+		if (total > left) {
+			r->st.truncated = 1;
+			r->st.valid_end = off;
+			r->done = 1;
+			fail(&r->err, KT_ETRUNCATED, off,
+			     "a %llu-byte %s frame is cut after %llu bytes",
+			     (unsigned long long)total, kt_frame_kind_name(kind),
+			     (unsigned long long)left);
+			return 0;
+		}
+		if ((rc = get_bytes(r, off, (size_t)total, &p)))
+			return rfail(r, rc, off, "reading a frame");
+		size_t padded = KT__FRAME_HEAD + kt__align8(blen);
+		uint64_t want = kt__get64(p + padded), got = kt__xxh3(p, padded);
+		if (want != got)
+			return BAD(KT_ECHECKSUM, off, "%s frame: stored %016llx, computed %016llx",
+				   kt_frame_kind_name(kind), (unsigned long long)want,
+				   (unsigned long long)got);
+		int known = kind >= KT_FRAME_CHUNK && kind <= KT_FRAME_SUMMARY;
+		if (known && flags)
+			return BAD(KT_ERESERVED, off + 5, "frame flags 0x%x", flags);
+		if (nonzero(p + KT__FRAME_HEAD + blen, padded - KT__FRAME_HEAD - blen))
+			return BAD(KT_ERESERVED, off + KT__FRAME_HEAD + blen, "frame pad not zero");
+
+		memset(f, 0, sizeof(*f));
+		f->offset = off;
+		f->body_len = blen;
+		f->kind = kind;
+		rc = decode_body(r, off, kind, p + KT__FRAME_HEAD, blen, f);
+		if (rc < 0)
+			return rc;
+		r->pos = off + total;
+		r->st.valid_end = r->pos;
+		if (rc == 1) {
+			r->st.unknown_frames++;
+			continue;
+		}
+		r->st.frames++;
+		if (kind == KT_FRAME_SUMMARY) {
+			r->st.complete = 1;
+			r->done = 1;
+			if (r->pos != r->size) {
+				/* Report the summary first; the next call reports
+				 * what follows it. */
+				snprintf(msg, sizeof(msg), "%llu bytes follow the summary",
+					 (unsigned long long)(r->size - r->pos));
+				r->st.error = KT_ETRAILING;
+				r->st.error_offset = r->pos;
+				fail(&r->err, KT_ETRAILING, r->pos, "%s", msg);
+			}
+		}
+		return 1;
+	}
+}
+
+void kt_chunk_iter_init(kt_chunk_iter *it, const kt_trace_frame *f)
+{
+	if (f->kind != KT_FRAME_CHUNK || !f->u.chunk.events) {
+		it->pos = it->end = NULL;
+		it->thread_id = 0;
+		return;
+	}
+	it->pos = f->u.chunk.events;
+	it->end = f->u.chunk.events + f->u.chunk.raw_len;
+	it->thread_id = f->u.chunk.thread_id;
+}
+
+int kt_chunk_next(kt_chunk_iter *it, kt_event *ev)
+{
+	if (it->pos >= it->end)
+		return 0;
+	const uint8_t *p = it->pos;
+	ev->ts = kt__get64(p);
+	ev->name_id = kt__get32(p + 8);
+	ev->type = p[12];
+	ev->flags = p[13];
+	ev->payload_len = kt__get16(p + 14);
+	ev->payload = p + KT__EVENT_HEAD;
+	ev->thread_id = it->thread_id;
+	it->pos += kt_event_size(ev->payload_len);
+	return 1;
+}
+
+uint64_t kt_ticks_to_ns(const kt_clock_calibration *c, const kt_file_summary *stop,
+			uint64_t ticks)
+{
+	__int128 dt = (__int128)ticks - (__int128)c->ticks;
+	__int128 ns;
+
+	if (stop && stop->clock_ticks1 > c->ticks && stop->clock_ns1 >= c->mono_ns)
+		ns = (__int128)c->mono_ns +
+		     dt * (__int128)(stop->clock_ns1 - c->mono_ns) /
+			     (__int128)(stop->clock_ticks1 - c->ticks);
+	else
+		ns = (__int128)c->mono_ns + dt * 1000000000 / (__int128)(c->tick_hz ? c->tick_hz : 1);
+	if (ns < 0)
+		return 0;
+	if (ns > (__int128)UINT64_MAX)
+		return UINT64_MAX;
+	return (uint64_t)ns;
+}
+
+const char *kt_event_type_name(unsigned type)
+{
+	static const char *const names[] = {
+		[KT_EV_ZONE_BEGIN] = "zone_begin", [KT_EV_ZONE_END] = "zone_end",
+		[KT_EV_INSTANT] = "instant",       [KT_EV_COUNTER_I64] = "counter_i64",
+		[KT_EV_COUNTER_F64] = "counter_f64", [KT_EV_FRAME] = "frame",
+		[KT_EV_FLOW] = "flow",             [KT_EV_MESSAGE] = "message",
+		[KT_EV_USER] = "user",
+	};
+	if (type < sizeof(names) / sizeof(names[0]) && names[type])
+		return names[type];
+	return "unknown";
+}
+
+const char *kt_frame_kind_name(unsigned kind)
+{
+	static const char *const names[] = {
+		[KT_FRAME_CHUNK] = "chunk", [KT_FRAME_NAME] = "name",
+		[KT_FRAME_THREAD] = "thread", [KT_FRAME_DROP] = "drop",
+		[KT_FRAME_SUMMARY] = "summary",
+	};
+	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])
+		return names[kind];
+	return "unknown";
+}

@@ -1,0 +1,395 @@
+/*
+ * The direct writer: builds frames with the encoder and writes them through
+ * a small buffer.  It keeps per-thread sequence numbers and the accounting,
+ * so the summary it writes always agrees with the file.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lz4.h>
+
+#include <katra/writer.h>
+#include "format/format.h"
+
+struct wthread {
+	uint32_t thread_id;
+	uint64_t next_seq;
+	uint64_t written;
+	uint64_t dropped;
+};
+
+struct kt_writer {
+	int fd;
+	int own_fd;
+	int finished;
+	int error;          /* first -errno; sticky */
+	uint64_t bytes;     /* handed to write() or buffered */
+
+	uint8_t *buf;       /* output buffer */
+	size_t buf_len, buf_cap;
+	uint8_t *frame;     /* scratch for one frame */
+	size_t frame_cap;
+
+	struct wthread *threads; /* sorted by thread_id */
+	size_t nthreads, threads_cap;
+	uint64_t chunks, events, dropped, bytes_raw, bytes_stored;
+};
+
+#define OUT_BUF (256u << 10)
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 4096;
+	while (n < need)
+		n *= 2;
+	uint8_t *p = realloc(*buf, n);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int flush_buf(kt_writer *w)
+{
+	if (w->error)
+		return w->error;
+	int rc = write_all(w->fd, w->buf, w->buf_len);
+	w->buf_len = 0;
+	if (rc)
+		w->error = rc;
+	return rc;
+}
+
+/* Append @n bytes; large spans bypass the buffer. */
+static int emit(kt_writer *w, const uint8_t *p, size_t n)
+{
+	if (w->error)
+		return w->error;
+	if (w->buf_len + n > OUT_BUF) {
+		int rc = flush_buf(w);
+		if (rc)
+			return rc;
+	}
+	w->bytes += n;
+	if (n >= OUT_BUF) {
+		int rc = write_all(w->fd, p, n);
+		if (rc)
+			w->error = rc;
+		return rc;
+	}
+	memcpy(w->buf + w->buf_len, p, n);
+	w->buf_len += n;
+	return 0;
+}
+
+static struct wthread *thread_get(kt_writer *w, uint32_t tid)
+{
+	size_t lo = 0, hi = w->nthreads;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->threads[mid].thread_id < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < w->nthreads && w->threads[lo].thread_id == tid)
+		return &w->threads[lo];
+	if (w->nthreads == KT_MAX_SUMMARY_THREADS)
+		return NULL;
+	if (w->nthreads == w->threads_cap) {
+		size_t n = w->threads_cap ? w->threads_cap * 2 : 16;
+		void *p = realloc(w->threads, n * sizeof(*w->threads));
+		if (!p)
+			return NULL;
+		w->threads = p;
+		w->threads_cap = n;
+	}
+	memmove(&w->threads[lo + 1], &w->threads[lo], (w->nthreads - lo) * sizeof(*w->threads));
+	memset(&w->threads[lo], 0, sizeof(*w->threads));
+	w->threads[lo].thread_id = tid;
+	w->nthreads++;
+	return &w->threads[lo];
+}
+
+static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
+{
+	*out = NULL;
+	int rc = kt__header_validate(h);
+	if (rc)
+		return rc;
+	kt_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fd = fd;
+	w->own_fd = own;
+	w->buf = malloc(OUT_BUF);
+	if (!w->buf) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->buf_cap = OUT_BUF;
+	size_t n = kt__enc_header(NULL, 0, h);
+	if ((rc = grow(&w->frame, &w->frame_cap, n)))
+		goto err;
+	kt__enc_header(w->frame, n, h);
+	if ((rc = emit(w, w->frame, n)))
+		goto err;
+	*out = w;
+	return 0;
+err:
+	w->own_fd = 0; /* the caller still owns and closes the fd on failure */
+	kt_writer_close(w);
+	return rc;
+}
+
+int kt_writer_open_fd(kt_writer **out, int fd, const kt_header *h)
+{
+	return writer_new(out, fd, 0, h);
+}
+
+int kt_writer_open(kt_writer **out, const char *path, const kt_header *h)
+{
+	*out = NULL;
+	int rc = kt__header_validate(h);
+	if (rc)
+		return rc;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	rc = writer_new(out, fd, 1, h);
+	if (rc)
+		close(fd);
+	return rc;
+}
+
+/* Build a frame around a body already at w->frame + 8, then emit it. */
+static int emit_frame(kt_writer *w, uint8_t kind, uint32_t body_len)
+{
+	kt__enc_frame_head(w->frame, body_len, kind);
+	size_t n = kt__enc_frame_seal(w->frame, body_len);
+	return emit(w, w->frame, n);
+}
+
+static int frame_room(kt_writer *w, size_t body_len)
+{
+	return grow(&w->frame, &w->frame_cap, kt__frame_size(body_len));
+}
+
+int kt_writer_chunk(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
+		    const void *events, size_t raw_len)
+{
+	const uint8_t *ev = events;
+	uint32_t count = 0;
+	uint64_t first = 0, last = 0;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (w->error)
+		return w->error;
+	if (thread_id == 0 || codec > KT_CODEC_LZ4 || raw_len == 0 || raw_len % 8)
+		return -EINVAL;
+	if (raw_len > KT_MAX_RAW)
+		return KT_ETOOBIG;
+	for (size_t at = 0; at < raw_len; count++) {
+		long sz = kt__event_check(ev + at, raw_len - at);
+		if (sz < 0)
+			return -EINVAL;
+		if (count == 0)
+			first = kt__get64(ev + at);
+		last = kt__get64(ev + at);
+		at += (size_t)sz;
+	}
+	return kt__writer_chunk_known(w, thread_id, codec, level, events, raw_len, count, first,
+				      last);
+}
+
+int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
+			   const void *events, size_t raw_len, uint32_t count, uint64_t first,
+			   uint64_t last)
+{
+	const uint8_t *ev = events;
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (w->error)
+		return w->error;
+	struct wthread *t = thread_get(w, thread_id);
+	if (!t)
+		return -ENOMEM;
+
+	size_t bound = codec == KT_CODEC_LZ4 ? (size_t)LZ4_compressBound((int)raw_len) : raw_len;
+	if ((rc = frame_room(w, KT__CHUNK_FIXED + bound)))
+		return rc;
+	uint8_t *payload = w->frame + KT__FRAME_HEAD + KT__CHUNK_FIXED;
+	uint32_t stored = (uint32_t)raw_len;
+	if (codec == KT_CODEC_LZ4) {
+		int n = LZ4_compress_fast((const char *)ev, (char *)payload, (int)raw_len,
+					  (int)bound, level < 1 ? 1 : level);
+		if (n <= 0)
+			return -EIO;
+		stored = (uint32_t)n;
+	} else {
+		memcpy(payload, ev, raw_len);
+	}
+	kt__enc_chunk_prefix(w->frame, thread_id, (uint8_t)codec, t->next_seq, count,
+			     (uint32_t)raw_len, stored, first, last);
+	size_t n = kt__enc_frame_seal(w->frame, KT__CHUNK_FIXED + stored);
+	if ((rc = emit(w, w->frame, n)))
+		return rc;
+	t->next_seq++;
+	t->written += count;
+	w->chunks++;
+	w->events += count;
+	w->bytes_raw += raw_len;
+	w->bytes_stored += stored;
+	return 0;
+}
+
+int kt__writer_sync(kt_writer *w)
+{
+	int rc = flush_buf(w);
+	if (!rc && fdatasync(w->fd) < 0 && errno != EINVAL && errno != EROFS)
+		rc = w->error = -errno;
+	return rc;
+}
+
+int kt__writer_error(const kt_writer *w)
+{
+	return w->error;
+}
+
+int kt_writer_name(kt_writer *w, uint32_t id, const char *name, size_t len)
+{
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (id == 0 || len == 0 || len > KT_MAX_STRING || memchr(name, 0, len))
+		return -EINVAL;
+	if ((rc = frame_room(w, 8 + len)))
+		return rc;
+	return emit_frame(w, KT_FRAME_NAME,
+			  kt__enc_name_body(w->frame + KT__FRAME_HEAD, id, name, (uint32_t)len));
+}
+
+int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (thread_id == 0 || len > KT_MAX_STRING)
+		return -EINVAL;
+	if ((rc = frame_room(w, 16 + len)))
+		return rc;
+	return emit_frame(w, KT_FRAME_THREAD,
+			  kt__enc_thread_body(w->frame + KT__FRAME_HEAD, thread_id, os_tid, name,
+					      (uint32_t)len));
+}
+
+int kt_writer_drop(kt_writer *w, uint32_t thread_id, uint64_t count, uint64_t first_ts,
+		   uint64_t last_ts)
+{
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (thread_id == 0 || count == 0)
+		return -EINVAL;
+	struct wthread *t = thread_get(w, thread_id);
+	if (!t)
+		return -ENOMEM;
+	if ((rc = frame_room(w, 32)))
+		return rc;
+	rc = emit_frame(w, KT_FRAME_DROP,
+			kt__enc_drop_body(w->frame + KT__FRAME_HEAD, thread_id, count, first_ts,
+					  last_ts));
+	if (rc)
+		return rc;
+	t->dropped += count;
+	w->dropped += count;
+	return 0;
+}
+
+int kt_writer_finish(kt_writer *w, const kt_file_summary *extra)
+{
+	kt_file_summary s;
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (extra)
+		s = *extra;
+	else
+		memset(&s, 0, sizeof(s));
+	s.events_written = w->events;
+	s.events_dropped = w->dropped;
+	s.chunks = w->chunks;
+	s.bytes_raw = w->bytes_raw;
+	s.bytes_stored = w->bytes_stored;
+	s.thread_count = (uint32_t)w->nthreads;
+
+	kt_summary_thread *rows = calloc(w->nthreads ? w->nthreads : 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->nthreads; i++) {
+		rows[i].thread_id = w->threads[i].thread_id;
+		rows[i].written = w->threads[i].written;
+		rows[i].dropped = w->threads[i].dropped;
+	}
+	s.threads = rows;
+	uint32_t blen = kt__summary_body_len(s.thread_count);
+	rc = frame_room(w, blen);
+	if (!rc)
+		rc = emit_frame(w, KT_FRAME_SUMMARY,
+				kt__enc_summary_body(w->frame + KT__FRAME_HEAD, &s));
+	free(rows);
+	if (!rc)
+		rc = flush_buf(w);
+	if (!rc)
+		w->finished = 1;
+	return rc;
+}
+
+int kt_writer_close(kt_writer *w)
+{
+	if (!w)
+		return 0;
+	int rc = w->buf_len ? flush_buf(w) : w->error;
+	if (w->own_fd && close(w->fd) < 0 && !rc)
+		rc = -errno;
+	free(w->buf);
+	free(w->frame);
+	free(w->threads);
+	free(w);
+	return rc;
+}
+
+uint64_t kt_writer_bytes(const kt_writer *w)
+{
+	return w->bytes;
+}

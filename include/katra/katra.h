@@ -1,0 +1,399 @@
+/*
+ * katra.h - the producer API and sessions.
+ *
+ * A producer thread emits events into its own ring; a session's flusher
+ * thread drains every ring into one trace file.  The emit functions below
+ * are static inline: with no session active each is one relaxed load and a
+ * branch that is not taken; with a session active, one clock read, one
+ * bounds check, the record stores and one release store.  Anything else
+ * (the thread's first event, a full ring, a pending drop marker) happens in
+ * an out-of-line slow path.
+ *
+ * Threads: every kt_* emit function may be called from any thread at any
+ * time, including before kt_init() and with no session (they then do
+ * nothing).  The ring protocol (one producer, one consumer per ring) is
+ * described in ring/ring.h.
+ */
+#ifndef KATRA_KATRA_H
+#define KATRA_KATRA_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <katra/error.h>
+#include <katra/trace.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "katra's producer path stores records in file byte order: little-endian targets only"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MAJOR changes break the API or ABI; MINOR adds to them; PATCH fixes. */
+#define KT_VERSION_MAJOR 0
+#define KT_VERSION_MINOR 1
+#define KT_VERSION_PATCH 0
+#define KT_VERSION_NUMBER \
+	(KT_VERSION_MAJOR * 10000 + KT_VERSION_MINOR * 100 + KT_VERSION_PATCH)
+#define KT_VERSION_STRING "0.1.0"
+
+/** The trace format version this library writes and reads (format/SPEC.md). */
+#define KT_FORMAT_VERSION 1u
+
+/**
+ * kt_version - the library's version at run time.
+ *
+ * Return: KT_VERSION_NUMBER of the library actually loaded, which may differ
+ * from the header a program was compiled against.  Any thread, any time.
+ */
+KT_API unsigned kt_version(void);
+
+/**
+ * kt_version_string - the library's version as text, e.g. "0.1.0".
+ *
+ * Return: a static string.  Any thread, any time.
+ */
+KT_API const char *kt_version_string(void);
+
+/* ---- process-wide configuration ------------------------------------- */
+
+#define KT_RING_MIN (64u << 10)
+#define KT_RING_DEFAULT (4u << 20)
+#define KT_RING_MAX (1u << 30)
+
+/** Process-wide settings; zero means "the default" in every field. */
+typedef struct kt_config {
+	size_t ring_size;     /* bytes per thread ring: a power of two in
+			       * [KT_RING_MIN, KT_RING_MAX]; default 4 MiB */
+	int overflow;         /* kt_overflow; default KT_OVERFLOW_DROP */
+	int clock;            /* kt_clock_source; default KT_CLOCK_AUTO: the
+			       * TSC where invariant, else CLOCK_MONOTONIC */
+} kt_config;
+
+/**
+ * kt_init - set the process-wide configuration.
+ * @cfg: the settings, or NULL for the defaults.  The environment can
+ *       override the clock: KT_CLOCK=tsc|monotonic.
+ *
+ * Optional: the first session starts katra with the defaults.  Rings that
+ * already exist keep their size; new rings use the new one.
+ *
+ * Return: 0; -EINVAL for a ring size that is not a power of two in range,
+ * an unknown policy or clock, or KT_CLOCK_TSC on a CPU without an invariant
+ * TSC; KT_EBUSY while a session is active, or when asking for a different
+ * clock than an earlier call chose (the clock is fixed once per process).
+ * Call it from one thread.
+ */
+KT_API int kt_init(const kt_config *cfg);
+
+/**
+ * kt_shutdown - release every ring and name.  Stops nothing: call it with no
+ * session active (KT_EBUSY otherwise) and when no thread emits any more.
+ * Return: 0 or KT_EBUSY.
+ */
+KT_API int kt_shutdown(void);
+
+/**
+ * kt_name - intern @name and return its id (never 0).
+ *
+ * The same string always gives the same id in one process.  Takes a lock:
+ * call it once and keep the id, as KT_ZONE() does.  Return: the id, or 0 if
+ * @name is NULL, empty, longer than 65535 bytes, or memory ran out.
+ * Any thread.
+ */
+KT_API uint32_t kt_name(const char *name);
+
+/**
+ * kt_thread_name - name the calling thread in every trace it appears in.
+ * Return: 0, -EINVAL for NULL or over 65535 bytes, -ENOMEM.  Any thread.
+ */
+KT_API int kt_thread_name(const char *name);
+
+/* ---- sessions -------------------------------------------------------- */
+
+typedef struct kt_session kt_session;
+
+/** How a session writes its file.  Zero means "the default" in every field. */
+typedef struct kt_session_options {
+	int fd;                     /* write here instead of @path when > 0 */
+	int codec;                  /* kt_codec; default KT_CODEC_NONE */
+	int codec_level;            /* LZ4 acceleration; default 1 */
+	int io;                     /* kt_io_backend; default KT_IO_AUTO */
+	uint64_t flush_period_ns;   /* default 1 ms */
+	uint64_t fsync_interval_ns; /* 0: fdatasync only at stop */
+	const char *workload;       /* header strings; may be NULL */
+	const char *run_id;
+	const char *capture_id;
+	uint64_t epoch;
+	uint32_t note_count;
+	const char *const *notes;
+} kt_session_options;
+
+/** What a session did, per thread and in total. */
+typedef struct kt_summary {
+	uint64_t events_written;
+	uint64_t events_dropped;
+	uint64_t events_refused;    /* records over a quarter of the ring */
+	uint64_t chunks;
+	uint64_t bytes_raw;
+	uint64_t bytes_on_disk;
+	int io_backend;             /* kt_io_backend that ran */
+	int io_error;               /* first I/O error as -errno, or 0 */
+	kt_clock_calibration clock_start;
+	kt_clock_calibration clock_stop;
+	uint32_t thread_count;
+	kt_summary_thread *threads; /* thread_count rows in thread_id order;
+				     * release with kt_summary_release() */
+} kt_summary;
+
+/**
+ * kt_session_start - start writing every thread's ring into a new trace.
+ * @path: the file to create (truncated if it exists); ignored when
+ *        @opts->fd > 0.
+ * @opts: options, or NULL for the defaults.
+ * @out:  receives the session.
+ *
+ * Events emitted after this returns are captured; ring contents from
+ * before are discarded.  Return: 0; KT_EBUSY if a session is active;
+ * -EINVAL; -errno from creating or writing the file.  Any thread.
+ */
+KT_API int kt_session_start(const char *path, const kt_session_options *opts,
+			    kt_session **out);
+
+/**
+ * kt_session_stop - drain, finish and close the session's file.
+ * @s:   the session; freed by this call.
+ * @sum: optional; receives the summary (release it with
+ *       kt_summary_release()).
+ *
+ * Every event whose emit returned before this call is in the file or
+ * counted as dropped.  Events racing with the call may land in neither and
+ * are counted nowhere.  Writes the names, threads, drops and summary, and
+ * fdatasyncs.  Return: 0, or the session's first I/O error (-errno): the
+ * file then holds a valid prefix.  Call it from any one thread.
+ */
+KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
+
+/** kt_summary_release - free what kt_session_stop() put in @sum. */
+KT_API void kt_summary_release(kt_summary *sum);
+
+/* ---- the producer fast path ----------------------------------------- */
+
+/*
+ * The parts of a ring the inline path touches.  The rest (and the consumer
+ * side, on its own cache line) is private to ring/.  Fields here are
+ * written only by the owning thread.
+ */
+struct kt__ring_prod {
+	_Atomic uint64_t head;  /* bytes published; the flusher acquires it */
+	uint64_t limit;         /* head may reach this without the slow path */
+	uint8_t *base;          /* first of two back-to-back mappings */
+	uint64_t mask;          /* ring size - 1 */
+};
+
+/* The calling thread's ring; NULL until its first emit in a session. */
+extern KT_API _Thread_local struct kt__ring_prod *kt__tls_ring
+	__attribute__((tls_model("initial-exec")));
+/* Non-zero while a session runs. */
+extern KT_API _Atomic int kt__active;
+/* Non-zero when timestamps are TSC ticks, zero for CLOCK_MONOTONIC ns. */
+extern KT_API int kt__clock_tsc;
+
+/* Out of line and cold, so the compiler keeps the fast path free of the
+ * calls, spills and frame set-up they would need. */
+KT_API __attribute__((cold)) uint64_t kt__now_slow(void);
+KT_API __attribute__((cold)) void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags,
+						const void *payload, size_t len);
+
+/*
+ * The timestamp of a fast-path record.  On x86 the fast path runs only
+ * while the clock is the TSC: with CLOCK_MONOTONIC the slow path keeps the
+ * ring's limit at 0, so every record goes out of line and no clock branch
+ * sits here.  Elsewhere CLOCK_MONOTONIC through the vDSO is the clock.
+ */
+static inline uint64_t kt__fast_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	return kt__now_slow();
+#endif
+}
+
+/** kt_now - the timestamp katra would give an event now, in ticks. */
+static inline uint64_t kt_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (__builtin_expect(kt__clock_tsc, 1))
+		return __rdtsc();
+#endif
+	return kt__now_slow();
+}
+
+static inline int kt__on(void)
+{
+	/* Relaxed: a stale value only decides whether this one event is
+	 * traced; ordering of the record itself comes from the ring's
+	 * release store of head. */
+	return __builtin_expect(atomic_load_explicit(&kt__active, memory_order_relaxed), 0);
+}
+
+/*
+ * Append one record with @len (a compile-time constant in every caller but
+ * kt_message/kt_emit) bytes of payload.
+ */
+static inline __attribute__((always_inline)) void
+kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t len)
+{
+	struct kt__ring_prod *r = kt__tls_ring;
+	size_t size = 16 + ((len + 7) & ~(size_t)7);
+	uint64_t head;
+
+	if (__builtin_expect(r == NULL, 0))
+		goto slow;
+	/* Fixed-size records are far below a quarter of the smallest ring;
+	 * only variable ones pay for this check. */
+	if (!(__builtin_constant_p(len) && len <= 4096) &&
+	    __builtin_expect(size > (r->mask + 1) / 4 || len > 0xffff, 0))
+		goto slow;
+	/* Relaxed: head is written only by this thread. */
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (__builtin_expect(head + size > r->limit, 0))
+		goto slow;
+	{
+		uint8_t *p = r->base + (head & r->mask);
+		uint64_t ts = kt__fast_now();
+		uint64_t meta = (uint64_t)id | (uint64_t)type << 32 | (uint64_t)flags << 40 |
+				(uint64_t)len << 48;
+		memcpy(p, &ts, 8);
+		memcpy(p + 8, &meta, 8);
+		if (len) {
+			memcpy(p + 16, payload, len);
+			if (len & 7)
+				memset(p + 16 + len, 0, 8 - (len & 7));
+		}
+		/* Release: the record's bytes above become visible to the
+		 * flusher no later than the head that covers them (pairs with
+		 * the flusher's acquire load of head). */
+		atomic_store_explicit(&r->head, head + size, memory_order_release);
+	}
+	return;
+slow:
+	kt__emit_slow(type, id, flags, payload, len);
+}
+
+/** kt_zone_begin - a zone named @id starts on this thread. */
+static inline void kt_zone_begin(uint32_t id)
+{
+	if (kt__on())
+		kt__emit(KT_EV_ZONE_BEGIN, id, 0, NULL, 0);
+}
+
+/** kt_zone_end - the innermost zone named @id ends on this thread. */
+static inline void kt_zone_end(uint32_t id)
+{
+	if (kt__on())
+		kt__emit(KT_EV_ZONE_END, id, 0, NULL, 0);
+}
+
+/** kt_instant - a point event. */
+static inline void kt_instant(uint32_t id)
+{
+	if (kt__on())
+		kt__emit(KT_EV_INSTANT, id, 0, NULL, 0);
+}
+
+/** kt_counter - an integer counter's new value. */
+static inline void kt_counter(uint32_t id, int64_t value)
+{
+	if (kt__on())
+		kt__emit(KT_EV_COUNTER_I64, id, 0, &value, 8);
+}
+
+/** kt_counter_f64 - a floating-point counter's new value. */
+static inline void kt_counter_f64(uint32_t id, double value)
+{
+	if (kt__on())
+		kt__emit(KT_EV_COUNTER_F64, id, 0, &value, 8);
+}
+
+/** kt_frame - frame @frame_no ends (a frame mark). */
+static inline void kt_frame(uint32_t id, uint64_t frame_no)
+{
+	if (kt__on())
+		kt__emit(KT_EV_FRAME, id, 0, &frame_no, 8);
+}
+
+/** kt_flow - a step of flow @flow_id; @phase is a kt_flow_phase. */
+static inline void kt_flow(uint32_t id, uint64_t flow_id, kt_flow_phase phase)
+{
+	if (kt__on())
+		kt__emit(KT_EV_FLOW, id, (uint8_t)phase, &flow_id, 8);
+}
+
+/**
+ * kt_message - a text message of @len bytes (not NUL-terminated in the
+ * trace).  Longer than 65535 bytes or a quarter of the ring: refused and
+ * counted in the summary's events_refused.
+ */
+static inline void kt_message(uint32_t id, const char *text, size_t len)
+{
+	if (kt__on())
+		kt__emit(KT_EV_MESSAGE, id, 0, text, len);
+}
+
+/**
+ * kt_emit - a record of any type.  @type KT_EV_USER carries opaque bytes
+ * with @flags free for the caller; other types must follow SPEC §4.2 (the
+ * flusher does not check them).  Limits as for kt_message().
+ */
+static inline void kt_emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
+			   size_t len)
+{
+	if (kt__on())
+		kt__emit(type, id, flags, payload, len);
+}
+
+static inline uint32_t kt__zone_id(_Atomic uint32_t *cache, const char *literal)
+{
+	/* Relaxed: two threads racing here intern the same string and store
+	 * the same id; nothing else is published through the cache. */
+	uint32_t id = atomic_load_explicit(cache, memory_order_relaxed);
+	if (__builtin_expect(id == 0, 0)) {
+		id = kt_name(literal);
+		atomic_store_explicit(cache, id, memory_order_relaxed);
+	}
+	return id;
+}
+
+static inline void kt__zone_cleanup(const uint32_t *id)
+{
+	kt_zone_end(*id);
+}
+
+#define KT__CAT2(a, b) a##b
+#define KT__CAT(a, b) KT__CAT2(a, b)
+
+/**
+ * KT_ZONE("name") - a zone from here to the end of the enclosing block.
+ * Interns the name once (a static per call site), then costs what
+ * kt_zone_begin() and kt_zone_end() cost.
+ */
+#define KT_ZONE(literal)                                                            \
+	static _Atomic uint32_t KT__CAT(kt__zid_, __LINE__);                        \
+	const uint32_t KT__CAT(kt__zone_, __LINE__)                                 \
+		__attribute__((cleanup(kt__zone_cleanup), unused)) =                \
+			kt__zone_id(&KT__CAT(kt__zid_, __LINE__), literal);         \
+	kt_zone_begin(KT__CAT(kt__zone_, __LINE__))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KATRA_KATRA_H */

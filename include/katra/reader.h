@@ -1,0 +1,209 @@
+/*
+ * katra/reader.h - reading .katra files.
+ *
+ * A reader walks a file frame by frame, checking every head, checksum and
+ * field that format/SPEC.md defines.  It never trusts a length before the
+ * bytes behind it exist, never allocates more than SPEC §5 states (one frame
+ * body, one decoded chunk and the header), and treats a file cut short as a
+ * valid prefix: every complete frame before the cut is returned and the
+ * status says "truncated at offset N".
+ *
+ * Threads: a kt_reader is not shared.  One thread at a time may call into a
+ * given reader; different readers are independent.
+ */
+#ifndef KATRA_READER_H
+#define KATRA_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <katra/error.h>
+#include <katra/trace.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kt_reader kt_reader;
+
+/** Where and why opening or reading failed. */
+typedef struct kt_reader_error {
+	int code;            /* the negative value the call returned */
+	uint64_t offset;     /* byte offset of the problem in the file */
+	char message[256];   /* "offset N: what is wrong", NUL-terminated */
+} kt_reader_error;
+
+/** One frame, decoded.  Pointers stay valid until the next call on the reader. */
+typedef struct kt_trace_frame {
+	uint64_t offset;     /* file offset of the frame's head */
+	uint32_t body_len;
+	uint8_t kind;        /* kt_frame_kind */
+	union {
+		struct {
+			uint32_t thread_id;
+			uint8_t codec;
+			uint64_t seq;
+			uint32_t event_count;
+			uint32_t raw_len;
+			uint32_t stored_len;   /* payload bytes in the file */
+			uint64_t first_ts;
+			uint64_t last_ts;
+			const uint8_t *events; /* raw_len bytes, decoded, 8-aligned */
+		} chunk;
+		struct {
+			uint32_t id;
+			uint32_t len;
+			const char *str;       /* NUL-terminated */
+		} name;
+		struct {
+			uint32_t thread_id;
+			uint32_t os_tid;
+			uint32_t name_len;
+			const char *name;      /* NUL-terminated, maybe empty */
+		} thread;
+		struct {
+			uint32_t thread_id;
+			uint64_t count;
+			uint64_t first_ts;
+			uint64_t last_ts;
+		} drop;
+		kt_file_summary summary;
+	} u;
+} kt_trace_frame;
+
+/** What a reader has seen so far. */
+typedef struct kt_reader_status {
+	int complete;            /* the summary frame was read */
+	int truncated;           /* the file ended before a summary */
+	uint64_t valid_end;      /* offset just past the last good frame */
+	uint64_t file_size;
+	uint64_t frames;         /* frames returned, summary included */
+	uint64_t unknown_frames; /* frames of unknown kind, skipped */
+	uint64_t chunks;
+	uint64_t events;         /* events in the chunks returned */
+	uint64_t dropped;        /* sum of drop record counts */
+	int error;               /* 0, or the sticky error of the reader */
+	uint64_t error_offset;
+	uint64_t buffer_bytes;      /* bytes the reader holds in buffers now */
+	uint64_t peak_buffer_bytes; /* the most it has held (SPEC §5 bounds it) */
+} kt_reader_status;
+
+/**
+ * kt_reader_open - open a trace file by path and read its header.
+ * @out:  receives the reader on success; set to NULL on failure.
+ * @path: file to read.
+ * @err:  optional; on failure receives the code, offset and a message.
+ *
+ * Return: 0 on success; -errno if the file cannot be opened or read (for
+ * example -ENOENT, -EISDIR); KT_EMAGIC, KT_EVERSION, KT_EHEADER or
+ * KT_EHDRSUM for a bad header; KT_ETRUNCATED if the file ends inside the
+ * header; -ENOMEM.  Any thread.
+ */
+KT_API int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err);
+
+/**
+ * kt_reader_open_fd - as kt_reader_open(), over an open, seekable fd.
+ *
+ * The reader reads with pread() and never closes or moves @fd; the caller
+ * keeps it open until kt_reader_close().  Return: as kt_reader_open().
+ */
+KT_API int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err);
+
+/**
+ * kt_reader_open_mem - as kt_reader_open(), over bytes in memory.
+ *
+ * @buf must stay valid and unchanged until kt_reader_close().
+ * Return: as kt_reader_open(), without the -errno cases of file I/O.
+ */
+KT_API int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len,
+			      kt_reader_error *err);
+
+/**
+ * kt_reader_header - the decoded file header.
+ *
+ * Return: a pointer valid until kt_reader_close(); never NULL for an open
+ * reader.
+ */
+KT_API const kt_header *kt_reader_header(const kt_reader *r);
+
+/**
+ * kt_reader_next_frame - read, check and decode the next frame.
+ * @frame: receives the frame; its pointers stay valid until the next call.
+ *
+ * Frames of unknown kind are checked and skipped, never returned.  Chunks
+ * come back decompressed, with every event record already validated, so
+ * kt_chunk_next() cannot fail on them.
+ *
+ * Return: 1 when @frame holds a frame; 0 at the end (the summary was read,
+ * or the file was cut short: see kt_reader_get_status()); a negative code
+ * for corruption, after which every further call returns the same code.
+ * kt_reader_last_error() says where and why.
+ */
+KT_API int kt_reader_next_frame(kt_reader *r, kt_trace_frame *frame);
+
+/**
+ * kt_reader_rewind - go back to the first frame.
+ *
+ * Counts in the status restart from zero; a sticky error is cleared.
+ * Return: 0.
+ */
+KT_API int kt_reader_rewind(kt_reader *r);
+
+/** kt_reader_get_status - copy what the reader has seen so far into @st. */
+KT_API void kt_reader_get_status(const kt_reader *r, kt_reader_status *st);
+
+/**
+ * kt_reader_last_error - the last error, with its offset and message.
+ *
+ * Return: a pointer valid until kt_reader_close(); its code is 0 when there
+ * has been no error.
+ */
+KT_API const kt_reader_error *kt_reader_last_error(const kt_reader *r);
+
+/** kt_reader_close - release the reader; NULL is a no-op. */
+KT_API void kt_reader_close(kt_reader *r);
+
+/** Cursor over the events of one chunk frame. */
+typedef struct kt_chunk_iter {
+	const uint8_t *pos;
+	const uint8_t *end;
+	uint32_t thread_id;
+} kt_chunk_iter;
+
+/**
+ * kt_chunk_iter_init - start iterating the events of @frame.
+ *
+ * @frame must be a KT_FRAME_CHUNK frame from kt_reader_next_frame(), still
+ * valid.  A frame of any other kind gives an iterator that yields nothing.
+ */
+KT_API void kt_chunk_iter_init(kt_chunk_iter *it, const kt_trace_frame *frame);
+
+/**
+ * kt_chunk_next - the next event of the chunk.
+ *
+ * Return: 1 when @ev holds an event (its payload points into the chunk),
+ * 0 when the chunk has no more.
+ */
+KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
+
+/**
+ * kt_ticks_to_ns - convert a timestamp to CLOCK_MONOTONIC nanoseconds.
+ * @start: the header's calibration.
+ * @stop:  the summary, or NULL; when it holds a later calibration point the
+ *         conversion uses the line through both points (SPEC §2.1).
+ *
+ * Return: nanoseconds; ticks before the calibration point give values below
+ * clock.mono_ns, saturating at 0.
+ */
+KT_API uint64_t kt_ticks_to_ns(const kt_clock_calibration *start,
+			       const kt_file_summary *stop, uint64_t ticks);
+
+/** kt_event_type_name - "zone_begin", "counter_i64", ...; "unknown" else. */
+KT_API const char *kt_event_type_name(unsigned type);
+
+/** kt_frame_kind_name - "chunk", "name", ...; "unknown" else. */
+KT_API const char *kt_frame_kind_name(unsigned kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KATRA_READER_H */

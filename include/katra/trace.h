@@ -1,0 +1,174 @@
+/*
+ * katra/trace.h - the values stored in a .katra file, shared by the reader
+ * and the writer.  format/SPEC.md defines the bytes; these structs are their
+ * decoded form.
+ */
+#ifndef KATRA_TRACE_H
+#define KATRA_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <katra/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Event record types (SPEC §4.2). */
+typedef enum kt_event_type {
+	KT_EV_ZONE_BEGIN = 1,
+	KT_EV_ZONE_END = 2,
+	KT_EV_INSTANT = 3,
+	KT_EV_COUNTER_I64 = 4,
+	KT_EV_COUNTER_F64 = 5,
+	KT_EV_FRAME = 6,
+	KT_EV_FLOW = 7,
+	KT_EV_MESSAGE = 8,
+	KT_EV_USER = 9,
+} kt_event_type;
+
+/** Flow phases, carried in the flags of a KT_EV_FLOW record. */
+typedef enum kt_flow_phase {
+	KT_FLOW_BEGIN = 0,
+	KT_FLOW_STEP = 1,
+	KT_FLOW_END = 2,
+} kt_flow_phase;
+
+/** Frame kinds (SPEC §4). */
+typedef enum kt_frame_kind {
+	KT_FRAME_CHUNK = 1,
+	KT_FRAME_NAME = 2,
+	KT_FRAME_THREAD = 3,
+	KT_FRAME_DROP = 4,
+	KT_FRAME_SUMMARY = 5,
+} kt_frame_kind;
+
+/** Chunk codecs. */
+typedef enum kt_codec {
+	KT_CODEC_NONE = 0,
+	KT_CODEC_LZ4 = 1,
+} kt_codec;
+
+/** Clock sources. */
+typedef enum kt_clock_source {
+	KT_CLOCK_AUTO = 0, /* only in configuration: TSC where invariant */
+	KT_CLOCK_TSC = 1,
+	KT_CLOCK_MONOTONIC = 2,
+} kt_clock_source;
+
+/** Overflow policies. */
+typedef enum kt_overflow {
+	KT_OVERFLOW_DROP = 0,
+	KT_OVERFLOW_BLOCK = 1,
+} kt_overflow;
+
+/** I/O backends. */
+typedef enum kt_io_backend {
+	KT_IO_AUTO = 0,  /* as a request; as a result it means "none" */
+	KT_IO_URING = 1,
+	KT_IO_PWRITE = 2,
+} kt_io_backend;
+
+#define KT_HDR_CAPTURE 0x1u /* header flag: run id, epoch, capture id set */
+#define KT_SUMMARY_RECOVERED 0x1u
+#define KT_SUMMARY_IO_ERROR 0x2u
+
+/* Limits from SPEC §2, §3, §4 and §5. */
+#define KT_MAX_HEADER (1u << 20)
+#define KT_MAX_FRAME_BODY (64u << 20)
+#define KT_MAX_RAW (64u << 20)
+#define KT_MAX_STRING 65535u
+#define KT_MAX_NOTES 1024u
+#define KT_MAX_SUMMARY_THREADS (1u << 20)
+
+/** A tick/ns pair and the tick rate: how the file's timestamps map to ns. */
+typedef struct kt_clock_calibration {
+	uint8_t source;      /* kt_clock_source */
+	uint64_t tick_hz;    /* ticks per second, non-zero */
+	uint64_t ticks;      /* tick count at the calibration instant */
+	uint64_t mono_ns;    /* CLOCK_MONOTONIC ns at the same instant */
+} kt_clock_calibration;
+
+/** The capture options recorded in the header. */
+typedef struct kt_capture_options {
+	uint64_t ring_size;
+	uint8_t overflow;        /* kt_overflow */
+	uint8_t codec;           /* kt_codec */
+	uint8_t io;              /* kt_io_backend as requested */
+	int32_t codec_level;     /* LZ4 acceleration, 1 = default */
+	uint64_t flush_period_ns;
+	uint64_t fsync_interval_ns;
+	uint64_t max_duration_ns;
+	uint64_t max_bytes;
+} kt_capture_options;
+
+/**
+ * The file header.  Strings are NUL-terminated; a NULL string is written as
+ * the empty string.  In a header returned by the reader every pointer stays
+ * valid until kt_reader_close().
+ */
+typedef struct kt_header {
+	uint32_t format_version;
+	uint32_t flags;               /* KT_HDR_* */
+	uint64_t schema_hash;
+	uint64_t start_wall_ns;
+	uint64_t start_mono_ns;
+	uint64_t process_id;
+	kt_clock_calibration clock;
+	kt_capture_options capture;
+	uint64_t epoch;
+	const char *tool_version;
+	const char *workload;
+	const char *host;
+	const char *run_id;
+	const char *capture_id;
+	uint32_t note_count;
+	const char *const *notes;
+} kt_header;
+
+/** One thread's row in the session summary. */
+typedef struct kt_summary_thread {
+	uint32_t thread_id;
+	uint64_t written;
+	uint64_t dropped;
+} kt_summary_thread;
+
+/** The session summary frame (SPEC §4.6). */
+typedef struct kt_file_summary {
+	uint32_t flags;               /* KT_SUMMARY_* */
+	uint64_t events_written;
+	uint64_t events_dropped;
+	uint64_t chunks;
+	uint64_t bytes_raw;
+	uint64_t bytes_stored;
+	uint64_t end_wall_ns;
+	uint64_t end_mono_ns;
+	uint64_t clock_ticks1;
+	uint64_t clock_ns1;
+	uint8_t io_backend;           /* kt_io_backend; 0 = none */
+	int32_t io_error;             /* first I/O error as -errno, or 0 */
+	uint32_t thread_count;
+	const kt_summary_thread *threads; /* thread_count rows, thread_id order */
+} kt_file_summary;
+
+/** One decoded event.  payload points into the chunk it came from. */
+typedef struct kt_event {
+	uint64_t ts;          /* ticks; see kt_reader_ticks_to_ns() */
+	uint32_t thread_id;   /* the chunk's thread */
+	uint32_t name_id;
+	uint8_t type;         /* kt_event_type */
+	uint8_t flags;        /* flow phase, user subtype, else 0 */
+	uint16_t payload_len;
+	const uint8_t *payload;
+} kt_event;
+
+/** kt_event_size - bytes one record with @payload_len bytes of payload takes. */
+static inline size_t kt_event_size(size_t payload_len)
+{
+	return 16 + ((payload_len + 7) & ~(size_t)7);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KATRA_TRACE_H */

@@ -1,0 +1,111 @@
+/*
+ * Name interning: a string maps to one id for the life of the process.
+ * Ids are dense from 1, so the session writes the table in id order.  The
+ * lock is fine: callers intern once and keep the id (KT_ZONE caches it).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "ring/ring.h"
+
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **by_id;          /* by_id[id], id in [1, count] */
+static size_t *lens;
+static uint32_t count, id_cap;
+static uint32_t *slots;       /* open addressing: id or 0 */
+static size_t slot_cap;       /* power of two */
+
+static size_t slot_of(const char *s, size_t len)
+{
+	size_t i = (size_t)XXH3_64bits(s, len) & (slot_cap - 1);
+	while (slots[i] && !(lens[slots[i]] == len && !memcmp(by_id[slots[i]], s, len)))
+		i = (i + 1) & (slot_cap - 1);
+	return i;
+}
+
+static int rehash(size_t cap)
+{
+	uint32_t *old = slots;
+	size_t old_cap = slot_cap;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots) {
+		slots = old;
+		return -1;
+	}
+	slot_cap = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i])
+			slots[slot_of(by_id[old[i]], lens[old[i]])] = old[i];
+	free(old);
+	return 0;
+}
+
+uint32_t kt_name(const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+	uint32_t id = 0;
+
+	if (len == 0 || len > KT_MAX_STRING)
+		return 0;
+	pthread_mutex_lock(&names_lock);
+	if ((size_t)(count + 1) * 2 > slot_cap && rehash(slot_cap ? slot_cap * 2 : 256))
+		goto out;
+	size_t i = slot_of(name, len);
+	if (slots[i]) {
+		id = slots[i];
+		goto out;
+	}
+	if (count + 1 >= id_cap) {
+		uint32_t n = id_cap ? id_cap * 2 : 256;
+		char **b = realloc(by_id, n * sizeof(*b));
+		if (!b)
+			goto out;
+		by_id = b;
+		size_t *l = realloc(lens, n * sizeof(*l));
+		if (!l)
+			goto out;
+		lens = l;
+		id_cap = n;
+	}
+	char *copy = malloc(len + 1);
+	if (!copy)
+		goto out;
+	memcpy(copy, name, len + 1);
+	id = ++count;
+	by_id[id] = copy;
+	lens[id] = len;
+	slots[i] = id;
+out:
+	pthread_mutex_unlock(&names_lock);
+	return id;
+}
+
+uint32_t kt__names_each(kt__name_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&names_lock);
+	uint32_t n = count;
+	for (uint32_t id = 1; id <= n; id++)
+		fn(ctx, id, by_id[id], lens[id]);
+	pthread_mutex_unlock(&names_lock);
+	return n;
+}
+
+void kt__names_free(void)
+{
+	pthread_mutex_lock(&names_lock);
+	for (uint32_t id = 1; id <= count; id++)
+		free(by_id[id]);
+	free(by_id);
+	free(lens);
+	free(slots);
+	by_id = NULL;
+	lens = NULL;
+	slots = NULL;
+	count = id_cap = 0;
+	slot_cap = 0;
+	pthread_mutex_unlock(&names_lock);
+}

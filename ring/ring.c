@@ -1,0 +1,543 @@
+/*
+ * Rings and the thread registry: the out-of-line half of the producer path.
+ *
+ * The inline fast path in katra.h handles the common case.  Everything else
+ * lands here: a thread's first event (registration, which takes the
+ * registry lock), a record that does not fit below the ring's limit (refresh
+ * the tail, drop or block, write a pending drop marker, wake the flusher at
+ * the high watermark), and records too large for the ring.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() __asm__ __volatile__("" ::: "memory")
+#endif
+
+#include "ring/ring.h"
+
+KT_API _Thread_local struct kt__ring_prod *kt__tls_ring __attribute__((tls_model("initial-exec")));
+KT_API _Atomic int kt__active;
+
+/* Set once this thread's key destructor ran: emits from later destructors
+ * are ignored rather than registering a ring nobody will retire. */
+static _Thread_local int tls_exiting;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kt__ring *reg_head;     /* every live or retired ring */
+static struct kt__ring *free_head;    /* recycled rings, ready for reuse */
+static size_t free_count;
+static int reg_session;               /* a session is running */
+/* Bumped per session start.  Relaxed everywhere: a producer that sees a
+ * stale value only keeps a pending loss count one session too long. */
+static _Atomic uint64_t session_gen;
+static uint32_t next_thread_id = 1;
+static pthread_key_t exit_key;
+static int initialized;
+static kt_config config;
+
+_Atomic uint32_t kt__flusher_word;
+_Atomic int kt__flusher_sleeping;
+
+#define FREE_KEEP 16 /* recycled rings kept mapped; more are unmapped */
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)word, op, val, ts, NULL, 0);
+}
+
+static void thread_exit(void *arg);
+
+/* ---- configuration --------------------------------------------------- */
+
+static int apply_config(const kt_config *cfg)
+{
+	kt_config c = { 0 };
+	if (cfg)
+		c = *cfg;
+	if (!c.ring_size)
+		c.ring_size = KT_RING_DEFAULT;
+	if (c.ring_size < KT_RING_MIN || c.ring_size > KT_RING_MAX ||
+	    (c.ring_size & (c.ring_size - 1)))
+		return -EINVAL;
+	if (c.overflow != KT_OVERFLOW_DROP && c.overflow != KT_OVERFLOW_BLOCK)
+		return -EINVAL;
+	if (c.clock < KT_CLOCK_AUTO || c.clock > KT_CLOCK_MONOTONIC)
+		return -EINVAL;
+	/* The clock is chosen once per process: rings already running with
+	 * one must not start stamping with another. */
+	int rc = initialized && c.clock != config.clock ? KT_EBUSY : kt__clock_setup(c.clock);
+	if (rc)
+		return rc;
+	if (!initialized) {
+		rc = pthread_key_create(&exit_key, thread_exit);
+		if (rc)
+			return -rc;
+		initialized = 1;
+	}
+	config = c;
+	return 0;
+}
+
+int kt_init(const kt_config *cfg)
+{
+	pthread_mutex_lock(&reg_lock);
+	int rc = reg_session ? KT_EBUSY : apply_config(cfg);
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
+}
+
+int kt__ensure_init(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	int rc = initialized ? 0 : apply_config(NULL);
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
+}
+
+uint64_t kt__ring_size(void)
+{
+	return config.ring_size;
+}
+
+int kt__overflow_policy(void)
+{
+	return config.overflow;
+}
+
+/* ---- ring memory ------------------------------------------------------ */
+
+static void ring_unmap(struct kt__ring *r)
+{
+	munmap(r->prod.base, 2 * r->size);
+	close(r->memfd);
+	free(r->name);
+	free(r);
+}
+
+/*
+ * Create a ring: a memfd of @size bytes mapped twice, back to back, inside
+ * one reserved span so nothing else can land between the two halves.
+ */
+static struct kt__ring *ring_map(uint64_t size)
+{
+	struct kt__ring *r = aligned_alloc(KT__CACHELINE, sizeof(*r));
+	if (!r)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	r->memfd = memfd_create("katra-ring", MFD_CLOEXEC);
+	if (r->memfd < 0)
+		goto err_free;
+	if (ftruncate(r->memfd, (off_t)size) < 0)
+		goto err_fd;
+	uint8_t *span = mmap(NULL, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (span == MAP_FAILED)
+		goto err_fd;
+	/* MAP_POPULATE pre-faults the pages so a thread's first events do not
+	 * take page faults; the second mapping shares the same pages. */
+	if (mmap(span, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
+		 r->memfd, 0) == MAP_FAILED ||
+	    mmap(span + size, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
+		 r->memfd, 0) == MAP_FAILED) {
+		munmap(span, 2 * size);
+		goto err_fd;
+	}
+	r->prod.base = span;
+	r->prod.mask = size - 1;
+	return r;
+err_fd:
+	close(r->memfd);
+err_free:
+	free(r);
+	return NULL;
+}
+
+/* Under reg_lock: a ring for a new thread, recycled when one fits. */
+static struct kt__ring *ring_get(uint64_t size)
+{
+	struct kt__ring **pp = &free_head;
+	for (; *pp; pp = &(*pp)->next) {
+		if ((*pp)->size == size) {
+			struct kt__ring *r = *pp;
+			*pp = r->next;
+			free_count--;
+			return r;
+		}
+	}
+	return ring_map(size);
+}
+
+/* Under reg_lock: a drained, retired ring goes back to the free list. */
+static void ring_put(struct kt__ring *r)
+{
+	free(r->name);
+	r->name = NULL;
+	if (free_count >= FREE_KEEP) {
+		ring_unmap(r);
+		return;
+	}
+	r->next = free_head;
+	free_head = r;
+	free_count++;
+}
+
+/* Under reg_lock: make @r look freshly created for a new thread. */
+static void ring_reset(struct kt__ring *r, uint32_t tid)
+{
+	/* Relaxed: no other thread can see this ring until it is published
+	 * under reg_lock, whose release orders these stores. */
+	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
+	atomic_store_explicit(&r->tail, head, memory_order_relaxed);
+	r->prod.limit = head; /* first emit takes the slow path and sets it */
+	r->pending = 0;
+	r->gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
+	atomic_store_explicit(&r->lost_total, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->refused_total, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->retired, 0, memory_order_relaxed);
+	r->lost_base = 0;
+	r->marked = 0;
+	r->refused_seen = 0;
+	r->thread_id = tid;
+	r->os_tid = (uint32_t)gettid();
+	r->name = NULL;
+}
+
+/* ---- registry --------------------------------------------------------- */
+
+static struct kt__ring *tls_full_ring(void)
+{
+	/* prod is the first member: the TLS pointer is the ring itself. */
+	return (struct kt__ring *)(void *)kt__tls_ring;
+}
+
+static struct kt__ring *register_thread(void)
+{
+	if (tls_exiting || kt__ensure_init())
+		return NULL;
+	pthread_mutex_lock(&reg_lock);
+	struct kt__ring *r = ring_get(config.ring_size);
+	if (r) {
+		ring_reset(r, next_thread_id++);
+		r->next = reg_head;
+		reg_head = r;
+		pthread_setspecific(exit_key, r);
+		kt__tls_ring = &r->prod;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return r;
+}
+
+static void unlink_ring(struct kt__ring *r)
+{
+	for (struct kt__ring **pp = &reg_head; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			return;
+		}
+}
+
+static void thread_exit(void *arg)
+{
+	struct kt__ring *r = arg;
+
+	tls_exiting = 1;
+	kt__tls_ring = NULL;
+	pthread_mutex_lock(&reg_lock);
+	/* Release: every record this thread published is ordered before the
+	 * flusher's acquire load of retired, so "retired and drained" means
+	 * nothing is left to read. */
+	atomic_store_explicit(&r->retired, 1, memory_order_release);
+	if (!reg_session) {
+		unlink_ring(r);
+		ring_put(r);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+int kt__registry_snapshot(kt__ring_list *out)
+{
+	pthread_mutex_lock(&reg_lock);
+	out->len = 0;
+	for (struct kt__ring *r = reg_head; r; r = r->next) {
+		if (out->len == out->cap) {
+			size_t n = out->cap ? out->cap * 2 : 16;
+			void *p = realloc(out->rings, n * sizeof(*out->rings));
+			if (!p) {
+				pthread_mutex_unlock(&reg_lock);
+				return -ENOMEM;
+			}
+			out->rings = p;
+			out->cap = n;
+		}
+		out->rings[out->len++] = r;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+size_t kt__registry_reap(void)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&reg_lock);
+	struct kt__ring **pp = &reg_head;
+	while (*pp) {
+		struct kt__ring *r = *pp;
+		/* Acquire pairs with thread_exit's release: once retired is
+		 * seen, the head loaded below is the thread's last. */
+		if (atomic_load_explicit(&r->retired, memory_order_acquire) &&
+		    atomic_load_explicit(&r->prod.head, memory_order_acquire) ==
+			    atomic_load_explicit(&r->tail, memory_order_relaxed)) {
+			*pp = r->next;
+			ring_put(r);
+			n++;
+			continue;
+		}
+		pp = &r->next;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return n;
+}
+
+void kt__registry_set_session(int running)
+{
+	pthread_mutex_lock(&reg_lock);
+	reg_session = running;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void kt__registry_reset_for_session(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	atomic_fetch_add_explicit(&session_gen, 1, memory_order_relaxed);
+	for (struct kt__ring *r = reg_head; r; r = r->next) {
+		/* Acquire: the producer's last records are complete before we
+		 * skip over them, and release the space back to it. */
+		uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
+		/* Release pairs with the producer's acquire of tail. */
+		atomic_store_explicit(&r->tail, head, memory_order_release);
+		r->lost_base = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
+		r->marked = 0;
+		r->refused_seen = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void kt__ring_name(struct kt__ring *r, char *buf, size_t cap)
+{
+	pthread_mutex_lock(&reg_lock);
+	snprintf(buf, cap, "%s", r->name ? r->name : "");
+	pthread_mutex_unlock(&reg_lock);
+}
+
+int kt_thread_name(const char *name)
+{
+	if (!name || strlen(name) > KT_MAX_STRING)
+		return -EINVAL;
+	struct kt__ring *r = tls_full_ring();
+	if (!r && !(r = register_thread()))
+		return -ENOMEM;
+	char *copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	pthread_mutex_lock(&reg_lock);
+	free(r->name);
+	r->name = copy;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+int kt_shutdown(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	if (reg_session) {
+		pthread_mutex_unlock(&reg_lock);
+		return KT_EBUSY;
+	}
+	/* Rings of live threads stay: their TLS pointers still name them. */
+	while (free_head) {
+		struct kt__ring *r = free_head;
+		free_head = r->next;
+		ring_unmap(r);
+	}
+	free_count = 0;
+	pthread_mutex_unlock(&reg_lock);
+	kt__names_free();
+	return 0;
+}
+
+/* ---- the slow path ---------------------------------------------------- */
+
+static void wake_flusher(void)
+{
+	/* Relaxed load: a missed wake-up costs at most one flush period, the
+	 * flusher's timeout.  The bump is release so the flusher, seeing the
+	 * new word, also sees the records that crossed the watermark. */
+	if (atomic_load_explicit(&kt__flusher_sleeping, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&kt__flusher_word, 1, memory_order_release);
+		futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
+	}
+}
+
+void kt__flusher_wake(void)
+{
+	/* Release: the flusher that sees the new word sees what we stored
+	 * before it (the session's stop flag). */
+	atomic_fetch_add_explicit(&kt__flusher_word, 1, memory_order_release);
+	futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+int kt__flusher_wait(uint32_t seen, uint64_t timeout_ns)
+{
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000u),
+			       (long)(timeout_ns % 1000000000u) };
+	return (int)futex(&kt__flusher_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+}
+
+void kt__ring_tail_moved(struct kt__ring *r)
+{
+	/* Release: a producer woken by the new sequence also sees the tail
+	 * stored before it.  seq_cst on waiters would be the textbook pairing;
+	 * the producer re-checks tail with a timeout, so a lost wake-up costs
+	 * at most that timeout, never a hang. */
+	atomic_fetch_add_explicit(&r->tail_seq, 1, memory_order_release);
+	if (atomic_load_explicit(&r->waiters, memory_order_seq_cst))
+		futex(&r->tail_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+/* BLOCK policy: wait until the flusher frees space or the session ends. */
+static void block_wait(struct kt__ring *r, uint64_t need)
+{
+	for (int spin = 0; spin < 2048; spin++) {
+		/* Acquire pairs with the flusher's release of tail (D). */
+		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+		uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
+		if (head + need - tail <= r->size)
+			return;
+		cpu_relax();
+	}
+	wake_flusher();
+	uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
+	/* seq_cst: the flusher's load of waiters must not be ordered before
+	 * our increment, or both could miss each other. */
+	atomic_fetch_add_explicit(&r->waiters, 1, memory_order_seq_cst);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
+	if (head + need - tail > r->size) {
+		struct timespec ts = { 0, 1000000 }; /* re-check at least every 1 ms */
+		futex(&r->tail_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
+	}
+	atomic_fetch_sub_explicit(&r->waiters, 1, memory_order_relaxed);
+}
+
+static void put_record(uint8_t *p, uint64_t ts, uint8_t type, uint32_t id, uint8_t flags,
+		       const void *payload, size_t len)
+{
+	uint64_t meta = (uint64_t)id | (uint64_t)type << 32 | (uint64_t)flags << 40 |
+			(uint64_t)len << 48;
+	memcpy(p, &ts, 8);
+	memcpy(p + 8, &meta, 8);
+	if (len) {
+		memcpy(p + 16, payload, len);
+		if (len & 7)
+			memset(p + 16 + len, 0, 8 - (len & 7));
+	}
+}
+
+KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
+			  size_t len)
+{
+	struct kt__ring *r = tls_full_ring();
+	if (!r && !(r = register_thread()))
+		return;
+	size_t size = 16 + ((len + 7) & ~(size_t)7);
+	if (len > 0xffff || size > r->size / 4) {
+		/* Relaxed: a counter only this thread writes. */
+		atomic_store_explicit(&r->refused_total,
+				      atomic_load_explicit(&r->refused_total, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		return;
+	}
+	uint64_t gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
+	if (r->gen != gen) {
+		/* Losses from an earlier session belong to that session. */
+		r->pending = 0;
+		r->gen = gen;
+	}
+	uint64_t ts = kt_now();
+	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
+	uint64_t tail;
+	for (;;) {
+		size_t need = size + (r->pending ? KT__DROP_MARK_SIZE : 0);
+		/* Acquire pairs with the flusher's release of tail (D): the
+		 * span we are about to overwrite has been read. */
+		tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+		if (head + need - tail <= r->size)
+			break;
+		if (config.overflow == KT_OVERFLOW_DROP) {
+			/* Relaxed: only stop reads these, after producers end. */
+			if (!r->pending++)
+				atomic_store_explicit(&r->pending_first, ts, memory_order_relaxed);
+			atomic_store_explicit(&r->pending_last, ts, memory_order_relaxed);
+			atomic_store_explicit(&r->lost_total,
+					      atomic_load_explicit(&r->lost_total,
+								   memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+			r->prod.limit = 0; /* come back here to write the marker */
+			wake_flusher();
+			return;
+		}
+		/* Relaxed: a stale "active" only delays noticing the stop by
+		 * one wait, which has a timeout. */
+		if (!atomic_load_explicit(&kt__active, memory_order_relaxed))
+			return;
+		block_wait(r, need);
+		ts = kt_now();
+	}
+	uint8_t *p = r->prod.base + (head & r->prod.mask);
+	if (r->pending) {
+		uint64_t mark[3] = {
+			r->pending,
+			atomic_load_explicit(&r->pending_first, memory_order_relaxed),
+			atomic_load_explicit(&r->pending_last, memory_order_relaxed),
+		};
+		put_record(p, ts, KT__EV_DROP_MARK, 0, 0, mark, sizeof(mark));
+		p += KT__DROP_MARK_SIZE;
+		head += KT__DROP_MARK_SIZE;
+		r->pending = 0;
+	}
+	put_record(p, ts, type, id, flags, payload, len);
+	head += size;
+	/* Release: pairs with the flusher's acquire of head (B pairs C). */
+	atomic_store_explicit(&r->prod.head, head, memory_order_release);
+
+	/* Below half full the fast path may run to the half mark, where the
+	 * next slow call wakes the flusher once; past it, up to the end. */
+	uint64_t fill = head - tail;
+	if (fill >= r->size / 2) {
+		wake_flusher();
+		r->prod.limit = tail + r->size;
+	} else {
+		r->prod.limit = tail + r->size / 2;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	/* The inline path reads the TSC unconditionally; with another clock
+	 * every record must come through here. */
+	if (!kt__clock_tsc)
+		r->prod.limit = 0;
+#endif
+}

@@ -1,0 +1,123 @@
+/*
+ * ring/ring.h - internal: per-thread rings, the thread registry, name
+ * interning and the clock.  Nothing here knows about files.
+ *
+ * One ring has one producer (its thread) and one consumer (the session's
+ * flusher).  Positions are byte counts that only grow; a position p lives at
+ * base + (p & mask).  The memory is mapped twice back to back, so the bytes
+ * [p, p + n) are contiguous at base + (p & mask) for any n <= size: no
+ * record and no drained span ever wraps.
+ *
+ *   producer                                  flusher
+ *   --------                                  -------
+ *   (A) t = load_acquire(tail)                (C) h = load_acquire(head)
+ *       if h + n - t > size: slow path            read records in [tail, h)
+ *       write record bytes at h                   write them to the file
+ *   (B) store_release(head, h + n)            (D) store_release(tail, h)
+ *
+ *   B pairs with C: every byte of a record is visible before the head that
+ *   covers it.  D pairs with A: the flusher has finished reading a span
+ *   before the producer may overwrite it.
+ *
+ * head is written only by the producer, tail only by the flusher; each owner
+ * reads its own field with a relaxed load.  They sit on separate cache
+ * lines so the two threads never write the same line.
+ */
+#ifndef KATRA_RING_RING_H
+#define KATRA_RING_RING_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <katra/katra.h>
+
+#define KT__CACHELINE 64
+
+/* A ring-only record type: the producer's note that it lost events.  The
+ * flusher turns it into a drop frame; it never reaches a file as a record. */
+#define KT__EV_DROP_MARK 0xFE
+#define KT__DROP_MARK_SIZE (16 + 24)
+
+struct kt__ring {
+	/* Producer line: written only by the owning thread. */
+	alignas(KT__CACHELINE) struct kt__ring_prod prod;
+	uint64_t size;
+	uint64_t pending;          /* lost since the last drop marker */
+	uint64_t gen;              /* session generation of the pending state */
+	/* Time range of the pending loss; the flusher reads them at stop for
+	 * losses no marker carried.  Relaxed: producer-written, read late. */
+	_Atomic uint64_t pending_first;
+	_Atomic uint64_t pending_last;
+	/* Read by the flusher at stop: events lost and not yet in a marker,
+	 * events refused as too large.  Relaxed: only the totals matter and
+	 * stop reads them after the producers are done. */
+	_Atomic uint64_t lost_total;
+	_Atomic uint64_t refused_total;
+
+	/* Consumer line: written only by the flusher. */
+	alignas(KT__CACHELINE) _Atomic uint64_t tail;
+	_Atomic uint32_t tail_seq; /* futex word: bumped when tail moves */
+	_Atomic uint32_t waiters;  /* BLOCK-policy producers asleep on it */
+	uint64_t lost_base;        /* lost_total when the session started */
+	uint64_t marked;           /* losses the flusher has accounted */
+	uint64_t refused_seen;     /* refusals the flusher has accounted */
+
+	/* Registry: under the registry lock. */
+	alignas(KT__CACHELINE) struct kt__ring *next;
+	_Atomic int retired;       /* the thread exited; release-stored */
+	uint32_t thread_id;
+	uint32_t os_tid;
+	int memfd;
+	char *name;                /* thread name or NULL */
+};
+
+/* What a session's flusher needs from the ring layer. */
+typedef struct kt__ring_list {
+	struct kt__ring **rings;
+	size_t len, cap;
+} kt__ring_list;
+
+/* Configuration and state shared by ring/ and flush/. */
+int kt__ensure_init(void);
+uint64_t kt__ring_size(void);
+int kt__overflow_policy(void);
+
+/* Snapshot every registered ring (retired or not) into @out. */
+int kt__registry_snapshot(kt__ring_list *out);
+/* Recycle every retired ring that is fully drained; returns how many. */
+size_t kt__registry_reap(void);
+/* Mark the registry as having (or not) a session; with none, exiting
+ * threads recycle their rings themselves. */
+void kt__registry_set_session(int running);
+/* Copy thread @r's name under the registry lock into @buf (may be ""). */
+void kt__ring_name(struct kt__ring *r, char *buf, size_t cap);
+/* Start a new session generation: every ring is emptied (tail = head) and
+ * its loss counters rebased.  Called with no flusher running. */
+void kt__registry_reset_for_session(void);
+/* Wake a producer blocked on @r after its tail moved. */
+void kt__ring_tail_moved(struct kt__ring *r);
+
+/* The flusher's wake-up word: producers bump it on crossing a ring's high
+ * watermark; the flusher sleeps on it between periods. */
+extern _Atomic uint32_t kt__flusher_word;
+extern _Atomic int kt__flusher_sleeping;
+/* Sleep while the word still equals @seen, at most @timeout_ns. */
+int kt__flusher_wait(uint32_t seen, uint64_t timeout_ns);
+/* Wake the flusher now, whether or not it sleeps. */
+void kt__flusher_wake(void);
+
+/* Interned names: copy ids [1, n] under the lock; returns n. */
+typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len);
+uint32_t kt__names_each(kt__name_fn fn, void *ctx);
+void kt__names_free(void);
+
+/* The clock. */
+int kt__clock_setup(int requested);
+void kt__clock_calibrate(kt_clock_calibration *c);
+uint64_t kt__mono_ns(void);
+uint64_t kt__wall_ns(void);
+
+#endif /* KATRA_RING_RING_H */

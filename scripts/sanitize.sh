@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# sanitize.sh - build into build-asan/ with AddressSanitizer and
+# UndefinedBehaviorSanitizer, warnings as errors, and run the tests there.
+# The install test is left out: it links the instrumented library into an
+# uninstrumented consumer.  CC may name the compiler (default: clang, else gcc).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/deps.sh
+
+cc=${CC:-}
+if [[ -z $cc ]]; then
+  if command -v clang >/dev/null; then cc=clang; else cc=gcc; fi
+fi
+
+# CMake drops every -D of a tree whose compiler changes; start that tree anew.
+cache=build-asan/CMakeCache.txt
+if [[ -f $cache ]]; then
+  cached=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$cache")
+  if [[ $(readlink -f "$(command -v "$cc")") != $(readlink -f "$cached") ]]; then
+    rm -rf build-asan
+  fi
+fi
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" \
+  -DKATRA_SANITIZE=address,undefined -DKATRA_WERROR=ON
+cmake --build build-asan -j2
+
+status=0
+ctest --test-dir build-asan --output-on-failure -E install_consumer || status=$?
+
+log=build-asan/Testing/Temporary/LastTest.log
+if [[ -f $log ]]; then
+  echo "Criterion summaries (ASan+UBSan):"
+  awk '/^[0-9]+\/[0-9]+ Test: / { name = $3 }
+       /Synthesis:/ { sub(/^\[=+\] /, ""); printf "  %-16s %s\n", name, $0 }' "$log"
+fi
+exit "$status"

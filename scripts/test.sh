@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# test.sh - install what is missing, build into build/ and run every test
+# through ctest.  With CI=true compiler warnings are errors.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/deps.sh
+
+werror=OFF
+[[ ${CI:-} == true ]] && werror=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKATRA_WERROR="$werror"
+cmake --build build -j2
+
+status=0
+ctest --test-dir build --output-on-failure || status=$?
+
+# ctest shows a passing test's output only in its log: print each Criterion
+# program's summary line from there.
+log=build/Testing/Temporary/LastTest.log
+if [[ -f $log ]]; then
+  echo "Criterion summaries:"
+  awk '/^[0-9]+\/[0-9]+ Test: / { name = $3 }
+       /Synthesis:/ { sub(/^\[=+\] /, ""); printf "  %-16s %s\n", name, $0 }' "$log"
+fi
+exit "$status"

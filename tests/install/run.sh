@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# run.sh BUILD_DIR CC [CMAKE] [SANITIZE] - the install_consumer test.
+#
+# Installs BUILD_DIR into a fresh temporary prefix, then builds consumer.c
+# against it three ways and runs each result:
+#   (a) cc $(pkg-config --cflags --libs katra), run with LD_LIBRARY_PATH;
+#   (b) a CMake project: find_package(katra REQUIRED), katra::katra;
+#   (c) the same project's second executable, katra::katra_static.
+# SANITIZE (e.g. address,undefined) is passed on as -fsanitize= when the
+# build tree was instrumented.  Any failure fails the test.
+set -euo pipefail
+
+if (($# < 2)); then
+  echo "usage: $0 BUILD_DIR CC [CMAKE] [SANITIZE]" >&2
+  exit 2
+fi
+build_dir=$(cd "$1" && pwd)
+cc=$2
+cmake=${3:-cmake}
+sanitize=${4:-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/katra-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+step() { printf '\n== install_consumer: %s\n' "$*"; }
+fail() { printf 'install_consumer: FAIL: %s\n' "$*" >&2; exit 1; }
+
+cflags=()
+if [[ -n $sanitize ]]; then
+  cflags=("-fsanitize=$sanitize" -fno-omit-frame-pointer)
+fi
+
+step "cmake --install $build_dir --prefix $prefix"
+"$cmake" --install "$build_dir" --prefix "$prefix"
+
+for f in include/katra/katra.h include/katra/reader.h include/katra/error.h; do
+  [[ -f $prefix/$f ]] || fail "$f not installed"
+done
+[[ -x $prefix/bin/katra ]] || fail "bin/katra not installed"
+pc=$(find "$prefix" -name katra.pc -path '*/pkgconfig/*' | head -n1)
+[[ -n $pc ]] || fail "katra.pc not installed"
+pcdir=$(dirname "$pc")
+libdir=$(dirname "$pcdir")
+[[ -e $libdir/libkatra.so ]] || fail "libkatra.so not in $libdir"
+[[ -f $libdir/libkatra.a ]] || fail "libkatra.a not in $libdir"
+[[ -f $libdir/cmake/katra/katraConfig.cmake ]] || fail "katraConfig.cmake not in $libdir/cmake/katra"
+
+step "(a) pkg-config: $cc \$(pkg-config --cflags --libs katra)"
+export PKG_CONFIG_PATH=$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+pc_cflags=$(pkg-config --cflags katra)
+pc_libs=$(pkg-config --libs katra)
+[[ $(pkg-config --variable=libdir katra) -ef $libdir ]] ||
+  fail "katra.pc libdir $(pkg-config --variable=libdir katra) is not $libdir"
+echo "cflags: $pc_cflags"
+echo "libs:   $pc_libs"
+# shellcheck disable=SC2086  # pkg-config output is a list of words
+"$cc" -std=c11 -Wall -Wextra -Werror "${cflags[@]}" "$here/consumer.c" \
+  -o "$tmp/consumer_pc" $pc_cflags $pc_libs
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_pc" ||
+  fail "pkg-config consumer exited $?"
+
+step "(b, c) find_package(katra): katra::katra and katra::katra_static"
+mkdir -p "$tmp/proj"
+cp "$here/consumer.c" "$tmp/proj/"
+cat >"$tmp/proj/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(katra_consumer LANGUAGES C)
+find_package(katra 0.1 REQUIRED COMPONENTS shared static)
+add_executable(consumer_shared consumer.c)
+target_link_libraries(consumer_shared PRIVATE katra::katra)
+add_executable(consumer_static consumer.c)
+target_link_libraries(consumer_static PRIVATE katra::katra_static)
+CMAKE
+"$cmake" -S "$tmp/proj" -B "$tmp/proj/build" \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_C_FLAGS="-Wall -Wextra -Werror ${cflags[*]}" \
+  -DCMAKE_EXE_LINKER_FLAGS="${cflags[*]}"
+"$cmake" --build "$tmp/proj/build"
+# The shared consumer finds libkatra.so through the build RPATH CMake sets.
+"$tmp/proj/build/consumer_shared" || fail "find_package shared consumer exited $?"
+"$tmp/proj/build/consumer_static" || fail "find_package static consumer exited $?"
+if ldd "$tmp/proj/build/consumer_static" | grep -q libkatra; then
+  fail "consumer_static is linked to libkatra.so"
+fi
+ldd "$tmp/proj/build/consumer_shared" | grep -q libkatra.so ||
+  fail "consumer_shared is not linked to libkatra.so"
+
+step "PASS"

@@ -1,0 +1,393 @@
+/* Format round trips, golden bytes, schema hash and version handling. */
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <criterion/criterion.h>
+#include <xxhash.h>
+
+#include "format/format.h"
+
+#define GOLDEN KT_TEST_DATA "/golden_v1.katra"
+
+Test(format, schema_hash_matches_spec_string)
+{
+	cr_assert_eq(XXH3_64bits(kt__schema_string, strlen(kt__schema_string)),
+		     KT__SCHEMA_HASH);
+	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xe9c05376473abc76));
+}
+
+Test(format, header_round_trip)
+{
+	size_t len;
+	uint8_t *buf = t_sample(&len, 1);
+	cr_assert_not_null(buf);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open_mem(&r, buf, len, NULL), 0);
+	const kt_header *h = kt_reader_header(r);
+	kt_header want;
+	t_header(&want);
+	cr_assert_eq(h->format_version, 1);
+	cr_assert_eq(h->flags, KT_HDR_CAPTURE);
+	cr_assert_eq(h->schema_hash, KT__SCHEMA_HASH);
+	cr_assert_eq(h->start_wall_ns, want.start_wall_ns);
+	cr_assert_eq(h->start_mono_ns, want.start_mono_ns);
+	cr_assert_eq(h->process_id, 4242);
+	cr_assert_eq(h->clock.source, KT_CLOCK_TSC);
+	cr_assert_eq(h->clock.tick_hz, UINT64_C(3000000000));
+	cr_assert_eq(h->clock.ticks, 1000000);
+	cr_assert_eq(h->clock.mono_ns, 123456000);
+	cr_assert_eq(h->capture.ring_size, 4u << 20);
+	cr_assert_eq(h->capture.overflow, KT_OVERFLOW_BLOCK);
+	cr_assert_eq(h->capture.codec, KT_CODEC_LZ4);
+	cr_assert_eq(h->capture.io, KT_IO_URING);
+	cr_assert_eq(h->capture.codec_level, 3);
+	cr_assert_eq(h->capture.flush_period_ns, 1000000);
+	cr_assert_eq(h->capture.fsync_interval_ns, 250000000);
+	cr_assert_eq(h->capture.max_duration_ns, UINT64_C(5000000000));
+	cr_assert_eq(h->capture.max_bytes, 64u << 20);
+	cr_assert_eq(h->epoch, 7);
+	cr_assert_str_eq(h->tool_version, "katra-test 1");
+	cr_assert_str_eq(h->workload, "unit test");
+	cr_assert_str_eq(h->host, "test-host");
+	cr_assert_str_eq(h->run_id, "run-1");
+	cr_assert_str_eq(h->capture_id, "cap-0001");
+	cr_assert_eq(h->note_count, 2);
+	cr_assert_str_eq(h->notes[0], "first note");
+	cr_assert_str_eq(h->notes[1], "second note: \xce\xbb");
+	kt_reader_close(r);
+	free(buf);
+}
+
+/* Compare one decoded event against what t_events_all_types() wrote. */
+static void check_set(kt_chunk_iter *it, uint64_t ts0, int salt, uint32_t tid)
+{
+	kt_event ev;
+	int64_t ci;
+	double cf;
+	uint64_t u;
+	static const uint8_t types[T_EVENTS_PER_SET] = {
+		KT_EV_ZONE_BEGIN, KT_EV_INSTANT, KT_EV_COUNTER_I64, KT_EV_COUNTER_F64,
+		KT_EV_FRAME, KT_EV_FLOW, KT_EV_FLOW, KT_EV_FLOW, KT_EV_MESSAGE, KT_EV_USER,
+		KT_EV_ZONE_END,
+	};
+	static const uint32_t ids[T_EVENTS_PER_SET] = { 1, 2, 3, 4, 5, 6, 6, 6, 7, 8, 1 };
+	static const uint16_t plens[T_EVENTS_PER_SET] = { 0, 0, 8, 8, 8, 8, 8, 8, 12, 5, 0 };
+	static const uint8_t flags[T_EVENTS_PER_SET] = { 0, 0, 0, 0, 0, 0, 1, 2, 0, 9, 0 };
+
+	for (int i = 0; i < T_EVENTS_PER_SET; i++) {
+		cr_assert_eq(kt_chunk_next(it, &ev), 1, "event %d", i);
+		cr_assert_eq(ev.ts, ts0 + (uint64_t)i);
+		cr_assert_eq(ev.thread_id, tid);
+		cr_assert_eq(ev.type, types[i], "event %d type %u", i, ev.type);
+		cr_assert_eq(ev.name_id, ids[i]);
+		cr_assert_eq(ev.payload_len, plens[i]);
+		cr_assert_eq(ev.flags, flags[i]);
+		switch (ev.type) {
+		case KT_EV_COUNTER_I64:
+			memcpy(&ci, ev.payload, 8);
+			cr_assert_eq(ci, -42 - salt);
+			break;
+		case KT_EV_COUNTER_F64:
+			memcpy(&cf, ev.payload, 8);
+			cr_assert_eq(cf, 2.5 + salt);
+			break;
+		case KT_EV_FRAME:
+			memcpy(&u, ev.payload, 8);
+			cr_assert_eq(u, 100 + (uint64_t)salt);
+			break;
+		case KT_EV_FLOW:
+			memcpy(&u, ev.payload, 8);
+			cr_assert_eq(u, 0xabcdef + (uint64_t)salt);
+			break;
+		case KT_EV_MESSAGE:
+			cr_assert_eq(memcmp(ev.payload, "hello, trace", 12), 0);
+			break;
+		case KT_EV_USER:
+			cr_assert_eq(memcmp(ev.payload, "\x01\x02\x03\x04\x05", 5), 0);
+			break;
+		}
+	}
+	cr_assert_eq(kt_chunk_next(it, &ev), 0);
+}
+
+Test(format, every_frame_kind_and_event_type_round_trips_raw_and_lz4)
+{
+	size_t len;
+	uint8_t *buf = t_sample(&len, 1);
+	kt_reader *r;
+	kt_trace_frame f;
+	cr_assert_eq(kt_reader_open_mem(&r, buf, len, NULL), 0);
+
+	/* names 1..8 */
+	for (uint32_t i = 1; i <= T_NAMES; i++) {
+		cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+		cr_assert_eq(f.kind, KT_FRAME_NAME);
+		cr_assert_eq(f.u.name.id, i);
+		cr_assert_str_eq(f.u.name.str, t_names[i]);
+		cr_assert_eq(f.u.name.len, strlen(t_names[i]));
+	}
+	const char *tn[] = { "main", "render" };
+	for (uint32_t i = 1; i <= 2; i++) {
+		cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+		cr_assert_eq(f.kind, KT_FRAME_THREAD);
+		cr_assert_eq(f.u.thread.thread_id, i);
+		cr_assert_eq(f.u.thread.os_tid, 1000 + i);
+		cr_assert_str_eq(f.u.thread.name, tn[i - 1]);
+	}
+	for (uint32_t tid = 1; tid <= 2; tid++) {
+		for (unsigned codec = 0; codec <= 1; codec++) {
+			uint64_t ts0 = (codec ? 3000000 : 2000000) + tid * 100;
+			int salt = (int)tid + (codec ? 10 : 0);
+			cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+			cr_assert_eq(f.kind, KT_FRAME_CHUNK);
+			cr_assert_eq(f.u.chunk.thread_id, tid);
+			cr_assert_eq(f.u.chunk.codec, codec);
+			cr_assert_eq(f.u.chunk.seq, codec);
+			cr_assert_eq(f.u.chunk.event_count, T_EVENTS_PER_SET);
+			cr_assert_eq(f.u.chunk.raw_len, 11 * 16 + 6 * 8 + 16 + 8);
+			if (codec == KT_CODEC_NONE)
+				cr_assert_eq(f.u.chunk.stored_len, f.u.chunk.raw_len);
+			cr_assert_eq(f.u.chunk.first_ts, ts0);
+			cr_assert_eq(f.u.chunk.last_ts, ts0 + 10);
+			kt_chunk_iter it;
+			kt_chunk_iter_init(&it, &f);
+			check_set(&it, ts0, salt, tid);
+		}
+	}
+	cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+	cr_assert_eq(f.kind, KT_FRAME_DROP);
+	cr_assert_eq(f.u.drop.thread_id, 2);
+	cr_assert_eq(f.u.drop.count, 17);
+	cr_assert_eq(f.u.drop.first_ts, 2500000);
+	cr_assert_eq(f.u.drop.last_ts, 2600000);
+
+	cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+	cr_assert_eq(f.kind, KT_FRAME_SUMMARY);
+	const kt_file_summary *s = &f.u.summary;
+	cr_assert_eq(s->events_written, 4 * T_EVENTS_PER_SET);
+	cr_assert_eq(s->events_dropped, 17);
+	cr_assert_eq(s->chunks, 4);
+	cr_assert_eq(s->bytes_raw, 4 * 248);
+	cr_assert_eq(s->end_wall_ns, UINT64_C(1764460801000000000));
+	cr_assert_eq(s->end_mono_ns, 1123456789);
+	cr_assert_eq(s->clock_ticks1, UINT64_C(3001000000));
+	cr_assert_eq(s->clock_ns1, 1123456000);
+	cr_assert_eq(s->io_backend, KT_IO_URING);
+	cr_assert_eq(s->io_error, 0);
+	cr_assert_eq(s->thread_count, 2);
+	cr_assert_eq(s->threads[0].thread_id, 1);
+	cr_assert_eq(s->threads[0].written, 2 * T_EVENTS_PER_SET);
+	cr_assert_eq(s->threads[0].dropped, 0);
+	cr_assert_eq(s->threads[1].thread_id, 2);
+	cr_assert_eq(s->threads[1].written, 2 * T_EVENTS_PER_SET);
+	cr_assert_eq(s->threads[1].dropped, 17);
+
+	cr_assert_eq(kt_reader_next_frame(r, &f), 0);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(st.complete, 1);
+	cr_assert_eq(st.truncated, 0);
+	cr_assert_eq(st.frames, 8 + 2 + 4 + 1 + 1);
+	cr_assert_eq(st.events, 44);
+	cr_assert_eq(st.dropped, 17);
+	cr_assert_eq(st.valid_end, len);
+	cr_assert_eq(st.error, 0);
+	kt_reader_close(r);
+	free(buf);
+}
+
+Test(format, same_inputs_give_identical_bytes)
+{
+	size_t a_len, b_len;
+	uint8_t *a = t_sample(&a_len, 1), *b = t_sample(&b_len, 1);
+	cr_assert_eq(a_len, b_len);
+	cr_assert_eq(memcmp(a, b, a_len), 0);
+	free(a);
+	free(b);
+}
+
+/* The committed golden file pins the bytes: any change to the encoder that
+ * changes them must change SPEC.md and the version too.  Set
+ * KT_REGEN_GOLDEN=1 to rewrite it after such a change. */
+Test(format, output_matches_committed_golden_file)
+{
+	size_t len, glen;
+	uint8_t *buf = t_sample(&len, 1);
+	if (getenv("KT_REGEN_GOLDEN")) {
+		FILE *f = fopen(GOLDEN, "wb");
+		cr_assert_not_null(f);
+		cr_assert_eq(fwrite(buf, 1, len, f), len);
+		fclose(f);
+	}
+	uint8_t *golden = t_slurp(GOLDEN, &glen);
+	cr_assert_not_null(golden, "missing %s", GOLDEN);
+	cr_assert_eq(len, glen, "size %zu, golden %zu", len, glen);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(buf[i], golden[i], "first difference at byte %zu", i);
+	/* And the golden file reads back clean through the fd path. */
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
+	uint64_t frames;
+	cr_assert_eq(t_drain(r, &frames), 0);
+	cr_assert_eq(frames, 16);
+	kt_reader_close(r);
+	free(buf);
+	free(golden);
+}
+
+static int open_patched_version(uint32_t version, kt_reader_error *err)
+{
+	size_t len;
+	uint8_t *buf = t_sample(&len, 1);
+	kt__put32(buf + 8, version);
+	kt_reader *r;
+	int rc = kt_reader_open_mem(&r, buf, len, err);
+	cr_assert_null(r);
+	free(buf);
+	return rc;
+}
+
+Test(format, other_versions_are_refused_by_number)
+{
+	kt_reader_error err;
+	cr_assert_eq(open_patched_version(2, &err), KT_EVERSION);
+	cr_assert_eq(err.offset, 8);
+	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 2; "
+				      "this reader reads version 1");
+	cr_assert_eq(open_patched_version(0, &err), KT_EVERSION);
+	cr_assert_eq(err.code, KT_EVERSION);
+}
+
+Test(format, schema_hash_other_than_v1_is_refused)
+{
+	size_t len;
+	uint8_t *buf = t_sample(&len, 1);
+	buf[16 + 8] ^= 1;
+	/* Re-seal the header so only the schema hash is wrong. */
+	uint32_t hlen = kt__get32(buf + 12);
+	size_t sum_at = 16 + kt__align8(hlen);
+	kt__put64(buf + sum_at, XXH3_64bits(buf + 8, sum_at - 8));
+	kt_reader *r;
+	kt_reader_error err;
+	cr_assert_eq(kt_reader_open_mem(&r, buf, len, &err), KT_EVERSION);
+	cr_assert_eq(err.offset, 24);
+	free(buf);
+}
+
+Test(format, bad_magic_is_refused)
+{
+	size_t len;
+	uint8_t *buf = t_sample(&len, 1);
+	buf[1] = 'k';
+	kt_reader *r;
+	kt_reader_error err;
+	cr_assert_eq(kt_reader_open_mem(&r, buf, len, &err), KT_EMAGIC);
+	cr_assert_eq(err.offset, 0);
+	free(buf);
+	cr_assert_eq(kt_reader_open_mem(&r, "PK\x03\x04", 4, &err), KT_EMAGIC);
+	cr_assert_eq(kt_reader_open_mem(&r, NULL, 0, &err), KT_ETRUNCATED);
+	cr_assert_str_eq(err.message, "offset 0: file is truncated: the file is empty");
+}
+
+Test(format, header_checksum_guards_every_header_byte)
+{
+	size_t len;
+	uint8_t *buf = t_sample(&len, 1);
+	buf[16 + 40 + 16] ^= 0x10; /* inside clock_ticks0 */
+	kt_reader *r;
+	kt_reader_error err;
+	cr_assert_eq(kt_reader_open_mem(&r, buf, len, &err), KT_EHDRSUM);
+	uint32_t hlen = kt__get32(buf + 12);
+	cr_assert_eq(err.offset, 16 + kt__align8(hlen));
+	free(buf);
+}
+
+Test(format, unknown_frame_kinds_are_skipped)
+{
+	size_t len;
+	uint8_t *buf = t_sample(&len, 0); /* no summary: we append our own */
+	uint8_t frame[16 + 8];
+	memcpy(frame + 8, "futurefr", 8);
+	kt__enc_frame_head(frame, 8, 200);
+	size_t n = kt__enc_frame_seal(frame, 8);
+	cr_assert_eq(n, sizeof(frame));
+	uint8_t *both = malloc(len + n);
+	memcpy(both, buf, len);
+	memcpy(both + len, frame, n);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open_mem(&r, both, len + n, NULL), 0);
+	uint64_t frames;
+	cr_assert_eq(t_drain(r, &frames), 0);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(frames, 15);
+	cr_assert_eq(st.unknown_frames, 1);
+	cr_assert_eq(st.truncated, 1);
+	cr_assert_eq(st.valid_end, len + n);
+	kt_reader_close(r);
+	free(buf);
+	free(both);
+}
+
+Test(format, writer_refuses_what_the_format_cannot_hold)
+{
+	kt_header h;
+	t_header(&h);
+	int fd = memfd_create("w", MFD_CLOEXEC);
+	kt_writer *w;
+	h.clock.tick_hz = 0;
+	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), -EINVAL);
+	t_header(&h);
+	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	uint8_t ev[64] = { 0 };
+	ev[12] = 77; /* unknown type */
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 16), -EINVAL);
+	ev[12] = KT_EV_ZONE_BEGIN;
+	cr_assert_eq(kt_writer_chunk(w, 0, KT_CODEC_NONE, 1, ev, 16), -EINVAL);
+	cr_assert_eq(kt_writer_chunk(w, 1, 2, 1, ev, 16), -EINVAL);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 12), -EINVAL);
+	cr_assert_eq(kt_writer_name(w, 0, "x", 1), -EINVAL);
+	cr_assert_eq(kt_writer_name(w, 1, "a\0b", 3), -EINVAL);
+	cr_assert_eq(kt_writer_drop(w, 1, 0, 0, 0), -EINVAL);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 16), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), KT_ESTATE);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 16), KT_ESTATE);
+	cr_assert_eq(kt_writer_close(w), 0);
+	close(fd);
+}
+
+Test(format, error_names_and_messages)
+{
+	cr_assert_str_eq(kt_strerror(0), "success");
+	cr_assert_str_eq(kt_strerror(KT_ECHECKSUM), "frame checksum mismatch");
+	cr_assert_str_eq(kt_err_name(KT_ECHECKSUM), "KT_ECHECKSUM");
+	cr_assert_str_eq(kt_err_name(-ENOENT), "ENOENT");
+	cr_assert_str_eq(kt_strerror(-ENOENT), "No such file or directory");
+	cr_assert_str_eq(kt_strerror(-999999), "unknown katra error");
+	cr_assert_str_eq(kt_err_name(-999999), "KT_EUNKNOWN");
+#define CHECK_ONE(name, value, msg) cr_assert_str_eq(kt_strerror(value), msg);
+	KT_ERROR_LIST(CHECK_ONE)
+#undef CHECK_ONE
+}
+
+Test(format, ticks_convert_with_one_or_two_calibration_points)
+{
+	kt_clock_calibration c = { KT_CLOCK_TSC, 2000000000u, 1000, 5000 };
+	cr_assert_eq(kt_ticks_to_ns(&c, NULL, 1000), 5000);
+	cr_assert_eq(kt_ticks_to_ns(&c, NULL, 3000), 6000);
+	cr_assert_eq(kt_ticks_to_ns(&c, NULL, 0), 4500);
+	kt_file_summary s = { 0 };
+	s.clock_ticks1 = 1000 + 4000000000u; /* measured: 2.0 s per 4e9 ticks... */
+	s.clock_ns1 = 5000 + 1000000000u;    /* ...is really 1 GHz over 1 s */
+	cr_assert_eq(kt_ticks_to_ns(&c, &s, 1000 + 2000000000u), 5000 + 500000000u);
+	kt_clock_calibration m = { KT_CLOCK_MONOTONIC, 1000000000u, 0, 0 };
+	cr_assert_eq(kt_ticks_to_ns(&m, NULL, 123456789), 123456789);
+}
+
+Test(format, version_is_reported)
+{
+	cr_assert_eq(kt_version(), KT_VERSION_NUMBER);
+	cr_assert_str_eq(kt_version_string(), KT_VERSION_STRING);
+}
