@@ -58,30 +58,11 @@ static kt_session *current;
 
 static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
 {
-	size_t lo = 0, hi = s->nthreads;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->threads[mid].thread_id < r->thread_id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < s->nthreads && s->threads[lo].thread_id == r->thread_id)
-		return &s->threads[lo];
-	if (s->nthreads == s->cap_threads) {
-		size_t n = s->cap_threads ? s->cap_threads * 2 : 16;
-		void *p = realloc(s->threads, n * sizeof(*s->threads));
-		if (!p)
-			return NULL;
-		s->threads = p;
-		s->cap_threads = n;
-	}
-	memmove(&s->threads[lo + 1], &s->threads[lo], (s->nthreads - lo) * sizeof(*s->threads));
-	memset(&s->threads[lo], 0, sizeof(*s->threads));
-	s->threads[lo].thread_id = r->thread_id;
-	s->threads[lo].os_tid = r->os_tid;
-	s->nthreads++;
-	return &s->threads[lo];
+	struct sthread *t = kt__idtab_get((void **)&s->threads, &s->nthreads, &s->cap_threads,
+					  sizeof(*t), r->thread_id, SIZE_MAX);
+	if (t && !t->os_tid)
+		t->os_tid = r->os_tid;
+	return t;
 }
 
 static void refresh_name(struct sthread *t, struct kt__ring *r)

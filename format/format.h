@@ -133,6 +133,15 @@ static inline uint32_t kt__summary_body_len(uint32_t threads)
 long kt__event_check(const uint8_t *p, size_t avail);
 
 /*
+ * Find, or insert zeroed in key order, the element of a sorted array whose
+ * first member is the uint32_t @key.  Elements are @size bytes; the array
+ * grows by doubling up to @max elements.  Returns the element, or NULL when
+ * full or out of memory.  Pointers into the array die at the next insert.
+ */
+void *kt__idtab_get(void **arr, size_t *len, size_t *cap, size_t size, uint32_t key,
+		    size_t max);
+
+/*
  * The writer's chunk path for callers that already walked the records (the
  * flusher): no validation, count and timestamps as given.
  */

@@ -419,37 +419,14 @@ int kt_reader_rewind(kt_reader *r)
 
 static struct thread_acct *acct_get(kt_reader *r, uint32_t tid)
 {
-	size_t lo = 0, hi = r->acct_len;
-
+	/* Chunks of one thread tend to come in runs: try the last hit first. */
 	if (r->acct_hint < r->acct_len && r->acct[r->acct_hint].thread_id == tid)
 		return &r->acct[r->acct_hint];
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->acct[mid].thread_id < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < r->acct_len && r->acct[lo].thread_id == tid) {
-		r->acct_hint = lo;
-		return &r->acct[lo];
-	}
-	if (r->acct_len >= KT_MAX_SUMMARY_THREADS)
-		return NULL;
-	if (r->acct_len == r->acct_cap) {
-		size_t n = r->acct_cap ? r->acct_cap * 2 : 16;
-		void *p = realloc(r->acct, n * sizeof(*r->acct));
-		if (!p)
-			return NULL;
-		r->acct = p;
-		r->acct_cap = n;
-	}
-	memmove(&r->acct[lo + 1], &r->acct[lo], (r->acct_len - lo) * sizeof(*r->acct));
-	memset(&r->acct[lo], 0, sizeof(*r->acct));
-	r->acct[lo].thread_id = tid;
-	r->acct_len++;
-	r->acct_hint = lo;
-	return &r->acct[lo];
+	struct thread_acct *a = kt__idtab_get((void **)&r->acct, &r->acct_len, &r->acct_cap,
+					      sizeof(*a), tid, KT_MAX_SUMMARY_THREADS);
+	if (a)
+		r->acct_hint = (size_t)(a - r->acct);
+	return a;
 }
 
 /* ---- frames ---------------------------------------------------------- */

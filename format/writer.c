@@ -106,31 +106,8 @@ static int emit(kt_writer *w, const uint8_t *p, size_t n)
 
 static struct wthread *thread_get(kt_writer *w, uint32_t tid)
 {
-	size_t lo = 0, hi = w->nthreads;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (w->threads[mid].thread_id < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < w->nthreads && w->threads[lo].thread_id == tid)
-		return &w->threads[lo];
-	if (w->nthreads == KT_MAX_SUMMARY_THREADS)
-		return NULL;
-	if (w->nthreads == w->threads_cap) {
-		size_t n = w->threads_cap ? w->threads_cap * 2 : 16;
-		void *p = realloc(w->threads, n * sizeof(*w->threads));
-		if (!p)
-			return NULL;
-		w->threads = p;
-		w->threads_cap = n;
-	}
-	memmove(&w->threads[lo + 1], &w->threads[lo], (w->nthreads - lo) * sizeof(*w->threads));
-	memset(&w->threads[lo], 0, sizeof(*w->threads));
-	w->threads[lo].thread_id = tid;
-	w->nthreads++;
-	return &w->threads[lo];
+	return kt__idtab_get((void **)&w->threads, &w->nthreads, &w->threads_cap,
+			     sizeof(struct wthread), tid, KT_MAX_SUMMARY_THREADS);
 }
 
 static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)

@@ -444,20 +444,6 @@ static void block_wait(struct kt__ring *r, uint64_t need)
 	atomic_fetch_sub_explicit(&r->waiters, 1, memory_order_relaxed);
 }
 
-static void put_record(uint8_t *p, uint64_t ts, uint8_t type, uint32_t id, uint8_t flags,
-		       const void *payload, size_t len)
-{
-	uint64_t meta = (uint64_t)id | (uint64_t)type << 32 | (uint64_t)flags << 40 |
-			(uint64_t)len << 48;
-	memcpy(p, &ts, 8);
-	memcpy(p + 8, &meta, 8);
-	if (len) {
-		memcpy(p + 16, payload, len);
-		if (len & 7)
-			memset(p + 16 + len, 0, 8 - (len & 7));
-	}
-}
-
 KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
 			  size_t len)
 {
@@ -515,12 +501,12 @@ KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *
 			atomic_load_explicit(&r->pending_first, memory_order_relaxed),
 			atomic_load_explicit(&r->pending_last, memory_order_relaxed),
 		};
-		put_record(p, ts, KT__EV_DROP_MARK, 0, 0, mark, sizeof(mark));
+		kt__put_record(p, ts, KT__EV_DROP_MARK, 0, 0, mark, sizeof(mark));
 		p += KT__DROP_MARK_SIZE;
 		head += KT__DROP_MARK_SIZE;
 		r->pending = 0;
 	}
-	put_record(p, ts, type, id, flags, payload, len);
+	kt__put_record(p, ts, type, id, flags, payload, len);
 	head += size;
 	/* Release: pairs with the flusher's acquire of head (B pairs C). */
 	atomic_store_explicit(&r->prod.head, head, memory_order_release);

@@ -246,6 +246,26 @@ static inline int kt__on(void)
 }
 
 /*
+ * Store one record (SPEC §4.2) at @p: timestamp, then name id, type, flags
+ * and payload length packed into one little-endian word, then the payload
+ * and its zero padding.  Shared by the inline path and the slow path.
+ */
+static inline __attribute__((always_inline)) void
+kt__put_record(uint8_t *p, uint64_t ts, uint8_t type, uint32_t id, uint8_t flags,
+	       const void *payload, size_t len)
+{
+	uint64_t meta = (uint64_t)id | (uint64_t)type << 32 | (uint64_t)flags << 40 |
+			(uint64_t)len << 48;
+	memcpy(p, &ts, 8);
+	memcpy(p + 8, &meta, 8);
+	if (len) {
+		memcpy(p + 16, payload, len);
+		if (len & 7)
+			memset(p + 16 + len, 0, 8 - (len & 7));
+	}
+}
+
+/*
  * Append one record with @len (a compile-time constant in every caller but
  * kt_message/kt_emit) bytes of payload.
  */
@@ -268,17 +288,8 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 	if (__builtin_expect(head + size > r->limit, 0))
 		goto slow;
 	{
-		uint8_t *p = r->base + (head & r->mask);
-		uint64_t ts = kt__fast_now();
-		uint64_t meta = (uint64_t)id | (uint64_t)type << 32 | (uint64_t)flags << 40 |
-				(uint64_t)len << 48;
-		memcpy(p, &ts, 8);
-		memcpy(p + 8, &meta, 8);
-		if (len) {
-			memcpy(p + 16, payload, len);
-			if (len & 7)
-				memset(p + 16 + len, 0, 8 - (len & 7));
-		}
+		kt__put_record(r->base + (head & r->mask), kt__fast_now(), type, id, flags,
+			       payload, len);
 		/* Release: the record's bytes above become visible to the
 		 * flusher no later than the head that covers them (pairs with
 		 * the flusher's acquire load of head). */
