@@ -37,6 +37,10 @@ struct opts {
 	const char *out;
 	int json;
 	int producer_only;
+	int find_max_rate;
+	int report_rss;
+	int threads;
+	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
 };
 
@@ -77,6 +81,11 @@ static double pct(struct stats *s, double p)
 		return 0;
 	qsort(s->v, s->n, sizeof(*s->v), cmp_double);
 	return s->v[(size_t)(p * (double)(s->n - 1) + 0.5)];
+}
+
+static const char *io_name(int io)
+{
+	return io == KT_IO_URING ? "uring" : io == KT_IO_PWRITE ? "pwrite" : "none";
 }
 
 struct row {
@@ -179,10 +188,11 @@ static int producer_only(const struct opts *o)
 	const char *tmp = getenv("TMPDIR");
 	snprintf(path, sizeof(path), "%s/ringbench-producer-%ld.katra", tmp && *tmp ? tmp : "/tmp",
 		 (long)getpid());
-	kt_session_options so = { .codec = o->codec };
+	kt_session_options so = { .codec = o->codec, .io = o->io };
 	kt_summary sum = { 0 };
 	uint64_t dropped = 0, on_disk = 0;
 	unsigned pos = 0;
+	int katra_io = 0;
 
 	/* Rounds alternate the three loops so drift in the machine's state
 	 * (frequency, the other core's load) falls on all of them alike. */
@@ -220,6 +230,7 @@ static int producer_only(const struct opts *o)
 					return 1;
 				}
 				dropped += sum.events_dropped;
+				katra_io = sum.io_backend;
 				on_disk += sum.bytes_on_disk;
 				events[k] += BATCH;
 				kt_summary_release(&sum);
@@ -233,7 +244,7 @@ static int producer_only(const struct opts *o)
 					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
 					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),
 					.codec = k == ROW_KATRA ? (o->codec ? "lz4" : "none") : "none",
-					.io = k == ROW_KATRA ? "pwrite" : "none" };
+					.io = k == ROW_KATRA ? io_name(katra_io) : "none" };
 		free(st[k].v);
 	}
 	rows[ROW_KATRA].dropped = dropped;
@@ -249,8 +260,8 @@ static int producer_only(const struct opts *o)
 
 /* ---- the default workload ---------------------------------------------- */
 
-enum { NTHREADS = 3 };
-static const char *const thread_names[NTHREADS] = { "main", "render", "worker" };
+enum { MAX_THREADS = 16 };
+static const char *const role_names[3] = { "main", "render", "worker" };
 
 struct ids {
 	uint32_t frame, update, physics, draw, submit, job, draw_calls, frame_ms, handoff;
@@ -258,16 +269,17 @@ struct ids {
 
 struct worker {
 	int index;
-	const struct opts *o;
+	double rate;           /* this thread's events/s; 0 = unpaced */
+	double seconds;
 	const struct ids *id;
 	uint64_t events;
 	struct stats cost;
 };
 
 /* One unit of a thread's work: a handful of events, returns how many. */
-static unsigned unit(int index, const struct ids *id, uint64_t n)
+static unsigned unit(int role, const struct ids *id, uint64_t n)
 {
-	switch (index) {
+	switch (role) {
 	case 0: /* main: update > physics, then hand a flow to render */
 		kt_zone_begin(id->update);
 		kt_zone_begin(id->physics);
@@ -297,20 +309,20 @@ static unsigned unit(int index, const struct ids *id, uint64_t n)
 static void *run_worker(void *arg)
 {
 	struct worker *w = arg;
-	kt_thread_name(thread_names[w->index]);
-	uint64_t start = now_ns(), end = start + (uint64_t)(w->o->seconds * 1e9);
-	double per_thread_rate = w->o->rate / NTHREADS;
+	int role = w->index % 3;
+	kt_thread_name(role_names[role]);
+	uint64_t start = now_ns(), end = start + (uint64_t)(w->seconds * 1e9);
 	uint64_t n = 0;
 	for (uint64_t t = start; t < end;) {
 		/* A timed batch of units; then, when pacing, wait for the
 		 * schedule to catch up. */
 		uint64_t t0 = now_ns(), before = w->events;
 		for (int i = 0; i < 64; i++)
-			w->events += unit(w->index, w->id, n++);
+			w->events += unit(role, w->id, n++);
 		t = now_ns();
 		stats_add(&w->cost, (double)(t - t0) / (double)(w->events - before));
-		if (per_thread_rate > 0) {
-			uint64_t due = start + (uint64_t)((double)w->events / per_thread_rate * 1e9);
+		if (w->rate > 0) {
+			uint64_t due = start + (uint64_t)((double)w->events / w->rate * 1e9);
 			while (t < due && t < end) {
 				if (due - t > 200000) {
 					struct timespec nap = { 0, 100000 };
@@ -323,58 +335,107 @@ static void *run_worker(void *arg)
 	return NULL;
 }
 
-static int frame_loop(const struct opts *o)
+static long rss_kib(void)
 {
-	char path[4096];
-	if (o->out) {
-		snprintf(path, sizeof(path), "%s", o->out);
-	} else {
-		/* One fixed name, overwritten each run, so repeated runs do not
-		 * fill the temporary directory. */
-		const char *tmp = getenv("TMPDIR");
-		snprintf(path, sizeof(path), "%s/ringbench-last.katra", tmp && *tmp ? tmp : "/tmp");
-	}
-	kt_config cfg = { .ring_size = o->ring_size, .overflow = o->policy };
-	int rc = kt_init(&cfg);
-	if (rc) {
-		fprintf(stderr, "ringbench: kt_init: %s\n", kt_strerror(rc));
-		return 1;
-	}
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+struct run {
+	uint64_t events;
+	double seconds;
+	kt_summary sum;
+	struct stats cost;
+	long rss_at_5s, rss_end;
+};
+
+/* One paced run of @threads producers through a session into @path. */
+static int run_loop(const struct opts *o, int threads, double rate, double seconds,
+		    const char *path, struct run *out)
+{
 	struct ids id = {
 		kt_name("frame"), kt_name("update"), kt_name("physics"), kt_name("draw"),
 		kt_name("submit"), kt_name("job"), kt_name("draw_calls"),
 		kt_name("frame_time_ms"), kt_name("main->render"),
 	};
-	kt_session_options so = { .codec = o->codec, .workload = "ringbench default frame loop" };
+	kt_session_options so = { .codec = o->codec, .io = o->io,
+				  .workload = "ringbench frame loop" };
 	kt_session *s;
-	rc = kt_session_start(path, &so, &s);
+	memset(out, 0, sizeof(*out));
+	int rc = kt_session_start(path, &so, &s);
 	if (rc) {
 		fprintf(stderr, "ringbench: cannot start a session on %s: %s\n", path, kt_strerror(rc));
-		return 1;
+		return rc;
 	}
-	struct worker w[NTHREADS];
-	pthread_t th[NTHREADS];
+	struct worker w[MAX_THREADS];
+	pthread_t th[MAX_THREADS];
 	uint64_t t0 = now_ns();
-	for (int i = 0; i < NTHREADS; i++) {
-		w[i] = (struct worker){ .index = i, .o = o, .id = &id };
+	for (int i = 0; i < threads; i++) {
+		w[i] = (struct worker){ .index = i, .rate = rate / threads, .seconds = seconds,
+					.id = &id };
 		pthread_create(&th[i], NULL, run_worker, &w[i]);
 	}
-	struct stats all = { 0 };
-	uint64_t events = 0;
-	for (int i = 0; i < NTHREADS; i++) {
+	if (o->report_rss) {
+		/* Sample while the producers run: at 5 s, and at the end. */
+		while (now_ns() - t0 < 5000000000ull && now_ns() - t0 < (uint64_t)(seconds * 1e9)) {
+			struct timespec nap = { 0, 50000000 };
+			nanosleep(&nap, NULL);
+		}
+		out->rss_at_5s = rss_kib();
+	}
+	for (int i = 0; i < threads; i++) {
 		pthread_join(th[i], NULL);
-		events += w[i].events;
+		out->events += w[i].events;
 		for (size_t k = 0; k < w[i].cost.n; k++)
-			stats_add(&all, w[i].cost.v[k]);
+			stats_add(&out->cost, w[i].cost.v[k]);
 		free(w[i].cost.v);
 	}
-	double secs = (double)(now_ns() - t0) / 1e9;
-	kt_summary sum;
-	rc = kt_session_stop(s, &sum);
-	if (rc) {
+	out->rss_end = rss_kib();
+	out->seconds = (double)(now_ns() - t0) / 1e9;
+	rc = kt_session_stop(s, &out->sum);
+	if (rc)
 		fprintf(stderr, "ringbench: writing %s failed: %s\n", path, kt_strerror(rc));
-		return 1;
+	return rc;
+}
+
+static void default_path(const struct opts *o, char *path, size_t cap)
+{
+	if (o->out) {
+		snprintf(path, cap, "%s", o->out);
+	} else {
+		/* One fixed name, overwritten each run, so repeated runs do not
+		 * fill the temporary directory. */
+		const char *tmp = getenv("TMPDIR");
+		snprintf(path, cap, "%s/ringbench-last.katra", tmp && *tmp ? tmp : "/tmp");
 	}
+}
+
+static int init_katra(const struct opts *o)
+{
+	kt_config cfg = { .ring_size = o->ring_size, .overflow = o->policy };
+	int rc = kt_init(&cfg);
+	if (rc)
+		fprintf(stderr, "ringbench: kt_init: %s\n", kt_strerror(rc));
+	return rc;
+}
+
+static int frame_loop(const struct opts *o)
+{
+	char path[4096];
+	default_path(o, path, sizeof(path));
+	if (init_katra(o))
+		return 1;
+	struct run run;
+	if (run_loop(o, o->threads, o->rate, o->seconds, path, &run))
+		return 1;
+	kt_summary *sum = &run.sum;
 	/* Check what was written, as a user would with `katra verify`. */
 	kt_reader *r;
 	kt_reader_error err;
@@ -385,32 +446,133 @@ static int frame_loop(const struct opts *o)
 		while (kt_reader_next_frame(r, &f) > 0)
 			;
 		kt_reader_get_status(r, &st);
-		verified = st.complete && !st.error && st.events == sum.events_written;
+		verified = st.complete && !st.error && st.events == sum->events_written;
 		kt_reader_close(r);
 	}
-	struct row row = { .name = "katra", .threads = NTHREADS, .events = events,
-			   .dropped = sum.events_dropped, .seconds = secs,
-			   .p50 = pct(&all, 0.5), .p99 = pct(&all, 0.99), .p999 = pct(&all, 0.999),
-			   .bytes = sum.bytes_on_disk, .codec = o->codec ? "lz4" : "none",
-			   .io = "pwrite" };
-	free(all.v);
+	struct row row = { .name = "katra", .threads = o->threads, .events = run.events,
+			   .dropped = sum->events_dropped, .seconds = run.seconds,
+			   .p50 = pct(&run.cost, 0.5), .p99 = pct(&run.cost, 0.99),
+			   .p999 = pct(&run.cost, 0.999), .bytes = sum->bytes_on_disk,
+			   .codec = o->codec ? "lz4" : "none", .io = io_name(sum->io_backend) };
+	free(run.cost.v);
 	if (o->json) {
 		print_rows(o, &row, 1, path, NULL);
 	} else {
-		printf("ringbench: built-in frame loop (main, render, worker), %.2f s, target %s\n",
-		       secs, o->rate > 0 ? "" : "max rate");
+		if (o->rate > 0)
+			printf("ringbench: frame loop (%d threads: main, render, worker...), %.2f s, "
+			       "target %.1fM events/s\n", o->threads, run.seconds, o->rate / 1e6);
+		else
+			printf("ringbench: frame loop (%d threads), %.2f s, target max rate\n",
+			       o->threads, run.seconds);
 		print_rows(o, &row, 1, NULL, NULL);
-		printf("\n  written      %" PRIu64 " events, dropped %" PRIu64 "\n", sum.events_written,
-		       sum.events_dropped);
-		printf("  on disk      %" PRIu64 " bytes, %.2f bytes/event", sum.bytes_on_disk,
-		       sum.events_written ? (double)sum.bytes_on_disk / (double)sum.events_written : 0.0);
-		if (sum.bytes_on_disk)
-			printf(", raw/disk %.2f", (double)sum.bytes_raw / (double)sum.bytes_on_disk);
-		printf("\n  file         %s (%s)\n", path, verified ? "verified" : "NOT VALID");
+		printf("\n  written      %" PRIu64 " events, dropped %" PRIu64 "\n", sum->events_written,
+		       sum->events_dropped);
+		printf("  on disk      %" PRIu64 " bytes, %.2f bytes/event", sum->bytes_on_disk,
+		       sum->events_written ? (double)sum->bytes_on_disk / (double)sum->events_written
+					   : 0.0);
+		if (sum->bytes_on_disk)
+			printf(", raw/disk %.2f", (double)sum->bytes_raw / (double)sum->bytes_on_disk);
+		printf("\n  flusher      %.2f ns CPU per event written\n",
+		       sum->events_written ? (double)sum->flusher_cpu_ns / (double)sum->events_written
+					   : 0.0);
+		if (o->report_rss)
+			printf("  peak RSS     %ld KiB at 5 s, %ld KiB at the end (%.0f s)\n",
+			       run.rss_at_5s, run.rss_end, run.seconds);
+		printf("  file         %s (%s)\n", path, verified ? "verified" : "NOT VALID");
 		printf("next:\n  build/katra verify %s\n  build/katra info %s\n", path, path);
 	}
-	kt_summary_release(&sum);
+	kt_summary_release(sum);
 	return verified ? 0 : 1;
+}
+
+/*
+ * The highest paced rate a configuration holds for the run's length with
+ * no drop: double from 4M events/s until a run drops, then bisect.
+ */
+struct maxrate {
+	double rate;
+	double flusher_ns;      /* flusher CPU per event at that rate */
+	double bytes_per_event;
+	uint64_t events, bytes;
+	int io;
+};
+
+static int find_max_rate(const struct opts *o, int threads, const char *path, struct maxrate *m)
+{
+	double lo = 0, hi = 0, rate = 4e6;
+	memset(m, 0, sizeof(*m));
+	for (int step = 0; step < 12; step++) {
+		struct run run;
+		if (run_loop(o, threads, rate, o->seconds, path, &run))
+			return 1;
+		int ok = run.sum.events_dropped == 0 && run.sum.io_error == 0;
+		if (!o->json)
+			fprintf(stderr, "  %d thread(s) %s %s: %6.1fM events/s -> %s (%" PRIu64
+				" dropped)\n", threads, o->codec ? "lz4" : "raw",
+				io_name(run.sum.io_backend), rate / 1e6, ok ? "held" : "dropped",
+				run.sum.events_dropped);
+		if (ok) {
+			lo = rate;
+			m->rate = (double)run.events / run.seconds;
+			m->flusher_ns = (double)run.sum.flusher_cpu_ns / (double)run.sum.events_written;
+			m->bytes_per_event = (double)run.sum.bytes_on_disk / (double)run.sum.events_written;
+			m->events = run.events;
+			m->bytes = run.sum.bytes_on_disk;
+			m->io = run.sum.io_backend;
+		} else {
+			hi = rate;
+		}
+		kt_summary_release(&run.sum);
+		free(run.cost.v);
+		if (hi == 0)
+			rate *= 2;
+		else if (hi - lo <= hi * 0.08)
+			break;
+		else
+			rate = (lo + hi) / 2;
+	}
+	return 0;
+}
+
+static int max_rate_table(const struct opts *o)
+{
+	char path[4096];
+	default_path(o, path, sizeof(path));
+	if (init_katra(o))
+		return 1;
+	struct row rows[8];
+	struct maxrate mr[8];
+	int n = 0;
+	struct opts c = *o;
+	for (int threads = 1; threads <= 2; threads++)
+		for (int codec = 0; codec <= 1; codec++)
+			for (int io = KT_IO_URING; io <= KT_IO_PWRITE; io++) {
+				c.codec = codec;
+				c.io = io;
+				if (find_max_rate(&c, threads, path, &mr[n]))
+					return 1;
+				rows[n] = (struct row){
+					.name = codec ? "katra_max_rate_lz4" : "katra_max_rate_raw",
+					.threads = threads, .events = mr[n].events,
+					.seconds = mr[n].rate > 0 ? (double)mr[n].events / mr[n].rate : 0,
+					.bytes = mr[n].bytes, .codec = codec ? "lz4" : "none",
+					.io = io_name(io),
+				};
+				n++;
+			}
+	unlink(path);
+	if (o->json) {
+		print_rows(o, rows, n, NULL, NULL);
+		return 0;
+	}
+	printf("highest rate held for %.0f s with 0 drops (DROP policy, %zu KiB rings)\n",
+	       o->seconds, (o->ring_size ? o->ring_size : KT_RING_DEFAULT) >> 10);
+	printf("%-20s %7s %6s %7s %12s %16s %12s\n", "run", "threads", "codec", "io", "events/s",
+	       "flusher ns/ev", "bytes/event");
+	for (int i = 0; i < n; i++)
+		printf("%-20s %7d %6s %7s %12.0f %16.2f %12.2f\n", rows[i].name, rows[i].threads,
+		       rows[i].codec, rows[i].io, mr[i].rate, mr[i].flusher_ns, mr[i].bytes_per_event);
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -423,10 +585,16 @@ static void usage(FILE *f)
 		"  --rate R|max        total events/s of the frame loop (default 10000000)\n"
 		"  --codec none|lz4    chunk codec (default lz4)\n"
 		"  --policy drop|block overflow policy (default drop)\n"
+		"  --io uring|pwrite|auto  I/O backend (default auto: io_uring where allowed)\n"
 		"  --ring-size BYTES   per-thread ring, a power of two (default 4 MiB;\n"
 		"                      64 MiB with --producer-only)\n"
 		"  --out PATH          trace file (default $TMPDIR/ringbench-last.katra)\n"
+		"  --threads N         producer threads of the frame loop (default 3; roles\n"
+		"                      main, render, worker repeat)\n"
 		"  --producer-only     emit cost alone: katra, floor and katra_disabled rows\n"
+		"  --find-max-rate     highest rate held with 0 drops for --seconds, for 1 and 2\n"
+		"                      threads, raw and lz4, io_uring and pwrite\n"
+		"  --report-rss        print resident memory at 5 s and at the end\n"
 		"  --events M          events per row with --producer-only (default 20000000)\n"
 		"  --json              print {\"runs\": [...]} (see bench/README.md)\n"
 		"  -h, --help          this text\n");
@@ -451,16 +619,20 @@ static int parse_size(const char *s, size_t *out)
 int main(int argc, char **argv)
 {
 	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_LZ4,
-			  .policy = KT_OVERFLOW_DROP, .events = 20000000 };
+			  .policy = KT_OVERFLOW_DROP, .events = 20000000, .threads = 3 };
 	static const struct option lo[] = {
 		{ "seconds", required_argument, NULL, 's' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "codec", required_argument, NULL, 'c' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "ring-size", required_argument, NULL, 'R' },
+		{ "io", required_argument, NULL, 'I' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "producer-only", no_argument, NULL, 'P' },
 		{ "events", required_argument, NULL, 'e' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "find-max-rate", no_argument, NULL, 'F' },
+		{ "report-rss", no_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -514,6 +686,19 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'I':
+			if (!strcmp(optarg, "uring"))
+				o.io = KT_IO_URING;
+			else if (!strcmp(optarg, "pwrite"))
+				o.io = KT_IO_PWRITE;
+			else if (!strcmp(optarg, "auto"))
+				o.io = KT_IO_AUTO;
+			else {
+				fprintf(stderr, "ringbench: --io wants uring, pwrite or auto, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'o': o.out = optarg; break;
 		case 'P': o.producer_only = 1; break;
 		case 'e':
@@ -524,6 +709,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 't':
+			o.threads = (int)strtol(optarg, &end, 10);
+			if (*end || o.threads < 1 || o.threads > MAX_THREADS) {
+				fprintf(stderr, "ringbench: --threads wants 1..%d, got '%s'\n",
+					MAX_THREADS, optarg);
+				return 2;
+			}
+			break;
+		case 'F': o.find_max_rate = 1; break;
+		case 'M': o.report_rss = 1; break;
 		case 'j': o.json = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -538,5 +733,7 @@ int main(int argc, char **argv)
 			o.ring_size = 64u << 20;
 		return producer_only(&o);
 	}
+	if (o.find_max_rate)
+		return max_rate_table(&o);
 	return frame_loop(&o);
 }

@@ -7,23 +7,30 @@
  * their first and last timestamps and split it at drop markers, which
  * become drop frames.
  *
- * Today the file is written through the direct writer with write(); the
- * io_uring backend with registered buffers comes with the flusher issue.
+ * The writer encodes frames into staging buffers that a sink writes: the
+ * io_uring sink (registered buffers, several writes in flight) or, where
+ * io_uring is refused or not wanted, the pwrite sink.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <katra/katra.h>
+#include <katra/reader.h>
 #include <katra/writer.h>
+#include "flush/flush.h"
 #include "format/format.h"
 #include "ring/ring.h"
 
 #define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */
+#define URING_BUFS 8            /* staging buffers in flight at most */
+#define URING_BUF_SIZE (1u << 20)
 
 struct sthread {
 	uint32_t thread_id;
@@ -44,13 +51,15 @@ struct kt_session {
 	uint64_t period_ns;
 	uint64_t fsync_ns;
 	int error;              /* first I/O error; then events count as dropped */
+	int io_backend;         /* kt_io_backend that writes the file */
 
 	kt__ring_list rings;
 	struct sthread *threads; /* sorted by thread_id */
 	size_t nthreads, cap_threads;
 
 	kt_clock_calibration c0, c1;
-	uint64_t chunks, bytes_raw, refused;
+	uint64_t chunks, bytes_raw, refused, on_disk;
+	uint64_t cpu_ns;        /* the flusher thread's CPU time */
 };
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -208,6 +217,84 @@ static void drain_all(kt_session *s)
 		kt__registry_reap();
 }
 
+static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
+{
+	kt_session *s = ctx;
+	if (!s->error)
+		note_error(s, kt_writer_name(s->w, id, str, len));
+}
+
+/*
+ * After an I/O error, "written" must mean "in the file": read back the
+ * prefix that landed and count each thread's events in it; whatever the
+ * session handled beyond that was lost.  A file that cannot be read back
+ * (a pipe, /dev/full) proves nothing written.
+ */
+static void recount_after_error(kt_session *s)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	kt_reader *r = NULL;
+	uint64_t *in_file = calloc(s->nthreads ? s->nthreads : 1, sizeof(*in_file));
+	if (!in_file)
+		return;
+	if (fd >= 0 && kt_reader_open_fd(&r, fd, NULL) == 0) {
+		kt_trace_frame f;
+		while (kt_reader_next_frame(r, &f) > 0) {
+			if (f.kind != KT_FRAME_CHUNK)
+				continue;
+			for (size_t i = 0; i < s->nthreads; i++)
+				if (s->threads[i].thread_id == f.u.chunk.thread_id)
+					in_file[i] += f.u.chunk.event_count;
+		}
+		kt_reader_close(r);
+	}
+	if (fd >= 0)
+		close(fd);
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sthread *t = &s->threads[i];
+		uint64_t handled = t->written + t->dropped;
+		t->written = in_file[i] < handled ? in_file[i] : handled;
+		t->dropped = handled - t->written;
+	}
+	free(in_file);
+}
+
+/*
+ * The end of the file, written by the flusher thread like everything
+ * before it: an io_uring request belongs to the task that submitted it, so
+ * one thread issues all of a session's I/O and waits for it before exiting.
+ */
+static void finish_file(kt_session *s)
+{
+	if (!kt__registry_snapshot(&s->rings))
+		for (size_t i = 0; i < s->rings.len; i++)
+			settle_ring(s, s->rings.rings[i]);
+	kt__clock_calibrate(&s->c1);
+	kt__names_each(name_cb, s);
+	for (size_t i = 0; i < s->nthreads && !s->error; i++)
+		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
+					       s->threads[i].name));
+	kt_file_summary fs;
+	memset(&fs, 0, sizeof(fs));
+	fs.end_wall_ns = kt__wall_ns();
+	fs.end_mono_ns = kt__mono_ns();
+	fs.clock_ticks1 = s->c1.ticks;
+	fs.clock_ns1 = s->c1.mono_ns;
+	fs.io_backend = (uint8_t)s->io_backend;
+	if (!s->error)
+		note_error(s, kt_writer_finish(s->w, &fs));
+	if (!s->error)
+		note_error(s, kt__writer_sync(s->w, 1));
+	s->on_disk = kt_writer_bytes(s->w);
+	/* Closing waits for every write in flight and reports their errors. */
+	note_error(s, kt_writer_close(s->w));
+	s->w = NULL;
+	if (s->error)
+		recount_after_error(s);
+}
+
 static void *flusher_main(void *arg)
 {
 	kt_session *s = arg;
@@ -218,7 +305,7 @@ static void *flusher_main(void *arg)
 	while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
 		drain_all(s);
 		if (s->fsync_ns && !s->error && kt__mono_ns() - last_sync >= s->fsync_ns) {
-			note_error(s, kt__writer_sync(s->w));
+			note_error(s, kt__writer_sync(s->w, 0));
 			last_sync = kt__mono_ns();
 		}
 		/* seq_cst store then load: a producer that bumps the word after
@@ -231,15 +318,13 @@ static void *flusher_main(void *arg)
 		atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
 	}
 	drain_all(s);
+	finish_file(s);
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	return NULL;
 }
 
-static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
-{
-	kt_session *s = ctx;
-	if (!s->error)
-		note_error(s, kt_writer_name(s->w, id, str, len));
-}
 
 static void session_free(kt_session *s)
 {
@@ -264,9 +349,18 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 		o = *opts;
 	if (o.codec != KT_CODEC_NONE && o.codec != KT_CODEC_LZ4)
 		return -EINVAL;
-	if (o.io == KT_IO_URING)
-		return -EOPNOTSUPP; /* the io_uring backend is not built yet */
-	if (o.io != KT_IO_AUTO && o.io != KT_IO_PWRITE)
+	const char *env = getenv("KT_IO");
+	if (env && *env) {
+		if (!strcmp(env, "pwrite"))
+			o.io = KT_IO_PWRITE;
+		else if (!strcmp(env, "uring"))
+			o.io = KT_IO_URING;
+		else if (!strcmp(env, "auto"))
+			o.io = KT_IO_AUTO;
+		else
+			return -EINVAL;
+	}
+	if (o.io != KT_IO_AUTO && o.io != KT_IO_URING && o.io != KT_IO_PWRITE)
 		return -EINVAL;
 	if (o.fd <= 0 && !path)
 		return -EINVAL;
@@ -324,8 +418,25 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	}
 	h.note_count = o.note_count;
 	h.notes = o.notes;
-	if ((rc = kt_writer_open_fd(&s->w, s->fd, &h)))
+	/* io_uring where the kernel and any seccomp policy allow it; the
+	 * pwrite sink does the same work otherwise, or when asked for. */
+	kt__sink *sink = NULL;
+	if (o.io != KT_IO_PWRITE) {
+		rc = kt__uring_sink_new(s->fd, URING_BUFS, URING_BUF_SIZE, &sink);
+		if (rc && o.io == KT_IO_URING)
+			goto err_free;
+	}
+	if (!sink && !(sink = kt__fd_sink_new(s->fd))) {
+		rc = -ENOMEM;
 		goto err_free;
+	}
+	s->io_backend = sink->backend;
+	off_t start = lseek(s->fd, 0, SEEK_CUR);
+	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, start > 0 ? (uint64_t)start : 0,
+				       &h))) {
+		sink->close(sink);
+		goto err_free;
+	}
 
 	kt__registry_set_session(1);
 	kt__registry_reset_for_session();
@@ -367,27 +478,6 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	atomic_store_explicit(&s->stop, 1, memory_order_release);
 	kt__flusher_wake();
 	pthread_join(s->thread, NULL);
-
-	if (!kt__registry_snapshot(&s->rings))
-		for (size_t i = 0; i < s->rings.len; i++)
-			settle_ring(s, s->rings.rings[i]);
-	kt__clock_calibrate(&s->c1);
-	kt__names_each(name_cb, s);
-	for (size_t i = 0; i < s->nthreads && !s->error; i++)
-		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
-					       s->threads[i].name));
-	kt_file_summary fs;
-	memset(&fs, 0, sizeof(fs));
-	fs.end_wall_ns = kt__wall_ns();
-	fs.end_mono_ns = kt__mono_ns();
-	fs.clock_ticks1 = s->c1.ticks;
-	fs.clock_ns1 = s->c1.mono_ns;
-	fs.io_backend = KT_IO_PWRITE;
-	if (!s->error)
-		note_error(s, kt_writer_finish(s->w, &fs));
-	if (!s->error)
-		note_error(s, kt__writer_sync(s->w));
-	uint64_t on_disk = kt_writer_bytes(s->w);
 	kt__registry_reap();
 	kt__registry_set_session(0);
 	current = NULL;
@@ -395,11 +485,12 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 
 	int rc = s->error;
 	if (sum) {
-		sum->io_backend = KT_IO_PWRITE;
+		sum->io_backend = s->io_backend;
 		sum->io_error = s->error;
 		sum->chunks = s->chunks;
 		sum->bytes_raw = s->bytes_raw;
-		sum->bytes_on_disk = on_disk;
+		sum->bytes_on_disk = s->on_disk;
+		sum->flusher_cpu_ns = s->cpu_ns;
 		sum->events_refused = s->refused;
 		sum->clock_start = s->c0;
 		sum->clock_stop = s->c1;

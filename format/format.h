@@ -149,8 +149,40 @@ struct kt_writer;
 int kt__writer_chunk_known(struct kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 			   const void *events, size_t raw_len, uint32_t count, uint64_t first,
 			   uint64_t last);
-/* Flush the writer's buffer and fdatasync the file: 0 or -errno. */
-int kt__writer_sync(struct kt_writer *w);
+/*
+ * Where a writer's bytes go.  The writer fills a buffer it took from
+ * acquire() and hands it to write() with its file offset; from then the
+ * sink owns it until a later acquire() gives it back.  The default sink
+ * writes synchronously with pwrite(); flush/ provides an io_uring one.
+ */
+typedef struct kt__sink kt__sink;
+struct kt__sink {
+	/* An empty buffer and its size, waiting for one if all are in flight;
+	 * NULL on error (see error). */
+	uint8_t *(*acquire)(kt__sink *s, size_t *cap);
+	/* Write @len bytes of @buf at @off: 0 or the sink's sticky error. */
+	int (*write)(kt__sink *s, uint8_t *buf, size_t len, uint64_t off);
+	/* fdatasync what was written.  wait 0: start it, 1: finish it,
+	 * -1: only wait for every write in flight (no sync).  0 or -errno. */
+	int (*sync)(kt__sink *s, int wait);
+	void (*close)(kt__sink *s);
+	int backend;  /* kt_io_backend that this sink is */
+	int error;    /* first error, -errno; sticky */
+};
+
+/* The synchronous sink over @fd (not owned).  NULL without memory. */
+kt__sink *kt__fd_sink_new(int fd);
+
+/*
+ * Open a writer over @sink, which it owns from success on (closed by
+ * kt_writer_close()); the header goes at file offset @off.  @fd is closed
+ * with the writer when @own_fd.  On failure the caller keeps both.
+ */
+int kt__writer_open_sink(struct kt_writer **out, kt__sink *sink, int fd, int own_fd,
+			 uint64_t off, const kt_header *h);
+
+/* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
+int kt__writer_sync(struct kt_writer *w, int wait);
 /* The writer's sticky I/O error, or 0. */
 int kt__writer_error(const struct kt_writer *w);
 

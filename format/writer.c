@@ -23,15 +23,18 @@ struct wthread {
 };
 
 struct kt_writer {
+	kt__sink *sink;
+	kt__sink own_sink;  /* the synchronous fd sink, when no other is given */
 	int fd;
 	int own_fd;
 	int finished;
-	int error;          /* first -errno; sticky */
-	uint64_t bytes;     /* handed to write() or buffered */
+	int error;          /* first error; sticky */
+	uint64_t bytes;     /* handed to the sink or buffered */
+	uint64_t off;       /* file offset of buf[0] */
 
-	uint8_t *buf;       /* output buffer */
+	uint8_t *buf;       /* output buffer, from the sink */
 	size_t buf_len, buf_cap;
-	uint8_t *frame;     /* scratch for one frame */
+	uint8_t *frame;     /* scratch for a frame that does not fit in place */
 	size_t frame_cap;
 
 	struct wthread *threads; /* sorted by thread_id */
@@ -56,52 +59,151 @@ static int grow(uint8_t **buf, size_t *cap, size_t need)
 	return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+/* ---- the synchronous fd sink: one buffer, pwrite() (write() on pipes) -- */
+
+struct fd_sink {
+	kt__sink base;
+	int fd;
+	int seekable;
+	uint8_t *buf;
+};
+
+static uint8_t *fd_acquire(kt__sink *s, size_t *cap)
 {
+	struct fd_sink *f = (struct fd_sink *)s;
+	*cap = OUT_BUF;
+	return f->buf;
+}
+
+static int fd_write(kt__sink *s, uint8_t *p, size_t n, uint64_t off)
+{
+	struct fd_sink *f = (struct fd_sink *)s;
 	while (n) {
-		ssize_t k = write(fd, p, n);
+		ssize_t k = f->seekable ? pwrite(f->fd, p, n, (off_t)off) : write(f->fd, p, n);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			if (!s->error)
+				s->error = -errno;
+			return s->error;
 		}
 		p += k;
 		n -= (size_t)k;
+		off += (uint64_t)k;
 	}
 	return 0;
 }
 
+static int fd_sync(kt__sink *s, int wait)
+{
+	struct fd_sink *f = (struct fd_sink *)s;
+	/* Writes are synchronous: nothing is ever in flight. */
+	if (wait < 0 || s->error)
+		return s->error;
+	/* Pipes and character devices cannot be synced: nothing to do. */
+	if (fdatasync(f->fd) < 0 && errno != EINVAL && errno != EROFS)
+		s->error = -errno;
+	return s->error;
+}
+
+static void fd_close(kt__sink *s)
+{
+	struct fd_sink *f = (struct fd_sink *)s;
+	free(f->buf);
+	free(f);
+}
+
+kt__sink *kt__fd_sink_new(int fd)
+{
+	struct fd_sink *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->buf = malloc(OUT_BUF);
+	if (!f->buf) {
+		free(f);
+		return NULL;
+	}
+	f->fd = fd;
+	f->seekable = lseek(fd, 0, SEEK_CUR) >= 0;
+	f->base.acquire = fd_acquire;
+	f->base.write = fd_write;
+	f->base.sync = fd_sync;
+	f->base.close = fd_close;
+	f->base.backend = KT_IO_PWRITE;
+	return &f->base;
+}
+
+/* ---- output buffer ------------------------------------------------------ */
+
+static int set_error(kt_writer *w, int rc)
+{
+	if (rc && !w->error)
+		w->error = rc;
+	return w->error;
+}
+
+/* Hand the filled buffer to the sink and take an empty one. */
 static int flush_buf(kt_writer *w)
 {
 	if (w->error)
 		return w->error;
-	int rc = write_all(w->fd, w->buf, w->buf_len);
-	w->buf_len = 0;
-	if (rc)
-		w->error = rc;
-	return rc;
+	if (w->buf_len) {
+		int rc = w->sink->write(w->sink, w->buf, w->buf_len, w->off);
+		w->off += w->buf_len;
+		w->buf_len = 0;
+		w->buf = NULL;
+		if (rc)
+			return set_error(w, rc);
+	}
+	if (!w->buf) {
+		w->buf = w->sink->acquire(w->sink, &w->buf_cap);
+		if (!w->buf)
+			return set_error(w, w->sink->error ? w->sink->error : -EIO);
+	}
+	return 0;
 }
 
-/* Append @n bytes; large spans bypass the buffer. */
+/* Append @n bytes, across as many buffers as they need. */
 static int emit(kt_writer *w, const uint8_t *p, size_t n)
 {
 	if (w->error)
 		return w->error;
-	if (w->buf_len + n > OUT_BUF) {
-		int rc = flush_buf(w);
-		if (rc)
-			return rc;
-	}
 	w->bytes += n;
-	if (n >= OUT_BUF) {
-		int rc = write_all(w->fd, p, n);
-		if (rc)
-			w->error = rc;
-		return rc;
+	while (n) {
+		if (w->buf_len == w->buf_cap) {
+			int rc = flush_buf(w);
+			if (rc)
+				return rc;
+		}
+		size_t k = w->buf_cap - w->buf_len;
+		if (k > n)
+			k = n;
+		memcpy(w->buf + w->buf_len, p, k);
+		w->buf_len += k;
+		p += k;
+		n -= k;
 	}
-	memcpy(w->buf + w->buf_len, p, n);
-	w->buf_len += n;
 	return 0;
+}
+
+/*
+ * Room for @n contiguous bytes in the output buffer, so a frame can be
+ * built in place; NULL when @n exceeds a whole buffer (build it in the
+ * scratch and emit() it) or on error.
+ */
+static uint8_t *reserve(kt_writer *w, size_t n)
+{
+	if (w->error || n > w->buf_cap)
+		return NULL;
+	if (w->buf_cap - w->buf_len < n && flush_buf(w))
+		return NULL;
+	return w->buf + w->buf_len;
+}
+
+static void commit(kt_writer *w, size_t n)
+{
+	w->buf_len += n;
+	w->bytes += n;
 }
 
 static struct wthread *thread_get(kt_writer *w, uint32_t tid)
@@ -110,7 +212,8 @@ static struct wthread *thread_get(kt_writer *w, uint32_t tid)
 			     sizeof(struct wthread), tid, KT_MAX_SUMMARY_THREADS);
 }
 
-static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
+int kt__writer_open_sink(kt_writer **out, kt__sink *sink, int fd, int own_fd, uint64_t off,
+			 const kt_header *h)
 {
 	*out = NULL;
 	int rc = kt__header_validate(h);
@@ -119,16 +222,12 @@ static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
 	kt_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	w->sink = sink;
 	w->fd = fd;
-	w->own_fd = own;
-	w->buf = malloc(OUT_BUF);
-	if (!w->buf) {
-		free(w);
-		return -ENOMEM;
-	}
-	w->buf_cap = OUT_BUF;
+	w->own_fd = own_fd;
+	w->off = off;
 	size_t n = kt__enc_header(NULL, 0, h);
-	if ((rc = grow(&w->frame, &w->frame_cap, n)))
+	if ((rc = flush_buf(w)) || (rc = grow(&w->frame, &w->frame_cap, n)))
 		goto err;
 	kt__enc_header(w->frame, n, h);
 	if ((rc = emit(w, w->frame, n)))
@@ -136,8 +235,26 @@ static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
 	*out = w;
 	return 0;
 err:
-	w->own_fd = 0; /* the caller still owns and closes the fd on failure */
+	/* The caller keeps the sink and the fd on failure. */
+	w->sink = NULL;
+	w->own_fd = 0;
 	kt_writer_close(w);
+	return rc;
+}
+
+static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
+{
+	*out = NULL;
+	int rc = kt__header_validate(h);
+	if (rc)
+		return rc;
+	kt__sink *sink = kt__fd_sink_new(fd);
+	if (!sink)
+		return -ENOMEM;
+	off_t off = lseek(fd, 0, SEEK_CUR);
+	rc = kt__writer_open_sink(out, sink, fd, own, off > 0 ? (uint64_t)off : 0, h);
+	if (rc)
+		sink->close(sink);
 	return rc;
 }
 
@@ -218,9 +335,18 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 		return -ENOMEM;
 
 	size_t bound = codec == KT_CODEC_LZ4 ? (size_t)LZ4_compressBound((int)raw_len) : raw_len;
-	if ((rc = frame_room(w, KT__CHUNK_FIXED + bound)))
-		return rc;
-	uint8_t *payload = w->frame + KT__FRAME_HEAD + KT__CHUNK_FIXED;
+	/* Build the frame straight in the output buffer when it fits there,
+	 * so LZ4 compresses into the bytes that get written. */
+	uint8_t *f = reserve(w, kt__frame_size(KT__CHUNK_FIXED + bound));
+	int in_place = f != NULL;
+	if (w->error)
+		return w->error;
+	if (!in_place) {
+		if ((rc = frame_room(w, KT__CHUNK_FIXED + bound)))
+			return rc;
+		f = w->frame;
+	}
+	uint8_t *payload = f + KT__FRAME_HEAD + KT__CHUNK_FIXED;
 	uint32_t stored = (uint32_t)raw_len;
 	if (codec == KT_CODEC_LZ4) {
 		int n = LZ4_compress_fast((const char *)ev, (char *)payload, (int)raw_len,
@@ -231,10 +357,12 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 	} else {
 		memcpy(payload, ev, raw_len);
 	}
-	kt__enc_chunk_prefix(w->frame, thread_id, (uint8_t)codec, t->next_seq, count,
-			     (uint32_t)raw_len, stored, first, last);
-	size_t n = kt__enc_frame_seal(w->frame, KT__CHUNK_FIXED + stored);
-	if ((rc = emit(w, w->frame, n)))
+	kt__enc_chunk_prefix(f, thread_id, (uint8_t)codec, t->next_seq, count, (uint32_t)raw_len,
+			     stored, first, last);
+	size_t n = kt__enc_frame_seal(f, KT__CHUNK_FIXED + stored);
+	if (in_place)
+		commit(w, n);
+	else if ((rc = emit(w, f, n)))
 		return rc;
 	t->next_seq++;
 	t->written += count;
@@ -245,11 +373,11 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 	return 0;
 }
 
-int kt__writer_sync(kt_writer *w)
+int kt__writer_sync(kt_writer *w, int wait)
 {
 	int rc = flush_buf(w);
-	if (!rc && fdatasync(w->fd) < 0 && errno != EINVAL && errno != EROFS)
-		rc = w->error = -errno;
+	if (!rc)
+		rc = set_error(w, w->sink->sync(w->sink, wait));
 	return rc;
 }
 
@@ -349,17 +477,24 @@ int kt_writer_finish(kt_writer *w, const kt_file_summary *extra)
 		rc = flush_buf(w);
 	if (!rc)
 		w->finished = 1;
-	return rc;
+	return rc ? rc : w->error;
 }
 
 int kt_writer_close(kt_writer *w)
 {
 	if (!w)
 		return 0;
-	int rc = w->buf_len ? flush_buf(w) : w->error;
+	int rc = 0;
+	if (w->sink) {
+		rc = w->buf_len ? flush_buf(w) : w->error;
+		/* Wait for every write in flight; the sink reports their errors. */
+		rc = set_error(w, w->sink->sync(w->sink, -1));
+		if (!rc)
+			rc = w->error;
+		w->sink->close(w->sink);
+	}
 	if (w->own_fd && close(w->fd) < 0 && !rc)
 		rc = -errno;
-	free(w->buf);
 	free(w->frame);
 	free(w->threads);
 	free(w);

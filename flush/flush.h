@@ -1,0 +1,18 @@
+/*
+ * flush/flush.h - internal: the I/O backends a session's writer can use.
+ * Both are kt__sink implementations (format/format.h); only the session's
+ * flusher thread calls them.
+ */
+#ifndef KATRA_FLUSH_FLUSH_H
+#define KATRA_FLUSH_FLUSH_H
+
+#include "format/format.h"
+
+/*
+ * An io_uring sink over @fd (not owned): @nbuf registered buffers of @bufsz
+ * bytes.  Return: 0 and *@out; -ENOSYS, -EPERM (io_uring refused by the
+ * kernel or a seccomp policy), -ENOMEM, or another -errno from set-up.
+ */
+int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out);
+
+#endif

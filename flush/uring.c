@@ -1,0 +1,283 @@
+/*
+ * The io_uring sink: a pool of staging buffers registered with the ring,
+ * written with WRITE_FIXED, several in flight at once.  A completion hands
+ * its buffer back to the pool; a short write is resubmitted for the rest;
+ * the first error is kept and reported by every later call.  fdatasync goes
+ * through the ring too (IORING_OP_FSYNC with DATASYNC, drained behind the
+ * writes before it).
+ *
+ * Only the flusher thread calls into a sink, so nothing here is shared.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flush/flush.h"
+
+#define FSYNC_TAG UINT64_MAX
+
+struct slot {
+	uint64_t off;   /* file offset of the buffer's first byte */
+	size_t len;     /* bytes to write */
+	size_t done;    /* bytes written so far */
+	int busy;
+};
+
+struct uring_sink {
+	kt__sink base;
+	struct io_uring ring;
+	int fd;
+	uint8_t *mem;        /* nbuf * bufsz, registered */
+	size_t bufsz;
+	unsigned nbuf;
+	struct slot *slots;
+	unsigned *free_stack;
+	unsigned nfree;
+	unsigned inflight;   /* writes and syncs not yet completed */
+	uint64_t bad_off;    /* lowest offset a failed write covered */
+	int regular;         /* a regular file: truncate past a failure */
+};
+
+static void fail(struct uring_sink *u, int err, uint64_t off)
+{
+	if (!u->base.error)
+		u->base.error = err;
+	if (off < u->bad_off)
+		u->bad_off = off;
+}
+
+/* Queue a write of slot @i's remaining bytes.  The caller submits. */
+static int queue_write(struct uring_sink *u, unsigned i)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe) {
+		io_uring_submit(&u->ring);
+		sqe = io_uring_get_sqe(&u->ring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	struct slot *s = &u->slots[i];
+	io_uring_prep_write_fixed(sqe, u->fd, u->mem + (size_t)i * u->bufsz + s->done,
+				  (unsigned)(s->len - s->done), s->off + s->done, (int)i);
+	io_uring_sqe_set_data64(sqe, i);
+	return 0;
+}
+
+static void complete(struct uring_sink *u, struct io_uring_cqe *cqe)
+{
+	uint64_t tag = io_uring_cqe_get_data64(cqe);
+	int res = cqe->res;
+
+	u->inflight--;
+	if (tag == FSYNC_TAG) {
+		/* A file that cannot be synced (a pipe, /dev/null) is not an
+		 * error, as with fdatasync(). */
+		if (res < 0 && res != -EINVAL && res != -EROFS)
+			fail(u, res, UINT64_MAX);
+		return;
+	}
+	struct slot *s = &u->slots[tag];
+	if (res < 0) {
+		fail(u, res, s->off + s->done);
+	} else {
+		s->done += (size_t)res;
+		if (s->done < s->len) {
+			/* Short write: queue the rest, unless it made no progress
+			 * or something already failed. */
+			if (res > 0 && !u->base.error && queue_write(u, (unsigned)tag) == 0) {
+				u->inflight++;
+				io_uring_submit(&u->ring);
+				return;
+			}
+			fail(u, u->base.error ? u->base.error : -EIO, s->off + s->done);
+		}
+	}
+	s->busy = 0;
+	u->free_stack[u->nfree++] = (unsigned)tag;
+}
+
+/* Reap completions; with @wait, block for at least one. */
+static void reap(struct uring_sink *u, int wait)
+{
+	struct io_uring_cqe *cqe;
+	if (wait && u->inflight) {
+		int rc;
+		do
+			rc = io_uring_wait_cqe(&u->ring, &cqe);
+		while (rc == -EINTR);
+		if (rc < 0) {
+			fail(u, rc, 0);
+			u->inflight = 0; /* the ring is unusable: nothing will complete */
+			return;
+		}
+		complete(u, cqe);
+		io_uring_cqe_seen(&u->ring, cqe);
+	}
+	while (io_uring_peek_cqe(&u->ring, &cqe) == 0) {
+		complete(u, cqe);
+		io_uring_cqe_seen(&u->ring, cqe);
+	}
+}
+
+static uint8_t *u_acquire(kt__sink *base, size_t *cap)
+{
+	struct uring_sink *u = (struct uring_sink *)base;
+	reap(u, 0);
+	while (!u->nfree && u->inflight)
+		reap(u, 1);
+	if (!u->nfree) {
+		fail(u, -EIO, 0);
+		return NULL;
+	}
+	unsigned i = u->free_stack[--u->nfree];
+	u->slots[i].busy = 1;
+	*cap = u->bufsz;
+	return u->mem + (size_t)i * u->bufsz;
+}
+
+static int u_write(kt__sink *base, uint8_t *buf, size_t len, uint64_t off)
+{
+	struct uring_sink *u = (struct uring_sink *)base;
+	unsigned i = (unsigned)((size_t)(buf - u->mem) / u->bufsz);
+	struct slot *s = &u->slots[i];
+
+	s->off = off;
+	s->len = len;
+	s->done = 0;
+	if (u->base.error) {
+		/* After a failure nothing more is written: a later buffer
+		 * landing past a hole would leave the file unreadable. */
+		s->busy = 0;
+		u->free_stack[u->nfree++] = i;
+		return u->base.error;
+	}
+	int rc = queue_write(u, i);
+	if (rc) {
+		fail(u, rc, off);
+		s->busy = 0;
+		u->free_stack[u->nfree++] = i;
+		return rc;
+	}
+	u->inflight++;
+	io_uring_submit(&u->ring);
+	return 0;
+}
+
+static void wait_all(struct uring_sink *u)
+{
+	while (u->inflight)
+		reap(u, 1);
+}
+
+static int u_sync(kt__sink *base, int wait)
+{
+	struct uring_sink *u = (struct uring_sink *)base;
+	if (wait < 0) {
+		wait_all(u);
+		return u->base.error;
+	}
+	if (!u->base.error) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+		if (!sqe) {
+			io_uring_submit(&u->ring);
+			sqe = io_uring_get_sqe(&u->ring);
+		}
+		if (sqe) {
+			io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
+			/* Drain: the sync starts after every write queued before
+			 * it has completed, so it covers them. */
+			io_uring_sqe_set_flags(sqe, IOSQE_IO_DRAIN);
+			io_uring_sqe_set_data64(sqe, FSYNC_TAG);
+			u->inflight++;
+			io_uring_submit(&u->ring);
+		} else {
+			fail(u, -EBUSY, UINT64_MAX);
+		}
+	}
+	if (wait)
+		wait_all(u);
+	else
+		reap(u, 0);
+	return u->base.error;
+}
+
+static void u_close(kt__sink *base)
+{
+	struct uring_sink *u = (struct uring_sink *)base;
+	wait_all(u);
+	/* A write failed part way: later buffers may have landed beyond the
+	 * hole.  Cut the file where the good bytes end, so what remains is a
+	 * valid prefix. */
+	if (u->base.error && u->regular && u->bad_off != UINT64_MAX)
+		(void)ftruncate(u->fd, (off_t)u->bad_off);
+	io_uring_unregister_buffers(&u->ring);
+	io_uring_queue_exit(&u->ring);
+	munmap(u->mem, (size_t)u->nbuf * u->bufsz);
+	free(u->slots);
+	free(u->free_stack);
+	free(u);
+}
+
+int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
+{
+	*out = NULL;
+	struct uring_sink *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->fd = fd;
+	u->nbuf = nbuf;
+	u->bufsz = bufsz;
+	u->bad_off = UINT64_MAX;
+	struct stat sb;
+	u->regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+	int rc = io_uring_queue_init(2 * nbuf + 4, &u->ring, 0);
+	if (rc < 0)
+		goto err_free;
+	rc = -ENOMEM;
+	u->mem = mmap(NULL, (size_t)nbuf * bufsz, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (u->mem == MAP_FAILED) {
+		u->mem = NULL;
+		goto err_ring;
+	}
+	u->slots = calloc(nbuf, sizeof(*u->slots));
+	u->free_stack = calloc(nbuf, sizeof(*u->free_stack));
+	if (!u->slots || !u->free_stack)
+		goto err_mem;
+	struct iovec *iov = calloc(nbuf, sizeof(*iov));
+	if (!iov)
+		goto err_mem;
+	for (unsigned i = 0; i < nbuf; i++) {
+		iov[i].iov_base = u->mem + (size_t)i * bufsz;
+		iov[i].iov_len = bufsz;
+		u->free_stack[u->nfree++] = nbuf - 1 - i;
+	}
+	/* Registered buffers are pinned once, so each write skips the
+	 * per-I/O page mapping of a plain write. */
+	rc = io_uring_register_buffers(&u->ring, iov, nbuf);
+	free(iov);
+	if (rc < 0)
+		goto err_mem;
+	u->base.acquire = u_acquire;
+	u->base.write = u_write;
+	u->base.sync = u_sync;
+	u->base.close = u_close;
+	u->base.backend = KT_IO_URING;
+	*out = &u->base;
+	return 0;
+err_mem:
+	free(u->slots);
+	free(u->free_stack);
+	if (u->mem)
+		munmap(u->mem, (size_t)nbuf * bufsz);
+err_ring:
+	io_uring_queue_exit(&u->ring);
+err_free:
+	free(u);
+	return rc;
+}

@@ -1,0 +1,461 @@
+/*
+ * The flusher end to end: every event type from several threads, both
+ * codecs, both I/O backends, read back exactly; io_uring refused by a
+ * seccomp filter; writes that fail part way.
+ */
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <criterion/criterion.h>
+
+#include <katra/katra.h>
+
+#define THREADS 3
+#define ROUNDS 4000 /* each round emits EVENTS_PER_ROUND events */
+#define EVENTS_PER_ROUND 10
+
+struct names {
+	uint32_t zone, counter, fcounter, instant, frame, flow, msg, user, marker;
+};
+
+static void intern(struct names *n)
+{
+	n->zone = kt_name("e2e.zone");
+	n->counter = kt_name("e2e.counter");
+	n->fcounter = kt_name("e2e.fcounter");
+	n->instant = kt_name("e2e.instant");
+	n->frame = kt_name("e2e.frame");
+	n->flow = kt_name("e2e.flow");
+	n->msg = kt_name("e2e.msg");
+	n->user = kt_name("e2e.user");
+	n->marker = kt_name("e2e.marker");
+}
+
+struct prod {
+	int index;
+	const struct names *n;
+};
+
+/* The round's user payload: a length and bytes that depend on both. */
+static size_t user_payload(int thread, uint64_t i, uint8_t *out)
+{
+	size_t len = (size_t)((i * 7 + (uint64_t)thread) % 41);
+	for (size_t k = 0; k < len; k++)
+		out[k] = (uint8_t)(i + k * 13 + (uint64_t)thread);
+	return len;
+}
+
+static void *e2e_producer(void *arg)
+{
+	struct prod *p = arg;
+	const struct names *n = p->n;
+	char name[16];
+	snprintf(name, sizeof(name), "e2e-%d", p->index);
+	kt_thread_name(name);
+	for (uint64_t i = 0; i < ROUNDS; i++) {
+		char msg[32];
+		uint8_t user[64];
+		int mlen = snprintf(msg, sizeof(msg), "t%d msg %llu", p->index, (unsigned long long)i);
+		size_t ulen = user_payload(p->index, i, user);
+		kt_zone_begin(n->zone);
+		kt_counter(n->counter, (int64_t)(i * 3) - 7);
+		kt_counter_f64(n->fcounter, (double)i * 0.5);
+		kt_instant(n->instant);
+		kt_frame(n->frame, i);
+		kt_flow(n->flow, i * 100 + (uint64_t)p->index, (kt_flow_phase)(i % 3));
+		kt_message(n->msg, msg, (size_t)mlen);
+		kt_emit(KT_EV_USER, n->user, (uint8_t)(i & 0xff), user, ulen);
+		kt_zone_end(n->zone);
+		kt_counter(n->marker, (int64_t)i);
+	}
+	return NULL;
+}
+
+/* Check one thread's events against what e2e_producer emitted. */
+struct expect {
+	int thread;
+	uint64_t i;
+	int k;          /* event within the round */
+	uint64_t last_ts;
+	uint64_t n;
+};
+
+static void check_event(struct expect *x, const struct names *n, const kt_event *ev)
+{
+	uint64_t i = x->i;
+	int64_t iv;
+	double dv;
+	uint64_t uv;
+	cr_assert_geq(ev->ts, x->last_ts, "thread %d: time went backwards", x->thread);
+	x->last_ts = ev->ts;
+	switch (x->k) {
+	case 0:
+		cr_assert_eq(ev->type, KT_EV_ZONE_BEGIN);
+		cr_assert_eq(ev->name_id, n->zone);
+		break;
+	case 1:
+		cr_assert_eq(ev->type, KT_EV_COUNTER_I64);
+		cr_assert_eq(ev->name_id, n->counter);
+		memcpy(&iv, ev->payload, 8);
+		cr_assert_eq(iv, (int64_t)(i * 3) - 7);
+		break;
+	case 2:
+		cr_assert_eq(ev->type, KT_EV_COUNTER_F64);
+		cr_assert_eq(ev->name_id, n->fcounter);
+		memcpy(&dv, ev->payload, 8);
+		cr_assert_eq(dv, (double)i * 0.5);
+		break;
+	case 3:
+		cr_assert_eq(ev->type, KT_EV_INSTANT);
+		cr_assert_eq(ev->name_id, n->instant);
+		cr_assert_eq(ev->payload_len, 0);
+		break;
+	case 4:
+		cr_assert_eq(ev->type, KT_EV_FRAME);
+		memcpy(&uv, ev->payload, 8);
+		cr_assert_eq(uv, i);
+		break;
+	case 5:
+		cr_assert_eq(ev->type, KT_EV_FLOW);
+		cr_assert_eq(ev->name_id, n->flow);
+		cr_assert_eq(ev->flags, i % 3);
+		memcpy(&uv, ev->payload, 8);
+		cr_assert_eq(uv, i * 100 + (uint64_t)x->thread);
+		break;
+	case 6: {
+		char msg[32];
+		int mlen = snprintf(msg, sizeof(msg), "t%d msg %llu", x->thread, (unsigned long long)i);
+		cr_assert_eq(ev->type, KT_EV_MESSAGE);
+		cr_assert_eq(ev->payload_len, mlen);
+		cr_assert_eq(memcmp(ev->payload, msg, (size_t)mlen), 0);
+		break;
+	}
+	case 7: {
+		uint8_t user[64];
+		size_t ulen = user_payload(x->thread, i, user);
+		cr_assert_eq(ev->type, KT_EV_USER);
+		cr_assert_eq(ev->flags, i & 0xff);
+		cr_assert_eq(ev->payload_len, ulen);
+		cr_assert_eq(memcmp(ev->payload, user, ulen), 0);
+		break;
+	}
+	case 8:
+		cr_assert_eq(ev->type, KT_EV_ZONE_END);
+		cr_assert_eq(ev->name_id, n->zone);
+		break;
+	case 9:
+		cr_assert_eq(ev->type, KT_EV_COUNTER_I64);
+		cr_assert_eq(ev->name_id, n->marker);
+		memcpy(&iv, ev->payload, 8);
+		cr_assert_eq(iv, (int64_t)i);
+		break;
+	}
+	x->n++;
+	if (++x->k == EVENTS_PER_ROUND) {
+		x->k = 0;
+		x->i++;
+	}
+}
+
+static void run_e2e(int codec, int io)
+{
+	kt_config cfg = { .ring_size = 64 << 10, .overflow = KT_OVERFLOW_BLOCK };
+	cr_assert_eq(kt_init(&cfg), 0);
+	struct names n;
+	intern(&n);
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-e2e-%d-%d-%d.katra", codec, io, (int)getpid());
+	kt_session_options o = { .codec = codec, .io = io, .fsync_interval_ns = 5000000 };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	struct prod p[THREADS];
+	pthread_t th[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		p[i] = (struct prod){ i, &n };
+		cr_assert_eq(pthread_create(&th[i], NULL, e2e_producer, &p[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.io_backend, io);
+	cr_assert_eq(sum.io_error, 0);
+	cr_assert_eq(sum.events_written, THREADS * ROUNDS * EVENTS_PER_ROUND);
+	cr_assert_eq(sum.events_dropped, 0);
+	kt_summary_release(&sum);
+
+	kt_reader *r;
+	kt_reader_error e;
+	cr_assert_eq(kt_reader_open(&r, path, &e), 0, "%s", e.message);
+	const kt_header *h = kt_reader_header(r);
+	cr_assert_eq(h->capture.codec, codec);
+	cr_assert_eq(h->capture.io, io);
+	struct expect x[64] = { 0 };
+	char names[64][16] = { { 0 } };
+	int name_ok = 0, rc;
+	kt_trace_frame f;
+	/* Thread ids map to e2e-N only through thread frames, which come at
+	 * stop: read twice, first for the map. */
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		if (f.kind == KT_FRAME_THREAD && f.u.thread.thread_id < 64)
+			snprintf(names[f.u.thread.thread_id], 16, "%s", f.u.thread.name);
+		if (f.kind == KT_FRAME_NAME && f.u.name.id == n.msg)
+			name_ok += !strcmp(f.u.name.str, "e2e.msg");
+		if (f.kind == KT_FRAME_CHUNK)
+			cr_assert_eq(f.u.chunk.codec, codec);
+		if (f.kind == KT_FRAME_SUMMARY)
+			cr_assert_eq(f.u.summary.io_backend, io);
+	}
+	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(name_ok, 1);
+	kt_reader_rewind(r);
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		if (f.kind != KT_FRAME_CHUNK)
+			continue;
+		uint32_t tid = f.u.chunk.thread_id;
+		cr_assert_lt(tid, 64);
+		int thread = -1;
+		cr_assert_eq(sscanf(names[tid], "e2e-%d", &thread), 1, "thread %u unnamed", tid);
+		x[tid].thread = thread;
+		kt_chunk_iter it;
+		kt_event ev;
+		kt_chunk_iter_init(&it, &f);
+		while (kt_chunk_next(&it, &ev))
+			check_event(&x[tid], &n, &ev);
+	}
+	cr_assert_eq(rc, 0);
+	int threads = 0;
+	for (int t = 0; t < 64; t++) {
+		if (!names[t][0])
+			continue;
+		threads++;
+		cr_assert_eq(x[t].n, ROUNDS * EVENTS_PER_ROUND, "%s: %llu events", names[t],
+			     (unsigned long long)x[t].n);
+	}
+	cr_assert_eq(threads, THREADS);
+	kt_reader_close(r);
+	unlink(path);
+}
+
+Test(e2e, raw_pwrite)
+{
+	run_e2e(KT_CODEC_NONE, KT_IO_PWRITE);
+}
+
+Test(e2e, raw_uring)
+{
+	run_e2e(KT_CODEC_NONE, KT_IO_URING);
+}
+
+Test(e2e, lz4_pwrite)
+{
+	run_e2e(KT_CODEC_LZ4, KT_IO_PWRITE);
+}
+
+Test(e2e, lz4_uring)
+{
+	run_e2e(KT_CODEC_LZ4, KT_IO_URING);
+}
+
+/* ---- io_uring refused ---------------------------------------------------- */
+
+/* A seccomp filter that fails io_uring_setup with EPERM, as container
+ * runtimes' default profiles do, and allows everything else. */
+static void deny_io_uring(void)
+{
+	struct sock_filter prog[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = { .len = sizeof(prog) / sizeof(prog[0]), .filter = prog };
+	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	cr_assert_eq(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog), 0);
+}
+
+Test(fallback, seccomp_refusing_io_uring_falls_back_to_pwrite)
+{
+	/* Its own child, so the filter (which cannot be removed) stays there. */
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-seccomp-%d.katra", (int)getpid());
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		deny_io_uring();
+		kt_session *s;
+		kt_session_options forced = { .io = KT_IO_URING };
+		if (kt_session_start(path, &forced, &s) != -EPERM)
+			_exit(10);
+		if (kt_session_start(path, NULL, &s) != 0)
+			_exit(11);
+		uint32_t id = kt_name("c");
+		for (int64_t i = 0; i < 100000; i++)
+			kt_counter(id, i);
+		kt_summary sum;
+		if (kt_session_stop(s, &sum) != 0)
+			_exit(12);
+		_exit(sum.io_backend == KT_IO_PWRITE && sum.events_written == 100000 ? 0 : 13);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died");
+	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	kt_trace_frame f;
+	int rc, backend = -1;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0)
+		if (f.kind == KT_FRAME_SUMMARY)
+			backend = f.u.summary.io_backend;
+	cr_assert_eq(rc, 0);
+	kt_reader_status rs;
+	kt_reader_get_status(r, &rs);
+	cr_assert_eq(rs.complete, 1);
+	cr_assert_eq(rs.events, 100000);
+	cr_assert_eq(backend, KT_IO_PWRITE);
+	kt_reader_close(r);
+	unlink(path);
+}
+
+Test(fallback, kt_io_environment_variable_forces_a_backend)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-env-%d.katra", (int)getpid());
+	kt_session *s;
+	kt_summary sum;
+	setenv("KT_IO", "pwrite", 1);
+	kt_session_options o = { .io = KT_IO_URING };
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.io_backend, KT_IO_PWRITE);
+	kt_summary_release(&sum);
+	setenv("KT_IO", "uring", 1);
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.io_backend, KT_IO_URING);
+	kt_summary_release(&sum);
+	setenv("KT_IO", "bogus", 1);
+	cr_assert_eq(kt_session_start(path, NULL, &s), -EINVAL);
+	unsetenv("KT_IO");
+	unlink(path);
+}
+
+/* ---- failing writes --------------------------------------------------- */
+
+struct err_prod {
+	uint32_t id;
+	uint64_t n;
+};
+
+static void *err_producer(void *arg)
+{
+	struct err_prod *p = arg;
+	for (uint64_t i = 0; i < p->n; i++)
+		kt_counter(p->id, (int64_t)i);
+	return NULL;
+}
+
+/* Emit @n events from two threads into a session writing to @fd or
+ * @path; return kt_session_stop()'s result and the summary. */
+static int run_failing(int policy, int io, int fd, const char *path, uint64_t n,
+		       kt_summary *sum)
+{
+	kt_config cfg = { .ring_size = 64 << 10, .overflow = policy };
+	cr_assert_eq(kt_init(&cfg), 0);
+	kt_session_options o = { .fd = fd, .io = io };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	struct err_prod p = { kt_name("c"), n };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, err_producer, &p), 0);
+	/* If a producer blocked on a dead session this join would hang and
+	 * the test's timeout would fail it. */
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	return kt_session_stop(s, sum);
+}
+
+static void check_enospc(int policy, int io)
+{
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	kt_summary sum;
+	int rc = run_failing(policy, io, fd, NULL, 200000, &sum);
+	cr_assert_eq(rc, -ENOSPC, "stop returned %d (%s)", rc, kt_strerror(rc));
+	cr_assert_eq(sum.io_error, -ENOSPC);
+	cr_assert_eq(sum.io_backend, io);
+	/* Nothing reached the file; every event is accounted as dropped. */
+	cr_assert_eq(sum.events_written + sum.events_dropped, 2 * 200000);
+	cr_assert_eq(sum.events_written, 0);
+	kt_summary_release(&sum);
+	close(fd);
+}
+
+Test(errors, enospc_pwrite_drop, .timeout = 120)
+{
+	check_enospc(KT_OVERFLOW_DROP, KT_IO_PWRITE);
+}
+
+Test(errors, enospc_uring_block, .timeout = 120)
+{
+	check_enospc(KT_OVERFLOW_BLOCK, KT_IO_URING);
+}
+
+/* A file that may not grow past 300 KiB: writes fail with EFBIG part way,
+ * and what did land reads as a valid prefix. */
+static void check_fsize(int io)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-fsize-%d-%d.katra", io, (int)getpid());
+	signal(SIGXFSZ, SIG_IGN);
+	struct rlimit old, lim = { 300 << 10, 300 << 10 };
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim.rlim_max = old.rlim_max;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	kt_summary sum;
+	int rc = run_failing(KT_OVERFLOW_BLOCK, io, 0, path, 300000, &sum);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	cr_assert_eq(rc, -EFBIG, "stop returned %d (%s)", rc, kt_strerror(rc));
+	cr_assert_eq(sum.events_written + sum.events_dropped, 2 * 300000);
+	cr_assert_gt(sum.events_dropped, 0);
+
+	kt_reader *r;
+	kt_reader_error e;
+	cr_assert_eq(kt_reader_open(&r, path, &e), 0, "%s", e.message);
+	cr_assert_eq(t_drain(r, NULL), 0, "%s", kt_reader_last_error(r)->message);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(st.truncated, 1);
+	cr_assert_eq(st.error, 0);
+	cr_assert_gt(st.events, 0);
+	cr_assert_leq(st.file_size, 300 << 10);
+	/* The prefix holds no more than the session counted as written. */
+	cr_assert_leq(st.events, sum.events_written);
+	kt_summary_release(&sum);
+	kt_reader_close(r);
+	unlink(path);
+}
+
+Test(errors, file_size_limit_pwrite_leaves_a_valid_prefix, .timeout = 120)
+{
+	check_fsize(KT_IO_PWRITE);
+}
+
+Test(errors, file_size_limit_uring_leaves_a_valid_prefix, .timeout = 120)
+{
+	check_fsize(KT_IO_URING);
+}
