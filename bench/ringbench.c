@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -497,12 +498,24 @@ struct maxrate {
 	int io;
 };
 
+/* Write back what earlier probes left dirty in the page cache, so each
+ * probe starts from the same state instead of inheriting their throttling. */
+static void settle_disk(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		syncfs(fd);
+		close(fd);
+	}
+}
+
 static int find_max_rate(const struct opts *o, int threads, const char *path, struct maxrate *m)
 {
 	double lo = 0, hi = 0, rate = 4e6;
 	memset(m, 0, sizeof(*m));
 	for (int step = 0; step < 12; step++) {
 		struct run run;
+		settle_disk(path);
 		if (run_loop(o, threads, rate, o->seconds, path, &run))
 			return 1;
 		int ok = run.sum.events_dropped == 0 && run.sum.io_error == 0;

@@ -93,14 +93,54 @@ static void note_error(kt_session *s, int rc)
 		s->error = rc;
 }
 
-static void put_chunk(kt_session *s, struct sthread *t, uint32_t tid, const uint8_t *p,
-		      size_t len, uint32_t count, uint64_t first, uint64_t last)
+/*
+ * Give the producer back every byte the flusher is done with: everything
+ * read, except what a zero-copy write still reads from the ring.
+ */
+static void release_ring(struct kt__ring *r)
+{
+	while (r->ref_len && r->refs[r->ref_head].done) {
+		r->ref_head = (r->ref_head + 1) % KT__RING_REFS;
+		r->ref_len--;
+	}
+	uint64_t to = r->ref_len ? r->refs[r->ref_head].start : r->read_pos;
+	/* Relaxed: only this thread writes tail. */
+	if (to == atomic_load_explicit(&r->tail, memory_order_relaxed))
+		return;
+	/* Release pairs with the producer's acquire of tail (D pairs A): our
+	 * reads of the span, and the kernel's, are done before the producer
+	 * may overwrite it. */
+	atomic_store_explicit(&r->tail, to, memory_order_release);
+	kt__ring_tail_moved(r);
+}
+
+static void ref_done(void *ctx, int res)
+{
+	struct kt__ring_ref *ref = ctx;
+	(void)res; /* a failed write is the session's error; the space is free either way */
+	ref->done = 1;
+	release_ring(ref->ring);
+}
+
+static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint64_t pos,
+		      const uint8_t *p, size_t len, uint32_t count, uint64_t first, uint64_t last)
 {
 	if (!count)
 		return;
-	if (!s->error)
-		note_error(s, kt__writer_chunk_known(s->w, tid, (unsigned)s->codec, s->level, p,
-						     len, count, first, last));
+	if (!s->error && s->codec == KT_CODEC_NONE && r->ref_len < KT__RING_REFS) {
+		/* Raw chunks are written straight from the ring; its space
+		 * comes back when the write completes. */
+		struct kt__ring_ref *ref = &r->refs[(r->ref_head + r->ref_len) % KT__RING_REFS];
+		ref->ring = r;
+		ref->start = pos;
+		ref->done = 0;
+		r->ref_len++;
+		note_error(s, kt__writer_chunk_ref(s->w, r->thread_id, p, len, count, first, last,
+						   ref_done, ref));
+	} else if (!s->error) {
+		note_error(s, kt__writer_chunk_known(s->w, r->thread_id, (unsigned)s->codec, s->level,
+						     p, len, count, first, last));
+	}
 	if (s->error) {
 		/* The file is gone bad: these events are lost, and say so. */
 		t->dropped += count;
@@ -125,15 +165,14 @@ static void drain(kt_session *s, struct kt__ring *r)
 	/* Acquire pairs with the producer's release of head (C pairs B):
 	 * every record below head is complete. */
 	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
-	/* Relaxed: only this thread writes tail. */
-	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	if (head == tail)
+	uint64_t from = r->read_pos;
+	if (head == from)
 		return;
 	struct sthread *t = thread_of(s, r);
 	if (!t)
 		return; /* out of memory: try again next period */
-	const uint8_t *p = r->prod.base + (tail & r->prod.mask);
-	size_t len = (size_t)(head - tail), at = 0, start = 0;
+	const uint8_t *p = r->prod.base + (from & r->prod.mask);
+	size_t len = (size_t)(head - from), at = 0, start = 0;
 	uint32_t count = 0;
 	uint64_t first = 0, last = 0;
 
@@ -142,7 +181,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 		uint16_t plen = kt__get16(rec + 14);
 		size_t sz = KT__EVENT_HEAD + kt__align8(plen);
 		if (rec[12] == KT__EV_DROP_MARK) {
-			put_chunk(s, t, r->thread_id, p + start, at - start, count, first, last);
+			put_chunk(s, t, r, from + start, p + start, at - start, count, first, last);
 			count = 0;
 			uint64_t n = kt__get64(rec + 16);
 			r->marked += n;
@@ -155,19 +194,17 @@ static void drain(kt_session *s, struct kt__ring *r)
 			last = ts;
 			count++;
 			if (at + sz - start >= CHUNK_MAX) {
-				put_chunk(s, t, r->thread_id, p + start, at + sz - start, count, first,
-					  last);
+				put_chunk(s, t, r, from + start, p + start, at + sz - start, count,
+					  first, last);
 				count = 0;
 				start = at + sz;
 			}
 		}
 		at += sz;
 	}
-	put_chunk(s, t, r->thread_id, p + start, len - start, count, first, last);
-	/* Release pairs with the producer's acquire of tail (D pairs A): our
-	 * reads of the span are done before it may be overwritten. */
-	atomic_store_explicit(&r->tail, head, memory_order_release);
-	kt__ring_tail_moved(r);
+	put_chunk(s, t, r, from + start, p + start, len - start, count, first, last);
+	r->read_pos = head;
+	release_ring(r);
 }
 
 /*
@@ -199,6 +236,11 @@ static void settle_ring(kt_session *s, struct kt__ring *r)
 
 static void drain_all(kt_session *s)
 {
+	/* Completed zero-copy writes give their ring space back here, even
+	 * when no ring has anything new: a BLOCK producer may be waiting on
+	 * exactly that space. */
+	if (s->w)
+		kt__writer_poll(s->w);
 	if (kt__registry_snapshot(&s->rings))
 		return;
 	int retired_seen = 0;

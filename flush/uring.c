@@ -20,6 +20,21 @@
 #include "flush/flush.h"
 
 #define FSYNC_TAG UINT64_MAX
+#define REF_TAG (UINT64_C(1) << 32) /* user_data of zero-copy op i: REF_TAG + i */
+#define REF_OPS 32
+
+/* A write straight from caller memory (the ring): head and tail copied
+ * here, the body referenced until the completion. */
+struct ref_op {
+	uint8_t head[64], tail[16];
+	struct iovec iov[3];
+	int niov, first;     /* iovecs left start at iov[first] */
+	size_t total, done;
+	uint64_t off;
+	void (*cb)(void *ctx, int res);
+	void *ctx;
+	int busy;
+};
 
 struct slot {
 	uint64_t off;   /* file offset of the buffer's first byte */
@@ -40,6 +55,8 @@ struct uring_sink {
 	unsigned nfree;
 	unsigned inflight;   /* writes and syncs not yet completed */
 	uint64_t bad_off;    /* lowest offset a failed write covered */
+	struct ref_op refs[REF_OPS];
+	unsigned refs_busy;
 	int regular;         /* a regular file: truncate past a failure */
 };
 
@@ -68,6 +85,57 @@ static int queue_write(struct uring_sink *u, unsigned i)
 	return 0;
 }
 
+static int queue_ref(struct uring_sink *u, unsigned i)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe) {
+		io_uring_submit(&u->ring);
+		sqe = io_uring_get_sqe(&u->ring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	struct ref_op *op = &u->refs[i];
+	io_uring_prep_writev(sqe, u->fd, op->iov + op->first, (unsigned)(op->niov - op->first),
+			     op->off + op->done);
+	io_uring_sqe_set_data64(sqe, REF_TAG + i);
+	return 0;
+}
+
+static void ref_finish(struct uring_sink *u, struct ref_op *op, int res)
+{
+	op->busy = 0;
+	u->refs_busy--;
+	op->cb(op->ctx, res);
+}
+
+static void complete_ref(struct uring_sink *u, unsigned i, int res)
+{
+	struct ref_op *op = &u->refs[i];
+	if (res < 0) {
+		fail(u, res, op->off + op->done);
+		ref_finish(u, op, res);
+		return;
+	}
+	op->done += (size_t)res;
+	if (op->done == op->total) {
+		ref_finish(u, op, (int)op->total);
+		return;
+	}
+	/* Short write: step over what was taken and queue the rest. */
+	size_t k = (size_t)res;
+	while (op->first < op->niov && k >= op->iov[op->first].iov_len)
+		k -= op->iov[op->first++].iov_len;
+	op->iov[op->first].iov_base = (uint8_t *)op->iov[op->first].iov_base + k;
+	op->iov[op->first].iov_len -= k;
+	if (res > 0 && !u->base.error && queue_ref(u, i) == 0) {
+		u->inflight++;
+		io_uring_submit(&u->ring);
+		return;
+	}
+	fail(u, u->base.error ? u->base.error : -EIO, op->off + op->done);
+	ref_finish(u, op, u->base.error);
+}
+
 static void complete(struct uring_sink *u, struct io_uring_cqe *cqe)
 {
 	uint64_t tag = io_uring_cqe_get_data64(cqe);
@@ -79,6 +147,10 @@ static void complete(struct uring_sink *u, struct io_uring_cqe *cqe)
 		 * error, as with fdatasync(). */
 		if (res < 0 && res != -EINVAL && res != -EROFS)
 			fail(u, res, UINT64_MAX);
+		return;
+	}
+	if (tag >= REF_TAG) {
+		complete_ref(u, (unsigned)(tag - REF_TAG), res);
 		return;
 	}
 	struct slot *s = &u->slots[tag];
@@ -112,7 +184,12 @@ static void reap(struct uring_sink *u, int wait)
 		while (rc == -EINTR);
 		if (rc < 0) {
 			fail(u, rc, 0);
-			u->inflight = 0; /* the ring is unusable: nothing will complete */
+			/* The ring is unusable: nothing will complete.  Give every
+			 * caller's memory back now rather than never. */
+			u->inflight = 0;
+			for (unsigned i = 0; i < REF_OPS; i++)
+				if (u->refs[i].busy)
+					ref_finish(u, &u->refs[i], rc);
 			return;
 		}
 		complete(u, cqe);
@@ -166,6 +243,55 @@ static int u_write(kt__sink *base, uint8_t *buf, size_t len, uint64_t off)
 	u->inflight++;
 	io_uring_submit(&u->ring);
 	return 0;
+}
+
+static int u_write_ref(kt__sink *base, const uint8_t *head, size_t head_len, const void *body,
+		       size_t body_len, const uint8_t *tail, size_t tail_len, uint64_t off,
+		       void (*done)(void *ctx, int res), void *ctx)
+{
+	struct uring_sink *u = (struct uring_sink *)base;
+	if (head_len > sizeof(u->refs[0].head) || tail_len > sizeof(u->refs[0].tail)) {
+		done(ctx, -EINVAL);
+		return -EINVAL;
+	}
+	while (!u->base.error && u->refs_busy == REF_OPS)
+		reap(u, 1);
+	if (u->base.error) {
+		done(ctx, u->base.error);
+		return u->base.error;
+	}
+	unsigned i = 0;
+	while (u->refs[i].busy)
+		i++;
+	struct ref_op *op = &u->refs[i];
+	memcpy(op->head, head, head_len);
+	memcpy(op->tail, tail, tail_len);
+	op->iov[0] = (struct iovec){ op->head, head_len };
+	op->iov[1] = (struct iovec){ (void *)body, body_len };
+	op->iov[2] = (struct iovec){ op->tail, tail_len };
+	op->niov = 3;
+	op->first = 0;
+	op->total = head_len + body_len + tail_len;
+	op->done = 0;
+	op->off = off;
+	op->cb = done;
+	op->ctx = ctx;
+	op->busy = 1;
+	u->refs_busy++;
+	int rc = queue_ref(u, i);
+	if (rc) {
+		fail(u, rc, off);
+		ref_finish(u, op, rc);
+		return rc;
+	}
+	u->inflight++;
+	io_uring_submit(&u->ring);
+	return 0;
+}
+
+static void u_poll(kt__sink *base)
+{
+	reap((struct uring_sink *)base, 0);
 }
 
 static void wait_all(struct uring_sink *u)
@@ -266,6 +392,8 @@ int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
 	u->base.acquire = u_acquire;
 	u->base.write = u_write;
 	u->base.sync = u_sync;
+	u->base.write_ref = u_write_ref;
+	u->base.poll = u_poll;
 	u->base.close = u_close;
 	u->base.backend = KT_IO_URING;
 	*out = &u->base;

@@ -165,6 +165,20 @@ struct kt__sink {
 	/* fdatasync what was written.  wait 0: start it, 1: finish it,
 	 * -1: only wait for every write in flight (no sync).  0 or -errno. */
 	int (*sync)(kt__sink *s, int wait);
+	/*
+	 * Write @head (copied, at most 64 bytes), then @body_len bytes at
+	 * @body (not copied: they must stay unchanged until @done runs), then
+	 * @tail (copied, at most 16 bytes), at @off.  @done(ctx, res) runs
+	 * exactly once, with the bytes written or -errno, on the calling
+	 * thread: before write_ref returns or inside a later sink call.
+	 * Returns 0, or an error after which @done has already run.
+	 */
+	int (*write_ref)(kt__sink *s, const uint8_t *head, size_t head_len, const void *body,
+			 size_t body_len, const uint8_t *tail, size_t tail_len, uint64_t off,
+			 void (*done)(void *ctx, int res), void *ctx);
+	/* Handle whatever has completed, without waiting (runs write_ref
+	 * callbacks).  NULL for a sink that completes everything at once. */
+	void (*poll)(kt__sink *s);
 	void (*close)(kt__sink *s);
 	int backend;  /* kt_io_backend that this sink is */
 	int error;    /* first error, -errno; sticky */
@@ -180,6 +194,19 @@ kt__sink *kt__fd_sink_new(int fd);
  */
 int kt__writer_open_sink(struct kt_writer **out, kt__sink *sink, int fd, int own_fd,
 			 uint64_t off, const kt_header *h);
+
+/*
+ * A raw chunk written straight from the caller's memory (the ring): the
+ * prefix and the checksum trailer are built here, the events are not
+ * copied.  @done(ctx, res) runs when the bytes are written, as for
+ * kt__sink.write_ref.  Returns 0 or the writer's error (@done has run).
+ */
+int kt__writer_chunk_ref(struct kt_writer *w, uint32_t thread_id, const void *events,
+			 size_t raw_len, uint32_t count, uint64_t first, uint64_t last,
+			 void (*done)(void *ctx, int res), void *ctx);
+
+/* Let the writer's sink handle completed writes (kt__sink.poll). */
+void kt__writer_poll(struct kt_writer *w);
 
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);

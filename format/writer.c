@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <lz4.h>
@@ -106,6 +107,41 @@ static int fd_sync(kt__sink *s, int wait)
 	return s->error;
 }
 
+static int fd_write_ref(kt__sink *s, const uint8_t *head, size_t head_len, const void *body,
+			size_t body_len, const uint8_t *tail, size_t tail_len, uint64_t off,
+			void (*done)(void *ctx, int res), void *ctx)
+{
+	struct fd_sink *f = (struct fd_sink *)s;
+	struct iovec iov[3] = { { (void *)head, head_len }, { (void *)body, body_len },
+				{ (void *)tail, tail_len } };
+	struct iovec *v = iov;
+	int n = 3;
+	size_t total = head_len + body_len + tail_len, left = total;
+
+	while (left && !s->error) {
+		ssize_t k = f->seekable ? pwritev(f->fd, v, n, (off_t)off) : writev(f->fd, v, n);
+		if (k < 0) {
+			if (errno != EINTR)
+				s->error = -errno;
+			continue;
+		}
+		left -= (size_t)k;
+		off += (uint64_t)k;
+		/* Step over what a short write took. */
+		while (n && (size_t)k >= v->iov_len) {
+			k -= (ssize_t)v->iov_len;
+			v++;
+			n--;
+		}
+		if (n) {
+			v->iov_base = (uint8_t *)v->iov_base + k;
+			v->iov_len -= (size_t)k;
+		}
+	}
+	done(ctx, s->error ? s->error : (int)total);
+	return s->error;
+}
+
 static void fd_close(kt__sink *s)
 {
 	struct fd_sink *f = (struct fd_sink *)s;
@@ -128,6 +164,7 @@ kt__sink *kt__fd_sink_new(int fd)
 	f->base.acquire = fd_acquire;
 	f->base.write = fd_write;
 	f->base.sync = fd_sync;
+	f->base.write_ref = fd_write_ref;
 	f->base.close = fd_close;
 	f->base.backend = KT_IO_PWRITE;
 	return &f->base;
@@ -371,6 +408,54 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 	w->bytes_raw += raw_len;
 	w->bytes_stored += stored;
 	return 0;
+}
+
+int kt__writer_chunk_ref(kt_writer *w, uint32_t thread_id, const void *events, size_t raw_len,
+			 uint32_t count, uint64_t first, uint64_t last,
+			 void (*done)(void *ctx, int res), void *ctx)
+{
+	uint8_t prefix[KT__FRAME_HEAD + KT__CHUNK_FIXED], trailer[16] = { 0 };
+	int rc;
+
+	if (w->finished)
+		rc = KT_ESTATE;
+	else if (!w->sink->write_ref)
+		rc = -EOPNOTSUPP;
+	else
+		rc = flush_buf(w);
+	struct wthread *t = rc ? NULL : thread_get(w, thread_id);
+	if (!rc && !t)
+		rc = -ENOMEM;
+	if (rc) {
+		done(ctx, rc);
+		return rc;
+	}
+	kt__enc_chunk_prefix(prefix, thread_id, KT_CODEC_NONE, t->next_seq, count, (uint32_t)raw_len,
+			     (uint32_t)raw_len, first, last);
+	/* The trailer is the pad that brings the body to a multiple of 8 and
+	 * the checksum, computed over the events where they lie. */
+	size_t body = KT__CHUNK_FIXED + raw_len, pad = kt__align8(body) - body;
+	kt__put64(trailer + pad,
+		  kt__chunk_checksum(prefix, events, (uint32_t)raw_len));
+	size_t total = sizeof(prefix) + raw_len + pad + 8;
+	uint64_t off = w->off;
+	w->off += total;
+	w->bytes += total;
+	t->next_seq++;
+	t->written += count;
+	w->chunks++;
+	w->events += count;
+	w->bytes_raw += raw_len;
+	w->bytes_stored += raw_len;
+	rc = w->sink->write_ref(w->sink, prefix, sizeof(prefix), events, raw_len, trailer,
+				pad + 8, off, done, ctx);
+	return set_error(w, rc);
+}
+
+void kt__writer_poll(kt_writer *w)
+{
+	if (w->sink->poll)
+		w->sink->poll(w->sink);
 }
 
 int kt__writer_sync(kt_writer *w, int wait)

@@ -203,6 +203,8 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 	 * under reg_lock, whose release orders these stores. */
 	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
 	atomic_store_explicit(&r->tail, head, memory_order_relaxed);
+	r->read_pos = head;
+	r->ref_len = 0;
 	r->prod.limit = head; /* first emit takes the slow path and sets it */
 	r->pending = 0;
 	r->gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
@@ -328,8 +330,11 @@ void kt__registry_reset_for_session(void)
 		/* Acquire: the producer's last records are complete before we
 		 * skip over them, and release the space back to it. */
 		uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
-		/* Release pairs with the producer's acquire of tail. */
+		/* Release pairs with the producer's acquire of tail.  No write
+		 * from a ring is in flight: the last session waited for all. */
 		atomic_store_explicit(&r->tail, head, memory_order_release);
+		r->read_pos = head;
+		r->ref_len = 0;
 		r->lost_base = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
 		r->marked = 0;
 		r->refused_seen = atomic_load_explicit(&r->refused_total, memory_order_relaxed);

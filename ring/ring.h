@@ -41,6 +41,9 @@
 #define KT__EV_DROP_MARK 0xFE
 #define KT__DROP_MARK_SIZE (16 + 24)
 
+/* Zero-copy writes in flight per ring, at most; more take the copy path. */
+#define KT__RING_REFS 32
+
 struct kt__ring {
 	/* Producer line: written only by the owning thread. */
 	alignas(KT__CACHELINE) struct kt__ring_prod prod;
@@ -63,6 +66,16 @@ struct kt__ring {
 	_Atomic uint32_t waiters;  /* BLOCK-policy producers asleep on it */
 	uint64_t lost_base;        /* lost_total when the session started */
 	uint64_t marked;           /* losses the flusher has accounted */
+	/* Zero-copy writes: the flusher has read up to read_pos, but bytes
+	 * still being written straight from the ring stay owned until their
+	 * write completes; tail then moves past them (in order). */
+	uint64_t read_pos;
+	struct kt__ring_ref {
+		struct kt__ring *ring;
+		uint64_t start;
+		int done;
+	} refs[KT__RING_REFS];
+	unsigned ref_head, ref_len;
 	uint64_t refused_seen;     /* refusals the flusher has accounted */
 
 	/* Registry: under the registry lock. */
