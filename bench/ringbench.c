@@ -52,13 +52,31 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Per-batch cost samples.  Past RESERVOIR samples each new one replaces a
+ * random kept one (reservoir sampling), so a long run keeps an unbiased
+ * sample in fixed memory: the benchmark must not grow with run length
+ * while it checks that katra does not.
+ */
+#define RESERVOIR (1u << 18)
+
 struct stats {
 	double *v;
 	size_t n, cap;
+	uint64_t seen;
+	uint64_t rng;
 };
 
 static void stats_add(struct stats *s, double x)
 {
+	s->seen++;
+	if (s->n == RESERVOIR) {
+		s->rng = s->rng * 6364136223846793005u + 1442695040888963407u;
+		uint64_t k = (s->rng >> 11) % s->seen;
+		if (k < RESERVOIR)
+			s->v[k] = x;
+		return;
+	}
 	if (s->n == s->cap) {
 		size_t n = s->cap ? s->cap * 2 : 4096;
 		double *p = realloc(s->v, n * sizeof(*p));
@@ -336,13 +354,14 @@ static void *run_worker(void *arg)
 	return NULL;
 }
 
+/* The process's peak resident set so far (VmHWM), in KiB. */
 static long rss_kib(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
 	long kib = -1;
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
 			break;
 	if (f)
 		fclose(f);
@@ -477,7 +496,7 @@ static int frame_loop(const struct opts *o)
 		       sum->events_written ? (double)sum->flusher_cpu_ns / (double)sum->events_written
 					   : 0.0);
 		if (o->report_rss)
-			printf("  peak RSS     %ld KiB at 5 s, %ld KiB at the end (%.0f s)\n",
+			printf("  peak RSS     %ld KiB by 5 s, %ld KiB by the end (%.0f s)\n",
 			       run.rss_at_5s, run.rss_end, run.seconds);
 		printf("  file         %s (%s)\n", path, verified ? "verified" : "NOT VALID");
 		printf("next:\n  build/katra verify %s\n  build/katra info %s\n", path, path);
