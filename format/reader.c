@@ -20,6 +20,7 @@
 
 #include <katra/reader.h>
 #include "format/format.h"
+#include "format/reader_internal.h"
 
 /* One thread's accounting, kept to check the summary against the file. */
 struct thread_acct {
@@ -58,6 +59,8 @@ struct kt_reader {
 
 	kt_reader_status st;
 	kt_reader_error err;
+	int rereading;             /* kt__reader_frame_at(): skip accounting */
+	struct kt__merge *merge;   /* kt_reader_next() state */
 };
 
 static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...)
@@ -165,7 +168,7 @@ static int h_str(struct hcur *c, char **dst, const char **out, kt_reader_error *
 static int parse_header(kt_reader *r, kt_reader_error *e)
 {
 	uint8_t pre[KT__PREAMBLE_LEN];
-	const uint8_t *p;
+	const uint8_t *p = NULL;
 	int rc;
 
 	if (r->size == 0)
@@ -386,6 +389,7 @@ void kt_reader_close(kt_reader *r)
 	free(r->str_buf);
 	free(r->acct);
 	free(r->rows);
+	kt__merge_free(r->merge);
 	free(r);
 }
 
@@ -400,7 +404,46 @@ const kt_reader_error *kt_reader_last_error(const kt_reader *r)
 	return &r->err;
 }
 
+struct kt__merge *kt__reader_merge(kt_reader *r)
+{
+	if (!r->merge)
+		r->merge = kt__merge_new();
+	return r->merge;
+}
+
+int kt__reader_frame_at(kt_reader *r, uint64_t off, kt_trace_frame *f)
+{
+	uint64_t pos = r->pos;
+	int done = r->done;
+	kt_reader_status st = r->st;
+	kt_reader_error err = r->err;
+
+	r->pos = off;
+	r->done = 0;
+	r->st.error = 0;
+	r->rereading = 1;
+	int rc = kt_reader_next_frame(r, f);
+	r->rereading = 0;
+	uint64_t held = r->st.buffer_bytes, peak = r->st.peak_buffer_bytes;
+	if (rc < 0)
+		err = r->err; /* say why */
+	r->pos = pos;
+	r->done = done;
+	r->st = st;
+	r->st.buffer_bytes = held;
+	r->st.peak_buffer_bytes = peak;
+	r->err = err;
+	return rc < 0 ? rc : rc == 1 ? 0 : KT_ETRUNCATED;
+}
+
 int kt_reader_rewind(kt_reader *r)
+{
+	kt__merge_free(r->merge);
+	r->merge = NULL;
+	return kt__reader_restart(r);
+}
+
+int kt__reader_restart(kt_reader *r)
 {
 	r->pos = r->first_frame;
 	r->done = 0;
@@ -520,6 +563,8 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	if (ev_first != first || ev_last != last)
 		return BAD(KT_EFRAME, boff + 24, "first/last ts do not match the events");
 
+	if (r->rereading)
+		goto out;
 	struct thread_acct *a = acct_get(r, tid);
 	if (!a)
 		return BAD(KT_ETOOBIG, boff, "more than %u threads", KT_MAX_SUMMARY_THREADS);
@@ -533,7 +578,7 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	r->bytes_stored += stored;
 	r->st.chunks++;
 	r->st.events += count;
-
+out:
 	f->u.chunk.thread_id = tid;
 	f->u.chunk.codec = codec;
 	f->u.chunk.seq = seq;

@@ -30,6 +30,10 @@ static void usage_main(FILE *f)
 		"  info FILE            header, clock, threads, names, counts, time span\n"
 		"  verify FILE [--json] check every frame and checksum\n"
 		"                       exit 0 valid, 1 corrupt, 3 truncated (valid prefix)\n"
+		"  dump FILE            events of all threads in timestamp order\n"
+		"                       [--format text|jsonl] [--thread T] [--from NS --to NS]\n"
+		"  replay FILE          the same, paced to the original timing\n"
+		"                       [--speed X | --max] [--format text|jsonl]\n"
 		"\n"
 		"options:\n"
 		"  -h, --help           this text; `katra <command> --help` for one command\n"
@@ -342,6 +346,279 @@ static int cmd_info(int argc, char **argv)
 	return result;
 }
 
+/* ---- dump and replay --------------------------------------------------- */
+
+/*
+ * Names and thread names, each escaped for JSON once (through jansson) so
+ * that per-event output only copies them.
+ */
+struct tables {
+	char **names;      /* by id: the text form */
+	char **names_json; /* by id: a JSON string literal */
+	uint32_t nnames;
+	struct tthread {
+		uint32_t id;
+		char *name;
+		char *name_json;
+	} *threads;
+	size_t nthreads;
+	kt_file_summary summary;
+	int have_summary;
+};
+
+static char *json_literal(const char *s, size_t len)
+{
+	json_t *j = json_stringn(s, len);
+	char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	json_decref(j);
+	return out ? out : strdup("\"\"");
+}
+
+static void tables_free(struct tables *t)
+{
+	for (uint32_t i = 0; i <= t->nnames && t->names; i++) {
+		free(t->names[i]);
+		free(t->names_json[i]);
+	}
+	free(t->names);
+	free(t->names_json);
+	for (size_t i = 0; i < t->nthreads; i++) {
+		free(t->threads[i].name);
+		free(t->threads[i].name_json);
+	}
+	free(t->threads);
+}
+
+/* One pass for the names, threads and summary; 0 or the reader's error. */
+static int load_tables(kt_reader *r, struct tables *t)
+{
+	kt_trace_frame f;
+	int rc;
+	memset(t, 0, sizeof(*t));
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		if (f.kind == KT_FRAME_NAME) {
+			uint32_t id = f.u.name.id;
+			if (id > t->nnames) {
+				char **a = realloc(t->names, ((size_t)id + 1) * sizeof(*a));
+				char **b = a ? realloc(t->names_json, ((size_t)id + 1) * sizeof(*b)) : NULL;
+				if (a)
+					t->names = a;
+				if (!b)
+					return -ENOMEM;
+				t->names_json = b;
+				for (uint32_t i = t->nnames + (t->nnames ? 1 : 0); i <= id; i++)
+					t->names[i] = t->names_json[i] = NULL;
+				t->nnames = id;
+			}
+			if (!t->names[id]) {
+				t->names[id] = strdup(f.u.name.str);
+				t->names_json[id] = json_literal(f.u.name.str, f.u.name.len);
+			}
+		} else if (f.kind == KT_FRAME_THREAD) {
+			void *p = realloc(t->threads, (t->nthreads + 1) * sizeof(*t->threads));
+			if (!p)
+				return -ENOMEM;
+			t->threads = p;
+			struct tthread *th = &t->threads[t->nthreads++];
+			th->id = f.u.thread.thread_id;
+			th->name = strdup(f.u.thread.name);
+			th->name_json = json_literal(f.u.thread.name, f.u.thread.name_len);
+		} else if (f.kind == KT_FRAME_SUMMARY) {
+			t->summary = f.u.summary;
+			t->summary.threads = NULL; /* rows die with the frame */
+			t->have_summary = 1;
+		}
+	}
+	return rc;
+}
+
+static const char *name_of(const struct tables *t, uint32_t id, int json)
+{
+	if (id && id <= t->nnames && t->names[id])
+		return json ? t->names_json[id] : t->names[id];
+	return json ? "null" : "?";
+}
+
+static const char *thread_of(const struct tables *t, uint32_t id, int json)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].id == id)
+			return json ? t->threads[i].name_json : t->threads[i].name;
+	return json ? "null" : "";
+}
+
+static const char *const flow_phase[] = { "begin", "step", "end" };
+
+/* One event as a text line or a JSON object line. */
+static void print_event(FILE *out, const struct tables *t, const kt_event *ev, uint64_t ns, int jsonl)
+{
+	const char *type = kt_event_type_name(ev->type);
+	int64_t i64;
+	double f64;
+	uint64_t u64;
+	if (jsonl)
+		fprintf(out, "{\"ns\":%" PRIu64 ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s", ns,
+			ev->thread_id, thread_of(t, ev->thread_id, 1), type, name_of(t, ev->name_id, 1));
+	else
+		fprintf(out, "%" PRIu64 " %u %s %s %s", ns, ev->thread_id, thread_of(t, ev->thread_id, 0),
+			type, name_of(t, ev->name_id, 0));
+	switch (ev->type) {
+	case KT_EV_COUNTER_I64:
+		memcpy(&i64, ev->payload, 8);
+		fprintf(out, jsonl ? ",\"value\":%" PRId64 : " %" PRId64, i64);
+		break;
+	case KT_EV_COUNTER_F64:
+		memcpy(&f64, ev->payload, 8);
+		fprintf(out, jsonl ? ",\"value\":%.17g" : " %.17g", f64);
+		break;
+	case KT_EV_FRAME:
+		memcpy(&u64, ev->payload, 8);
+		fprintf(out, jsonl ? ",\"frame\":%" PRIu64 : " %" PRIu64, u64);
+		break;
+	case KT_EV_FLOW:
+		memcpy(&u64, ev->payload, 8);
+		fprintf(out, jsonl ? ",\"flow\":%" PRIu64 ",\"phase\":\"%s\"" : " %" PRIu64 " %s", u64,
+			flow_phase[ev->flags < 3 ? ev->flags : 0]);
+		break;
+	case KT_EV_MESSAGE: {
+		char *lit = json_literal((const char *)ev->payload, ev->payload_len);
+		fprintf(out, jsonl ? ",\"text\":%s" : " %s", lit);
+		free(lit);
+		break;
+	}
+	case KT_EV_USER:
+		fprintf(out, jsonl ? ",\"flags\":%u,\"bytes\":\"" : " %u ", ev->flags);
+		for (uint16_t k = 0; k < ev->payload_len; k++)
+			fprintf(out, "%02x", ev->payload[k]);
+		if (jsonl)
+			fputc('"', out);
+		break;
+	default:
+		break;
+	}
+	fputs(jsonl ? "}\n" : "\n", out);
+}
+
+struct dump_ctx {
+	const struct tables *t;
+	int jsonl;
+	int thread_filter;  /* 0: all */
+	uint32_t threads[64];
+	int nthreads;
+	uint64_t from, to;
+	uint64_t printed;
+};
+
+static int dump_one(void *arg, const kt_event *ev, uint64_t ns)
+{
+	struct dump_ctx *d = arg;
+	if (ns < d->from || ns > d->to)
+		return 0;
+	if (d->nthreads) {
+		int keep = 0;
+		for (int i = 0; i < d->nthreads; i++)
+			keep |= d->threads[i] == ev->thread_id;
+		if (!keep)
+			return 0;
+	}
+	print_event(stdout, d->t, ev, ns, d->jsonl);
+	d->printed++;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* dump and replay share their options and their output. */
+static int cmd_events(int argc, char **argv, int replay)
+{
+	const char *path = NULL, *cmd = replay ? "replay" : "dump";
+	struct dump_ctx d = { .to = UINT64_MAX };
+	kt_replay_options ro = { .speed = 1.0, .max = !replay };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			if (replay)
+				printf("usage: katra replay FILE [--speed X | --max] [--format text|jsonl]\n"
+				       "Prints every event in global timestamp order (ties: thread id,\n"
+				       "then order within the thread), paced to the original timing\n"
+				       "scaled by X (default 1), or as fast as possible with --max.\n");
+			else
+				printf("usage: katra dump FILE [--format text|jsonl] [--thread T ...]\n"
+				       "                  [--from NS] [--to NS]\n"
+				       "Prints the events of all threads merged in timestamp order.\n"
+				       "Text lines: ns tid thread type name [value...].  NS are\n"
+				       "CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n");
+			return EXIT_OK;
+		} else if (!strcmp(a, "--format") && more) {
+			a = argv[++i];
+			if (!strcmp(a, "jsonl"))
+				d.jsonl = 1;
+			else if (strcmp(a, "text"))
+				return usage_error("%s: --format wants text or jsonl, not '%s'", cmd, a);
+		} else if (!replay && !strcmp(a, "--thread") && more) {
+			uint64_t v;
+			if (parse_u64(argv[++i], &v) || v == 0 || v > UINT32_MAX || d.nthreads == 64)
+				return usage_error("%s: --thread wants a thread id, not '%s'", cmd, argv[i]);
+			d.threads[d.nthreads++] = (uint32_t)v;
+		} else if (!replay && (!strcmp(a, "--from") || !strcmp(a, "--to")) && more) {
+			uint64_t v;
+			if (parse_u64(argv[++i], &v))
+				return usage_error("%s: %s wants nanoseconds, not '%s'", cmd, a, argv[i]);
+			*(a[2] == 'f' ? &d.from : &d.to) = v;
+		} else if (replay && !strcmp(a, "--speed") && more) {
+			char *end;
+			ro.speed = strtod(argv[++i], &end);
+			if (*end || !(ro.speed > 0))
+				return usage_error("%s: --speed wants a positive number, not '%s'", cmd,
+						   argv[i]);
+		} else if (replay && !strcmp(a, "--max")) {
+			ro.max = 1;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("%s: unknown option or missing value '%s'", cmd, a);
+		} else if (path) {
+			return usage_error("%s: more than one file ('%s')", cmd, a);
+		} else {
+			path = a;
+		}
+	}
+	if (!path)
+		return usage_error("%s: missing FILE", cmd);
+	kt_reader *r = open_or_say(path);
+	if (!r)
+		return EXIT_BAD;
+	struct tables t;
+	int rc = load_tables(r, &t);
+	kt_reader_rewind(r);
+	d.t = &t;
+	/* The events before a corruption are still printed; then the error. */
+	int rrc = kt_replay(r, dump_one, &d, &ro);
+	fflush(stdout);
+	int result = EXIT_OK;
+	if (rrc < 0 || rc < 0) {
+		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, path, kt_reader_last_error(r)->message);
+		result = EXIT_BAD;
+	} else if (!t.have_summary) {
+		kt_reader_status st;
+		kt_reader_get_status(r, &st);
+		fprintf(stderr, "%s: %s: truncated at offset %" PRIu64 "; printed the events before it\n",
+			prog, path, st.valid_end);
+		result = EXIT_TRUNC;
+	}
+	tables_free(&t);
+	kt_reader_close(r);
+	return result;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -362,5 +639,9 @@ int main(int argc, char **argv)
 		return cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "dump"))
+		return cmd_events(argc - 1, argv + 1, 0);
+	if (!strcmp(cmd, "replay"))
+		return cmd_events(argc - 1, argv + 1, 1);
 	return usage_error("unknown command '%s'", cmd);
 }

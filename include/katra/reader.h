@@ -186,6 +186,40 @@ KT_API void kt_chunk_iter_init(kt_chunk_iter *it, const kt_trace_frame *frame);
 KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
 
 /**
+ * kt_reader_next - the next event of any thread, in timestamp order.
+ * @ev: receives the event; its payload stays valid until the next call.
+ *
+ * The first call indexes the file's chunks (one pass, no events held);
+ * then one decoded chunk per thread is kept at a time.  Ties in timestamp
+ * go to the lower thread id, then to the order within the thread, so two
+ * passes give the same order.  Uses the reader's own pass: do not mix with
+ * kt_reader_next_frame() before kt_reader_rewind(), which starts over.
+ *
+ * Return: 1 with an event; 0 after the last (a truncated file ends after
+ * its last complete chunk); a negative code after the last event before a
+ * corruption, with kt_reader_last_error() saying where.
+ */
+KT_API int kt_reader_next(kt_reader *r, kt_event *ev);
+
+/** Called for each replayed event with its CLOCK_MONOTONIC time; a
+ * non-zero return stops the replay and becomes kt_replay()'s result. */
+typedef int (*kt_replay_fn)(void *ctx, const kt_event *ev, uint64_t ns);
+
+typedef struct kt_replay_options {
+	double speed;  /* time scale: 2.0 replays twice as fast; 0 means 1.0 */
+	int max;       /* non-zero: no pacing at all */
+} kt_replay_options;
+
+/**
+ * kt_replay - deliver every event in kt_reader_next() order to @fn, paced
+ * to the original timing scaled by @opts->speed (or as fast as possible).
+ *
+ * Return: 0 after the last event, @fn's non-zero result, or a negative code
+ * as for kt_reader_next().  Same thread rules as the reader.
+ */
+KT_API int kt_replay(kt_reader *r, kt_replay_fn fn, void *ctx, const kt_replay_options *opts);
+
+/**
  * kt_ticks_to_ns - convert a timestamp to CLOCK_MONOTONIC nanoseconds.
  * @start: the header's calibration.
  * @stop:  the summary, or NULL; when it holds a later calibration point the

@@ -1,0 +1,27 @@
+/*
+ * format/reader_internal.h - internal: what merge.c needs from the reader.
+ */
+#ifndef KATRA_FORMAT_READER_INTERNAL_H
+#define KATRA_FORMAT_READER_INTERNAL_H
+
+#include <katra/reader.h>
+
+struct kt__merge;
+
+/* The reader's merge state, created on first use; NULL without memory. */
+struct kt__merge *kt__reader_merge(kt_reader *r);
+struct kt__merge *kt__merge_new(void);
+void kt__merge_free(struct kt__merge *m);
+
+/* Back to the first frame, keeping the merge state (kt_reader_rewind()
+ * without dropping it).  Return: 0. */
+int kt__reader_restart(kt_reader *r);
+
+/*
+ * Read, check and decode the frame at @off again, outside the reader's
+ * sequential pass: no accounting, no order checks, and the pass's position
+ * and status are left as they were.  Return: 0, or a negative code.
+ */
+int kt__reader_frame_at(kt_reader *r, uint64_t off, kt_trace_frame *f);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * Merged reading, replay and the katra command's dump, replay, info and
+ * verify on fixtures: exact output against golden files, and one clear
+ * line with a non-zero exit for every kind of bad input.
+ */
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <criterion/criterion.h>
+
+#include <katra/reader.h>
+#include <katra/writer.h>
+
+#define GOLDEN KT_TEST_DATA "/golden_v1.katra"
+#define KATRA KT_BIN_DIR "/katra"
+
+/* ---- kt_reader_next ----------------------------------------------------- */
+
+static size_t put(uint8_t *buf, size_t at, uint64_t ts, uint32_t name)
+{
+	kt_event ev = { .ts = ts, .name_id = name, .type = KT_EV_INSTANT };
+	return at + kt_event_encode(buf + at, 4096 - at, &ev);
+}
+
+/* Thread 2's chunk comes first in the file, and timestamps tie across
+ * threads: the merge must order by time, then thread id, then sequence. */
+Test(merge, ties_break_by_thread_then_sequence)
+{
+	kt_header h;
+	t_header(&h);
+	int fd = memfd_create("merge", MFD_CLOEXEC);
+	kt_writer *w;
+	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	uint8_t buf[4096];
+	size_t n = 0;
+	n = put(buf, n, 100, 20);
+	n = put(buf, n, 100, 21);
+	n = put(buf, n, 200, 22);
+	cr_assert_eq(kt_writer_chunk(w, 2, KT_CODEC_NONE, 1, buf, n), 0);
+	n = put(buf, 0, 100, 10);
+	n = put(buf, n, 200, 11);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 1, buf, n), 0);
+	n = put(buf, 0, 50, 12);
+	cr_assert_eq(kt_writer_chunk(w, 3, KT_CODEC_NONE, 1, buf, n), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	kt_writer_close(w);
+
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open_fd(&r, fd, NULL), 0);
+	static const uint32_t want[] = { 12, 10, 20, 21, 11, 22 };
+	kt_event ev;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			cr_assert_eq(kt_reader_next(r, &ev), 1);
+			cr_assert_eq(ev.name_id, want[i], "pass %d event %zu: name %u", pass, i, ev.name_id);
+		}
+		cr_assert_eq(kt_reader_next(r, &ev), 0);
+		kt_reader_rewind(r);
+	}
+	kt_reader_close(r);
+	close(fd);
+}
+
+Test(merge, golden_file_in_time_order)
+{
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
+	kt_event ev;
+	uint64_t n = 0, last = 0;
+	uint32_t order[4] = { 0 };
+	int rc;
+	while ((rc = kt_reader_next(r, &ev)) > 0) {
+		cr_assert_geq(ev.ts, last);
+		last = ev.ts;
+		if (n % T_EVENTS_PER_SET == 0)
+			order[n / T_EVENTS_PER_SET] = ev.thread_id;
+		n++;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(n, 44);
+	/* raw chunks at 2.0M ticks (threads 1, 2), then LZ4 at 3.0M (1, 2) */
+	cr_assert_eq(order[0], 1);
+	cr_assert_eq(order[1], 2);
+	cr_assert_eq(order[2], 1);
+	cr_assert_eq(order[3], 2);
+	kt_reader_close(r);
+}
+
+struct collect {
+	char buf[8192];
+	size_t len;
+};
+
+static int collect_cb(void *ctx, const kt_event *ev, uint64_t ns)
+{
+	struct collect *c = ctx;
+	c->len += (size_t)snprintf(c->buf + c->len, sizeof(c->buf) - c->len, "%llu %u %u %u\n",
+				   (unsigned long long)ns, ev->thread_id, ev->name_id, ev->type);
+	return 0;
+}
+
+static int stop_after_three(void *ctx, const kt_event *ev, uint64_t ns)
+{
+	(void)ev;
+	(void)ns;
+	return ++*(int *)ctx == 3 ? 42 : 0;
+}
+
+Test(merge, replay_is_deterministic_and_stoppable)
+{
+	struct collect a = { .len = 0 }, b = { .len = 0 };
+	kt_replay_options fast = { .max = 1 }, paced = { .speed = 1e6 };
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
+	cr_assert_eq(kt_replay(r, collect_cb, &a, &fast), 0);
+	kt_reader_rewind(r);
+	cr_assert_eq(kt_replay(r, collect_cb, &b, &paced), 0);
+	cr_assert_eq(a.len, b.len);
+	cr_assert_eq(memcmp(a.buf, b.buf, a.len), 0);
+	kt_reader_rewind(r);
+	int seen = 0;
+	cr_assert_eq(kt_replay(r, stop_after_three, &seen, &fast), 42);
+	cr_assert_eq(seen, 3);
+	kt_reader_close(r);
+}
+
+/* ---- the katra command ---------------------------------------------------- */
+
+struct proc {
+	int status;
+	char out[1 << 16];
+	size_t out_len;
+	char err[4096];
+	size_t err_len;
+};
+
+/* Run the katra binary with @args (NULL-terminated) and capture both
+ * streams; the streams here stay small. */
+static void run_katra(struct proc *p, const char *const *args)
+{
+	int o[2], e[2];
+	cr_assert_eq(pipe(o), 0);
+	cr_assert_eq(pipe(e), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		close(o[0]);
+		close(e[0]);
+		const char *argv[16] = { KATRA };
+		for (int i = 0; args[i] && i < 14; i++)
+			argv[i + 1] = args[i];
+		execv(KATRA, (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	memset(p, 0, sizeof(*p));
+	ssize_t k;
+	while ((k = read(o[0], p->out + p->out_len, sizeof(p->out) - 1 - p->out_len)) > 0)
+		p->out_len += (size_t)k;
+	while ((k = read(e[0], p->err + p->err_len, sizeof(p->err) - 1 - p->err_len)) > 0)
+		p->err_len += (size_t)k;
+	close(o[0]);
+	close(e[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "katra crashed (signal %d)", WTERMSIG(st));
+	p->status = WEXITSTATUS(st);
+}
+
+static void check_golden_output(const char *const *args, const char *golden)
+{
+	struct proc p;
+	size_t len;
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "exit %d: %s", p.status, p.err);
+	if (getenv("KT_REGEN_GOLDEN")) {
+		FILE *f = fopen(golden, "wb");
+		cr_assert_not_null(f);
+		fwrite(p.out, 1, p.out_len, f);
+		fclose(f);
+	}
+	uint8_t *want = t_slurp(golden, &len);
+	cr_assert_not_null(want, "missing %s", golden);
+	cr_assert_eq(p.out_len, len, "output %zu bytes, golden %zu", p.out_len, len);
+	cr_assert_eq(memcmp(p.out, want, len), 0, "output differs from %s", golden);
+	free(want);
+}
+
+Test(cli, dump_text_matches_golden)
+{
+	const char *args[] = { "dump", GOLDEN, NULL };
+	check_golden_output(args, KT_TEST_DATA "/golden_v1.dump.txt");
+}
+
+Test(cli, dump_jsonl_matches_golden)
+{
+	const char *args[] = { "dump", "--format", "jsonl", GOLDEN, NULL };
+	check_golden_output(args, KT_TEST_DATA "/golden_v1.dump.jsonl");
+}
+
+Test(cli, replay_max_prints_what_dump_prints)
+{
+	const char *args[] = { "replay", "--max", GOLDEN, NULL };
+	check_golden_output(args, KT_TEST_DATA "/golden_v1.dump.txt");
+}
+
+Test(cli, dump_filters_by_thread_and_time)
+{
+	struct proc p;
+	const char *args[] = { "dump", "--thread", "2", "--from", "124000000", GOLDEN, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0);
+	int lines = 0;
+	for (size_t i = 0; i < p.out_len; i++)
+		lines += p.out[i] == '\n';
+	cr_assert_eq(lines, T_EVENTS_PER_SET);
+	cr_assert_eq(strncmp(p.out, "124122733 2 render zone_begin frame_zone\n", 41), 0, "%s", p.out);
+}
+
+Test(cli, verify_json_keys_and_exit_codes)
+{
+	struct proc p;
+	const char *ok[] = { "verify", "--json", GOLDEN, NULL };
+	run_katra(&p, ok);
+	cr_assert_eq(p.status, 0);
+	cr_assert_not_null(strstr(p.out, "\"valid\": true"));
+	cr_assert_not_null(strstr(p.out, "\"truncated\": false"));
+	cr_assert_not_null(strstr(p.out, "\"events\": 44"));
+	cr_assert_not_null(strstr(p.out, "\"first_bad_offset\": null"));
+}
+
+/* Every bad input: one line on stderr (or the verdict on stdout for
+ * verify), a non-zero exit, no crash. */
+static char bad_dir[64];
+
+static void make_bad_inputs(void)
+{
+	snprintf(bad_dir, sizeof(bad_dir), "/tmp/katra-bad-%d", (int)getpid());
+	mkdir(bad_dir, 0755);
+	size_t len = 0;
+	uint8_t *g = t_slurp(GOLDEN, &len);
+	cr_assert_not_null(g);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/empty.katra", bad_dir);
+	close(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	snprintf(path, sizeof(path), "%s/cut.katra", bad_dir);
+	FILE *f = fopen(path, "wb");
+	fwrite(g, 1, len - 100, f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/corrupt.katra", bad_dir);
+	g[len / 2] ^= 0x20;
+	f = fopen(path, "wb");
+	fwrite(g, 1, len, f);
+	fclose(f);
+	free(g);
+}
+
+static void check_bad(const char *cmd, const char *file, int want_status, const char *needle)
+{
+	char path[128];
+	struct proc p;
+	if (file[0] == '/')
+		snprintf(path, sizeof(path), "%s", file);
+	else
+		snprintf(path, sizeof(path), "%s/%s", bad_dir, file);
+	const char *args[] = { cmd, path, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, want_status, "katra %s %s: exit %d", cmd, file, p.status);
+	const char *text = p.err_len ? p.err : p.out;
+	cr_assert_not_null(strstr(text, needle), "katra %s %s said: %s", cmd, file, text);
+	int lines = 0;
+	for (const char *c = p.err; *c; c++)
+		lines += *c == '\n';
+	cr_assert_leq(lines, 1, "katra %s %s: %d lines on stderr", cmd, file, lines);
+}
+
+Test(cli, bad_inputs_get_one_clear_line)
+{
+	make_bad_inputs();
+	static const char *const cmds[] = { "info", "dump", "replay" };
+	for (size_t i = 0; i < 3; i++) {
+		const char *c = cmds[i];
+		check_bad(c, "/nonexistent/x.katra", 1, "No such file or directory");
+		check_bad(c, "/tmp", 1, "Is a directory");
+		check_bad(c, "empty.katra", 1, "the file is empty");
+		check_bad(c, "cut.katra", 3, "truncated");
+		check_bad(c, "corrupt.katra", 1, "checksum mismatch");
+	}
+	check_bad("verify", "/nonexistent/x.katra", 1, "No such file or directory");
+	check_bad("verify", "/tmp", 1, "Is a directory");
+	check_bad("verify", "empty.katra", 3, "truncated at offset 0");
+	check_bad("verify", "cut.katra", 3, "truncated at offset");
+	check_bad("verify", "corrupt.katra", 1, "checksum mismatch");
+}
+
+Test(cli, usage_errors_exit_2)
+{
+	struct proc p;
+	const char *none[] = { NULL };
+	run_katra(&p, none);
+	cr_assert_eq(p.status, 2);
+	const char *bogus[] = { "frobnicate", NULL };
+	run_katra(&p, bogus);
+	cr_assert_eq(p.status, 2);
+	const char *badopt[] = { "dump", "--format", "xml", GOLDEN, NULL };
+	run_katra(&p, badopt);
+	cr_assert_eq(p.status, 2);
+	const char *help[] = { "replay", "--help", NULL };
+	run_katra(&p, help);
+	cr_assert_eq(p.status, 0);
+	cr_assert_not_null(strstr(p.out, "usage: katra replay"));
+}
