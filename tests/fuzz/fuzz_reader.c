@@ -1,6 +1,7 @@
 /*
  * libFuzzer target over the whole reader: header, every frame kind, LZ4
- * decoding, event iteration, time conversion and rewinding.
+ * decoding, event iteration, time conversion, rewinding and the merged
+ * (kt_reader_next) order.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		kt_reader_rewind(r);
 	}
+	/* The merged order: re-reads chunks at their offsets. */
+	kt_event ev;
+	uint64_t last = 0;
+	while (kt_reader_next(r, &ev) > 0)
+		last += ev.ts + ev.payload_len;
+	(void)last;
 	kt_reader_close(r);
 	return 0;
 }
