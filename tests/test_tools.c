@@ -269,7 +269,17 @@ static void check_bad(const char *cmd, const char *file, int want_status, const 
 	else
 		snprintf(path, sizeof(path), "%s/%s", bad_dir, file);
 	const char *args[] = { cmd, path, NULL };
-	run_katra(&p, args);
+	const char *export_args[] = { cmd, "--chrome", path, "/tmp/katra-bad-export.json", NULL };
+	const char *rewrite_args[] = { cmd, path, "/tmp/katra-bad-export.json", NULL };
+	int writes = !strcmp(cmd, "export") || !strcmp(cmd, "compress") ||
+		     !strcmp(cmd, "decompress") || !strcmp(cmd, "slice");
+	unlink("/tmp/katra-bad-export.json");
+	run_katra(&p, !strcmp(cmd, "export") ? export_args : writes ? rewrite_args : args);
+	/* A failed rewrite leaves nothing behind; a truncated input still
+	 * gives the frames before the cut. */
+	if (writes)
+		cr_assert_eq(access("/tmp/katra-bad-export.json", F_OK), want_status == 3 ? 0 : -1,
+			     "katra %s %s: output presence", cmd, file);
 	cr_assert_eq(p.status, want_status, "katra %s %s: exit %d", cmd, file, p.status);
 	const char *text = p.err_len ? p.err : p.out;
 	cr_assert_not_null(strstr(text, needle), "katra %s %s said: %s", cmd, file, text);
@@ -282,8 +292,9 @@ static void check_bad(const char *cmd, const char *file, int want_status, const 
 Test(cli, bad_inputs_get_one_clear_line)
 {
 	make_bad_inputs();
-	static const char *const cmds[] = { "info", "dump", "replay" };
-	for (size_t i = 0; i < 3; i++) {
+	static const char *const cmds[] = { "info", "dump", "replay", "export", "decompress",
+					    "compress", "slice" };
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		const char *c = cmds[i];
 		check_bad(c, "/nonexistent/x.katra", 1, "No such file or directory");
 		check_bad(c, "/tmp", 1, "Is a directory");
@@ -296,6 +307,7 @@ Test(cli, bad_inputs_get_one_clear_line)
 	check_bad("verify", "empty.katra", 3, "truncated at offset 0");
 	check_bad("verify", "cut.katra", 3, "truncated at offset");
 	check_bad("verify", "corrupt.katra", 1, "checksum mismatch");
+	unlink("/tmp/katra-bad-export.json");
 }
 
 Test(cli, usage_errors_exit_2)
@@ -314,4 +326,146 @@ Test(cli, usage_errors_exit_2)
 	run_katra(&p, help);
 	cr_assert_eq(p.status, 0);
 	cr_assert_not_null(strstr(p.out, "usage: katra replay"));
+}
+
+/* ---- export --chrome ------------------------------------------------------ */
+
+#include <jansson.h>
+
+Test(cli, chrome_export_parses_and_pairs_zones)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-chrome-%d.json", (int)getpid());
+	struct proc p;
+	const char *args[] = { "export", "--chrome", GOLDEN, out, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	json_error_t err;
+	json_t *root = json_load_file(out, 0, &err);
+	cr_assert_not_null(root, "%s: line %d: %s", out, err.line, err.text);
+	json_t *evs = json_object_get(root, "traceEvents");
+	cr_assert(json_is_array(evs));
+	cr_assert_eq(json_array_size(evs), 2 + 44); /* thread names + events */
+	int count[128] = { 0 }, depth[8] = { 0 };
+	size_t i;
+	json_t *e;
+	json_array_foreach(evs, i, e) {
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+		cr_assert_not_null(ph);
+		count[(unsigned char)ph[0]]++;
+		json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+		cr_assert(tid > 0 && tid < 8);
+		if (ph[0] == 'B')
+			depth[tid]++;
+		if (ph[0] == 'E') {
+			cr_assert_gt(depth[tid], 0, "E without B on thread %d", (int)tid);
+			depth[tid]--;
+		}
+		if (ph[0] == 'C')
+			cr_assert(json_is_number(json_object_get(json_object_get(e, "args"), "value")));
+		if (ph[0] == 'M')
+			cr_assert(json_is_string(json_object_get(json_object_get(e, "args"), "name")));
+	}
+	for (int t = 0; t < 8; t++)
+		cr_assert_eq(depth[t], 0, "thread %d: B without E", t);
+	/* per set: B, E, instant + frame + message + user as i, two counters,
+	 * a flow begin, step and end; four sets; two thread names */
+	cr_assert_eq(count['B'], 4);
+	cr_assert_eq(count['E'], 4);
+	cr_assert_eq(count['i'], 16);
+	cr_assert_eq(count['C'], 8);
+	cr_assert_eq(count['s'], 4);
+	cr_assert_eq(count['t'], 4);
+	cr_assert_eq(count['f'], 4);
+	cr_assert_eq(count['M'], 2);
+	json_decref(root);
+	unlink(out);
+}
+
+/* ---- decompress, compress, slice ----------------------------------------- */
+
+static void dump_to(const char *file, struct proc *p)
+{
+	const char *args[] = { "dump", file, NULL };
+	run_katra(p, args);
+	cr_assert_eq(p->status, 0, "dump %s: %s", file, p->err);
+}
+
+static int count_codec(const char *file, int codec)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	int n = 0;
+	cr_assert_eq(kt_reader_open(&r, file, NULL), 0);
+	while (kt_reader_next_frame(r, &f) > 0)
+		n += f.kind == KT_FRAME_CHUNK && f.u.chunk.codec == codec;
+	kt_reader_close(r);
+	return n;
+}
+
+Test(cli, decompress_and_compress_round_trip_dump_identically)
+{
+	char d[128], c[128];
+	snprintf(d, sizeof(d), "/tmp/katra-d-%d.katra", (int)getpid());
+	snprintf(c, sizeof(c), "/tmp/katra-c-%d.katra", (int)getpid());
+	struct proc p, ref, got;
+	const char *dec[] = { "decompress", GOLDEN, d, NULL };
+	run_katra(&p, dec);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	const char *com[] = { "compress", d, c, NULL };
+	run_katra(&p, com);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	cr_assert_eq(count_codec(d, KT_CODEC_NONE), 4);
+	cr_assert_eq(count_codec(d, KT_CODEC_LZ4), 0);
+	cr_assert_eq(count_codec(c, KT_CODEC_LZ4), 4);
+	for (int i = 0; i < 2; i++) {
+		const char *v[] = { "verify", i ? c : d, NULL };
+		run_katra(&p, v);
+		cr_assert_eq(p.status, 0, "%s", p.out);
+	}
+	dump_to(GOLDEN, &ref);
+	dump_to(d, &got);
+	cr_assert_eq(got.out_len, ref.out_len);
+	cr_assert_eq(memcmp(got.out, ref.out, ref.out_len), 0);
+	dump_to(c, &got);
+	cr_assert_eq(got.out_len, ref.out_len);
+	cr_assert_eq(memcmp(got.out, ref.out, ref.out_len), 0);
+	unlink(d);
+	unlink(c);
+}
+
+Test(cli, slice_keeps_the_chosen_thread_and_time)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-s-%d.katra", (int)getpid());
+	struct proc p, want, got;
+	const char *sl[] = { "slice", GOLDEN, out, "--thread", "2", "--from", "124000000", NULL };
+	run_katra(&p, sl);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	const char *v[] = { "verify", "--json", out, NULL };
+	run_katra(&p, v);
+	cr_assert_eq(p.status, 0);
+	cr_assert_not_null(strstr(p.out, "\"events\": 11"), "%s", p.out);
+	const char *filtered[] = { "dump", "--thread", "2", "--from", "124000000", GOLDEN, NULL };
+	run_katra(&want, filtered);
+	dump_to(out, &got);
+	cr_assert_eq(got.out_len, want.out_len);
+	cr_assert_eq(memcmp(got.out, want.out, want.out_len), 0);
+	/* The summary was recomputed: one thread, its 11 events, no drops
+	 * (the drop record lies before the slice). */
+	kt_reader *r;
+	kt_trace_frame f;
+	cr_assert_eq(kt_reader_open(&r, out, NULL), 0);
+	int seen = 0;
+	while (kt_reader_next_frame(r, &f) > 0)
+		if (f.kind == KT_FRAME_SUMMARY) {
+			seen = 1;
+			cr_assert_eq(f.u.summary.thread_count, 1);
+			cr_assert_eq(f.u.summary.threads[0].thread_id, 2);
+			cr_assert_eq(f.u.summary.events_written, 11);
+			cr_assert_eq(f.u.summary.events_dropped, 0);
+		}
+	cr_assert_eq(seen, 1);
+	kt_reader_close(r);
+	unlink(out);
 }

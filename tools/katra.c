@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
+
+#include <katra/writer.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
@@ -34,6 +37,10 @@ static void usage_main(FILE *f)
 		"                       [--format text|jsonl] [--thread T] [--from NS --to NS]\n"
 		"  replay FILE          the same, paced to the original timing\n"
 		"                       [--speed X | --max] [--format text|jsonl]\n"
+		"  export --chrome IN OUT.json   Chrome Trace Event Format (Perfetto UI)\n"
+		"  decompress IN OUT    rewrite LZ4 chunks raw\n"
+		"  compress IN OUT      rewrite raw chunks with LZ4\n"
+		"  slice IN OUT         a smaller valid trace [--from NS] [--to NS] [--thread T]\n"
 		"\n"
 		"options:\n"
 		"  -h, --help           this text; `katra <command> --help` for one command\n"
@@ -619,6 +626,396 @@ static int cmd_events(int argc, char **argv, int replay)
 	return result;
 }
 
+/* ---- export --chrome ----------------------------------------------------- */
+
+struct chrome_ctx {
+	FILE *out;
+	const struct tables *t;
+	uint64_t pid;
+	uint64_t n;
+};
+
+static int chrome_one(void *arg, const kt_event *ev, uint64_t ns)
+{
+	struct chrome_ctx *c = arg;
+	FILE *o = c->out;
+	const char *name = name_of(c->t, ev->name_id, 1);
+	int64_t i64;
+	double f64;
+	uint64_t u64;
+	/* Microseconds with nanosecond digits: the format's unit is us. */
+	fprintf(o, "%s\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64 ".%03u,", c->n ? "," : "",
+		c->pid, ev->thread_id, ns / 1000, (unsigned)(ns % 1000));
+	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+		fprintf(o, "\"ph\":\"B\",\"name\":%s}", name);
+		break;
+	case KT_EV_ZONE_END:
+		fprintf(o, "\"ph\":\"E\",\"name\":%s}", name);
+		break;
+	case KT_EV_INSTANT:
+		fprintf(o, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", name);
+		break;
+	case KT_EV_COUNTER_I64:
+		memcpy(&i64, ev->payload, 8);
+		fprintf(o, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":%" PRId64 "}}", name, i64);
+		break;
+	case KT_EV_COUNTER_F64:
+		memcpy(&f64, ev->payload, 8);
+		/* JSON has no NaN or infinity: such a sample is written as null. */
+		if (f64 != f64 || f64 - f64 != 0)
+			fprintf(o, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":null}}", name);
+		else
+			fprintf(o, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":%.17g}}", name, f64);
+		break;
+	case KT_EV_FRAME:
+		memcpy(&u64, ev->payload, 8);
+		fprintf(o, "\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\",\"args\":{\"frame\":%" PRIu64
+			   "}}", name, u64);
+		break;
+	case KT_EV_FLOW: {
+		static const char ph[3] = { 's', 't', 'f' };
+		memcpy(&u64, ev->payload, 8);
+		fprintf(o, "\"ph\":\"%c\",\"name\":%s,\"cat\":\"flow\",\"id\":%" PRIu64 "%s}",
+			ph[ev->flags < 3 ? ev->flags : 0], name, u64, ev->flags == 2 ? ",\"bp\":\"e\"" : "");
+		break;
+	}
+	case KT_EV_MESSAGE: {
+		char *lit = json_literal((const char *)ev->payload, ev->payload_len);
+		fprintf(o, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{\"text\":%s}}", name, lit);
+		free(lit);
+		break;
+	}
+	default:
+		fprintf(o, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{\"type\":%u,\"flags\":%u,\"bytes\":\"",
+			name, ev->type, ev->flags);
+		for (uint16_t k = 0; k < ev->payload_len; k++)
+			fprintf(o, "%02x", ev->payload[k]);
+		fputs("\"}}", o);
+		break;
+	}
+	c->n++;
+	return ferror(o) ? -EIO : 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	const char *in = NULL, *out = NULL;
+	int chrome = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: katra export --chrome IN OUT.json\n"
+			       "Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
+			       "chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
+			       "s/t/f, frame marks as process-scoped instants, thread names as\n"
+			       "metadata.  Streams: memory does not grow with the trace.\n"
+			       "OUT.json is written whole or not at all (a temporary file, renamed).\n");
+			return EXIT_OK;
+		} else if (!strcmp(argv[i], "--chrome")) {
+			chrome = 1;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return usage_error("export: unknown option '%s'", argv[i]);
+		} else if (!in) {
+			in = argv[i];
+		} else if (!out) {
+			out = argv[i];
+		} else {
+			return usage_error("export: unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (!chrome)
+		return usage_error("export: say which format: --chrome");
+	if (!in || !out)
+		return usage_error("export: needs IN and OUT");
+	kt_reader *r = open_or_say(in);
+	if (!r)
+		return EXIT_BAD;
+	struct tables t;
+	int rc = load_tables(r, &t);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, in, kt_reader_last_error(r)->message);
+		tables_free(&t);
+		kt_reader_close(r);
+		return EXIT_BAD;
+	}
+	kt_reader_rewind(r);
+	/* Write beside the destination and rename, so OUT is never partial. */
+	char *tmp = NULL;
+	if (asprintf(&tmp, "%s.tmp-%ld", out, (long)getpid()) < 0) {
+		tables_free(&t);
+		kt_reader_close(r);
+		return EXIT_BAD;
+	}
+	FILE *o = fopen(tmp, "w");
+	if (!o) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out, strerror(errno));
+		free(tmp);
+		tables_free(&t);
+		kt_reader_close(r);
+		return EXIT_BAD;
+	}
+	static char obuf[1 << 20];
+	setvbuf(o, obuf, _IOFBF, sizeof(obuf));
+	uint64_t pid = kt_reader_header(r)->process_id;
+	fprintf(o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	struct chrome_ctx c = { o, &t, pid, 0 };
+	for (size_t i = 0; i < t.nthreads; i++) {
+		fprintf(o, "%s\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
+			   "\"args\":{\"name\":%s}}", c.n ? "," : "", pid, t.threads[i].id,
+			t.threads[i].name_json);
+		c.n++;
+	}
+	kt_replay_options ro = { .max = 1 };
+	rc = kt_replay(r, chrome_one, &c, &ro);
+	fprintf(o, "\n]}\n");
+	int werr = fflush(o) || ferror(o);
+	werr |= fclose(o) != 0;
+	int result = EXIT_OK;
+	if (rc < 0 && rc != -EIO) {
+		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, in, kt_reader_last_error(r)->message);
+		result = EXIT_BAD;
+	} else if (werr || rc == -EIO) {
+		fprintf(stderr, "%s: %s: write failed: %s\n", prog, out, strerror(errno ? errno : EIO));
+		result = EXIT_BAD;
+	} else if (rename(tmp, out) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out, strerror(errno));
+		result = EXIT_BAD;
+	}
+	if (result != EXIT_OK)
+		unlink(tmp);
+	else if (!t.have_summary)
+		fprintf(stderr, "%s: %s: truncated: exported the events before the cut\n", prog, in);
+	free(tmp);
+	tables_free(&t);
+	kt_reader_close(r);
+	return result == EXIT_OK && !t.have_summary ? EXIT_TRUNC : result;
+}
+
+/* ---- decompress, compress and slice ----------------------------------- */
+
+struct slice_filter {
+	int active;
+	uint64_t from, to;     /* ns, inclusive */
+	uint32_t threads[64];
+	int nthreads;
+};
+
+static int thread_kept(const struct slice_filter *f, uint32_t tid)
+{
+	if (!f->nthreads)
+		return 1;
+	for (int i = 0; i < f->nthreads; i++)
+		if (f->threads[i] == tid)
+			return 1;
+	return 0;
+}
+
+/*
+ * Copy IN to OUT frame by frame through the writer: chunks re-encoded with
+ * @codec (-1: keep each chunk's), events outside @flt dropped, names,
+ * threads and drops carried over, the summary recomputed.  OUT is written
+ * beside its final name and renamed, so it is never left partial.
+ */
+static int rewrite(const char *cmd, const char *in, const char *out, int codec,
+		   const struct slice_filter *flt)
+{
+	kt_reader *r = open_or_say(in);
+	if (!r)
+		return EXIT_BAD;
+	/* The summary's stop calibration converts ticks as info and dump do. */
+	struct tables t;
+	int rc = load_tables(r, &t);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, in, kt_reader_last_error(r)->message);
+		tables_free(&t);
+		kt_reader_close(r);
+		return EXIT_BAD;
+	}
+	kt_reader_rewind(r);
+	kt_header h = *kt_reader_header(r);
+	if (codec >= 0)
+		h.capture.codec = (uint8_t)codec;
+	char *tmp = NULL;
+	kt_writer *w = NULL;
+	uint8_t *buf = NULL;
+	int result = EXIT_BAD;
+	if (asprintf(&tmp, "%s.tmp-%ld", out, (long)getpid()) < 0)
+		goto done;
+	if ((rc = kt_writer_open(&w, tmp, &h))) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out, kt_strerror(rc));
+		goto done;
+	}
+	kt_trace_frame f;
+	kt_file_summary sum = { 0 };
+	int have_sum = 0;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0 && !(rc = 0)) {
+		switch (f.kind) {
+		case KT_FRAME_CHUNK: {
+			uint32_t tid = f.u.chunk.thread_id;
+			int c = codec >= 0 ? codec : f.u.chunk.codec;
+			if (flt->active && !thread_kept(flt, tid))
+				break;
+			const uint8_t *ev = f.u.chunk.events;
+			size_t len = f.u.chunk.raw_len;
+			if (flt->active) {
+				/* Keep the events inside the time range. */
+				void *p = realloc(buf, len);
+				if (!p) {
+					rc = -ENOMEM;
+					break;
+				}
+				buf = p;
+				size_t n = 0;
+				kt_chunk_iter it;
+				kt_event e;
+				kt_chunk_iter_init(&it, &f);
+				const uint8_t *at = it.pos;
+				while (kt_chunk_next(&it, &e)) {
+					uint64_t ns = kt_ticks_to_ns(&h.clock, t.have_summary ? &t.summary : NULL, e.ts);
+					size_t sz = (size_t)(it.pos - at);
+					if (ns >= flt->from && ns <= flt->to) {
+						memcpy(buf + n, at, sz);
+						n += sz;
+					}
+					at = it.pos;
+				}
+				ev = buf;
+				len = n;
+			}
+			if (len)
+				rc = kt_writer_chunk(w, tid, (unsigned)c, h.capture.codec_level, ev, len);
+			break;
+		}
+		case KT_FRAME_NAME:
+			rc = kt_writer_name(w, f.u.name.id, f.u.name.str, f.u.name.len);
+			break;
+		case KT_FRAME_THREAD:
+			if (!flt->active || thread_kept(flt, f.u.thread.thread_id))
+				rc = kt_writer_thread(w, f.u.thread.thread_id, f.u.thread.os_tid,
+						      f.u.thread.name);
+			break;
+		case KT_FRAME_DROP: {
+			uint64_t a = kt_ticks_to_ns(&h.clock, t.have_summary ? &t.summary : NULL,
+						    f.u.drop.first_ts);
+			uint64_t b = kt_ticks_to_ns(&h.clock, t.have_summary ? &t.summary : NULL,
+						    f.u.drop.last_ts);
+			if (!flt->active || (thread_kept(flt, f.u.drop.thread_id) && b >= flt->from &&
+					     a <= flt->to))
+				rc = kt_writer_drop(w, f.u.drop.thread_id, f.u.drop.count,
+						    f.u.drop.first_ts, f.u.drop.last_ts);
+			break;
+		}
+		case KT_FRAME_SUMMARY:
+			sum = f.u.summary;
+			sum.threads = NULL;
+			have_sum = 1;
+			break;
+		}
+		if (rc)
+			break;
+	}
+	if (rc < 0 && rc > -4096) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out, kt_strerror(rc));
+		goto done;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, in, kt_reader_last_error(r)->message);
+		goto done;
+	}
+	if (have_sum && (rc = kt_writer_finish(w, &sum))) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out, kt_strerror(rc));
+		goto done;
+	}
+	rc = kt_writer_close(w);
+	w = NULL;
+	if (rc || rename(tmp, out) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out, rc ? kt_strerror(rc) : strerror(errno));
+		goto done;
+	}
+	if (have_sum) {
+		result = EXIT_OK;
+	} else {
+		/* A cut input gives a cut output: the same valid prefix. */
+		fprintf(stderr, "%s: %s: truncated: %s holds the frames before the cut\n", prog, in, out);
+		result = EXIT_TRUNC;
+	}
+done:
+	if (w)
+		kt_writer_close(w);
+	if (result == EXIT_BAD && tmp)
+		unlink(tmp);
+	(void)cmd;
+	free(tmp);
+	free(buf);
+	tables_free(&t);
+	kt_reader_close(r);
+	return result;
+}
+
+static int cmd_recode(int argc, char **argv, int codec)
+{
+	const char *cmd = codec ? "compress" : "decompress", *in = NULL, *out = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: katra %s IN OUT\n"
+			       "Rewrites every chunk %s; everything else is carried over and the\n"
+			       "summary recomputed.  The result verifies and dumps identically.\n",
+			       cmd, codec ? "LZ4-compressed" : "raw");
+			return EXIT_OK;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return usage_error("%s: unknown option '%s'", cmd, argv[i]);
+		} else if (!in) {
+			in = argv[i];
+		} else if (!out) {
+			out = argv[i];
+		} else {
+			return usage_error("%s: unexpected argument '%s'", cmd, argv[i]);
+		}
+	}
+	if (!in || !out)
+		return usage_error("%s: needs IN and OUT", cmd);
+	struct slice_filter none = { 0 };
+	return rewrite(cmd, in, out, codec, &none);
+}
+
+static int cmd_slice(int argc, char **argv)
+{
+	const char *in = NULL, *out = NULL;
+	struct slice_filter flt = { .active = 1, .to = UINT64_MAX };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf("usage: katra slice IN OUT [--from NS] [--to NS] [--thread T ...]\n"
+			       "Writes a smaller valid trace: the events in [NS, NS] of the chosen\n"
+			       "threads, the names, those threads' entries and drop records that\n"
+			       "overlap, and a recomputed summary.\n");
+			return EXIT_OK;
+		} else if ((!strcmp(a, "--from") || !strcmp(a, "--to")) && more) {
+			uint64_t v;
+			if (parse_u64(argv[++i], &v))
+				return usage_error("slice: %s wants nanoseconds, not '%s'", a, argv[i]);
+			*(a[2] == 'f' ? &flt.from : &flt.to) = v;
+		} else if (!strcmp(a, "--thread") && more) {
+			uint64_t v;
+			if (parse_u64(argv[++i], &v) || v == 0 || v > UINT32_MAX || flt.nthreads == 64)
+				return usage_error("slice: --thread wants a thread id, not '%s'", argv[i]);
+			flt.threads[flt.nthreads++] = (uint32_t)v;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("slice: unknown option or missing value '%s'", a);
+		} else if (!in) {
+			in = a;
+		} else if (!out) {
+			out = a;
+		} else {
+			return usage_error("slice: unexpected argument '%s'", a);
+		}
+	}
+	if (!in || !out)
+		return usage_error("slice: needs IN and OUT");
+	return rewrite("slice", in, out, -1, &flt);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -643,5 +1040,13 @@ int main(int argc, char **argv)
 		return cmd_events(argc - 1, argv + 1, 0);
 	if (!strcmp(cmd, "replay"))
 		return cmd_events(argc - 1, argv + 1, 1);
+	if (!strcmp(cmd, "export"))
+		return cmd_export(argc - 1, argv + 1);
+	if (!strcmp(cmd, "decompress"))
+		return cmd_recode(argc - 1, argv + 1, KT_CODEC_NONE);
+	if (!strcmp(cmd, "compress"))
+		return cmd_recode(argc - 1, argv + 1, KT_CODEC_LZ4);
+	if (!strcmp(cmd, "slice"))
+		return cmd_slice(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
 }
