@@ -293,7 +293,7 @@ Test(cli, bad_inputs_get_one_clear_line)
 {
 	make_bad_inputs();
 	static const char *const cmds[] = { "info", "dump", "replay", "export", "decompress",
-					    "compress", "slice" };
+					    "compress", "slice", "stats" };
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		const char *c = cmds[i];
 		check_bad(c, "/nonexistent/x.katra", 1, "No such file or directory");
@@ -468,4 +468,39 @@ Test(cli, slice_keeps_the_chosen_thread_and_time)
 	cr_assert_eq(seen, 1);
 	kt_reader_close(r);
 	unlink(out);
+}
+
+/* ---- stats ---------------------------------------------------------------- */
+
+Test(cli, stats_text_matches_golden)
+{
+	const char *args[] = { "stats", GOLDEN, NULL };
+	check_golden_output(args, KT_TEST_DATA "/golden_v1.stats.txt");
+}
+
+Test(cli, stats_json_has_the_documented_keys)
+{
+	struct proc p;
+	const char *args[] = { "stats", "--json", GOLDEN, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0);
+	json_error_t err;
+	json_t *o = json_loadb(p.out, p.out_len, 0, &err);
+	cr_assert_not_null(o, "%s", err.text);
+	cr_assert_eq(json_integer_value(json_object_get(o, "events")), 44);
+	cr_assert_eq(json_integer_value(json_object_get(o, "dropped")), 17);
+	cr_assert(json_is_false(json_object_get(o, "truncated")));
+	json_t *ths = json_object_get(o, "threads");
+	cr_assert_eq(json_array_size(ths), 2);
+	json_t *t2 = json_array_get(ths, 1);
+	cr_assert_eq(json_integer_value(json_object_get(t2, "tid")), 2);
+	cr_assert_str_eq(json_string_value(json_object_get(t2, "name")), "render");
+	cr_assert_eq(json_integer_value(json_object_get(t2, "events")), 22);
+	cr_assert_eq(json_integer_value(json_object_get(t2, "dropped")), 17);
+	json_t *names = json_object_get(o, "names");
+	cr_assert_eq(json_array_size(names), 8);
+	json_t *zone = json_object_get(json_array_get(names, 0), "zone");
+	cr_assert_eq(json_integer_value(json_object_get(zone, "count")), 4);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(o, "frames"), "count")), 2);
+	json_decref(o);
 }

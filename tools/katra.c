@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include <katra/writer.h>
+#include "format/format.h"
 
 #include <katra/katra.h>
 #include <katra/reader.h>
@@ -33,6 +34,7 @@ static void usage_main(FILE *f)
 		"  info FILE            header, clock, threads, names, counts, time span\n"
 		"  verify FILE [--json] check every frame and checksum\n"
 		"                       exit 0 valid, 1 corrupt, 3 truncated (valid prefix)\n"
+		"  stats FILE [--json]  per thread, per name (zone durations), frame times\n"
 		"  dump FILE            events of all threads in timestamp order\n"
 		"                       [--format text|jsonl] [--thread T] [--from NS --to NS]\n"
 		"  replay FILE          the same, paced to the original timing\n"
@@ -1016,6 +1018,322 @@ static int cmd_slice(int argc, char **argv)
 	return rewrite("slice", in, out, -1, &flt);
 }
 
+/* ---- stats ------------------------------------------------------------- */
+
+/*
+ * Durations go into log-linear histograms: 32 buckets per power of two
+ * (about 3% wide), so percentiles of any number of zones take fixed
+ * memory.  Min and max are kept exactly.
+ */
+#define HBUCKETS (64 * 32)
+
+struct hist {
+	uint64_t n, min, max;
+	uint64_t *b;
+};
+
+static unsigned hbucket(uint64_t v)
+{
+	if (v < 32)
+		return (unsigned)v;
+	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* v >= 2^e */
+	return ((e - 4) << 5) | (unsigned)((v >> (e - 5)) & 31);
+}
+
+static uint64_t hvalue(unsigned i)
+{
+	if (i < 32)
+		return i;
+	unsigned e = (i >> 5) + 4;
+	/* The middle of the bucket. */
+	return ((uint64_t)(32 | (i & 31)) << (e - 5)) + ((uint64_t)1 << (e - 5)) / 2;
+}
+
+static int hadd(struct hist *h, uint64_t v)
+{
+	if (!h->b && !(h->b = calloc(HBUCKETS, sizeof(*h->b))))
+		return -ENOMEM;
+	h->b[hbucket(v)]++;
+	if (!h->n || v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	h->n++;
+	return 0;
+}
+
+static uint64_t hpct(const struct hist *h, double p)
+{
+	if (!h->n)
+		return 0;
+	uint64_t want = (uint64_t)(p * (double)(h->n - 1)) + 1, seen = 0;
+	for (unsigned i = 0; i < HBUCKETS; i++) {
+		seen += h->b[i];
+		if (seen >= want) {
+			uint64_t v = hvalue(i);
+			return v < h->min ? h->min : v > h->max ? h->max : v;
+		}
+	}
+	return h->max;
+}
+
+struct sthread_stat {
+	uint32_t id;
+	uint64_t events, dropped, first_ns, last_ns;
+	uint32_t *stack;        /* open zones: name ids */
+	uint64_t *stack_ns;
+	size_t depth, cap;
+	uint64_t last_frame_ns; /* previous frame mark on this thread */
+	int have_frame;
+};
+
+struct name_stat {
+	uint64_t count;
+	struct hist zone;
+};
+
+struct stats_ctx {
+	struct sthread_stat *th;
+	size_t nth, cap;
+	struct name_stat *names;
+	uint32_t nnames;
+	struct hist frames;
+	uint64_t events;
+	int oom;
+};
+
+static struct sthread_stat *stat_thread(struct stats_ctx *c, uint32_t id)
+{
+	return kt__idtab_get((void **)&c->th, &c->nth, &c->cap, sizeof(*c->th), id, 1u << 20);
+}
+
+static int stats_one(void *arg, const kt_event *ev, uint64_t ns)
+{
+	struct stats_ctx *c = arg;
+	struct sthread_stat *t = stat_thread(c, ev->thread_id);
+	if (!t)
+		return -ENOMEM;
+	if (!t->events)
+		t->first_ns = ns;
+	t->last_ns = ns;
+	t->events++;
+	c->events++;
+	if (ev->name_id >= c->nnames) {
+		uint32_t n = ev->name_id + 64;
+		void *p = realloc(c->names, n * sizeof(*c->names));
+		if (!p)
+			return -ENOMEM;
+		c->names = p;
+		memset(c->names + c->nnames, 0, (n - c->nnames) * sizeof(*c->names));
+		c->nnames = n;
+	}
+	struct name_stat *nm = &c->names[ev->name_id];
+	nm->count++;
+	if (ev->type == KT_EV_ZONE_BEGIN) {
+		if (t->depth == t->cap) {
+			size_t n = t->cap ? t->cap * 2 : 16;
+			void *a = realloc(t->stack, n * sizeof(*t->stack));
+			void *b = a ? realloc(t->stack_ns, n * sizeof(*t->stack_ns)) : NULL;
+			if (a)
+				t->stack = a;
+			if (!b)
+				return -ENOMEM;
+			t->stack_ns = b;
+			t->cap = n;
+		}
+		t->stack[t->depth] = ev->name_id;
+		t->stack_ns[t->depth++] = ns;
+	} else if (ev->type == KT_EV_ZONE_END && t->depth) {
+		/* Match the innermost open zone of the same name; an end with
+		 * no begin (the begin was dropped or sliced away) is skipped. */
+		size_t d = t->depth;
+		while (d && t->stack[d - 1] != ev->name_id)
+			d--;
+		if (d) {
+			if (hadd(&nm->zone, ns - t->stack_ns[d - 1]))
+				return -ENOMEM;
+			t->depth = d - 1;
+		}
+	} else if (ev->type == KT_EV_FRAME) {
+		if (t->have_frame && hadd(&c->frames, ns - t->last_frame_ns))
+			return -ENOMEM;
+		t->last_frame_ns = ns;
+		t->have_frame = 1;
+	}
+	return 0;
+}
+
+static void stats_free(struct stats_ctx *c)
+{
+	for (size_t i = 0; i < c->nth; i++) {
+		free(c->th[i].stack);
+		free(c->th[i].stack_ns);
+	}
+	free(c->th);
+	for (uint32_t i = 0; i < c->nnames; i++)
+		free(c->names[i].zone.b);
+	free(c->names);
+	free(c->frames.b);
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	const char *path = NULL;
+	int json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: katra stats FILE [--json]\n"
+			       "Per thread: events, dropped, time span, rate.  Per name: count and\n"
+			       "zone durations (min, p50, p99, max).  Frame times between frame\n"
+			       "marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
+			       "come from ~3%%-wide buckets, min and max are exact.\n");
+			return EXIT_OK;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return usage_error("stats: unknown option '%s'", argv[i]);
+		} else if (path) {
+			return usage_error("stats: more than one file ('%s')", argv[i]);
+		} else {
+			path = argv[i];
+		}
+	}
+	if (!path)
+		return usage_error("stats: missing FILE");
+	kt_reader *r = open_or_say(path);
+	if (!r)
+		return EXIT_BAD;
+	struct tables t;
+	int trc = load_tables(r, &t);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	kt_reader_rewind(r);
+	struct stats_ctx c = { 0 };
+	kt_replay_options ro = { .max = 1 };
+	int rc = kt_replay(r, stats_one, &c, &ro);
+	if (rc < 0 || trc < 0) {
+		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, path, kt_reader_last_error(r)->message);
+		stats_free(&c);
+		tables_free(&t);
+		kt_reader_close(r);
+		return EXIT_BAD;
+	}
+	/* Drops per thread come from the drop records, which the merged
+	 * events do not carry: take them from the accounting pass. */
+	kt_reader_rewind(r);
+	kt_trace_frame f;
+	while (kt_reader_next_frame(r, &f) > 0)
+		if (f.kind == KT_FRAME_DROP) {
+			struct sthread_stat *th = stat_thread(&c, f.u.drop.thread_id);
+			if (th)
+				th->dropped += f.u.drop.count;
+		}
+	int truncated = !t.have_summary;
+	if (json) {
+		json_t *o = json_object(), *ths = json_array(), *names = json_array();
+		json_object_set_new(o, "file", json_string(path));
+		json_object_set_new(o, "events", json_integer((json_int_t)c.events));
+		json_object_set_new(o, "dropped", json_integer((json_int_t)st.dropped));
+		json_object_set_new(o, "truncated", json_boolean(truncated));
+		for (size_t i = 0; i < c.nth; i++) {
+			struct sthread_stat *th = &c.th[i];
+			json_t *j = json_object();
+			double span = (double)(th->last_ns - th->first_ns) / 1e9;
+			json_object_set_new(j, "tid", json_integer(th->id));
+			json_object_set_new(j, "name", json_string(thread_of(&t, th->id, 0)));
+			json_object_set_new(j, "events", json_integer((json_int_t)th->events));
+			json_object_set_new(j, "dropped", json_integer((json_int_t)th->dropped));
+			json_object_set_new(j, "span_ns", json_integer((json_int_t)(th->last_ns - th->first_ns)));
+			json_object_set_new(j, "events_per_s", json_real(span > 0 ? (double)th->events / span : 0));
+			json_array_append_new(ths, j);
+		}
+		for (uint32_t id = 0; id < c.nnames; id++) {
+			struct name_stat *nm = &c.names[id];
+			if (!nm->count)
+				continue;
+			json_t *j = json_object();
+			json_object_set_new(j, "id", json_integer(id));
+			json_object_set_new(j, "name", id && id <= t.nnames && t.names[id]
+							       ? json_string(t.names[id]) : json_null());
+			json_object_set_new(j, "count", json_integer((json_int_t)nm->count));
+			if (nm->zone.n) {
+				json_t *z = json_object();
+				json_object_set_new(z, "count", json_integer((json_int_t)nm->zone.n));
+				json_object_set_new(z, "min_ns", json_integer((json_int_t)nm->zone.min));
+				json_object_set_new(z, "p50_ns", json_integer((json_int_t)hpct(&nm->zone, 0.5)));
+				json_object_set_new(z, "p99_ns", json_integer((json_int_t)hpct(&nm->zone, 0.99)));
+				json_object_set_new(z, "max_ns", json_integer((json_int_t)nm->zone.max));
+				json_object_set_new(j, "zone", z);
+			}
+			json_array_append_new(names, j);
+		}
+		json_object_set_new(o, "threads", ths);
+		json_object_set_new(o, "names", names);
+		json_t *fr = json_object();
+		json_object_set_new(fr, "count", json_integer((json_int_t)c.frames.n));
+		json_object_set_new(fr, "p50_ns", json_integer((json_int_t)hpct(&c.frames, 0.5)));
+		json_object_set_new(fr, "p99_ns", json_integer((json_int_t)hpct(&c.frames, 0.99)));
+		json_object_set_new(fr, "max_ns", json_integer((json_int_t)c.frames.max));
+		json_object_set_new(o, "frames", fr);
+		char *out = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (out)
+			puts(out);
+		free(out);
+		json_decref(o);
+	} else {
+		printf("%s: %" PRIu64 " events, %" PRIu64 " dropped%s\n", path, c.events, st.dropped,
+		       truncated ? ", truncated" : "");
+		printf("\n%-8s %-20s %12s %10s %14s %14s\n", "tid", "thread", "events", "dropped",
+		       "span ns", "events/s");
+		for (size_t i = 0; i < c.nth; i++) {
+			struct sthread_stat *th = &c.th[i];
+			double span = (double)(th->last_ns - th->first_ns) / 1e9;
+			printf("%-8u %-20s %12" PRIu64 " %10" PRIu64 " %14" PRIu64 " %14.0f\n", th->id,
+			       thread_of(&t, th->id, 0), th->events, th->dropped,
+			       th->last_ns - th->first_ns, span > 0 ? (double)th->events / span : 0);
+		}
+		printf("\n%-24s %10s %10s %10s %10s %10s\n", "name", "count", "zone min", "p50",
+		       "p99", "max");
+		for (uint32_t id = 0; id < c.nnames; id++) {
+			struct name_stat *nm = &c.names[id];
+			if (!nm->count)
+				continue;
+			printf("%-24s %10" PRIu64, name_of(&t, id, 0), nm->count);
+			if (nm->zone.n)
+				printf(" %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64, nm->zone.min,
+				       hpct(&nm->zone, 0.5), hpct(&nm->zone, 0.99), nm->zone.max);
+			printf("\n");
+		}
+		if (c.frames.n) {
+			printf("\nframe times: %" PRIu64 " intervals, p50 %" PRIu64 " ns, p99 %" PRIu64
+			       " ns, max %" PRIu64 " ns\n", c.frames.n, hpct(&c.frames, 0.5),
+			       hpct(&c.frames, 0.99), c.frames.max);
+			/* Ten bars between the fastest and slowest frame. */
+			uint64_t lo = c.frames.min, hi = c.frames.max, w = (hi - lo) / 10 + 1;
+			uint64_t bars[10] = { 0 }, top = 1;
+			for (unsigned i = 0; i < HBUCKETS; i++) {
+				if (!c.frames.b[i])
+					continue;
+				uint64_t v = hvalue(i);
+				v = v < lo ? lo : v > hi ? hi : v;
+				bars[(v - lo) / w] += c.frames.b[i];
+			}
+			for (int i = 0; i < 10; i++)
+				top = bars[i] > top ? bars[i] : top;
+			for (int i = 0; i < 10; i++) {
+				printf("  %12" PRIu64 " ns |", lo + (uint64_t)i * w);
+				for (uint64_t k = 0; k < bars[i] * 40 / top; k++)
+					putchar('#');
+				printf(" %" PRIu64 "\n", bars[i]);
+			}
+		}
+	}
+	stats_free(&c);
+	tables_free(&t);
+	kt_reader_close(r);
+	return truncated ? EXIT_TRUNC : EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -1048,5 +1366,7 @@ int main(int argc, char **argv)
 		return cmd_recode(argc - 1, argv + 1, KT_CODEC_LZ4);
 	if (!strcmp(cmd, "slice"))
 		return cmd_slice(argc - 1, argv + 1);
+	if (!strcmp(cmd, "stats"))
+		return cmd_stats(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
 }
