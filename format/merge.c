@@ -106,6 +106,7 @@ static int build_index(kt_reader *r, struct kt__merge *m)
 	kt_trace_frame f;
 	int rc;
 	kt__reader_restart(r);
+	kt__reader_set_headers_only(r, 1);
 	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
 		if (f.kind == KT_FRAME_SUMMARY) {
 			m->stop = f.u.summary;
@@ -115,18 +116,23 @@ static int build_index(kt_reader *r, struct kt__merge *m)
 		if (f.kind != KT_FRAME_CHUNK)
 			continue;
 		struct cursor *c = cursor_of(m, f.u.chunk.thread_id);
-		if (!c)
+		if (!c) {
+			kt__reader_set_headers_only(r, 0);
 			return -ENOMEM;
+		}
 		if (c->nchunks == c->cap) {
 			size_t n = c->cap ? c->cap * 2 : 8;
 			void *p = realloc(c->chunks, n * sizeof(*c->chunks));
-			if (!p)
+			if (!p) {
+				kt__reader_set_headers_only(r, 0);
 				return -ENOMEM;
+			}
 			c->chunks = p;
 			c->cap = n;
 		}
 		c->chunks[c->nchunks++] = (struct chunk_ref){ f.offset, f.u.chunk.first_ts };
 	}
+	kt__reader_set_headers_only(r, 0);
 	m->error = rc;
 	m->heap = malloc((m->ncursors ? m->ncursors : 1) * sizeof(*m->heap));
 	if (!m->heap)

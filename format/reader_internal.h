@@ -13,6 +13,15 @@ struct kt__merge *kt__reader_merge(kt_reader *r);
 struct kt__merge *kt__merge_new(void);
 void kt__merge_free(struct kt__merge *m);
 
+/*
+ * With @on, the sequential pass checks chunk frames (head, checksum, fixed
+ * fields, order, accounting) but neither decompresses nor walks their
+ * events, and returns them with events NULL: for an index that loads the
+ * chunks again later, through kt__reader_frame_at(), which checks them
+ * whole.
+ */
+void kt__reader_set_headers_only(kt_reader *r, int on);
+
 /* Back to the first frame, keeping the merge state (kt_reader_rewind()
  * without dropping it).  Return: 0. */
 int kt__reader_restart(kt_reader *r);

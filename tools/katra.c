@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -459,53 +460,172 @@ static const char *thread_of(const struct tables *t, uint32_t id, int json)
 static const char *const flow_phase[] = { "begin", "step", "end" };
 
 /* One event as a text line or a JSON object line. */
-static void print_event(FILE *out, const struct tables *t, const kt_event *ev, uint64_t ns, int jsonl)
+/*
+ * Event output goes through one buffer with its own integer formatting:
+ * printf's format parsing was most of the time of a dump.
+ */
+static char obuf[1 << 16];
+static size_t olen;
+static FILE *ofile;
+static int oerr;
+
+static void o_flush(void)
+{
+	if (olen && fwrite(obuf, 1, olen, ofile) != olen)
+		oerr = 1;
+	olen = 0;
+}
+
+static void o_mem(const char *p, size_t n)
+{
+	if (olen + n > sizeof(obuf)) {
+		o_flush();
+		if (n > sizeof(obuf)) {
+			if (fwrite(p, 1, n, ofile) != n)
+				oerr = 1;
+			return;
+		}
+	}
+	memcpy(obuf + olen, p, n);
+	olen += n;
+}
+
+static void o_str(const char *s)
+{
+	o_mem(s, strlen(s));
+}
+
+static void o_u64(uint64_t v)
+{
+	/* Two digits per division: nanosecond stamps have a dozen or more. */
+	static const char pairs[201] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	char b[24];
+	int i = sizeof(b);
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		b[--i] = pairs[2 * d + 1];
+		b[--i] = pairs[2 * d];
+	}
+	if (v >= 10) {
+		b[--i] = pairs[2 * v + 1];
+		b[--i] = pairs[2 * v];
+	} else {
+		b[--i] = (char)('0' + v);
+	}
+	o_mem(b + i, sizeof(b) - (size_t)i);
+}
+
+static void o_i64(int64_t v)
+{
+	if (v < 0) {
+		o_mem("-", 1);
+		o_u64(-(uint64_t)v);
+	} else {
+		o_u64((uint64_t)v);
+	}
+}
+
+static void o_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void o_fmt(const char *fmt, ...)
+{
+	char b[64];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b, sizeof(b), fmt, ap);
+	va_end(ap);
+	o_mem(b, n < 0 ? 0 : (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1);
+}
+
+static void o_hex(const uint8_t *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t k = 0; k < n; k++) {
+		char h[2] = { digits[p[k] >> 4], digits[p[k] & 15] };
+		o_mem(h, 2);
+	}
+}
+
+/* One event as a text line or a JSON object line. */
+static void print_event(const struct tables *t, const kt_event *ev, uint64_t ns, int jsonl)
 {
 	const char *type = kt_event_type_name(ev->type);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
-	if (jsonl)
-		fprintf(out, "{\"ns\":%" PRIu64 ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s", ns,
-			ev->thread_id, thread_of(t, ev->thread_id, 1), type, name_of(t, ev->name_id, 1));
-	else
-		fprintf(out, "%" PRIu64 " %u %s %s %s", ns, ev->thread_id, thread_of(t, ev->thread_id, 0),
-			type, name_of(t, ev->name_id, 0));
+	if (jsonl) {
+		o_str("{\"ns\":");
+		o_u64(ns);
+		o_str(",\"tid\":");
+		o_u64(ev->thread_id);
+		o_str(",\"thread\":");
+		o_str(thread_of(t, ev->thread_id, 1));
+		o_str(",\"type\":\"");
+		o_str(type);
+		o_str("\",\"name\":");
+		o_str(name_of(t, ev->name_id, 1));
+	} else {
+		o_u64(ns);
+		o_mem(" ", 1);
+		o_u64(ev->thread_id);
+		o_mem(" ", 1);
+		o_str(thread_of(t, ev->thread_id, 0));
+		o_mem(" ", 1);
+		o_str(type);
+		o_mem(" ", 1);
+		o_str(name_of(t, ev->name_id, 0));
+	}
 	switch (ev->type) {
 	case KT_EV_COUNTER_I64:
 		memcpy(&i64, ev->payload, 8);
-		fprintf(out, jsonl ? ",\"value\":%" PRId64 : " %" PRId64, i64);
+		o_str(jsonl ? ",\"value\":" : " ");
+		o_i64(i64);
 		break;
 	case KT_EV_COUNTER_F64:
 		memcpy(&f64, ev->payload, 8);
-		fprintf(out, jsonl ? ",\"value\":%.17g" : " %.17g", f64);
+		o_str(jsonl ? ",\"value\":" : " ");
+		if (jsonl && (f64 != f64 || f64 - f64 != 0))
+			o_str("null"); /* JSON has no NaN or infinity */
+		else
+			o_fmt("%.17g", f64);
 		break;
 	case KT_EV_FRAME:
 		memcpy(&u64, ev->payload, 8);
-		fprintf(out, jsonl ? ",\"frame\":%" PRIu64 : " %" PRIu64, u64);
+		o_str(jsonl ? ",\"frame\":" : " ");
+		o_u64(u64);
 		break;
 	case KT_EV_FLOW:
 		memcpy(&u64, ev->payload, 8);
-		fprintf(out, jsonl ? ",\"flow\":%" PRIu64 ",\"phase\":\"%s\"" : " %" PRIu64 " %s", u64,
-			flow_phase[ev->flags < 3 ? ev->flags : 0]);
+		o_str(jsonl ? ",\"flow\":" : " ");
+		o_u64(u64);
+		o_str(jsonl ? ",\"phase\":\"" : " ");
+		o_str(flow_phase[ev->flags < 3 ? ev->flags : 0]);
+		if (jsonl)
+			o_mem("\"", 1);
 		break;
 	case KT_EV_MESSAGE: {
 		char *lit = json_literal((const char *)ev->payload, ev->payload_len);
-		fprintf(out, jsonl ? ",\"text\":%s" : " %s", lit);
+		o_str(jsonl ? ",\"text\":" : " ");
+		o_str(lit);
 		free(lit);
 		break;
 	}
 	case KT_EV_USER:
-		fprintf(out, jsonl ? ",\"flags\":%u,\"bytes\":\"" : " %u ", ev->flags);
-		for (uint16_t k = 0; k < ev->payload_len; k++)
-			fprintf(out, "%02x", ev->payload[k]);
+		o_str(jsonl ? ",\"flags\":" : " ");
+		o_u64(ev->flags);
+		o_str(jsonl ? ",\"bytes\":\"" : " ");
+		o_hex(ev->payload, ev->payload_len);
 		if (jsonl)
-			fputc('"', out);
+			o_mem("\"", 1);
 		break;
 	default:
 		break;
 	}
-	fputs(jsonl ? "}\n" : "\n", out);
+	o_str(jsonl ? "}\n" : "\n");
 }
 
 struct dump_ctx {
@@ -530,7 +650,7 @@ static int dump_one(void *arg, const kt_event *ev, uint64_t ns)
 		if (!keep)
 			return 0;
 	}
-	print_event(stdout, d->t, ev, ns, d->jsonl);
+	print_event(d->t, ev, ns, d->jsonl);
 	d->printed++;
 	return 0;
 }
@@ -610,7 +730,9 @@ static int cmd_events(int argc, char **argv, int replay)
 	kt_reader_rewind(r);
 	d.t = &t;
 	/* The events before a corruption are still printed; then the error. */
+	ofile = stdout;
 	int rrc = kt_replay(r, dump_one, &d, &ro);
+	o_flush();
 	fflush(stdout);
 	int result = EXIT_OK;
 	if (rrc < 0 || rc < 0) {
@@ -640,64 +762,96 @@ struct chrome_ctx {
 static int chrome_one(void *arg, const kt_event *ev, uint64_t ns)
 {
 	struct chrome_ctx *c = arg;
-	FILE *o = c->out;
 	const char *name = name_of(c->t, ev->name_id, 1);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
+	char frac[4] = { (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
+			 (char)('0' + ns % 10), ',' };
 	/* Microseconds with nanosecond digits: the format's unit is us. */
-	fprintf(o, "%s\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64 ".%03u,", c->n ? "," : "",
-		c->pid, ev->thread_id, ns / 1000, (unsigned)(ns % 1000));
+	o_str(c->n ? ",\n{\"pid\":" : "\n{\"pid\":");
+	o_u64(c->pid);
+	o_str(",\"tid\":");
+	o_u64(ev->thread_id);
+	o_str(",\"ts\":");
+	o_u64(ns / 1000);
+	o_mem(".", 1);
+	o_mem(frac, 4);
 	switch (ev->type) {
 	case KT_EV_ZONE_BEGIN:
-		fprintf(o, "\"ph\":\"B\",\"name\":%s}", name);
-		break;
 	case KT_EV_ZONE_END:
-		fprintf(o, "\"ph\":\"E\",\"name\":%s}", name);
+		o_str(ev->type == KT_EV_ZONE_BEGIN ? "\"ph\":\"B\",\"name\":" : "\"ph\":\"E\",\"name\":");
+		o_str(name);
+		o_mem("}", 1);
 		break;
 	case KT_EV_INSTANT:
-		fprintf(o, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", name);
+		o_str("\"ph\":\"i\",\"s\":\"t\",\"name\":");
+		o_str(name);
+		o_mem("}", 1);
 		break;
 	case KT_EV_COUNTER_I64:
 		memcpy(&i64, ev->payload, 8);
-		fprintf(o, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":%" PRId64 "}}", name, i64);
+		o_str("\"ph\":\"C\",\"name\":");
+		o_str(name);
+		o_str(",\"args\":{\"value\":");
+		o_i64(i64);
+		o_str("}}");
 		break;
 	case KT_EV_COUNTER_F64:
 		memcpy(&f64, ev->payload, 8);
+		o_str("\"ph\":\"C\",\"name\":");
+		o_str(name);
+		o_str(",\"args\":{\"value\":");
 		/* JSON has no NaN or infinity: such a sample is written as null. */
 		if (f64 != f64 || f64 - f64 != 0)
-			fprintf(o, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":null}}", name);
+			o_str("null");
 		else
-			fprintf(o, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":%.17g}}", name, f64);
+			o_fmt("%.17g", f64);
+		o_str("}}");
 		break;
 	case KT_EV_FRAME:
 		memcpy(&u64, ev->payload, 8);
-		fprintf(o, "\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\",\"args\":{\"frame\":%" PRIu64
-			   "}}", name, u64);
+		o_str("\"ph\":\"i\",\"s\":\"p\",\"name\":");
+		o_str(name);
+		o_str(",\"cat\":\"frame\",\"args\":{\"frame\":");
+		o_u64(u64);
+		o_str("}}");
 		break;
 	case KT_EV_FLOW: {
-		static const char ph[3] = { 's', 't', 'f' };
+		static const char *const ph[3] = { "\"ph\":\"s\",\"name\":", "\"ph\":\"t\",\"name\":",
+						   "\"ph\":\"f\",\"bp\":\"e\",\"name\":" };
 		memcpy(&u64, ev->payload, 8);
-		fprintf(o, "\"ph\":\"%c\",\"name\":%s,\"cat\":\"flow\",\"id\":%" PRIu64 "%s}",
-			ph[ev->flags < 3 ? ev->flags : 0], name, u64, ev->flags == 2 ? ",\"bp\":\"e\"" : "");
+		o_str(ph[ev->flags < 3 ? ev->flags : 0]);
+		o_str(name);
+		o_str(",\"cat\":\"flow\",\"id\":");
+		o_u64(u64);
+		o_mem("}", 1);
 		break;
 	}
 	case KT_EV_MESSAGE: {
 		char *lit = json_literal((const char *)ev->payload, ev->payload_len);
-		fprintf(o, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{\"text\":%s}}", name, lit);
+		o_str("\"ph\":\"i\",\"s\":\"t\",\"name\":");
+		o_str(name);
+		o_str(",\"args\":{\"text\":");
+		o_str(lit);
+		o_str("}}");
 		free(lit);
 		break;
 	}
 	default:
-		fprintf(o, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{\"type\":%u,\"flags\":%u,\"bytes\":\"",
-			name, ev->type, ev->flags);
-		for (uint16_t k = 0; k < ev->payload_len; k++)
-			fprintf(o, "%02x", ev->payload[k]);
-		fputs("\"}}", o);
+		o_str("\"ph\":\"i\",\"s\":\"t\",\"name\":");
+		o_str(name);
+		o_str(",\"args\":{\"type\":");
+		o_u64(ev->type);
+		o_str(",\"flags\":");
+		o_u64(ev->flags);
+		o_str(",\"bytes\":\"");
+		o_hex(ev->payload, ev->payload_len);
+		o_str("\"}}");
 		break;
 	}
 	c->n++;
-	return ferror(o) ? -EIO : 0;
+	return oerr ? -EIO : 0;
 }
 
 static int cmd_export(int argc, char **argv)
@@ -741,9 +895,12 @@ static int cmd_export(int argc, char **argv)
 		return EXIT_BAD;
 	}
 	kt_reader_rewind(r);
-	/* Write beside the destination and rename, so OUT is never partial. */
+	/* Write beside the destination and rename, so OUT is never partial;
+	 * but a device or a pipe (/dev/null, /dev/stdout) is written as is. */
 	char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp-%ld", out, (long)getpid()) < 0) {
+	struct stat sb;
+	int direct = stat(out, &sb) == 0 && !S_ISREG(sb.st_mode);
+	if (direct ? !(tmp = strdup(out)) : asprintf(&tmp, "%s.tmp-%ld", out, (long)getpid()) < 0) {
 		tables_free(&t);
 		kt_reader_close(r);
 		return EXIT_BAD;
@@ -756,8 +913,8 @@ static int cmd_export(int argc, char **argv)
 		kt_reader_close(r);
 		return EXIT_BAD;
 	}
-	static char obuf[1 << 20];
-	setvbuf(o, obuf, _IOFBF, sizeof(obuf));
+	static char fbuf[1 << 20];
+	setvbuf(o, fbuf, _IOFBF, sizeof(fbuf));
 	uint64_t pid = kt_reader_header(r)->process_id;
 	fprintf(o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	struct chrome_ctx c = { o, &t, pid, 0 };
@@ -768,9 +925,12 @@ static int cmd_export(int argc, char **argv)
 		c.n++;
 	}
 	kt_replay_options ro = { .max = 1 };
+	ofile = o;
+	oerr = 0;
 	rc = kt_replay(r, chrome_one, &c, &ro);
+	o_flush();
 	fprintf(o, "\n]}\n");
-	int werr = fflush(o) || ferror(o);
+	int werr = oerr || fflush(o) || ferror(o);
 	werr |= fclose(o) != 0;
 	int result = EXIT_OK;
 	if (rc < 0 && rc != -EIO) {
@@ -779,11 +939,11 @@ static int cmd_export(int argc, char **argv)
 	} else if (werr || rc == -EIO) {
 		fprintf(stderr, "%s: %s: write failed: %s\n", prog, out, strerror(errno ? errno : EIO));
 		result = EXIT_BAD;
-	} else if (rename(tmp, out) < 0) {
+	} else if (!direct && rename(tmp, out) < 0) {
 		fprintf(stderr, "%s: %s: %s\n", prog, out, strerror(errno));
 		result = EXIT_BAD;
 	}
-	if (result != EXIT_OK)
+	if (result != EXIT_OK && !direct)
 		unlink(tmp);
 	else if (!t.have_summary)
 		fprintf(stderr, "%s: %s: truncated: exported the events before the cut\n", prog, in);
@@ -821,6 +981,12 @@ static int thread_kept(const struct slice_filter *f, uint32_t tid)
 static int rewrite(const char *cmd, const char *in, const char *out, int codec,
 		   const struct slice_filter *flt)
 {
+	/* OUT is replaced by a rename; never rename over a device or a pipe. */
+	struct stat sb;
+	if (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		fprintf(stderr, "%s: %s: not a regular file; %s writes a trace file\n", prog, out, cmd);
+		return EXIT_BAD;
+	}
 	kt_reader *r = open_or_say(in);
 	if (!r)
 		return EXIT_BAD;
@@ -946,7 +1112,6 @@ done:
 		kt_writer_close(w);
 	if (result == EXIT_BAD && tmp)
 		unlink(tmp);
-	(void)cmd;
 	free(tmp);
 	free(buf);
 	tables_free(&t);
