@@ -228,6 +228,7 @@ static void settle_ring(kt_session *s, struct kt__ring *r)
 			 atomic_load_explicit(&r->pending_first, memory_order_relaxed),
 			 atomic_load_explicit(&r->pending_last, memory_order_relaxed));
 	}
+	/* Relaxed, as above: a counter read after its writer is done. */
 	uint64_t refused = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
 	s->refused += refused - r->refused_seen;
 	r->refused_seen = refused;
@@ -355,8 +356,10 @@ static void *flusher_main(void *arg)
 		 * sleeping == 0 just before costs at most one period. */
 		atomic_store_explicit(&kt__flusher_sleeping, 1, memory_order_seq_cst);
 		uint32_t seen = atomic_load_explicit(&kt__flusher_word, memory_order_acquire);
+		/* Acquire, as for the loop condition. */
 		if (!atomic_load_explicit(&s->stop, memory_order_acquire))
 			kt__flusher_wait(seen, s->period_ns);
+		/* Relaxed: a producer that still sees 1 only makes a spare wake. */
 		atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
 	}
 	drain_all(s);

@@ -302,6 +302,8 @@ size_t kt__registry_reap(void)
 		/* Acquire pairs with thread_exit's release: once retired is
 		 * seen, the head loaded below is the thread's last. */
 		if (atomic_load_explicit(&r->retired, memory_order_acquire) &&
+		    /* Acquire: the head read after retired is the thread's last;
+		     * relaxed tail: only the flusher, this thread, writes it. */
 		    atomic_load_explicit(&r->prod.head, memory_order_acquire) ==
 			    atomic_load_explicit(&r->tail, memory_order_relaxed)) {
 			*pp = r->next;
@@ -335,6 +337,8 @@ void kt__registry_reset_for_session(void)
 		atomic_store_explicit(&r->tail, head, memory_order_release);
 		r->read_pos = head;
 		r->ref_len = 0;
+		/* Relaxed: counters; a loss racing the start may land in
+		 * either session, and is counted once. */
 		r->lost_base = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
 		r->marked = 0;
 		r->refused_seen = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
@@ -436,16 +440,19 @@ static void block_wait(struct kt__ring *r, uint64_t need)
 		cpu_relax();
 	}
 	wake_flusher();
+	/* Acquire: pairs with the flusher's release bump of tail_seq. */
 	uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
 	/* seq_cst: the flusher's load of waiters must not be ordered before
 	 * our increment, or both could miss each other. */
 	atomic_fetch_add_explicit(&r->waiters, 1, memory_order_seq_cst);
+	/* Acquire tail as at (A); relaxed head: this thread writes it. */
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
 	if (head + need - tail > r->size) {
 		struct timespec ts = { 0, 1000000 }; /* re-check at least every 1 ms */
 		futex(&r->tail_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
 	}
+	/* Relaxed: a stale count only costs the flusher one spare wake. */
 	atomic_fetch_sub_explicit(&r->waiters, 1, memory_order_relaxed);
 }
 
@@ -470,6 +477,7 @@ KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *
 		r->gen = gen;
 	}
 	uint64_t ts = kt_now();
+	/* Relaxed: head is written only by this thread. */
 	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
 	uint64_t tail;
 	for (;;) {
@@ -501,6 +509,7 @@ KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *
 	}
 	uint8_t *p = r->prod.base + (head & r->prod.mask);
 	if (r->pending) {
+		/* Relaxed: this thread wrote them. */
 		uint64_t mark[3] = {
 			r->pending,
 			atomic_load_explicit(&r->pending_first, memory_order_relaxed),
