@@ -32,8 +32,10 @@ for s in "${sources[@]}"; do
   targets+=("${t%.c}")
 done
 
+werror=OFF
+[[ ${CI:-} == true ]] && werror=ON
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-  -DKATRA_FUZZ=ON -DKATRA_SANITIZE=address,undefined
+  -DKATRA_FUZZ=ON -DKATRA_SANITIZE=address,undefined -DKATRA_WERROR="$werror"
 cmake --build build-fuzz -j2 --target katra_fuzzers
 
 artifacts=$root/build-fuzz/artifacts
