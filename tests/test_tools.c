@@ -182,6 +182,8 @@ static void check_golden_output(const char *const *args, const char *golden)
 	size_t len;
 	run_katra(&p, args);
 	cr_assert_eq(p.status, 0, "exit %d: %s", p.status, p.err);
+	/* stderr is not a terminal here: no progress bar, nothing at all. */
+	cr_assert_eq(p.err_len, 0, "stderr: %s", p.err);
 	if (getenv("KT_REGEN_GOLDEN")) {
 		FILE *f = fopen(golden, "wb");
 		cr_assert_not_null(f);
@@ -507,4 +509,19 @@ Test(cli, stats_json_has_the_documented_keys)
 	cr_assert_eq(json_integer_value(json_object_get(zone, "count")), 4);
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(o, "frames"), "count")), 2);
 	json_decref(o);
+}
+
+/* On a terminal, long operations draw a bar on stderr and erase it. */
+Test(cli, progress_bar_only_on_a_terminal)
+{
+	char cmd[512], out[4096];
+	snprintf(cmd, sizeof(cmd), "script -qec '%s verify %s' /dev/null", KATRA, GOLDEN);
+	FILE *f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	cr_assert_eq(pclose(f), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "] 100%"), "no bar: %s", out);
+	cr_assert_not_null(strstr(out, "\r\033[K"), "bar not erased: %s", out);
+	cr_assert_not_null(strstr(out, "valid: 16 frames"), "%s", out);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -62,6 +63,63 @@ static int usage_error(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry 'katra --help'.\n");
 	return EXIT_USAGE;
+}
+
+/*
+ * A progress bar on stderr for long operations, only when stderr is a
+ * terminal (and, for commands that print events, stdout is not the same
+ * screen); nothing otherwise.  Redrawn at most every 100 ms, erased at the end.
+ */
+static int progress_on, progress_shown;
+static uint64_t progress_last;
+static kt_reader *progress_reader; /* merged passes: the total comes from it */
+static uint64_t progress_total;
+
+static void progress_init(int prints_events)
+{
+	progress_on = isatty(2) && !(prints_events && isatty(1));
+	progress_shown = 0;
+	progress_last = 0;
+	progress_total = 0;
+}
+
+static void progress(uint64_t done, uint64_t total)
+{
+	if (!progress_on || !total)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (done < total && now - progress_last < 100000000u)
+		return;
+	progress_last = now;
+	unsigned pct = (unsigned)(done >= total ? 100 : done * 100 / total);
+	char bar[31];
+	memset(bar, '#', pct * 30 / 100);
+	memset(bar + pct * 30 / 100, ' ', 30 - pct * 30 / 100);
+	bar[30] = 0;
+	fprintf(stderr, "\r[%s] %3u%%", bar, pct);
+	progress_shown = 1;
+}
+
+/* For the merged passes: events done against the events the index saw. */
+static void progress_events(uint64_t done)
+{
+	if (!progress_on || !progress_reader)
+		return;
+	if (!progress_total) {
+		kt_reader_status st;
+		kt_reader_get_status(progress_reader, &st);
+		progress_total = st.events;
+	}
+	progress(done, progress_total);
+}
+
+static void progress_end(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = 0;
 }
 
 /* Open a trace or print one line naming the file and the problem. */
@@ -115,8 +173,11 @@ static int cmd_verify(int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	if (rc == 0) {
 		kt_trace_frame f;
+		progress_init(0);
+		kt_reader_get_status(r, &st);
 		while ((rc = kt_reader_next_frame(r, &f)) > 0)
-			;
+			progress(f.offset + 16 + ((f.body_len + 7u) & ~7u), st.file_size);
+		progress_end();
 		kt_reader_get_status(r, &st);
 		err = *kt_reader_last_error(r);
 	}
@@ -652,6 +713,7 @@ static int dump_one(void *arg, const kt_event *ev, uint64_t ns)
 	}
 	print_event(d->t, ev, ns, d->jsonl);
 	d->printed++;
+	progress_events(d->printed);
 	return 0;
 }
 
@@ -731,9 +793,12 @@ static int cmd_events(int argc, char **argv, int replay)
 	d.t = &t;
 	/* The events before a corruption are still printed; then the error. */
 	ofile = stdout;
+	progress_init(1);
+	progress_reader = r;
 	int rrc = kt_replay(r, dump_one, &d, &ro);
 	o_flush();
 	fflush(stdout);
+	progress_end();
 	int result = EXIT_OK;
 	if (rrc < 0 || rc < 0) {
 		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, path, kt_reader_last_error(r)->message);
@@ -851,6 +916,7 @@ static int chrome_one(void *arg, const kt_event *ev, uint64_t ns)
 		break;
 	}
 	c->n++;
+	progress_events(c->n);
 	return oerr ? -EIO : 0;
 }
 
@@ -927,8 +993,11 @@ static int cmd_export(int argc, char **argv)
 	kt_replay_options ro = { .max = 1 };
 	ofile = o;
 	oerr = 0;
+	progress_init(0);
+	progress_reader = r;
 	rc = kt_replay(r, chrome_one, &c, &ro);
 	o_flush();
+	progress_end();
 	fprintf(o, "\n]}\n");
 	int werr = oerr || fflush(o) || ferror(o);
 	werr |= fclose(o) != 0;
@@ -1016,7 +1085,11 @@ static int rewrite(const char *cmd, const char *in, const char *out, int codec,
 	kt_trace_frame f;
 	kt_file_summary sum = { 0 };
 	int have_sum = 0;
+	kt_reader_status in_st;
+	kt_reader_get_status(r, &in_st);
+	progress_init(0);
 	while ((rc = kt_reader_next_frame(r, &f)) > 0 && !(rc = 0)) {
+		progress(f.offset + 16 + ((f.body_len + 7u) & ~7u), in_st.file_size);
 		switch (f.kind) {
 		case KT_FRAME_CHUNK: {
 			uint32_t tid = f.u.chunk.thread_id;
@@ -1082,6 +1155,7 @@ static int rewrite(const char *cmd, const char *in, const char *out, int codec,
 		if (rc)
 			break;
 	}
+	progress_end();
 	if (rc < 0 && rc > -4096) {
 		fprintf(stderr, "%s: %s: %s\n", prog, out, kt_strerror(rc));
 		goto done;
@@ -1283,6 +1357,7 @@ static int stats_one(void *arg, const kt_event *ev, uint64_t ns)
 	t->last_ns = ns;
 	t->events++;
 	c->events++;
+	progress_events(c->events);
 	if (ev->name_id >= c->nnames) {
 		uint32_t n = ev->name_id + 64;
 		void *p = realloc(c->names, n * sizeof(*c->names));
@@ -1375,7 +1450,10 @@ static int cmd_stats(int argc, char **argv)
 	kt_reader_rewind(r);
 	struct stats_ctx c = { 0 };
 	kt_replay_options ro = { .max = 1 };
+	progress_init(0);
+	progress_reader = r;
 	int rc = kt_replay(r, stats_one, &c, &ro);
+	progress_end();
 	if (rc < 0 || trc < 0) {
 		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, path, kt_reader_last_error(r)->message);
 		stats_free(&c);
