@@ -45,6 +45,9 @@ struct kt__merge {
 				     * returned last still points into it */
 	kt_file_summary stop;       /* the summary's stop calibration, if any */
 	int have_stop;
+	uint64_t lim_ts;            /* set_limit() */
+	uint32_t lim_tid;
+	int lim_valid;
 };
 
 static int key_less(const struct kt__merge *m, size_t a, size_t b)
@@ -144,7 +147,7 @@ static int build_index(kt_reader *r, struct kt__merge *m)
 	return 0;
 }
 
-/* Decode the cursor's next chunk into its own buffer. */
+/* Decode the cursor's next chunk and keep it, without a copy. */
 static int load(kt_reader *r, struct cursor *c)
 {
 	kt_trace_frame f;
@@ -153,19 +156,27 @@ static int load(kt_reader *r, struct cursor *c)
 		return rc;
 	if (f.kind != KT_FRAME_CHUNK || f.u.chunk.thread_id != c->thread_id)
 		return KT_EFRAME; /* the file changed under us */
-	if (f.u.chunk.raw_len > c->events_cap) {
-		void *p = realloc(c->events, f.u.chunk.raw_len);
-		if (!p)
-			return -ENOMEM;
-		c->events = p;
-		c->events_cap = f.u.chunk.raw_len;
-	}
-	memcpy(c->events, f.u.chunk.events, f.u.chunk.raw_len);
-	f.u.chunk.events = c->events;
+	f.u.chunk.events = kt__reader_steal_events(r, &f, &c->events, &c->events_cap);
 	kt_chunk_iter_init(&c->it, &f);
 	c->next++;
 	c->loaded = kt_chunk_next(&c->it, &c->ev);
 	return 0;
+}
+
+/* The smallest key among the heap top's children: the top cursor may emit
+ * every event below it without touching the heap. */
+static void set_limit(struct kt__merge *m)
+{
+	m->lim_valid = 0;
+	for (size_t k = 1; k <= 2 && k < m->nheap; k++) {
+		const struct cursor *x = &m->cursors[m->heap[k]];
+		uint64_t ts = x->loaded ? x->ev.ts : x->chunks[x->next].first_ts;
+		if (!m->lim_valid || ts < m->lim_ts || (ts == m->lim_ts && x->thread_id < m->lim_tid)) {
+			m->lim_ts = ts;
+			m->lim_tid = x->thread_id;
+			m->lim_valid = 1;
+		}
+	}
 }
 
 int kt_reader_next(kt_reader *r, kt_event *ev)
@@ -187,19 +198,20 @@ int kt_reader_next(kt_reader *r, kt_event *ev)
 		if (!c->loaded) {
 			if ((rc = load(r, c)))
 				return rc;
-			if (!c->loaded) {
-				/* An empty chunk cannot be, but do not loop on one. */
-				if (c->next == c->nchunks)
-					m->heap[0] = m->heap[--m->nheap];
-				sift_down(m, 0);
-				continue;
-			}
+			if (!c->loaded && c->next == c->nchunks) /* cannot be: chunks hold events */
+				m->heap[0] = m->heap[--m->nheap];
 			sift_down(m, 0);
+			set_limit(m);
 			continue;
 		}
 		*ev = c->ev;
 		c->loaded = kt_chunk_next(&c->it, &c->ev);
-		if (!c->loaded && c->next == c->nchunks) {
+		if (c->loaded) {
+			/* Still below every other cursor: no heap work. */
+			if (!m->lim_valid || c->ev.ts < m->lim_ts ||
+			    (c->ev.ts == m->lim_ts && c->thread_id < m->lim_tid))
+				return 1;
+		} else if (c->next == c->nchunks) {
 			/* The thread is done: drop it, and its buffer once the
 			 * caller is done with the event that points into it. */
 			m->deferred = c->events;
@@ -209,8 +221,10 @@ int kt_reader_next(kt_reader *r, kt_event *ev)
 		}
 		/* ev points into c->events, which stays valid until this
 		 * cursor loads again; that happens only on a later call. */
-		if (m->nheap)
+		if (m->nheap) {
 			sift_down(m, 0);
+			set_limit(m);
+		}
 		return 1;
 	}
 	return m->error < 0 ? m->error : 0;

@@ -444,6 +444,33 @@ int kt_reader_rewind(kt_reader *r)
 	return kt__reader_restart(r);
 }
 
+const uint8_t *kt__reader_steal_events(kt_reader *r, const kt_trace_frame *f, uint8_t **buf,
+				       size_t *cap)
+{
+	const uint8_t *ev = f->u.chunk.events;
+	uint8_t **owner;
+	size_t *owner_cap;
+
+	if (r->raw_buf && ev == r->raw_buf) {
+		owner = &r->raw_buf;
+		owner_cap = &r->raw_cap;
+	} else if (r->frame_buf && ev >= r->frame_buf && ev < r->frame_buf + r->frame_cap) {
+		owner = &r->frame_buf;
+		owner_cap = &r->frame_cap;
+	} else {
+		return ev; /* the caller's memory (a memory reader): stable already */
+	}
+	/* Trade buffers: the caller's old one becomes the reader's scratch. */
+	size_t at = (size_t)(ev - *owner);
+	uint8_t *mine = *owner;
+	size_t mine_cap = *owner_cap;
+	*owner = *buf;
+	*owner_cap = *cap;
+	*buf = mine;
+	*cap = mine_cap;
+	return mine + at;
+}
+
 void kt__reader_set_headers_only(kt_reader *r, int on)
 {
 	r->headers_only = on;

@@ -22,6 +22,16 @@ void kt__merge_free(struct kt__merge *m);
  */
 void kt__reader_set_headers_only(kt_reader *r, int on);
 
+/*
+ * Take ownership of the decoded events of chunk @f (just returned by the
+ * reader) without copying them: the reader's buffer holding them is traded
+ * for the caller's *@buf (which may be NULL).  Returns where the events are
+ * now; for a memory reader, the caller's own bytes, and nothing is traded.
+ * The reader's buffer accounting then counts the caller's old buffer.
+ */
+const uint8_t *kt__reader_steal_events(kt_reader *r, const kt_trace_frame *f, uint8_t **buf,
+				       size_t *cap);
+
 /* Back to the first frame, keeping the merge state (kt_reader_rewind()
  * without dropping it).  Return: 0. */
 int kt__reader_restart(kt_reader *r);
