@@ -40,6 +40,7 @@ struct opts {
 	int producer_only;
 	int find_max_rate;
 	int report_rss;
+	int baselines;
 	int threads;
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
@@ -188,11 +189,94 @@ static void katra_batch(uint32_t id)
 		kt_zone_begin(id);
 }
 
-enum { ROW_KATRA, ROW_FLOOR, ROW_DISABLED, ROWS };
+/* clock_gettime: the same store, stamped by the vDSO clock instead. */
+static void clock_batch(uint32_t id, unsigned *pos)
+{
+#pragma GCC unroll 8
+	for (int i = 0; i < BATCH; i++) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t rec[2] = { (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+				    (uint64_t)id | (uint64_t)KT_EV_ZONE_BEGIN << 32 };
+		memcpy(floor_buf + (*pos & (sizeof(floor_buf) - 16)), rec, 16);
+		*pos += 16;
+		__asm__ __volatile__("" ::"r"(floor_buf) : "memory");
+	}
+}
+
+/*
+ * mutex_write: what a tracer without per-thread rings does.  Producers
+ * append 16-byte records to one shared buffer under a mutex; a drainer
+ * thread write()s each full buffer to a file.
+ */
+#define MW_BUF (1u << 20)
+struct mutex_writer {
+	pthread_mutex_t lock;
+	pthread_cond_t full, empty;
+	uint8_t *buf[2];
+	size_t len;          /* bytes in buf[cur] */
+	int cur, ready;      /* ready: buf[!cur] waits for the drainer */
+	size_t ready_len;
+	int fd, stop;
+	uint64_t bytes;
+};
+
+static void *mw_drain(void *arg)
+{
+	struct mutex_writer *m = arg;
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->ready && !m->stop)
+			pthread_cond_wait(&m->full, &m->lock);
+		if (!m->ready && m->stop)
+			break;
+		uint8_t *b = m->buf[!m->cur];
+		size_t n = m->ready_len;
+		pthread_mutex_unlock(&m->lock);
+		if (write(m->fd, b, n) == (ssize_t)n)
+			m->bytes += n;
+		pthread_mutex_lock(&m->lock);
+		m->ready = 0;
+		pthread_cond_signal(&m->empty);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+static void mw_batch(struct mutex_writer *m, uint32_t id)
+{
+	for (int i = 0; i < BATCH; i++) {
+		uint64_t rec[2] = { __builtin_ia32_rdtsc(), (uint64_t)id | (uint64_t)KT_EV_ZONE_BEGIN << 32 };
+		pthread_mutex_lock(&m->lock);
+		memcpy(m->buf[m->cur] + m->len, rec, 16);
+		m->len += 16;
+		if (m->len == MW_BUF) {
+			while (m->ready)
+				pthread_cond_wait(&m->empty, &m->lock);
+			m->ready = 1;
+			m->ready_len = m->len;
+			m->cur = !m->cur;
+			m->len = 0;
+			pthread_cond_signal(&m->full);
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
+}
+
+/* fprintf: a line of text per event through stdio. */
+static void fprintf_batch(FILE *f, uint32_t id)
+{
+	for (int i = 0; i < BATCH; i++)
+		fprintf(f, "%llu zone_begin %u\n", (unsigned long long)__builtin_ia32_rdtsc(), id);
+}
+
+enum { ROW_KATRA, ROW_FLOOR, ROW_DISABLED, ROW_CLOCK, ROW_MUTEX, ROW_FPRINTF, ROWS };
 
 static int producer_only(const struct opts *o)
 {
-	static const char *const names[ROWS] = { "katra", "floor", "katra_disabled" };
+	static const char *const names[ROWS] = { "katra", "floor", "katra_disabled",
+						 "clock_gettime", "mutex_write", "fprintf" };
+	int nrows = o->baselines ? ROWS : ROW_CLOCK;
 	struct stats st[ROWS] = { 0 };
 	uint64_t events[ROWS] = { 0 };
 	double secs[ROWS] = { 0 };
@@ -213,14 +297,43 @@ static int producer_only(const struct opts *o)
 	unsigned pos = 0;
 	int katra_io = 0;
 
-	/* Rounds alternate the three loops so drift in the machine's state
+	/* The baselines write where katra does, to files that are removed. */
+	char mw_path[4200], fp_path[4200];
+	snprintf(mw_path, sizeof(mw_path), "%s.mutex", path);
+	snprintf(fp_path, sizeof(fp_path), "%s.fprintf", path);
+	uint64_t base_bytes[ROWS] = { 0 };
+
+	/* Rounds alternate the loops so drift in the machine's state
 	 * (frequency, the other core's load) falls on all of them alike. */
 	uint64_t per_round = o->events / 10 / BATCH;
 	if (per_round == 0)
 		per_round = 1;
 	for (int round = 0; round < 10; round++) {
-		for (int k = 0; k < ROWS; k++) {
+		for (int k = 0; k < nrows; k++) {
 			kt_session *s = NULL;
+			struct mutex_writer mw;
+			pthread_t drainer;
+			FILE *fp = NULL;
+			if (k == ROW_MUTEX) {
+				memset(&mw, 0, sizeof(mw));
+				pthread_mutex_init(&mw.lock, NULL);
+				pthread_cond_init(&mw.full, NULL);
+				pthread_cond_init(&mw.empty, NULL);
+				mw.buf[0] = malloc(MW_BUF);
+				mw.buf[1] = malloc(MW_BUF);
+				mw.fd = open(mw_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+				if (!mw.buf[0] || !mw.buf[1] || mw.fd < 0) {
+					fprintf(stderr, "ringbench: mutex_write set-up failed\n");
+					return 1;
+				}
+				pthread_create(&drainer, NULL, mw_drain, &mw);
+			} else if (k == ROW_FPRINTF) {
+				fp = fopen(fp_path, "w");
+				if (!fp) {
+					fprintf(stderr, "ringbench: %s: %s\n", fp_path, strerror(errno));
+					return 1;
+				}
+			}
 			if (k == ROW_KATRA) {
 				rc = kt_session_start(path, &so, &s);
 				if (rc) {
@@ -232,12 +345,36 @@ static int producer_only(const struct opts *o)
 			uint64_t t_start = now_ns();
 			for (uint64_t b = 0; b < per_round; b++) {
 				uint64_t t0 = now_ns();
-				if (k == ROW_FLOOR)
-					floor_batch(id, &pos);
-				else
-					katra_batch(id);
+				switch (k) {
+				case ROW_FLOOR: floor_batch(id, &pos); break;
+				case ROW_CLOCK: clock_batch(id, &pos); break;
+				case ROW_MUTEX: mw_batch(&mw, id); break;
+				case ROW_FPRINTF: fprintf_batch(fp, id); break;
+				default: katra_batch(id); break;
+				}
 				uint64_t t1 = now_ns();
 				stats_add(&st[k], (double)(t1 - t0) / BATCH);
+			}
+			if (k == ROW_MUTEX) {
+				/* Part of the row's cost: the last buffer's write. */
+				pthread_mutex_lock(&mw.lock);
+				mw.stop = 1;
+				pthread_cond_signal(&mw.full);
+				pthread_mutex_unlock(&mw.lock);
+				pthread_join(drainer, NULL);
+				if (mw.len && write(mw.fd, mw.buf[mw.cur], mw.len) == (ssize_t)mw.len)
+					mw.bytes += mw.len;
+				close(mw.fd);
+				base_bytes[k] += mw.bytes;
+				free(mw.buf[0]);
+				free(mw.buf[1]);
+				pthread_mutex_destroy(&mw.lock);
+				pthread_cond_destroy(&mw.full);
+				pthread_cond_destroy(&mw.empty);
+			} else if (fp) {
+				fflush(fp);
+				base_bytes[k] += (uint64_t)ftell(fp);
+				fclose(fp);
 			}
 			secs[k] += (double)(now_ns() - t_start) / 1e9;
 			events[k] += per_round * BATCH;
@@ -257,8 +394,10 @@ static int producer_only(const struct opts *o)
 		}
 	}
 	unlink(path);
+	unlink(mw_path);
+	unlink(fp_path);
 	struct row rows[ROWS];
-	for (int k = 0; k < ROWS; k++) {
+	for (int k = 0; k < nrows; k++) {
 		rows[k] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
 					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
 					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),
@@ -268,12 +407,20 @@ static int producer_only(const struct opts *o)
 	}
 	rows[ROW_KATRA].dropped = dropped;
 	rows[ROW_KATRA].bytes = on_disk;
-	char note[512];
-	snprintf(note, sizeof(note),
-		 "katra / floor (p50): %.2f x    katra_disabled p50: %.2f ns\n"
-		 "(per-event cost = one %d-event batch timed with CLOCK_MONOTONIC / %d)\n",
-		 rows[ROW_KATRA].p50 / rows[ROW_FLOOR].p50, rows[ROW_DISABLED].p50, BATCH, BATCH);
-	print_rows(o, rows, ROWS, NULL, note);
+	for (int k = ROW_CLOCK; k < nrows; k++) {
+		rows[k].bytes = base_bytes[k];
+		rows[k].io = k == ROW_CLOCK ? "none" : "write";
+	}
+	char note[1024];
+	int n = snprintf(note, sizeof(note), "katra p50 against each row: ");
+	for (int k = 1; k < nrows && n > 0 && (size_t)n < sizeof(note); k++)
+		n += snprintf(note + n, sizeof(note) - (size_t)n, "%s%s %.2fx", k > 1 ? ", " : "",
+			      rows[k].name, rows[ROW_KATRA].p50 / rows[k].p50);
+	if (n > 0 && (size_t)n < sizeof(note))
+		snprintf(note + n, sizeof(note) - (size_t)n,
+			 "\n(per-event cost = one %d-event batch timed with CLOCK_MONOTONIC / %d)\n",
+			 BATCH, BATCH);
+	print_rows(o, rows, nrows, NULL, note);
 	return 0;
 }
 
@@ -624,6 +771,8 @@ static void usage(FILE *f)
 		"  --threads N         producer threads of the frame loop (default 3; roles\n"
 		"                      main, render, worker repeat)\n"
 		"  --producer-only     emit cost alone: katra, floor and katra_disabled rows\n"
+		"  --baselines         those rows plus clock_gettime, mutex_write (a shared\n"
+		"                      buffer drained with write()) and fprintf, same run\n"
 		"  --find-max-rate     highest rate held with 0 drops for --seconds, for 1 and 2\n"
 		"                      threads, raw and lz4, io_uring and pwrite\n"
 		"  --report-rss        print resident memory at 5 s and at the end\n"
@@ -665,6 +814,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "find-max-rate", no_argument, NULL, 'F' },
 		{ "report-rss", no_argument, NULL, 'M' },
+		{ "baselines", no_argument, NULL, 'B' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -751,6 +901,7 @@ int main(int argc, char **argv)
 			break;
 		case 'F': o.find_max_rate = 1; break;
 		case 'M': o.report_rss = 1; break;
+		case 'B': o.baselines = 1; o.producer_only = 1; break;
 		case 'j': o.json = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
