@@ -18,10 +18,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -41,6 +44,7 @@ struct opts {
 	int find_max_rate;
 	int report_rss;
 	int baselines;
+	int peer_lttng;
 	int threads;
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
@@ -270,13 +274,140 @@ static void fprintf_batch(FILE *f, uint32_t id)
 		fprintf(f, "%llu zone_begin %u\n", (unsigned long long)__builtin_ia32_rdtsc(), id);
 }
 
-enum { ROW_KATRA, ROW_FLOOR, ROW_DISABLED, ROW_CLOCK, ROW_MUTEX, ROW_FPRINTF, ROWS };
+/* ---- the LTTng peer --------------------------------------------------- */
+
+#ifdef KT_HAVE_LTTNG
+#include "bench/lttng_tp.h"
+
+static void lttng_batch(uint32_t id)
+{
+#pragma GCC unroll 8
+	for (int i = 0; i < BATCH; i++)
+		tracepoint(katra_bench, zone_begin, id);
+}
+#endif
+
+/* Run a command through the shell; its output (stdout and stderr) goes to
+ * @out.  Returns its exit status, or -1. */
+static int shell(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int shell(char *out, size_t cap, const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	size_t n = 0;
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (out && cap) {
+		n = fread(out, 1, cap - 1, f);
+		out[n] = 0;
+	} else {
+		char sink[256];
+		while (fread(sink, 1, sizeof(sink), f) > 0)
+			;
+	}
+	int st = pclose(f);
+	return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * An LTTng session recording this process's tracepoint to disk, for the
+ * peer row; started before the rounds, stopped after them.
+ */
+struct lttng_peer {
+	int on;
+	char name[64], dir[4200];
+	long sessiond_pid;   /* a session daemon this run started, or 0 */
+	uint64_t discarded;
+	uint64_t bytes;
+};
+
+static int lttng_peer_start(struct lttng_peer *p, const char *base)
+{
+	char out[4096];
+	memset(p, 0, sizeof(*p));
+#ifndef KT_HAVE_LTTNG
+	(void)out;
+	(void)base;
+	fprintf(stderr, "ringbench: --peer lttng: this ringbench was built without lttng-ust "
+			"(install liblttng-ust-dev and lttng-tools, then rebuild); skipped\n");
+	return 0;
+#else
+	if (shell(NULL, 0, "command -v lttng >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "ringbench: --peer lttng: the lttng command is not installed; skipped\n");
+		return 0;
+	}
+	if (shell(NULL, 0, "lttng list >/dev/null 2>&1") != 0) {
+		if (shell(out, sizeof(out), "lttng-sessiond --daemonize 2>&1") != 0) {
+			fprintf(stderr, "ringbench: --peer lttng: lttng-sessiond cannot start; skipped\n");
+			return 0;
+		}
+		if (shell(out, sizeof(out), "pgrep -n -x lttng-sessiond") == 0)
+			p->sessiond_pid = strtol(out, NULL, 10);
+	}
+	snprintf(p->name, sizeof(p->name), "katra-ringbench-%ld", (long)getpid());
+	snprintf(p->dir, sizeof(p->dir), "%s.lttng", base);
+	if (shell(out, sizeof(out), "lttng create %s --output=%s 2>&1", p->name, p->dir) ||
+	    shell(out, sizeof(out), "lttng enable-event --userspace --session=%s 'katra_bench:*' 2>&1",
+		  p->name) ||
+	    shell(out, sizeof(out), "lttng start %s 2>&1", p->name)) {
+		fprintf(stderr, "ringbench: --peer lttng: %s; skipped\n", out);
+		shell(NULL, 0, "lttng destroy %s >/dev/null 2>&1", p->name);
+		return 0;
+	}
+	/* The application registers with the session daemon asynchronously:
+	 * wait until it is listed before measuring. */
+	for (int i = 0; i < 50; i++) {
+		char pid[32];
+		snprintf(pid, sizeof(pid), "PID: %ld", (long)getpid());
+		if (shell(out, sizeof(out), "lttng list --userspace 2>&1") == 0 && strstr(out, pid))
+			break;
+		struct timespec nap = { 0, 100000000 };
+		nanosleep(&nap, NULL);
+	}
+	p->on = 1;
+	return 0;
+#endif
+}
+
+static void lttng_peer_stop(struct lttng_peer *p)
+{
+	char out[4096];
+	if (!p->on)
+		return;
+	/* lttng stop warns "N events were discarded" when its buffers
+	 * overflowed: that is the row's loss. */
+	shell(out, sizeof(out), "lttng stop %s 2>&1", p->name);
+	const char *w = strstr(out, "events were discarded");
+	if (w) {
+		while (w > out && w[-1] == ' ')
+			w--;
+		while (w > out && w[-1] >= '0' && w[-1] <= '9')
+			w--;
+		p->discarded = strtoull(w, NULL, 10);
+	}
+	if (shell(out, sizeof(out), "du -sb %s 2>/dev/null", p->dir) == 0)
+		p->bytes = strtoull(out, NULL, 10);
+	shell(NULL, 0, "lttng destroy %s >/dev/null 2>&1", p->name);
+	shell(NULL, 0, "rm -rf '%s'", p->dir);
+	if (p->sessiond_pid > 0)
+		kill((pid_t)p->sessiond_pid, SIGTERM);
+}
+
+enum { ROW_KATRA, ROW_FLOOR, ROW_DISABLED, ROW_CLOCK, ROW_MUTEX, ROW_FPRINTF, ROW_LTTNG, ROWS };
 
 static int producer_only(const struct opts *o)
 {
 	static const char *const names[ROWS] = { "katra", "floor", "katra_disabled",
-						 "clock_gettime", "mutex_write", "fprintf" };
-	int nrows = o->baselines ? ROWS : ROW_CLOCK;
+						 "clock_gettime", "mutex_write", "fprintf", "lttng" };
+	int nrows = o->baselines ? ROW_LTTNG : ROW_CLOCK;
+	int want[ROWS];
+	for (int k = 0; k < ROWS; k++)
+		want[k] = k < nrows;
 	struct stats st[ROWS] = { 0 };
 	uint64_t events[ROWS] = { 0 };
 	double secs[ROWS] = { 0 };
@@ -302,6 +433,11 @@ static int producer_only(const struct opts *o)
 	snprintf(mw_path, sizeof(mw_path), "%s.mutex", path);
 	snprintf(fp_path, sizeof(fp_path), "%s.fprintf", path);
 	uint64_t base_bytes[ROWS] = { 0 };
+	struct lttng_peer peer = { 0 };
+	if (o->peer_lttng) {
+		lttng_peer_start(&peer, path);
+		want[ROW_LTTNG] = peer.on;
+	}
 
 	/* Rounds alternate the loops so drift in the machine's state
 	 * (frequency, the other core's load) falls on all of them alike. */
@@ -309,7 +445,9 @@ static int producer_only(const struct opts *o)
 	if (per_round == 0)
 		per_round = 1;
 	for (int round = 0; round < 10; round++) {
-		for (int k = 0; k < nrows; k++) {
+		for (int k = 0; k < ROWS; k++) {
+			if (!want[k])
+				continue;
 			kt_session *s = NULL;
 			struct mutex_writer mw;
 			pthread_t drainer;
@@ -350,6 +488,9 @@ static int producer_only(const struct opts *o)
 				case ROW_CLOCK: clock_batch(id, &pos); break;
 				case ROW_MUTEX: mw_batch(&mw, id); break;
 				case ROW_FPRINTF: fprintf_batch(fp, id); break;
+#ifdef KT_HAVE_LTTNG
+				case ROW_LTTNG: lttng_batch(id); break;
+#endif
 				default: katra_batch(id); break;
 				}
 				uint64_t t1 = now_ns();
@@ -393,12 +534,16 @@ static int producer_only(const struct opts *o)
 			}
 		}
 	}
+	lttng_peer_stop(&peer);
 	unlink(path);
 	unlink(mw_path);
 	unlink(fp_path);
 	struct row rows[ROWS];
-	for (int k = 0; k < nrows; k++) {
-		rows[k] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
+	int kept = 0;
+	for (int k = 0; k < ROWS; k++) {
+		if (!want[k])
+			continue;
+		rows[kept++] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
 					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
 					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),
 					.codec = k == ROW_KATRA ? (o->codec ? "lz4" : "none") : "none",
@@ -411,6 +556,12 @@ static int producer_only(const struct opts *o)
 		rows[k].bytes = base_bytes[k];
 		rows[k].io = k == ROW_CLOCK ? "none" : "write";
 	}
+	if (peer.on) {
+		rows[kept - 1].dropped = peer.discarded;
+		rows[kept - 1].bytes = peer.bytes;
+		rows[kept - 1].io = "lttng";
+	}
+	nrows = kept;
 	char note[1024];
 	int n = snprintf(note, sizeof(note), "katra p50 against each row: ");
 	for (int k = 1; k < nrows && n > 0 && (size_t)n < sizeof(note); k++)
@@ -773,6 +924,8 @@ static void usage(FILE *f)
 		"  --producer-only     emit cost alone: katra, floor and katra_disabled rows\n"
 		"  --baselines         those rows plus clock_gettime, mutex_write (a shared\n"
 		"                      buffer drained with write()) and fprintf, same run\n"
+		"  --peer lttng        add an LTTng-UST tracepoint row recording to disk (needs\n"
+		"                      liblttng-ust-dev at build time and lttng-tools)\n"
 		"  --find-max-rate     highest rate held with 0 drops for --seconds, for 1 and 2\n"
 		"                      threads, raw and lz4, io_uring and pwrite\n"
 		"  --report-rss        print resident memory at 5 s and at the end\n"
@@ -815,6 +968,7 @@ int main(int argc, char **argv)
 		{ "find-max-rate", no_argument, NULL, 'F' },
 		{ "report-rss", no_argument, NULL, 'M' },
 		{ "baselines", no_argument, NULL, 'B' },
+		{ "peer", required_argument, NULL, 'L' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -902,6 +1056,14 @@ int main(int argc, char **argv)
 		case 'F': o.find_max_rate = 1; break;
 		case 'M': o.report_rss = 1; break;
 		case 'B': o.baselines = 1; o.producer_only = 1; break;
+		case 'L':
+			if (strcmp(optarg, "lttng")) {
+				fprintf(stderr, "ringbench: --peer knows lttng, not '%s'\n", optarg);
+				return 2;
+			}
+			o.peer_lttng = 1;
+			o.producer_only = 1;
+			break;
 		case 'j': o.json = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
