@@ -45,6 +45,8 @@ struct opts {
 	int report_rss;
 	int baselines;
 	int peer_lttng;
+	uint64_t frame_events;  /* --events for the frame loop: a count, not a time */
+	unsigned payload;       /* --payload B */
 	int threads;
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
@@ -588,6 +590,8 @@ struct worker {
 	int index;
 	double rate;           /* this thread's events/s; 0 = unpaced */
 	double seconds;
+	uint64_t max_events;   /* stop after this many (0: run for seconds) */
+	unsigned payload;      /* bytes of a user record per unit, 0: none */
 	const struct ids *id;
 	uint64_t events;
 	struct stats cost;
@@ -630,12 +634,20 @@ static void *run_worker(void *arg)
 	kt_thread_name(role_names[role]);
 	uint64_t start = now_ns(), end = start + (uint64_t)(w->seconds * 1e9);
 	uint64_t n = 0;
-	for (uint64_t t = start; t < end;) {
+	static const uint8_t blob[KT_MAX_STRING];
+	if (w->max_events)
+		end = UINT64_MAX;
+	for (uint64_t t = start; t < end && (!w->max_events || w->events < w->max_events);) {
 		/* A timed batch of units; then, when pacing, wait for the
 		 * schedule to catch up. */
 		uint64_t t0 = now_ns(), before = w->events;
-		for (int i = 0; i < 64; i++)
+		for (int i = 0; i < 64; i++) {
 			w->events += unit(role, w->id, n++);
+			if (w->payload) {
+				kt_emit(KT_EV_USER, w->id->job, 0, blob, w->payload);
+				w->events++;
+			}
+		}
 		t = now_ns();
 		stats_add(&w->cost, (double)(t - t0) / (double)(w->events - before));
 		if (w->rate > 0) {
@@ -697,7 +709,8 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < threads; i++) {
 		w[i] = (struct worker){ .index = i, .rate = rate / threads, .seconds = seconds,
-					.id = &id };
+					.max_events = o->frame_events ? o->frame_events / (uint64_t)threads : 0,
+					.payload = o->payload, .id = &id };
 		pthread_create(&th[i], NULL, run_worker, &w[i]);
 	}
 	if (o->report_rss) {
@@ -929,7 +942,9 @@ static void usage(FILE *f)
 		"  --find-max-rate     highest rate held with 0 drops for --seconds, for 1 and 2\n"
 		"                      threads, raw and lz4, io_uring and pwrite\n"
 		"  --report-rss        print resident memory at 5 s and at the end\n"
-		"  --events M          events per row with --producer-only (default 20000000)\n"
+		"  --events M          the frame loop stops after M events instead of --seconds;\n"
+		"                      with --producer-only, events per row (default 20000000)\n"
+		"  --payload B         add a B-byte user record to every unit of the frame loop\n"
 		"  --json              print {\"runs\": [...]} (see bench/README.md)\n"
 		"  -h, --help          this text\n");
 }
@@ -969,6 +984,7 @@ int main(int argc, char **argv)
 		{ "report-rss", no_argument, NULL, 'M' },
 		{ "baselines", no_argument, NULL, 'B' },
 		{ "peer", required_argument, NULL, 'L' },
+		{ "payload", required_argument, NULL, 'p' + 256 },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1044,7 +1060,18 @@ int main(int argc, char **argv)
 					10 * BATCH, optarg);
 				return 2;
 			}
+			o.frame_events = o.events;
 			break;
+		case 'p' + 256: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v > 4096) {
+				fprintf(stderr, "ringbench: --payload wants 0..4096 bytes, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			o.payload = (unsigned)v;
+			break;
+		}
 		case 't':
 			o.threads = (int)strtol(optarg, &end, 10);
 			if (*end || o.threads < 1 || o.threads > MAX_THREADS) {
