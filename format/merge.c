@@ -45,6 +45,7 @@ struct kt__merge {
 				     * returned last still points into it */
 	kt_file_summary stop;       /* the summary's stop calibration, if any */
 	int have_stop;
+	struct kt__conv conv;       /* ticks to ns, set once the index is built */
 	uint64_t lim_ts;            /* set_limit() */
 	uint32_t lim_tid;
 	int lim_valid;
@@ -137,6 +138,7 @@ static int build_index(kt_reader *r, struct kt__merge *m)
 	}
 	kt__reader_set_headers_only(r, 0);
 	m->error = rc;
+	kt__conv_init(&m->conv, &kt_reader_header(r)->clock, m->have_stop ? &m->stop : NULL);
 	m->heap = malloc((m->ncursors ? m->ncursors : 1) * sizeof(*m->heap));
 	if (!m->heap)
 		return -ENOMEM;
@@ -237,11 +239,18 @@ static void sleep_until(uint64_t mono_ns)
 		;
 }
 
+uint64_t kt_reader_ticks_to_ns(kt_reader *r, uint64_t ticks)
+{
+	struct kt__merge *m = kt__reader_merge(r);
+	if (m && m->started)
+		return kt__conv_apply(&m->conv, ticks);
+	return kt_ticks_to_ns(&kt_reader_header(r)->clock, NULL, ticks);
+}
+
 int kt_replay(kt_reader *r, kt_replay_fn fn, void *ctx, const kt_replay_options *opts)
 {
 	double speed = opts && opts->speed > 0 ? opts->speed : 1.0;
 	int pace = !(opts && opts->max);
-	const kt_header *h = kt_reader_header(r);
 	uint64_t first_ns = 0, start = 0;
 	int have_first = 0, rc;
 	kt_event ev;
@@ -249,8 +258,7 @@ int kt_replay(kt_reader *r, kt_replay_fn fn, void *ctx, const kt_replay_options 
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
 		/* The index pass has seen the summary by now, if there is one:
 		 * convert with both calibration points, as katra info does. */
-		struct kt__merge *m = kt__reader_merge(r);
-		uint64_t ns = kt_ticks_to_ns(&h->clock, m->have_stop ? &m->stop : NULL, ev.ts);
+		uint64_t ns = kt_reader_ticks_to_ns(r, ev.ts);
 		if (pace) {
 			struct timespec now;
 			clock_gettime(CLOCK_MONOTONIC, &now);

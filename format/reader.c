@@ -889,23 +889,66 @@ int kt_chunk_next(kt_chunk_iter *it, kt_event *ev)
 	return 1;
 }
 
+void kt__conv_init(struct kt__conv *cv, const kt_clock_calibration *c, const kt_file_summary *stop)
+{
+	cv->t0 = c->ticks;
+	cv->ns0 = c->mono_ns;
+	cv->num = 1000000000u;
+	cv->den = c->tick_hz ? c->tick_hz : 1;
+	if (stop && stop->clock_ticks1 > c->ticks && stop->clock_ns1 >= c->mono_ns) {
+		cv->num = stop->clock_ns1 - c->mono_ns;
+		cv->den = stop->clock_ticks1 - c->ticks;
+	}
+	cv->ratio = (double)cv->num / (double)cv->den;
+}
+
+/*
+ * floor(dt * num / den), exactly, without a 128-bit division in the common
+ * case: a double-precision estimate, then integer corrections (products
+ * only), which settle in a step or two; far off, the division after all.
+ * Saturates at UINT64_MAX.
+ */
+static uint64_t conv_scale(const struct kt__conv *cv, uint64_t dt)
+{
+	unsigned __int128 x = (unsigned __int128)dt * cv->num;
+	if ((uint64_t)(x >> 64) >= cv->den)
+		return UINT64_MAX;
+	double est = (double)dt * cv->ratio;
+	uint64_t q = est >= 18446744073709549568.0 ? UINT64_MAX - 1 : (uint64_t)est;
+	unsigned __int128 qd = (unsigned __int128)q * cv->den;
+	for (int i = 0; i < 4; i++) {
+		if (qd > x) {
+			q--;
+			qd -= cv->den;
+		} else if (x - qd >= cv->den) {
+			q++;
+			qd += cv->den;
+		} else {
+			return q;
+		}
+	}
+	return (uint64_t)(x / cv->den);
+}
+
+uint64_t kt__conv_apply(const struct kt__conv *cv, uint64_t ticks)
+{
+	if (ticks >= cv->t0) {
+		uint64_t add = conv_scale(cv, ticks - cv->t0);
+		return add > UINT64_MAX - cv->ns0 ? UINT64_MAX : cv->ns0 + add;
+	}
+	/* Before the calibration point: rare, so the plain way, truncating
+	 * toward zero as C division does. */
+	__int128 ns = (__int128)cv->ns0 -
+		      (__int128)(cv->t0 - ticks) * (__int128)cv->num / (__int128)cv->den;
+	return ns < 0 ? 0 : (uint64_t)ns;
+}
+
 uint64_t kt_ticks_to_ns(const kt_clock_calibration *c, const kt_file_summary *stop,
 			uint64_t ticks)
 {
-	__int128 dt = (__int128)ticks - (__int128)c->ticks;
-	__int128 ns;
-
-	if (stop && stop->clock_ticks1 > c->ticks && stop->clock_ns1 >= c->mono_ns)
-		ns = (__int128)c->mono_ns +
-		     dt * (__int128)(stop->clock_ns1 - c->mono_ns) /
-			     (__int128)(stop->clock_ticks1 - c->ticks);
-	else
-		ns = (__int128)c->mono_ns + dt * 1000000000 / (__int128)(c->tick_hz ? c->tick_hz : 1);
-	if (ns < 0)
-		return 0;
-	if (ns > (__int128)UINT64_MAX)
-		return UINT64_MAX;
-	return (uint64_t)ns;
+	struct kt__conv cv;
+	kt__conv_init(&cv, c, stop);
+	return kt__conv_apply(&cv, ticks);
 }
 
 const char *kt_event_type_name(unsigned type)

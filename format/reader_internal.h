@@ -8,6 +8,14 @@
 
 struct kt__merge;
 
+/* kt_ticks_to_ns() with its set-up done once. */
+struct kt__conv {
+	uint64_t t0, ns0, num, den;
+	double ratio;
+};
+void kt__conv_init(struct kt__conv *cv, const kt_clock_calibration *c, const kt_file_summary *stop);
+uint64_t kt__conv_apply(const struct kt__conv *cv, uint64_t ticks);
+
 /* The reader's merge state, created on first use; NULL without memory. */
 struct kt__merge *kt__reader_merge(kt_reader *r);
 struct kt__merge *kt__merge_new(void);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,6 +418,152 @@ static int cmd_info(int argc, char **argv)
 	return result;
 }
 
+/* ---- a two-thread pipeline for unpaced passes ------------------------- */
+
+/*
+ * Unpaced passes (dump, replay --max, export, stats) split the work over
+ * two threads: one merges and decodes events into batches, the caller's
+ * thread formats them.  Each batch holds copies of the events and their
+ * payloads, so the reader's buffers may move on while a batch is printed.
+ * The order, and so the output, is exactly kt_replay()'s.
+ */
+#define PIPE_EVENTS 8192
+#define PIPE_SLOTS 3
+
+struct pipe_ev {
+	uint64_t ns;
+	kt_event ev;          /* payload offset into arena, fixed up on use */
+	size_t payload_off;
+};
+
+struct pipe_batch {
+	struct pipe_ev ev[PIPE_EVENTS];
+	size_t n;
+	uint8_t *arena;
+	size_t arena_len, arena_cap;
+};
+
+struct pipe {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pipe_batch slots[PIPE_SLOTS];
+	size_t head, tail;    /* filled batches are [tail, head) */
+	int done, rc, cancel;
+	kt_reader *r;
+	struct pipe_batch *fill;
+};
+
+static int pipe_collect(struct pipe *p, const kt_event *ev)
+{
+	struct pipe_batch *b = p->fill;
+	if (b->arena_len + ev->payload_len > b->arena_cap) {
+		size_t n = b->arena_cap ? b->arena_cap * 2 : 1 << 16;
+		while (n < b->arena_len + ev->payload_len)
+			n *= 2;
+		void *q = realloc(b->arena, n);
+		if (!q)
+			return -ENOMEM;
+		b->arena = q;
+		b->arena_cap = n;
+	}
+	struct pipe_ev *e = &b->ev[b->n++];
+	e->ev = *ev;
+	e->ns = kt_reader_ticks_to_ns(p->r, ev->ts);
+	e->payload_off = b->arena_len;
+	if (ev->payload_len)
+		memcpy(b->arena + b->arena_len, ev->payload, ev->payload_len);
+	b->arena_len += ev->payload_len;
+	if (b->n < PIPE_EVENTS)
+		return 0;
+	/* Hand the batch over and wait for an empty slot. */
+	pthread_mutex_lock(&p->lock);
+	p->head++;
+	pthread_cond_broadcast(&p->cond);
+	while (p->head - p->tail == PIPE_SLOTS && !p->cancel)
+		pthread_cond_wait(&p->cond, &p->lock);
+	int cancel = p->cancel;
+	p->fill = &p->slots[p->head % PIPE_SLOTS];
+	pthread_mutex_unlock(&p->lock);
+	p->fill->n = 0;
+	p->fill->arena_len = 0;
+	return cancel ? 1 : 0;
+}
+
+/* The merging side: events in kt_reader_next() order, with their times. */
+static void *pipe_producer(void *arg)
+{
+	struct pipe *p = arg;
+	kt_event ev;
+	int rc;
+	while ((rc = kt_reader_next(p->r, &ev)) > 0)
+		if ((rc = pipe_collect(p, &ev)) != 0)
+			break;
+	pthread_mutex_lock(&p->lock);
+	if (p->fill->n)
+		p->head++; /* the last, partly filled batch */
+	p->rc = rc;
+	p->done = 1;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* As kt_replay(r, fn, ctx, {.max = 1}), on two threads. */
+static int replay_pipelined(kt_reader *r, kt_replay_fn fn, void *ctx)
+{
+	struct pipe *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->r = r;
+	p->fill = &p->slots[0];
+	pthread_t th;
+	int rc = 0;
+	if (pthread_create(&th, NULL, pipe_producer, p)) {
+		free(p);
+		kt_replay_options ro = { .max = 1 };
+		return kt_replay(r, fn, ctx, &ro);
+	}
+	/* The merge state (and with it the calibration) must exist before
+	 * both threads touch the reader: the producer creates it on its
+	 * first kt_reader_next(), and the consumer reads it only after a
+	 * batch has been handed over under the lock. */
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		while (p->tail == p->head && !p->done)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->tail == p->head) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		struct pipe_batch *b = &p->slots[p->tail % PIPE_SLOTS];
+		pthread_mutex_unlock(&p->lock);
+		for (size_t i = 0; i < b->n && !rc; i++) {
+			struct pipe_ev *e = &b->ev[i];
+			e->ev.payload = b->arena + e->payload_off;
+			rc = fn(ctx, &e->ev, e->ns);
+		}
+		pthread_mutex_lock(&p->lock);
+		p->tail++;
+		if (rc)
+			p->cancel = 1;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		if (rc)
+			break;
+	}
+	pthread_join(th, NULL);
+	if (!rc)
+		rc = p->rc < 0 ? p->rc : 0;
+	for (int i = 0; i < PIPE_SLOTS; i++)
+		free(p->slots[i].arena);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+	return rc;
+}
+
 /* ---- dump and replay --------------------------------------------------- */
 
 /*
@@ -580,6 +727,39 @@ static void o_u64(uint64_t v)
 	o_mem(b + i, sizeof(b) - (size_t)i);
 }
 
+/* Event times: consecutive ones share their leading digits, so the part
+ * above 1e8 is formatted only when it changes. */
+static void o_ns(uint64_t ns)
+{
+	static uint64_t hi_last = UINT64_MAX;
+	static char hi_s[24];
+	static int hi_n;
+	if (ns < 100000000u) {
+		o_u64(ns);
+		return;
+	}
+	uint64_t hi = ns / 100000000u;
+	uint32_t lo = (uint32_t)(ns - hi * 100000000u);
+	if (hi != hi_last) {
+		char b[24];
+		int i = sizeof(b);
+		uint64_t v = hi;
+		do
+			b[--i] = (char)('0' + v % 10);
+		while ((v /= 10));
+		hi_n = (int)sizeof(b) - i;
+		memcpy(hi_s, b + i, (size_t)hi_n);
+		hi_last = hi;
+	}
+	o_mem(hi_s, (size_t)hi_n);
+	char d[8];
+	for (int i = 7; i >= 0; i--) {
+		d[i] = (char)('0' + lo % 10);
+		lo /= 10;
+	}
+	o_mem(d, 8);
+}
+
 static void o_i64(int64_t v)
 {
 	if (v < 0) {
@@ -611,35 +791,65 @@ static void o_hex(const uint8_t *p, size_t n)
 	}
 }
 
+/*
+ * The constant middle of an event line, per (thread, name, type, format),
+ * in a small direct-mapped cache.  A middle too long for an entry is built
+ * in the entry's overflow buffer each time it is needed.
+ */
+struct prefix {
+	uint32_t tid, name;
+	uint8_t type, jsonl, used;
+	size_t len;
+	char s[128];
+	char *big;
+};
+static struct prefix pcache[1024];
+
+static const struct prefix *prefix_of(const struct tables *t, const kt_event *ev, int jsonl)
+{
+	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u) & 1023;
+	struct prefix *p = &pcache[h];
+	if (p->used && p->tid == ev->thread_id && p->name == ev->name_id && p->type == ev->type &&
+	    p->jsonl == jsonl)
+		return p;
+	const char *thr = thread_of(t, ev->thread_id, jsonl), *nm = name_of(t, ev->name_id, jsonl);
+	const char *type = kt_event_type_name(ev->type);
+	char *buf = NULL;
+	int n = jsonl ? asprintf(&buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s",
+				 ev->thread_id, thr, type, nm)
+		      : asprintf(&buf, " %u %s %s %s", ev->thread_id, thr, type, nm);
+	free(p->big);
+	p->big = NULL;
+	p->len = 0;
+	if (n > 0 && (size_t)n < sizeof(p->s)) {
+		memcpy(p->s, buf, (size_t)n);
+		p->len = (size_t)n;
+		free(buf);
+	} else if (n > 0) {
+		p->big = buf;
+		p->len = (size_t)n;
+	}
+	p->tid = ev->thread_id;
+	p->name = ev->name_id;
+	p->type = ev->type;
+	p->jsonl = (uint8_t)jsonl;
+	p->used = 1;
+	return p;
+}
+
 /* One event as a text line or a JSON object line. */
 static void print_event(const struct tables *t, const kt_event *ev, uint64_t ns, int jsonl)
 {
-	const char *type = kt_event_type_name(ev->type);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
-	if (jsonl) {
+	if (jsonl)
 		o_str("{\"ns\":");
-		o_u64(ns);
-		o_str(",\"tid\":");
-		o_u64(ev->thread_id);
-		o_str(",\"thread\":");
-		o_str(thread_of(t, ev->thread_id, 1));
-		o_str(",\"type\":\"");
-		o_str(type);
-		o_str("\",\"name\":");
-		o_str(name_of(t, ev->name_id, 1));
-	} else {
-		o_u64(ns);
-		o_mem(" ", 1);
-		o_u64(ev->thread_id);
-		o_mem(" ", 1);
-		o_str(thread_of(t, ev->thread_id, 0));
-		o_mem(" ", 1);
-		o_str(type);
-		o_mem(" ", 1);
-		o_str(name_of(t, ev->name_id, 0));
-	}
+	o_ns(ns);
+	/* Everything between the time and the value depends only on the
+	 * thread, the name and the type: built once, then copied. */
+	const struct prefix *px = prefix_of(t, ev, jsonl);
+	o_mem(px->big ? px->big : px->s, px->len);
 	switch (ev->type) {
 	case KT_EV_COUNTER_I64:
 		memcpy(&i64, ev->payload, 8);
@@ -795,7 +1005,7 @@ static int cmd_events(int argc, char **argv, int replay)
 	ofile = stdout;
 	progress_init(1);
 	progress_reader = r;
-	int rrc = kt_replay(r, dump_one, &d, &ro);
+	int rrc = ro.max ? replay_pipelined(r, dump_one, &d) : kt_replay(r, dump_one, &d, &ro);
 	o_flush();
 	fflush(stdout);
 	progress_end();
@@ -995,7 +1205,8 @@ static int cmd_export(int argc, char **argv)
 	oerr = 0;
 	progress_init(0);
 	progress_reader = r;
-	rc = kt_replay(r, chrome_one, &c, &ro);
+	(void)ro;
+	rc = replay_pipelined(r, chrome_one, &c);
 	o_flush();
 	progress_end();
 	fprintf(o, "\n]}\n");
@@ -1452,7 +1663,8 @@ static int cmd_stats(int argc, char **argv)
 	kt_replay_options ro = { .max = 1 };
 	progress_init(0);
 	progress_reader = r;
-	int rc = kt_replay(r, stats_one, &c, &ro);
+	(void)ro;
+	int rc = replay_pipelined(r, stats_one, &c);
 	progress_end();
 	if (rc < 0 || trc < 0) {
 		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, path, kt_reader_last_error(r)->message);

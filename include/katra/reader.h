@@ -201,6 +201,16 @@ KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
  */
 KT_API int kt_reader_next(kt_reader *r, kt_event *ev);
 
+/**
+ * kt_reader_ticks_to_ns - kt_ticks_to_ns() with the reader's best
+ * calibration: both points once kt_reader_next() has indexed a file with a
+ * summary, the header's alone otherwise.  This is the conversion
+ * kt_replay() uses.  Safe to call from another thread than the one driving
+ * the reader once that thread has returned its first event (the
+ * calibration does not change after the index pass).
+ */
+KT_API uint64_t kt_reader_ticks_to_ns(kt_reader *r, uint64_t ticks);
+
 /** Called for each replayed event with its CLOCK_MONOTONIC time; a
  * non-zero return stops the replay and becomes kt_replay()'s result. */
 typedef int (*kt_replay_fn)(void *ctx, const kt_event *ev, uint64_t ns);
