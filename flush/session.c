@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,11 +214,13 @@ static void drain(kt_session *s, struct kt__ring *r)
  * and its name.  Runs for a retired ring before it is recycled and for
  * every ring at stop; it counts each loss once however often it runs.
  */
-static void settle_ring(kt_session *s, struct kt__ring *r)
+static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
 {
 	struct sthread *t = thread_of(s, r);
 	if (!t)
 		return;
+	/* Only a ring settled after it retired may be recycled. */
+	r->settled = retired;
 	/* Relaxed: the ring's thread has exited, or the session is stopping
 	 * and the caller promised its producers are done. */
 	uint64_t lost = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
@@ -252,7 +255,7 @@ static void drain_all(kt_session *s)
 		int retired = atomic_load_explicit(&r->retired, memory_order_acquire);
 		drain(s, r);
 		if (retired) {
-			settle_ring(s, r);
+			settle_ring(s, r, 1);
 			retired_seen = 1;
 		}
 	}
@@ -313,7 +316,10 @@ static void finish_file(kt_session *s)
 {
 	if (!kt__registry_snapshot(&s->rings))
 		for (size_t i = 0; i < s->rings.len; i++)
-			settle_ring(s, s->rings.rings[i]);
+			settle_ring(s, s->rings.rings[i],
+				    /* Acquire: as in drain_all(). */
+				    atomic_load_explicit(&s->rings.rings[i]->retired,
+							 memory_order_acquire));
 	kt__clock_calibrate(&s->c1);
 	kt__names_each(name_cb, s);
 	for (size_t i = 0; i < s->nthreads && !s->error; i++)
@@ -466,7 +472,19 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	/* io_uring where the kernel and any seccomp policy allow it; the
 	 * pwrite sink does the same work otherwise, or when asked for. */
 	kt__sink *sink = NULL;
-	if (o.io != KT_IO_PWRITE) {
+	/* io_uring writes at explicit offsets with several in flight: only a
+	 * regular file or a block device without O_APPEND keeps them in
+	 * place.  Pipes, sockets and append-mode files take the pwrite sink,
+	 * which writes in order. */
+	struct stat sb;
+	int flags = fcntl(s->fd, F_GETFL);
+	int positional = fstat(s->fd, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode)) &&
+			 flags >= 0 && !(flags & O_APPEND);
+	if (o.io == KT_IO_URING && !positional) {
+		rc = -EINVAL;
+		goto err_free;
+	}
+	if (o.io != KT_IO_PWRITE && positional) {
 		rc = kt__uring_sink_new(s->fd, URING_BUFS, URING_BUF_SIZE, &sink);
 		if (rc && o.io == KT_IO_URING)
 			goto err_free;

@@ -214,6 +214,7 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 	r->lost_base = 0;
 	r->marked = 0;
 	r->refused_seen = 0;
+	r->settled = 0;
 	r->thread_id = tid;
 	r->os_tid = (uint32_t)gettid();
 	r->name = NULL;
@@ -301,7 +302,10 @@ size_t kt__registry_reap(void)
 		struct kt__ring *r = *pp;
 		/* Acquire pairs with thread_exit's release: once retired is
 		 * seen, the head loaded below is the thread's last. */
-		if (atomic_load_explicit(&r->retired, memory_order_acquire) &&
+		/* settled: the flusher has counted its losses, refusals and
+		 * name since it saw it retired; a ring that retired after the
+		 * flusher's look waits for the next pass. */
+		if (r->settled && atomic_load_explicit(&r->retired, memory_order_acquire) &&
 		    /* Acquire: the head read after retired is the thread's last;
 		     * relaxed tail: only the flusher, this thread, writes it. */
 		    atomic_load_explicit(&r->prod.head, memory_order_acquire) ==

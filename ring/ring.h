@@ -77,6 +77,8 @@ struct kt__ring {
 	} refs[KT__RING_REFS];
 	unsigned ref_head, ref_len;
 	uint64_t refused_seen;     /* refusals the flusher has accounted */
+	int settled;               /* the flusher accounted it after retirement:
+				    * only then may it be recycled */
 
 	/* Registry: under the registry lock. */
 	alignas(KT__CACHELINE) struct kt__ring *next;

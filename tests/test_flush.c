@@ -410,9 +410,44 @@ Test(errors, enospc_pwrite_drop, .timeout = 120)
 	check_enospc(KT_OVERFLOW_DROP, KT_IO_PWRITE);
 }
 
-Test(errors, enospc_uring_block, .timeout = 120)
+Test(errors, enospc_pwrite_block, .timeout = 120)
 {
-	check_enospc(KT_OVERFLOW_BLOCK, KT_IO_URING);
+	check_enospc(KT_OVERFLOW_BLOCK, KT_IO_PWRITE);
+}
+
+/* io_uring writes at offsets, several at once: a device, a pipe or an
+ * O_APPEND file would reorder them, so forcing it there is refused and
+ * "auto" picks pwrite. */
+Test(errors, uring_only_where_offsets_hold)
+{
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-append-%d.katra", (int)getpid());
+	int app = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	int targets[3] = { fds[1], full, app };
+	for (int i = 0; i < 3; i++) {
+		kt_session *s;
+		kt_session_options forced = { .fd = targets[i], .io = KT_IO_URING };
+		cr_assert_eq(kt_session_start(NULL, &forced, &s), -EINVAL, "target %d", i);
+	}
+	kt_session *s;
+	kt_summary sum;
+	kt_session_options autom = { .fd = app };
+	cr_assert_eq(kt_session_start(NULL, &autom, &s), 0);
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.io_backend, KT_IO_PWRITE);
+	kt_summary_release(&sum);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_close(r);
+	close(fds[0]);
+	close(fds[1]);
+	close(full);
+	close(app);
+	unlink(path);
 }
 
 /* A file that may not grow past 300 KiB: writes fail with EFBIG part way,

@@ -125,7 +125,9 @@ typedef struct kt_session_options {
 	int fd;                     /* write here instead of @path when > 0 */
 	int codec;                  /* kt_codec; default KT_CODEC_NONE */
 	int codec_level;            /* LZ4 acceleration; default 1 */
-	int io;                     /* kt_io_backend; default KT_IO_AUTO */
+	int io;                     /* kt_io_backend; default KT_IO_AUTO: io_uring
+				     * for a regular file or block device (not
+				     * O_APPEND), pwrite otherwise */
 	uint64_t flush_period_ns;   /* default 1 ms */
 	uint64_t fsync_interval_ns; /* 0: fdatasync only at stop */
 	const char *workload;       /* header strings; may be NULL */
@@ -163,7 +165,9 @@ typedef struct kt_summary {
  *
  * Events emitted after this returns are captured; ring contents from
  * before are discarded.  Return: 0; KT_EBUSY if a session is active;
- * -EINVAL; -errno from creating or writing the file.  Any thread.
+ * -EINVAL (also for KT_IO_URING on a pipe, socket or O_APPEND file, where
+ * writes at offsets cannot work); -errno from creating or writing the file,
+ * or from io_uring set-up when KT_IO_URING is forced.  Any thread.
  */
 KT_API int kt_session_start(const char *path, const kt_session_options *opts,
 			    kt_session **out);
