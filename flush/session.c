@@ -233,8 +233,16 @@ static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
 	}
 	/* Relaxed, as above: a counter read after its writer is done. */
 	uint64_t refused = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
-	s->refused += refused - r->refused_seen;
-	r->refused_seen = refused;
+	if (refused > r->refused_seen) {
+		/* Refused records were emitted and are not in the file: they
+		 * are losses, and a drop record says so. */
+		uint64_t n = refused - r->refused_seen;
+		s->refused += n;
+		r->refused_seen = refused;
+		put_drop(s, t, r->thread_id, n,
+			 atomic_load_explicit(&r->refused_first, memory_order_relaxed),
+			 atomic_load_explicit(&r->refused_last, memory_order_relaxed));
+	}
 	refresh_name(t, r);
 }
 

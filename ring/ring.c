@@ -210,6 +210,7 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 	r->gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
 	atomic_store_explicit(&r->lost_total, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->refused_total, 0, memory_order_relaxed);
+	r->refused_base = 0;
 	atomic_store_explicit(&r->retired, 0, memory_order_relaxed);
 	r->lost_base = 0;
 	r->marked = 0;
@@ -460,6 +461,41 @@ static void block_wait(struct kt__ring *r, uint64_t need)
 	atomic_fetch_sub_explicit(&r->waiters, 1, memory_order_relaxed);
 }
 
+/* Losses and refusals from an earlier session belong to that session.
+ * Relaxed: see session_gen. */
+static void sync_gen(struct kt__ring *r)
+{
+	uint64_t gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
+	if (r->gen != gen) {
+		r->pending = 0;
+		r->gen = gen;
+		/* Relaxed: this thread's own counter. */
+		r->refused_base = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+	}
+}
+
+/* A record refused: counted, with its time, for the flusher's drop frame.
+ * Relaxed: counters only this thread writes, read by the flusher when it
+ * settles the ring (after the thread exits, or at stop). */
+static void refuse(struct kt__ring *r)
+{
+	sync_gen(r);
+	uint64_t ts = kt_now();
+	uint64_t n = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+	if (n == r->refused_base)
+		atomic_store_explicit(&r->refused_first, ts, memory_order_relaxed);
+	atomic_store_explicit(&r->refused_last, ts, memory_order_relaxed);
+	atomic_store_explicit(&r->refused_total, n + 1, memory_order_relaxed);
+}
+
+KT_API void kt__refuse(void)
+{
+	struct kt__ring *r = tls_full_ring();
+	if (!r && !(r = register_thread()))
+		return;
+	refuse(r);
+}
+
 KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
 			  size_t len)
 {
@@ -468,18 +504,10 @@ KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *
 		return;
 	size_t size = 16 + ((len + 7) & ~(size_t)7);
 	if (len > 0xffff || size > r->size / 4) {
-		/* Relaxed: a counter only this thread writes. */
-		atomic_store_explicit(&r->refused_total,
-				      atomic_load_explicit(&r->refused_total, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		refuse(r);
 		return;
 	}
-	uint64_t gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
-	if (r->gen != gen) {
-		/* Losses from an earlier session belong to that session. */
-		r->pending = 0;
-		r->gen = gen;
-	}
+	sync_gen(r);
 	uint64_t ts = kt_now();
 	/* Relaxed: head is written only by this thread. */
 	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);

@@ -50,6 +50,7 @@ struct kt__ring {
 	uint64_t size;
 	uint64_t pending;          /* lost since the last drop marker */
 	uint64_t gen;              /* session generation of the pending state */
+	uint64_t refused_base;     /* refused_total when this session began */
 	/* Time range of the pending loss; the flusher reads them at stop for
 	 * losses no marker carried.  Relaxed: producer-written, read late. */
 	_Atomic uint64_t pending_first;
@@ -59,6 +60,8 @@ struct kt__ring {
 	 * stop reads them after the producers are done. */
 	_Atomic uint64_t lost_total;
 	_Atomic uint64_t refused_total;
+	_Atomic uint64_t refused_first; /* time range of refusals this session */
+	_Atomic uint64_t refused_last;
 
 	/* Consumer line: written only by the flusher. */
 	alignas(KT__CACHELINE) _Atomic uint64_t tail;

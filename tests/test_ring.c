@@ -346,13 +346,28 @@ Test(ring, oversize_records_are_refused_and_counted)
 	kt_message(id, big, 16 * 1024 - 15);      /* one byte over: refused */
 	kt_message(id, big, sizeof(big));         /* refused */
 	kt_emit(KT_EV_USER, id, 0, big, 70000);   /* over the u16 length: refused */
+	/* Malformed for the format: refused before they reach the ring. */
+	kt_emit(KT_EV_COUNTER_I64, id, 0, big, 4);
+	kt_emit(0xFE, id, 0, big, 8);
+	kt_emit(KT_EV_ZONE_BEGIN, id, 1, NULL, 0);
+	kt_flow(id, 1, (kt_flow_phase)7);
 	kt_message(id, "ok", 2);
 	kt_summary sum;
 	cr_assert_eq(kt_session_stop(s, &sum), 0);
 	cr_assert_eq(sum.events_written, 2);
-	cr_assert_eq(sum.events_refused, 3);
-	cr_assert_eq(sum.events_dropped, 0);
+	cr_assert_eq(sum.events_refused, 7);
+	/* Refused records were emitted: they count as dropped, in the file. */
+	cr_assert_eq(sum.events_dropped, 7);
 	kt_summary_release(&sum);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(st.complete, 1);
+	cr_assert_eq(st.events, 2);
+	cr_assert_eq(st.dropped, 7);
+	kt_reader_close(r);
 	unlink(path);
 	free(path);
 }

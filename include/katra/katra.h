@@ -142,7 +142,8 @@ typedef struct kt_session_options {
 typedef struct kt_summary {
 	uint64_t events_written;
 	uint64_t events_dropped;
-	uint64_t events_refused;    /* records over a quarter of the ring */
+	uint64_t events_refused;    /* records refused (over a quarter of the
+				     * ring, or malformed): also in dropped */
 	uint64_t chunks;
 	uint64_t bytes_raw;
 	uint64_t bytes_on_disk;
@@ -216,6 +217,32 @@ extern KT_API int kt__clock_tsc;
 KT_API __attribute__((cold)) uint64_t kt__now_slow(void);
 KT_API __attribute__((cold)) void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags,
 						const void *payload, size_t len);
+/* Count a record the format cannot hold as refused (and so as dropped). */
+KT_API __attribute__((cold)) void kt__refuse(void);
+
+/* Whether a record of @type fits SPEC §4.2; the reader rejects a whole
+ * chunk over one bad record, so bad ones never enter the ring. */
+static inline int kt__record_ok(uint8_t type, uint8_t flags, size_t len)
+{
+	switch (type) {
+	case KT_EV_ZONE_BEGIN:
+	case KT_EV_ZONE_END:
+	case KT_EV_INSTANT:
+		return len == 0 && flags == 0;
+	case KT_EV_COUNTER_I64:
+	case KT_EV_COUNTER_F64:
+	case KT_EV_FRAME:
+		return len == 8 && flags == 0;
+	case KT_EV_FLOW:
+		return len == 8 && flags <= KT_FLOW_END;
+	case KT_EV_MESSAGE:
+		return flags == 0;
+	case KT_EV_USER:
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 /*
  * The timestamp of a fast-path record.  On x86 the fast path runs only
@@ -350,8 +377,12 @@ static inline void kt_frame(uint32_t id, uint64_t frame_no)
 /** kt_flow - a step of flow @flow_id; @phase is a kt_flow_phase. */
 static inline void kt_flow(uint32_t id, uint64_t flow_id, kt_flow_phase phase)
 {
-	if (kt__on())
-		kt__emit(KT_EV_FLOW, id, (uint8_t)phase, &flow_id, 8);
+	if (kt__on()) {
+		if (__builtin_expect((unsigned)phase > KT_FLOW_END, 0))
+			kt__refuse();
+		else
+			kt__emit(KT_EV_FLOW, id, (uint8_t)phase, &flow_id, 8);
+	}
 }
 
 /**
@@ -367,14 +398,20 @@ static inline void kt_message(uint32_t id, const char *text, size_t len)
 
 /**
  * kt_emit - a record of any type.  @type KT_EV_USER carries opaque bytes
- * with @flags free for the caller; other types must follow SPEC §4.2 (the
- * flusher does not check them).  Limits as for kt_message().
+ * with @flags free for the caller; other types must have the payload size
+ * and flags SPEC §4.2 gives them.  A record that does not (an unknown type,
+ * a wrong size) is refused and counted as dropped, as are records over the
+ * limits of kt_message().
  */
 static inline void kt_emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
 			   size_t len)
 {
-	if (kt__on())
-		kt__emit(type, id, flags, payload, len);
+	if (kt__on()) {
+		if (__builtin_expect(!kt__record_ok(type, flags, len), 0))
+			kt__refuse();
+		else
+			kt__emit(type, id, flags, payload, len);
+	}
 }
 
 static inline uint32_t kt__zone_id(_Atomic uint32_t *cache, const char *literal)
