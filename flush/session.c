@@ -27,6 +27,7 @@
 #include <katra/writer.h>
 #include "flush/flush.h"
 #include "format/format.h"
+#include "format/reader_internal.h"
 #include "ring/ring.h"
 
 #define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */
@@ -61,6 +62,8 @@ struct kt_session {
 	kt_clock_calibration c0, c1;
 	uint64_t chunks, bytes_raw, refused, on_disk;
 	uint64_t cpu_ns;        /* the flusher thread's CPU time */
+	uint64_t gen;           /* this session's ring generation */
+	uint64_t start_off;     /* where the trace starts in the file */
 };
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -77,15 +80,15 @@ static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
 
 static void refresh_name(struct sthread *t, struct kt__ring *r)
 {
-	char buf[256];
-	kt__ring_name(r, buf, sizeof(buf));
-	if (!buf[0] || (t->name && !strcmp(t->name, buf)))
+	char *name = kt__ring_name_dup(r);
+	if (!name)
 		return;
-	char *copy = strdup(buf);
-	if (copy) {
-		free(t->name);
-		t->name = copy;
+	if (t->name && !strcmp(t->name, name)) {
+		free(name);
+		return;
 	}
+	free(t->name);
+	t->name = name;
 }
 
 static void note_error(kt_session *s, int rc)
@@ -184,9 +187,14 @@ static void drain(kt_session *s, struct kt__ring *r)
 		if (rec[12] == KT__EV_DROP_MARK) {
 			put_chunk(s, t, r, from + start, p + start, at - start, count, first, last);
 			count = 0;
-			uint64_t n = kt__get64(rec + 16);
-			r->marked += n;
-			put_drop(s, t, r->thread_id, n, kt__get64(rec + 24), kt__get64(rec + 32));
+			/* A marker from an earlier session carries losses that
+			 * session already counted at its stop. */
+			if (kt__get32(rec + 8) == (uint32_t)s->gen) {
+				uint64_t n = kt__get64(rec + 16);
+				r->marked += n;
+				put_drop(s, t, r->thread_id, n, kt__get64(rec + 24),
+					 kt__get64(rec + 32));
+			}
 			start = at + sz;
 		} else {
 			uint64_t ts = kt__get64(rec);
@@ -293,7 +301,7 @@ static void recount_after_error(kt_session *s)
 	uint64_t *in_file = calloc(s->nthreads ? s->nthreads : 1, sizeof(*in_file));
 	if (!in_file)
 		return;
-	if (fd >= 0 && kt_reader_open_fd(&r, fd, NULL) == 0) {
+	if (fd >= 0 && kt__reader_open_fd_at(&r, fd, s->start_off, NULL) == 0) {
 		kt_trace_frame f;
 		while (kt_reader_next_frame(r, &f) > 0) {
 			if (f.kind != KT_FRAME_CHUNK)
@@ -503,6 +511,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	}
 	s->io_backend = sink->backend;
 	off_t start = lseek(s->fd, 0, SEEK_CUR);
+	s->start_off = start > 0 ? (uint64_t)start : 0;
 	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, start > 0 ? (uint64_t)start : 0,
 				       &h))) {
 		sink->close(sink);
@@ -510,7 +519,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	}
 
 	kt__registry_set_session(1);
-	kt__registry_reset_for_session();
+	s->gen = kt__registry_reset_for_session();
 	if ((rc = pthread_create(&s->thread, NULL, flusher_main, s))) {
 		rc = -rc;
 		kt__registry_set_session(0);

@@ -40,7 +40,8 @@ struct slot {
 	uint64_t off;   /* file offset of the buffer's first byte */
 	size_t len;     /* bytes to write */
 	size_t done;    /* bytes written so far */
-	int busy;
+	int busy;       /* out of the pool: with the writer or in flight */
+	int queued;     /* a write of it is in flight */
 };
 
 struct uring_sink {
@@ -57,6 +58,7 @@ struct uring_sink {
 	uint64_t bad_off;    /* lowest offset a failed write covered */
 	struct ref_op refs[REF_OPS];
 	unsigned refs_busy;
+	int dead;            /* the ring failed; nothing more is submitted */
 	int regular;         /* a regular file: truncate past a failure */
 };
 
@@ -71,6 +73,8 @@ static void fail(struct uring_sink *u, int err, uint64_t off)
 /* Queue a write of slot @i's remaining bytes.  The caller submits. */
 static int queue_write(struct uring_sink *u, unsigned i)
 {
+	if (u->dead)
+		return -EIO;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe) {
 		io_uring_submit(&u->ring);
@@ -87,6 +91,8 @@ static int queue_write(struct uring_sink *u, unsigned i)
 
 static int queue_ref(struct uring_sink *u, unsigned i)
 {
+	if (u->dead)
+		return -EIO;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe) {
 		io_uring_submit(&u->ring);
@@ -170,26 +176,54 @@ static void complete(struct uring_sink *u, struct io_uring_cqe *cqe)
 		}
 	}
 	s->busy = 0;
+	s->queued = 0;
 	u->free_stack[u->nfree++] = (unsigned)tag;
+}
+
+/*
+ * Waiting on the ring failed (not EINTR): it cannot be trusted to report
+ * what is in flight.  The file is good below the lowest offset any write
+ * in flight covers.  Closing the ring cancels the requests and the kernel
+ * waits for them before it lets go of their pages; only then do the
+ * callers get their memory back, each exactly once.
+ */
+static void ring_dead(struct uring_sink *u, int rc)
+{
+	uint64_t low = UINT64_MAX;
+	for (unsigned i = 0; i < u->nbuf; i++)
+		if (u->slots[i].queued && u->slots[i].off + u->slots[i].done < low)
+			low = u->slots[i].off + u->slots[i].done;
+	for (unsigned i = 0; i < REF_OPS; i++)
+		if (u->refs[i].busy && u->refs[i].off + u->refs[i].done < low)
+			low = u->refs[i].off + u->refs[i].done;
+	fail(u, rc, low);
+	io_uring_queue_exit(&u->ring);
+	u->dead = 1;
+	u->inflight = 0;
+	for (unsigned i = 0; i < u->nbuf; i++)
+		if (u->slots[i].queued) {
+			u->slots[i].queued = 0;
+			u->slots[i].busy = 0;
+			u->free_stack[u->nfree++] = i;
+		}
+	for (unsigned i = 0; i < REF_OPS; i++)
+		if (u->refs[i].busy)
+			ref_finish(u, &u->refs[i], rc);
 }
 
 /* Reap completions; with @wait, block for at least one. */
 static void reap(struct uring_sink *u, int wait)
 {
 	struct io_uring_cqe *cqe;
+	if (u->dead)
+		return;
 	if (wait && u->inflight) {
 		int rc;
 		do
 			rc = io_uring_wait_cqe(&u->ring, &cqe);
 		while (rc == -EINTR);
 		if (rc < 0) {
-			fail(u, rc, 0);
-			/* The ring is unusable: nothing will complete.  Give every
-			 * caller's memory back now rather than never. */
-			u->inflight = 0;
-			for (unsigned i = 0; i < REF_OPS; i++)
-				if (u->refs[i].busy)
-					ref_finish(u, &u->refs[i], rc);
+			ring_dead(u, rc);
 			return;
 		}
 		complete(u, cqe);
@@ -240,6 +274,7 @@ static int u_write(kt__sink *base, uint8_t *buf, size_t len, uint64_t off)
 		u->free_stack[u->nfree++] = i;
 		return rc;
 	}
+	s->queued = 1;
 	u->inflight++;
 	io_uring_submit(&u->ring);
 	return 0;
@@ -307,7 +342,7 @@ static int u_sync(kt__sink *base, int wait)
 		wait_all(u);
 		return u->base.error;
 	}
-	if (!u->base.error) {
+	if (!u->base.error && !u->dead) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 		if (!sqe) {
 			io_uring_submit(&u->ring);
@@ -341,8 +376,10 @@ static void u_close(kt__sink *base)
 	 * valid prefix. */
 	if (u->base.error && u->regular && u->bad_off != UINT64_MAX)
 		(void)ftruncate(u->fd, (off_t)u->bad_off);
-	io_uring_unregister_buffers(&u->ring);
-	io_uring_queue_exit(&u->ring);
+	if (!u->dead) {
+		io_uring_unregister_buffers(&u->ring);
+		io_uring_queue_exit(&u->ring);
+	}
 	munmap(u->mem, (size_t)u->nbuf * u->bufsz);
 	free(u->slots);
 	free(u->free_stack);

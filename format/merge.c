@@ -268,7 +268,13 @@ int kt_replay(kt_reader *r, kt_replay_fn fn, void *ctx, const kt_replay_options 
 				start = t;
 				have_first = 1;
 			}
-			uint64_t due = start + (uint64_t)((double)(ns - first_ns) / speed);
+			/* A file's times need not increase across threads' clocks
+			 * (nor, if crafted, at all): an earlier one is due now, and
+			 * no wait is longer than a day. */
+			double wait = ns > first_ns ? (double)(ns - first_ns) / speed : 0;
+			if (wait > 86400e9)
+				wait = 86400e9;
+			uint64_t due = start + (uint64_t)wait;
 			if (due > t)
 				sleep_until(due);
 		}

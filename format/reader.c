@@ -36,6 +36,7 @@ struct kt_reader {
 	int own_fd;
 	const uint8_t *mem;
 	uint64_t size;
+	uint64_t base;     /* file offset of the trace's first byte (fd readers) */
 
 	kt_header hdr;
 	char *hdr_strings; /* every header string, NUL-terminated */
@@ -123,7 +124,7 @@ static int get_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out
 		return rc;
 	size_t got = 0;
 	while (got < len) {
-		ssize_t n = pread(r->fd, r->frame_buf + got, len - got, (off_t)(off + got));
+		ssize_t n = pread(r->fd, r->frame_buf + got, len - got, (off_t)(r->base + off + got));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -313,6 +314,11 @@ static kt_reader *reader_new(void)
 
 int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err)
 {
+	return kt__reader_open_fd_at(out, fd, 0, err);
+}
+
+int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_error *err)
+{
 	kt_reader_error local;
 	struct stat sb;
 
@@ -330,7 +336,8 @@ int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err)
 	if (!r)
 		return fail(err, -ENOMEM, 0, "reader");
 	r->fd = fd;
-	r->size = (uint64_t)sb.st_size;
+	r->base = base;
+	r->size = (uint64_t)sb.st_size > base ? (uint64_t)sb.st_size - base : 0;
 	return open_common(r, out, err);
 }
 
@@ -938,9 +945,8 @@ uint64_t kt__conv_apply(const struct kt__conv *cv, uint64_t ticks)
 	}
 	/* Before the calibration point: rare, so the plain way, truncating
 	 * toward zero as C division does. */
-	__int128 ns = (__int128)cv->ns0 -
-		      (__int128)(cv->t0 - ticks) * (__int128)cv->num / (__int128)cv->den;
-	return ns < 0 ? 0 : (uint64_t)ns;
+	unsigned __int128 back = (unsigned __int128)(cv->t0 - ticks) * cv->num / cv->den;
+	return back >= cv->ns0 ? 0 : cv->ns0 - (uint64_t)back;
 }
 
 uint64_t kt_ticks_to_ns(const kt_clock_calibration *c, const kt_file_summary *stop,

@@ -8,6 +8,9 @@
 
 struct kt__merge;
 
+/* kt_reader_open_fd() for a trace that starts at file offset @base. */
+int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_error *err);
+
 /* kt_ticks_to_ns() with its set-up done once. */
 struct kt__conv {
 	uint64_t t0, ns0, num, den;

@@ -81,11 +81,12 @@ static int fd_write(kt__sink *s, uint8_t *p, size_t n, uint64_t off)
 	struct fd_sink *f = (struct fd_sink *)s;
 	while (n) {
 		ssize_t k = f->seekable ? pwrite(f->fd, p, n, (off_t)off) : write(f->fd, p, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			/* No progress at all would loop forever: an error. */
 			if (!s->error)
-				s->error = -errno;
+				s->error = k < 0 ? -errno : -EIO;
 			return s->error;
 		}
 		p += k;
@@ -120,9 +121,10 @@ static int fd_write_ref(kt__sink *s, const uint8_t *head, size_t head_len, const
 
 	while (left && !s->error) {
 		ssize_t k = f->seekable ? pwritev(f->fd, v, n, (off_t)off) : writev(f->fd, v, n);
-		if (k < 0) {
-			if (errno != EINTR)
-				s->error = -errno;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			s->error = k < 0 ? -errno : -EIO;
 			continue;
 		}
 		left -= (size_t)k;

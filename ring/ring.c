@@ -329,10 +329,10 @@ void kt__registry_set_session(int running)
 	pthread_mutex_unlock(&reg_lock);
 }
 
-void kt__registry_reset_for_session(void)
+uint64_t kt__registry_reset_for_session(void)
 {
 	pthread_mutex_lock(&reg_lock);
-	atomic_fetch_add_explicit(&session_gen, 1, memory_order_relaxed);
+	uint64_t gen = atomic_fetch_add_explicit(&session_gen, 1, memory_order_relaxed) + 1;
 	for (struct kt__ring *r = reg_head; r; r = r->next) {
 		/* Acquire: the producer's last records are complete before we
 		 * skip over them, and release the space back to it. */
@@ -349,13 +349,15 @@ void kt__registry_reset_for_session(void)
 		r->refused_seen = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&reg_lock);
+	return gen;
 }
 
-void kt__ring_name(struct kt__ring *r, char *buf, size_t cap)
+char *kt__ring_name_dup(struct kt__ring *r)
 {
 	pthread_mutex_lock(&reg_lock);
-	snprintf(buf, cap, "%s", r->name ? r->name : "");
+	char *copy = r->name ? strdup(r->name) : NULL;
 	pthread_mutex_unlock(&reg_lock);
+	return copy;
 }
 
 int kt_thread_name(const char *name)
@@ -547,7 +549,10 @@ KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *
 			atomic_load_explicit(&r->pending_first, memory_order_relaxed),
 			atomic_load_explicit(&r->pending_last, memory_order_relaxed),
 		};
-		kt__put_record(p, ts, KT__EV_DROP_MARK, 0, 0, mark, sizeof(mark));
+		/* The marker names its session (low bits of the generation):
+		 * a producer that saw a stale generation must not have the
+		 * next session count these losses again. */
+		kt__put_record(p, ts, KT__EV_DROP_MARK, (uint32_t)r->gen, 0, mark, sizeof(mark));
 		p += KT__DROP_MARK_SIZE;
 		head += KT__DROP_MARK_SIZE;
 		r->pending = 0;

@@ -110,11 +110,13 @@ size_t kt__registry_reap(void);
 /* Mark the registry as having (or not) a session; with none, exiting
  * threads recycle their rings themselves. */
 void kt__registry_set_session(int running);
-/* Copy thread @r's name under the registry lock into @buf (may be ""). */
-void kt__ring_name(struct kt__ring *r, char *buf, size_t cap);
+/* A malloc'd copy of thread @r's name, taken under the registry lock;
+ * NULL when it has none (or without memory). */
+char *kt__ring_name_dup(struct kt__ring *r);
 /* Start a new session generation: every ring is emptied (tail = head) and
- * its loss counters rebased.  Called with no flusher running. */
-void kt__registry_reset_for_session(void);
+ * its loss counters rebased.  Called with no flusher running.  Returns the
+ * new generation, whose low 32 bits the session's drop markers carry. */
+uint64_t kt__registry_reset_for_session(void);
 /* Wake a producer blocked on @r after its tail moved. */
 void kt__ring_tail_moved(struct kt__ring *r);
 

@@ -494,3 +494,31 @@ Test(errors, file_size_limit_uring_leaves_a_valid_prefix, .timeout = 120)
 {
 	check_fsize(KT_IO_URING);
 }
+
+/* A session may start part way into a caller's file: after a failure the
+ * recount must read the trace where it starts, not at offset 0. */
+Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-offset-%d.bin", (int)getpid());
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	static char lead[4096];
+	memset(lead, 'x', sizeof(lead));
+	cr_assert_eq(write(fd, lead, sizeof(lead)), (ssize_t)sizeof(lead));
+	signal(SIGXFSZ, SIG_IGN);
+	struct rlimit old, lim;
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim.rlim_cur = 300 << 10;
+	lim.rlim_max = old.rlim_max;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	kt_summary sum;
+	int rc = run_failing(KT_OVERFLOW_BLOCK, KT_IO_PWRITE, fd, NULL, 300000, &sum);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	cr_assert_eq(rc, -EFBIG);
+	cr_assert_gt(sum.events_written, 0, "the prefix after the lead-in was not found");
+	cr_assert_eq(sum.events_written + sum.events_dropped, 2 * 300000);
+	kt_summary_release(&sum);
+	close(fd);
+	unlink(path);
+}
