@@ -71,17 +71,25 @@ static void fail(struct uring_sink *u, int err, uint64_t off)
 }
 
 /* Queue a write of slot @i's remaining bytes.  The caller submits. */
-static int queue_write(struct uring_sink *u, unsigned i)
+/* A free submission entry, submitting what is queued if none is left;
+ * NULL when the ring is dead or still full. */
+static struct io_uring_sqe *get_sqe(struct uring_sink *u)
 {
 	if (u->dead)
-		return -EIO;
+		return NULL;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe) {
 		io_uring_submit(&u->ring);
 		sqe = io_uring_get_sqe(&u->ring);
-		if (!sqe)
-			return -EBUSY;
 	}
+	return sqe;
+}
+
+static int queue_write(struct uring_sink *u, unsigned i)
+{
+	struct io_uring_sqe *sqe = get_sqe(u);
+	if (!sqe)
+		return u->dead ? -EIO : -EBUSY;
 	struct slot *s = &u->slots[i];
 	io_uring_prep_write_fixed(sqe, u->fd, u->mem + (size_t)i * u->bufsz + s->done,
 				  (unsigned)(s->len - s->done), s->off + s->done, (int)i);
@@ -91,15 +99,9 @@ static int queue_write(struct uring_sink *u, unsigned i)
 
 static int queue_ref(struct uring_sink *u, unsigned i)
 {
-	if (u->dead)
-		return -EIO;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
-	if (!sqe) {
-		io_uring_submit(&u->ring);
-		sqe = io_uring_get_sqe(&u->ring);
-		if (!sqe)
-			return -EBUSY;
-	}
+	struct io_uring_sqe *sqe = get_sqe(u);
+	if (!sqe)
+		return u->dead ? -EIO : -EBUSY;
 	struct ref_op *op = &u->refs[i];
 	io_uring_prep_writev(sqe, u->fd, op->iov + op->first, (unsigned)(op->niov - op->first),
 			     op->off + op->done);
@@ -343,11 +345,7 @@ static int u_sync(kt__sink *base, int wait)
 		return u->base.error;
 	}
 	if (!u->base.error && !u->dead) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
-		if (!sqe) {
-			io_uring_submit(&u->ring);
-			sqe = io_uring_get_sqe(&u->ring);
-		}
+		struct io_uring_sqe *sqe = get_sqe(u);
 		if (sqe) {
 			io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
 			/* Drain: the sync starts after every write queued before
