@@ -667,7 +667,6 @@ static const char *thread_of(const struct tables *t, uint32_t id, int json)
 
 static const char *const flow_phase[] = { "begin", "step", "end" };
 
-/* One event as a text line or a JSON object line. */
 /*
  * Event output goes through one buffer with its own integer formatting:
  * printf's format parsing was most of the time of a dump.
@@ -798,26 +797,70 @@ static void o_hex(const uint8_t *p, size_t n)
  */
 struct prefix {
 	uint32_t tid, name;
-	uint8_t type, jsonl, used;
+	uint8_t type, kind, used, flags;
 	size_t len;
 	char s[128];
 	char *big;
 };
 static struct prefix pcache[1024];
 
-static const struct prefix *prefix_of(const struct tables *t, const kt_event *ev, int jsonl)
+enum { MID_TEXT, MID_JSONL, MID_CHROME_HEAD, MID_CHROME_TAIL };
+
+/* Build the cached middle of kind @k; returns asprintf's result. */
+static int build_mid(char **buf, const struct tables *t, const kt_event *ev, int k, uint64_t pid)
 {
-	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u) & 1023;
-	struct prefix *p = &pcache[h];
-	if (p->used && p->tid == ev->thread_id && p->name == ev->name_id && p->type == ev->type &&
-	    p->jsonl == jsonl)
-		return p;
-	const char *thr = thread_of(t, ev->thread_id, jsonl), *nm = name_of(t, ev->name_id, jsonl);
 	const char *type = kt_event_type_name(ev->type);
+	switch (k) {
+	case MID_JSONL:
+		return asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s",
+				ev->thread_id, thread_of(t, ev->thread_id, 1), type,
+				name_of(t, ev->name_id, 1));
+	case MID_CHROME_HEAD:
+		return asprintf(buf, "{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":", pid, ev->thread_id);
+	case MID_CHROME_TAIL: {
+		const char *nm = name_of(t, ev->name_id, 1);
+		switch (ev->type) {
+		case KT_EV_ZONE_BEGIN:
+			return asprintf(buf, "\"ph\":\"B\",\"name\":%s}", nm);
+		case KT_EV_ZONE_END:
+			return asprintf(buf, "\"ph\":\"E\",\"name\":%s}", nm);
+		case KT_EV_INSTANT:
+			return asprintf(buf, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", nm);
+		case KT_EV_COUNTER_I64:
+		case KT_EV_COUNTER_F64:
+			return asprintf(buf, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", nm);
+		case KT_EV_FRAME:
+			return asprintf(buf, "\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
+					     "\"args\":{\"frame\":", nm);
+		case KT_EV_FLOW: {
+			static const char *const ph[3] = { "\"ph\":\"s\",", "\"ph\":\"t\",",
+							   "\"ph\":\"f\",\"bp\":\"e\"," };
+			return asprintf(buf, "%s\"name\":%s,\"cat\":\"flow\",\"id\":",
+					ph[ev->flags < 3 ? ev->flags : 0], nm);
+		}
+		default:
+			return asprintf(buf, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", nm);
+		}
+	}
+	default:
+		return asprintf(buf, " %u %s %s %s", ev->thread_id, thread_of(t, ev->thread_id, 0), type,
+				name_of(t, ev->name_id, 0));
+	}
+}
+
+static const struct prefix *mid_of(const struct tables *t, const kt_event *ev, int k, uint64_t pid)
+{
+	uint8_t type = k == MID_CHROME_HEAD ? 0 : ev->type;
+	uint8_t flags = k == MID_CHROME_TAIL && ev->type == KT_EV_FLOW ? ev->flags : 0;
+	uint32_t name = k == MID_CHROME_HEAD ? 0 : ev->name_id;
+	unsigned h = (ev->thread_id * 2654435761u ^ name * 40503u ^ type * 97u ^ (unsigned)k * 7919u ^
+		      flags * 31u) & 1023;
+	struct prefix *p = &pcache[h];
+	if (p->used && p->tid == ev->thread_id && p->name == name && p->type == type &&
+	    p->kind == k && p->flags == flags)
+		return p;
 	char *buf = NULL;
-	int n = jsonl ? asprintf(&buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s",
-				 ev->thread_id, thr, type, nm)
-		      : asprintf(&buf, " %u %s %s %s", ev->thread_id, thr, type, nm);
+	int n = build_mid(&buf, t, ev, k, pid);
 	free(p->big);
 	p->big = NULL;
 	p->len = 0;
@@ -830,11 +873,18 @@ static const struct prefix *prefix_of(const struct tables *t, const kt_event *ev
 		p->len = (size_t)n;
 	}
 	p->tid = ev->thread_id;
-	p->name = ev->name_id;
-	p->type = ev->type;
-	p->jsonl = (uint8_t)jsonl;
+	p->name = name;
+	p->type = type;
+	p->flags = flags;
+	p->kind = (uint8_t)k;
 	p->used = 1;
 	return p;
+}
+
+static void o_mid(const struct tables *t, const kt_event *ev, int k, uint64_t pid)
+{
+	const struct prefix *px = mid_of(t, ev, k, pid);
+	o_mem(px->big ? px->big : px->s, px->len);
 }
 
 /* One event as a text line or a JSON object line. */
@@ -848,8 +898,7 @@ static void print_event(const struct tables *t, const kt_event *ev, uint64_t ns,
 	o_ns(ns);
 	/* Everything between the time and the value depends only on the
 	 * thread, the name and the type: built once, then copied. */
-	const struct prefix *px = prefix_of(t, ev, jsonl);
-	o_mem(px->big ? px->big : px->s, px->len);
+	o_mid(t, ev, jsonl ? MID_JSONL : MID_TEXT, 0);
 	switch (ev->type) {
 	case KT_EV_COUNTER_I64:
 		memcpy(&i64, ev->payload, 8);
@@ -1037,86 +1086,58 @@ struct chrome_ctx {
 static int chrome_one(void *arg, const kt_event *ev, uint64_t ns)
 {
 	struct chrome_ctx *c = arg;
-	const char *name = name_of(c->t, ev->name_id, 1);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
-	char frac[4] = { (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
+	char frac[5] = { '.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
 			 (char)('0' + ns % 10), ',' };
-	/* Microseconds with nanosecond digits: the format's unit is us. */
-	o_str(c->n ? ",\n{\"pid\":" : "\n{\"pid\":");
-	o_u64(c->pid);
-	o_str(",\"tid\":");
-	o_u64(ev->thread_id);
-	o_str(",\"ts\":");
-	o_u64(ns / 1000);
-	o_mem(".", 1);
-	o_mem(frac, 4);
+	/* Microseconds with nanosecond digits: the format's unit is us.  The
+	 * parts that depend only on the thread, or on the thread, name and
+	 * type, come from the middle cache. */
+	o_mem(c->n ? ",\n" : "\n", c->n ? 2 : 1);
+	o_mid(c->t, ev, MID_CHROME_HEAD, c->pid);
+	o_ns(ns / 1000);
+	o_mem(frac, 5);
+	o_mid(c->t, ev, MID_CHROME_TAIL, c->pid);
 	switch (ev->type) {
 	case KT_EV_ZONE_BEGIN:
 	case KT_EV_ZONE_END:
-		o_str(ev->type == KT_EV_ZONE_BEGIN ? "\"ph\":\"B\",\"name\":" : "\"ph\":\"E\",\"name\":");
-		o_str(name);
-		o_mem("}", 1);
-		break;
 	case KT_EV_INSTANT:
-		o_str("\"ph\":\"i\",\"s\":\"t\",\"name\":");
-		o_str(name);
-		o_mem("}", 1);
 		break;
 	case KT_EV_COUNTER_I64:
 		memcpy(&i64, ev->payload, 8);
-		o_str("\"ph\":\"C\",\"name\":");
-		o_str(name);
-		o_str(",\"args\":{\"value\":");
 		o_i64(i64);
-		o_str("}}");
+		o_mem("}}", 2);
 		break;
 	case KT_EV_COUNTER_F64:
 		memcpy(&f64, ev->payload, 8);
-		o_str("\"ph\":\"C\",\"name\":");
-		o_str(name);
-		o_str(",\"args\":{\"value\":");
 		/* JSON has no NaN or infinity: such a sample is written as null. */
 		if (f64 != f64 || f64 - f64 != 0)
 			o_str("null");
 		else
 			o_fmt("%.17g", f64);
-		o_str("}}");
+		o_mem("}}", 2);
 		break;
 	case KT_EV_FRAME:
 		memcpy(&u64, ev->payload, 8);
-		o_str("\"ph\":\"i\",\"s\":\"p\",\"name\":");
-		o_str(name);
-		o_str(",\"cat\":\"frame\",\"args\":{\"frame\":");
 		o_u64(u64);
-		o_str("}}");
+		o_mem("}}", 2);
 		break;
-	case KT_EV_FLOW: {
-		static const char *const ph[3] = { "\"ph\":\"s\",\"name\":", "\"ph\":\"t\",\"name\":",
-						   "\"ph\":\"f\",\"bp\":\"e\",\"name\":" };
+	case KT_EV_FLOW:
 		memcpy(&u64, ev->payload, 8);
-		o_str(ph[ev->flags < 3 ? ev->flags : 0]);
-		o_str(name);
-		o_str(",\"cat\":\"flow\",\"id\":");
 		o_u64(u64);
 		o_mem("}", 1);
 		break;
-	}
 	case KT_EV_MESSAGE: {
 		char *lit = json_literal((const char *)ev->payload, ev->payload_len);
-		o_str("\"ph\":\"i\",\"s\":\"t\",\"name\":");
-		o_str(name);
-		o_str(",\"args\":{\"text\":");
+		o_str("\"text\":");
 		o_str(lit);
 		o_str("}}");
 		free(lit);
 		break;
 	}
 	default:
-		o_str("\"ph\":\"i\",\"s\":\"t\",\"name\":");
-		o_str(name);
-		o_str(",\"args\":{\"type\":");
+		o_str("\"type\":");
 		o_u64(ev->type);
 		o_str(",\"flags\":");
 		o_u64(ev->flags);
