@@ -525,3 +525,36 @@ Test(cli, progress_bar_only_on_a_terminal)
 	cr_assert_not_null(strstr(out, "\r\033[K"), "bar not erased: %s", out);
 	cr_assert_not_null(strstr(out, "valid: 16 frames"), "%s", out);
 }
+
+Test(cli, info_matches_golden)
+{
+	const char *args[] = { "info", "golden_v1.katra", NULL };
+	check_golden_output(args, KT_TEST_DATA "/golden_v1.info.txt");
+}
+
+Test(cli, chrome_export_matches_golden)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-chrome-golden-%d.json", (int)getpid());
+	struct proc p;
+	const char *args[] = { "export", "--chrome", GOLDEN, out, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	size_t len = 0, glen = 0;
+	uint8_t *got = t_slurp(out, &len);
+	cr_assert_not_null(got);
+	const char *golden = KT_TEST_DATA "/golden_v1.chrome.json";
+	if (getenv("KT_REGEN_GOLDEN")) {
+		FILE *f = fopen(golden, "wb");
+		cr_assert_not_null(f);
+		fwrite(got, 1, len, f);
+		fclose(f);
+	}
+	uint8_t *want = t_slurp(golden, &glen);
+	cr_assert_not_null(want, "missing %s", golden);
+	cr_assert_eq(len, glen);
+	cr_assert_eq(memcmp(got, want, len), 0, "export differs from %s", golden);
+	free(got);
+	free(want);
+	unlink(out);
+}
