@@ -330,6 +330,19 @@ static int frame_room(kt_writer *w, size_t body_len)
 	return grow(&w->frame, &w->frame_cap, kt__frame_size(body_len));
 }
 
+/* A chunk is in the file (or handed to the sink): number it and count it
+ * for the summary. */
+static void account_chunk(kt_writer *w, struct wthread *t, uint32_t count, size_t raw_len,
+			  size_t stored)
+{
+	t->next_seq++;
+	t->written += count;
+	w->chunks++;
+	w->events += count;
+	w->bytes_raw += raw_len;
+	w->bytes_stored += stored;
+}
+
 int kt_writer_chunk(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 		    const void *events, size_t raw_len)
 {
@@ -403,12 +416,7 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 		commit(w, n);
 	else if ((rc = emit(w, f, n)))
 		return rc;
-	t->next_seq++;
-	t->written += count;
-	w->chunks++;
-	w->events += count;
-	w->bytes_raw += raw_len;
-	w->bytes_stored += stored;
+	account_chunk(w, t, count, raw_len, stored);
 	return 0;
 }
 
@@ -443,12 +451,7 @@ int kt__writer_chunk_ref(kt_writer *w, uint32_t thread_id, const void *events, s
 	uint64_t off = w->off;
 	w->off += total;
 	w->bytes += total;
-	t->next_seq++;
-	t->written += count;
-	w->chunks++;
-	w->events += count;
-	w->bytes_raw += raw_len;
-	w->bytes_stored += raw_len;
+	account_chunk(w, t, count, raw_len, raw_len);
 	rc = w->sink->write_ref(w->sink, prefix, sizeof(prefix), events, raw_len, trailer,
 				pad + 8, off, done, ctx);
 	return set_error(w, rc);
