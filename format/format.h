@@ -210,7 +210,5 @@ void kt__writer_poll(struct kt_writer *w);
 
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);
-/* The writer's sticky I/O error, or 0. */
-int kt__writer_error(const struct kt_writer *w);
 
 #endif /* KATRA_FORMAT_FORMAT_H */

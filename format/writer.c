@@ -471,11 +471,6 @@ int kt__writer_sync(kt_writer *w, int wait)
 	return rc;
 }
 
-int kt__writer_error(const kt_writer *w)
-{
-	return w->error;
-}
-
 int kt_writer_name(kt_writer *w, uint32_t id, const char *name, size_t len)
 {
 	int rc;

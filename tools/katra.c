@@ -951,7 +951,6 @@ static void print_event(const struct tables *t, const kt_event *ev, uint64_t ns,
 struct dump_ctx {
 	const struct tables *t;
 	int jsonl;
-	int thread_filter;  /* 0: all */
 	uint32_t threads[64];
 	int nthreads;
 	uint64_t from, to;
