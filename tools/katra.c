@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1262,21 +1263,17 @@ struct slice_filter {
 	int nthreads;
 };
 
-static int thread_kept(const struct slice_filter *f, uint32_t tid)
+static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 {
-	if (!f->nthreads)
-		return 1;
-	for (int i = 0; i < f->nthreads; i++)
-		if (f->threads[i] == tid)
-			return 1;
-	return 0;
+	(void)ctx;
+	progress(done, total);
 }
 
 /*
- * Copy IN to OUT frame by frame through the writer: chunks re-encoded with
- * @codec (-1: keep each chunk's), events outside @flt dropped, names,
- * threads and drops carried over, the summary recomputed.  OUT is written
- * beside its final name and renamed, so it is never left partial.
+ * Copy IN to OUT through kt__rewrite(): chunks re-encoded with @codec (-1:
+ * keep each chunk's), events outside @flt dropped, names, threads and drops
+ * carried over, the summary recomputed.  OUT is written beside its final
+ * name and renamed, so it is never left partial.
  */
 static int rewrite(const char *cmd, const char *in, const char *out, int codec,
 		   const struct slice_filter *flt)
@@ -1290,122 +1287,48 @@ static int rewrite(const char *cmd, const char *in, const char *out, int codec,
 	kt_reader *r = open_or_say(in);
 	if (!r)
 		return EXIT_BAD;
-	/* The summary's stop calibration converts ticks as info and dump do. */
-	struct tables t;
-	int rc = load_tables(r, &t);
-	if (rc < 0) {
-		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, in, kt_reader_last_error(r)->message);
-		tables_free(&t);
-		kt_reader_close(r);
+	kt_reader_close(r);
+	int in_fd = open(in, O_RDONLY | O_CLOEXEC);
+	if (in_fd < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, in, strerror(errno));
 		return EXIT_BAD;
 	}
-	kt_reader_rewind(r);
-	kt_header h = *kt_reader_header(r);
-	if (codec >= 0)
-		h.capture.codec = (uint8_t)codec;
 	char *tmp = NULL;
-	kt_writer *w = NULL;
-	uint8_t *buf = NULL;
-	int result = EXIT_BAD;
-	if (asprintf(&tmp, "%s.tmp-%ld", out, (long)getpid()) < 0)
-		goto done;
-	if ((rc = kt_writer_open(&w, tmp, &h))) {
-		fprintf(stderr, "%s: %s: %s\n", prog, out, kt_strerror(rc));
+	int out_fd = -1, result = EXIT_BAD;
+	if (asprintf(&tmp, "%s.tmp-%ld", out, (long)getpid()) < 0) {
+		tmp = NULL;
 		goto done;
 	}
-	kt_trace_frame f;
-	kt_file_summary sum = { 0 };
-	int have_sum = 0;
-	kt_reader_status in_st;
-	kt_reader_get_status(r, &in_st);
+	out_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out_fd < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out, strerror(errno));
+		goto done;
+	}
+	kt__rewrite_opts o = {
+		.in_fds = &in_fd, .n_in = 1, .out_fd = out_fd, .codec = codec,
+		.filter = flt->active, .from_ns = flt->from, .to_ns = flt->to,
+		.threads = flt->threads, .nthreads = (size_t)flt->nthreads,
+		.progress = progress_cb,
+	};
+	kt__rewrite_result res;
 	progress_init(0);
-	while ((rc = kt_reader_next_frame(r, &f)) > 0 && !(rc = 0)) {
-		progress(f.offset + 16 + ((f.body_len + 7u) & ~7u), in_st.file_size);
-		switch (f.kind) {
-		case KT_FRAME_CHUNK: {
-			uint32_t tid = f.u.chunk.thread_id;
-			int c = codec >= 0 ? codec : f.u.chunk.codec;
-			if (flt->active && !thread_kept(flt, tid))
-				break;
-			const uint8_t *ev = f.u.chunk.events;
-			size_t len = f.u.chunk.raw_len;
-			if (flt->active) {
-				/* Keep the events inside the time range. */
-				void *p = realloc(buf, len);
-				if (!p) {
-					rc = -ENOMEM;
-					break;
-				}
-				buf = p;
-				size_t n = 0;
-				kt_chunk_iter it;
-				kt_event e;
-				kt_chunk_iter_init(&it, &f);
-				const uint8_t *at = it.pos;
-				while (kt_chunk_next(&it, &e)) {
-					uint64_t ns = kt_ticks_to_ns(&h.clock, t.have_summary ? &t.summary : NULL, e.ts);
-					size_t sz = (size_t)(it.pos - at);
-					if (ns >= flt->from && ns <= flt->to) {
-						memcpy(buf + n, at, sz);
-						n += sz;
-					}
-					at = it.pos;
-				}
-				ev = buf;
-				len = n;
-			}
-			if (len)
-				rc = kt_writer_chunk(w, tid, (unsigned)c, h.capture.codec_level, ev, len);
-			break;
-		}
-		case KT_FRAME_NAME:
-			rc = kt_writer_name(w, f.u.name.id, f.u.name.str, f.u.name.len);
-			break;
-		case KT_FRAME_THREAD:
-			if (!flt->active || thread_kept(flt, f.u.thread.thread_id))
-				rc = kt_writer_thread(w, f.u.thread.thread_id, f.u.thread.os_tid,
-						      f.u.thread.name);
-			break;
-		case KT_FRAME_DROP: {
-			uint64_t a = kt_ticks_to_ns(&h.clock, t.have_summary ? &t.summary : NULL,
-						    f.u.drop.first_ts);
-			uint64_t b = kt_ticks_to_ns(&h.clock, t.have_summary ? &t.summary : NULL,
-						    f.u.drop.last_ts);
-			if (!flt->active || (thread_kept(flt, f.u.drop.thread_id) && b >= flt->from &&
-					     a <= flt->to))
-				rc = kt_writer_drop(w, f.u.drop.thread_id, f.u.drop.count,
-						    f.u.drop.first_ts, f.u.drop.last_ts);
-			break;
-		}
-		case KT_FRAME_SUMMARY:
-			sum = f.u.summary;
-			sum.threads = NULL;
-			have_sum = 1;
-			break;
-		}
-		if (rc)
-			break;
-	}
+	int rc = kt__rewrite(&o, &res);
 	progress_end();
-	if (rc < 0 && rc > -4096) {
-		fprintf(stderr, "%s: %s: %s\n", prog, out, kt_strerror(rc));
+	if (rc < 0 && res.in_index >= 0) {
+		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, in, res.in_err.message);
 		goto done;
 	}
 	if (rc < 0) {
-		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, in, kt_reader_last_error(r)->message);
-		goto done;
-	}
-	if (have_sum && (rc = kt_writer_finish(w, &sum))) {
 		fprintf(stderr, "%s: %s: %s\n", prog, out, kt_strerror(rc));
 		goto done;
 	}
-	rc = kt_writer_close(w);
-	w = NULL;
-	if (rc || rename(tmp, out) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, out, rc ? kt_strerror(rc) : strerror(errno));
+	if (close(out_fd) < 0 || rename(tmp, out) < 0) {
+		out_fd = -1;
+		fprintf(stderr, "%s: %s: %s\n", prog, out, strerror(errno));
 		goto done;
 	}
-	if (have_sum) {
+	out_fd = -1;
+	if (res.have_summary) {
 		result = EXIT_OK;
 	} else {
 		/* A cut input gives a cut output: the same valid prefix. */
@@ -1413,14 +1336,12 @@ static int rewrite(const char *cmd, const char *in, const char *out, int codec,
 		result = EXIT_TRUNC;
 	}
 done:
-	if (w)
-		kt_writer_close(w);
+	if (out_fd >= 0)
+		close(out_fd);
 	if (result == EXIT_BAD && tmp)
 		unlink(tmp);
 	free(tmp);
-	free(buf);
-	tables_free(&t);
-	kt_reader_close(r);
+	close(in_fd);
 	return result;
 }
 
