@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <lz4.h>
+
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include <katra/writer.h>
@@ -40,6 +42,8 @@ struct sthread {
 	char *name;
 	uint64_t written;
 	uint64_t dropped;
+	/* Lost to the byte cap and not yet in a drop record. */
+	uint64_t cap_lost, cap_first, cap_last;
 };
 
 struct kt_session {
@@ -64,6 +68,25 @@ struct kt_session {
 	uint64_t cpu_ns;        /* the flusher thread's CPU time */
 	uint64_t gen;           /* this session's ring generation */
 	uint64_t start_off;     /* where the trace starts in the file */
+
+	/* The byte cap (kt_session_options.max_bytes) and its segments. */
+	uint64_t max_bytes;     /* 0: none */
+	uint64_t seg_limit;     /* bytes one file (segment) may reach */
+	uint64_t reserve;       /* kept free for the end of the file */
+	size_t chunk_max;       /* raw bytes per chunk */
+	int cap_policy;
+	int capped;
+	int io;                 /* kt_io_backend asked for */
+	uint32_t seg;           /* current segment */
+	uint64_t seg_last[KT_CAP_SEGMENTS]; /* last tick written, by segment % N */
+	void (*on_cap)(void *ctx);
+	int (*open_segment)(void *ctx, uint32_t index);
+	void (*retire_segment)(void *ctx, uint32_t index, uint64_t last_tick);
+	void *cap_ctx;
+	kt_header hdr;          /* for each new segment; strings owned below */
+	char host[256];
+	char *hdr_strings[3];
+	char **hdr_notes;
 };
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -126,11 +149,135 @@ static void ref_done(void *ctx, int res)
 	release_ring(ref->ring);
 }
 
+/*
+ * A sink for @fd: io_uring where the kernel and any seccomp policy allow it
+ * and @io does not refuse it; the pwrite sink does the same work otherwise.
+ * io_uring writes at explicit offsets with several in flight: only a
+ * regular file or a block device without O_APPEND keeps them in place.
+ * Pipes, sockets and append-mode files take the pwrite sink, which writes
+ * in order.
+ */
+static int new_sink(int fd, int io, kt__sink **out)
+{
+	struct stat sb;
+	int flags = fcntl(fd, F_GETFL);
+	int positional = fstat(fd, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode)) &&
+			 flags >= 0 && !(flags & O_APPEND);
+	*out = NULL;
+	if (io == KT_IO_URING && !positional)
+		return -EINVAL;
+	if (io != KT_IO_PWRITE && positional) {
+		int rc = kt__uring_sink_new(fd, URING_BUFS, URING_BUF_SIZE, out);
+		if (rc && io == KT_IO_URING)
+			return rc;
+	}
+	if (!*out && !(*out = kt__fd_sink_new(fd)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Events lost to the byte cap: a drop record at the end of the file
+ * (whose room is reserved) accounts for them. */
+static void cap_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t last)
+{
+	if (!t->cap_lost)
+		t->cap_first = first;
+	t->cap_lost += count;
+	t->cap_last = last;
+}
+
+static void name_bytes_cb(void *ctx, uint32_t id, const char *str, size_t len)
+{
+	(void)id;
+	(void)str;
+	*(uint64_t *)ctx += 32 + len;
+}
+
+/*
+ * What the end of the file may take: every name, a thread entry, a drop
+ * record and a summary row per thread, the summary, and slack for threads
+ * that have not shown up yet.
+ */
+static void update_reserve(kt_session *s)
+{
+	uint64_t n = 8192;
+	kt__names_each(name_bytes_cb, &n);
+	size_t threads = s->nthreads > s->rings.len ? s->nthreads : s->rings.len;
+	for (size_t i = 0; i < s->nthreads; i++)
+		n += s->threads[i].name ? strlen(s->threads[i].name) : 0;
+	s->reserve = n + threads * (64 + 64 + 32 + 64);
+}
+
+/*
+ * Start the next segment (KT_CAP_KEEP_NEWEST): close this one, which
+ * waits for its writes in flight and so gives back the ring space that
+ * zero-copy writes still read, then write the header into the next, and
+ * let the owner delete the segment that falls out of the window.
+ */
+static int rotate(kt_session *s)
+{
+	if (!s->open_segment || s->error)
+		return -1;
+	int fd = s->open_segment(s->cap_ctx, s->seg + 1);
+	if (fd < 0)
+		return fd;
+	note_error(s, kt_writer_close(s->w));
+	s->w = NULL;
+	kt__sink *sink = NULL;
+	int rc = s->error ? s->error : new_sink(fd, s->io, &sink);
+	if (!rc && (rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr)))
+		sink->close(sink);
+	if (rc) {
+		note_error(s, rc);
+		return rc;
+	}
+	s->fd = fd;
+	s->start_off = 0;
+	uint32_t next = s->seg + 1;
+	if (next >= KT_CAP_SEGMENTS && s->retire_segment)
+		s->retire_segment(s->cap_ctx, next - KT_CAP_SEGMENTS,
+				  s->seg_last[next % KT_CAP_SEGMENTS]);
+	s->seg_last[next % KT_CAP_SEGMENTS] = 0;
+	s->seg = next;
+	return 0;
+}
+
+/* Whether a frame of about @need bytes may go into the file under the cap. */
+static int room(kt_session *s, uint64_t need)
+{
+	if (!s->max_bytes)
+		return 1;
+	if (s->capped)
+		return 0;
+	if (kt_writer_bytes(s->w) + need + s->reserve <= s->seg_limit)
+		return 1;
+	if (s->cap_policy == KT_CAP_KEEP_NEWEST && rotate(s) == 0 &&
+	    kt_writer_bytes(s->w) + need + s->reserve <= s->seg_limit)
+		return 1;
+	s->capped = 1;
+	if (s->on_cap)
+		s->on_cap(s->cap_ctx);
+	return 0;
+}
+
+static void seg_saw(kt_session *s, uint64_t last)
+{
+	uint64_t *l = &s->seg_last[s->seg % KT_CAP_SEGMENTS];
+	if (last > *l)
+		*l = last;
+}
+
 static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint64_t pos,
 		      const uint8_t *p, size_t len, uint32_t count, uint64_t first, uint64_t last)
 {
 	if (!count)
 		return;
+	if (!s->error &&
+	    !room(s, 128 + (s->codec == KT_CODEC_NONE ? len : (size_t)LZ4_compressBound((int)len)))) {
+		t->dropped += count;
+		cap_note(t, count, first, last);
+		return;
+	}
 	if (!s->error && s->codec == KT_CODEC_NONE && r->ref_len < KT__RING_REFS) {
 		/* Raw chunks are written straight from the ring; its space
 		 * comes back when the write completes. */
@@ -153,14 +300,21 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint
 	t->written += count;
 	s->chunks++;
 	s->bytes_raw += len;
+	seg_saw(s, last);
 }
 
 static void put_drop(kt_session *s, struct sthread *t, uint32_t tid, uint64_t count,
 		     uint64_t first, uint64_t last)
 {
 	t->dropped += count;
-	if (!s->error)
-		note_error(s, kt_writer_drop(s->w, tid, count, first, last));
+	if (s->error)
+		return;
+	if (!room(s, 64)) {
+		cap_note(t, count, first, last);
+		return;
+	}
+	note_error(s, kt_writer_drop(s->w, tid, count, first, last));
+	seg_saw(s, last);
 }
 
 /* Drain one ring's published span into chunk and drop frames. */
@@ -202,7 +356,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 				first = ts;
 			last = ts;
 			count++;
-			if (at + sz - start >= CHUNK_MAX) {
+			if (at + sz - start >= s->chunk_max) {
 				put_chunk(s, t, r, from + start, p + start, at + sz - start, count,
 					  first, last);
 				count = 0;
@@ -263,6 +417,8 @@ static void drain_all(kt_session *s)
 		kt__writer_poll(s->w);
 	if (kt__registry_snapshot(&s->rings))
 		return;
+	if (s->max_bytes)
+		update_reserve(s);
 	int retired_seen = 0;
 	for (size_t i = 0; i < s->rings.len; i++) {
 		struct kt__ring *r = s->rings.rings[i];
@@ -337,6 +493,15 @@ static void finish_file(kt_session *s)
 				    atomic_load_explicit(&s->rings.rings[i]->retired,
 							 memory_order_acquire));
 	kt__clock_calibrate(&s->c1);
+	if (!s->w)
+		return; /* a segment could not be started: s->error says why */
+	for (size_t i = 0; i < s->nthreads && !s->error; i++) {
+		struct sthread *t = &s->threads[i];
+		if (t->cap_lost)
+			note_error(s, kt_writer_drop(s->w, t->thread_id, t->cap_lost, t->cap_first,
+						     t->cap_last));
+		t->cap_lost = 0;
+	}
 	kt__names_each(name_cb, s);
 	for (size_t i = 0; i < s->nthreads && !s->error; i++)
 		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
@@ -356,7 +521,8 @@ static void finish_file(kt_session *s)
 	/* Closing waits for every write in flight and reports their errors. */
 	note_error(s, kt_writer_close(s->w));
 	s->w = NULL;
-	if (s->error)
+	/* A segmented file cannot be read back whole: its counts stand. */
+	if (s->error && !s->seg)
 		recount_after_error(s);
 }
 
@@ -403,7 +569,34 @@ static void session_free(kt_session *s)
 		free(s->threads[i].name);
 	free(s->threads);
 	free(s->rings.rings);
+	for (size_t i = 0; i < 3; i++)
+		free(s->hdr_strings[i]);
+	for (uint32_t i = 0; s->hdr_notes && i < s->hdr.note_count; i++)
+		free(s->hdr_notes[i]);
+	free(s->hdr_notes);
 	free(s);
+}
+
+/* Keep a copy of the header, strings and all, for the segments to come. */
+static int keep_header(kt_session *s, const kt_header *h)
+{
+	s->hdr = *h;
+	snprintf(s->host, sizeof(s->host), "%s", h->host ? h->host : "");
+	s->hdr.host = s->host;
+	const char **str[3] = { &s->hdr.workload, &s->hdr.run_id, &s->hdr.capture_id };
+	for (size_t i = 0; i < 3; i++)
+		if (*str[i] && !(*str[i] = s->hdr_strings[i] = strdup(*str[i])))
+			return -ENOMEM;
+	if (h->note_count) {
+		s->hdr.note_count = 0;
+		if (!(s->hdr_notes = calloc(h->note_count, sizeof(char *))))
+			return -ENOMEM;
+		s->hdr.notes = (const char *const *)s->hdr_notes;
+		for (uint32_t i = 0; i < h->note_count; i++, s->hdr.note_count++)
+			if (!(s->hdr_notes[i] = strdup(h->notes[i] ? h->notes[i] : "")))
+				return -ENOMEM;
+	}
+	return 0;
 }
 
 int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
@@ -431,6 +624,14 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 		return -EINVAL;
 	if (o.fd <= 0 && !path)
 		return -EINVAL;
+	if (o.cap_policy != KT_CAP_STOP && o.cap_policy != KT_CAP_KEEP_NEWEST)
+		return -EINVAL;
+	uint64_t seg_limit = o.cap_policy == KT_CAP_KEEP_NEWEST ? o.max_bytes / KT_CAP_SEGMENTS
+								: o.max_bytes;
+	/* Below 64 KiB a file holds little more than its own end. */
+	if (o.max_bytes && (seg_limit < (64u << 10) ||
+			    (o.cap_policy == KT_CAP_KEEP_NEWEST && !o.open_segment)))
+		return -EINVAL;
 	if ((rc = kt__ensure_init()))
 		return rc;
 
@@ -448,6 +649,18 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	s->level = o.codec_level > 0 ? o.codec_level : 1;
 	s->period_ns = o.flush_period_ns ? o.flush_period_ns : 1000000;
 	s->fsync_ns = o.fsync_interval_ns;
+	s->io = o.io;
+	s->max_bytes = o.max_bytes;
+	s->seg_limit = seg_limit;
+	s->cap_policy = o.cap_policy;
+	s->on_cap = o.on_cap;
+	s->open_segment = o.open_segment;
+	s->retire_segment = o.retire_segment;
+	s->cap_ctx = o.cap_ctx;
+	/* Small caps take small chunks, so a segment holds several. */
+	s->chunk_max = CHUNK_MAX;
+	if (o.max_bytes && seg_limit / 8 < CHUNK_MAX)
+		s->chunk_max = seg_limit / 8;
 	if (o.fd > 0) {
 		s->fd = o.fd;
 	} else {
@@ -477,6 +690,8 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	h.capture.codec_level = s->level;
 	h.capture.flush_period_ns = s->period_ns;
 	h.capture.fsync_interval_ns = s->fsync_ns;
+	h.capture.max_bytes = o.max_bytes;
+	h.capture.max_duration_ns = o.max_duration_ns;
 	if (o.run_id && o.run_id[0]) {
 		h.flags |= KT_HDR_CAPTURE;
 		h.run_id = o.run_id;
@@ -485,30 +700,11 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	}
 	h.note_count = o.note_count;
 	h.notes = o.notes;
-	/* io_uring where the kernel and any seccomp policy allow it; the
-	 * pwrite sink does the same work otherwise, or when asked for. */
+	if (s->cap_policy == KT_CAP_KEEP_NEWEST && s->max_bytes && (rc = keep_header(s, &h)))
+		goto err_free;
 	kt__sink *sink = NULL;
-	/* io_uring writes at explicit offsets with several in flight: only a
-	 * regular file or a block device without O_APPEND keeps them in
-	 * place.  Pipes, sockets and append-mode files take the pwrite sink,
-	 * which writes in order. */
-	struct stat sb;
-	int flags = fcntl(s->fd, F_GETFL);
-	int positional = fstat(s->fd, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode)) &&
-			 flags >= 0 && !(flags & O_APPEND);
-	if (o.io == KT_IO_URING && !positional) {
-		rc = -EINVAL;
+	if ((rc = new_sink(s->fd, o.io, &sink)))
 		goto err_free;
-	}
-	if (o.io != KT_IO_PWRITE && positional) {
-		rc = kt__uring_sink_new(s->fd, URING_BUFS, URING_BUF_SIZE, &sink);
-		if (rc && o.io == KT_IO_URING)
-			goto err_free;
-	}
-	if (!sink && !(sink = kt__fd_sink_new(s->fd))) {
-		rc = -ENOMEM;
-		goto err_free;
-	}
 	s->io_backend = sink->backend;
 	off_t start = lseek(s->fd, 0, SEEK_CUR);
 	s->start_off = start > 0 ? (uint64_t)start : 0;
@@ -574,6 +770,8 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 		sum->events_refused = s->refused;
 		sum->clock_start = s->c0;
 		sum->clock_stop = s->c1;
+		sum->capped = s->capped;
+		sum->segments = s->seg + 1;
 		sum->threads = calloc(s->nthreads ? s->nthreads : 1, sizeof(*sum->threads));
 		if (sum->threads)
 			sum->thread_count = (uint32_t)s->nthreads;

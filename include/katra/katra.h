@@ -136,7 +136,45 @@ typedef struct kt_session_options {
 	uint64_t epoch;
 	uint32_t note_count;
 	const char *const *notes;
+
+	/*
+	 * A byte cap.  With @max_bytes set, the file never grows past it:
+	 * room for the names, threads, drops and summary at its end is kept
+	 * free as it fills.  What then happens to new events is @cap_policy's:
+	 *  - KT_CAP_STOP: they are counted dropped (a drop record per thread
+	 *    says so) and @on_cap(@cap_ctx) runs once, on the flusher thread,
+	 *    so the owner can stop the session.
+	 *  - KT_CAP_KEEP_NEWEST: the trace is written as KT_CAP_SEGMENTS
+	 *    segments of max_bytes / KT_CAP_SEGMENTS each; segment 0 is @path or
+	 *    @fd, each next one is an fd from @open_segment(@cap_ctx, index)
+	 *    (the session writes it from offset 0 and never closes it; a
+	 *    negative return means no more room, as for KT_CAP_STOP).  Every
+	 *    segment starts with the same header; names, threads and the
+	 *    summary go into the last one.  Once a segment is KT_CAP_SEGMENTS
+	 *    behind the current one, @retire_segment(@cap_ctx, index,
+	 *    last_tick) says the session is done with it (its events end at
+	 *    tick @last_tick) and it may be deleted: the segments kept then
+	 *    sum to at most @max_bytes.
+	 * Both callbacks run on the flusher thread and must not call into the
+	 * session.
+	 */
+	uint64_t max_bytes;
+	int cap_policy;             /* kt_cap_policy */
+	uint64_t max_duration_ns;   /* recorded in the header; not enforced here */
+	void (*on_cap)(void *ctx);
+	int (*open_segment)(void *ctx, uint32_t index);
+	void (*retire_segment)(void *ctx, uint32_t index, uint64_t last_tick);
+	void *cap_ctx;
 } kt_session_options;
+
+/** What a session with a byte cap does when it is reached. */
+typedef enum kt_cap_policy {
+	KT_CAP_STOP = 0,
+	KT_CAP_KEEP_NEWEST = 1,
+} kt_cap_policy;
+
+/** Segments a KT_CAP_KEEP_NEWEST session keeps. */
+#define KT_CAP_SEGMENTS 4u
 
 /** What a session did, per thread and in total. */
 typedef struct kt_summary {
@@ -155,6 +193,8 @@ typedef struct kt_summary {
 	uint32_t thread_count;
 	kt_summary_thread *threads; /* thread_count rows in thread_id order;
 				     * release with kt_summary_release() */
+	int capped;                 /* the byte cap was reached */
+	uint32_t segments;          /* segments written (1 without KEEP_NEWEST) */
 } kt_summary;
 
 /**

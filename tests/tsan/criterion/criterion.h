@@ -66,6 +66,7 @@ t_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 #define cr_assert_not_null(p, ...) T_CHECK((p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...) T_CHECK(strcmp((a), (b)) == 0, #a " eq " #b, __VA_ARGS__)
 #define cr_assert_fail(...) T_CHECK(0, "cr_assert_fail", __VA_ARGS__)
+#define cr_log_info(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr))
 
 int main(int argc, char **argv)
 {

@@ -1,0 +1,307 @@
+/*
+ * katra/capture.h - bounded, run-aligned captures.
+ *
+ * A capture manager owns one directory, its root, and runs at most one
+ * capture at a time in it.  A capture belongs to a run (a run id and an
+ * epoch): it starts when the run's start is reported, stops when the run's
+ * stop is, or by itself at its duration or byte cap, and ends either
+ * published - a trace file and its JSON sidecar, renamed into the root
+ * only once complete, fsynced, with the trace's SHA-256 - or with a code
+ * that says why not.  Events outside the run's boundaries are trimmed, and
+ * the status says exactly how much of the run the file covers.
+ *
+ *     kt_manager *m;
+ *     kt_manager_options mo = { .root = "/var/tmp/captures" };
+ *     kt_manager_new(&mo, &m);
+ *     kt_start_result sr;
+ *     kt_manager_start(m, &(kt_start_request){ .run_id = "bench-42", .epoch = 1,
+ *                                             .validity = "valid",
+ *                                             .boundary_at = t0 }, &sr);
+ *     ... the run ...
+ *     kt_stop_ticket tk;
+ *     kt_manager_request_stop(m, &(kt_stop_request){ .run_id = "bench-42", .epoch = 1,
+ *                                                   .boundary_at = t1 }, &tk);
+ *     kt_capture_status st;
+ *     kt_manager_await(m, &tk, UINT64_MAX, &st);   // st.state == KT_STATE_PUBLISHED
+ *     kt_manager_close(m);
+ *
+ * Times are wall-clock nanoseconds since the Unix epoch (CLOCK_REALTIME
+ * unless a clock is injected); 0 means "not set".  A trace maps them to its
+ * own timestamps through the wall and monotonic start times in its header.
+ *
+ * Threads: every kt_manager_* function may be called from any thread, and
+ * concurrently, except kt_manager_close(), after which nothing may be.
+ * Each capture has a thread of its own that stops and publishes it.
+ */
+#ifndef KATRA_CAPTURE_H
+#define KATRA_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <katra/katra.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KT_CAPTURE_DEFAULT_DURATION_NS 5000000000ull
+#define KT_CAPTURE_MAX_DURATION_NS 30000000000ull
+#define KT_CAPTURE_DEFAULT_MAX_BYTES (64ull << 20)
+#define KT_CAPTURE_MAX_BYTES (256ull << 20)
+#define KT_CAPTURE_MIN_FREE (16ull << 20)
+#define KT_CAPTURE_RUN_ID_MAX 128   /* bytes, without the NUL */
+#define KT_CAPTURE_ID_MAX 64        /* bytes, without the NUL */
+#define KT_CAPTURE_SCHEMA "katra.capture-status/v1"
+#define KT_CAPTURE_REASON_MAX_DURATION "max-duration"
+#define KT_CAPTURE_REASON_MAX_BYTES "max-bytes"
+
+/** Where a capture is.  The names are kt_capture_state_name()'s. */
+typedef enum kt_capture_state {
+	KT_STATE_NONE = 0,      /* no such capture */
+	KT_STATE_CAPTURING,     /* "capturing" */
+	KT_STATE_REPLAYED,      /* "replayed": a start repeated; see the first */
+	KT_STATE_STOPPING,      /* "stopping": draining, trimming, publishing */
+	KT_STATE_PUBLISHED,     /* "published": file and sidecar in place */
+	KT_STATE_SKIPPED,       /* "skipped": never started; the code says why */
+	KT_STATE_FAILED,        /* "failed": started, not published; code says why */
+	KT_STATE_ABORTED,       /* "aborted": stopped with abort, file removed */
+} kt_capture_state;
+
+/** Why.  The names are kt_capture_code_name()'s. */
+typedef enum kt_capture_code {
+	KT_CODE_NONE = 0,
+	KT_CODE_RUN_INVALID,            /* "run-invalid" */
+	KT_CODE_PROFILER_BUSY,          /* "profiler-busy" */
+	KT_CODE_DISK_BUDGET,            /* "disk-budget" */
+	KT_CODE_ARTIFACT_CREATE_FAILED, /* "artifact-create-failed" */
+	KT_CODE_START_FAILED,           /* "start-failed" */
+	KT_CODE_OUTPUT_TOO_LARGE,       /* "output-too-large" */
+	KT_CODE_STOP_FAILED,            /* "stop-failed" */
+	KT_CODE_PUBLISH_FAILED,         /* "publish-failed" */
+	KT_CODE_DURATION_COMPLETE,      /* "duration-complete" */
+	KT_CODE_ABORTED,                /* "aborted" */
+	KT_CODE_NO_ACTIVE_CAPTURE,      /* "no-active-capture" */
+	KT_CODE_DURABILITY_UNKNOWN,     /* "durability-unknown" */
+} kt_capture_code;
+
+/** kt_capture_state_name - "capturing", ...; "" for KT_STATE_NONE or unknown. */
+KT_API const char *kt_capture_state_name(kt_capture_state state);
+
+/** kt_capture_code_name - "run-invalid", ...; "" for KT_CODE_NONE or unknown. */
+KT_API const char *kt_capture_code_name(kt_capture_code code);
+
+/**
+ * What a backend is given to start a capture.  @session is filled for a
+ * katra session writing this capture (fd, run id, capture id, epoch, byte
+ * cap and the manager's cap callbacks, over the manager's template
+ * options): a backend may pass it to kt_session_start() as it is.
+ */
+typedef struct kt_backend_args {
+	int fd;                        /* the artifact: empty, open for writing;
+					* the manager's, valid until stop returns */
+	const char *run_id;
+	const char *capture_id;
+	uint64_t epoch;
+	uint64_t max_bytes;
+	const kt_session_options *session;
+} kt_backend_args;
+
+/**
+ * Records a capture.  The default records with a katra session.
+ * @start: begin writing a trace into @args->fd; keep what @stop needs in
+ *         *@handle.  Return 0, or a negative code (the capture then fails
+ *         with start-failed).  Called with the manager's lock held: it must
+ *         not call the manager.
+ * @stop:  stop, with every event in the file(s) when it returns; release
+ *         @handle.  Return 0, or a negative code (stop-failed).  Called on
+ *         the capture's own thread.
+ */
+typedef struct kt_capture_backend {
+	int (*start)(void *ctx, const kt_backend_args *args, void **handle);
+	int (*stop)(void *ctx, void *handle);
+	void *ctx;
+} kt_capture_backend;
+
+/**
+ * Who may capture in a root.  The default takes an exclusive flock on
+ * <root>/.katra.lock, so a second process sharing the root is refused.
+ * @acquire returns 1 when the capture may run, 0 when another holds the
+ * profiler; @release gives it back.
+ */
+typedef struct kt_capture_owner {
+	int (*acquire)(void *ctx, const char *capture_id);
+	void (*release)(void *ctx, const char *capture_id);
+	void *ctx;
+} kt_capture_owner;
+
+/**
+ * The file operations whose failures a test needs to provoke.  NULL members
+ * mean the system calls.
+ */
+typedef struct kt_capture_hooks {
+	int (*fsync)(void *ctx, int fd);
+	int (*renameat)(void *ctx, int dirfd, const char *from, const char *to);
+	void *ctx;
+} kt_capture_hooks;
+
+/** Manager options.  Zero means "the default" in every field but @root. */
+typedef struct kt_manager_options {
+	const char *root;         /* an existing directory, not a symlink */
+	const kt_capture_backend *backend;
+	const kt_capture_owner *owner;
+	uint64_t duration_ns;     /* default 5 s, at most 30 s */
+	uint64_t max_bytes;       /* default 64 MiB, at most 256 MiB */
+	uint64_t min_free;        /* free disk kept beyond max_bytes; default 16 MiB */
+	int cap_policy;           /* kt_cap_policy: KT_CAP_STOP (default) ends
+				   * output-too-large; KT_CAP_KEEP_NEWEST keeps the
+				   * newest events and reports the head lost */
+	uint64_t (*now)(void *ctx);          /* wall-clock ns; default CLOCK_REALTIME */
+	void *now_ctx;
+	/* Write a capture id (at most KT_CAPTURE_ID_MAX bytes of
+	 * [A-Za-z0-9._-], no leading dot) into @buf; return 0.  Default: 16
+	 * random hex digits. */
+	int (*new_id)(void *ctx, char *buf, size_t size);
+	void *id_ctx;
+	const kt_session_options *session; /* template for the default backend:
+					    * codec, io, flush period, ... */
+	const kt_capture_hooks *hooks;
+} kt_manager_options;
+
+typedef struct kt_manager kt_manager;
+
+/** A run's start.  @run_id_len 0 means strlen(@run_id). */
+typedef struct kt_start_request {
+	const char *run_id;
+	size_t run_id_len;
+	uint64_t epoch;
+	const char *state;        /* the run's own state; recorded nowhere */
+	const char *validity;     /* must be "valid" */
+	uint64_t boundary_at;     /* the run's start; 0: the capture's start */
+} kt_start_request;
+
+/**
+ * What kt_manager_start() and kt_manager_request_stop() answer: the run,
+ * the capture they concern ("" when none) and its state and code then.
+ */
+typedef struct kt_capture_ref {
+	char run_id[KT_CAPTURE_RUN_ID_MAX + 1];
+	uint64_t epoch;
+	char capture_id[KT_CAPTURE_ID_MAX + 1];
+	kt_capture_state state;
+	kt_capture_code code;
+} kt_capture_ref;
+
+typedef kt_capture_ref kt_start_result;
+typedef kt_capture_ref kt_stop_ticket;
+
+/** A run's stop.  @run_id_len 0 means strlen(@run_id). */
+typedef struct kt_stop_request {
+	const char *run_id;
+	size_t run_id_len;
+	uint64_t epoch;
+	const char *reason;       /* free text, kept in the status (63 bytes) */
+	uint64_t boundary_at;     /* the run's end; 0: the capture's stop */
+	int abort;                /* discard instead of publishing */
+} kt_stop_request;
+
+/**
+ * A capture's status: the fields of the sidecar, named as in its JSON.
+ * @file and @sidecar are names inside the root.  Spans are ns:
+ *  - requested_span: boundary_finish - boundary_start;
+ *  - head_loss: how much of the run after boundary_start the file lacks
+ *    (the capture started late, or KEEP_NEWEST dropped its head);
+ *  - tail_excess: how long the capture ran past boundary_finish (cut);
+ *  - capture_span: the part of [boundary_start, boundary_finish] the file
+ *    covers.
+ * @complete: published, and the file covers the whole requested span.
+ */
+typedef struct kt_capture_status {
+	char run_id[KT_CAPTURE_RUN_ID_MAX + 1];
+	uint64_t epoch;
+	char capture_id[KT_CAPTURE_ID_MAX + 1];
+	kt_capture_state state;
+	kt_capture_code code;
+	char file[240];             /* <run id>.<epoch>.<capture id>.katra */
+	char sha256[65];
+	uint64_t bytes;
+	char sidecar[256];
+	uint64_t boundary_start, boundary_finish;
+	uint64_t start_requested_at, start_completed_at;
+	uint64_t stop_requested_at, stop_completed_at;
+	char stop_reason[64];
+	int64_t requested_span_ns, capture_span_ns, head_loss_ns, tail_excess_ns;
+	int complete;
+	/* Not in the JSON: events in the file, and events trimmed away. */
+	uint64_t events, events_trimmed;
+} kt_capture_status;
+
+/**
+ * kt_manager_new - open a manager over @opts->root.
+ *
+ * Removes what interrupted captures left behind: temporary files of
+ * processes that no longer run and, when no live manager holds the root,
+ * sidecars whose trace never got renamed into place.
+ *
+ * Return: 0 and *@out; -EINVAL for an option out of range or a missing
+ * root; -ELOOP if the root is a symlink; -ENOTDIR if it is not a
+ * directory; -errno from opening it; -ENOMEM.  Any thread.
+ */
+KT_API int kt_manager_new(const kt_manager_options *opts, kt_manager **out);
+
+/**
+ * kt_manager_start - start a capture for a run.
+ *
+ * Fills @res: capturing; replayed (this run and epoch were started before:
+ * the result names that capture); or skipped / failed with the code:
+ * run-invalid (a bad run id, validity not "valid", or an epoch older than
+ * one already seen for the run), profiler-busy, disk-budget,
+ * artifact-create-failed, start-failed.  Any thread.
+ */
+KT_API void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res);
+
+/**
+ * kt_manager_request_stop - ask a run's capture to stop.
+ *
+ * Fills @ticket: stopping (publishing continues on the capture's thread);
+ * aborted (with @req->abort: the capture is stopped and its files removed
+ * before this returns); the capture's current state if it already stopped;
+ * or state none with code no-active-capture.  Any thread.
+ */
+KT_API void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req,
+				    kt_stop_ticket *ticket);
+
+/**
+ * kt_manager_await - wait until a ticket's capture is over.
+ * @timeout_ns: how long to wait; UINT64_MAX for as long as it takes.
+ *
+ * Return: 0 with the final status in *@st; -ETIMEDOUT with the status as it
+ * is.  A no-active-capture ticket gives at once a status with state
+ * skipped and that code.  Any thread.
+ */
+KT_API int kt_manager_await(kt_manager *m, const kt_stop_ticket *ticket, uint64_t timeout_ns,
+			    kt_capture_status *st);
+
+/**
+ * kt_manager_status - the status of the capture of @run_id, @epoch.
+ * Return: 0; -ENOENT if the manager knows no such capture.  Any thread.
+ */
+KT_API int kt_manager_status(kt_manager *m, const char *run_id, uint64_t epoch,
+			     kt_capture_status *st);
+
+/**
+ * kt_manager_close - abort the active capture, if any, wait for every
+ * capture thread, release the owner and free @m.  Any one thread, once.
+ */
+KT_API void kt_manager_close(kt_manager *m);
+
+/**
+ * kt_capture_status_json - @st as the sidecar's JSON object (schema
+ * KT_CAPTURE_SCHEMA), one line, keys in a fixed order, empty strings and
+ * unset times left out.  Return: a string to free(), or NULL without memory.
+ */
+KT_API char *kt_capture_status_json(const kt_capture_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KATRA_CAPTURE_H */
