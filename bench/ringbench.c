@@ -4,7 +4,9 @@
  * With no arguments it runs the built-in workload, a rendering-like frame
  * loop: a main, a render and a worker thread emitting nested zones,
  * counters, a frame mark per frame and flows from main to render, about
- * 10M events/s in total for 5 s, through the producer API into a session.
+ * 10M events/s in total for 5 s, through the producer API, captured by
+ * the capture manager (katra/capture.h) into a root directory, which
+ * trims, hashes and publishes the trace with its sidecar.
  *
  * --producer-only measures the emit cost alone, in one run and one binary,
  * side by side: `katra` (kt_zone_begin with a session draining), `floor`
@@ -13,6 +15,7 @@
  * per-batch timings, so the clock reads do not dominate what is measured.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,11 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include <katra/capture.h>
 #include <katra/katra.h>
 #include <katra/reader.h>
 
@@ -50,6 +55,13 @@ struct opts {
 	int threads;
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
+	/* The capture manager's options (the frame loop without --out). */
+	const char *capture_root;
+	const char *run_id;
+	uint64_t epoch;
+	double duration;       /* s; 0: the run's length plus 5 s, at most 30 */
+	uint64_t max_bytes;
+	int cap_policy;
 };
 
 static uint64_t now_ns(void)
@@ -124,8 +136,9 @@ struct row {
 	const char *codec, *io;
 };
 
+/* @capture: the capture's status JSON, put under "capture"; may be NULL. */
 static void print_rows(const struct opts *o, const struct row *rows, int n, const char *path,
-		       const char *note)
+		       const char *note, const char *capture)
 {
 	if (o->json) {
 		json_t *root = json_object(), *runs = json_array();
@@ -149,6 +162,9 @@ static void print_rows(const struct opts *o, const struct row *rows, int n, cons
 		json_object_set_new(root, "runs", runs);
 		if (path)
 			json_object_set_new(root, "file", json_string(path));
+		json_t *cap = capture ? json_loads(capture, 0, NULL) : NULL;
+		if (cap)
+			json_object_set_new(root, "capture", cap);
 		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (s)
 			puts(s);
@@ -573,7 +589,7 @@ static int producer_only(const struct opts *o)
 		snprintf(note + n, sizeof(note) - (size_t)n,
 			 "\n(per-event cost = one %d-event batch timed with CLOCK_MONOTONIC / %d)\n",
 			 BATCH, BATCH);
-	print_rows(o, rows, nrows, NULL, note);
+	print_rows(o, rows, nrows, NULL, note, NULL);
 	return 0;
 }
 
@@ -684,11 +700,45 @@ struct run {
 	kt_summary sum;
 	struct stats cost;
 	long rss_at_5s, rss_end;
+	kt_capture_status cap;  /* with a manager: how the capture ended */
 };
 
-/* One paced run of @threads producers through a session into @path. */
+/*
+ * The manager's backend: a katra session, as the default one, but keeping
+ * the session's summary for the table (drops, raw bytes, flusher CPU).
+ */
+struct bench_backend {
+	kt_summary sum;
+};
+
+static int bench_start(void *ctx, const kt_backend_args *a, void **handle)
+{
+	(void)ctx;
+	kt_session *s = NULL;
+	int rc = kt_session_start(NULL, a->session, &s);
+	*handle = s;
+	return rc;
+}
+
+static int bench_stop(void *ctx, void *handle)
+{
+	struct bench_backend *b = ctx;
+	return kt_session_stop(handle, &b->sum);
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * One paced run of @threads producers through a session into @path, or,
+ * with @m, through a capture of the manager (whose backend is @bb).
+ */
 static int run_loop(const struct opts *o, int threads, double rate, double seconds,
-		    const char *path, struct run *out)
+		    const char *path, struct run *out, kt_manager *m, struct bench_backend *bb)
 {
 	struct ids id = {
 		kt_name("frame"), kt_name("update"), kt_name("physics"), kt_name("draw"),
@@ -697,10 +747,20 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	};
 	kt_session_options so = { .codec = o->codec, .io = o->io,
 				  .workload = "ringbench frame loop" };
-	kt_session *s;
+	kt_session *s = NULL;
 	memset(out, 0, sizeof(*out));
-	int rc = kt_session_start(path, &so, &s);
-	if (rc) {
+	int rc = 0;
+	if (m) {
+		kt_start_result r;
+		kt_manager_start(m, &(kt_start_request){ .run_id = o->run_id, .epoch = o->epoch,
+							 .state = "running", .validity = "valid",
+							 .boundary_at = wall_ns() }, &r);
+		if (r.state != KT_STATE_CAPTURING) {
+			fprintf(stderr, "ringbench: the capture did not start: %s, %s\n",
+				kt_capture_state_name(r.state), kt_capture_code_name(r.code));
+			return 1;
+		}
+	} else if ((rc = kt_session_start(path, &so, &s))) {
 		fprintf(stderr, "ringbench: cannot start a session on %s: %s\n", path, kt_strerror(rc));
 		return rc;
 	}
@@ -730,6 +790,22 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	}
 	out->rss_end = rss_kib();
 	out->seconds = (double)(now_ns() - t0) / 1e9;
+	if (m) {
+		kt_stop_ticket t;
+		kt_manager_request_stop(m, &(kt_stop_request){ .run_id = o->run_id, .epoch = o->epoch,
+							       .reason = "workload-done",
+							       .boundary_at = wall_ns() }, &t);
+		kt_manager_await(m, &t, UINT64_MAX, &out->cap);
+		out->sum = bb->sum;
+		memset(&bb->sum, 0, sizeof(bb->sum));
+		if (out->cap.state != KT_STATE_PUBLISHED) {
+			fprintf(stderr, "ringbench: the capture ended %s, %s\n",
+				kt_capture_state_name(out->cap.state),
+				kt_capture_code_name(out->cap.code));
+			return 1;
+		}
+		return 0;
+	}
 	rc = kt_session_stop(s, &out->sum);
 	if (rc)
 		fprintf(stderr, "ringbench: writing %s failed: %s\n", path, kt_strerror(rc));
@@ -757,37 +833,95 @@ static int init_katra(const struct opts *o)
 	return rc;
 }
 
+/*
+ * The capture root: --capture-root, or $TMPDIR/ringbench-captures, where
+ * earlier ringbench captures are removed first so that repeated runs do
+ * not fill the temporary directory.
+ */
+static int capture_root(const struct opts *o, char *root, size_t cap)
+{
+	if (o->capture_root) {
+		snprintf(root, cap, "%s", o->capture_root);
+		return 0;
+	}
+	const char *tmp = getenv("TMPDIR");
+	snprintf(root, cap, "%s/ringbench-captures", tmp && *tmp ? tmp : "/tmp");
+	if (mkdir(root, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "ringbench: %s: %s\n", root, strerror(errno));
+		return -1;
+	}
+	DIR *d = opendir(root);
+	struct dirent *e;
+	size_t plen = strlen(o->run_id);
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, o->run_id, plen) && e->d_name[plen] == '.' &&
+		    (strstr(e->d_name, ".katra")))
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	return 0;
+}
+
 static int frame_loop(const struct opts *o)
 {
-	char path[4096];
-	default_path(o, path, sizeof(path));
+	char path[4400], root[4096];
+	kt_manager *m = NULL;
+	struct bench_backend bb = { 0 };
 	if (init_katra(o))
 		return 1;
+	if (o->out) {
+		default_path(o, path, sizeof(path));
+	} else {
+		if (capture_root(o, root, sizeof(root)))
+			return 1;
+		kt_session_options so = { .codec = o->codec, .io = o->io,
+					  .workload = "ringbench frame loop" };
+		kt_capture_backend be = { bench_start, bench_stop, &bb };
+		double dur = o->duration > 0 ? o->duration : o->seconds + 5 < 30 ? o->seconds + 5 : 30;
+		kt_manager_options mo = { .root = root, .backend = &be, .session = &so,
+					  .duration_ns = (uint64_t)(dur * 1e9),
+					  .max_bytes = o->max_bytes, .cap_policy = o->cap_policy };
+		int rc = kt_manager_new(&mo, &m);
+		if (rc) {
+			fprintf(stderr, "ringbench: capture root %s: %s\n", root, kt_strerror(rc));
+			return 1;
+		}
+	}
 	struct run run;
-	if (run_loop(o, o->threads, o->rate, o->seconds, path, &run))
+	int rc = run_loop(o, o->threads, o->rate, o->seconds, path, &run, m, &bb);
+	kt_manager_close(m);
+	if (rc) {
+		kt_summary_release(&run.sum);
 		return 1;
+	}
 	kt_summary *sum = &run.sum;
+	kt_capture_status *cs = m ? &run.cap : NULL;
+	if (cs)
+		snprintf(path, sizeof(path), "%s/%s", root, cs->file);
 	/* Check what was written, as a user would with `katra verify`. */
 	kt_reader *r;
 	kt_reader_error err;
 	kt_reader_status st = { 0 };
+	uint64_t in_file = cs ? cs->events : sum->events_written;
+	uint64_t on_disk = cs ? cs->bytes : sum->bytes_on_disk;
 	int verified = kt_reader_open(&r, path, &err) == 0;
 	if (verified) {
 		kt_trace_frame f;
 		while (kt_reader_next_frame(r, &f) > 0)
 			;
 		kt_reader_get_status(r, &st);
-		verified = st.complete && !st.error && st.events == sum->events_written;
+		verified = st.complete && !st.error && st.events == in_file;
 		kt_reader_close(r);
 	}
 	struct row row = { .name = "katra", .threads = o->threads, .events = run.events,
 			   .dropped = sum->events_dropped, .seconds = run.seconds,
 			   .p50 = pct(&run.cost, 0.5), .p99 = pct(&run.cost, 0.99),
-			   .p999 = pct(&run.cost, 0.999), .bytes = sum->bytes_on_disk,
+			   .p999 = pct(&run.cost, 0.999), .bytes = on_disk,
 			   .codec = o->codec ? "lz4" : "none", .io = io_name(sum->io_backend) };
 	free(run.cost.v);
+	char *cap_json = cs ? kt_capture_status_json(cs) : NULL;
 	if (o->json) {
-		print_rows(o, &row, 1, path, NULL);
+		print_rows(o, &row, 1, path, NULL, cap_json);
 	} else {
 		if (o->rate > 0)
 			printf("ringbench: frame loop (%d threads: main, render, worker...), %.2f s, "
@@ -795,14 +929,23 @@ static int frame_loop(const struct opts *o)
 		else
 			printf("ringbench: frame loop (%d threads), %.2f s, target max rate\n",
 			       o->threads, run.seconds);
-		print_rows(o, &row, 1, NULL, NULL);
+		print_rows(o, &row, 1, NULL, NULL, NULL);
 		printf("\n  written      %" PRIu64 " events, dropped %" PRIu64 "\n", sum->events_written,
 		       sum->events_dropped);
-		printf("  on disk      %" PRIu64 " bytes, %.2f bytes/event", sum->bytes_on_disk,
-		       sum->events_written ? (double)sum->bytes_on_disk / (double)sum->events_written
-					   : 0.0);
+		if (cs) {
+			printf("  capture      %s%s%s, %" PRIu64 " events in the file", 
+			       kt_capture_state_name(cs->state), cs->code ? ", " : "",
+			       kt_capture_code_name(cs->code), cs->events);
+			if (cs->events_trimmed)
+				printf(" (%" PRIu64 " trimmed: head loss %.3f s, tail excess %.3f s)",
+				       cs->events_trimmed, (double)cs->head_loss_ns / 1e9,
+				       (double)cs->tail_excess_ns / 1e9);
+			printf("\n");
+		}
+		printf("  on disk      %" PRIu64 " bytes, %.2f bytes/event", on_disk,
+		       in_file ? (double)on_disk / (double)in_file : 0.0);
 		if (sum->bytes_on_disk)
-			printf(", raw/disk %.2f", (double)sum->bytes_raw / (double)sum->bytes_on_disk);
+			printf(", compression %.2f:1", (double)sum->bytes_raw / (double)sum->bytes_on_disk);
 		printf("\n  flusher      %.2f ns CPU per event written\n",
 		       sum->events_written ? (double)sum->flusher_cpu_ns / (double)sum->events_written
 					   : 0.0);
@@ -810,8 +953,12 @@ static int frame_loop(const struct opts *o)
 			printf("  peak RSS     %ld KiB by 5 s, %ld KiB by the end (%.0f s)\n",
 			       run.rss_at_5s, run.rss_end, run.seconds);
 		printf("  file         %s (%s)\n", path, verified ? "verified" : "NOT VALID");
-		printf("next:\n  build/katra verify %s\n  build/katra info %s\n", path, path);
+		if (cs)
+			printf("  sha256       %s\n  sidecar      %s/%s\n", cs->sha256, root, cs->sidecar);
+		printf("next:\n  build/katra verify %s\n  build/katra stats %s\n"
+		       "  build/katra export --chrome %s /tmp/ringbench.json\n", path, path, path);
 	}
+	free(cap_json);
 	kt_summary_release(sum);
 	return verified ? 0 : 1;
 }
@@ -846,7 +993,7 @@ static int find_max_rate(const struct opts *o, int threads, const char *path, st
 	for (int step = 0; step < 12; step++) {
 		struct run run;
 		settle_disk(path);
-		if (run_loop(o, threads, rate, o->seconds, path, &run))
+		if (run_loop(o, threads, rate, o->seconds, path, &run, NULL, NULL))
 			return 1;
 		int ok = run.sum.events_dropped == 0 && run.sum.io_error == 0;
 		if (!o->json)
@@ -905,7 +1052,7 @@ static int max_rate_table(const struct opts *o)
 			}
 	unlink(path);
 	if (o->json) {
-		print_rows(o, rows, n, NULL, NULL);
+		print_rows(o, rows, n, NULL, NULL, NULL);
 		return 0;
 	}
 	printf("highest rate held for %.0f s with 0 drops (DROP policy, %zu KiB rings)\n",
@@ -931,7 +1078,8 @@ static void usage(FILE *f)
 		"  --io uring|pwrite|auto  I/O backend (default auto: io_uring where allowed)\n"
 		"  --ring-size BYTES   per-thread ring, a power of two (default 4 MiB;\n"
 		"                      64 MiB with --producer-only)\n"
-		"  --out PATH          trace file (default $TMPDIR/ringbench-last.katra)\n"
+		"  --out PATH          write the trace here with a plain session instead\n"
+		"                      of the capture manager\n"
 		"  --threads N         producer threads of the frame loop (default 3; roles\n"
 		"                      main, render, worker repeat)\n"
 		"  --producer-only     emit cost alone: katra, floor and katra_disabled rows\n"
@@ -946,6 +1094,16 @@ static void usage(FILE *f)
 		"                      with --producer-only, events per row (default 20000000)\n"
 		"  --payload B         add a B-byte user record to every unit of the frame loop\n"
 		"  --json              print {\"runs\": [...]} (see bench/README.md)\n"
+		"capture (the frame loop without --out goes through the capture manager):\n"
+		"  --capture-root DIR  where captures are published (default\n"
+		"                      $TMPDIR/ringbench-captures, emptied of old ones)\n"
+		"  --run-id ID         the run's id (default ringbench)\n"
+		"  --epoch N           the run's epoch (default 1)\n"
+		"  --duration S        the capture's duration cap, at most 30 (default the\n"
+		"                      run's length plus 5 s)\n"
+		"  --max-bytes B       the capture's byte cap, 1M..256M (default 256M)\n"
+		"  --cap-policy P      stop (output-too-large) or keep-newest (default: the\n"
+		"                      oldest segments go, the head loss is reported)\n"
 		"  -h, --help          this text\n");
 }
 
@@ -968,7 +1126,9 @@ static int parse_size(const char *s, size_t *out)
 int main(int argc, char **argv)
 {
 	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_LZ4,
-			  .policy = KT_OVERFLOW_DROP, .events = 20000000, .threads = 3 };
+			  .policy = KT_OVERFLOW_DROP, .events = 20000000, .threads = 3,
+			  .run_id = "ringbench", .epoch = 1, .max_bytes = KT_CAPTURE_MAX_BYTES,
+			  .cap_policy = KT_CAP_KEEP_NEWEST };
 	static const struct option lo[] = {
 		{ "seconds", required_argument, NULL, 's' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -986,6 +1146,12 @@ int main(int argc, char **argv)
 		{ "peer", required_argument, NULL, 'L' },
 		{ "payload", required_argument, NULL, 'p' + 256 },
 		{ "json", no_argument, NULL, 'j' },
+		{ "capture-root", required_argument, NULL, 'C' },
+		{ "run-id", required_argument, NULL, 'C' + 256 },
+		{ "epoch", required_argument, NULL, 'E' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "max-bytes", required_argument, NULL, 'X' },
+		{ "cap-policy", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1092,6 +1258,42 @@ int main(int argc, char **argv)
 			o.producer_only = 1;
 			break;
 		case 'j': o.json = 1; break;
+		case 'C': o.capture_root = optarg; break;
+		case 'C' + 256: o.run_id = optarg; break;
+		case 'E':
+			o.epoch = strtoull(optarg, &end, 10);
+			if (*end || !*optarg) {
+				fprintf(stderr, "ringbench: --epoch wants a whole number, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'D':
+			o.duration = strtod(optarg, &end);
+			if (*end || !(o.duration > 0 && o.duration <= 30)) {
+				fprintf(stderr, "ringbench: --duration wants 0 < S <= 30, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'X': {
+			size_t v;
+			if (parse_size(optarg, &v) || v < (1u << 20) || v > KT_CAPTURE_MAX_BYTES) {
+				fprintf(stderr, "ringbench: --max-bytes wants 1M..256M, got '%s'\n", optarg);
+				return 2;
+			}
+			o.max_bytes = v;
+			break;
+		}
+		case 'K':
+			if (!strcmp(optarg, "stop"))
+				o.cap_policy = KT_CAP_STOP;
+			else if (!strcmp(optarg, "keep-newest"))
+				o.cap_policy = KT_CAP_KEEP_NEWEST;
+			else {
+				fprintf(stderr, "ringbench: --cap-policy wants stop or keep-newest, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

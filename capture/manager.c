@@ -66,6 +66,11 @@ struct capture {
 	uint32_t seg_lo, seg_hi;     /* segments kept: [lo, hi] */
 	int retired;
 	uint64_t retired_tick;       /* last tick of the newest retired segment */
+	/* Retired segments the capture's thread still has to delete: an
+	 * unlink of a big file takes milliseconds the flusher cannot spare.
+	 * Under m->lock. */
+	uint32_t unlink_q[8];
+	unsigned unlink_n;
 	kt_session_options so;
 };
 
@@ -455,9 +460,18 @@ static void cb_retire_segment(void *ctx, uint32_t index, uint64_t last_tick)
 		return;
 	close(c->seg_fd[index % NSEG]);
 	c->seg_fd[index % NSEG] = -1;
-	seg_name(c, index, name, sizeof(name));
-	unlinkat(c->m->rootfd, name, 0);
 	c->seg_lo = index + 1;
+	pthread_mutex_lock(&c->m->lock);
+	int queued = c->unlink_n < sizeof(c->unlink_q) / sizeof(*c->unlink_q);
+	if (queued) {
+		c->unlink_q[c->unlink_n++] = index;
+		pthread_cond_broadcast(&c->m->cond);
+	}
+	pthread_mutex_unlock(&c->m->lock);
+	if (!queued) {
+		seg_name(c, index, name, sizeof(name));
+		unlinkat(c->m->rootfd, name, 0);
+	}
 	if (!c->retired || last_tick > c->retired_tick)
 		c->retired_tick = last_tick;
 	c->retired = 1;
@@ -867,6 +881,23 @@ fail:
 	return state;
 }
 
+/* Delete the retired segments queued for it; called and returns with the
+ * lock held, and drops it meanwhile. */
+static void unlink_retired(struct capture *c)
+{
+	uint32_t q[sizeof(c->unlink_q) / sizeof(*c->unlink_q)];
+	unsigned n = c->unlink_n;
+	memcpy(q, c->unlink_q, n * sizeof(*q));
+	c->unlink_n = 0;
+	pthread_mutex_unlock(&c->m->lock);
+	for (unsigned i = 0; i < n; i++) {
+		char name[128];
+		seg_name(c, q[i], name, sizeof(name));
+		unlinkat(c->m->rootfd, name, 0);
+	}
+	pthread_mutex_lock(&c->m->lock);
+}
+
 static void *capture_main(void *arg)
 {
 	struct capture *c = arg;
@@ -881,9 +912,14 @@ static void *capture_main(void *arg)
 	}
 
 	pthread_mutex_lock(&m->lock);
-	while (!c->stop_req && !c->capped && !c->abort_req)
+	while (!c->stop_req && !c->capped && !c->abort_req) {
+		if (c->unlink_n) {
+			unlink_retired(c);
+			continue;
+		}
 		if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
 			break;
+	}
 	if (!c->stop_req && c->abort_req) {
 		/* Closing the manager: no reason, nothing will be published. */
 		c->stop_req = 1;
@@ -905,6 +941,7 @@ static void *capture_main(void *arg)
 	int rc = m->backend.stop(m->backend.ctx, c->handle);
 
 	pthread_mutex_lock(&m->lock);
+	unlink_retired(c);
 	kt_capture_status st = c->st;
 	int abort_now = c->abort_req;
 	/* A KEEP_NEWEST cap that could not rotate, or a STOP cap reached as

@@ -65,6 +65,7 @@ struct kt_session {
 
 	kt_clock_calibration c0, c1;
 	uint64_t chunks, bytes_raw, refused, on_disk;
+	uint64_t seg_bytes;     /* written to segments before the current one */
 	uint64_t cpu_ns;        /* the flusher thread's CPU time */
 	uint64_t gen;           /* this session's ring generation */
 	uint64_t start_off;     /* where the trace starts in the file */
@@ -76,7 +77,6 @@ struct kt_session {
 	size_t chunk_max;       /* raw bytes per chunk */
 	int cap_policy;
 	int capped;
-	int io;                 /* kt_io_backend asked for */
 	uint32_t seg;           /* current segment */
 	uint64_t seg_last[KT_CAP_SEGMENTS]; /* last tick written, by segment % N */
 	void (*on_cap)(void *ctx);
@@ -221,11 +221,16 @@ static int rotate(kt_session *s)
 	int fd = s->open_segment(s->cap_ctx, s->seg + 1);
 	if (fd < 0)
 		return fd;
-	note_error(s, kt_writer_close(s->w));
-	s->w = NULL;
+	s->seg_bytes += kt_writer_bytes(s->w);
+	/* The sink goes on to the next file: setting up another io_uring
+	 * with its registered buffers would stall the flusher for ~10 ms. */
 	kt__sink *sink = NULL;
-	int rc = s->error ? s->error : new_sink(fd, s->io, &sink);
+	note_error(s, kt__writer_release(s->w, &sink));
+	s->w = NULL;
+	int rc = s->error ? s->error : sink->retarget(sink, fd);
 	if (!rc && (rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr)))
+		sink->close(sink);
+	else if (rc && sink)
 		sink->close(sink);
 	if (rc) {
 		note_error(s, rc);
@@ -517,7 +522,7 @@ static void finish_file(kt_session *s)
 		note_error(s, kt_writer_finish(s->w, &fs));
 	if (!s->error)
 		note_error(s, kt__writer_sync(s->w, 1));
-	s->on_disk = kt_writer_bytes(s->w);
+	s->on_disk = s->seg_bytes + kt_writer_bytes(s->w);
 	/* Closing waits for every write in flight and reports their errors. */
 	note_error(s, kt_writer_close(s->w));
 	s->w = NULL;
@@ -649,7 +654,6 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	s->level = o.codec_level > 0 ? o.codec_level : 1;
 	s->period_ns = o.flush_period_ns ? o.flush_period_ns : 1000000;
 	s->fsync_ns = o.fsync_interval_ns;
-	s->io = o.io;
 	s->max_bytes = o.max_bytes;
 	s->seg_limit = seg_limit;
 	s->cap_policy = o.cap_policy;

@@ -365,6 +365,24 @@ static int u_sync(kt__sink *base, int wait)
 	return u->base.error;
 }
 
+static int u_retarget(kt__sink *base, int fd)
+{
+	struct uring_sink *u = (struct uring_sink *)base;
+	struct stat sb;
+	wait_all(u);
+	/* Nothing is in flight now: a buffer still out is one the released
+	 * writer took and never filled.  It comes back to the pool. */
+	for (unsigned i = 0; i < u->nbuf; i++)
+		if (u->slots[i].busy) {
+			u->slots[i].busy = 0;
+			u->slots[i].queued = 0;
+			u->free_stack[u->nfree++] = i;
+		}
+	u->fd = fd;
+	u->regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+	return u->base.error;
+}
+
 static void u_close(kt__sink *base)
 {
 	struct uring_sink *u = (struct uring_sink *)base;
@@ -430,6 +448,7 @@ int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
 	u->base.write_ref = u_write_ref;
 	u->base.poll = u_poll;
 	u->base.close = u_close;
+	u->base.retarget = u_retarget;
 	u->base.backend = KT_IO_URING;
 	*out = &u->base;
 	return 0;

@@ -181,6 +181,9 @@ struct kt__sink {
 	 * callbacks).  NULL for a sink that completes everything at once. */
 	void (*poll)(kt__sink *s);
 	void (*close)(kt__sink *s);
+	/* Write to @fd from now on (nothing may be in flight: see
+	 * kt__writer_release()).  0 or the sink's sticky error. */
+	int (*retarget)(kt__sink *s, int fd);
 	int backend;  /* kt_io_backend that this sink is */
 	int error;    /* first error, -errno; sticky */
 };
@@ -205,6 +208,14 @@ int kt__writer_open_sink(struct kt_writer **out, kt__sink *sink, int fd, int own
 int kt__writer_chunk_ref(struct kt_writer *w, uint32_t thread_id, const void *events,
 			 size_t raw_len, uint32_t count, uint64_t first, uint64_t last,
 			 void (*done)(void *ctx, int res), void *ctx);
+
+/*
+ * kt_writer_close() that keeps the sink: every write is waited for and
+ * *@sink handed back, to be retargeted to the next file of a segmented
+ * trace without setting up a new one.  Returns what kt_writer_close()
+ * would; *@sink is NULL if the writer had none.
+ */
+int kt__writer_release(struct kt_writer *w, kt__sink **sink);
 
 /* Let the writer's sink handle completed writes (kt__sink.poll). */
 void kt__writer_poll(struct kt_writer *w);

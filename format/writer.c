@@ -144,6 +144,14 @@ static int fd_write_ref(kt__sink *s, const uint8_t *head, size_t head_len, const
 	return s->error;
 }
 
+static int fd_retarget(kt__sink *s, int fd)
+{
+	struct fd_sink *f = (struct fd_sink *)s;
+	f->fd = fd;
+	f->seekable = lseek(fd, 0, SEEK_CUR) >= 0;
+	return s->error;
+}
+
 static void fd_close(kt__sink *s)
 {
 	struct fd_sink *f = (struct fd_sink *)s;
@@ -168,6 +176,7 @@ kt__sink *kt__fd_sink_new(int fd)
 	f->base.sync = fd_sync;
 	f->base.write_ref = fd_write_ref;
 	f->base.close = fd_close;
+	f->base.retarget = fd_retarget;
 	f->base.backend = KT_IO_PWRITE;
 	return &f->base;
 }
@@ -565,17 +574,37 @@ int kt_writer_finish(kt_writer *w, const kt_file_summary *extra)
 	return rc ? rc : w->error;
 }
 
+/* Hand the buffered bytes to the sink and wait for every write in flight;
+ * the sink reports their errors. */
+static int sink_done(kt_writer *w)
+{
+	int rc = w->buf_len ? flush_buf(w) : w->error;
+	rc = set_error(w, w->sink->sync(w->sink, -1));
+	return rc ? rc : w->error;
+}
+
+int kt__writer_release(kt_writer *w, kt__sink **sink)
+{
+	*sink = NULL;
+	if (!w)
+		return 0;
+	int rc = 0;
+	if (w->sink) {
+		rc = sink_done(w);
+		*sink = w->sink;
+		w->sink = NULL;
+	}
+	int crc = kt_writer_close(w);
+	return rc ? rc : crc;
+}
+
 int kt_writer_close(kt_writer *w)
 {
 	if (!w)
 		return 0;
 	int rc = 0;
 	if (w->sink) {
-		rc = w->buf_len ? flush_buf(w) : w->error;
-		/* Wait for every write in flight; the sink reports their errors. */
-		rc = set_error(w, w->sink->sync(w->sink, -1));
-		if (!rc)
-			rc = w->error;
+		rc = sink_done(w);
 		w->sink->close(w->sink);
 	}
 	if (w->own_fd && close(w->fd) < 0 && !rc)

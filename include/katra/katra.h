@@ -184,7 +184,7 @@ typedef struct kt_summary {
 				     * ring, or malformed): also in dropped */
 	uint64_t chunks;
 	uint64_t bytes_raw;
-	uint64_t bytes_on_disk;
+	uint64_t bytes_on_disk;      /* written, over every segment of the session */
 	uint64_t flusher_cpu_ns;    /* CPU time the flusher thread used */
 	int io_backend;             /* kt_io_backend that ran */
 	int io_error;               /* first I/O error as -errno, or 0 */
