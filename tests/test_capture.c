@@ -1006,10 +1006,13 @@ Test(crash, sigkill_during_publish_never_leaves_a_lie, .timeout = 300)
 	unsigned seed = 12345;
 	int total_tmps = 0, total_orphans = 0, published = 0;
 	for (int round = 0; round < 50; round++) {
+		int ready[2];
+		cr_assert_eq(pipe(ready), 0);
 		pid_t pid = fork();
 		cr_assert_geq(pid, 0);
 		if (pid == 0) {
 			alarm(60);
+			close(ready[0]);
 			kt_manager *m;
 			if (kt_manager_new(&f.mo, &m))
 				_exit(10);
@@ -1024,9 +1027,15 @@ Test(crash, sigkill_during_publish_never_leaves_a_lie, .timeout = 300)
 									       .epoch = epoch }, &t);
 				kt_capture_status st;
 				kt_manager_await(m, &t, UINT64_MAX, &st);
+				/* The first one is published: the kills come after, at
+				 * whatever point of the next captures they land. */
+				if (epoch == 1 && write(ready[1], "P", 1) != 1)
+					_exit(11);
 			}
 		}
-		/* Somewhere in the first few captures, at any point of them. */
+		close(ready[1]);
+		wait_byte(ready[0], 'P');
+		close(ready[0]);
 		struct timespec ts = { 0, (long)(rand_r(&seed) % 40000) * 1000 };
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
