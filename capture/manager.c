@@ -529,6 +529,13 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		free(c);
 		return;
 	}
+	/* Finished captures' threads are joined here, so that a long-lived
+	 * manager does not keep their stacks. */
+	for (size_t i = 0; i < m->ncaps; i++)
+		if (m->caps[i]->joinable && !m->caps[i]->running) {
+			pthread_join(m->caps[i]->thread, NULL);
+			m->caps[i]->joinable = 0;
+		}
 	/* Remembered from here on, even when skipped, for kt_manager_status(); a
 	 * later start of the same run and epoch finds this newer record first. */
 	if (remember(m, c)) {
