@@ -141,9 +141,10 @@ static void *produce(void *arg)
 static pid_t spawn(struct shared *sh, const char *parent, const char *trace, int policy,
 		   int codec, int threads, uint64_t limit)
 {
-	sh->ready = 0;
+	/* Relaxed: fork() orders these before anything the child does. */
+	atomic_store_explicit(&sh->ready, 0, memory_order_relaxed);
 	for (int i = 0; i < PRODUCERS; i++)
-		sh->last[i] = -1;
+		atomic_store_explicit(&sh->last[i], -1, memory_order_relaxed);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid)
@@ -167,6 +168,7 @@ static pid_t spawn(struct shared *sh, const char *parent, const char *trace, int
 			while (atomic_load_explicit(&sh->last[i], memory_order_acquire) !=
 			       (int64_t)limit - 1)
 				usleep(1000);
+	/* Release: the parent that sees ready sees the reports before it. */
 	atomic_store_explicit(&sh->ready, 1, memory_order_release);
 	for (;;)
 		pause();
@@ -382,7 +384,8 @@ static void leftover_child(struct shared *sh, const char *dir, const char *trace
 	for (; seq < LEFT_FLUSHED; seq++)
 		kt_counter(id, seq);
 	/* Wait until the flusher has written them all: with crash files the
-	 * tail reaches head only then.  Acquire pairs with its release. */
+	 * tail reaches head only then.  Acquire pairs with its release of
+	 * tail; relaxed head: this thread writes it. */
 	struct kt__ring *r = (struct kt__ring *)(void *)kt__tls_ring;
 	for (int i = 0; atomic_load_explicit(&r->tail, memory_order_acquire) !=
 			atomic_load_explicit(&r->prod.head, memory_order_relaxed); i++) {
@@ -395,6 +398,7 @@ static void leftover_child(struct shared *sh, const char *dir, const char *trace
 	usleep(10000);
 	for (; seq < LEFT_EVENTS; seq++)
 		kt_counter(id, seq);
+	/* Release: ready comes after the last emit returned. */
 	atomic_store_explicit(&sh->ready, 1, memory_order_release);
 	for (;;)
 		pause();
@@ -612,6 +616,7 @@ Test(recover, refuses_a_live_process_and_a_clean_stop_removes_the_directory)
 		if (kt_session_start(trace, &o, &s))
 			_exit(10);
 		kt_instant(kt_name("alive"));
+		/* Release: ready comes after the session started. */
 		atomic_store_explicit(&sh->ready, 1, memory_order_release);
 		char c;
 		if (read(go[0], &c, 1) < 0)

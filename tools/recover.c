@@ -270,6 +270,9 @@ static void read_names(struct rec *R)
 		return;
 	}
 	close(fd);
+	if (len == CTL_MAX)
+		problem(R, "names", "larger than %u bytes: the entries past that are not read",
+			CTL_MAX);
 	size_t at = 0;
 	while (at + 12 <= len && !R->werr) {
 		uint32_t kind = kt__get32(p + at), id = kt__get32(p + at + 4);
@@ -554,6 +557,9 @@ int cmd_recover(int argc, char **argv)
 		return EXIT_BAD;
 	}
 	char why[256];
+	if (ctl_len == CTL_MAX)
+		problem(&R, "control", "larger than %u bytes: the slots past that are not read",
+			CTL_MAX);
 	int rc = kt__ctl_parse(ctl, ctl_len, &R.ctl, why, sizeof(why));
 	uint32_t slot_size = (uint32_t)kt__ring_page();
 	if (rc)
