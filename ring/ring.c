@@ -141,48 +141,52 @@ static void ring_unmap(struct kt__ring *r)
 	munmap(r, kt__ring_page());
 }
 
-/* Map @fd's first @size bytes at both halves of the span at @span. */
-static int map_halves(uint8_t *span, uint64_t size, int fd)
+/* Map @size bytes of @fd from @off at both halves of the span at @span. */
+static int map_halves(uint8_t *span, uint64_t size, int fd, off_t off)
 {
 	/* MAP_POPULATE pre-faults the pages so a thread's first events do not
 	 * take page faults; the second mapping shares the same pages. */
 	for (int half = 0; half < 2; half++)
 		if (mmap(span + half * size, size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED)
+			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, off) == MAP_FAILED)
 			return -errno;
 	return 0;
 }
 
 /*
- * Create a ring: its struct in a page of its own (with crash files, its
- * slot in the control file), and @size bytes of a memfd (or a crash file)
- * mapped twice, back to back, inside one reserved span so nothing else can
- * land between the two halves.  Under reg_lock.
+ * Create a ring: its struct in a page of its own, and @size bytes mapped
+ * twice, back to back, inside one reserved span so nothing else can land
+ * between the two halves.  Without crash files one memfd holds both: the
+ * page at 0, mapped private so a fork()ed child gets its own head and tail
+ * as it did of the heap struct this replaced, then the bytes.  With them,
+ * the page is the ring's slot in the control file and the bytes its ring
+ * file, both shared.  Under reg_lock.
  */
 static struct kt__ring *ring_map(uint64_t size)
 {
 	int fd = -1, ctl_fd = -1;
 	uint64_t ctl_off = 0;
+	off_t data_off = 0;
 	uint32_t slot = 0;
 	if (reg_crash) {
 		if (kt__crash_slot(reg_crash, size, &fd, &ctl_fd, &ctl_off, &slot))
 			return NULL;
 	} else {
-		fd = memfd_create("katra-ring", MFD_CLOEXEC);
+		fd = ctl_fd = memfd_create("katra-ring", MFD_CLOEXEC);
+		data_off = (off_t)kt__ring_page();
 		if (fd < 0)
 			return NULL;
-		if (ftruncate(fd, (off_t)size) < 0)
+		if (ftruncate(fd, data_off + (off_t)size) < 0)
 			goto err_fd;
 	}
 	struct kt__ring *r = mmap(NULL, kt__ring_page(), PROT_READ | PROT_WRITE,
-				  ctl_fd < 0 ? MAP_SHARED | MAP_ANONYMOUS : MAP_SHARED, ctl_fd,
-				  (off_t)ctl_off);
+				  reg_crash ? MAP_SHARED : MAP_PRIVATE, ctl_fd, (off_t)ctl_off);
 	if (r == MAP_FAILED)
 		goto err_fd;
 	uint8_t *span = mmap(NULL, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (span == MAP_FAILED)
 		goto err_page;
-	if (map_halves(span, size, fd)) {
+	if (map_halves(span, size, fd, data_off)) {
 		munmap(span, 2 * size);
 		goto err_page;
 	}
@@ -190,7 +194,7 @@ static struct kt__ring *ring_map(uint64_t size)
 	r->memfd = fd;
 	r->prod.base = span;
 	r->prod.mask = size - 1;
-	if (ctl_fd >= 0)
+	if (reg_crash)
 		kt__crash_stamp(r, slot);
 	return r;
 err_page:
@@ -227,7 +231,7 @@ static int ring_rebind(struct kt__ring *r)
 		close(fd);
 		return rc;
 	}
-	if ((rc = map_halves(r->prod.base, r->size, fd))) {
+	if ((rc = map_halves(r->prod.base, r->size, fd, 0))) {
 		close(fd);
 		return rc;
 	}

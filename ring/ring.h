@@ -106,10 +106,12 @@ struct kt__ring {
 };
 
 /*
- * Each ring struct fills its own page (KT__RING_PAGE at most), mapped
- * shared: with crash files that page is the ring's slot in the control
- * file, so head, tail and the checkpoint are in the page cache when the
- * process dies.  The producer's pointer to it never changes.
+ * kt__ring_page - the page each ring struct has to itself: a private page
+ * of the ring's memfd, or with crash files the ring's slot in the control
+ * file, mapped shared so
+ * head, tail and the checkpoint are in the page cache when the process
+ * dies.  A ring moves between the two in place (the page is mapped over),
+ * so the producer's pointer to it never changes.
  */
 size_t kt__ring_page(void);
 

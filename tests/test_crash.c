@@ -404,8 +404,10 @@ static void leftover_child(struct shared *sh, const char *dir, const char *trace
 		pause();
 }
 
-/* A process that published exactly LEFT_EVENTS events and was killed. */
-static void leftover(struct leftover *l)
+typedef void (*child_fn)(struct shared *sh, const char *dir, const char *trace);
+
+/* Run @child (it reports ready, then waits) and kill it. */
+static void leftover_of(struct leftover *l, child_fn child)
 {
 	struct shared *sh = shared_page();
 	l->dir = scratch();
@@ -413,15 +415,58 @@ static void leftover(struct leftover *l)
 	l->out = path_in(l->dir, "out.katra");
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		leftover_child(sh, l->dir, l->trace);
+	if (pid == 0) {
+		child(sh, l->dir, l->trace);
+		_exit(12);
+	}
 	wait_ready(sh, pid);
 	kill_child(pid);
 	munmap(sh, sizeof(*sh));
 	l->crash = path_in(l->dir, "katra-%ld", (long)pid);
 	l->in_trace = prefix_events(l->trace);
+}
+
+/* A process that published exactly LEFT_EVENTS events and was killed. */
+static void leftover(struct leftover *l)
+{
+	leftover_of(l, leftover_child);
 	cr_assert_geq(l->in_trace, LEFT_FLUSHED);
 	cr_assert_lt(l->in_trace, LEFT_EVENTS, "some events are in the ring only");
+}
+
+/*
+ * A ring that exists before the crash session starts moves onto crash
+ * files in place: this thread emits in a plain session first (its ring and
+ * name exist), then LEFT_IN_RING events with crash files, none flushed.
+ */
+static void rebound_child(struct shared *sh, const char *dir, const char *trace)
+{
+	alarm(60);
+	kt_config cfg = { .ring_size = KT_RING_MIN, .overflow = KT_OVERFLOW_BLOCK };
+	kt_session_options plain = { .flush_period_ns = 1000000 };
+	kt_session *s;
+	char *first = NULL;
+	if (kt_init(&cfg) || kt_thread_name("seq-0") || asprintf(&first, "%s.first", trace) < 0 ||
+	    kt_session_start(first, &plain, &s))
+		_exit(10);
+	uint32_t id = kt_name("seq");
+	for (int64_t v = 0; v < 100; v++)
+		kt_counter(id, 100000 + v);
+	if (kt_session_stop(s, NULL))
+		_exit(11);
+	kt_session_options o = { .crash_dir = dir, .flush_period_ns = UINT64_C(60000000000) };
+	if (kt_session_start(trace, &o, &s))
+		_exit(12);
+	/* After the flusher's first pass it sleeps for the whole period.
+	 * Relaxed: only the flag's value matters, no data rides on it. */
+	while (!atomic_load_explicit(&kt__flusher_sleeping, memory_order_relaxed))
+		usleep(100);
+	for (int64_t v = 0; v < LEFT_IN_RING; v++)
+		kt_counter(id, v);
+	/* Release: ready comes after the last emit returned. */
+	atomic_store_explicit(&sh->ready, 1, memory_order_release);
+	for (;;)
+		pause();
 }
 
 static void leftover_free(struct leftover *l)
@@ -490,6 +535,18 @@ Test(recover, leftover_gives_back_every_event)
 	const char *list[] = { "recover", "--list", l.dir, NULL };
 	cr_assert_eq(katra(l.msg, sizeof(l.msg), list), 0);
 	cr_assert_not_null(strstr(l.msg, l.crash), "%s", l.msg);
+	leftover_free(&l);
+}
+
+Test(recover, a_ring_from_before_the_session_moves_onto_crash_files)
+{
+	struct leftover l;
+	leftover_of(&l, rebound_child);
+	cr_assert_eq(recover(&l), 0, "%s", l.msg);
+	/* The second session's events, all from the ring, under the name the
+	 * thread took before it. */
+	cr_assert_eq(l.in_trace, 0);
+	check_sequence(&l, LEFT_IN_RING);
 	leftover_free(&l);
 }
 
