@@ -9,8 +9,9 @@
  * trims, hashes and publishes the trace with its sidecar.
  *
  * --producer-only measures the emit cost alone, in one run and one binary,
- * side by side: `katra` (kt_zone_begin with a session draining), `floor`
- * (rdtsc plus a 16-byte store into a thread-local array) and
+ * side by side: `katra` (kt_zone_begin with a session draining),
+ * `katra_crashfiles` (the same with the rings backed by crash files),
+ * `floor` (rdtsc plus a 16-byte store into a thread-local array) and
  * `katra_disabled` (kt_zone_begin with no session).  Costs come from
  * per-batch timings, so the clock reads do not dominate what is measured.
  */
@@ -416,12 +417,14 @@ static void lttng_peer_stop(struct lttng_peer *p)
 		kill((pid_t)p->sessiond_pid, SIGTERM);
 }
 
-enum { ROW_KATRA, ROW_FLOOR, ROW_DISABLED, ROW_CLOCK, ROW_MUTEX, ROW_FPRINTF, ROW_LTTNG, ROWS };
+enum { ROW_KATRA, ROW_KATRA_CRASH, ROW_FLOOR, ROW_DISABLED, ROW_CLOCK, ROW_MUTEX, ROW_FPRINTF,
+       ROW_LTTNG, ROWS };
 
 static int producer_only(const struct opts *o)
 {
-	static const char *const names[ROWS] = { "katra", "floor", "katra_disabled",
-						 "clock_gettime", "mutex_write", "fprintf", "lttng" };
+	static const char *const names[ROWS] = { "katra", "katra_crashfiles", "floor",
+						 "katra_disabled", "clock_gettime", "mutex_write",
+						 "fprintf", "lttng" };
 	int nrows = o->baselines ? ROW_LTTNG : ROW_CLOCK;
 	int want[ROWS];
 	for (int k = 0; k < ROWS; k++)
@@ -440,9 +443,17 @@ static int producer_only(const struct opts *o)
 	const char *tmp = getenv("TMPDIR");
 	snprintf(path, sizeof(path), "%s/ringbench-producer-%ld.katra", tmp && *tmp ? tmp : "/tmp",
 		 (long)getpid());
+	/* The crash row's rings live where KT_CRASH_DIR says (default
+	 * /dev/shm); the katra row must not take it from the environment. */
+	const char *env = getenv("KT_CRASH_DIR");
+	char crash_dir[4096];
+	snprintf(crash_dir, sizeof(crash_dir), "%s", env ? env : "");
+	unsetenv("KT_CRASH_DIR");
 	kt_session_options so = { .codec = o->codec, .io = o->io };
+	kt_session_options so_crash = so;
+	so_crash.crash_dir = crash_dir;
 	kt_summary sum = { 0 };
-	uint64_t dropped = 0, on_disk = 0;
+	uint64_t dropped[ROWS] = { 0 }, on_disk[ROWS] = { 0 };
 	unsigned pos = 0;
 	int katra_io = 0;
 
@@ -490,8 +501,8 @@ static int producer_only(const struct opts *o)
 					return 1;
 				}
 			}
-			if (k == ROW_KATRA) {
-				rc = kt_session_start(path, &so, &s);
+			if (k == ROW_KATRA || k == ROW_KATRA_CRASH) {
+				rc = kt_session_start(path, k == ROW_KATRA ? &so : &so_crash, &s);
 				if (rc) {
 					fprintf(stderr, "ringbench: session: %s\n", kt_strerror(rc));
 					return 1;
@@ -544,9 +555,9 @@ static int producer_only(const struct opts *o)
 					unlink(path);
 					return 1;
 				}
-				dropped += sum.events_dropped;
+				dropped[k] += sum.events_dropped;
 				katra_io = sum.io_backend;
-				on_disk += sum.bytes_on_disk;
+				on_disk[k] += sum.bytes_on_disk;
 				events[k] += BATCH;
 				kt_summary_release(&sum);
 			}
@@ -561,15 +572,15 @@ static int producer_only(const struct opts *o)
 	for (int k = 0; k < ROWS; k++) {
 		if (!want[k])
 			continue;
+		int traced = k == ROW_KATRA || k == ROW_KATRA_CRASH;
 		rows[kept++] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
 					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
 					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),
-					.codec = k == ROW_KATRA ? (o->codec ? "lz4" : "none") : "none",
-					.io = k == ROW_KATRA ? io_name(katra_io) : "none" };
+					.codec = traced ? (o->codec ? "lz4" : "none") : "none",
+					.io = traced ? io_name(katra_io) : "none",
+					.dropped = dropped[k], .bytes = on_disk[k] };
 		free(st[k].v);
 	}
-	rows[ROW_KATRA].dropped = dropped;
-	rows[ROW_KATRA].bytes = on_disk;
 	for (int k = ROW_CLOCK; k < nrows; k++) {
 		rows[k].bytes = base_bytes[k];
 		rows[k].io = k == ROW_CLOCK ? "none" : "write";
@@ -1082,7 +1093,8 @@ static void usage(FILE *f)
 		"                      of the capture manager\n"
 		"  --threads N         producer threads of the frame loop (default 3; roles\n"
 		"                      main, render, worker repeat)\n"
-		"  --producer-only     emit cost alone: katra, floor and katra_disabled rows\n"
+		"  --producer-only     emit cost alone: katra, katra_crashfiles, floor and\n"
+		"                      katra_disabled rows\n"
 		"  --baselines         those rows plus clock_gettime, mutex_write (a shared\n"
 		"                      buffer drained with write()) and fprintf, same run\n"
 		"  --peer lttng        add an LTTng-UST tracepoint row recording to disk (needs\n"

@@ -30,6 +30,7 @@
 #include "flush/flush.h"
 #include "format/format.h"
 #include "format/reader_internal.h"
+#include "ring/crash.h"
 #include "ring/ring.h"
 
 #define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */
@@ -87,6 +88,8 @@ struct kt_session {
 	char host[256];
 	char *hdr_strings[3];
 	char **hdr_notes;
+
+	struct kt__crash *crash; /* crash files, or NULL */
 };
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,7 +133,9 @@ static void release_ring(struct kt__ring *r)
 		r->ref_head = (r->ref_head + 1) % KT__RING_REFS;
 		r->ref_len--;
 	}
-	uint64_t to = r->ref_len ? r->refs[r->ref_head].start : r->read_pos;
+	uint64_t to = r->ref_len && r->refs[r->ref_head].start < r->done_pos
+			      ? r->refs[r->ref_head].start
+			      : r->done_pos;
 	/* Relaxed: only this thread writes tail. */
 	if (to == atomic_load_explicit(&r->tail, memory_order_relaxed))
 		return;
@@ -372,6 +377,8 @@ static void drain(kt_session *s, struct kt__ring *r)
 	}
 	put_chunk(s, t, r, from + start, p + start, len - start, count, first, last);
 	r->read_pos = head;
+	if (!s->crash)
+		r->done_pos = head;
 	release_ring(r);
 }
 
@@ -413,6 +420,25 @@ static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
 	refresh_name(t, r);
 }
 
+/*
+ * Crash files: once every frame so far is written, the rings' space behind
+ * them may be reused, and a checkpoint tells a recovery where the file's
+ * share of each ring ends.
+ */
+static void crash_commit(kt_session *s)
+{
+	if (!s->error)
+		note_error(s, kt__writer_sync(s->w, -1));
+	for (size_t i = 0; i < s->rings.len; i++) {
+		struct kt__ring *r = s->rings.rings[i];
+		struct sthread *t = s->error ? NULL : thread_of(s, r);
+		if (t)
+			kt__ring_checkpoint(r, t->written);
+		r->done_pos = r->read_pos;
+		release_ring(r);
+	}
+}
+
 static void drain_all(kt_session *s)
 {
 	/* Completed zero-copy writes give their ring space back here, even
@@ -436,6 +462,8 @@ static void drain_all(kt_session *s)
 			retired_seen = 1;
 		}
 	}
+	if (s->crash)
+		crash_commit(s);
 	if (retired_seen)
 		kt__registry_reap();
 }
@@ -566,6 +594,7 @@ static void *flusher_main(void *arg)
 
 static void session_free(kt_session *s)
 {
+	kt__crash_finish(s->crash);
 	if (s->w)
 		kt_writer_close(s->w);
 	if (s->own_fd && s->fd >= 0)
@@ -719,7 +748,19 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	}
 
 	kt__registry_set_session(1);
+	/* Crash files: the header is on disk before any event can be. */
+	const char *crash = o.crash_dir ? o.crash_dir : getenv("KT_CRASH_DIR");
+	if (crash && (o.crash_dir || *crash) &&
+	    ((rc = kt__crash_start(&s->crash, crash, s->fd, s->start_off)) ||
+	     (rc = kt__writer_sync(s->w, -1)))) {
+		kt__registry_set_session(0);
+		goto err_free;
+	}
 	s->gen = kt__registry_reset_for_session();
+	if (s->crash && (rc = kt__crash_publish(s->crash, &h, s->gen))) {
+		kt__registry_set_session(0);
+		goto err_free;
+	}
 	if ((rc = pthread_create(&s->thread, NULL, flusher_main, s))) {
 		rc = -rc;
 		kt__registry_set_session(0);
@@ -760,6 +801,9 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	pthread_join(s->thread, NULL);
 	kt__registry_reap();
 	kt__registry_set_session(0);
+	/* A clean stop leaves nothing to recover: the directory goes. */
+	kt__crash_finish(s->crash);
+	s->crash = NULL;
 	current = NULL;
 	pthread_mutex_unlock(&session_lock);
 

@@ -18,6 +18,8 @@ static size_t *lens;
 static uint32_t count, id_cap;
 static uint32_t *slots;       /* open addressing: id or 0 */
 static size_t slot_cap;       /* power of two */
+static kt__name_fn log_fn;    /* crash files: told of every new name */
+static void *log_ctx;
 
 static size_t slot_of(const char *s, size_t len)
 {
@@ -79,6 +81,8 @@ uint32_t kt_name(const char *name)
 	by_id[id] = copy;
 	lens[id] = len;
 	slots[i] = id;
+	if (log_fn)
+		log_fn(log_ctx, id, copy, len);
 out:
 	pthread_mutex_unlock(&names_lock);
 	return id;
@@ -92,6 +96,16 @@ uint32_t kt__names_each(kt__name_fn fn, void *ctx)
 		fn(ctx, id, by_id[id], lens[id]);
 	pthread_mutex_unlock(&names_lock);
 	return n;
+}
+
+void kt__names_set_log(kt__name_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&names_lock);
+	for (uint32_t id = 1; fn && id <= count; id++)
+		fn(ctx, id, by_id[id], lens[id]);
+	log_fn = fn;
+	log_ctx = ctx;
+	pthread_mutex_unlock(&names_lock);
 }
 
 void kt__names_free(void)

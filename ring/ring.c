@@ -28,6 +28,7 @@
 #define cpu_relax() __asm__ __volatile__("" ::: "memory")
 #endif
 
+#include "ring/crash.h"
 #include "ring/ring.h"
 
 KT_API _Thread_local struct kt__ring_prod *kt__tls_ring __attribute__((tls_model("initial-exec")));
@@ -49,6 +50,7 @@ static uint32_t next_thread_id = 1;
 static pthread_key_t exit_key;
 static int initialized;
 static kt_config config;
+static struct kt__crash *reg_crash;   /* new rings get crash files here */
 
 _Atomic uint32_t kt__flusher_word;
 _Atomic int kt__flusher_sleeping;
@@ -121,50 +123,122 @@ int kt__overflow_policy(void)
 
 /* ---- ring memory ------------------------------------------------------ */
 
+size_t kt__ring_page(void)
+{
+	static size_t page;
+	if (!page) {
+		long n = sysconf(_SC_PAGESIZE);
+		page = n >= 4096 ? (size_t)n : 4096;
+	}
+	return page;
+}
+
 static void ring_unmap(struct kt__ring *r)
 {
 	munmap(r->prod.base, 2 * r->size);
 	close(r->memfd);
 	free(r->name);
-	free(r);
+	munmap(r, kt__ring_page());
+}
+
+/* Map @size bytes of @fd from @off at both halves of the span at @span. */
+static int map_halves(uint8_t *span, uint64_t size, int fd, off_t off)
+{
+	/* MAP_POPULATE pre-faults the pages so a thread's first events do not
+	 * take page faults; the second mapping shares the same pages. */
+	for (int half = 0; half < 2; half++)
+		if (mmap(span + half * size, size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, off) == MAP_FAILED)
+			return -errno;
+	return 0;
 }
 
 /*
- * Create a ring: a memfd of @size bytes mapped twice, back to back, inside
- * one reserved span so nothing else can land between the two halves.
+ * Create a ring: its struct in a page of its own, and @size bytes mapped
+ * twice, back to back, inside one reserved span so nothing else can land
+ * between the two halves.  Without crash files one memfd holds both: the
+ * page at 0, mapped private so a fork()ed child gets its own head and tail
+ * as it did of the heap struct this replaced, then the bytes.  With them,
+ * the page is the ring's slot in the control file and the bytes its ring
+ * file, both shared.  Under reg_lock.
  */
 static struct kt__ring *ring_map(uint64_t size)
 {
-	struct kt__ring *r = aligned_alloc(KT__CACHELINE, sizeof(*r));
-	if (!r)
-		return NULL;
-	memset(r, 0, sizeof(*r));
-	r->size = size;
-	r->memfd = memfd_create("katra-ring", MFD_CLOEXEC);
-	if (r->memfd < 0)
-		goto err_free;
-	if (ftruncate(r->memfd, (off_t)size) < 0)
+	int fd = -1, ctl_fd = -1;
+	uint64_t ctl_off = 0;
+	off_t data_off = 0;
+	uint32_t slot = 0;
+	if (reg_crash) {
+		if (kt__crash_slot(reg_crash, size, &fd, &ctl_fd, &ctl_off, &slot))
+			return NULL;
+	} else {
+		fd = ctl_fd = memfd_create("katra-ring", MFD_CLOEXEC);
+		data_off = (off_t)kt__ring_page();
+		if (fd < 0)
+			return NULL;
+		if (ftruncate(fd, data_off + (off_t)size) < 0)
+			goto err_fd;
+	}
+	struct kt__ring *r = mmap(NULL, kt__ring_page(), PROT_READ | PROT_WRITE,
+				  reg_crash ? MAP_SHARED : MAP_PRIVATE, ctl_fd, (off_t)ctl_off);
+	if (r == MAP_FAILED)
 		goto err_fd;
 	uint8_t *span = mmap(NULL, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (span == MAP_FAILED)
-		goto err_fd;
-	/* MAP_POPULATE pre-faults the pages so a thread's first events do not
-	 * take page faults; the second mapping shares the same pages. */
-	if (mmap(span, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
-		 r->memfd, 0) == MAP_FAILED ||
-	    mmap(span + size, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
-		 r->memfd, 0) == MAP_FAILED) {
+		goto err_page;
+	if (map_halves(span, size, fd, data_off)) {
 		munmap(span, 2 * size);
-		goto err_fd;
+		goto err_page;
 	}
+	r->size = size;
+	r->memfd = fd;
 	r->prod.base = span;
 	r->prod.mask = size - 1;
+	if (reg_crash)
+		kt__crash_stamp(r, slot);
 	return r;
+err_page:
+	munmap(r, kt__ring_page());
 err_fd:
-	close(r->memfd);
-err_free:
-	free(r);
+	close(fd);
 	return NULL;
+}
+
+/*
+ * Under reg_lock, with no flusher running: move @r onto a new crash slot
+ * in place.  Its page is copied into the slot and the slot mapped over it;
+ * the data file is mapped over both halves.  The producer's pointers stay
+ * valid; a record racing this may be lost, as any racing a session start.
+ */
+static int ring_rebind(struct kt__ring *r)
+{
+	int fd, ctl_fd;
+	uint64_t off;
+	uint32_t slot;
+	size_t page = kt__ring_page();
+	int rc = kt__crash_slot(reg_crash, r->size, &fd, &ctl_fd, &off, &slot);
+	if (rc)
+		return rc;
+	ssize_t n = pwrite(ctl_fd, r, page, (off_t)off);
+	if (n != (ssize_t)page) {
+		rc = n < 0 ? -errno : -EIO;
+		close(fd);
+		return rc;
+	}
+	if (mmap(r, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctl_fd, (off_t)off) ==
+	    MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if ((rc = map_halves(r->prod.base, r->size, fd, 0))) {
+		close(fd);
+		return rc;
+	}
+	close(r->memfd);
+	r->memfd = fd;
+	kt__crash_stamp(r, slot);
+	return 0;
 }
 
 /* Under reg_lock: a ring for a new thread, recycled when one fits. */
@@ -196,6 +270,29 @@ static void ring_put(struct kt__ring *r)
 	free_count++;
 }
 
+/*
+ * Under reg_lock, with no flusher reading @r: nothing of @r is in the file
+ * yet.  Relaxed: the registry lock (or, after a crash, the process's end)
+ * publishes it.
+ */
+static void ck_reset(struct kt__ring *r, uint64_t head)
+{
+	for (int i = 0; i < 2; i++)
+		r->ck[i] = (struct kt__ring_ckpt){ head, 0, r->marked, r->refused_seen };
+	atomic_store_explicit(&r->ck_seq, 0, memory_order_relaxed);
+}
+
+void kt__ring_checkpoint(struct kt__ring *r, uint64_t events)
+{
+	/* Relaxed: only the flusher writes ck_seq. */
+	uint64_t seq = atomic_load_explicit(&r->ck_seq, memory_order_relaxed) + 1;
+	r->ck[seq & 1] = (struct kt__ring_ckpt){ r->read_pos, events, r->marked, r->refused_seen };
+	/* Release: the slot's stores come before the index naming it, so a
+	 * process killed between them leaves the index on the older, whole
+	 * slot (the mapping keeps stores in the order they were made). */
+	atomic_store_explicit(&r->ck_seq, seq, memory_order_release);
+}
+
 /* Under reg_lock: make @r look freshly created for a new thread. */
 static void ring_reset(struct kt__ring *r, uint32_t tid)
 {
@@ -216,6 +313,8 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 	r->marked = 0;
 	r->refused_seen = 0;
 	r->settled = 0;
+	r->done_pos = head;
+	ck_reset(r, head);
 	r->thread_id = tid;
 	r->os_tid = (uint32_t)gettid();
 	r->name = NULL;
@@ -347,9 +446,34 @@ uint64_t kt__registry_reset_for_session(void)
 		r->lost_base = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
 		r->marked = 0;
 		r->refused_seen = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+		r->done_pos = head;
+		ck_reset(r, head);
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return gen;
+}
+
+int kt__registry_set_crash(struct kt__crash *c)
+{
+	int rc = 0;
+	pthread_mutex_lock(&reg_lock);
+	reg_crash = c;
+	if (c) {
+		/* Recycled rings would need slots too; new ones cost as little. */
+		while (free_head) {
+			struct kt__ring *r = free_head;
+			free_head = r->next;
+			ring_unmap(r);
+		}
+		free_count = 0;
+		for (struct kt__ring *r = reg_head; r && !rc; r = r->next) {
+			rc = ring_rebind(r);
+			if (!rc && r->name)
+				kt__crash_log_thread(c, r->thread_id, r->name);
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
 }
 
 char *kt__ring_name_dup(struct kt__ring *r)
@@ -373,6 +497,8 @@ int kt_thread_name(const char *name)
 	pthread_mutex_lock(&reg_lock);
 	free(r->name);
 	r->name = copy;
+	if (reg_crash)
+		kt__crash_log_thread(reg_crash, r->thread_id, copy);
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }

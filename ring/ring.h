@@ -82,15 +82,39 @@ struct kt__ring {
 	uint64_t refused_seen;     /* refusals the flusher has accounted */
 	int settled;               /* the flusher accounted it after retirement:
 				    * only then may it be recycled */
+	/* Bytes tail may pass: read_pos at once, or, with crash files, only
+	 * once the frames made from them are written (see ring/crash.h). */
+	uint64_t done_pos;
+	/* Crash files: what the trace file holds of this ring, as of the last
+	 * pass whose writes all completed.  Two slots so a process killed
+	 * mid-update leaves the previous one whole; ck_seq names the good one. */
+	struct kt__ring_ckpt {
+		uint64_t tail;     /* done_pos then */
+		uint64_t events;   /* the thread's events in the file then */
+		uint64_t marked;   /* losses in drop frames then */
+		uint64_t refused;  /* refused_seen then */
+	} ck[2];
+	_Atomic uint64_t ck_seq;
 
 	/* Registry: under the registry lock. */
 	alignas(KT__CACHELINE) struct kt__ring *next;
 	_Atomic int retired;       /* the thread exited; release-stored */
 	uint32_t thread_id;
 	uint32_t os_tid;
-	int memfd;
+	int memfd;                 /* the data's file: a memfd, or a crash file */
 	char *name;                /* thread name or NULL */
 };
+
+/*
+ * kt__ring_page - the page each ring struct has to itself: a private page
+ * of the ring's memfd, or with crash files the ring's slot in the control
+ * file, mapped shared so
+ * head, tail and the checkpoint are in the page cache when the process
+ * dies.  A ring moves between the two in place (the page is mapped over),
+ * so the producer's pointer to it never changes.
+ */
+size_t kt__ring_page(void);
+
 
 /* What a session's flusher needs from the ring layer. */
 typedef struct kt__ring_list {
@@ -119,6 +143,19 @@ char *kt__ring_name_dup(struct kt__ring *r);
 uint64_t kt__registry_reset_for_session(void);
 /* Wake a producer blocked on @r after its tail moved. */
 void kt__ring_tail_moved(struct kt__ring *r);
+/* Crash files: record that the file now holds @events of @r's thread and
+ * everything below read_pos.  Flusher only. */
+void kt__ring_checkpoint(struct kt__ring *r, uint64_t events);
+
+struct kt__crash;
+/*
+ * Back every ring with crash files in @c (NULL: stop creating crash-backed
+ * rings; existing ones keep their files).  Existing rings move onto the
+ * files in place, so producers' pointers stay valid; their contents are
+ * not kept (a session start discards them anyway).  Called with no flusher
+ * running.  Return: 0 or the first -errno.
+ */
+int kt__registry_set_crash(struct kt__crash *c);
 
 /* The flusher's wake-up word: producers bump it on crossing a ring's high
  * watermark; the flusher sleeps on it between periods. */
@@ -132,6 +169,9 @@ void kt__flusher_wake(void);
 /* Interned names: copy ids [1, n] under the lock; returns n. */
 typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len);
 uint32_t kt__names_each(kt__name_fn fn, void *ctx);
+/* Call @fn for every name so far, then for each new one as it is interned,
+ * under the names lock; NULL stops it. */
+void kt__names_set_log(kt__name_fn fn, void *ctx);
 void kt__names_free(void);
 
 /* The clock. */

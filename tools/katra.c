@@ -24,6 +24,7 @@
 
 #include <katra/katra.h>
 #include <katra/reader.h>
+#include "tools/recover.h"
 
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_TRUNC = 3 };
 
@@ -47,6 +48,8 @@ static void usage_main(FILE *f)
 		"  decompress IN OUT    rewrite LZ4 chunks raw\n"
 		"  compress IN OUT      rewrite raw chunks with LZ4\n"
 		"  slice IN OUT         a smaller valid trace [--from NS] [--to NS] [--thread T]\n"
+		"  recover DIR [--out OUT]   rebuild the trace of a process that died from\n"
+		"                       its crash directory; --list finds leftovers\n"
 		"\n"
 		"options:\n"
 		"  -h, --help           this text; `katra <command> --help` for one command\n"
@@ -1764,5 +1767,7 @@ int main(int argc, char **argv)
 		return cmd_slice(argc - 1, argv + 1);
 	if (!strcmp(cmd, "stats"))
 		return cmd_stats(argc - 1, argv + 1);
+	if (!strcmp(cmd, "recover"))
+		return cmd_recover(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -165,6 +165,12 @@ typedef struct kt_session_options {
 	int (*open_segment)(void *ctx, uint32_t index);
 	void (*retire_segment)(void *ctx, uint32_t index, uint64_t last_tick);
 	void *cap_ctx;
+
+	/* Crash files: back the rings with files in CRASH_DIR/katra-<pid>/
+	 * ("" means /dev/shm) so `katra recover` can rebuild the trace of a
+	 * process that died.  NULL: the environment's KT_CRASH_DIR, if set
+	 * and not empty; otherwise off.  The emit path costs the same. */
+	const char *crash_dir;
 } kt_session_options;
 
 /** What a session with a byte cap does when it is reached. */
@@ -205,10 +211,14 @@ typedef struct kt_summary {
  * @out:  receives the session.
  *
  * Events emitted after this returns are captured; ring contents from
- * before are discarded.  Return: 0; KT_EBUSY if a session is active;
- * -EINVAL (also for KT_IO_URING on a pipe, socket or O_APPEND file, where
- * writes at offsets cannot work); -errno from creating or writing the file,
- * or from io_uring set-up when KT_IO_URING is forced.  Any thread.
+ * before are discarded.  With crash files (@opts->crash_dir or
+ * KT_CRASH_DIR) every ring, existing or new, is backed by a file in the
+ * session's crash directory until the session stops, which removes it.
+ * Return: 0; KT_EBUSY if a session is active; -EINVAL (also for KT_IO_URING
+ * on a pipe, socket or O_APPEND file, where writes at offsets cannot
+ * work); -errno from creating or writing the file, from creating the crash
+ * directory or its files, or from io_uring set-up when KT_IO_URING is
+ * forced.  Any thread.
  */
 KT_API int kt_session_start(const char *path, const kt_session_options *opts,
 			    kt_session **out);

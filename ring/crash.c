@@ -1,0 +1,246 @@
+/*
+ * Crash files, the live side: the directory, the control file's header and
+ * slots, the names log.  Layout and the reasoning are in ring/crash.h.
+ * Everything here runs at session start and stop or under the registry or
+ * names lock; nothing runs on the emit path.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "format/format.h"
+#include "ring/crash.h"
+#include "ring/ring.h"
+
+/* The offsets crash.h promises, taken from the struct that lives there. */
+_Static_assert(offsetof(struct kt__ring, prod.head) == KT__SLOT_O_HEAD, "slot layout");
+_Static_assert(offsetof(struct kt__ring, size) == KT__SLOT_O_SIZE, "slot layout");
+_Static_assert(offsetof(struct kt__ring, pending_first) == KT__SLOT_O_PENDING_FIRST, "slot layout");
+_Static_assert(offsetof(struct kt__ring, pending_last) == KT__SLOT_O_PENDING_LAST, "slot layout");
+_Static_assert(offsetof(struct kt__ring, lost_total) == KT__SLOT_O_LOST, "slot layout");
+_Static_assert(offsetof(struct kt__ring, refused_total) == KT__SLOT_O_REFUSED, "slot layout");
+_Static_assert(offsetof(struct kt__ring, refused_first) == KT__SLOT_O_REFUSED_FIRST, "slot layout");
+_Static_assert(offsetof(struct kt__ring, refused_last) == KT__SLOT_O_REFUSED_LAST, "slot layout");
+_Static_assert(offsetof(struct kt__ring, tail) == KT__SLOT_O_TAIL, "slot layout");
+_Static_assert(offsetof(struct kt__ring, lost_base) == KT__SLOT_O_LOST_BASE, "slot layout");
+_Static_assert(offsetof(struct kt__ring, ck) == KT__SLOT_O_CK, "slot layout");
+_Static_assert(sizeof(struct kt__ring_ckpt) == 32, "slot layout");
+_Static_assert(offsetof(struct kt__ring, ck_seq) == KT__SLOT_O_CK_SEQ, "slot layout");
+_Static_assert(offsetof(struct kt__ring, thread_id) == KT__SLOT_O_THREAD, "slot layout");
+_Static_assert(offsetof(struct kt__ring, os_tid) == KT__SLOT_O_OS_TID, "slot layout");
+_Static_assert(sizeof(struct kt__ring) <= KT__SLOT_O_MAGIC, "the slot stamp follows the struct");
+
+struct kt__crash {
+	char *dir;
+	int ctl_fd;
+	int names_fd;
+	int trace_fd;
+	uint64_t trace_off;
+	uint32_t slots;        /* ring-0 .. ring-(slots-1) exist */
+	size_t page;
+};
+
+const char *kt__crash_dir(const struct kt__crash *c)
+{
+	return c->dir;
+}
+
+static int make_dir(const char *parent, char **out)
+{
+	for (int n = 0; n < 100; n++) {
+		char *dir;
+		int len = n ? asprintf(&dir, "%s/katra-%ld.%d", parent, (long)getpid(), n)
+			    : asprintf(&dir, "%s/katra-%ld", parent, (long)getpid());
+		if (len < 0)
+			return -ENOMEM;
+		if (mkdir(dir, 0700) == 0) {
+			*out = dir;
+			return 0;
+		}
+		int rc = -errno;
+		free(dir);
+		/* A leftover of a dead process with our pid: keep it for
+		 * `katra recover` and take the next name. */
+		if (rc != -EEXIST)
+			return rc;
+	}
+	return -EEXIST;
+}
+
+static int open_in(const struct kt__crash *c, const char *name, int flags)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", c->dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = open(path, flags | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+static void unlink_in(const struct kt__crash *c, const char *name)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", c->dir, name) < (int)sizeof(path))
+		unlink(path);
+}
+
+static void log_entry(int fd, uint32_t kind, uint32_t id, const char *s, size_t len)
+{
+	uint8_t head[12];
+	kt__put32(head, kind);
+	kt__put32(head + 4, id);
+	kt__put32(head + 8, (uint32_t)len);
+	struct iovec v[2] = { { head, sizeof(head) }, { (void *)s, len } };
+	/* One append per entry: a process killed inside it leaves a torn last
+	 * entry, which the reader stops at.  A failed log write loses a name,
+	 * never an event, so it is not an error. */
+	if (writev(fd, v, 2) < 0)
+		return;
+}
+
+static void log_name(void *ctx, uint32_t id, const char *s, size_t len)
+{
+	struct kt__crash *c = ctx;
+	log_entry(c->names_fd, KT__NAMES_NAME, id, s, len);
+}
+
+void kt__crash_log_thread(struct kt__crash *c, uint32_t thread_id, const char *name)
+{
+	log_entry(c->names_fd, KT__NAMES_THREAD, thread_id, name, strlen(name));
+}
+
+int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
+		    uint64_t trace_off)
+{
+	*out = NULL;
+	struct kt__crash *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ctl_fd = c->names_fd = -1;
+	c->trace_fd = trace_fd;
+	c->trace_off = trace_off;
+	c->page = kt__ring_page();
+	int rc = make_dir(parent && *parent ? parent : "/dev/shm", &c->dir);
+	if (rc) {
+		free(c);
+		return rc;
+	}
+	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0 ||
+	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0)
+		goto err;
+	if (ftruncate(c->ctl_fd, (off_t)c->page) < 0) {
+		rc = -errno;
+		goto err;
+	}
+	/* Held until the process ends: `katra recover` refuses a directory
+	 * whose lock is still held.  Not inherited by fork(), so a child that
+	 * outlives us does not keep it. */
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	if (fcntl(c->ctl_fd, F_SETLK, &lk) < 0) {
+		rc = -errno;
+		goto err;
+	}
+	kt__names_set_log(log_name, c);
+	if ((rc = kt__registry_set_crash(c)))
+		goto err;
+	*out = c;
+	return 0;
+err:
+	kt__crash_finish(c);
+	return rc;
+}
+
+int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen)
+{
+	uint8_t p[KT__CTL_HEADER];
+	char link[64], path[KT__CTL_PATH_MAX];
+	memset(p, 0, sizeof(p));
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", c->trace_fd);
+	ssize_t n = readlink(link, path, sizeof(path));
+	/* A pipe or a socket has no path to recover from: the rings alone. */
+	if (n < 0 || n >= (ssize_t)sizeof(path) || path[0] != '/' || memchr(path, 0, (size_t)n))
+		n = 0;
+	memcpy(p, KT__CTL_MAGIC, 8);
+	kt__put32(p + KT__CTL_O_VERSION, KT__CTL_VERSION);
+	kt__put32(p + KT__CTL_O_SLOT_SIZE, (uint32_t)c->page);
+	kt__put64(p + KT__CTL_O_PID, h->process_id);
+	kt__put64(p + KT__CTL_O_GEN, gen);
+	kt__put64(p + KT__CTL_O_WALL, h->start_wall_ns);
+	kt__put64(p + KT__CTL_O_MONO, h->start_mono_ns);
+	p[KT__CTL_O_CLOCK_SRC] = h->clock.source;
+	kt__put64(p + KT__CTL_O_TICK_HZ, h->clock.tick_hz);
+	kt__put64(p + KT__CTL_O_TICKS0, h->clock.ticks);
+	kt__put64(p + KT__CTL_O_NS0, h->clock.mono_ns);
+	kt__put64(p + KT__CTL_O_RING_SIZE, h->capture.ring_size);
+	p[KT__CTL_O_OVERFLOW] = h->capture.overflow;
+	p[KT__CTL_O_CODEC] = h->capture.codec;
+	p[KT__CTL_O_IO] = h->capture.io;
+	kt__put32(p + KT__CTL_O_LEVEL, (uint32_t)h->capture.codec_level);
+	kt__put64(p + KT__CTL_O_TRACE_OFF, c->trace_off);
+	kt__put32(p + KT__CTL_O_PATH_LEN, (uint32_t)n);
+	memcpy(p + KT__CTL_O_PATH, path, (size_t)n);
+	kt__put64(p + KT__CTL_O_CHECKSUM, kt__xxh3(p, sizeof(p)));
+	ssize_t w = pwrite(c->ctl_fd, p, sizeof(p), 0);
+	return w == (ssize_t)sizeof(p) ? 0 : w < 0 ? -errno : -EIO;
+}
+
+int kt__crash_slot(struct kt__crash *c, uint64_t size, int *data_fd, int *ctl_fd,
+		   uint64_t *ctl_off, uint32_t *index)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "ring-%u", c->slots);
+	int fd = open_in(c, name, O_RDWR | O_CREAT | O_EXCL);
+	if (fd < 0)
+		return fd;
+	uint64_t off = (uint64_t)(c->slots + 1) * c->page;
+	if (ftruncate(fd, (off_t)size) < 0 || ftruncate(c->ctl_fd, (off_t)(off + c->page)) < 0) {
+		int rc = -errno;
+		close(fd);
+		unlink_in(c, name);
+		return rc;
+	}
+	*data_fd = fd;
+	*ctl_fd = c->ctl_fd;
+	*ctl_off = off;
+	*index = c->slots++;
+	return 0;
+}
+
+void kt__crash_stamp(void *page, uint32_t index)
+{
+	uint8_t *p = page;
+	kt__put32(p + KT__SLOT_O_INDEX, index);
+	memcpy(p + KT__SLOT_O_MAGIC, KT__SLOT_MAGIC, 8);
+}
+
+void kt__crash_finish(struct kt__crash *c)
+{
+	if (!c)
+		return;
+	kt__registry_set_crash(NULL);
+	kt__names_set_log(NULL, NULL);
+	/* Rings keep their mappings of the unlinked files: memory like any
+	 * other until they are unmapped. */
+	for (uint32_t i = 0; i < c->slots; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "ring-%u", i);
+		unlink_in(c, name);
+	}
+	unlink_in(c, "names");
+	unlink_in(c, "control");
+	rmdir(c->dir);
+	if (c->names_fd >= 0)
+		close(c->names_fd);
+	/* Closing drops the lock, after the files are gone. */
+	if (c->ctl_fd >= 0)
+		close(c->ctl_fd);
+	free(c->dir);
+	free(c);
+}

@@ -1,0 +1,191 @@
+/*
+ * ring/crash.h - internal: crash files, so that what a process emitted
+ * before it died can be recovered (`katra recover`).
+ *
+ * A session with crash files (kt_session_options.crash_dir, KT_CRASH_DIR)
+ * makes a directory PARENT/katra-<pid>/ holding:
+ *
+ *   control   page 0: the header below; page 1 + i: ring slot i, the live
+ *             struct kt__ring of that ring (head, tail, checkpoint, loss
+ *             counters), mapped shared so that the page cache holds them
+ *             when the process dies.
+ *   ring-<i>  ring i's bytes (its size), mapped twice back to back as a
+ *             memfd ring is.
+ *   names     a log: every interned name and thread name, appended as
+ *             they appear (u32 kind 1 name / 2 thread, u32 id, u32 len,
+ *             len bytes), so records naming a name interned after the last
+ *             flush still find it.
+ *
+ * The process holds a write lock (fcntl F_SETLK) on the whole control file
+ * while the session runs; the kernel drops it when the process dies, which
+ * is how `katra recover` tells a dead process from a live one.  A clean
+ * stop removes the directory.
+ *
+ * What recovery relies on: the producer writes a record, then release-
+ * stores head (ring.h, B), so a record below head is whole in the file
+ * mapping too.  With crash files the flusher gives ring space back only
+ * after the frames made from it are written (done_pos), and then records a
+ * checkpoint: the ring position up to which the trace file holds the
+ * ring's records and how many events of the thread the file holds.  Events
+ * of the thread in the file beyond that count are the first ones after the
+ * checkpoint's tail; the rest, up to head, are recovered from the ring.
+ *
+ * Every integer is little-endian.  The offsets below are fixed; the build
+ * checks those taken from struct kt__ring (ring/crash.c), and changing one
+ * means a new KT__CTL_VERSION.
+ */
+#ifndef KATRA_RING_CRASH_H
+#define KATRA_RING_CRASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <katra/trace.h>
+
+#define KT__CTL_MAGIC "\x89KTC\r\n\x1a\n"
+#define KT__CTL_VERSION 1u
+#define KT__CTL_HEADER 4096u       /* header bytes that matter in page 0 */
+
+/* Control header (page 0). */
+#define KT__CTL_O_VERSION 8        /* u32 */
+#define KT__CTL_O_SLOT_SIZE 12     /* u32: page size; pages hold slots */
+#define KT__CTL_O_PID 16           /* u64 */
+#define KT__CTL_O_GEN 24           /* u64: session generation; drop markers
+				    * carry its low 32 bits */
+#define KT__CTL_O_WALL 32          /* u64: start_wall_ns */
+#define KT__CTL_O_MONO 40          /* u64: start_mono_ns */
+#define KT__CTL_O_CLOCK_SRC 48     /* u8, then 7 reserved */
+#define KT__CTL_O_TICK_HZ 56       /* u64 */
+#define KT__CTL_O_TICKS0 64        /* u64 */
+#define KT__CTL_O_NS0 72           /* u64 */
+#define KT__CTL_O_RING_SIZE 80     /* u64 */
+#define KT__CTL_O_OVERFLOW 88      /* u8 */
+#define KT__CTL_O_CODEC 89         /* u8 */
+#define KT__CTL_O_IO 90            /* u8, then 1 reserved */
+#define KT__CTL_O_LEVEL 92         /* i32 */
+#define KT__CTL_O_TRACE_OFF 96     /* u64: where the trace starts in its file */
+#define KT__CTL_O_PATH_LEN 104     /* u32: 0 when the session wrote to an fd */
+#define KT__CTL_O_RESERVED 108     /* u32, zero */
+#define KT__CTL_O_CHECKSUM 112     /* u64: XXH3 of bytes [0, 4096) with this
+				    * field read as zero */
+#define KT__CTL_O_PATH 120         /* the trace file's absolute path */
+#define KT__CTL_PATH_MAX (KT__CTL_HEADER - KT__CTL_O_PATH)
+
+/* A ring slot (page 1 + i of the control file). */
+#define KT__SLOT_O_HEAD 0          /* u64: bytes published */
+#define KT__SLOT_O_SIZE 32         /* u64: ring bytes, a power of two */
+#define KT__SLOT_O_PENDING_FIRST 64 /* u64: time range of losses not yet */
+#define KT__SLOT_O_PENDING_LAST 72  /*      in a drop marker */
+#define KT__SLOT_O_LOST 80         /* u64: events lost, ever */
+#define KT__SLOT_O_REFUSED 88      /* u64: records refused, ever */
+#define KT__SLOT_O_REFUSED_FIRST 96
+#define KT__SLOT_O_REFUSED_LAST 104
+#define KT__SLOT_O_TAIL 128        /* u64: bytes the flusher gave back */
+#define KT__SLOT_O_LOST_BASE 144   /* u64: LOST when the session began */
+#define KT__SLOT_O_CK 968          /* 2 x {u64 tail, events, marked, refused} */
+#define KT__SLOT_O_CK_SEQ 1032     /* u64: CK[seq & 1] is the good one */
+#define KT__SLOT_O_THREAD 1100     /* u32: katra's thread id */
+#define KT__SLOT_O_OS_TID 1104     /* u32 */
+#define KT__SLOT_O_MAGIC 2048      /* 8 bytes: KT__SLOT_MAGIC */
+#define KT__SLOT_O_INDEX 2056      /* u32: i, as in ring-<i> */
+#define KT__SLOT_MAGIC "KTSLOT01"
+
+#define KT__NAMES_NAME 1u          /* kinds of a names log entry */
+#define KT__NAMES_THREAD 2u
+
+/* ---- the live side (ring/crash.c) ------------------------------------- */
+
+struct kt__crash;
+
+/*
+ * Make PARENT/katra-<pid>/ ("" or NULL: /dev/shm) with its control and
+ * names files, take the control file's lock, and back every ring with
+ * files there from now on.  @trace_fd is the session's file, starting at
+ * @trace_off.  Return: 0 and *@out, or -errno (nothing is left behind).
+ */
+int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
+		    uint64_t trace_off);
+/* Write the control header: the session's header values and generation. */
+int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen);
+/* Stop backing new rings with files and remove the directory.  NULL is a
+ * no-op.  Call with no flusher running. */
+void kt__crash_finish(struct kt__crash *c);
+/* The directory, for messages and tests. */
+const char *kt__crash_dir(const struct kt__crash *c);
+
+/* For ring.c, under the registry lock: a new slot for a ring of @size
+ * bytes: its data file, and where its page is in the control file. */
+int kt__crash_slot(struct kt__crash *c, uint64_t size, int *data_fd, int *ctl_fd,
+		   uint64_t *ctl_off, uint32_t *index);
+/* Mark a slot page as holding ring @index. */
+void kt__crash_stamp(void *page, uint32_t index);
+/* Log a thread's name (under the registry lock). */
+void kt__crash_log_thread(struct kt__crash *c, uint32_t thread_id, const char *name);
+
+/* ---- the reading side (ring/crash_read.c): bytes in, no I/O ---------- */
+
+/* The control header, decoded. */
+typedef struct kt__ctl {
+	uint32_t version;
+	uint32_t slot_size;
+	uint64_t pid;
+	uint64_t gen;
+	uint64_t start_wall_ns, start_mono_ns;
+	kt_clock_calibration clock;
+	uint64_t ring_size;
+	uint8_t overflow, codec, io;
+	int32_t level;
+	uint64_t trace_off;
+	char trace_path[KT__CTL_PATH_MAX + 1];
+} kt__ctl;
+
+/* One slot, decoded. */
+typedef struct kt__slot {
+	uint32_t index;
+	uint32_t thread_id, os_tid;
+	uint64_t size, head, tail;
+	uint64_t lost, lost_base, pending_first, pending_last;
+	uint64_t refused, refused_first, refused_last;
+	uint64_t ck_tail, ck_events, ck_marked, ck_refused;
+} kt__slot;
+
+/*
+ * Decode a control header from @len bytes.  @why receives "offset N: what
+ * is wrong" for the first problem.  Return: 0 when whole; 1 when the
+ * checksum fails but magic, version and slot size are sane (the fields
+ * are filled and may be wrong); a negative KT_E* code when unusable.
+ */
+int kt__ctl_parse(const uint8_t *p, size_t len, kt__ctl *c, char *why, size_t cap);
+
+/*
+ * Decode slot @index from its @len-byte page and check it: magic, index,
+ * a power-of-two size in the ring range, head and tails 8-aligned and
+ * within one ring of each other.  Return: 0; 1 for a slot not in use yet
+ * (all zero, or stamped but never given a thread: the process died while
+ * creating the ring, which held nothing); KT_EFRAME with @why set.
+ */
+int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, char *why,
+		   size_t cap);
+
+/* One record found in a ring: an event (its bytes, SPEC §4.2) or a drop
+ * marker (count and time range). */
+typedef struct kt__ring_rec {
+	uint64_t pos;               /* ring position */
+	const uint8_t *bytes;       /* the event record; NULL for a marker */
+	size_t size;
+	uint32_t marker_gen;        /* markers: low bits of their session */
+	uint64_t count, first_ts, last_ts;
+} kt__ring_rec;
+
+/*
+ * Walk the records of ring bytes @ring (@size bytes, a power of two) from
+ * position @from to @to, calling @fn for each; @buf (at least @to - @from
+ * bytes) receives the span unwrapped.  Stops at the first record that is
+ * not whole and valid.  Return: the position reached (== @to when every
+ * record was good); @why says what stopped it otherwise.
+ */
+uint64_t kt__ring_walk(const uint8_t *ring, uint64_t size, uint64_t from, uint64_t to,
+		       uint8_t *buf, int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
+		       char *why, size_t cap);
+
+#endif /* KATRA_RING_CRASH_H */

@@ -1,0 +1,190 @@
+/*
+ * Crash files, the reading side: decode and check a control header, a ring
+ * slot and a ring's records from bytes a dead process left (ring/crash.h).
+ * No I/O and no trust: every length and position is checked before use,
+ * since the bytes may be damaged.  `katra recover` and fuzz_control use it.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "format/format.h"
+#include "ring/crash.h"
+#include "ring/ring.h"
+
+#define KT__DROP_MARK_PAYLOAD 24
+
+__attribute__((format(printf, 4, 5))) static int say(char *why, size_t cap, int rc,
+						      const char *fmt, ...)
+{
+	va_list ap;
+	if (cap) {
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int kt__ctl_parse(const uint8_t *p, size_t len, kt__ctl *c, char *why, size_t cap)
+{
+	memset(c, 0, sizeof(*c));
+	if (len < KT__CTL_HEADER)
+		return say(why, cap, KT_ETRUNCATED,
+			   "offset %zu: the control file ends inside its %u-byte header", len,
+			   KT__CTL_HEADER);
+	if (memcmp(p, KT__CTL_MAGIC, 8))
+		return say(why, cap, KT_EMAGIC, "offset 0: not a katra control file (bad magic)");
+	c->version = kt__get32(p + KT__CTL_O_VERSION);
+	if (c->version != KT__CTL_VERSION)
+		return say(why, cap, KT_EVERSION, "offset %d: control file version %u, this katra reads %u",
+			   KT__CTL_O_VERSION, c->version, KT__CTL_VERSION);
+	c->slot_size = kt__get32(p + KT__CTL_O_SLOT_SIZE);
+	if (c->slot_size < KT__CTL_HEADER || c->slot_size > (1u << 20) ||
+	    (c->slot_size & (c->slot_size - 1)))
+		return say(why, cap, KT_EHEADER, "offset %d: slot size %u is not a page size",
+			   KT__CTL_O_SLOT_SIZE, c->slot_size);
+	c->pid = kt__get64(p + KT__CTL_O_PID);
+	c->gen = kt__get64(p + KT__CTL_O_GEN);
+	c->start_wall_ns = kt__get64(p + KT__CTL_O_WALL);
+	c->start_mono_ns = kt__get64(p + KT__CTL_O_MONO);
+	c->clock.source = p[KT__CTL_O_CLOCK_SRC];
+	c->clock.tick_hz = kt__get64(p + KT__CTL_O_TICK_HZ);
+	c->clock.ticks = kt__get64(p + KT__CTL_O_TICKS0);
+	c->clock.mono_ns = kt__get64(p + KT__CTL_O_NS0);
+	c->ring_size = kt__get64(p + KT__CTL_O_RING_SIZE);
+	c->overflow = p[KT__CTL_O_OVERFLOW];
+	c->codec = p[KT__CTL_O_CODEC];
+	c->io = p[KT__CTL_O_IO];
+	c->level = (int32_t)kt__get32(p + KT__CTL_O_LEVEL);
+	c->trace_off = kt__get64(p + KT__CTL_O_TRACE_OFF);
+	uint32_t n = kt__get32(p + KT__CTL_O_PATH_LEN);
+	int damaged = 0;
+	if (n >= KT__CTL_PATH_MAX || memchr(p + KT__CTL_O_PATH, 0, n)) {
+		damaged = say(why, cap, 1, "offset %d: trace path length %u is out of range",
+			      KT__CTL_O_PATH_LEN, n);
+		n = 0;
+	}
+	memcpy(c->trace_path, p + KT__CTL_O_PATH, n);
+	c->trace_path[n] = 0;
+	uint8_t copy[KT__CTL_HEADER];
+	memcpy(copy, p, sizeof(copy));
+	memset(copy + KT__CTL_O_CHECKSUM, 0, 8);
+	uint64_t want = kt__get64(p + KT__CTL_O_CHECKSUM);
+	if (!damaged && kt__xxh3(copy, sizeof(copy)) != want)
+		damaged = say(why, cap, 1, "offset %d: control header checksum mismatch: "
+			      "its fields may be wrong", KT__CTL_O_CHECKSUM);
+	if (!damaged && (c->clock.tick_hz == 0 || c->clock.source < KT_CLOCK_TSC ||
+			 c->clock.source > KT_CLOCK_MONOTONIC))
+		damaged = say(why, cap, 1, "offset %d: no usable clock calibration",
+			      KT__CTL_O_CLOCK_SRC);
+	return damaged;
+}
+
+int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, char *why,
+		   size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->index = index;
+	if (len < KT__SLOT_O_INDEX + 4)
+		return say(why, cap, KT_ETRUNCATED, "slot %u: %zu bytes, shorter than a slot", index,
+			   len);
+	static const uint8_t zero[8];
+	/* A ring being created when the process died: nothing published. */
+	if (!memcmp(p + KT__SLOT_O_MAGIC, zero, 8) ||
+	    (!memcmp(p + KT__SLOT_O_MAGIC, KT__SLOT_MAGIC, 8) &&
+	     !kt__get32(p + KT__SLOT_O_THREAD) && !kt__get64(p + KT__SLOT_O_HEAD)))
+		return say(why, cap, 1, "slot %u: not in use yet", index);
+	if (memcmp(p + KT__SLOT_O_MAGIC, KT__SLOT_MAGIC, 8))
+		return say(why, cap, KT_EFRAME,
+			   "slot %u: offset %d: no slot mark (empty, or damaged)", index,
+			   KT__SLOT_O_MAGIC);
+	if (kt__get32(p + KT__SLOT_O_INDEX) != index)
+		return say(why, cap, KT_EFRAME, "slot %u: offset %d: says it is slot %u", index,
+			   KT__SLOT_O_INDEX, kt__get32(p + KT__SLOT_O_INDEX));
+	s->thread_id = kt__get32(p + KT__SLOT_O_THREAD);
+	s->os_tid = kt__get32(p + KT__SLOT_O_OS_TID);
+	s->size = kt__get64(p + KT__SLOT_O_SIZE);
+	s->head = kt__get64(p + KT__SLOT_O_HEAD);
+	s->tail = kt__get64(p + KT__SLOT_O_TAIL);
+	s->lost = kt__get64(p + KT__SLOT_O_LOST);
+	s->lost_base = kt__get64(p + KT__SLOT_O_LOST_BASE);
+	s->pending_first = kt__get64(p + KT__SLOT_O_PENDING_FIRST);
+	s->pending_last = kt__get64(p + KT__SLOT_O_PENDING_LAST);
+	s->refused = kt__get64(p + KT__SLOT_O_REFUSED);
+	s->refused_first = kt__get64(p + KT__SLOT_O_REFUSED_FIRST);
+	s->refused_last = kt__get64(p + KT__SLOT_O_REFUSED_LAST);
+	const uint8_t *ck = p + KT__SLOT_O_CK + 32 * (kt__get64(p + KT__SLOT_O_CK_SEQ) & 1);
+	s->ck_tail = kt__get64(ck);
+	s->ck_events = kt__get64(ck + 8);
+	s->ck_marked = kt__get64(ck + 16);
+	s->ck_refused = kt__get64(ck + 24);
+	if (s->thread_id == 0)
+		return say(why, cap, KT_EFRAME, "slot %u: offset %d: thread id 0", index,
+			   KT__SLOT_O_THREAD);
+	if (s->size < KT_RING_MIN || s->size > KT_RING_MAX || (s->size & (s->size - 1)))
+		return say(why, cap, KT_EFRAME, "slot %u: offset %d: ring size %llu is not a power "
+			   "of two in [%u, %u]", index, KT__SLOT_O_SIZE,
+			   (unsigned long long)s->size, KT_RING_MIN, KT_RING_MAX);
+	/* Positions only grow, the tails trail head by at most one ring. */
+	const char *bad = (s->head | s->tail | s->ck_tail) & 7 ? "not multiples of 8"
+			  : s->tail > s->head || s->ck_tail > s->head ? "a tail is past head"
+			  : s->head - s->tail > s->size || s->head - s->ck_tail > s->size
+				  ? "more than one ring apart"
+				  : NULL;
+	if (bad)
+		return say(why, cap, KT_EFRAME, "slot %u: offset %d: head %llu, tail %llu and "
+			   "checkpoint tail %llu are out of range: %s", index, KT__SLOT_O_HEAD,
+			   (unsigned long long)s->head, (unsigned long long)s->tail,
+			   (unsigned long long)s->ck_tail, bad);
+	return 0;
+}
+
+uint64_t kt__ring_walk(const uint8_t *ring, uint64_t size, uint64_t from, uint64_t to,
+		       uint8_t *buf, int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
+		       char *why, size_t cap)
+{
+	if (to < from || to - from > size || !size || (size & (size - 1))) {
+		say(why, cap, 0, "positions %llu to %llu do not fit a %llu-byte ring",
+		    (unsigned long long)from, (unsigned long long)to, (unsigned long long)size);
+		return from;
+	}
+	size_t len = (size_t)(to - from), at = (size_t)(from & (size - 1));
+	size_t first = len < size - at ? len : (size_t)(size - at);
+	memcpy(buf, ring + at, first);
+	memcpy(buf + first, ring, len - first);
+
+	for (size_t off = 0; off < len;) {
+		const uint8_t *p = buf + off;
+		kt__ring_rec rec = { .pos = from + off };
+		size_t left = len - off;
+		if (left >= KT__EVENT_HEAD && p[12] == KT__EV_DROP_MARK) {
+			if (kt__get16(p + 14) != KT__DROP_MARK_PAYLOAD || p[13] ||
+			    left < KT__DROP_MARK_SIZE) {
+				say(why, cap, 0, "position %llu: malformed drop marker",
+				    (unsigned long long)rec.pos);
+				return rec.pos;
+			}
+			rec.marker_gen = kt__get32(p + 8);
+			rec.count = kt__get64(p + 16);
+			rec.first_ts = kt__get64(p + 24);
+			rec.last_ts = kt__get64(p + 32);
+			rec.size = KT__DROP_MARK_SIZE;
+		} else {
+			long sz = kt__event_check(p, left);
+			if (sz < 0) {
+				say(why, cap, 0, "position %llu: %s", (unsigned long long)rec.pos,
+				    left < KT__EVENT_HEAD ? "a record cut short"
+							  : "malformed event record");
+				return rec.pos;
+			}
+			rec.bytes = p;
+			rec.size = (size_t)sz;
+		}
+		if (fn(ctx, &rec))
+			return rec.pos;
+		off += rec.size;
+	}
+	return to;
+}
