@@ -133,8 +133,19 @@ size_t kt__ring_page(void)
 	return page;
 }
 
+/*
+ * A ring's page holds a heap pointer (its thread name), and a leak checker
+ * scans only the heap, globals and stacks unless told of other roots.
+ * Weak: LeakSanitizer's runtime is there only in a program built with it,
+ * whether or not libkatra was.
+ */
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+extern void __lsan_unregister_root_region(const void *p, size_t size) __attribute__((weak));
+
 static void ring_unmap(struct kt__ring *r)
 {
+	if (__lsan_unregister_root_region)
+		__lsan_unregister_root_region(r, kt__ring_page());
 	munmap(r->prod.base, 2 * r->size);
 	close(r->memfd);
 	free(r->name);
@@ -190,6 +201,8 @@ static struct kt__ring *ring_map(uint64_t size)
 		munmap(span, 2 * size);
 		goto err_page;
 	}
+	if (__lsan_register_root_region)
+		__lsan_register_root_region(r, kt__ring_page());
 	r->size = size;
 	r->memfd = fd;
 	r->prod.base = span;
