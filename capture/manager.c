@@ -39,10 +39,10 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <nettle/sha2.h>
 
 #include <katra/capture.h>
 #include <katra/reader.h>
+#include "capture/capture_internal.h"
 #include "format/format.h"
 
 #define TMP_PREFIX ".katra-tmp-"
@@ -671,38 +671,15 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 
 /* ---- publish (the capture's thread) ------------------------------------ */
 
-static char hexdig(unsigned v)
-{
-	return (char)(v < 10 ? '0' + v : 'a' + v - 10);
-}
-
 /* SHA-256 of the whole of @fd, and a check that it parses to its summary. */
 static int digest_and_check(int fd, char hex[65], uint64_t *events)
 {
-	struct sha256_ctx sc;
-	uint8_t d[SHA256_DIGEST_SIZE];
-	static __thread uint8_t buf[1 << 16];
-	sha256_init(&sc);
-	for (uint64_t off = 0;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		sha256_update(&sc, (size_t)n, buf);
-		off += (uint64_t)n;
-	}
-	sha256_digest(&sc, sizeof(d), d);
-	for (size_t i = 0; i < sizeof(d); i++) {
-		hex[2 * i] = hexdig(d[i] >> 4);
-		hex[2 * i + 1] = hexdig(d[i] & 15);
-	}
-	hex[64] = 0;
-
+	uint64_t bytes;
+	int rc = kt__sha256_fd(fd, hex, &bytes);
+	if (rc)
+		return rc;
 	kt_reader *r = NULL;
-	int rc = kt_reader_open_fd(&r, fd, NULL);
+	rc = kt_reader_open_fd(&r, fd, NULL);
 	if (rc < 0)
 		return rc;
 	kt_trace_frame f;

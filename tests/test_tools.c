@@ -558,3 +558,83 @@ Test(cli, chrome_export_matches_golden)
 	free(want);
 	unlink(out);
 }
+
+/* ---- verify and a published capture's sidecar ----------------------------- */
+
+#include <nettle/sha2.h>
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(cli, verify_checks_a_capture_sidecar)
+{
+	char dir[64], trace[128], side[160], json[1024], hex[65];
+	snprintf(dir, sizeof(dir), "/tmp/katra-side-%d", (int)getpid());
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(trace, sizeof(trace), "%s/run.1.cap.katra", dir);
+	snprintf(side, sizeof(side), "%s.json", trace);
+	size_t len = 0;
+	uint8_t *g = t_slurp(GOLDEN, &len);
+	cr_assert_not_null(g);
+	FILE *f = fopen(trace, "wb");
+	cr_assert_not_null(f);
+	fwrite(g, 1, len, f);
+	fclose(f);
+	struct sha256_ctx c;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	sha256_init(&c);
+	sha256_update(&c, len, g);
+	sha256_digest(&c, sizeof(d), d);
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	free(g);
+
+	const char *args[] = { "verify", trace, NULL };
+	struct proc p;
+	static const char fmt[] = "{\"schema\":\"katra.capture-status/v1\",\"run_id\":\"run\","
+				  "\"epoch\":1,\"capture_id\":\"cap\",\"state\":\"%s\","
+				  "\"file\":\"%s\",\"sha256\":\"%s\",\"bytes\":%zu}\n";
+	snprintf(json, sizeof(json), fmt, "published", "run.1.cap.katra", hex, len);
+	write_text(side, json);
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "%s%s", p.out, p.err);
+	char want[512];
+	snprintf(want, sizeof(want), "%s: matches: sha256 %s\n", side, hex);
+	cr_assert_not_null(strstr(p.out, want), "%s", p.out);
+
+	/* Each way a sidecar can lie, and one that is not JSON. */
+	char bad_hex[65];
+	memcpy(bad_hex, hex, 65);
+	bad_hex[63] = hex[63] == '0' ? '1' : '0';
+	struct {
+		const char *state, *file, *sha;
+		size_t bytes;
+		const char *needle;
+	} lies[] = {
+		{ "published", "run.1.cap.katra", bad_hex, len, "sha256 is " },
+		{ "published", "run.1.cap.katra", hex, len + 1, "bytes is " },
+		{ "published", "other.katra", hex, len, "it names the file \"other.katra\"" },
+		{ "failed", "run.1.cap.katra", hex, len, "state is \"failed\"" },
+	};
+	for (size_t i = 0; i < sizeof(lies) / sizeof(*lies); i++) {
+		snprintf(json, sizeof(json), fmt, lies[i].state, lies[i].file, lies[i].sha,
+			 lies[i].bytes);
+		write_text(side, json);
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 1, "case %zu: %s", i, p.out);
+		cr_assert_not_null(strstr(p.out, "does not match"), "case %zu: %s", i, p.out);
+		cr_assert_not_null(strstr(p.out, lies[i].needle), "case %zu: %s", i, p.out);
+	}
+	write_text(side, "{\"schema\": ");
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 1);
+	cr_assert_not_null(strstr(p.out, "not JSON: line 1"), "%s", p.out);
+	unlink(side);
+	unlink(trace);
+	rmdir(dir);
+}

@@ -25,6 +25,7 @@
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include "tools/recover.h"
+#include "capture/capture_internal.h"
 
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_TRUNC = 3 };
 
@@ -144,6 +145,43 @@ static kt_reader *open_or_say(const char *path)
 
 /* ---- verify ---------------------------------------------------------- */
 
+/*
+ * The sidecar a capture manager published beside @path, if there is one:
+ * 0 none; 1 it matches (@sha gets the file's SHA-256); -1 it does not, or
+ * cannot be read (@why says why).
+ */
+static int sidecar_of(const char *path, char *side, size_t side_len, char sha[65], char *why,
+		      size_t why_len)
+{
+	struct stat sb;
+	if ((size_t)snprintf(side, side_len, "%s.json", path) >= side_len ||
+	    stat(side, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return 0;
+	size_t len = 0;
+	char *json = NULL;
+	int fd = open(side, O_RDONLY | O_CLOEXEC);
+	/* A sidecar is one line of a few hundred bytes. */
+	if (fd >= 0 && sb.st_size <= (1 << 20) && (json = malloc((size_t)sb.st_size + 1)))
+		len = (size_t)pread(fd, json, (size_t)sb.st_size, 0);
+	if (fd >= 0)
+		close(fd);
+	int tfd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t bytes = 0;
+	const char *base = strrchr(path, '/');
+	int rc = -1;
+	if (!json || len != (size_t)sb.st_size)
+		snprintf(why, why_len, "cannot read it (%s)",
+			 sb.st_size > (1 << 20) ? "over 1 MiB" : strerror(errno));
+	else if (tfd < 0 || kt__sha256_fd(tfd, sha, &bytes) < 0)
+		snprintf(why, why_len, "cannot read the trace: %s", strerror(errno));
+	else if (kt__sidecar_check(json, len, base ? base + 1 : path, sha, bytes, why, why_len) == 0)
+		rc = 1;
+	if (tfd >= 0)
+		close(tfd);
+	free(json);
+	return rc;
+}
+
 static int cmd_verify(int argc, char **argv)
 {
 	const char *path = NULL;
@@ -158,7 +196,9 @@ static int cmd_verify(int argc, char **argv)
 			       "chunk contents and the summary's accounting.\n"
 			       "exit 0: valid; 1: corrupt (first bad offset and why);\n"
 			       "3: truncated (the prefix is valid; events recovered are counted).\n"
-			       "--json prints {\"valid\",\"truncated\",\"events\",\"first_bad_offset\"}.\n");
+			       "--json prints {\"valid\",\"truncated\",\"events\",\"first_bad_offset\"}.\n"
+			       "A published capture's sidecar (FILE.json) is checked too: its\n"
+			       "sha256, bytes and file name must match FILE (exit 1 if not).\n");
 			return EXIT_OK;
 		} else if (argv[i][0] == '-' && argv[i][1])
 			return usage_error("verify: unknown option '%s'", argv[i]);
@@ -193,6 +233,10 @@ static int cmd_verify(int argc, char **argv)
 	int corrupt = rc < 0 && !truncated;
 	int result = corrupt ? EXIT_BAD : truncated ? EXIT_TRUNC : EXIT_OK;
 	uint64_t cut = rc == KT_ETRUNCATED ? err.offset : st.valid_end;
+	char side_path[4096], side_why[512], sha[65] = "";
+	int side = sidecar_of(path, side_path, sizeof(side_path), sha, side_why, sizeof(side_why));
+	if (side < 0)
+		result = EXIT_BAD;
 
 	if (json) {
 		json_t *o = json_object();
@@ -209,6 +253,14 @@ static int cmd_verify(int argc, char **argv)
 			json_object_set_new(o, "error", json_string(kt_err_name(rc)));
 			json_object_set_new(o, "message", json_string(os_error ? kt_strerror(rc)
 									      : err.message));
+		}
+		if (side) {
+			json_t *sc = json_object();
+			json_object_set_new(sc, "file", json_string(side_path));
+			json_object_set_new(sc, "matches", json_boolean(side > 0));
+			json_object_set_new(sc, side > 0 ? "sha256" : "problem",
+					    json_string(side > 0 ? sha : side_why));
+			json_object_set_new(o, "sidecar", sc);
 		}
 		char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (s)
@@ -230,6 +282,10 @@ static int cmd_verify(int argc, char **argv)
 		       path, cut, st.events, st.frames);
 	else
 		printf("%s: corrupt: %s\n", path, err.message);
+	if (!json && side > 0)
+		printf("%s: matches: sha256 %s\n", side_path, sha);
+	else if (!json && side < 0)
+		printf("%s: does not match %s: %s\n", side_path, path, side_why);
 	kt_reader_close(r);
 	return result;
 }
