@@ -188,8 +188,10 @@ int kt_reader_next(kt_reader *r, kt_event *ev)
 
 	if (!m)
 		return -ENOMEM;
-	free(m->deferred);
-	m->deferred = NULL;
+	if (m->deferred) {
+		free(m->deferred);
+		m->deferred = NULL;
+	}
 	if (!m->started) {
 		m->started = 1;
 		if ((rc = build_index(r, m)))
@@ -207,7 +209,7 @@ int kt_reader_next(kt_reader *r, kt_event *ev)
 			continue;
 		}
 		*ev = c->ev;
-		c->loaded = kt_chunk_next(&c->it, &c->ev);
+		c->loaded = kt__chunk_next(&c->it, &c->ev);
 		if (c->loaded) {
 			/* Still below every other cursor: no heap work. */
 			if (!m->lim_valid || c->ev.ts < m->lim_ts ||

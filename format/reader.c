@@ -483,6 +483,12 @@ void kt__reader_set_headers_only(kt_reader *r, int on)
 	r->headers_only = on;
 }
 
+int kt_reader_skip_events(kt_reader *r, int on)
+{
+	kt__reader_set_headers_only(r, on != 0);
+	return 0;
+}
+
 int kt__reader_restart(kt_reader *r)
 {
 	r->pos = r->first_frame;
@@ -591,7 +597,15 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	uint32_t n = 0;
 	uint64_t ev_first = 0, ev_last = 0;
 	for (size_t at = 0; at < raw_len; n++) {
-		long sz = kt__event_check(events + at, raw_len - at);
+		const uint8_t *p = events + at;
+		long sz;
+		/* Most events are zones and instants, without payload or flags:
+		 * kt__event_check()'s rules for them, without a call per event. */
+		if (raw_len - at >= KT__EVENT_HEAD && (unsigned)p[12] - KT_EV_ZONE_BEGIN < 3u &&
+		    !(p[13] | p[14] | p[15]))
+			sz = KT__EVENT_HEAD;
+		else
+			sz = kt__event_check(p, raw_len - at);
 		if (sz < 0)
 			return BAD(KT_EEVENT, off, "chunk of thread %u, event %u at payload byte %zu",
 				   tid, n, at);
@@ -882,18 +896,7 @@ void kt_chunk_iter_init(kt_chunk_iter *it, const kt_trace_frame *f)
 
 int kt_chunk_next(kt_chunk_iter *it, kt_event *ev)
 {
-	if (it->pos >= it->end)
-		return 0;
-	const uint8_t *p = it->pos;
-	ev->ts = kt__get64(p);
-	ev->name_id = kt__get32(p + 8);
-	ev->type = p[12];
-	ev->flags = p[13];
-	ev->payload_len = kt__get16(p + 14);
-	ev->payload = p + KT__EVENT_HEAD;
-	ev->thread_id = it->thread_id;
-	it->pos += kt_event_size(ev->payload_len);
-	return 1;
+	return kt__chunk_next(it, ev);
 }
 
 void kt__conv_init(struct kt__conv *cv, const kt_clock_calibration *c, const kt_file_summary *stop)

@@ -5,6 +5,7 @@
 #define KATRA_FORMAT_READER_INTERNAL_H
 
 #include <katra/reader.h>
+#include "format/format.h"
 
 struct kt__merge;
 
@@ -53,5 +54,22 @@ int kt__reader_restart(kt_reader *r);
  * and status are left as they were.  Return: 0, or a negative code.
  */
 int kt__reader_frame_at(kt_reader *r, uint64_t off, kt_trace_frame *f);
+
+/* kt_chunk_next(), inline: the merge steps through every event with it. */
+static inline int kt__chunk_next(kt_chunk_iter *it, kt_event *ev)
+{
+	if (it->pos >= it->end)
+		return 0;
+	const uint8_t *p = it->pos;
+	ev->ts = kt__get64(p);
+	ev->name_id = kt__get32(p + 8);
+	ev->type = p[12];
+	ev->flags = p[13];
+	ev->payload_len = kt__get16(p + 14);
+	ev->payload = p + KT__EVENT_HEAD;
+	ev->thread_id = it->thread_id;
+	it->pos += kt_event_size(ev->payload_len);
+	return 1;
+}
 
 #endif

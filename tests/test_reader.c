@@ -467,3 +467,38 @@ Test(open, paths_that_are_not_traces)
 	close(fd);
 	unlink(path);
 }
+
+/* A pass that skips events sees every other frame and counts the events,
+ * without decoding them; the bad record shows on the pass that decodes. */
+Test(skip_events, frames_without_decoding_then_the_fault_on_decode)
+{
+	struct fixture fx;
+	fx_init(&fx);
+	fx.buf[fx.raw + 8 + 40 + 12] = 99; /* first record's type */
+	reseal(fx.buf, fx.raw);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open_mem(&r, fx.buf, fx.len, NULL), 0);
+	cr_assert_eq(kt_reader_skip_events(r, 1), 0);
+	kt_trace_frame f;
+	int rc, chunks = 0, summary = 0;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		if (f.kind == KT_FRAME_CHUNK) {
+			cr_assert_null(f.u.chunk.events);
+			chunks++;
+		}
+		summary |= f.kind == KT_FRAME_SUMMARY;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert(chunks > 0 && summary);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert(st.complete && st.events > 0);
+	kt_reader_skip_events(r, 0);
+	kt_reader_rewind(r);
+	kt_event ev;
+	while ((rc = kt_reader_next(r, &ev)) > 0)
+		;
+	cr_assert_eq(rc, KT_EEVENT);
+	kt_reader_close(r);
+	free(fx.buf);
+}

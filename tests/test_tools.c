@@ -638,3 +638,85 @@ Test(cli, verify_checks_a_capture_sidecar)
 	unlink(trace);
 	rmdir(dir);
 }
+
+/* Many pipeline batches (8192 events each) over three threads, with every
+ * event type and payloads inline (8 bytes) and not (messages, user records
+ * up to 3 KiB): replay --max, which merges on one thread and formats on
+ * both, prints exactly what the paced replay prints on one thread. */
+Test(cli, replay_max_equals_paced_replay_across_batches)
+{
+	char path[64], a[80], b[80], cmd[512];
+	snprintf(path, sizeof(path), "/tmp/katra-batches-%d.katra", (int)getpid());
+	snprintf(a, sizeof(a), "%s.max", path);
+	snprintf(b, sizeof(b), "%s.paced", path);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	kt_header h;
+	t_header(&h);
+	kt_writer *w;
+	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	static const uint8_t kinds[9] = { KT_EV_ZONE_BEGIN, KT_EV_ZONE_END, KT_EV_INSTANT,
+					  KT_EV_COUNTER_I64, KT_EV_COUNTER_F64, KT_EV_FRAME,
+					  KT_EV_FLOW, KT_EV_MESSAGE, KT_EV_USER };
+	static const char *const names[] = { NULL, "zone \"q\"\n", "inst", "count", "ratio",
+					     "frame", "flow", "note", "blob" };
+	for (uint32_t i = 1; i < 9; i++)
+		kt_writer_name(w, i, names[i], strlen(names[i]));
+	kt_writer_thread(w, 1, 1001, "main");
+	kt_writer_thread(w, 2, 1002, "render \\ 2");
+	kt_writer_thread(w, 3, 1003, "worker");
+	static uint8_t buf[1 << 20];
+	char text[3100];
+	memset(text, 'x', sizeof(text));
+	for (int c = 0; c < 36; c++) {
+		uint32_t tid = 1 + (uint32_t)c % 3;
+		size_t n = 0;
+		for (int k = 0; k < 1500; k++) {
+			uint64_t x = (uint64_t)(c / 3) * 1500 + (uint64_t)k;
+			kt_event ev = { .ts = 1000000 + x * 7 + (k % 5 == 0 ? 0 : tid) };
+			uint64_t v = x * 2654435761u;
+			double f = (double)x / 7.0;
+			ev.type = kinds[k % 9];
+			ev.name_id = (uint32_t)(k % 9 < 2 ? 1 : k % 9);
+			if (ev.type == KT_EV_COUNTER_I64)
+				v = -v;
+			else if (ev.type == KT_EV_COUNTER_F64)
+				memcpy(&v, &f, 8);
+			else if (ev.type == KT_EV_FLOW)
+				ev.flags = (uint8_t)(x % 3);
+			else if (ev.type == KT_EV_USER)
+				ev.flags = 3;
+			if (ev.type == KT_EV_MESSAGE || ev.type == KT_EV_USER) {
+				ev.payload = (const uint8_t *)text;
+				ev.payload_len = (uint16_t)(x % 3 == 0 ? x % 3001 : x % 7);
+			} else if (ev.type > KT_EV_INSTANT) {
+				ev.payload = (const uint8_t *)&v;
+				ev.payload_len = 8;
+			}
+			n += kt_event_encode(buf + n, sizeof(buf) - n, &ev);
+		}
+		cr_assert_eq(kt_writer_chunk(w, tid, c % 2 ? KT_CODEC_LZ4 : KT_CODEC_NONE, 1, buf, n), 0);
+	}
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	kt_writer_close(w);
+	close(fd);
+	for (int jsonl = 0; jsonl < 2; jsonl++) {
+		const char *fmt = jsonl ? "jsonl" : "text";
+		snprintf(cmd, sizeof(cmd), "%s replay --max --format %s %s > %s", KATRA, fmt, path, a);
+		cr_assert_eq(system(cmd), 0, "%s", cmd);
+		snprintf(cmd, sizeof(cmd), "%s replay --speed 1e15 --format %s %s > %s", KATRA, fmt,
+			 path, b);
+		cr_assert_eq(system(cmd), 0, "%s", cmd);
+		size_t la = 0, lb = 0;
+		uint8_t *pa = t_slurp(a, &la), *pb = t_slurp(b, &lb);
+		cr_assert(pa && pb);
+		cr_assert_gt(la, 54000 * 10, "%s output: %zu bytes", fmt, la);
+		cr_assert_eq(la, lb, "%s: --max %zu bytes, paced %zu", fmt, la, lb);
+		cr_assert_eq(memcmp(pa, pb, la), 0, "%s: --max and paced outputs differ", fmt);
+		free(pa);
+		free(pb);
+	}
+	unlink(path);
+	unlink(a);
+	unlink(b);
+}

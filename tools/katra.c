@@ -478,153 +478,7 @@ static int cmd_info(int argc, char **argv)
 	return result;
 }
 
-/* ---- a two-thread pipeline for unpaced passes ------------------------- */
-
-/*
- * Unpaced passes (dump, replay --max, export, stats) split the work over
- * two threads: one merges and decodes events into batches, the caller's
- * thread formats them.  Each batch holds copies of the events and their
- * payloads, so the reader's buffers may move on while a batch is printed.
- * The order, and so the output, is exactly kt_replay()'s.
- */
-#define PIPE_EVENTS 8192
-#define PIPE_SLOTS 3
-
-struct pipe_ev {
-	uint64_t ns;
-	kt_event ev;          /* payload offset into arena, fixed up on use */
-	size_t payload_off;
-};
-
-struct pipe_batch {
-	struct pipe_ev ev[PIPE_EVENTS];
-	size_t n;
-	uint8_t *arena;
-	size_t arena_len, arena_cap;
-};
-
-struct pipe {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct pipe_batch slots[PIPE_SLOTS];
-	size_t head, tail;    /* filled batches are [tail, head) */
-	int done, rc, cancel;
-	kt_reader *r;
-	struct pipe_batch *fill;
-};
-
-static int pipe_collect(struct pipe *p, const kt_event *ev)
-{
-	struct pipe_batch *b = p->fill;
-	if (b->arena_len + ev->payload_len > b->arena_cap) {
-		size_t n = b->arena_cap ? b->arena_cap * 2 : 1 << 16;
-		while (n < b->arena_len + ev->payload_len)
-			n *= 2;
-		void *q = realloc(b->arena, n);
-		if (!q)
-			return -ENOMEM;
-		b->arena = q;
-		b->arena_cap = n;
-	}
-	struct pipe_ev *e = &b->ev[b->n++];
-	e->ev = *ev;
-	e->ns = kt_reader_ticks_to_ns(p->r, ev->ts);
-	e->payload_off = b->arena_len;
-	if (ev->payload_len)
-		memcpy(b->arena + b->arena_len, ev->payload, ev->payload_len);
-	b->arena_len += ev->payload_len;
-	if (b->n < PIPE_EVENTS)
-		return 0;
-	/* Hand the batch over and wait for an empty slot. */
-	pthread_mutex_lock(&p->lock);
-	p->head++;
-	pthread_cond_broadcast(&p->cond);
-	while (p->head - p->tail == PIPE_SLOTS && !p->cancel)
-		pthread_cond_wait(&p->cond, &p->lock);
-	int cancel = p->cancel;
-	p->fill = &p->slots[p->head % PIPE_SLOTS];
-	pthread_mutex_unlock(&p->lock);
-	p->fill->n = 0;
-	p->fill->arena_len = 0;
-	return cancel ? 1 : 0;
-}
-
-/* The merging side: events in kt_reader_next() order, with their times. */
-static void *pipe_producer(void *arg)
-{
-	struct pipe *p = arg;
-	kt_event ev;
-	int rc;
-	while ((rc = kt_reader_next(p->r, &ev)) > 0)
-		if ((rc = pipe_collect(p, &ev)) != 0)
-			break;
-	pthread_mutex_lock(&p->lock);
-	if (p->fill->n)
-		p->head++; /* the last, partly filled batch */
-	p->rc = rc;
-	p->done = 1;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
-}
-
-/* As kt_replay(r, fn, ctx, {.max = 1}), on two threads. */
-static int replay_pipelined(kt_reader *r, kt_replay_fn fn, void *ctx)
-{
-	struct pipe *p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
-	p->r = r;
-	p->fill = &p->slots[0];
-	pthread_t th;
-	int rc = 0;
-	if (pthread_create(&th, NULL, pipe_producer, p)) {
-		free(p);
-		kt_replay_options ro = { .max = 1 };
-		return kt_replay(r, fn, ctx, &ro);
-	}
-	/* The merge state (and with it the calibration) must exist before
-	 * both threads touch the reader: the producer creates it on its
-	 * first kt_reader_next(), and the consumer reads it only after a
-	 * batch has been handed over under the lock. */
-	for (;;) {
-		pthread_mutex_lock(&p->lock);
-		while (p->tail == p->head && !p->done)
-			pthread_cond_wait(&p->cond, &p->lock);
-		if (p->tail == p->head) {
-			pthread_mutex_unlock(&p->lock);
-			break;
-		}
-		struct pipe_batch *b = &p->slots[p->tail % PIPE_SLOTS];
-		pthread_mutex_unlock(&p->lock);
-		for (size_t i = 0; i < b->n && !rc; i++) {
-			struct pipe_ev *e = &b->ev[i];
-			e->ev.payload = b->arena + e->payload_off;
-			rc = fn(ctx, &e->ev, e->ns);
-		}
-		pthread_mutex_lock(&p->lock);
-		p->tail++;
-		if (rc)
-			p->cancel = 1;
-		pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		if (rc)
-			break;
-	}
-	pthread_join(th, NULL);
-	if (!rc)
-		rc = p->rc < 0 ? p->rc : 0;
-	for (int i = 0; i < PIPE_SLOTS; i++)
-		free(p->slots[i].arena);
-	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->cond);
-	free(p);
-	return rc;
-}
-
-/* ---- dump and replay --------------------------------------------------- */
+/* ---- names, and formatting events for dump, replay and export ---------- */
 
 /*
  * Names and thread names, each escaped for JSON once (through jansson) so
@@ -667,8 +521,7 @@ static void tables_free(struct tables *t)
 	free(t->threads);
 }
 
-/* One pass for the names, threads and summary; 0 or the reader's error. */
-static int load_tables(kt_reader *r, struct tables *t)
+static int read_tables(kt_reader *r, struct tables *t)
 {
 	kt_trace_frame f;
 	int rc;
@@ -710,6 +563,17 @@ static int load_tables(kt_reader *r, struct tables *t)
 	return rc;
 }
 
+/* One pass for the names, threads and summary; 0 or the reader's error. */
+static int load_tables(kt_reader *r, struct tables *t)
+{
+	/* Only the other frames matter here: the events pass that follows
+	 * decodes (and checks) every chunk anyway. */
+	kt_reader_skip_events(r, 1);
+	int rc = read_tables(r, t);
+	kt_reader_skip_events(r, 0);
+	return rc;
+}
+
 static const char *name_of(const struct tables *t, uint32_t id, int json)
 {
 	if (id && id <= t->nnames && t->names[id])
@@ -728,178 +592,284 @@ static const char *thread_of(const struct tables *t, uint32_t id, int json)
 static const char *const flow_phase[] = { "begin", "step", "end" };
 
 /*
- * Event output goes through one buffer with its own integer formatting:
- * printf's format parsing was most of the time of a dump.
+ * Event output goes through buffers with their own integer formatting:
+ * printf's format parsing was most of the time of a dump.  A line is
+ * written into room reserved once for its fixed-size parts, so the hot path
+ * checks the space once per event rather than once per field.
  */
-static char obuf[1 << 16];
-static size_t olen;
-static FILE *ofile;
-static int oerr;
-
-static void o_flush(void)
-{
-	if (olen && fwrite(obuf, 1, olen, ofile) != olen)
-		oerr = 1;
-	olen = 0;
-}
-
-static void o_mem(const char *p, size_t n)
-{
-	if (olen + n > sizeof(obuf)) {
-		o_flush();
-		if (n > sizeof(obuf)) {
-			if (fwrite(p, 1, n, ofile) != n)
-				oerr = 1;
-			return;
-		}
-	}
-	memcpy(obuf + olen, p, n);
-	olen += n;
-}
-
-static void o_str(const char *s)
-{
-	o_mem(s, strlen(s));
-}
-
-static void o_u64(uint64_t v)
-{
-	/* Two digits per division: nanosecond stamps have a dozen or more. */
-	static const char pairs[201] =
-		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-		"8081828384858687888990919293949596979899";
-	char b[24];
-	int i = sizeof(b);
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100);
-		v /= 100;
-		b[--i] = pairs[2 * d + 1];
-		b[--i] = pairs[2 * d];
-	}
-	if (v >= 10) {
-		b[--i] = pairs[2 * v + 1];
-		b[--i] = pairs[2 * v];
-	} else {
-		b[--i] = (char)('0' + v);
-	}
-	o_mem(b + i, sizeof(b) - (size_t)i);
-}
-
-/* Event times: consecutive ones share their leading digits, so the part
- * above 1e8 is formatted only when it changes. */
-static void o_ns(uint64_t ns)
-{
-	static uint64_t hi_last = UINT64_MAX;
-	static char hi_s[24];
-	static int hi_n;
-	if (ns < 100000000u) {
-		o_u64(ns);
-		return;
-	}
-	uint64_t hi = ns / 100000000u;
-	uint32_t lo = (uint32_t)(ns - hi * 100000000u);
-	if (hi != hi_last) {
-		char b[24];
-		int i = sizeof(b);
-		uint64_t v = hi;
-		do
-			b[--i] = (char)('0' + v % 10);
-		while ((v /= 10));
-		hi_n = (int)sizeof(b) - i;
-		memcpy(hi_s, b + i, (size_t)hi_n);
-		hi_last = hi;
-	}
-	o_mem(hi_s, (size_t)hi_n);
-	char d[8];
-	for (int i = 7; i >= 0; i--) {
-		d[i] = (char)('0' + lo % 10);
-		lo /= 10;
-	}
-	o_mem(d, 8);
-}
-
-static void o_i64(int64_t v)
-{
-	if (v < 0) {
-		o_mem("-", 1);
-		o_u64(-(uint64_t)v);
-	} else {
-		o_u64((uint64_t)v);
-	}
-}
-
-static void o_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void o_fmt(const char *fmt, ...)
-{
-	char b[64];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(b, sizeof(b), fmt, ap);
-	va_end(ap);
-	o_mem(b, n < 0 ? 0 : (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1);
-}
-
-static void o_hex(const uint8_t *p, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t k = 0; k < n; k++) {
-		char h[2] = { digits[p[k] >> 4], digits[p[k] & 15] };
-		o_mem(h, 2);
-	}
-}
+#define OUT_STREAM_CAP (1u << 20) /* a stream's buffer: 1 MiB writes */
+#define OUT_SLACK 128             /* numbers, literals and a time, per line */
+#define MID_SLOTS 1024
 
 /*
- * The constant middle of an event line, per (thread, name, type, format),
- * in a small direct-mapped cache.  A middle too long for an entry is built
- * in the entry's overflow buffer each time it is needed.
+ * The constant middle of an event line, per (thread, name, type, flags,
+ * format), in a small direct-mapped cache.  For Chrome JSON it holds the
+ * part before the time (head) and the part after it, split at @split.
  */
 struct prefix {
 	uint32_t tid, name;
 	uint8_t type, kind, used, flags;
-	size_t len;
+	size_t len, split;
+	char *big; /* a middle too long for s, or NULL */
 	char s[128];
-	char *big;
 };
-static struct prefix pcache[1024];
 
-enum { MID_TEXT, MID_JSONL, MID_CHROME_HEAD, MID_CHROME_TAIL };
+/* What one formatting thread remembers between events. */
+struct fmt_cache {
+	uint64_t hi_last; /* put_ns(): the digits above 1e8 printed last */
+	size_t hi_n;
+	char hi_s[16];
+	struct prefix mids[MID_SLOTS];
+};
 
-/* Build the cached middle of kind @k; returns asprintf's result. */
-static int build_mid(char **buf, const struct tables *t, const kt_event *ev, int k, uint64_t pid)
+/* An output buffer: a stream's (flushed to @f when full) or, with @f NULL,
+ * one that grows in memory (a batch formatted ahead by the merging thread). */
+struct out {
+	char *buf;
+	size_t len, cap;
+	FILE *f;
+	int err; /* a write or an allocation failed */
+	struct fmt_cache *c;
+};
+
+static struct fmt_cache *fmt_cache_new(void)
 {
+	struct fmt_cache *c = calloc(1, sizeof(*c));
+	if (c)
+		c->hi_last = UINT64_MAX;
+	return c;
+}
+
+static void fmt_cache_free(struct fmt_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < MID_SLOTS; i++)
+		free(c->mids[i].big);
+	free(c);
+}
+
+static void o_flush(struct out *o)
+{
+	if (o->f && o->len && fwrite(o->buf, 1, o->len, o->f) != o->len)
+		o->err = 1;
+	if (o->f)
+		o->len = 0;
+}
+
+/* Make room for @n more bytes; NULL when memory ran out. */
+static __attribute__((noinline)) char *o_room_slow(struct out *o, size_t n)
+{
+	o_flush(o);
+	if (o->cap - o->len >= n)
+		return o->buf + o->len;
+	size_t cap = o->cap ? o->cap : OUT_STREAM_CAP;
+	while (cap - o->len < n)
+		cap *= 2;
+	char *p = realloc(o->buf, cap);
+	if (!p) {
+		o->err = 1;
+		return NULL;
+	}
+	o->buf = p;
+	o->cap = cap;
+	return p + o->len;
+}
+
+static inline char *o_room(struct out *o, size_t n)
+{
+	if (__builtin_expect(o->cap - o->len >= n, 1))
+		return o->buf + o->len;
+	return o_room_slow(o, n);
+}
+
+static inline void o_commit(struct out *o, char *end)
+{
+	o->len = (size_t)(end - o->buf);
+}
+
+static void o_mem(struct out *o, const void *p, size_t n)
+{
+	if (o->f && n > OUT_STREAM_CAP) {
+		/* Larger than the buffer: written as it is, in order. */
+		o_flush(o);
+		if (fwrite(p, 1, n, o->f) != n)
+			o->err = 1;
+		return;
+	}
+	char *d = o_room(o, n);
+	if (d) {
+		memcpy(d, p, n);
+		o_commit(o, d + n);
+	}
+}
+
+static void o_str(struct out *o, const char *s)
+{
+	o_mem(o, s, strlen(s));
+}
+
+/* Two digits per division: nanosecond stamps have a dozen or more. */
+static const char pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Writes at most 20 bytes. */
+static inline char *put_u64(char *d, uint64_t v)
+{
+	char b[20];
+	char *e = b + sizeof(b), *p = e;
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+		v /= 100;
+		p -= 2;
+		memcpy(p, pairs + 2 * r, 2);
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, pairs + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	memcpy(d, p, (size_t)(e - p));
+	return d + (e - p);
+}
+
+static inline char *put_i64(char *d, int64_t v)
+{
+	if (v < 0) {
+		*d++ = '-';
+		return put_u64(d, -(uint64_t)v);
+	}
+	return put_u64(d, (uint64_t)v);
+}
+
+/* Exactly eight digits, zero-padded: @v < 1e8. */
+static inline char *put_8digits(char *d, uint32_t v)
+{
+	uint32_t a = v / 10000, b = v % 10000;
+	memcpy(d, pairs + 2 * (a / 100), 2);
+	memcpy(d + 2, pairs + 2 * (a % 100), 2);
+	memcpy(d + 4, pairs + 2 * (b / 100), 2);
+	memcpy(d + 6, pairs + 2 * (b % 100), 2);
+	return d + 8;
+}
+
+/* The digits of @ns above 1e8.  Consecutive event times share them, so
+ * they are formatted only when they change.  Writes up to 16 bytes. */
+static inline char *put_hi(struct fmt_cache *c, char *d, uint64_t hi)
+{
+	if (__builtin_expect(hi != c->hi_last, 0)) {
+		char b[16];
+		c->hi_n = (size_t)(put_u64(b, hi) - b);
+		memcpy(c->hi_s, b, c->hi_n);
+		c->hi_last = hi;
+	}
+	memcpy(d, c->hi_s, sizeof(c->hi_s));
+	return d + c->hi_n;
+}
+
+/* A time in ns, as put_u64() would write it; at most 24 bytes. */
+static inline char *put_ns(struct fmt_cache *c, char *d, uint64_t ns)
+{
+	if (ns < 100000000u)
+		return put_u64(d, ns);
+	uint64_t hi = ns / 100000000u;
+	d = put_hi(c, d, hi);
+	return put_8digits(d, (uint32_t)(ns - hi * 100000000u));
+}
+
+/* A time in microseconds with three decimals (Chrome's unit), then a
+ * comma: the digits of ns with a point before the last three. */
+static inline char *put_us_comma(struct fmt_cache *c, char *d, uint64_t ns)
+{
+	if (ns < 100000000u) {
+		d = put_u64(d, ns / 1000);
+		uint32_t f = (uint32_t)(ns % 1000);
+		d[0] = '.';
+		d[1] = (char)('0' + f / 100);
+		d[2] = pairs[2 * (f % 100)];
+		d[3] = pairs[2 * (f % 100) + 1];
+		d[4] = ',';
+		return d + 5;
+	}
+	uint64_t hi = ns / 100000000u;
+	d = put_hi(c, d, hi);
+	put_8digits(d, (uint32_t)(ns - hi * 100000000u));
+	d[8] = d[7];
+	d[7] = d[6];
+	d[6] = d[5];
+	d[5] = '.';
+	d[9] = ',';
+	return d + 10;
+}
+
+static void o_hex(struct out *o, const uint8_t *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *d = o_room(o, 2 * n);
+	if (!d)
+		return;
+	for (size_t k = 0; k < n; k++) {
+		*d++ = digits[p[k] >> 4];
+		*d++ = digits[p[k] & 15];
+	}
+	o_commit(o, d);
+}
+
+/* What a formatting pass prints; read by both threads, written by none. */
+enum { MID_TEXT, MID_JSONL, MID_CHROME };
+
+struct fmt_job {
+	const struct tables *t;
+	int kind;                /* MID_* */
+	uint64_t pid;            /* chrome: every object's pid */
+	uint64_t from, to;       /* dump: the time window */
+	const uint32_t *threads; /* dump: keep only these, when nthreads */
+	int nthreads;
+	uint64_t printed;        /* chrome: objects written before the events */
+};
+
+/* Build the cached middle of @ev for @j->kind; returns asprintf's result
+ * and, for Chrome, where the head ends. */
+static int build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_event *ev)
+{
+	const struct tables *t = j->t;
 	const char *type = kt_event_type_name(ev->type);
-	switch (k) {
+	*split = 0;
+	switch (j->kind) {
 	case MID_JSONL:
 		return asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s",
 				ev->thread_id, thread_of(t, ev->thread_id, 1), type,
 				name_of(t, ev->name_id, 1));
-	case MID_CHROME_HEAD:
-		return asprintf(buf, "{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":", pid, ev->thread_id);
-	case MID_CHROME_TAIL: {
+	case MID_CHROME: {
+		char head[64];
+		int h = snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":",
+				 j->pid, ev->thread_id);
+		*split = (size_t)h;
 		const char *nm = name_of(t, ev->name_id, 1);
 		switch (ev->type) {
 		case KT_EV_ZONE_BEGIN:
-			return asprintf(buf, "\"ph\":\"B\",\"name\":%s}", nm);
+			return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s}", head, nm);
 		case KT_EV_ZONE_END:
-			return asprintf(buf, "\"ph\":\"E\",\"name\":%s}", nm);
+			return asprintf(buf, "%s\"ph\":\"E\",\"name\":%s}", head, nm);
 		case KT_EV_INSTANT:
-			return asprintf(buf, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", nm);
+			return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", head, nm);
 		case KT_EV_COUNTER_I64:
 		case KT_EV_COUNTER_F64:
-			return asprintf(buf, "\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", nm);
+			return asprintf(buf, "%s\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", head, nm);
 		case KT_EV_FRAME:
-			return asprintf(buf, "\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
-					     "\"args\":{\"frame\":", nm);
+			return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
+					     "\"args\":{\"frame\":", head, nm);
 		case KT_EV_FLOW: {
 			static const char *const ph[3] = { "\"ph\":\"s\",", "\"ph\":\"t\",",
 							   "\"ph\":\"f\",\"bp\":\"e\"," };
-			return asprintf(buf, "%s\"name\":%s,\"cat\":\"flow\",\"id\":",
+			return asprintf(buf, "%s%s\"name\":%s,\"cat\":\"flow\",\"id\":", head,
 					ph[ev->flags < 3 ? ev->flags : 0], nm);
 		}
 		default:
-			return asprintf(buf, "\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", nm);
+			return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", head, nm);
 		}
 	}
 	default:
@@ -908,130 +878,601 @@ static int build_mid(char **buf, const struct tables *t, const kt_event *ev, int
 	}
 }
 
-static const struct prefix *mid_of(const struct tables *t, const kt_event *ev, int k, uint64_t pid)
+/* A miss in the middle cache: build the entry at @p. */
+static __attribute__((noinline)) const struct prefix *
+mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t flags)
 {
-	uint8_t type = k == MID_CHROME_HEAD ? 0 : ev->type;
-	uint8_t flags = k == MID_CHROME_TAIL && ev->type == KT_EV_FLOW ? ev->flags : 0;
-	uint32_t name = k == MID_CHROME_HEAD ? 0 : ev->name_id;
-	unsigned h = (ev->thread_id * 2654435761u ^ name * 40503u ^ type * 97u ^ (unsigned)k * 7919u ^
-		      flags * 31u) & 1023;
-	struct prefix *p = &pcache[h];
-	if (p->used && p->tid == ev->thread_id && p->name == name && p->type == type &&
-	    p->kind == k && p->flags == flags)
-		return p;
 	char *buf = NULL;
-	int n = build_mid(&buf, t, ev, k, pid);
+	size_t split;
+	int n = build_mid(&buf, &split, j, ev);
 	free(p->big);
 	p->big = NULL;
-	p->len = 0;
+	p->len = p->split = 0;
 	if (n > 0 && (size_t)n < sizeof(p->s)) {
 		memcpy(p->s, buf, (size_t)n);
 		p->len = (size_t)n;
+		p->split = split;
 		free(buf);
 	} else if (n > 0) {
 		p->big = buf;
 		p->len = (size_t)n;
+		p->split = split;
 	}
 	p->tid = ev->thread_id;
-	p->name = name;
-	p->type = type;
+	p->name = ev->name_id;
+	p->type = ev->type;
 	p->flags = flags;
-	p->kind = (uint8_t)k;
+	p->kind = (uint8_t)j->kind;
 	p->used = 1;
 	return p;
 }
 
-static void o_mid(const struct tables *t, const kt_event *ev, int k, uint64_t pid)
+static inline const struct prefix *mid_of(struct fmt_cache *c, const struct fmt_job *j,
+					  const kt_event *ev)
 {
-	const struct prefix *px = mid_of(t, ev, k, pid);
-	o_mem(px->big ? px->big : px->s, px->len);
+	uint8_t flags = j->kind == MID_CHROME && ev->type == KT_EV_FLOW ? ev->flags : 0;
+	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u ^
+		      flags * 31u) & (MID_SLOTS - 1);
+	struct prefix *p = &c->mids[h];
+	if (__builtin_expect(p->used && p->tid == ev->thread_id && p->name == ev->name_id &&
+			     p->type == ev->type && p->kind == j->kind && p->flags == flags, 1))
+		return p;
+	return mid_fill(p, j, ev, flags);
 }
 
-/* One event as a text line or a JSON object line. */
-static void print_event(const struct tables *t, const kt_event *ev, uint64_t ns, int jsonl)
+/* Copy @len bytes of @m's text from @off.  Short pieces are copied as a
+ * fixed 64 bytes, which compiles to a few moves instead of a call: the
+ * line's room (OUT_SLACK past the middle) covers the excess, and the
+ * bytes past the piece are overwritten by what follows. */
+static inline char *put_mid(char *d, const struct prefix *m, size_t off, size_t len)
 {
+	if (!m->big && len <= 64 && off + 64 <= sizeof(m->s))
+		memcpy(d, m->s + off, 64);
+	else
+		memcpy(d, (m->big ? m->big : m->s) + off, len);
+	return d + len;
+}
+
+/* %.17g, or null where JSON has no such number (NaN, infinities). */
+static inline char *put_f64(char *d, double v, int json)
+{
+	if (json && (v != v || v - v != 0)) {
+		memcpy(d, "null", 4);
+		return d + 4;
+	}
+	int n = snprintf(d, 32, "%.17g", v);
+	return d + (n > 0 && n < 32 ? n : 0);
+}
+
+static void o_message(struct out *o, const kt_event *ev)
+{
+	char *lit = json_literal((const char *)ev->payload, ev->payload_len);
+	o_str(o, lit);
+	free(lit);
+}
+
+/* Start a line: its cached middle @m and room for the line's fixed-size
+ * parts; NULL when the buffer could not grow. */
+static inline char *line_begin(struct out *o, const struct fmt_job *j, const kt_event *ev,
+			       const struct prefix **m)
+{
+	*m = mid_of(o->c, j, ev);
+	return o_room(o, (*m)->len + OUT_SLACK);
+}
+
+/* A line that could not be finished: an in-memory buffer drops what it
+ * holds of it, so that the writer formats the event again. */
+static int line_fail(struct out *o, size_t start)
+{
+	if (!o->f)
+		o->len = start;
+	return -1;
+}
+
+/* One event as a text line or a JSON object line; 0, or -1 when the
+ * buffer could not grow (nothing of the line is kept). */
+static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
+{
+	int jsonl = j->kind == MID_JSONL;
+	const struct prefix *m;
+	size_t start = o->len;
+	char *d = line_begin(o, j, ev, &m);
+	if (!d)
+		return -1;
+	if (jsonl) {
+		memcpy(d, "{\"ns\":", 6);
+		d += 6;
+	}
+	d = put_ns(o->c, d, ns);
+	/* Everything between the time and the value depends only on the
+	 * thread, the name and the type: built once, then copied. */
+	d = put_mid(d, m, 0, m->len);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
-	if (jsonl)
-		o_str("{\"ns\":");
-	o_ns(ns);
-	/* Everything between the time and the value depends only on the
-	 * thread, the name and the type: built once, then copied. */
-	o_mid(t, ev, jsonl ? MID_JSONL : MID_TEXT, 0);
 	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+	case KT_EV_ZONE_END:
+	case KT_EV_INSTANT:
+		break;
 	case KT_EV_COUNTER_I64:
 		memcpy(&i64, ev->payload, 8);
-		o_str(jsonl ? ",\"value\":" : " ");
-		o_i64(i64);
+		if (jsonl) {
+			memcpy(d, ",\"value\":", 9);
+			d += 9;
+		} else {
+			*d++ = ' ';
+		}
+		d = put_i64(d, i64);
 		break;
 	case KT_EV_COUNTER_F64:
 		memcpy(&f64, ev->payload, 8);
-		o_str(jsonl ? ",\"value\":" : " ");
-		if (jsonl && (f64 != f64 || f64 - f64 != 0))
-			o_str("null"); /* JSON has no NaN or infinity */
-		else
-			o_fmt("%.17g", f64);
+		if (jsonl) {
+			memcpy(d, ",\"value\":", 9);
+			d += 9;
+		} else {
+			*d++ = ' ';
+		}
+		d = put_f64(d, f64, jsonl);
 		break;
 	case KT_EV_FRAME:
 		memcpy(&u64, ev->payload, 8);
-		o_str(jsonl ? ",\"frame\":" : " ");
-		o_u64(u64);
+		if (jsonl) {
+			memcpy(d, ",\"frame\":", 9);
+			d += 9;
+		} else {
+			*d++ = ' ';
+		}
+		d = put_u64(d, u64);
 		break;
-	case KT_EV_FLOW:
+	case KT_EV_FLOW: {
+		const char *ph = flow_phase[ev->flags < 3 ? ev->flags : 0];
 		memcpy(&u64, ev->payload, 8);
-		o_str(jsonl ? ",\"flow\":" : " ");
-		o_u64(u64);
-		o_str(jsonl ? ",\"phase\":\"" : " ");
-		o_str(flow_phase[ev->flags < 3 ? ev->flags : 0]);
+		if (jsonl) {
+			memcpy(d, ",\"flow\":", 8);
+			d = put_u64(d + 8, u64);
+			memcpy(d, ",\"phase\":\"", 10);
+			d += 10;
+		} else {
+			*d++ = ' ';
+			d = put_u64(d, u64);
+			*d++ = ' ';
+		}
+		memcpy(d, ph, strlen(ph));
+		d += strlen(ph);
 		if (jsonl)
-			o_mem("\"", 1);
-		break;
-	case KT_EV_MESSAGE: {
-		char *lit = json_literal((const char *)ev->payload, ev->payload_len);
-		o_str(jsonl ? ",\"text\":" : " ");
-		o_str(lit);
-		free(lit);
+			*d++ = '"';
 		break;
 	}
+	case KT_EV_MESSAGE:
+		if (jsonl) {
+			memcpy(d, ",\"text\":", 8);
+			d += 8;
+		} else {
+			*d++ = ' ';
+		}
+		o_commit(o, d);
+		o_message(o, ev);
+		if (!(d = o_room(o, 2)))
+			goto fail;
+		break;
 	case KT_EV_USER:
-		o_str(jsonl ? ",\"flags\":" : " ");
-		o_u64(ev->flags);
-		o_str(jsonl ? ",\"bytes\":\"" : " ");
-		o_hex(ev->payload, ev->payload_len);
+		if (jsonl) {
+			memcpy(d, ",\"flags\":", 9);
+			d += 9;
+		} else {
+			*d++ = ' ';
+		}
+		d = put_u64(d, ev->flags);
+		if (jsonl) {
+			memcpy(d, ",\"bytes\":\"", 10);
+			d += 10;
+		} else {
+			*d++ = ' ';
+		}
+		o_commit(o, d);
+		o_hex(o, ev->payload, ev->payload_len);
+		if (!(d = o_room(o, 3)))
+			goto fail;
 		if (jsonl)
-			o_mem("\"", 1);
+			*d++ = '"';
 		break;
 	default:
 		break;
 	}
-	o_str(jsonl ? "}\n" : "\n");
+	if (jsonl)
+		*d++ = '}';
+	*d++ = '\n';
+	o_commit(o, d);
+	return 0;
+fail:
+	return line_fail(o, start);
 }
 
+/* One event as a Chrome JSON object, after a comma unless it is the first
+ * object of the array.  Returns as fmt_line(). */
+static inline int fmt_chrome(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
+			     uint64_t index)
+{
+	const struct prefix *m;
+	size_t start = o->len;
+	char *d = line_begin(o, j, ev, &m);
+	if (!d)
+		return -1;
+	/* Microseconds with nanosecond digits: the format's unit is us.  The
+	 * head (thread) and the tail (name, type) come from the middle cache. */
+	size_t skip = index ? 0 : 1;
+	d = put_mid(d, m, skip, m->split - skip);
+	d = put_us_comma(o->c, d, ns);
+	d = put_mid(d, m, m->split, m->len - m->split);
+	int64_t i64;
+	double f64;
+	uint64_t u64;
+	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+	case KT_EV_ZONE_END:
+	case KT_EV_INSTANT:
+		break;
+	case KT_EV_COUNTER_I64:
+		memcpy(&i64, ev->payload, 8);
+		d = put_i64(d, i64);
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	case KT_EV_COUNTER_F64:
+		memcpy(&f64, ev->payload, 8);
+		d = put_f64(d, f64, 1);
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	case KT_EV_FRAME:
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(d, u64);
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	case KT_EV_FLOW:
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(d, u64);
+		*d++ = '}';
+		break;
+	case KT_EV_MESSAGE:
+		memcpy(d, "\"text\":", 7);
+		o_commit(o, d + 7);
+		o_message(o, ev);
+		if (!(d = o_room(o, 2)))
+			goto fail;
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	default:
+		memcpy(d, "\"type\":", 7);
+		d = put_u64(d + 7, ev->type);
+		memcpy(d, ",\"flags\":", 9);
+		d = put_u64(d + 9, ev->flags);
+		memcpy(d, ",\"bytes\":\"", 10);
+		o_commit(o, d + 10);
+		o_hex(o, ev->payload, ev->payload_len);
+		if (!(d = o_room(o, 3)))
+			goto fail;
+		memcpy(d, "\"}}", 3);
+		d += 3;
+		break;
+	}
+	o_commit(o, d);
+	return 0;
+fail:
+	return line_fail(o, start);
+}
+
+/* The events of a pass numbered @index on: dump's filter, then a line. */
+static inline int fmt_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
+			    uint64_t index)
+{
+	if (j->kind == MID_CHROME)
+		return fmt_chrome(o, j, ev, ns, j->printed + index);
+	if (ns < j->from || ns > j->to)
+		return 0;
+	if (j->nthreads) {
+		int keep = 0;
+		for (int i = 0; i < j->nthreads; i++)
+			keep |= j->threads[i] == ev->thread_id;
+		if (!keep)
+			return 0;
+	}
+	return fmt_line(o, j, ev, ns);
+}
+
+/* ---- a two-thread pipeline for unpaced passes ------------------------- */
+
+/*
+ * Unpaced passes (dump, replay --max, export, stats) split the work over
+ * two threads: one merges and decodes events into batches, the caller's
+ * thread formats them and writes them out in order.  Each batch holds
+ * copies of the events and their payloads, so the reader's buffers may move
+ * on while a batch is printed.  When every slot is full (the writing thread
+ * is behind), the merging thread, rather than wait, formats the newest
+ * batch the writer has not reached into that batch's own buffer; the writer
+ * then writes that text out instead of formatting it.  So both cores format
+ * when formatting is the slower half, and only the merging thread's own
+ * work when it is not.  The order, and so the output, is exactly
+ * kt_replay()'s.
+ */
+#define PIPE_EVENTS 8192
+#define PIPE_SLOTS 4
+#define PIPE_AHEAD_BUDGET (1u << 20) /* text formatted ahead, per batch */
+
+struct pipe_ev {
+	kt_event ev;          /* payload fixed up on use: */
+	union {
+		size_t off;   /* where in the arena, or */
+		uint8_t in[8]; /* the payload itself, up to 8 bytes (most are) */
+	} payload;
+};
+
+struct pipe_batch {
+	struct pipe_ev ev[PIPE_EVENTS];
+	size_t n;
+	uint64_t first;       /* the pass's index of ev[0] */
+	uint8_t *arena;
+	size_t arena_len, arena_cap;
+	char *text;           /* ev[0, ahead) formatted by the merging thread */
+	size_t text_len, text_cap, ahead;
+	int claimed;          /* the merging thread is formatting it */
+};
+
+struct pipe {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pipe_batch slots[PIPE_SLOTS];
+	size_t head, tail;    /* filled batches are [tail, head) */
+	int done, rc, cancel;
+	kt_reader *r;
+	struct pipe_batch *fill;
+	uint64_t count;       /* events collected */
+	const struct fmt_job *job;  /* NULL: a callback per event, no formatting ahead */
+	struct fmt_cache *ahead;    /* the merging thread's caches */
+};
+
+static inline kt_event batch_event(const struct pipe_batch *b, size_t i)
+{
+	kt_event ev = b->ev[i].ev;
+	ev.payload = ev.payload_len <= 8 ? b->ev[i].payload.in : b->arena + b->ev[i].payload.off;
+	return ev;
+}
+
+/* On the merging thread, lock not held: text for @b, up to the budget. */
+static void pipe_format_ahead(struct pipe *p, struct pipe_batch *b)
+{
+	struct out o = { b->text, b->text_len, b->text_cap, NULL, 0, p->ahead };
+	size_t i;
+	for (i = 0; i < b->n && o.len < PIPE_AHEAD_BUDGET; i++) {
+		kt_event ev = batch_event(b, i);
+		if (fmt_event(&o, p->job, &ev, kt_reader_ticks_to_ns(p->r, ev.ts), b->first + i))
+			break;
+	}
+	b->text = o.buf;
+	b->text_len = o.len;
+	b->text_cap = o.cap;
+	b->ahead = i;
+}
+
+/* With the lock held: the newest filled batch not formatted yet, past the
+ * one the writing thread is on (the oldest, at tail). */
+static struct pipe_batch *pipe_unclaimed(struct pipe *p)
+{
+	for (size_t k = p->head; k-- > p->tail + 1;) {
+		struct pipe_batch *b = &p->slots[k % PIPE_SLOTS];
+		if (!b->claimed && !b->ahead)
+			return b;
+	}
+	return NULL;
+}
+
+static int pipe_collect(struct pipe *p, const kt_event *ev)
+{
+	struct pipe_batch *b = p->fill;
+	struct pipe_ev *e = &b->ev[b->n];
+	/* The time is converted by whichever thread formats the event: the
+	 * merging thread has the longer share of the work. */
+	e->ev = *ev;
+	if (ev->payload_len == 8) {
+		memcpy(e->payload.in, ev->payload, 8); /* a constant size: no call */
+	} else if (ev->payload_len < 8) {
+		memcpy(e->payload.in, ev->payload, ev->payload_len);
+	} else {
+		if (b->arena_len + ev->payload_len > b->arena_cap) {
+			size_t n = b->arena_cap ? b->arena_cap * 2 : 1 << 16;
+			while (n < b->arena_len + ev->payload_len)
+				n *= 2;
+			void *q = realloc(b->arena, n);
+			if (!q)
+				return -ENOMEM;
+			b->arena = q;
+			b->arena_cap = n;
+		}
+		e->payload.off = b->arena_len;
+		memcpy(b->arena + b->arena_len, ev->payload, ev->payload_len);
+		b->arena_len += ev->payload_len;
+	}
+	if (++b->n < PIPE_EVENTS)
+		return 0;
+	/* Hand the batch over; while no slot is empty, format ahead. */
+	pthread_mutex_lock(&p->lock);
+	p->head++;
+	p->count += b->n;
+	pthread_cond_broadcast(&p->cond);
+	while (p->head - p->tail == PIPE_SLOTS && !p->cancel) {
+		struct pipe_batch *a = p->job ? pipe_unclaimed(p) : NULL;
+		if (!a) {
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		a->claimed = 1;
+		pthread_mutex_unlock(&p->lock);
+		pipe_format_ahead(p, a);
+		pthread_mutex_lock(&p->lock);
+		a->claimed = 0;
+		pthread_cond_broadcast(&p->cond);
+	}
+	int cancel = p->cancel;
+	p->fill = &p->slots[p->head % PIPE_SLOTS];
+	p->fill->first = p->count;
+	pthread_mutex_unlock(&p->lock);
+	p->fill->n = 0;
+	p->fill->arena_len = 0;
+	return cancel ? 1 : 0;
+}
+
+/* The merging side: events in kt_reader_next() order, with their times. */
+static void *pipe_producer(void *arg)
+{
+	struct pipe *p = arg;
+	kt_event ev;
+	int rc;
+	while ((rc = kt_reader_next(p->r, &ev)) > 0)
+		if ((rc = pipe_collect(p, &ev)) != 0)
+			break;
+	pthread_mutex_lock(&p->lock);
+	if (p->fill->n)
+		p->head++; /* the last, partly filled batch */
+	p->rc = rc;
+	p->done = 1;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* On the writing thread: the batch's text formatted ahead, then the rest. */
+static int pipe_write(struct pipe *p, struct pipe_batch *b, struct out *o)
+{
+	if (b->text_len) {
+		o_flush(o);
+		if (fwrite(b->text, 1, b->text_len, o->f) != b->text_len)
+			o->err = 1;
+	}
+	for (size_t i = b->ahead; i < b->n; i++) {
+		kt_event ev = batch_event(b, i);
+		if (fmt_event(o, p->job, &ev, kt_reader_ticks_to_ns(p->r, ev.ts), b->first + i))
+			return -ENOMEM;
+	}
+	return p->job->kind == MID_CHROME && o->err ? -EIO : 0;
+}
+
+/* As replay_pipelined(), on this thread alone: when no thread can start. */
+static int replay_here(kt_reader *r, kt_replay_fn fn, void *ctx, const struct fmt_job *job,
+		       struct out *o)
+{
+	kt_event ev;
+	uint64_t i = 0;
+	int rc;
+	while ((rc = kt_reader_next(r, &ev)) > 0) {
+		uint64_t ns = kt_reader_ticks_to_ns(r, ev.ts);
+		if (!job)
+			rc = fn(ctx, &ev, ns);
+		else if (fmt_event(o, job, &ev, ns, i))
+			rc = -ENOMEM;
+		else if (job->kind == MID_CHROME && o->err)
+			rc = -EIO;
+		else
+			rc = 0;
+		if (rc)
+			return rc;
+		progress_events(++i);
+	}
+	return rc;
+}
+
+/*
+ * As kt_replay(r, fn, ctx, {.max = 1}), on two threads: @fn is called for
+ * each event, or, with @job, the events are formatted into @o.
+ */
+static int replay_pipelined(kt_reader *r, kt_replay_fn fn, void *ctx, const struct fmt_job *job,
+			    struct out *o)
+{
+	struct pipe *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->r = r;
+	p->fill = &p->slots[0];
+	p->job = job;
+	if (job && !(p->ahead = fmt_cache_new()))
+		p->job = NULL; /* no memory to format ahead: the writer does it all */
+	pthread_t th;
+	int rc = 0;
+	if (pthread_create(&th, NULL, pipe_producer, p)) {
+		fmt_cache_free(p->ahead);
+		free(p);
+		return replay_here(r, fn, ctx, job, o);
+	}
+	/* The merge state (and with it the calibration) must exist before
+	 * both threads touch the reader: the producer creates it on its
+	 * first kt_reader_next(), and the consumer reads it only after a
+	 * batch has been handed over under the lock. */
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		while (p->tail == p->head && !p->done)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->tail == p->head) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		struct pipe_batch *b = &p->slots[p->tail % PIPE_SLOTS];
+		while (b->claimed)
+			pthread_cond_wait(&p->cond, &p->lock);
+		pthread_mutex_unlock(&p->lock);
+		if (job) {
+			rc = pipe_write(p, b, o);
+		} else {
+			for (size_t i = 0; i < b->n && !rc; i++) {
+				kt_event ev = batch_event(b, i);
+				rc = fn(ctx, &ev, kt_reader_ticks_to_ns(r, ev.ts));
+			}
+		}
+		progress_events(b->first + b->n);
+		pthread_mutex_lock(&p->lock);
+		b->ahead = 0;
+		b->text_len = 0;
+		p->tail++;
+		if (rc)
+			p->cancel = 1;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		if (rc)
+			break;
+	}
+	pthread_join(th, NULL);
+	if (!rc)
+		rc = p->rc < 0 ? p->rc : 0;
+	for (int i = 0; i < PIPE_SLOTS; i++) {
+		free(p->slots[i].arena);
+		free(p->slots[i].text);
+	}
+	fmt_cache_free(p->ahead);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+	return rc;
+}
+
+/* ---- dump and replay --------------------------------------------------- */
+
+/* The paced replay's callback: one event formatted into the stream. */
 struct dump_ctx {
-	const struct tables *t;
-	int jsonl;
+	struct fmt_job job;
 	uint32_t threads[64];
-	int nthreads;
-	uint64_t from, to;
-	uint64_t printed;
+	struct out *o;
+	uint64_t n;
 };
 
 static int dump_one(void *arg, const kt_event *ev, uint64_t ns)
 {
 	struct dump_ctx *d = arg;
-	if (ns < d->from || ns > d->to)
-		return 0;
-	if (d->nthreads) {
-		int keep = 0;
-		for (int i = 0; i < d->nthreads; i++)
-			keep |= d->threads[i] == ev->thread_id;
-		if (!keep)
-			return 0;
-	}
-	print_event(d->t, ev, ns, d->jsonl);
-	d->printed++;
-	progress_events(d->printed);
+	if (fmt_event(d->o, &d->job, ev, ns, d->n++))
+		return -ENOMEM;
+	progress_events(d->n);
 	return 0;
 }
 
@@ -1050,7 +1491,7 @@ static int parse_u64(const char *s, uint64_t *out)
 static int cmd_events(int argc, char **argv, int replay)
 {
 	const char *path = NULL, *cmd = replay ? "replay" : "dump";
-	struct dump_ctx d = { .to = UINT64_MAX };
+	struct dump_ctx d = { .job = { .to = UINT64_MAX } };
 	kt_replay_options ro = { .speed = 1.0, .max = !replay };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1071,19 +1512,19 @@ static int cmd_events(int argc, char **argv, int replay)
 		} else if (!strcmp(a, "--format") && more) {
 			a = argv[++i];
 			if (!strcmp(a, "jsonl"))
-				d.jsonl = 1;
+				d.job.kind = MID_JSONL;
 			else if (strcmp(a, "text"))
 				return usage_error("%s: --format wants text or jsonl, not '%s'", cmd, a);
 		} else if (!replay && !strcmp(a, "--thread") && more) {
 			uint64_t v;
-			if (parse_u64(argv[++i], &v) || v == 0 || v > UINT32_MAX || d.nthreads == 64)
+			if (parse_u64(argv[++i], &v) || v == 0 || v > UINT32_MAX || d.job.nthreads == 64)
 				return usage_error("%s: --thread wants a thread id, not '%s'", cmd, argv[i]);
-			d.threads[d.nthreads++] = (uint32_t)v;
+			d.threads[d.job.nthreads++] = (uint32_t)v;
 		} else if (!replay && (!strcmp(a, "--from") || !strcmp(a, "--to")) && more) {
 			uint64_t v;
 			if (parse_u64(argv[++i], &v))
 				return usage_error("%s: %s wants nanoseconds, not '%s'", cmd, a, argv[i]);
-			*(a[2] == 'f' ? &d.from : &d.to) = v;
+			*(a[2] == 'f' ? &d.job.from : &d.job.to) = v;
 		} else if (replay && !strcmp(a, "--speed") && more) {
 			char *end;
 			ro.speed = strtod(argv[++i], &end);
@@ -1108,13 +1549,19 @@ static int cmd_events(int argc, char **argv, int replay)
 	struct tables t;
 	int rc = load_tables(r, &t);
 	kt_reader_rewind(r);
-	d.t = &t;
+	d.job.t = &t;
+	d.job.threads = d.threads;
 	/* The events before a corruption are still printed; then the error. */
-	ofile = stdout;
+	struct out o = { .f = stdout, .c = fmt_cache_new() };
+	d.o = &o;
 	progress_init(1);
 	progress_reader = r;
-	int rrc = ro.max ? replay_pipelined(r, dump_one, &d) : kt_replay(r, dump_one, &d, &ro);
-	o_flush();
+	int rrc = !o.c ? -ENOMEM
+		: ro.max ? replay_pipelined(r, NULL, NULL, &d.job, &o)
+			 : kt_replay(r, dump_one, &d, &ro);
+	o_flush(&o);
+	free(o.buf);
+	fmt_cache_free(o.c);
 	fflush(stdout);
 	progress_end();
 	int result = EXIT_OK;
@@ -1134,81 +1581,6 @@ static int cmd_events(int argc, char **argv, int replay)
 }
 
 /* ---- export --chrome ----------------------------------------------------- */
-
-struct chrome_ctx {
-	FILE *out;
-	const struct tables *t;
-	uint64_t pid;
-	uint64_t n;
-};
-
-static int chrome_one(void *arg, const kt_event *ev, uint64_t ns)
-{
-	struct chrome_ctx *c = arg;
-	int64_t i64;
-	double f64;
-	uint64_t u64;
-	char frac[5] = { '.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
-			 (char)('0' + ns % 10), ',' };
-	/* Microseconds with nanosecond digits: the format's unit is us.  The
-	 * parts that depend only on the thread, or on the thread, name and
-	 * type, come from the middle cache. */
-	o_mem(c->n ? ",\n" : "\n", c->n ? 2 : 1);
-	o_mid(c->t, ev, MID_CHROME_HEAD, c->pid);
-	o_ns(ns / 1000);
-	o_mem(frac, 5);
-	o_mid(c->t, ev, MID_CHROME_TAIL, c->pid);
-	switch (ev->type) {
-	case KT_EV_ZONE_BEGIN:
-	case KT_EV_ZONE_END:
-	case KT_EV_INSTANT:
-		break;
-	case KT_EV_COUNTER_I64:
-		memcpy(&i64, ev->payload, 8);
-		o_i64(i64);
-		o_mem("}}", 2);
-		break;
-	case KT_EV_COUNTER_F64:
-		memcpy(&f64, ev->payload, 8);
-		/* JSON has no NaN or infinity: such a sample is written as null. */
-		if (f64 != f64 || f64 - f64 != 0)
-			o_str("null");
-		else
-			o_fmt("%.17g", f64);
-		o_mem("}}", 2);
-		break;
-	case KT_EV_FRAME:
-		memcpy(&u64, ev->payload, 8);
-		o_u64(u64);
-		o_mem("}}", 2);
-		break;
-	case KT_EV_FLOW:
-		memcpy(&u64, ev->payload, 8);
-		o_u64(u64);
-		o_mem("}", 1);
-		break;
-	case KT_EV_MESSAGE: {
-		char *lit = json_literal((const char *)ev->payload, ev->payload_len);
-		o_str("\"text\":");
-		o_str(lit);
-		o_str("}}");
-		free(lit);
-		break;
-	}
-	default:
-		o_str("\"type\":");
-		o_u64(ev->type);
-		o_str(",\"flags\":");
-		o_u64(ev->flags);
-		o_str(",\"bytes\":\"");
-		o_hex(ev->payload, ev->payload_len);
-		o_str("\"}}");
-		break;
-	}
-	c->n++;
-	progress_events(c->n);
-	return oerr ? -EIO : 0;
-}
 
 static int cmd_export(int argc, char **argv)
 {
@@ -1273,24 +1645,23 @@ static int cmd_export(int argc, char **argv)
 	setvbuf(o, fbuf, _IOFBF, sizeof(fbuf));
 	uint64_t pid = kt_reader_header(r)->process_id;
 	fprintf(o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-	struct chrome_ctx c = { o, &t, pid, 0 };
+	struct fmt_job job = { .t = &t, .kind = MID_CHROME, .pid = pid };
 	for (size_t i = 0; i < t.nthreads; i++) {
 		fprintf(o, "%s\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
-			   "\"args\":{\"name\":%s}}", c.n ? "," : "", pid, t.threads[i].id,
+			   "\"args\":{\"name\":%s}}", job.printed ? "," : "", pid, t.threads[i].id,
 			t.threads[i].name_json);
-		c.n++;
+		job.printed++;
 	}
-	kt_replay_options ro = { .max = 1 };
-	ofile = o;
-	oerr = 0;
+	struct out ob = { .f = o, .c = fmt_cache_new() };
 	progress_init(0);
 	progress_reader = r;
-	(void)ro;
-	rc = replay_pipelined(r, chrome_one, &c);
-	o_flush();
+	rc = ob.c ? replay_pipelined(r, NULL, NULL, &job, &ob) : -ENOMEM;
+	o_flush(&ob);
+	free(ob.buf);
+	fmt_cache_free(ob.c);
 	progress_end();
 	fprintf(o, "\n]}\n");
-	int werr = oerr || fflush(o) || ferror(o);
+	int werr = ob.err || fflush(o) || ferror(o);
 	werr |= fclose(o) != 0;
 	int result = EXIT_OK;
 	if (rc < 0 && rc != -EIO) {
@@ -1568,7 +1939,6 @@ static int stats_one(void *arg, const kt_event *ev, uint64_t ns)
 	t->last_ns = ns;
 	t->events++;
 	c->events++;
-	progress_events(c->events);
 	if (ev->name_id >= c->nnames) {
 		uint32_t n = ev->name_id + 64;
 		void *p = realloc(c->names, n * sizeof(*c->names));
@@ -1664,7 +2034,7 @@ static int cmd_stats(int argc, char **argv)
 	progress_init(0);
 	progress_reader = r;
 	(void)ro;
-	int rc = replay_pipelined(r, stats_one, &c);
+	int rc = replay_pipelined(r, stats_one, &c, NULL, NULL);
 	progress_end();
 	if (rc < 0 || trc < 0) {
 		fprintf(stderr, "%s: %s: corrupt: %s\n", prog, path, kt_reader_last_error(r)->message);
@@ -1676,6 +2046,7 @@ static int cmd_stats(int argc, char **argv)
 	/* Drops per thread come from the drop records, which the merged
 	 * events do not carry: take them from the accounting pass. */
 	kt_reader_rewind(r);
+	kt_reader_skip_events(r, 1);
 	kt_trace_frame f;
 	while (kt_reader_next_frame(r, &f) > 0)
 		if (f.kind == KT_FRAME_DROP) {

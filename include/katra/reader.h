@@ -141,6 +141,18 @@ KT_API const kt_header *kt_reader_header(const kt_reader *r);
 KT_API int kt_reader_next_frame(kt_reader *r, kt_trace_frame *frame);
 
 /**
+ * kt_reader_skip_events - with @on non-zero, kt_reader_next_frame() checks
+ * each chunk frame's head, fixed fields and checksum but neither
+ * decompresses it nor walks its events, and returns it with u.chunk.events
+ * NULL: for a pass that wants the other frames (names, threads, drops, the
+ * summary) without paying for the events.  A fault inside a chunk's payload
+ * then shows only on a pass that decodes it (kt_reader_next() does).
+ *
+ * Return: 0.
+ */
+KT_API int kt_reader_skip_events(kt_reader *r, int on);
+
+/**
  * kt_reader_rewind - go back to the first frame.
  *
  * Counts in the status restart from zero; a sticky error is cleared.
