@@ -2030,10 +2030,8 @@ static int cmd_stats(int argc, char **argv)
 	kt_reader_get_status(r, &st);
 	kt_reader_rewind(r);
 	struct stats_ctx c = { 0 };
-	kt_replay_options ro = { .max = 1 };
 	progress_init(0);
 	progress_reader = r;
-	(void)ro;
 	int rc = replay_pipelined(r, stats_one, &c, NULL, NULL);
 	progress_end();
 	if (rc < 0 || trc < 0) {
