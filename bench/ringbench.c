@@ -944,14 +944,16 @@ static int frame_loop(const struct opts *o)
 		printf("\n  written      %" PRIu64 " events, dropped %" PRIu64 "\n", sum->events_written,
 		       sum->events_dropped);
 		if (cs) {
-			printf("  capture      %s%s%s, %" PRIu64 " events in the file", 
+			printf("  capture      %s%s%s: %" PRIu64 " of the %" PRIu64
+			       " events written are in the file\n"
+			       "               head loss %.3f s%s, tail excess %.3f s (trimmed)\n",
 			       kt_capture_state_name(cs->state), cs->code ? ", " : "",
-			       kt_capture_code_name(cs->code), cs->events);
-			if (cs->events_trimmed)
-				printf(" (%" PRIu64 " trimmed: head loss %.3f s, tail excess %.3f s)",
-				       cs->events_trimmed, (double)cs->head_loss_ns / 1e9,
-				       (double)cs->tail_excess_ns / 1e9);
-			printf("\n");
+			       kt_capture_code_name(cs->code), cs->events, sum->events_written,
+			       (double)cs->head_loss_ns / 1e9,
+			       cs->events < sum->events_written && o->cap_policy == KT_CAP_KEEP_NEWEST
+				       ? " (keep-newest: the byte cap let the oldest go)"
+				       : " (the capture started after the run)",
+			       (double)cs->tail_excess_ns / 1e9);
 		}
 		printf("  on disk      %" PRIu64 " bytes, %.2f bytes/event", on_disk,
 		       in_file ? (double)on_disk / (double)in_file : 0.0);
