@@ -122,6 +122,11 @@ static double pct(struct stats *s, double p)
 	return s->v[(size_t)(p * (double)(s->n - 1) + 0.5)];
 }
 
+static const char *codec_name(int codec)
+{
+	return codec == KT_CODEC_LZ4_DELTA ? "lz4-delta" : codec == KT_CODEC_LZ4 ? "lz4" : "none";
+}
+
 static const char *io_name(int io)
 {
 	return io == KT_IO_URING ? "uring" : io == KT_IO_PWRITE ? "pwrite" : "none";
@@ -576,7 +581,7 @@ static int producer_only(const struct opts *o)
 		rows[kept++] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
 					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
 					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),
-					.codec = traced ? (o->codec ? "lz4" : "none") : "none",
+					.codec = traced ? codec_name(o->codec) : "none",
 					.io = traced ? io_name(katra_io) : "none",
 					.dropped = dropped[k], .bytes = on_disk[k] };
 		free(st[k].v);
@@ -928,7 +933,7 @@ static int frame_loop(const struct opts *o)
 			   .dropped = sum->events_dropped, .seconds = run.seconds,
 			   .p50 = pct(&run.cost, 0.5), .p99 = pct(&run.cost, 0.99),
 			   .p999 = pct(&run.cost, 0.999), .bytes = on_disk,
-			   .codec = o->codec ? "lz4" : "none", .io = io_name(sum->io_backend) };
+			   .codec = codec_name(o->codec), .io = io_name(sum->io_backend) };
 	free(run.cost.v);
 	char *cap_json = cs ? kt_capture_status_json(cs) : NULL;
 	if (o->json) {
@@ -1011,7 +1016,7 @@ static int find_max_rate(const struct opts *o, int threads, const char *path, st
 		int ok = run.sum.events_dropped == 0 && run.sum.io_error == 0;
 		if (!o->json)
 			fprintf(stderr, "  %d thread(s) %s %s: %6.1fM events/s -> %s (%" PRIu64
-				" dropped)\n", threads, o->codec ? "lz4" : "raw",
+				" dropped)\n", threads, o->codec ? codec_name(o->codec) : "raw",
 				io_name(run.sum.io_backend), rate / 1e6, ok ? "held" : "dropped",
 				run.sum.events_dropped);
 		if (ok) {
@@ -1048,8 +1053,11 @@ static int max_rate_table(const struct opts *o)
 	int n = 0;
 	struct opts c = *o;
 	for (int threads = 1; threads <= 2; threads++)
-		for (int codec = 0; codec <= 1; codec++)
+		for (int lz = 0; lz <= 1; lz++)
 			for (int io = KT_IO_URING; io <= KT_IO_PWRITE; io++) {
+				/* The compressed rows use the codec a session would:
+				 * the one --codec names, or lz4-delta. */
+				int codec = lz ? (o->codec ? o->codec : KT_CODEC_LZ4_DELTA) : KT_CODEC_NONE;
 				c.codec = codec;
 				c.io = io;
 				if (find_max_rate(&c, threads, path, &mr[n]))
@@ -1058,7 +1066,7 @@ static int max_rate_table(const struct opts *o)
 					.name = codec ? "katra_max_rate_lz4" : "katra_max_rate_raw",
 					.threads = threads, .events = mr[n].events,
 					.seconds = mr[n].rate > 0 ? (double)mr[n].events / mr[n].rate : 0,
-					.bytes = mr[n].bytes, .codec = codec ? "lz4" : "none",
+					.bytes = mr[n].bytes, .codec = codec_name(codec),
 					.io = io_name(io),
 				};
 				n++;
@@ -1086,7 +1094,8 @@ static void usage(FILE *f)
 		"                      ~10M events/s in total for 5 s, written to a trace\n"
 		"  --seconds S         run time of the frame loop (default 5)\n"
 		"  --rate R|max        total events/s of the frame loop (default 10000000)\n"
-		"  --codec none|lz4    chunk codec (default lz4)\n"
+		"  --codec C           chunk codec: none, lz4, or lz4-delta (the default:\n"
+		"                      timestamps delta-coded, then LZ4)\n"
 		"  --policy drop|block overflow policy (default drop)\n"
 		"  --io uring|pwrite|auto  I/O backend (default auto: io_uring where allowed)\n"
 		"  --ring-size BYTES   per-thread ring, a power of two (default 4 MiB;\n"
@@ -1139,7 +1148,7 @@ static int parse_size(const char *s, size_t *out)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_LZ4,
+	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_LZ4_DELTA,
 			  .policy = KT_OVERFLOW_DROP, .events = 20000000, .threads = 3,
 			  .run_id = "ringbench", .epoch = 1, .max_bytes = KT_CAPTURE_MAX_BYTES,
 			  .cap_policy = KT_CAP_KEEP_NEWEST };
@@ -1196,8 +1205,11 @@ int main(int argc, char **argv)
 				o.codec = KT_CODEC_NONE;
 			else if (!strcmp(optarg, "lz4"))
 				o.codec = KT_CODEC_LZ4;
+			else if (!strcmp(optarg, "lz4-delta"))
+				o.codec = KT_CODEC_LZ4_DELTA;
 			else {
-				fprintf(stderr, "ringbench: --codec wants none or lz4, got '%s'\n", optarg);
+				fprintf(stderr, "ringbench: --codec wants none, lz4 or lz4-delta, got '%s'\n",
+					optarg);
 				return 2;
 			}
 			break;

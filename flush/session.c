@@ -641,7 +641,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	*out = NULL;
 	if (opts)
 		o = *opts;
-	if (o.codec != KT_CODEC_NONE && o.codec != KT_CODEC_LZ4)
+	if (o.codec < KT_CODEC_NONE || o.codec > KT_CODEC_LZ4_DELTA)
 		return -EINVAL;
 	const char *env = getenv("KT_IO");
 	if (env && *env) {

@@ -1,4 +1,4 @@
-/* The byte encoder for format/SPEC.md version 1. */
+/* The byte encoder for format/SPEC.md version 2. */
 #include <errno.h>
 #include <string.h>
 
@@ -8,20 +8,23 @@
 #include <katra/writer.h>
 #include "format/format.h"
 
-/* SPEC §6: one line naming every field, hashed into the header. */
-const char kt__schema_string[] =
-	"katra-trace/1;hdr:u32 version,u32 flags,u64 schema,u64 wall,u64 mono,"
-	"u64 pid,u8 clk,u8[7],u64 hz,u64 t0,u64 ns0,u64 ring,u8 ovf,u8 codec,"
-	"u8 io,u8,i32 level,u64 flush,u64 fsync,u64 maxdur,u64 maxbytes,"
-	"u64 epoch,str tool,str workload,str host,str run,str capture,"
-	"u32 nnotes,str*;frame:u32 len,u8 kind,u8 flags,u16 hchk,body,pad8,"
-	"u64 xxh3;chunk=1:u32 tid,u8 codec,u8[3],u64 seq,u32 n,u32 raw,"
-	"u64 ts0,u64 ts1,payload;ev:u64 ts,u32 name,u8 type,u8 flags,u16 len,"
-	"payload,pad8;name=2:u32 id,u32 len,bytes;thread=3:u32 tid,u32 ostid,"
-	"u32 len,u32,bytes;drop=4:u32 tid,u32,u64 n,u64 ts0,u64 ts1;"
-	"summary=5:u32 flags,u32 nthr,u64 w,u64 d,u64 chunks,u64 raw,"
-	"u64 stored,u64 wall,u64 mono,u64 t1,u64 ns1,u8 io,u8[3],i32 err,"
-	"{u32 tid,u32,u64 w,u64 d}*";
+/* SPEC §6: one line naming every field, hashed into the header.  Version
+ * 1's line differs only in its number. */
+#define KT__SCHEMA_TAIL                                                          \
+	";hdr:u32 version,u32 flags,u64 schema,u64 wall,u64 mono,"               \
+	"u64 pid,u8 clk,u8[7],u64 hz,u64 t0,u64 ns0,u64 ring,u8 ovf,u8 codec,"   \
+	"u8 io,u8,i32 level,u64 flush,u64 fsync,u64 maxdur,u64 maxbytes,"        \
+	"u64 epoch,str tool,str workload,str host,str run,str capture,"          \
+	"u32 nnotes,str*;frame:u32 len,u8 kind,u8 flags,u16 hchk,body,pad8,"     \
+	"u64 xxh3;chunk=1:u32 tid,u8 codec,u8[3],u64 seq,u32 n,u32 raw,"         \
+	"u64 ts0,u64 ts1,payload;ev:u64 ts,u32 name,u8 type,u8 flags,u16 len,"   \
+	"payload,pad8;name=2:u32 id,u32 len,bytes;thread=3:u32 tid,u32 ostid,"   \
+	"u32 len,u32,bytes;drop=4:u32 tid,u32,u64 n,u64 ts0,u64 ts1;"            \
+	"summary=5:u32 flags,u32 nthr,u64 w,u64 d,u64 chunks,u64 raw,"           \
+	"u64 stored,u64 wall,u64 mono,u64 t1,u64 ns1,u8 io,u8[3],i32 err,"       \
+	"{u32 tid,u32,u64 w,u64 d}*"
+const char kt__schema_string[] = "katra-trace/2" KT__SCHEMA_TAIL;
+const char kt__schema_string_v1[] = "katra-trace/1" KT__SCHEMA_TAIL;
 
 uint64_t kt__xxh3(const void *p, size_t n)
 {

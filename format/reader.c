@@ -91,6 +91,12 @@ static int rfail(kt_reader *r, int code, uint64_t off, const char *detail)
 	return fail(&r->err, code, off, "%s", detail);
 }
 
+/* The highest chunk codec a file of @version may use. */
+static unsigned max_codec(uint32_t version)
+{
+	return version >= 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
+}
+
 static int grow(kt_reader *r, void **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
@@ -184,9 +190,9 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 	if (have < KT__PREAMBLE_LEN)
 		return fail(e, KT_ETRUNCATED, r->size, "the file ends inside the preamble");
 	uint32_t version = kt__get32(pre + 8);
-	if (version != KT_FORMAT_VERSION)
-		return fail(e, KT_EVERSION, 8, "format version %u; this reader reads version %u",
-			    version, KT_FORMAT_VERSION);
+	if (version < KT_FORMAT_VERSION_MIN || version > KT_FORMAT_VERSION)
+		return fail(e, KT_EVERSION, 8, "format version %u; this reader reads versions %u to %u",
+			    version, KT_FORMAT_VERSION_MIN, KT_FORMAT_VERSION);
 	uint32_t hlen = kt__get32(pre + 12);
 	if (hlen < KT__HEADER_MIN || hlen > KT_MAX_HEADER)
 		return fail(e, KT_EHEADER, 12, "header_len %u outside [%u, %u]", hlen,
@@ -217,9 +223,9 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 	if (h->flags & ~KT_HDR_CAPTURE)
 		return fail(e, KT_ERESERVED, base + 4, "unknown header flags 0x%x", h->flags);
 	h->schema_hash = kt__get64(b + 8);
-	if (h->schema_hash != KT__SCHEMA_HASH)
-		return fail(e, KT_EVERSION, base + 8, "schema hash %016llx is not version 1's",
-			    (unsigned long long)h->schema_hash);
+	if (h->schema_hash != (version == 1 ? KT__SCHEMA_HASH_V1 : KT__SCHEMA_HASH))
+		return fail(e, KT_EVERSION, base + 8, "schema hash %016llx is not version %u's",
+			    (unsigned long long)h->schema_hash, version);
 	h->start_wall_ns = kt__get64(b + 16);
 	h->start_mono_ns = kt__get64(b + 24);
 	h->process_id = kt__get64(b + 32);
@@ -240,7 +246,7 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 	h->capture.io = b[82];
 	if (b[83])
 		return fail(e, KT_ERESERVED, base + 83, "reserved header byte");
-	if (h->capture.overflow > KT_OVERFLOW_BLOCK || h->capture.codec > KT_CODEC_LZ4 ||
+	if (h->capture.overflow > KT_OVERFLOW_BLOCK || h->capture.codec > max_codec(version) ||
 	    h->capture.io > KT_IO_PWRITE)
 		return fail(e, KT_EHEADER, base + 80, "capture option out of range");
 	h->capture.codec_level = (int32_t)kt__get32(b + 84);
@@ -561,8 +567,9 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 
 	if (tid == 0)
 		return BAD(KT_EFRAME, boff, "chunk thread_id is 0");
-	if (codec > KT_CODEC_LZ4)
-		return BAD(KT_ECODEC, boff + 4, "codec %u (known: 0 none, 1 lz4)", codec);
+	if (codec > max_codec(r->hdr.format_version))
+		return BAD(KT_ECODEC, boff + 4, "codec %u (version %u knows: 0 none, 1 lz4%s)", codec,
+			   r->hdr.format_version, r->hdr.format_version > 1 ? ", 2 lz4 delta" : "");
 	if (nonzero(b + 5, 3))
 		return BAD(KT_ERESERVED, boff + 5, "chunk reserved bytes");
 	if (count == 0)
@@ -595,9 +602,16 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	}
 
 	uint32_t n = 0;
-	uint64_t ev_first = 0, ev_last = 0;
+	uint64_t ev_first = 0, ev_last = 0, ts = 0;
+	int delta = codec == KT_CODEC_LZ4_DELTA; /* events is then our raw_buf */
 	for (size_t at = 0; at < raw_len; n++) {
 		const uint8_t *p = events + at;
+		if (delta && raw_len - at >= 8) {
+			/* Each record stored its timestamp minus the one before
+			 * (SPEC §4.1); wrapping sums undo wrapping differences. */
+			ts += kt__get64(p);
+			kt__put64(r->raw_buf + at, ts);
+		}
 		long sz;
 		/* Most events are zones and instants, without payload or flags:
 		 * kt__event_check()'s rules for them, without a call per event. */

@@ -8,13 +8,18 @@
 
 #include "format/format.h"
 
-#define GOLDEN KT_TEST_DATA "/golden_v1.katra"
+#define GOLDEN KT_TEST_DATA "/golden_v2.katra"
+#define GOLDEN_V1 KT_TEST_DATA "/golden_v1.katra"
+#define DELTA_FIXTURE KT_TEST_DATA "/delta_v2.katra"
 
 Test(format, schema_hash_matches_spec_string)
 {
 	cr_assert_eq(XXH3_64bits(kt__schema_string, strlen(kt__schema_string)),
 		     KT__SCHEMA_HASH);
-	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xe9c05376473abc76));
+	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xe89f64418cadbe8d));
+	cr_assert_eq(XXH3_64bits(kt__schema_string_v1, strlen(kt__schema_string_v1)),
+		     KT__SCHEMA_HASH_V1);
+	cr_assert_eq(KT__SCHEMA_HASH_V1, UINT64_C(0xe9c05376473abc76));
 }
 
 Test(format, header_round_trip)
@@ -27,7 +32,7 @@ Test(format, header_round_trip)
 	const kt_header *h = kt_reader_header(r);
 	kt_header want;
 	t_header(&want);
-	cr_assert_eq(h->format_version, 1);
+	cr_assert_eq(h->format_version, 2);
 	cr_assert_eq(h->flags, KT_HDR_CAPTURE);
 	cr_assert_eq(h->schema_hash, KT__SCHEMA_HASH);
 	cr_assert_eq(h->start_wall_ns, want.start_wall_ns);
@@ -251,10 +256,10 @@ static int open_patched_version(uint32_t version, kt_reader_error *err)
 Test(format, other_versions_are_refused_by_number)
 {
 	kt_reader_error err;
-	cr_assert_eq(open_patched_version(2, &err), KT_EVERSION);
+	cr_assert_eq(open_patched_version(3, &err), KT_EVERSION);
 	cr_assert_eq(err.offset, 8);
-	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 2; "
-				      "this reader reads version 1");
+	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 3; "
+				      "this reader reads versions 1 to 2");
 	cr_assert_eq(open_patched_version(0, &err), KT_EVERSION);
 	cr_assert_eq(err.code, KT_EVERSION);
 }
@@ -345,7 +350,7 @@ Test(format, writer_refuses_what_the_format_cannot_hold)
 	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 16), -EINVAL);
 	ev[12] = KT_EV_ZONE_BEGIN;
 	cr_assert_eq(kt_writer_chunk(w, 0, KT_CODEC_NONE, 1, ev, 16), -EINVAL);
-	cr_assert_eq(kt_writer_chunk(w, 1, 2, 1, ev, 16), -EINVAL);
+	cr_assert_eq(kt_writer_chunk(w, 1, 3, 1, ev, 16), -EINVAL);
 	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 12), -EINVAL);
 	cr_assert_eq(kt_writer_name(w, 0, "x", 1), -EINVAL);
 	cr_assert_eq(kt_writer_name(w, 1, "a\0b", 3), -EINVAL);
@@ -390,4 +395,146 @@ Test(format, version_is_reported)
 {
 	cr_assert_eq(kt_version(), KT_VERSION_NUMBER);
 	cr_assert_str_eq(kt_version_string(), KT_VERSION_STRING);
+}
+
+/* ---- version 1 files, and version 2's delta codec ------------------------ */
+
+/* The version 1 golden file (written before version 2) reads as the same
+ * events, header fields and summary as today's version 2 output. */
+Test(format, version_1_file_reads_as_before)
+{
+	kt_reader *a, *b;
+	cr_assert_eq(kt_reader_open(&a, GOLDEN_V1, NULL), 0);
+	cr_assert_eq(kt_reader_open(&b, GOLDEN, NULL), 0);
+	cr_assert_eq(kt_reader_header(a)->format_version, 1);
+	cr_assert_eq(kt_reader_header(a)->schema_hash, KT__SCHEMA_HASH_V1);
+	cr_assert_eq(kt_reader_header(b)->format_version, 2);
+	cr_assert_str_eq(kt_reader_header(a)->workload, kt_reader_header(b)->workload);
+	kt_event x, y;
+	int ra, rb, n = 0;
+	while ((ra = kt_reader_next(a, &x)) > 0 && (rb = kt_reader_next(b, &y)) > 0) {
+		cr_assert_eq(x.ts, y.ts);
+		cr_assert_eq(x.thread_id, y.thread_id);
+		cr_assert_eq(x.name_id, y.name_id);
+		cr_assert_eq(x.type, y.type);
+		cr_assert_eq(x.flags, y.flags);
+		cr_assert_eq(x.payload_len, y.payload_len);
+		cr_assert_eq(memcmp(x.payload, y.payload, x.payload_len), 0);
+		n++;
+	}
+	cr_assert_eq(ra, 0);
+	cr_assert_eq(kt_reader_next(b, &y), 0);
+	cr_assert_eq(n, 4 * T_EVENTS_PER_SET);
+	kt_reader_status sa, sb;
+	kt_reader_get_status(a, &sa);
+	kt_reader_get_status(b, &sb);
+	cr_assert_eq(sa.complete, 1);
+	cr_assert_eq(sa.dropped, sb.dropped);
+	kt_reader_close(a);
+	kt_reader_close(b);
+}
+
+/* 2000 zones 97 ticks apart, then one of every type: what a frame loop's
+ * chunk looks like, and every payload shape. */
+static size_t delta_events(uint8_t *buf, size_t cap)
+{
+	size_t n = 0;
+	for (uint64_t i = 0; i < 2000; i++) {
+		kt_event ev = { .ts = 5000000 + i * 97, .name_id = 1 + (uint32_t)(i % 2),
+				.type = i % 2 ? KT_EV_ZONE_END : KT_EV_ZONE_BEGIN };
+		n += kt_event_encode(buf + n, cap - n, &ev);
+	}
+	return n + t_events_all_types(buf + n, cap - n, 5000000 + 2000 * 97, 3);
+}
+
+/* The stored bytes of the chunks of a one-chunk file written with @codec. */
+static uint8_t *one_chunk_file(unsigned codec, const uint8_t *ev, size_t n, size_t *len)
+{
+	kt_header h;
+	t_header(&h);
+	int fd = memfd_create("katra-delta", MFD_CLOEXEC);
+	kt_writer *w;
+	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_chunk(w, 7, codec, 1, ev, n), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	uint8_t *p = t_slurp_fd(fd, len);
+	close(fd);
+	return p;
+}
+
+Test(format, delta_codec_round_trips_and_is_smaller)
+{
+	static uint8_t ev[65536];
+	size_t n = delta_events(ev, sizeof(ev));
+	size_t len, lz4_len;
+	uint8_t *file = one_chunk_file(KT_CODEC_LZ4_DELTA, ev, n, &len);
+	uint8_t *lz4 = one_chunk_file(KT_CODEC_LZ4, ev, n, &lz4_len);
+	if (getenv("KT_REGEN_GOLDEN")) {
+		FILE *f = fopen(DELTA_FIXTURE, "wb");
+		cr_assert_not_null(f);
+		cr_assert_eq(fwrite(file, 1, len, f), len);
+		fclose(f);
+	}
+	/* The bytes are pinned, as the golden file's are. */
+	size_t glen;
+	uint8_t *golden = t_slurp(DELTA_FIXTURE, &glen);
+	cr_assert_not_null(golden, "missing %s", DELTA_FIXTURE);
+	cr_assert_eq(glen, len);
+	cr_assert_eq(memcmp(golden, file, len), 0);
+	free(golden);
+
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open_mem(&r, file, len, NULL), 0);
+	kt_trace_frame f;
+	int chunks = 0;
+	while (kt_reader_next_frame(r, &f) > 0) {
+		if (f.kind != KT_FRAME_CHUNK)
+			continue;
+		chunks++;
+		cr_assert_eq(f.u.chunk.codec, KT_CODEC_LZ4_DELTA);
+		cr_assert_eq(f.u.chunk.event_count, 2000 + T_EVENTS_PER_SET);
+		cr_assert_eq(f.u.chunk.raw_len, n);
+		cr_assert_eq(memcmp(f.u.chunk.events, ev, n), 0, "decoded events differ");
+	}
+	cr_assert_eq(chunks, 1);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(st.complete, 1);
+	kt_reader_close(r);
+	/* Deltas of 97 leave six zero bytes in each timestamp. */
+	cr_assert_lt(len * 2, lz4_len, "delta %zu bytes, lz4 %zu", len, lz4_len);
+	free(file);
+	free(lz4);
+}
+
+/* Codec 2 does not exist in version 1: such a chunk is refused by number. */
+Test(format, delta_codec_in_a_version_1_file_is_refused)
+{
+	static uint8_t ev[65536];
+	size_t n = delta_events(ev, sizeof(ev));
+	size_t len;
+	uint8_t *file = one_chunk_file(KT_CODEC_LZ4_DELTA, ev, n, &len);
+	/* Make it a version 1 file: the number in the preamble and the
+	 * header, version 1's schema hash, and the header checksum again. */
+	uint32_t hlen = kt__get32(file + 12);
+	size_t sum_at = 16 + kt__align8(hlen);
+	kt__put32(file + 8, 1);
+	kt__put32(file + 16, 1);
+	kt__put64(file + 24, KT__SCHEMA_HASH_V1);
+	kt__put64(file + sum_at, kt__xxh3(file + 8, sum_at - 8));
+	kt_reader *r;
+	kt_reader_error err;
+	cr_assert_eq(kt_reader_open_mem(&r, file, len, &err), 0);
+	cr_assert_eq(kt_reader_header(r)->format_version, 1);
+	kt_trace_frame f;
+	int rc;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0)
+		;
+	cr_assert_eq(rc, KT_ECODEC);
+	cr_assert_not_null(strstr(kt_reader_last_error(r)->message,
+				  "codec 2 (version 1 knows: 0 none, 1 lz4)"),
+			   "%s", kt_reader_last_error(r)->message);
+	kt_reader_close(r);
+	free(file);
 }

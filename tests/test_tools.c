@@ -423,7 +423,17 @@ Test(cli, decompress_and_compress_round_trip_dump_identically)
 	cr_assert_eq(p.status, 0, "%s", p.err);
 	cr_assert_eq(count_codec(d, KT_CODEC_NONE), 4);
 	cr_assert_eq(count_codec(d, KT_CODEC_LZ4), 0);
-	cr_assert_eq(count_codec(c, KT_CODEC_LZ4), 4);
+	cr_assert_eq(count_codec(c, KT_CODEC_LZ4_DELTA), 4);
+	/* Plain LZ4 on request; the default is the delta codec. */
+	char c1[64];
+	snprintf(c1, sizeof(c1), "/tmp/katra-c1-%d.katra", (int)getpid());
+	const char *com1[] = { "compress", d, c1, "--codec", "lz4", NULL };
+	run_katra(&p, com1);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	cr_assert_eq(count_codec(c1, KT_CODEC_LZ4), 4);
+	const char *bad[] = { "compress", d, "/tmp/katra-never.katra", "--codec", "zstd", NULL };
+	run_katra(&p, bad);
+	cr_assert_eq(p.status, 2);
 	for (int i = 0; i < 2; i++) {
 		const char *v[] = { "verify", i ? c : d, NULL };
 		run_katra(&p, v);
@@ -436,8 +446,12 @@ Test(cli, decompress_and_compress_round_trip_dump_identically)
 	dump_to(c, &got);
 	cr_assert_eq(got.out_len, ref.out_len);
 	cr_assert_eq(memcmp(got.out, ref.out, ref.out_len), 0);
+	dump_to(c1, &got);
+	cr_assert_eq(got.out_len, ref.out_len);
+	cr_assert_eq(memcmp(got.out, ref.out, ref.out_len), 0);
 	unlink(d);
 	unlink(c);
+	unlink(c1);
 }
 
 Test(cli, slice_keeps_the_chosen_thread_and_time)

@@ -600,7 +600,7 @@ int cmd_recover(int argc, char **argv)
 		h = *kt_reader_header(r);
 	else
 		header_from_ctl(&h, &R);
-	R.codec = h.capture.codec <= KT_CODEC_LZ4 ? h.capture.codec : KT_CODEC_NONE;
+	R.codec = h.capture.codec <= KT_CODEC_LZ4_DELTA ? h.capture.codec : KT_CODEC_NONE;
 	R.level = h.capture.codec_level;
 
 	int result = EXIT_BAD;

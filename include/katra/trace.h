@@ -47,6 +47,7 @@ typedef enum kt_frame_kind {
 typedef enum kt_codec {
 	KT_CODEC_NONE = 0,
 	KT_CODEC_LZ4 = 1,
+	KT_CODEC_LZ4_DELTA = 2, /* format version 2: timestamps as deltas, then LZ4 */
 } kt_codec;
 
 /** Clock sources. */

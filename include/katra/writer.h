@@ -49,7 +49,8 @@ KT_API int kt_writer_open_fd(kt_writer **out, int fd, const kt_header *h);
 /**
  * kt_writer_chunk - append one event chunk.
  * @thread_id: non-zero.
- * @codec: KT_CODEC_NONE or KT_CODEC_LZ4; @level is the LZ4 acceleration
+ * @codec: KT_CODEC_NONE, KT_CODEC_LZ4 or KT_CODEC_LZ4_DELTA (timestamps
+ *         delta-coded before LZ4, SPEC §4.1); @level is the LZ4 acceleration
  *         (values below 1 mean 1).
  * @events: @raw_len bytes of event records, as kt_event_encode() makes them.
  *
