@@ -80,6 +80,8 @@ static int synth_write(struct synth *s)
 	h.start_wall_ns = T0;
 	h.start_mono_ns = M0;
 	h.workload = "synthetic";
+	/* Not the library's version: the golden sha256s must not move with it. */
+	h.tool_version = "synthetic-backend";
 	kt_writer *w;
 	int rc = kt_writer_open_fd(&w, s->fd, &h);
 	if (rc)

@@ -163,7 +163,8 @@ typedef struct kt_manager_options {
 	int (*new_id)(void *ctx, char *buf, size_t size);
 	void *id_ctx;
 	const kt_session_options *session; /* template for the default backend:
-					    * codec, io, flush period, ... */
+					    * codec, io, flush period, ...; NULL:
+					    * the defaults with KT_CODEC_LZ4_DELTA */
 	const kt_capture_hooks *hooks;
 } kt_manager_options;
 

@@ -38,11 +38,11 @@ extern "C" {
 
 /* MAJOR changes break the API or ABI; MINOR adds to them; PATCH fixes. */
 #define KT_VERSION_MAJOR 0
-#define KT_VERSION_MINOR 1
+#define KT_VERSION_MINOR 2
 #define KT_VERSION_PATCH 0
 #define KT_VERSION_NUMBER \
 	(KT_VERSION_MAJOR * 10000 + KT_VERSION_MINOR * 100 + KT_VERSION_PATCH)
-#define KT_VERSION_STRING "0.1.0"
+#define KT_VERSION_STRING "0.2.0"
 
 /** The trace format version this library writes (format/SPEC.md). */
 #define KT_FORMAT_VERSION 2u
@@ -58,7 +58,7 @@ extern "C" {
 KT_API unsigned kt_version(void);
 
 /**
- * kt_version_string - the library's version as text, e.g. "0.1.0".
+ * kt_version_string - the library's version as text, e.g. "0.2.0".
  *
  * Return: a static string.  Any thread, any time.
  */

@@ -67,7 +67,7 @@ cp "$here/consumer.c" "$tmp/proj/"
 cat >"$tmp/proj/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.20)
 project(katra_consumer LANGUAGES C)
-find_package(katra 0.1 REQUIRED COMPONENTS shared static)
+find_package(katra 0.2 REQUIRED COMPONENTS shared static)
 add_executable(consumer_shared consumer.c)
 target_link_libraries(consumer_shared PRIVATE katra::katra)
 add_executable(consumer_static consumer.c)
