@@ -67,6 +67,7 @@ struct kt_session {
 	kt_clock_calibration c0, c1;
 	uint64_t chunks, bytes_raw, refused, on_disk;
 	uint64_t seg_bytes;     /* written to segments before the current one */
+	uint32_t names_written; /* names [1, n] are in the current file */
 	uint64_t cpu_ns;        /* the flusher thread's CPU time */
 	uint64_t gen;           /* this session's ring generation */
 	uint64_t start_off;     /* where the trace starts in the file */
@@ -243,6 +244,7 @@ static int rotate(kt_session *s)
 	}
 	s->fd = fd;
 	s->start_off = 0;
+	s->names_written = 0; /* every segment carries every name */
 	uint32_t next = s->seg + 1;
 	if (next >= KT_CAP_SEGMENTS && s->retire_segment)
 		s->retire_segment(s->cap_ctx, next - KT_CAP_SEGMENTS,
@@ -439,6 +441,13 @@ static void crash_commit(kt_session *s)
 	}
 }
 
+static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
+{
+	kt_session *s = ctx;
+	if (!s->error)
+		note_error(s, kt_writer_name(s->w, id, str, len));
+}
+
 static void drain_all(kt_session *s)
 {
 	/* Completed zero-copy writes give their ring space back here, even
@@ -450,6 +459,10 @@ static void drain_all(kt_session *s)
 		return;
 	if (s->max_bytes)
 		update_reserve(s);
+	/* Names as they come, so that a file cut short by a crash still
+	 * names its events; the end of the file adds only the newer ones. */
+	if (s->w && !s->error)
+		s->names_written = kt__names_after(s->names_written, name_cb, s);
 	int retired_seen = 0;
 	for (size_t i = 0; i < s->rings.len; i++) {
 		struct kt__ring *r = s->rings.rings[i];
@@ -468,12 +481,6 @@ static void drain_all(kt_session *s)
 		kt__registry_reap();
 }
 
-static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
-{
-	kt_session *s = ctx;
-	if (!s->error)
-		note_error(s, kt_writer_name(s->w, id, str, len));
-}
 
 /*
  * After an I/O error, "written" must mean "in the file": read back the
@@ -535,7 +542,7 @@ static void finish_file(kt_session *s)
 						     t->cap_last));
 		t->cap_lost = 0;
 	}
-	kt__names_each(name_cb, s);
+	s->names_written = kt__names_after(s->names_written, name_cb, s);
 	for (size_t i = 0; i < s->nthreads && !s->error; i++)
 		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
 					       s->threads[i].name));

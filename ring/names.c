@@ -90,12 +90,17 @@ out:
 
 uint32_t kt__names_each(kt__name_fn fn, void *ctx)
 {
+	return kt__names_after(0, fn, ctx);
+}
+
+uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx)
+{
 	pthread_mutex_lock(&names_lock);
 	uint32_t n = count;
-	for (uint32_t id = 1; id <= n; id++)
+	for (uint32_t id = after + 1; id <= n; id++)
 		fn(ctx, id, by_id[id], lens[id]);
 	pthread_mutex_unlock(&names_lock);
-	return n;
+	return n > after ? n : after;
 }
 
 void kt__names_set_log(kt__name_fn fn, void *ctx)

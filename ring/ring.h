@@ -169,6 +169,9 @@ void kt__flusher_wake(void);
 /* Interned names: copy ids [1, n] under the lock; returns n. */
 typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len);
 uint32_t kt__names_each(kt__name_fn fn, void *ctx);
+/* The same for the ids above @after only; returns the highest id (or
+ * @after).  Cheap when nothing is new. */
+uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx);
 /* Call @fn for every name so far, then for each new one as it is interned,
  * under the names lock; NULL stops it. */
 void kt__names_set_log(kt__name_fn fn, void *ctx);

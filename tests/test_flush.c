@@ -522,3 +522,69 @@ Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
 	close(fd);
 	unlink(path);
 }
+
+/* How many of @want's names a (possibly cut) trace at @path holds. */
+static int names_in(const char *path, const char *const *want, int n)
+{
+	kt_reader *r;
+	if (kt_reader_open(&r, path, NULL))
+		return 0;
+	kt_trace_frame f;
+	int found = 0;
+	while (kt_reader_next_frame(r, &f) > 0)
+		if (f.kind == KT_FRAME_NAME)
+			for (int i = 0; i < n; i++)
+				if (f.u.name.len == strlen(want[i]) &&
+				    !memcmp(f.u.name.str, want[i], f.u.name.len))
+					found++;
+	kt_reader_close(r);
+	return found;
+}
+
+/* A process that dies without stopping its session leaves a trace cut
+ * short: its names are in it all the same, written as they were interned,
+ * so the events it holds are named. */
+Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-cutnames-%d.katra", (int)getpid());
+	static const char *const want[] = { "before_the_crash", "the_last_zone" };
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(30);
+		kt_session *s;
+		if (kt_session_start(path, NULL, &s))
+			_exit(10);
+		for (int i = 0; i < 2; i++) {
+			uint32_t id = kt_name(want[i]);
+			kt_zone_begin(id);
+			kt_zone_end(id);
+		}
+		/* Wait until the flusher has put both names in the file, then
+		 * die as a crash would: no stop, no summary. */
+		while (names_in(path, want, 2) < 2) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
+		_exit(0);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+	cr_assert_eq(names_in(path, want, 2), 2);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	kt_event ev;
+	int rc, events = 0;
+	while ((rc = kt_reader_next(r, &ev)) > 0)
+		events++;
+	kt_reader_status rs;
+	kt_reader_get_status(r, &rs);
+	cr_assert_eq(rs.complete, 0);
+	kt_reader_close(r);
+	/* The names went in with the first drain after they were interned;
+	 * the zones either with them or just after. */
+	cr_assert_leq(events, 4);
+	unlink(path);
+}
