@@ -734,3 +734,41 @@ Test(cli, replay_max_equals_paced_replay_across_batches)
 	unlink(a);
 	unlink(b);
 }
+
+/* Output that cannot be written is an error, not a quiet success: every
+ * command that prints to stdout, with stdout on /dev/full. */
+Test(cli, a_full_stdout_is_an_error)
+{
+	const char *const cmds[][4] = {
+		{ "dump", GOLDEN, NULL }, { "replay", "--max", GOLDEN, NULL },
+		{ "stats", GOLDEN, NULL }, { "info", GOLDEN, NULL }, { "verify", GOLDEN, NULL },
+	};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+		int e[2];
+		cr_assert_eq(pipe(e), 0);
+		pid_t pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			int full = open("/dev/full", O_WRONLY);
+			if (full < 0 || chdir(KT_TEST_DATA) < 0)
+				_exit(126);
+			dup2(full, 1);
+			dup2(e[1], 2);
+			const char *argv[6] = { KATRA };
+			for (int k = 0; cmds[i][k]; k++)
+				argv[k + 1] = cmds[i][k];
+			execv(KATRA, (char *const *)argv);
+			_exit(127);
+		}
+		close(e[1]);
+		char err[512] = "";
+		ssize_t n = read(e[0], err, sizeof(err) - 1);
+		err[n > 0 ? n : 0] = 0;
+		close(e[0]);
+		int st;
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st), "%s crashed", cmds[i][0]);
+		cr_assert_eq(WEXITSTATUS(st), 1, "%s exit %d", cmds[i][0], WEXITSTATUS(st));
+		cr_assert_str_eq(err, "katra: standard output: No space left on device\n", "%s", cmds[i][0]);
+	}
+}

@@ -654,10 +654,15 @@ static void fmt_cache_free(struct fmt_cache *c)
 	free(c);
 }
 
+static int out_errno; /* the first failed write's errno, for main() to say */
+
 static void o_flush(struct out *o)
 {
-	if (o->f && o->len && fwrite(o->buf, 1, o->len, o->f) != o->len)
+	if (o->f && o->len && fwrite(o->buf, 1, o->len, o->f) != o->len) {
 		o->err = 1;
+		if (!out_errno)
+			out_errno = errno;
+	}
 	if (o->f)
 		o->len = 0;
 }
@@ -1567,7 +1572,8 @@ static int cmd_events(int argc, char **argv, int replay)
 	o_flush(&o);
 	free(o.buf);
 	fmt_cache_free(o.c);
-	fflush(stdout);
+	if (fflush(stdout) && !out_errno)
+		out_errno = errno;
 	progress_end();
 	int result = EXIT_OK;
 	if (rrc < 0 || rc < 0) {
@@ -2174,7 +2180,7 @@ static int cmd_stats(int argc, char **argv)
 	return truncated ? EXIT_TRUNC : EXIT_OK;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage_main(stderr);
@@ -2211,4 +2217,18 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "recover"))
 		return cmd_recover(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+	/* Output that never arrived (a full disk, /dev/full) is a failure to
+	 * say, not a success: every command's stdout ends here. */
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		int e = out_errno ? out_errno : errno ? errno : EIO;
+		fprintf(stderr, "%s: standard output: %s\n", prog, strerror(e));
+		return rc == EXIT_USAGE ? rc : EXIT_BAD;
+	}
+	return rc;
 }
