@@ -54,6 +54,7 @@ struct capture {
 	kt_capture_status st;        /* under m->lock */
 	int stop_req, abort_req, capped; /* under m->lock */
 	int running;                 /* its thread has not finished; under m->lock */
+	int waiters;                 /* threads waiting on it: not to be freed */
 	pthread_t thread;
 	int joinable;
 
@@ -163,7 +164,9 @@ static int open_beneath(int rootfd, const char *name, int flags, mode_t mode)
 	long fd = syscall(SYS_openat2, rootfd, name, &how, sizeof(how));
 	if (fd >= 0)
 		return (int)fd;
-	if (errno != ENOSYS)
+	/* ENOSYS before Linux 5.6; EPERM from a seccomp filter that does
+	 * not know openat2. */
+	if (errno != ENOSYS && errno != EPERM)
 		return -errno;
 	/* Before Linux 5.6: every name here is one checked component, so
 	 * refusing a symlink in its place is the same confinement. */
@@ -368,6 +371,18 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	return 0;
 }
 
+/*
+ * Free disk a capture may take at its peak, plus the reserve: while it
+ * publishes, its segments (max_bytes, and a fifth segment opens before the
+ * oldest goes) and the trimmed copy (max_bytes) are on disk together.  The
+ * seed asks for max_bytes + reserve; that would let a publish fill the disk.
+ */
+static uint64_t disk_needed(const kt_manager *m)
+{
+	uint64_t peak = 2 * m->max_bytes + m->max_bytes / KT_CAP_SEGMENTS;
+	return m->min_free > UINT64_MAX - peak ? UINT64_MAX : peak + m->min_free;
+}
+
 static struct capture *find(kt_manager *m, const char *run_id, uint64_t epoch)
 {
 	for (size_t i = m->ncaps; i-- > 0;)
@@ -382,7 +397,7 @@ static int remember(kt_manager *m, struct capture *c)
 	if (m->ncaps == MAX_RECORDS) {
 		for (size_t i = 0; i < m->ncaps; i++) {
 			struct capture *o = m->caps[i];
-			if (o->running)
+			if (o->running || o->waiters)
 				continue;
 			if (o->joinable)
 				pthread_join(o->thread, NULL);
@@ -493,6 +508,7 @@ static void result_of(const struct capture *c, kt_capture_ref *res)
 }
 
 static void *capture_main(void *arg);
+static void unlink_retired(struct capture *c);
 
 void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res)
 {
@@ -560,7 +576,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 	} else if (m->active) {
 		c->st.code = KT_CODE_PROFILER_BUSY;
 	} else if (fstatvfs(m->rootfd, &vfs) == 0 &&
-		   (uint64_t)vfs.f_bavail * vfs.f_frsize < m->max_bytes + m->min_free) {
+		   (uint64_t)vfs.f_bavail * vfs.f_frsize < disk_needed(m)) {
 		c->st.code = KT_CODE_DISK_BUDGET;
 	} else if (m->new_id(m->id_ctx, c->st.capture_id, sizeof(c->st.capture_id)) ||
 		   !id_ok(c->st.capture_id, strnlen(c->st.capture_id, sizeof(c->st.capture_id)),
@@ -613,13 +629,19 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		c->running = 1;
 		m->active = c;
 		if (pthread_create(&c->thread, NULL, capture_main, c)) {
-			/* No thread to stop it: stop it here. */
+			/* No thread to stop it: stop it here, and without the
+			 * lock, as capture_main() does (the flusher may wait for
+			 * it in a callback).  It stays active meanwhile. */
+			c->st.state = KT_STATE_FAILED;
+			c->st.code = KT_CODE_START_FAILED;
+			pthread_mutex_unlock(&m->lock);
 			m->backend.stop(m->backend.ctx, c->handle);
+			pthread_mutex_lock(&m->lock);
+			unlink_retired(c);
 			remove_temps(c);
 			c->running = 0;
 			m->active = NULL;
-			c->st.state = KT_STATE_FAILED;
-			c->st.code = KT_CODE_START_FAILED;
+			pthread_cond_broadcast(&m->cond);
 		} else {
 			c->joinable = 1;
 		}
@@ -665,8 +687,10 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 	if (req->abort && !final_state(c->st.state)) {
 		c->abort_req = 1;
 		pthread_cond_broadcast(&m->cond);
+		c->waiters++;
 		while (c->running)
 			pthread_cond_wait(&m->cond, &m->lock);
+		c->waiters--;
 	}
 	pthread_cond_broadcast(&m->cond);
 	result_of(c, t);
@@ -725,7 +749,9 @@ static void spans(kt_capture_status *st, uint64_t from, uint64_t to)
 {
 	uint64_t bs = st->boundary_start, bf = st->boundary_finish;
 	st->requested_span_ns = bs && bf ? (int64_t)sub0(bf, bs) : 0;
-	st->head_loss_ns = bs ? (int64_t)sub0(from, bs) : 0;
+	/* Without a run start the capture's own start stands for it: a
+	 * keep-newest capture still reports the head it let go. */
+	st->head_loss_ns = (int64_t)sub0(from, bs ? bs : st->start_completed_at);
 	st->tail_excess_ns = bf ? (int64_t)sub0(st->stop_requested_at, bf) : 0;
 	uint64_t a = from > bs ? from : bs;
 	uint64_t b = bf && bf < to ? bf : to;
@@ -755,6 +781,7 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	kt_header h;
 	if (!n || kt_reader_open_fd(&hr, fds[0], NULL) < 0) {
 		kt_reader_close(hr);
+		remove_temps(c);
 		*code = KT_CODE_STOP_FAILED;
 		return KT_STATE_FAILED;
 	}
@@ -836,6 +863,11 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 		state = KT_STATE_ABORTED;
 		goto fail;
 	}
+	/* A pair already under these names (a restarted process replaying a
+	 * run, epoch and id): its trace goes first, so that no moment shows
+	 * it beside the new sidecar. */
+	if (unlinkat(m->rootfd, st->file, 0) == 0)
+		do_fsync(m, m->rootfd);
 	if (do_rename(m, json_tmp, st->sidecar) < 0)
 		goto fail;
 	if (do_fsync(m, m->rootfd) < 0) {
@@ -1009,12 +1041,14 @@ int kt_manager_await(kt_manager *m, const kt_stop_ticket *t, uint64_t timeout_ns
 		st->code = KT_CODE_NO_ACTIVE_CAPTURE;
 		return 0;
 	}
+	c->waiters++;
 	while (!final_state(c->st.state) && !rc) {
 		if (forever)
 			pthread_cond_wait(&m->cond, &m->lock);
 		else if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
 			rc = final_state(c->st.state) ? 0 : -ETIMEDOUT;
 	}
+	c->waiters--;
 	*st = c->st;
 	pthread_mutex_unlock(&m->lock);
 	return rc;

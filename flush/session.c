@@ -461,7 +461,9 @@ static void drain_all(kt_session *s)
 		update_reserve(s);
 	/* Names as they come, so that a file cut short by a crash still
 	 * names its events; the end of the file adds only the newer ones. */
-	if (s->w && !s->error)
+	/* Not once capped: the room kept for the end holds the names known
+	 * then, and the end writes whatever is new. */
+	if (s->w && !s->error && !s->capped)
 		s->names_written = kt__names_after(s->names_written, name_cb, s);
 	int retired_seen = 0;
 	for (size_t i = 0; i < s->rings.len; i++) {
