@@ -151,7 +151,11 @@ typedef struct kt_manager_options {
 	const kt_capture_owner *owner;
 	uint64_t duration_ns;     /* default 5 s, at most 30 s */
 	uint64_t max_bytes;       /* default 64 MiB, at most 256 MiB */
-	uint64_t min_free;        /* free disk kept beyond max_bytes; default 16 MiB */
+	uint64_t min_free;        /* free disk kept beyond what a capture may
+				   * take; default 16 MiB.  A start needs
+				   * 2.25 x max_bytes + min_free free: while it
+				   * publishes, a capture holds its segments and
+				   * the trimmed copy at once. */
 	int cap_policy;           /* kt_cap_policy: KT_CAP_STOP (default) ends
 				   * output-too-large; KT_CAP_KEEP_NEWEST keeps the
 				   * newest events and reports the head lost */
