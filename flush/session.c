@@ -68,6 +68,8 @@ struct kt_session {
 	uint64_t chunks, bytes_raw, refused, on_disk;
 	uint64_t seg_bytes;     /* written to segments before the current one */
 	uint32_t names_written; /* names [1, n] are in the current file */
+	uint32_t names_sized;   /* names [1, n] are counted in names_bytes */
+	uint64_t names_bytes;   /* what their entries take, for the reserve */
 	uint64_t cpu_ns;        /* the flusher thread's CPU time */
 	uint64_t gen;           /* this session's ring generation */
 	uint64_t start_off;     /* where the trace starts in the file */
@@ -206,8 +208,9 @@ static void name_bytes_cb(void *ctx, uint32_t id, const char *str, size_t len)
  */
 static void update_reserve(kt_session *s)
 {
-	uint64_t n = 8192;
-	kt__names_each(name_bytes_cb, &n);
+	/* Names only grow: size the new ones, not all of them each pass. */
+	s->names_sized = kt__names_after(s->names_sized, name_bytes_cb, &s->names_bytes);
+	uint64_t n = 8192 + s->names_bytes;
 	size_t threads = s->nthreads > s->rings.len ? s->nthreads : s->rings.len;
 	for (size_t i = 0; i < s->nthreads; i++)
 		n += s->threads[i].name ? strlen(s->threads[i].name) : 0;
