@@ -145,6 +145,10 @@ long kt__event_check(const uint8_t *p, size_t avail);
 void *kt__idtab_get(void **arr, size_t *len, size_t *cap, size_t size, uint32_t key,
 		    size_t max);
 
+/* The same array as a set of ids: 1 if @id was not in it (and now is), 0 if
+ * it was, -ENOMEM. */
+int kt__idset_add(uint32_t **set, size_t *len, size_t *cap, uint32_t id);
+
 /*
  * The writer's chunk path for callers that already walked the records (the
  * flusher): no validation, count and timestamps as given.
@@ -258,7 +262,6 @@ typedef struct kt__rewrite_result {
 	int in_index;              /* the input at fault, or -1 */
 	kt_reader_error in_err;    /* why, when in_index >= 0 */
 	uint64_t events_in, events_out;
-	uint64_t first_ns, last_ns; /* of the kept events; 0 when none */
 	uint64_t bytes;            /* written to @out_fd */
 } kt__rewrite_result;
 

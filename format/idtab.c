@@ -1,5 +1,7 @@
 /* A sorted array keyed by a leading uint32_t: the per-thread tables of the
  * reader, the writer and the flusher. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,4 +43,12 @@ void *kt__idtab_get(void **arr, size_t *len, size_t *cap, size_t size, uint32_t 
 	memcpy(base + lo * size, &key, sizeof(key));
 	(*len)++;
 	return base + lo * size;
+}
+
+int kt__idset_add(uint32_t **set, size_t *len, size_t *cap, uint32_t id)
+{
+	size_t before = *len;
+	if (!kt__idtab_get((void **)set, len, cap, sizeof(**set), id, SIZE_MAX))
+		return -ENOMEM;
+	return *len != before;
 }

@@ -16,51 +16,11 @@
 #include "format/format.h"
 #include "format/reader_internal.h"
 
+/* Ids already written: every input may repeat the names and threads. */
 struct seen {
-	uint8_t *names;      /* bit per name id already written */
-	size_t names_cap;    /* bytes */
-	uint32_t *threads;   /* thread ids already written */
-	size_t nthreads, threads_cap;
+	uint32_t *names, *threads;
+	size_t nnames, names_cap, nthreads, threads_cap;
 };
-
-/* 1 if @id was not yet in the set (and now is), 0 if it was, <0 on error. */
-static int seen_name(struct seen *s, uint32_t id)
-{
-	size_t byte = id / 8;
-	if (byte >= s->names_cap) {
-		size_t n = s->names_cap ? s->names_cap : 64;
-		while (n <= byte)
-			n *= 2;
-		uint8_t *p = realloc(s->names, n);
-		if (!p)
-			return -ENOMEM;
-		memset(p + s->names_cap, 0, n - s->names_cap);
-		s->names = p;
-		s->names_cap = n;
-	}
-	uint8_t bit = (uint8_t)(1u << (id % 8));
-	if (s->names[byte] & bit)
-		return 0;
-	s->names[byte] |= bit;
-	return 1;
-}
-
-static int seen_thread(struct seen *s, uint32_t id)
-{
-	for (size_t i = 0; i < s->nthreads; i++)
-		if (s->threads[i] == id)
-			return 0;
-	if (s->nthreads == s->threads_cap) {
-		size_t n = s->threads_cap ? 2 * s->threads_cap : 16;
-		uint32_t *p = realloc(s->threads, n * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		s->threads = p;
-		s->threads_cap = n;
-	}
-	s->threads[s->nthreads++] = id;
-	return 1;
-}
 
 static int thread_kept(const kt__rewrite_opts *o, uint32_t tid)
 {
@@ -104,10 +64,15 @@ static int last_summary(const kt__rewrite_opts *o, kt_file_summary *sum, int *ha
 	return rc;
 }
 
-/* Copy one input's frames into @w.  Returns 0 or the first error. */
+/*
+ * Copy one input's frames into @w, converting ticks with @stop (the last
+ * input's summary, or NULL); the last input's own summary goes to *@sum.
+ * Returns 0 or the first error.
+ */
 static int copy_input(const kt__rewrite_opts *o, size_t idx, kt_writer *w, const kt_header *h,
-		      const kt_file_summary *stop, struct seen *seen, uint8_t **buf, size_t *cap,
-		      kt__rewrite_result *res, uint64_t base, uint64_t total)
+		      const kt_file_summary *stop, kt_file_summary *sum, struct seen *seen,
+		      uint8_t **buf, size_t *cap, kt__rewrite_result *res, uint64_t base,
+		      uint64_t total)
 {
 	kt_reader *r = NULL;
 	int rc = kt_reader_open_fd(&r, o->in_fds[idx], &res->in_err);
@@ -134,8 +99,6 @@ static int copy_input(const kt__rewrite_opts *o, size_t idx, kt_writer *w, const
 			const uint8_t *ev = f.u.chunk.events;
 			size_t len = f.u.chunk.raw_len;
 			uint32_t kept = f.u.chunk.event_count;
-			uint64_t first = kt__conv_apply(&cv, f.u.chunk.first_ts);
-			uint64_t last = kt__conv_apply(&cv, f.u.chunk.last_ts);
 			if (filter && (o->from_ns > 0 || o->to_ns < UINT64_MAX)) {
 				/* Every event is checked: a thread's timestamps are
 				 * not promised to be monotonic across CPUs. */
@@ -154,8 +117,6 @@ static int copy_input(const kt__rewrite_opts *o, size_t idx, kt_writer *w, const
 				kt_chunk_iter_init(&it, &f);
 				const uint8_t *at = it.pos;
 				kept = 0;
-				first = UINT64_MAX;
-				last = 0;
 				while (kt_chunk_next(&it, &e)) {
 					uint64_t ns = kt__conv_apply(&cv, e.ts);
 					size_t sz = (size_t)(it.pos - at);
@@ -163,8 +124,6 @@ static int copy_input(const kt__rewrite_opts *o, size_t idx, kt_writer *w, const
 						memcpy(*buf + n, at, sz);
 						n += sz;
 						kept++;
-						first = ns < first ? ns : first;
-						last = ns > last ? ns : last;
 					}
 					at = it.pos;
 				}
@@ -175,20 +134,18 @@ static int copy_input(const kt__rewrite_opts *o, size_t idx, kt_writer *w, const
 				break;
 			wrc = kt_writer_chunk(w, tid, (unsigned)c, h->capture.codec_level, ev, len);
 			res->events_out += kept;
-			if (first < res->first_ns)
-				res->first_ns = first;
-			if (last > res->last_ns)
-				res->last_ns = last;
 			break;
 		}
 		case KT_FRAME_NAME:
-			if ((wrc = seen_name(seen, f.u.name.id)) > 0)
+			if ((wrc = kt__idset_add(&seen->names, &seen->nnames, &seen->names_cap,
+						 f.u.name.id)) > 0)
 				wrc = kt_writer_name(w, f.u.name.id, f.u.name.str, f.u.name.len);
 			break;
 		case KT_FRAME_THREAD:
 			if (filter && !thread_kept(o, f.u.thread.thread_id))
 				break;
-			if ((wrc = seen_thread(seen, f.u.thread.thread_id)) > 0)
+			if ((wrc = kt__idset_add(&seen->threads, &seen->nthreads, &seen->threads_cap,
+						 f.u.thread.thread_id)) > 0)
 				wrc = kt_writer_thread(w, f.u.thread.thread_id, f.u.thread.os_tid,
 						       f.u.thread.name);
 			break;
@@ -203,6 +160,13 @@ static int copy_input(const kt__rewrite_opts *o, size_t idx, kt_writer *w, const
 						     f.u.drop.first_ts, f.u.drop.last_ts);
 			break;
 		}
+		case KT_FRAME_SUMMARY:
+			if (idx == o->n_in - 1) {
+				*sum = f.u.summary;
+				sum->threads = NULL;
+				res->have_summary = 1;
+			}
+			break;
 		default:
 			break;
 		}
@@ -219,16 +183,16 @@ int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->in_index = -1;
-	res->first_ns = UINT64_MAX;
 	if (!o->n_in)
 		return -EINVAL;
 
-	kt_file_summary stop;
-	int have_sum;
-	int rc = last_summary(o, &stop, &have_sum, res);
-	if (rc < 0)
+	/* A time window converts ticks with the stop calibration too, which
+	 * the summary at the very end holds: only then read ahead for it. */
+	kt_file_summary stop, sum;
+	int have_stop = 0, rc = 0;
+	if (o->filter && (o->from_ns > 0 || o->to_ns < UINT64_MAX) &&
+	    (rc = last_summary(o, &stop, &have_stop, res)) < 0)
 		return rc;
-	res->have_summary = have_sum;
 
 	/* The header (and the strings it points to) of the first input. */
 	kt_reader *hr = NULL;
@@ -272,20 +236,18 @@ int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res)
 		goto out;
 	uint64_t base = 0;
 	for (size_t i = 0; i < o->n_in && !rc; i++) {
-		rc = copy_input(o, i, w, &h, have_sum ? &stop : NULL, &seen, &buf, &cap, res, base,
-				total);
+		rc = copy_input(o, i, w, &h, have_stop ? &stop : NULL, &sum, &seen, &buf, &cap, res,
+				base, total);
 		off_t end = lseek(o->in_fds[i], 0, SEEK_END);
 		base += end > 0 ? (uint64_t)end : 0;
 	}
-	if (!rc && have_sum)
-		rc = kt_writer_finish(w, &stop);
+	if (!rc && res->have_summary)
+		rc = kt_writer_finish(w, &sum);
 	res->bytes = kt_writer_bytes(w);
 	int crc = kt_writer_close(w);
 	if (!rc)
 		rc = crc;
 out:
-	if (!res->events_out)
-		res->first_ns = res->last_ns = 0;
 	free(buf);
 	free(seen.names);
 	free(seen.threads);

@@ -140,19 +140,12 @@ static int werr(struct rec *R, int rc)
 	return rc;
 }
 
-static int name_written(struct rec *R, uint32_t id)
-{
-	size_t before = R->nnames;
-	if (!kt__idtab_get((void **)&R->names, &R->nnames, &R->cap_names, sizeof(uint32_t), id,
-			   SIZE_MAX))
-		return werr(R, -ENOMEM);
-	return R->nnames == before;
-}
-
 static void put_name(struct rec *R, uint32_t id, const char *s, size_t len)
 {
-	int seen = name_written(R, id);
-	if (seen == 0)
+	int added = kt__idset_add(&R->names, &R->nnames, &R->cap_names, id);
+	if (added < 0)
+		werr(R, added);
+	else if (added)
 		werr(R, kt_writer_name(R->w, id, s, len));
 }
 
