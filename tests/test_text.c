@@ -1,0 +1,123 @@
+/* Strings from hostile files made safe: UTF-8 checks, terminal escapes,
+ * JSON repair, and outputs that never replace what they should not. */
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <criterion/criterion.h>
+
+#include "format/utf8.h"
+#include "tools/outfile.h"
+#include "tools/text.h"
+
+static size_t char_len(const char *s)
+{
+	return kt__utf8_char((const unsigned char *)s, strlen(s), NULL);
+}
+
+Test(utf8, well_formed_and_refused_forms)
+{
+	uint32_t cp = 0;
+	cr_assert_eq(kt__utf8_char((const unsigned char *)"\xE2\x82\xAC", 3, &cp), 3);
+	cr_assert_eq(cp, 0x20AC);
+	cr_assert_eq(char_len("\xF0\x9F\x98\x80"), 4);
+	cr_assert_eq(char_len("A"), 1);
+	cr_assert_eq(char_len("\xC0\xAF"), 0, "overlong '/'");
+	cr_assert_eq(char_len("\xE0\x80\xAF"), 0, "overlong three-byte form");
+	cr_assert_eq(char_len("\xED\xA0\x80"), 0, "surrogate U+D800");
+	cr_assert_eq(char_len("\xF4\x90\x80\x80"), 0, "past U+10FFFF");
+	cr_assert_eq(char_len("\x80"), 0, "stray continuation byte");
+	cr_assert_eq(kt__utf8_char((const unsigned char *)"\xE2\x82", 2, NULL), 0, "cut");
+}
+
+Test(utf8, cut_never_splits_a_character)
+{
+	const char *s = "ab\xE2\x82\xAC" "c";  /* a b EURO c: 6 bytes */
+	cr_assert_eq(kt__utf8_cut(s, 6, 10), 6);
+	cr_assert_eq(kt__utf8_cut(s, 6, 5), 5);
+	cr_assert_eq(kt__utf8_cut(s, 6, 4), 2);
+	cr_assert_eq(kt__utf8_cut(s, 6, 3), 2);
+	cr_assert_eq(kt__utf8_cut(s, 6, 2), 2);
+}
+
+static char *put(const char *s, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_eq(text_put(f, s, n), 0);
+	fclose(f);
+	return buf;
+}
+
+Test(text, terminal_escapes_controls_and_stray_bytes)
+{
+	const char in[] = "t\x1b]0;pwned\x07 \n\\ \xC2\x9B \xFF \xE2\x82\xAC";
+	char *out = put(in, sizeof in - 1);
+	cr_assert_str_eq(out, "t\\x1B]0;pwned\\x07 \\n\\\\ \\x9B \\xFF \xE2\x82\xAC");
+	free(out);
+}
+
+Test(text, json_copy_is_utf8_and_keeps_bytes_visible)
+{
+	size_t len;
+	char *out = text_utf8("a\xFF" "b\xE2\x82", 5, &len);
+	cr_assert_str_eq(out, "a\\xFFb\\xE2\\x82");
+	cr_assert_eq(len, strlen(out));
+	free(out);
+}
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/katra-text-XXXXXX");
+	cr_assert_not_null(mkdtemp(d));
+	return d;
+}
+
+Test(outfile, a_symlink_at_the_name_is_replaced_not_followed)
+{
+	char *d = tmpdir(), victim[256], out[256];
+	snprintf(victim, sizeof victim, "%s/victim", d);
+	snprintf(out, sizeof out, "%s/out", d);
+	FILE *v = fopen(victim, "w");
+	fputs("keep", v);
+	fclose(v);
+	cr_assert_eq(symlink(victim, out), 0);
+	outfile o;
+	cr_assert_eq(outfile_open(&o, out, NULL), 0);
+	cr_assert_eq(write(o.fd, "new", 3), 3);
+	cr_assert_eq(outfile_commit(&o), 0);
+	size_t n;
+	int fd = open(victim, O_RDONLY);
+	char *got = (char *)t_slurp_fd(fd, &n);
+	close(fd);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(memcmp(got, "keep", 4), 0, "the link's target is untouched");
+	struct stat sb;
+	cr_assert_eq(lstat(out, &sb), 0);
+	cr_assert(S_ISREG(sb.st_mode), "the link itself was replaced by the output");
+	free(got);
+	unlink(victim);
+	unlink(out);
+	rmdir(d);
+	free(d);
+}
+
+Test(outfile, refuses_its_own_input_and_leaves_nothing_on_abort)
+{
+	char *d = tmpdir(), in[256];
+	snprintf(in, sizeof in, "%s/in", d);
+	close(open(in, O_CREAT | O_WRONLY, 0644));
+	struct stat sb;
+	cr_assert_eq(stat(in, &sb), 0);
+	outfile o;
+	cr_assert_eq(outfile_open(&o, in, &sb), -EEXIST);
+	char out[256];
+	snprintf(out, sizeof out, "%s/out", d);
+	cr_assert_eq(outfile_open(&o, out, &sb), 0);
+	outfile_abort(&o);
+	cr_assert_eq(access(out, F_OK), -1);
+	unlink(in);
+	cr_assert_eq(rmdir(d), 0, "no temporary file is left behind");
+	free(d);
+}
