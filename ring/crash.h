@@ -231,15 +231,4 @@ size_t kt__ring_records(const uint8_t *p, size_t len, uint64_t pos,
 /* The longest ring record: an event with a 65535-byte payload, padded. */
 #define KT__RECORD_MAX (16u + 65536u)
 
-/*
- * Walk the records of ring bytes @ring (@size bytes, a power of two) from
- * position @from to @to, calling @fn for each; @buf (at least @to - @from
- * bytes) receives the span unwrapped.  Stops at the first record that is
- * not whole and valid.  Return: the position reached (== @to when every
- * record was good); @why says what stopped it otherwise.
- */
-uint64_t kt__ring_walk(const uint8_t *ring, uint64_t size, uint64_t from, uint64_t to,
-		       uint8_t *buf, int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
-		       char *why, size_t cap);
-
 #endif /* KATRA_RING_CRASH_H */
