@@ -4,26 +4,20 @@
  * for every one it lost (DROP), and must report damaged crash files
  * clearly and recover what is left.
  */
-#include "helpers.h"
+#include "crash_helpers.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <dirent.h>
-#include <ftw.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <criterion/criterion.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
+#include "format/format.h"
 #include "ring/crash.h"
 #include "ring/ring.h"
 
-#define KATRA KT_BIN_DIR "/katra"
 #define KILLS 30
 #define PRODUCERS 2
 
@@ -39,73 +33,6 @@ static struct shared *shared_page(void)
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(sh, MAP_FAILED);
 	return sh;
-}
-
-/* A fresh folder for crash directories and traces: in /dev/shm, where
- * crash files go by default, else in TMPDIR. */
-static char *scratch(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir = NULL;
-	struct stat sb;
-	if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode))
-		cr_assert_geq(asprintf(&dir, "/dev/shm/katra-test-XXXXXX"), 0);
-	else
-		cr_assert_geq(asprintf(&dir, "%s/katra-test-XXXXXX", tmp && *tmp ? tmp : "/tmp"), 0);
-	cr_assert_not_null(mkdtemp(dir));
-	return dir;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
-static void rm_rf(char *dir)
-{
-	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-static char *path_in(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static char *path_in(const char *dir, const char *fmt, ...)
-{
-	char name[256], *p = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	cr_assert_geq(asprintf(&p, "%s/%s", dir, name), 0);
-	return p;
-}
-
-/* Run katra with the NULL-terminated @args; stdout and stderr together go
- * to @out (NUL-terminated).  Returns the exit status. */
-static int katra(char *out, size_t cap, const char *const *args)
-{
-	int fd = memfd_create("katra-out", MFD_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		alarm(60);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		const char *argv[16] = { KATRA };
-		for (int i = 0; args[i] && i < 14; i++)
-			argv[i + 1] = args[i];
-		execv(KATRA, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "katra died of signal %d", WTERMSIG(st));
-	ssize_t n = pread(fd, out, cap - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(fd);
-	return WEXITSTATUS(st);
 }
 
 /* ---- the child ---------------------------------------------------------- */
@@ -711,3 +638,4 @@ Test(recover, refuses_a_live_process_and_a_clean_stop_removes_the_directory)
 	free(out);
 	rm_rf(dir);
 }
+
