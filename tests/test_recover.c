@@ -620,6 +620,8 @@ Test(hostile, ring_bytes_past_the_cap_are_not_read)
 	cr_assert_eq(recover_in(&f, &caps), 3, "%s", f.msg);
 	has(&f, "katra-1/ring-2: position 120: the rings hold more than the 600 bytes read per "
 		"directory");
+	has(&f, "katra-1/control: the 600 ring bytes read per directory are spent: slot 3 and "
+		"those after it are not read");
 	struct outcome o;
 	read_work(&f, "out.katra", NULL, &o);
 	cr_assert_eq(o.events, 2 * EVENTS + EVENTS / 2);
@@ -638,6 +640,33 @@ Test(hostile, names_log_past_the_cap_is_not_read)
 	struct outcome o;
 	read_work(&f, "out.katra", "seq", &o);
 	cr_assert(o.name_seen);
+	forge_free(&f);
+}
+
+/* Capture options and a clock out of range (a forged header, sealed):
+ * main copied them into OUT's header, which no reader then opened. */
+Test(hostile, fields_out_of_range_never_reach_the_output_header)
+{
+	struct forge f;
+	forge(&f, 1, NULL);
+	char *ctl = path_in(f.dir, "control");
+	int fd = open(ctl, O_RDWR);
+	cr_assert_geq(fd, 0);
+	uint8_t head[KT__CTL_HEADER];
+	cr_assert_eq(pread(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+	head[KT__CTL_O_OVERFLOW] = 7;
+	head[KT__CTL_O_CODEC] = 9;
+	head[KT__CTL_O_IO] = 5;
+	head[KT__CTL_O_CLOCK_SRC] = 9;
+	seal(head);
+	cr_assert_eq(pwrite(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+	close(fd);
+	cr_assert_eq(recover_out(&f, f.dir, NULL), 3, "%s", f.msg);
+	has(&f, "katra-1/control: offset 48: no usable clock calibration");
+	struct outcome o;
+	read_work(&f, "out.katra", NULL, &o);
+	cr_assert_eq(o.events, EVENTS);
+	free(ctl);
 	forge_free(&f);
 }
 
@@ -705,6 +734,7 @@ Test(hostile, the_trace_path_is_read_only_without_links_or_dots)
 	const char *given[] = { "recover", f.dir, "--trace", via_link, "--out", "o.katra", NULL };
 	struct t_run here = { .cwd = f.work };
 	cr_assert_eq(katra_run(&here, f.msg, sizeof(f.msg), given), 0, "%s", f.msg);
+	has(&f, "link/trace.katra: cut at offset");
 	has(&f, "(4 from the trace file, 6 from the rings)");
 
 	/* OUT naming the trace itself is refused. */

@@ -76,6 +76,7 @@ struct rec {
 	crashdir cd;
 	int ctl_fd;
 	int trace_fd;                /* the trace file's, or -1 */
+	const char *trace_path;      /* its path, for messages */
 	int problems;
 	kt_writer *w;
 	unsigned codec;
@@ -554,7 +555,13 @@ static void recover_rings(struct rec *R, uint32_t slot_size)
 	for (uint32_t i = 0; i < slots && i < R->caps.slots && !R->werr; i++) {
 		kt__slot sl;
 		char why[256];
-		if (R->ring_bytes >= R->caps.ring_bytes || read_slot(R, i, slot_size, page))
+		if (R->ring_bytes >= R->caps.ring_bytes) {
+			problem(R, "control", "the %" PRIu64 " ring bytes read per directory are "
+				"spent: slot %u and those after it are not read",
+				R->caps.ring_bytes, i);
+			break;
+		}
+		if (read_slot(R, i, slot_size, page))
 			break;
 		int rc = kt__slot_parse(page, slot_size, i, &sl, why, sizeof(why));
 		if (rc < 0)
@@ -633,6 +640,7 @@ static void open_trace(struct rec *R, const char *given, kt_reader **r, struct s
 	}
 	int fd = given ? open_given(path, sb, why, sizeof(why))
 		       : crashdir_trace(path, sb, why, sizeof(why));
+	R->trace_path = path;
 	kt_reader_error err;
 	int rc = fd < 0 ? 0 : kt__reader_open_fd_at(r, fd, given ? 0 : R->ctl.trace_off, &err);
 	if (rc)
@@ -648,20 +656,29 @@ static void open_trace(struct rec *R, const char *given, kt_reader **r, struct s
 	R->trace_fd = fd;
 }
 
+/* The output's header from the control file's, field by field: a value
+ * out of its range (a damaged or forged header) keeps kt_header_init's,
+ * so the header written is one every reader accepts. */
 static void header_from_ctl(kt_header *h, const struct rec *R)
 {
+	const kt__ctl *c = &R->ctl;
 	kt_header_init(h);
 	if (!R->ctl_ok)
 		return; /* kt_header_init's 1 GHz monotonic clock: times are ticks */
-	h->start_wall_ns = R->ctl.start_wall_ns;
-	h->start_mono_ns = R->ctl.start_mono_ns;
-	h->process_id = R->ctl.pid;
-	h->clock = R->ctl.clock;
-	h->capture.ring_size = R->ctl.ring_size;
-	h->capture.overflow = R->ctl.overflow;
-	h->capture.codec = R->ctl.codec;
-	h->capture.io = R->ctl.io;
-	h->capture.codec_level = R->ctl.level;
+	h->start_wall_ns = c->start_wall_ns;
+	h->start_mono_ns = c->start_mono_ns;
+	h->process_id = c->pid;
+	if (c->clock.tick_hz &&
+	    (c->clock.source == KT_CLOCK_TSC || c->clock.source == KT_CLOCK_MONOTONIC))
+		h->clock = c->clock;
+	h->capture.ring_size = c->ring_size;
+	if (c->overflow <= KT_OVERFLOW_BLOCK)
+		h->capture.overflow = c->overflow;
+	if (c->codec <= KT_CODEC_LZ4_DELTA)
+		h->capture.codec = c->codec;
+	if (c->io <= KT_IO_PWRITE)
+		h->capture.io = c->io;
+	h->capture.codec_level = c->level;
 }
 
 /*
@@ -761,7 +778,7 @@ static void rebuild(struct rec *R, kt_reader *r, uint32_t slot_size)
 	if (!R->chunk || !R->win)
 		werr(R, -ENOMEM);
 	if (r && !R->werr)
-		copy_trace(R, r, R->ctl.trace_path[0] ? R->ctl.trace_path : "trace file");
+		copy_trace(R, r, R->trace_path);
 	if (!R->werr)
 		read_names(R);
 	if (!R->werr)
@@ -797,12 +814,14 @@ static int write_out(struct rec *R, const struct opts *o, kt_reader *r, const st
 		h = *kt_reader_header(r);
 	else
 		header_from_ctl(&h, R);
-	R->codec = h.capture.codec <= KT_CODEC_LZ4_DELTA ? h.capture.codec : KT_CODEC_NONE;
+	R->codec = h.capture.codec;
 	R->level = h.capture.codec_level;
 	outfile of;
 	int rc = outfile_open(&of, out, tsb->st_ino ? tsb : NULL);
-	if (rc || (rc = kt_writer_open_fd(&R->w, of.fd, &h))) {
-		say("%s: %s", out, rc > -4096 ? out_error(rc) : kt_strerror(rc));
+	const char *err = rc ? out_error(rc) : (rc = kt_writer_open_fd(&R->w, of.fd, &h))
+					      ? kt_strerror(rc) : NULL;
+	if (err) {
+		say("%s: %s", out, err);
 		outfile_abort(&of);
 		free(out);
 		return EXIT_BAD;
