@@ -157,6 +157,66 @@ err:
 	return rc;
 }
 
+/* Read at most @cap - 1 bytes of a small /proc file, NUL-terminated. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, cap - 1);
+	int err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = 0;
+	return n;
+}
+
+/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx": 32 hex digits and dashes. */
+static int parse_boot_id(const char *s, uint8_t id[16])
+{
+	int nib = 0;
+	for (; *s && *s != '\n' && nib < 32; s++) {
+		int v = *s >= '0' && *s <= '9' ? *s - '0'
+			: *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 : -1;
+		if (v < 0 && *s != '-')
+			return -EPROTO;
+		if (v < 0)
+			continue;
+		id[nib / 2] = (uint8_t)(nib % 2 ? id[nib / 2] | v : v << 4);
+		nib++;
+	}
+	return nib == 32 ? 0 : -EPROTO;
+}
+
+int kt__proc_identity(long pid, uint64_t *start, uint8_t boot_id[16])
+{
+	char path[64], buf[1024];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	ssize_t n = read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	if (kt__stat_start_time(buf, (size_t)n, start))
+		return -EPROTO;
+	n = read_small("/proc/sys/kernel/random/boot_id", buf, sizeof(buf));
+	return n < 0 ? (int)n : parse_boot_id(buf, boot_id);
+}
+
+/* Who wrote the header: see crash.h.  Left zero (unknown) when /proc is not
+ * there; `katra recover` then goes by the lock alone, as for version 1. */
+static void put_identity(uint8_t *p)
+{
+	uint64_t start = 0;
+	uint8_t id[16];
+	if (kt__proc_identity(0, &start, id) == 0) {
+		kt__put64(p + KT__CTL_O_START, start);
+		memcpy(p + KT__CTL_O_BOOT_ID, id, sizeof(id));
+	}
+}
+
 int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen)
 {
 	uint8_t p[KT__CTL_HEADER];
@@ -184,6 +244,7 @@ int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen)
 	p[KT__CTL_O_IO] = h->capture.io;
 	kt__put32(p + KT__CTL_O_LEVEL, (uint32_t)h->capture.codec_level);
 	kt__put64(p + KT__CTL_O_TRACE_OFF, c->trace_off);
+	put_identity(p);
 	kt__put32(p + KT__CTL_O_PATH_LEN, (uint32_t)n);
 	memcpy(p + KT__CTL_O_PATH, path, (size_t)n);
 	kt__put64(p + KT__CTL_O_CHECKSUM, kt__xxh3(p, sizeof(p)));

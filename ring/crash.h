@@ -17,8 +17,11 @@
  *             flush still find it.
  *
  * The process holds a write lock (fcntl F_SETLK) on the whole control file
- * while the session runs; the kernel drops it when the process dies, which
- * is how `katra recover` tells a dead process from a live one.  A clean
+ * while the session runs; the kernel drops it when the process dies.  It
+ * also drops it at exec(), which closes the file, so the header records the
+ * process's identity too: its start time and the boot it ran in.  A process
+ * with that pid, start time and boot is the one that wrote the directory,
+ * alive (a pid reused by another process has another start time).  A clean
  * stop removes the directory.
  *
  * What recovery relies on: the producer writes a record, then release-
@@ -32,7 +35,11 @@
  *
  * Every integer is little-endian.  The offsets below are fixed; the build
  * checks those taken from struct kt__ring (ring/crash.c), and changing one
- * means a new KT__CTL_VERSION.
+ * means a new KT__CTL_VERSION.  Version 1 had no identity: its trace path
+ * was at offset 120 (KT__CTL_V1_O_PATH); the reader still reads it.
+ *
+ * Nothing in a crash directory is trusted by the reading side: anyone may
+ * have written it (tools/crashdir.h says what `katra recover` opens).
  */
 #ifndef KATRA_RING_CRASH_H
 #define KATRA_RING_CRASH_H
@@ -43,7 +50,8 @@
 #include <katra/trace.h>
 
 #define KT__CTL_MAGIC "\x89KTC\r\n\x1a\n"
-#define KT__CTL_VERSION 1u
+#define KT__CTL_VERSION 2u
+#define KT__CTL_VERSION_1 1u       /* still read: no identity fields */
 #define KT__CTL_HEADER 4096u       /* header bytes that matter in page 0 */
 
 /* Control header (page 0). */
@@ -68,8 +76,15 @@
 #define KT__CTL_O_RESERVED 108     /* u32, zero */
 #define KT__CTL_O_CHECKSUM 112     /* u64: XXH3 of bytes [0, 4096) with this
 				    * field read as zero */
-#define KT__CTL_O_PATH 120         /* the trace file's absolute path */
+#define KT__CTL_O_START 120        /* u64: the process's start time, field 22
+				    * of /proc/PID/stat (clock ticks after
+				    * boot); 0 when unknown */
+#define KT__CTL_O_BOOT_ID 128      /* 16 bytes: /proc/sys/kernel/random/
+				    * boot_id, as bytes; zero when unknown */
+#define KT__CTL_O_PATH 144         /* the trace file's absolute path */
 #define KT__CTL_PATH_MAX (KT__CTL_HEADER - KT__CTL_O_PATH)
+#define KT__CTL_V1_O_PATH 120      /* version 1: the path was here */
+#define KT__CTL_V1_PATH_MAX (KT__CTL_HEADER - KT__CTL_V1_O_PATH)
 
 /* A ring slot (page 1 + i of the control file). */
 #define KT__SLOT_O_HEAD 0          /* u64: bytes published */
@@ -113,6 +128,15 @@ void kt__crash_finish(struct kt__crash *c);
 /* The directory, for messages and tests. */
 const char *kt__crash_dir(const struct kt__crash *c);
 
+/*
+ * Who process @pid is (0: this process): its start time, field 22 of
+ * /proc/PID/stat, and the boot id.  Both together tell the process that
+ * wrote a control header from a later one given the same pid.  Any thread.
+ * Return: 0; -ESRCH when no such process is visible; -errno, or -EPROTO
+ * for a stat line or boot id that does not parse.
+ */
+int kt__proc_identity(long pid, uint64_t *start, uint8_t boot_id[16]);
+
 /* For ring.c, under the registry lock: a new slot for a ring of @size
  * bytes: its data file, and where its page is in the control file. */
 int kt__crash_slot(struct kt__crash *c, uint64_t size, int *data_fd, int *ctl_fd,
@@ -136,7 +160,9 @@ typedef struct kt__ctl {
 	uint8_t overflow, codec, io;
 	int32_t level;
 	uint64_t trace_off;
-	char trace_path[KT__CTL_PATH_MAX + 1];
+	uint64_t start_time;        /* 0: unknown (version 1) */
+	uint8_t boot_id[16];
+	char trace_path[KT__CTL_V1_PATH_MAX + 1];
 } kt__ctl;
 
 /* One slot, decoded. */
@@ -150,12 +176,16 @@ typedef struct kt__slot {
 } kt__slot;
 
 /*
- * Decode a control header from @len bytes.  @why receives "offset N: what
- * is wrong" for the first problem.  Return: 0 when whole; 1 when the
- * checksum fails but magic, version and slot size are sane (the fields
- * are filled and may be wrong); a negative KT_E* code when unusable.
+ * Decode a control header (version 1 or 2) from @len bytes.  @why receives
+ * "offset N: what is wrong" for the first problem.  Return: 0 when whole;
+ * 1 when the checksum fails but magic, version and slot size are sane (the
+ * fields are filled and may be wrong); a negative KT_E* code when unusable.
  */
 int kt__ctl_parse(const uint8_t *p, size_t len, kt__ctl *c, char *why, size_t cap);
+
+/* Field 22 (starttime) of a /proc/PID/stat line of @len bytes.
+ * Return: 0 and *@start, or -1 when the line does not parse. */
+int kt__stat_start_time(const char *line, size_t len, uint64_t *start);
 
 /*
  * Decode slot @index from its @len-byte page and check it: magic, index,
@@ -177,15 +207,28 @@ typedef struct kt__ring_rec {
 	uint64_t count, first_ts, last_ts;
 } kt__ring_rec;
 
+/* Why kt__ring_records() stopped. */
+enum kt__walk_end {
+	KT__WALK_MORE,              /* the bytes ran out, maybe inside a record */
+	KT__WALK_BAD,               /* a record that is not valid */
+	KT__WALK_STOP,              /* @fn returned non-zero */
+};
+
 /*
- * Walk the records of ring bytes @ring (@size bytes, a power of two) from
- * position @from to @to, calling @fn for each; @buf (at least @to - @from
- * bytes) receives the span unwrapped.  Stops at the first record that is
- * not whole and valid.  Return: the position reached (== @to when every
- * record was good); @why says what stopped it otherwise.
+ * Walk the records in @len bytes that hold ring positions @pos onwards in
+ * order (the caller unwraps the ring, and may feed it in pieces), calling
+ * @fn for each whole, valid record.  Stops at the first record that is not
+ * whole in @p, not valid, or that @fn refuses; *@end says which, and @why
+ * says what was wrong with a bad one.  No record is longer than
+ * KT__RECORD_MAX bytes, so a caller holding that many unwalked bytes never
+ * sees KT__WALK_MORE without progress.  Return: the bytes walked (the
+ * whole records before the stop).
  */
-uint64_t kt__ring_walk(const uint8_t *ring, uint64_t size, uint64_t from, uint64_t to,
-		       uint8_t *buf, int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
-		       char *why, size_t cap);
+size_t kt__ring_records(const uint8_t *p, size_t len, uint64_t pos,
+			int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
+			enum kt__walk_end *end, char *why, size_t cap);
+
+/* The longest ring record: an event with a 65535-byte payload, padded. */
+#define KT__RECORD_MAX (16u + 65536u)
 
 #endif /* KATRA_RING_CRASH_H */

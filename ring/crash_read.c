@@ -27,24 +27,9 @@ __attribute__((format(printf, 4, 5))) static int say(char *why, size_t cap, int 
 	return rc;
 }
 
-int kt__ctl_parse(const uint8_t *p, size_t len, kt__ctl *c, char *why, size_t cap)
+/* The fields every version has, after magic, version and slot size. */
+static void ctl_fields(const uint8_t *p, kt__ctl *c)
 {
-	memset(c, 0, sizeof(*c));
-	if (len < KT__CTL_HEADER)
-		return say(why, cap, KT_ETRUNCATED,
-			   "offset %zu: the control file ends inside its %u-byte header", len,
-			   KT__CTL_HEADER);
-	if (memcmp(p, KT__CTL_MAGIC, 8))
-		return say(why, cap, KT_EMAGIC, "offset 0: not a katra control file (bad magic)");
-	c->version = kt__get32(p + KT__CTL_O_VERSION);
-	if (c->version != KT__CTL_VERSION)
-		return say(why, cap, KT_EVERSION, "offset %d: control file version %u, this katra reads %u",
-			   KT__CTL_O_VERSION, c->version, KT__CTL_VERSION);
-	c->slot_size = kt__get32(p + KT__CTL_O_SLOT_SIZE);
-	if (c->slot_size < KT__CTL_HEADER || c->slot_size > (1u << 20) ||
-	    (c->slot_size & (c->slot_size - 1)))
-		return say(why, cap, KT_EHEADER, "offset %d: slot size %u is not a page size",
-			   KT__CTL_O_SLOT_SIZE, c->slot_size);
 	c->pid = kt__get64(p + KT__CTL_O_PID);
 	c->gen = kt__get64(p + KT__CTL_O_GEN);
 	c->start_wall_ns = kt__get64(p + KT__CTL_O_WALL);
@@ -59,15 +44,50 @@ int kt__ctl_parse(const uint8_t *p, size_t len, kt__ctl *c, char *why, size_t ca
 	c->io = p[KT__CTL_O_IO];
 	c->level = (int32_t)kt__get32(p + KT__CTL_O_LEVEL);
 	c->trace_off = kt__get64(p + KT__CTL_O_TRACE_OFF);
+	if (c->version >= 2) {
+		c->start_time = kt__get64(p + KT__CTL_O_START);
+		memcpy(c->boot_id, p + KT__CTL_O_BOOT_ID, sizeof(c->boot_id));
+	}
+}
+
+/* The trace path: where it is and how long it may be depend on the
+ * version.  Return: 1 (with @why) when its length is out of range. */
+static int ctl_path(const uint8_t *p, kt__ctl *c, char *why, size_t cap)
+{
+	size_t at = c->version >= 2 ? KT__CTL_O_PATH : KT__CTL_V1_O_PATH;
 	uint32_t n = kt__get32(p + KT__CTL_O_PATH_LEN);
 	int damaged = 0;
-	if (n >= KT__CTL_PATH_MAX || memchr(p + KT__CTL_O_PATH, 0, n)) {
+	if (n >= KT__CTL_HEADER - at || memchr(p + at, 0, n)) {
 		damaged = say(why, cap, 1, "offset %d: trace path length %u is out of range",
 			      KT__CTL_O_PATH_LEN, n);
 		n = 0;
 	}
-	memcpy(c->trace_path, p + KT__CTL_O_PATH, n);
+	memcpy(c->trace_path, p + at, n);
 	c->trace_path[n] = 0;
+	return damaged;
+}
+
+int kt__ctl_parse(const uint8_t *p, size_t len, kt__ctl *c, char *why, size_t cap)
+{
+	memset(c, 0, sizeof(*c));
+	if (len < KT__CTL_HEADER)
+		return say(why, cap, KT_ETRUNCATED,
+			   "offset %zu: the control file ends inside its %u-byte header", len,
+			   KT__CTL_HEADER);
+	if (memcmp(p, KT__CTL_MAGIC, 8))
+		return say(why, cap, KT_EMAGIC, "offset 0: not a katra control file (bad magic)");
+	c->version = kt__get32(p + KT__CTL_O_VERSION);
+	if (c->version != KT__CTL_VERSION && c->version != KT__CTL_VERSION_1)
+		return say(why, cap, KT_EVERSION, "offset %d: control file version %u, this katra "
+			   "reads %u and %u", KT__CTL_O_VERSION, c->version, KT__CTL_VERSION_1,
+			   KT__CTL_VERSION);
+	c->slot_size = kt__get32(p + KT__CTL_O_SLOT_SIZE);
+	if (c->slot_size < KT__CTL_HEADER || c->slot_size > (1u << 20) ||
+	    (c->slot_size & (c->slot_size - 1)))
+		return say(why, cap, KT_EHEADER, "offset %d: slot size %u is not a page size",
+			   KT__CTL_O_SLOT_SIZE, c->slot_size);
+	ctl_fields(p, c);
+	int damaged = ctl_path(p, c, why, cap);
 	uint8_t copy[KT__CTL_HEADER];
 	memcpy(copy, p, sizeof(copy));
 	memset(copy + KT__CTL_O_CHECKSUM, 0, 8);
@@ -80,6 +100,41 @@ int kt__ctl_parse(const uint8_t *p, size_t len, kt__ctl *c, char *why, size_t ca
 		damaged = say(why, cap, 1, "offset %d: no usable clock calibration",
 			      KT__CTL_O_CLOCK_SRC);
 	return damaged;
+}
+
+int kt__stat_start_time(const char *line, size_t len, uint64_t *start)
+{
+	/* The command name (field 2) is in parentheses and may hold any
+	 * byte, ')' and ' ' too: the fields resume after the last ')'. */
+	const char *p = NULL;
+	for (size_t i = len; i > 0; i--)
+		if (line[i - 1] == ')') {
+			p = line + i;
+			break;
+		}
+	if (!p)
+		return -1;
+	const char *end = line + len;
+	/* Fields 3 to 22, each after one space. */
+	for (int field = 3; field <= 22; field++) {
+		if (p == end || *p != ' ')
+			return -1;
+		const char *f = ++p;
+		while (p < end && *p != ' ' && *p != '\n')
+			p++;
+		if (field < 22)
+			continue;
+		uint64_t v = 0;
+		if (f == p || p - f > 19)
+			return -1;
+		for (; f < p; f++) {
+			if (*f < '0' || *f > '9')
+				return -1;
+			v = v * 10 + (uint64_t)(*f - '0');
+		}
+		*start = v;
+	}
+	return 0;
 }
 
 int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, char *why,
@@ -141,50 +196,62 @@ int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, ch
 	return 0;
 }
 
-uint64_t kt__ring_walk(const uint8_t *ring, uint64_t size, uint64_t from, uint64_t to,
-		       uint8_t *buf, int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
-		       char *why, size_t cap)
+/* A drop marker at @p (@left bytes, at least an event head).  Return: 0
+ * when whole and valid (@rec filled); 1 with *@end set otherwise. */
+static int marker(const uint8_t *p, size_t left, kt__ring_rec *rec, enum kt__walk_end *end,
+		  char *why, size_t cap)
 {
-	if (to < from || to - from > size || !size || (size & (size - 1))) {
-		say(why, cap, 0, "positions %llu to %llu do not fit a %llu-byte ring",
-		    (unsigned long long)from, (unsigned long long)to, (unsigned long long)size);
-		return from;
+	if (kt__get16(p + 14) != KT__DROP_MARK_PAYLOAD || p[13]) {
+		*end = KT__WALK_BAD;
+		return say(why, cap, 1, "position %llu: malformed drop marker",
+			   (unsigned long long)rec->pos);
 	}
-	size_t len = (size_t)(to - from), at = (size_t)(from & (size - 1));
-	size_t first = len < size - at ? len : (size_t)(size - at);
-	memcpy(buf, ring + at, first);
-	memcpy(buf + first, ring, len - first);
+	if (left < KT__DROP_MARK_SIZE) {
+		*end = KT__WALK_MORE;
+		return 1;
+	}
+	rec->marker_gen = kt__get32(p + 8);
+	rec->count = kt__get64(p + 16);
+	rec->first_ts = kt__get64(p + 24);
+	rec->last_ts = kt__get64(p + 32);
+	rec->size = KT__DROP_MARK_SIZE;
+	return 0;
+}
 
-	for (size_t off = 0; off < len;) {
-		const uint8_t *p = buf + off;
-		kt__ring_rec rec = { .pos = from + off };
-		size_t left = len - off;
-		if (left >= KT__EVENT_HEAD && p[12] == KT__EV_DROP_MARK) {
-			if (kt__get16(p + 14) != KT__DROP_MARK_PAYLOAD || p[13] ||
-			    left < KT__DROP_MARK_SIZE) {
-				say(why, cap, 0, "position %llu: malformed drop marker",
-				    (unsigned long long)rec.pos);
-				return rec.pos;
-			}
-			rec.marker_gen = kt__get32(p + 8);
-			rec.count = kt__get64(p + 16);
-			rec.first_ts = kt__get64(p + 24);
-			rec.last_ts = kt__get64(p + 32);
-			rec.size = KT__DROP_MARK_SIZE;
-		} else {
-			long sz = kt__event_check(p, left);
-			if (sz < 0) {
-				say(why, cap, 0, "position %llu: %s", (unsigned long long)rec.pos,
-				    left < KT__EVENT_HEAD ? "a record cut short"
-							  : "malformed event record");
-				return rec.pos;
-			}
-			rec.bytes = p;
-			rec.size = (size_t)sz;
+/* One record at @p, @left bytes: as marker(). */
+static int record(const uint8_t *p, size_t left, kt__ring_rec *rec, enum kt__walk_end *end,
+		  char *why, size_t cap)
+{
+	*end = KT__WALK_MORE;
+	if (left < KT__EVENT_HEAD)
+		return 1;
+	if (p[12] == KT__EV_DROP_MARK)
+		return marker(p, left, rec, end, why, cap);
+	if (kt_event_size(kt__get16(p + 14)) > left)
+		return 1;
+	long sz = kt__event_check(p, left);
+	if (sz < 0) {
+		*end = KT__WALK_BAD;
+		return say(why, cap, 1, "position %llu: malformed event record",
+			   (unsigned long long)rec->pos);
+	}
+	rec->bytes = p;
+	rec->size = (size_t)sz;
+	return 0;
+}
+
+size_t kt__ring_records(const uint8_t *p, size_t len, uint64_t pos,
+			int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
+			enum kt__walk_end *end, char *why, size_t cap)
+{
+	for (size_t off = 0;;) {
+		kt__ring_rec rec = { .pos = pos + off };
+		if (record(p + off, len - off, &rec, end, why, cap))
+			return off;
+		if (fn(ctx, &rec)) {
+			*end = KT__WALK_STOP;
+			return off;
 		}
-		if (fn(ctx, &rec))
-			return rec.pos;
 		off += rec.size;
 	}
-	return to;
 }

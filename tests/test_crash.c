@@ -4,26 +4,20 @@
  * for every one it lost (DROP), and must report damaged crash files
  * clearly and recover what is left.
  */
-#include "helpers.h"
+#include "crash_helpers.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <dirent.h>
-#include <ftw.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <criterion/criterion.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
+#include "format/format.h"
 #include "ring/crash.h"
 #include "ring/ring.h"
 
-#define KATRA KT_BIN_DIR "/katra"
 #define KILLS 30
 #define PRODUCERS 2
 
@@ -39,73 +33,6 @@ static struct shared *shared_page(void)
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(sh, MAP_FAILED);
 	return sh;
-}
-
-/* A fresh folder for crash directories and traces: in /dev/shm, where
- * crash files go by default, else in TMPDIR. */
-static char *scratch(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir = NULL;
-	struct stat sb;
-	if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode))
-		cr_assert_geq(asprintf(&dir, "/dev/shm/katra-test-XXXXXX"), 0);
-	else
-		cr_assert_geq(asprintf(&dir, "%s/katra-test-XXXXXX", tmp && *tmp ? tmp : "/tmp"), 0);
-	cr_assert_not_null(mkdtemp(dir));
-	return dir;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
-static void rm_rf(char *dir)
-{
-	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-static char *path_in(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static char *path_in(const char *dir, const char *fmt, ...)
-{
-	char name[256], *p = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	cr_assert_geq(asprintf(&p, "%s/%s", dir, name), 0);
-	return p;
-}
-
-/* Run katra with the NULL-terminated @args; stdout and stderr together go
- * to @out (NUL-terminated).  Returns the exit status. */
-static int katra(char *out, size_t cap, const char *const *args)
-{
-	int fd = memfd_create("katra-out", MFD_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		alarm(60);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		const char *argv[16] = { KATRA };
-		for (int i = 0; args[i] && i < 14; i++)
-			argv[i + 1] = args[i];
-		execv(KATRA, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "katra died of signal %d", WTERMSIG(st));
-	ssize_t n = pread(fd, out, cap - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(fd);
-	return WEXITSTATUS(st);
 }
 
 /* ---- the child ---------------------------------------------------------- */
@@ -710,4 +637,147 @@ Test(recover, refuses_a_live_process_and_a_clean_stop_removes_the_directory)
 	free(trace);
 	free(out);
 	rm_rf(dir);
+}
+
+/* ---- a live process: exec, pid reuse ------------------------------------- */
+
+/* exec() closes the control file, and with it drops the lock: the process
+ * that wrote the directory still runs, and must not look like a leftover. */
+Test(recover, a_process_that_called_exec_is_alive_not_a_leftover)
+{
+	char *dir = scratch(), *trace = path_in(dir, "trace.katra");
+	char *out = path_in(dir, "out.katra"), msg[8192];
+	int execd[2], hold[2];
+	cr_assert_eq(pipe2(execd, O_CLOEXEC), 0);
+	cr_assert_eq(pipe(hold), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(60);
+		close(execd[0]);
+		close(hold[1]);
+		kt_session_options o = { .crash_dir = dir };
+		kt_session *s;
+		if (kt_session_start(trace, &o, &s))
+			_exit(10);
+		kt_instant(kt_name("before exec"));
+		/* cat reads the pipe until the parent closes it. */
+		if (dup2(hold[0], 0) < 0)
+			_exit(11);
+		execl("/bin/cat", "cat", (char *)NULL);
+		_exit(12);
+	}
+	close(execd[1]);
+	close(hold[0]);
+	char c;
+	/* End of file: the close-on-exec end is gone, the child runs cat. */
+	cr_assert_eq(read(execd[0], &c, 1), 0);
+	cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "the child runs");
+	char *crash = path_in(dir, "katra-%ld", (long)pid);
+	const char *list[] = { "recover", "--list", dir, NULL };
+	cr_assert_eq(katra(msg, sizeof(msg), list), 0, "%s", msg);
+	cr_assert_null(strstr(msg, crash), "a live process listed: %s", msg);
+	const char *args[] = { "recover", crash, "--out", out, NULL };
+	cr_assert_eq(katra(msg, sizeof(msg), args), 1, "%s", msg);
+	char *want = NULL;
+	cr_assert_geq(asprintf(&want, "%s: process %ld is alive", crash, (long)pid), 0);
+	cr_assert_not_null(strstr(msg, want), "%s", msg);
+
+	/* Once it ends, the directory is a leftover like any other. */
+	close(hold[1]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	cr_assert_eq(katra(msg, sizeof(msg), list), 0, "%s", msg);
+	cr_assert_not_null(strstr(msg, crash), "%s", msg);
+	cr_assert_eq(katra(msg, sizeof(msg), args), 0, "%s", msg);
+	cr_assert_not_null(strstr(msg, "recovered 1 events"), "%s", msg);
+	close(execd[0]);
+	free(want);
+	free(crash);
+	free(trace);
+	free(out);
+	rm_rf(dir);
+}
+
+/* Rewrite the control header of @ctl with @fn, then its checksum. */
+static void edit_header(const char *ctl, void (*fn)(uint8_t *head, void *arg), void *arg)
+{
+	uint8_t head[KT__CTL_HEADER];
+	int fd = open(ctl, O_RDWR);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+	fn(head, arg);
+	memset(head + KT__CTL_O_CHECKSUM, 0, 8);
+	kt__put64(head + KT__CTL_O_CHECKSUM, kt__xxh3(head, sizeof(head)));
+	cr_assert_eq(pwrite(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+	close(fd);
+}
+
+struct identity {
+	uint64_t pid, start;
+	uint8_t boot[16];
+};
+
+static void set_identity(uint8_t *head, void *arg)
+{
+	struct identity *id = arg;
+	kt__put64(head + KT__CTL_O_PID, id->pid);
+	kt__put64(head + KT__CTL_O_START, id->start);
+	memcpy(head + KT__CTL_O_BOOT_ID, id->boot, 16);
+}
+
+/* A dead process's pid, now another's: the start time tells them apart. */
+Test(recover, a_reused_pid_is_not_the_writer)
+{
+	struct leftover l;
+	leftover(&l);
+	char *ctl = path_in(l.crash, "control");
+	struct identity me = { .pid = (uint64_t)getpid() };
+	cr_assert_eq(kt__proc_identity(0, &me.start, me.boot), 0);
+
+	/* This very process, as /proc describes it: alive. */
+	edit_header(ctl, set_identity, &me);
+	cr_assert_eq(recover(&l), 1, "%s", l.msg);
+	char want[64];
+	snprintf(want, sizeof(want), "process %ld is alive", (long)getpid());
+	cr_assert_not_null(strstr(l.msg, want), "%s", l.msg);
+
+	/* Its pid, started at another time, or in another boot: a leftover. */
+	struct identity before = me, other_boot = me;
+	before.start--;
+	other_boot.boot[3] ^= 1;
+	edit_header(ctl, set_identity, &before);
+	cr_assert_eq(recover(&l), 0, "%s", l.msg);
+	check_sequence(&l, LEFT_EVENTS);
+	edit_header(ctl, set_identity, &other_boot);
+	cr_assert_eq(recover(&l), 0, "%s", l.msg);
+	free(ctl);
+	leftover_free(&l);
+}
+
+/* A version 1 control file: the path at offset 120, no identity. */
+static void to_version_1(uint8_t *head, void *arg)
+{
+	(void)arg;
+	uint32_t n = kt__get32(head + KT__CTL_O_PATH_LEN);
+	memmove(head + KT__CTL_V1_O_PATH, head + KT__CTL_O_PATH, n);
+	memset(head + KT__CTL_V1_O_PATH + n, 0, KT__CTL_HEADER - KT__CTL_V1_O_PATH - n);
+	kt__put32(head + KT__CTL_O_VERSION, KT__CTL_VERSION_1);
+}
+
+Test(recover, version_1_control_files_are_still_read)
+{
+	struct leftover l;
+	leftover(&l);
+	char *ctl = path_in(l.crash, "control");
+	edit_header(ctl, to_version_1, NULL);
+	cr_assert_eq(recover(&l), 0, "%s", l.msg);
+	check_sequence(&l, LEFT_EVENTS);
+	/* The trace path was found at its version 1 place. */
+	char want[64];
+	snprintf(want, sizeof(want), "(%llu from the trace file", (unsigned long long)l.in_trace);
+	cr_assert_not_null(strstr(l.msg, want), "%s", l.msg);
+	free(ctl);
+	leftover_free(&l);
 }

@@ -5,11 +5,15 @@
  * and threads, and a summary marked recovered.  ring/crash.h says where
  * each piece lives and why the checkpoint tells the two apart.
  *
- * Damage anywhere is reported with its file and offset, and recovery goes
- * on with what is left; OUT is written beside its final name and renamed.
+ * The directory may have been planted by anyone (tools/crashdir.h says
+ * what is opened and what refused), so the work per directory has fixed
+ * caps, files are read with pread() into bounded buffers (a file that
+ * shrinks meanwhile is reported, never a SIGBUS), and every string from
+ * it is escaped when printed.  Damage anywhere is reported with its file
+ * and offset, and recovery goes on with what is left; OUT is created
+ * beside its final name (tools/outfile.h) and renamed when complete.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,12 +31,26 @@
 #include "format/reader_internal.h"
 #include "ring/crash.h"
 #include "ring/ring.h"
+#include "tools/crashdir.h"
+#include "tools/outfile.h"
 #include "tools/recover.h"
+#include "tools/text.h"
 
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 
 #define CHUNK_MAX (256u << 10)       /* raw bytes per recovered chunk */
-#define CTL_MAX (64u << 20)          /* control or names file read at most */
+#define WIN_MIN (4u << 10)           /* first read of a ring: a ring of */
+#define WIN_MAX (1u << 20)           /* holes costs little; then doubled */
+
+/* The fixed caps of `katra recover` (--help states them). */
+const struct recover_caps recover_caps = {
+	.slots = 4096,
+	.ring_bytes = UINT64_C(1) << 30,
+	.names_bytes = 64u << 20,
+};
+
+_Static_assert(WIN_MAX >= KT__RECORD_MAX && WIN_MAX >= 12 + KT_MAX_STRING,
+	       "a window holds any record and any names entry");
 
 struct rthread {
 	uint32_t thread_id;          /* first: kt__idtab_get's key */
@@ -45,14 +62,21 @@ struct rthread {
 	uint64_t dropped;
 };
 
+/* A drop frame of the trace file; equal ones merged, @left of them not
+ * yet matched by a loss recovered from a ring. */
 struct rdrop {
 	uint32_t thread_id;
 	uint64_t count, first_ts, last_ts;
-	int matched;                 /* a recovered loss was this one */
+	uint64_t left;
 };
 
 struct rec {
-	const char *dir;
+	const char *dir;             /* as typed, for messages */
+	struct recover_caps caps;
+	crashdir cd;
+	int ctl_fd;
+	int trace_fd;                /* the trace file's, or -1 */
+	const char *trace_path;      /* its path, for messages */
 	int problems;
 	kt_writer *w;
 	unsigned codec;
@@ -66,6 +90,8 @@ struct rec {
 	struct rdrop *drops;         /* drop frames of the trace file */
 	size_t ndrops, cap_drops;
 	uint64_t from_file, from_rings, dropped;
+	uint64_t ring_bytes;         /* read so far, against caps.ring_bytes */
+	uint8_t *win;                /* WIN_MAX bytes of names log or ring */
 	/* the ring being walked */
 	struct rthread *t;
 	uint64_t skip;
@@ -75,15 +101,28 @@ struct rec {
 	int werr;
 };
 
+/* A message on stderr, escaped whole: it may hold names from the files. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+{
+	char msg[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fputs("katra: recover: ", stderr);
+	text_put(stderr, msg, strlen(msg));
+	fputc('\n', stderr);
+}
+
 __attribute__((format(printf, 3, 4))) static void problem(struct rec *R, const char *file,
 							   const char *fmt, ...)
 {
+	char msg[4096];
 	va_list ap;
-	fprintf(stderr, "katra: recover: %s/%s: ", R->dir, file);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	say("%s/%s: %s", R->dir, file, msg);
 	R->problems++;
 }
 
@@ -91,44 +130,6 @@ static struct rthread *thread(struct rec *R, uint32_t id)
 {
 	return kt__idtab_get((void **)&R->threads, &R->nthreads, &R->cap_threads,
 			     sizeof(struct rthread), id, KT_MAX_SUMMARY_THREADS);
-}
-
-/* Read a whole file of at most CTL_MAX bytes; NULL with errno set. */
-static uint8_t *slurp(int fd, size_t *len)
-{
-	struct stat sb;
-	if (fstat(fd, &sb) < 0)
-		return NULL;
-	size_t n = (size_t)sb.st_size > CTL_MAX ? CTL_MAX : (size_t)sb.st_size;
-	uint8_t *p = malloc(n ? n : 1);
-	if (!p)
-		return NULL;
-	ssize_t got = pread(fd, p, n, 0);
-	if (got < 0) {
-		free(p);
-		return NULL;
-	}
-	*len = (size_t)got;
-	return p;
-}
-
-static int open_in(const char *dir, const char *name, int flags)
-{
-	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return open(path, flags | O_CLOEXEC);
-}
-
-/* The pid holding the control file's lock, 0 if none holds it. */
-static long lock_holder(int fd)
-{
-	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	if (fcntl(fd, F_GETLK, &lk) < 0 || lk.l_type == F_UNLCK)
-		return 0;
-	return lk.l_pid > 0 ? lk.l_pid : -1;
 }
 
 /* ---- output ----------------------------------------------------------- */
@@ -149,18 +150,46 @@ static void put_name(struct rec *R, uint32_t id, const char *s, size_t len)
 		werr(R, kt_writer_name(R->w, id, s, len));
 }
 
+static int drop_cmp(const void *a, const void *b)
+{
+	const struct rdrop *x = a, *y = b;
+	if (x->thread_id != y->thread_id)
+		return x->thread_id < y->thread_id ? -1 : 1;
+	if (x->count != y->count)
+		return x->count < y->count ? -1 : 1;
+	if (x->first_ts != y->first_ts)
+		return x->first_ts < y->first_ts ? -1 : 1;
+	return x->last_ts < y->last_ts ? -1 : x->last_ts > y->last_ts;
+}
+
+/* After the trace file: its drop frames sorted, equal ones merged, so that
+ * each loss found in a ring finds its match in log time. */
+static void index_drops(struct rec *R)
+{
+	if (!R->ndrops)
+		return;
+	qsort(R->drops, R->ndrops, sizeof(*R->drops), drop_cmp);
+	size_t n = 1;
+	for (size_t i = 1; i < R->ndrops; i++) {
+		if (drop_cmp(&R->drops[n - 1], &R->drops[i]))
+			R->drops[n++] = R->drops[i];
+		else
+			R->drops[n - 1].left++;
+	}
+	R->ndrops = n;
+}
+
 /* A loss recovered from a ring: written unless the trace file already
  * holds this very drop frame (the flusher wrote it before the end). */
 static void put_drop(struct rec *R, struct rthread *t, uint64_t count, uint64_t first,
 		     uint64_t last)
 {
-	for (size_t i = 0; i < R->ndrops; i++) {
-		struct rdrop *d = &R->drops[i];
-		if (!d->matched && d->thread_id == t->thread_id && d->count == count &&
-		    d->first_ts == first && d->last_ts == last) {
-			d->matched = 1;
-			return;
-		}
+	struct rdrop key = { t->thread_id, count, first, last, 0 };
+	struct rdrop *d = R->ndrops ? bsearch(&key, R->drops, R->ndrops, sizeof(key), drop_cmp)
+				    : NULL;
+	if (d && d->left) {
+		d->left--;
+		return;
 	}
 	if (!werr(R, kt_writer_drop(R->w, t->thread_id, count, first, last))) {
 		t->dropped += count;
@@ -191,110 +220,152 @@ static int grow_drops(struct rec *R)
 	return 0;
 }
 
+static void copy_chunk(struct rec *R, const kt_trace_frame *f)
+{
+	struct rthread *t = thread(R, f->u.chunk.thread_id);
+	if (!t) {
+		werr(R, -ENOMEM);
+		return;
+	}
+	if (!werr(R, kt_writer_chunk(R->w, t->thread_id, f->u.chunk.codec, R->level,
+				     f->u.chunk.events, f->u.chunk.raw_len))) {
+		t->in_file += f->u.chunk.event_count;
+		R->from_file += f->u.chunk.event_count;
+	}
+}
+
+static void copy_thread(struct rec *R, const kt_trace_frame *f)
+{
+	struct rthread *t = thread(R, f->u.thread.thread_id);
+	if (!t) {
+		werr(R, -ENOMEM);
+		return;
+	}
+	t->listed = 1;
+	werr(R, kt_writer_thread(R->w, t->thread_id, f->u.thread.os_tid, f->u.thread.name));
+}
+
+static void copy_drop(struct rec *R, const kt_trace_frame *f)
+{
+	struct rthread *t = thread(R, f->u.drop.thread_id);
+	if (!t || grow_drops(R)) {
+		werr(R, -ENOMEM);
+		return;
+	}
+	R->drops[R->ndrops++] = (struct rdrop){ t->thread_id, f->u.drop.count,
+						f->u.drop.first_ts, f->u.drop.last_ts, 1 };
+	if (!werr(R, kt_writer_drop(R->w, t->thread_id, f->u.drop.count, f->u.drop.first_ts,
+				    f->u.drop.last_ts))) {
+		t->dropped += f->u.drop.count;
+		R->dropped += f->u.drop.count;
+	}
+}
+
 static void copy_trace(struct rec *R, kt_reader *r, const char *path)
 {
 	kt_trace_frame f;
 	int rc;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0 && !R->werr) {
-		struct rthread *t;
-		switch (f.kind) {
-		case KT_FRAME_CHUNK:
-			if (!(t = thread(R, f.u.chunk.thread_id))) {
-				werr(R, -ENOMEM);
-				break;
-			}
-			if (!werr(R, kt_writer_chunk(R->w, t->thread_id, f.u.chunk.codec, R->level,
-						     f.u.chunk.events, f.u.chunk.raw_len))) {
-				t->in_file += f.u.chunk.event_count;
-				R->from_file += f.u.chunk.event_count;
-			}
-			break;
-		case KT_FRAME_NAME:
+		if (f.kind == KT_FRAME_CHUNK)
+			copy_chunk(R, &f);
+		else if (f.kind == KT_FRAME_NAME)
 			put_name(R, f.u.name.id, f.u.name.str, f.u.name.len);
-			break;
-		case KT_FRAME_THREAD:
-			if (!(t = thread(R, f.u.thread.thread_id))) {
-				werr(R, -ENOMEM);
-				break;
-			}
-			t->listed = 1;
-			werr(R, kt_writer_thread(R->w, t->thread_id, f.u.thread.os_tid,
-						 f.u.thread.name));
-			break;
-		case KT_FRAME_DROP:
-			if (!(t = thread(R, f.u.drop.thread_id)) || grow_drops(R)) {
-				werr(R, -ENOMEM);
-				break;
-			}
-			R->drops[R->ndrops++] = (struct rdrop){ t->thread_id, f.u.drop.count,
-								f.u.drop.first_ts, f.u.drop.last_ts, 0 };
-			if (!werr(R, kt_writer_drop(R->w, t->thread_id, f.u.drop.count,
-						    f.u.drop.first_ts, f.u.drop.last_ts))) {
-				t->dropped += f.u.drop.count;
-				R->dropped += f.u.drop.count;
-			}
-			break;
-		}
+		else if (f.kind == KT_FRAME_THREAD)
+			copy_thread(R, &f);
+		else if (f.kind == KT_FRAME_DROP)
+			copy_drop(R, &f);
 	}
+	index_drops(R);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
 	if (rc < 0 && rc != KT_ETRUNCATED)
-		problem(R, path, "%s: the frames before it are kept",
+		problem(R, "control", "trace file %s: %s: the frames before it are kept", path,
 			kt_reader_last_error(r)->message);
 	else if (st.complete)
-		fprintf(stderr, "katra: recover: %s: complete (the session had stopped)\n", path);
+		say("%s: complete (the session had stopped)", path);
 	else
-		fprintf(stderr, "katra: recover: %s: cut at offset %" PRIu64 " (its writer died): "
-			"%" PRIu64 " events in %" PRIu64 " frames kept\n", path, st.valid_end,
-			st.events, st.frames);
+		say("%s: cut at offset %" PRIu64 " (its writer died): %" PRIu64 " events in %" PRIu64
+		    " frames kept", path, st.valid_end, st.events, st.frames);
 }
 
 /* ---- the names log ---------------------------------------------------- */
 
-static void read_names(struct rec *R)
+static int names_entry(struct rec *R, uint32_t kind, uint32_t id, const char *s, uint32_t n)
 {
-	int fd = open_in(R->dir, "names", O_RDONLY);
-	size_t len = 0;
-	uint8_t *p = fd >= 0 ? slurp(fd, &len) : NULL;
-	if (!p) {
-		problem(R, "names", "%s: names interned late are missing", strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return;
+	if (kind == KT__NAMES_NAME) {
+		put_name(R, id, s, n);
+		return R->werr;
 	}
-	close(fd);
-	if (len == CTL_MAX)
-		problem(R, "names", "larger than %u bytes: the entries past that are not read",
-			CTL_MAX);
-	size_t at = 0;
-	while (at + 12 <= len && !R->werr) {
-		uint32_t kind = kt__get32(p + at), id = kt__get32(p + at + 4);
-		uint32_t n = kt__get32(p + at + 8);
-		if (n > len - at - 12)
-			break; /* the last entry, cut by the process's end */
-		const char *s = (const char *)p + at + 12;
+	struct rthread *t = thread(R, id);
+	char *copy = strndup(s, n);
+	if (!t || !copy) {
+		free(copy);
+		return werr(R, -ENOMEM);
+	}
+	free(t->name);
+	t->name = copy;
+	return 0;
+}
+
+/* The whole entries in @p (@len bytes from log offset @at).  Return: the
+ * bytes they take; *@bad when a malformed one ends the log. */
+static size_t names_entries(struct rec *R, const uint8_t *p, size_t len, uint64_t at, int *bad)
+{
+	size_t off = 0;
+	while (len - off >= 12) {
+		uint32_t kind = kt__get32(p + off), id = kt__get32(p + off + 4);
+		uint32_t n = kt__get32(p + off + 8);
+		const char *s = (const char *)p + off + 12;
+		int fits = n <= len - off - 12;
 		if ((kind != KT__NAMES_NAME && kind != KT__NAMES_THREAD) || id == 0 ||
-		    n > KT_MAX_STRING || memchr(s, 0, n) || (kind == KT__NAMES_NAME && n == 0)) {
-			problem(R, "names", "offset %zu: malformed entry (kind %u, id %u, %u "
-				"bytes): the entries after it are not read", at, kind, id, n);
+		    n > KT_MAX_STRING || (kind == KT__NAMES_NAME && n == 0) ||
+		    (fits && memchr(s, 0, n))) {
+			problem(R, "names", "offset %" PRIu64 ": malformed entry (kind %u, id %u, "
+				"%u bytes): the entries after it are not read", at + off, kind, id, n);
+			*bad = 1;
 			break;
 		}
-		if (kind == KT__NAMES_NAME) {
-			put_name(R, id, s, n);
-		} else {
-			struct rthread *t = thread(R, id);
-			char *copy = strndup(s, n);
-			if (!t || !copy) {
-				free(copy);
-				werr(R, -ENOMEM);
-				break;
-			}
-			free(t->name);
-			t->name = copy;
-		}
-		at += 12 + (size_t)n;
+		if (!fits || names_entry(R, kind, id, s, n))
+			break; /* wait for the rest; the last may be cut by the end */
+		off += 12 + (size_t)n;
 	}
-	free(p);
+	return off;
+}
+
+static void read_names(struct rec *R)
+{
+	char why[256];
+	struct stat sb;
+	int fd = crashdir_file(&R->cd, "names", &sb, why, sizeof(why));
+	if (fd < 0) {
+		problem(R, "names", "%s: names interned late are missing", why);
+		return;
+	}
+	uint64_t at = 0;
+	size_t have = 0;
+	for (int bad = 0; !bad && !R->werr && at + have < R->caps.names_bytes;) {
+		size_t want = WIN_MAX - have;
+		if (want > R->caps.names_bytes - (at + have))
+			want = (size_t)(R->caps.names_bytes - (at + have));
+		ssize_t n = pread(fd, R->win + have, want, (off_t)(at + have));
+		if (n <= 0) {
+			if (n < 0)
+				problem(R, "names", "%s: the entries after offset %" PRIu64
+					" are missing", strerror(errno), at);
+			break;
+		}
+		have += (size_t)n;
+		size_t used = names_entries(R, R->win, have, at, &bad);
+		memmove(R->win, R->win + used, have - used);
+		have -= used;
+		at += used;
+	}
+	char more;
+	if (at + have >= R->caps.names_bytes &&
+	    pread(fd, &more, 1, (off_t)R->caps.names_bytes) == 1)
+		problem(R, "names", "larger than %u bytes: the entries past that are not read",
+			R->caps.names_bytes);
+	close(fd);
 }
 
 /* ---- the rings -------------------------------------------------------- */
@@ -324,23 +395,114 @@ static int take_record(void *ctx, const kt__ring_rec *rec)
 	return R->werr;
 }
 
+/* Ring positions [@pos, @pos + @n) of ring file @fd (@size bytes) into
+ * @buf.  Return: 0; -ENODATA when the file ended early (it shrank after
+ * its size was checked); -errno. */
+static int ring_read(int fd, uint64_t size, uint64_t pos, uint8_t *buf, size_t n)
+{
+	while (n) {
+		uint64_t at = pos & (size - 1);
+		size_t piece = n < size - at ? n : (size_t)(size - at);
+		ssize_t got = pread(fd, buf, piece, (off_t)at);
+		if (got <= 0)
+			return got < 0 ? -errno : -ENODATA;
+		buf += got;
+		pos += (uint64_t)got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* How many more ring bytes to read now: the window, the span left and the
+ * directory's budget bound it. */
+static size_t ring_want(const struct rec *R, size_t win, size_t have, uint64_t left)
+{
+	size_t want = win - have;
+	if (want > left)
+		want = (size_t)left;
+	if (want > R->caps.ring_bytes - R->ring_bytes)
+		want = (size_t)(R->caps.ring_bytes - R->ring_bytes);
+	return want;
+}
+
+/*
+ * Walk ring positions [@from, @to) of ring file @fd through R->win: the
+ * records are validated as they are read, so a ring of holes or garbage
+ * costs one small read.  Return: the position reached; @why says what
+ * stopped it when that is not @to.
+ */
+static uint64_t walk_ring(struct rec *R, int fd, uint64_t size, uint64_t from, uint64_t to,
+			  char *why, size_t cap)
+{
+	uint64_t pos = from;         /* the position of R->win[0] */
+	size_t have = 0, win = WIN_MIN;
+	while (pos + have < to) {
+		size_t want = ring_want(R, win, have, to - pos - have);
+		if (!want) {
+			snprintf(why, cap, "position %" PRIu64 ": the rings hold more than the %"
+				 PRIu64 " bytes read per directory", pos, R->caps.ring_bytes);
+			return pos;
+		}
+		int rc = ring_read(fd, size, pos + have, R->win + have, want);
+		if (rc) {
+			snprintf(why, cap, "position %" PRIu64 ": %s", pos + have,
+				 rc == -ENODATA ? "the file changed while it was read"
+						: strerror(-rc));
+			return pos;
+		}
+		R->ring_bytes += want;
+		have += want;
+		enum kt__walk_end end;
+		size_t used = kt__ring_records(R->win, have, pos, take_record, R, &end, why, cap);
+		memmove(R->win, R->win + used, have - used);
+		have -= used;
+		pos += used;
+		if (end != KT__WALK_MORE)
+			return pos;
+		win = win * 2 < WIN_MAX ? win * 2 : WIN_MAX;
+	}
+	if (have)
+		snprintf(why, cap, "position %" PRIu64 ": a record cut short", pos);
+	return pos;
+}
+
+/* The events of this thread in the trace file beyond the checkpoint's
+ * count are the first ones after its tail: skip them. */
+static void set_skip(struct rec *R, const kt__slot *sl, const char *file)
+{
+	R->skip = 0;
+	if (R->t->in_file >= sl->ck_events)
+		R->skip = R->t->in_file - sl->ck_events;
+	else
+		problem(R, file, "the trace file holds %" PRIu64 " events of thread %u, its "
+			"checkpoint says %" PRIu64 " were written: the trace file lost some",
+			R->t->in_file, sl->thread_id, sl->ck_events);
+}
+
+/* Losses and refusals no marker or drop frame carried yet. */
+static void put_unmarked(struct rec *R, const kt__slot *sl)
+{
+	uint64_t unmarked = sl->lost - sl->lost_base - sl->ck_marked - R->markers;
+	if (unmarked && unmarked >> 63 == 0 && !R->werr)
+		put_drop(R, R->t, unmarked, sl->pending_first, sl->pending_last);
+	uint64_t refused = sl->refused - sl->ck_refused;
+	if (refused && refused >> 63 == 0 && !R->werr)
+		put_drop(R, R->t, refused, sl->refused_first, sl->refused_last);
+}
+
 static void recover_ring(struct rec *R, const kt__slot *sl)
 {
-	char file[32];
+	char file[32], why[256] = "";
 	snprintf(file, sizeof(file), "ring-%u", sl->index);
-	struct rthread *t = thread(R, sl->thread_id);
-	if (!t) {
+	if (!(R->t = thread(R, sl->thread_id))) {
 		werr(R, -ENOMEM);
 		return;
 	}
-	t->os_tid = sl->os_tid;
-	int fd = open_in(R->dir, file, O_RDONLY);
+	R->t->os_tid = sl->os_tid;
 	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb) < 0) {
-		problem(R, file, "%s: thread %u's unflushed records are lost", strerror(errno),
-			sl->thread_id);
-		if (fd >= 0)
-			close(fd);
+	int fd = crashdir_file(&R->cd, file, &sb, why, sizeof(why));
+	if (fd < 0) {
+		problem(R, file, "%s: thread %u's unflushed records are lost", why, sl->thread_id);
 		return;
 	}
 	if ((uint64_t)sb.st_size != sl->size) {
@@ -350,30 +512,10 @@ static void recover_ring(struct rec *R, const kt__slot *sl)
 		close(fd);
 		return;
 	}
-	const uint8_t *ring = mmap(NULL, sl->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	uint8_t *span = ring == MAP_FAILED ? NULL : malloc(sl->head - sl->ck_tail + 1);
-	if (!span) {
-		problem(R, file, "%s", strerror(errno));
-		if (ring != MAP_FAILED)
-			munmap((void *)ring, sl->size);
-		return;
-	}
-	/* The trace file's events of this thread beyond the checkpoint's
-	 * count are the first ones after its tail. */
-	uint64_t from = sl->ck_tail;
-	R->skip = 0;
-	if (t->in_file >= sl->ck_events)
-		R->skip = t->in_file - sl->ck_events;
-	else
-		problem(R, file, "the trace file holds %" PRIu64 " events of thread %u, its "
-			"checkpoint says %" PRIu64 " were written: the trace file lost some",
-			t->in_file, sl->thread_id, sl->ck_events);
-	R->t = t;
+	set_skip(R, sl, file);
 	R->markers = 0;
-	char why[256] = "";
-	uint64_t end = kt__ring_walk(ring, sl->size, from, sl->head, span, take_record, R, why,
-				     sizeof(why));
+	uint64_t end = walk_ring(R, fd, sl->size, sl->ck_tail, sl->head, why, sizeof(why));
+	close(fd);
 	if (end != sl->head && !R->werr)
 		problem(R, file, "%s: thread %u's records from there to position %" PRIu64
 			" are not recovered", why, sl->thread_id, sl->head);
@@ -381,279 +523,374 @@ static void recover_ring(struct rec *R, const kt__slot *sl)
 	if (R->skip)
 		problem(R, file, "the trace file holds %" PRIu64 " more events of thread %u "
 			"than the ring had left", R->skip, sl->thread_id);
-	/* Losses and refusals no marker or drop frame carried yet. */
-	uint64_t unmarked = sl->lost - sl->lost_base - sl->ck_marked - R->markers;
-	if (unmarked && unmarked >> 63 == 0 && !R->werr)
-		put_drop(R, t, unmarked, sl->pending_first, sl->pending_last);
-	uint64_t refused = sl->refused - sl->ck_refused;
-	if (refused && refused >> 63 == 0 && !R->werr)
-		put_drop(R, t, refused, sl->refused_first, sl->refused_last);
-	free(span);
-	munmap((void *)ring, sl->size);
+	put_unmarked(R, sl);
 }
 
-static void recover_rings(struct rec *R, const uint8_t *ctl, size_t len, uint32_t slot_size)
+/* Slot @i of the control file into @page.  Return: 0, or -1 (reported). */
+static int read_slot(struct rec *R, uint32_t i, uint32_t slot_size, uint8_t *page)
 {
-	for (uint32_t i = 0; (uint64_t)(i + 2) * slot_size <= len && !R->werr; i++) {
+	off_t at = (off_t)(i + 1) * slot_size;
+	ssize_t n = pread(R->ctl_fd, page, slot_size, at);
+	if (n == (ssize_t)slot_size)
+		return 0;
+	problem(R, "control", "offset %lld: %s: the slots from there are not read", (long long)at,
+		n < 0 ? strerror(errno) : "the file changed while it was read");
+	return -1;
+}
+
+static void recover_rings(struct rec *R, uint32_t slot_size)
+{
+	struct stat sb;
+	uint8_t *page = malloc(slot_size);
+	if (!page || fstat(R->ctl_fd, &sb) < 0) {
+		free(page);
+		werr(R, -errno);
+		return;
+	}
+	uint64_t len = (uint64_t)sb.st_size;
+	uint64_t slots = len / slot_size > 1 ? len / slot_size - 1 : 0;
+	if (slots > R->caps.slots)
+		problem(R, "control", "%" PRIu64 " slots: only the first %u are read", slots,
+			R->caps.slots);
+	for (uint32_t i = 0; i < slots && i < R->caps.slots && !R->werr; i++) {
 		kt__slot sl;
 		char why[256];
-		int rc = kt__slot_parse(ctl + (uint64_t)(i + 1) * slot_size, slot_size, i, &sl,
-					why, sizeof(why));
+		if (R->ring_bytes >= R->caps.ring_bytes) {
+			problem(R, "control", "the %" PRIu64 " ring bytes read per directory are "
+				"spent: slot %u and those after it are not read",
+				R->caps.ring_bytes, i);
+			break;
+		}
+		if (read_slot(R, i, slot_size, page))
+			break;
+		int rc = kt__slot_parse(page, slot_size, i, &sl, why, sizeof(why));
 		if (rc < 0)
 			problem(R, "control", "offset %" PRIu64 ": %s: that ring is skipped",
 				(uint64_t)(i + 1) * slot_size, why);
-		if (rc)
-			continue;
-		recover_ring(R, &sl);
+		if (rc == 0)
+			recover_ring(R, &sl);
 	}
 	if (len % slot_size)
-		problem(R, "control", "%zu bytes, not a whole number of %u-byte slots: the last "
-			"is cut", len, slot_size);
+		problem(R, "control", "%" PRIu64 " bytes, not a whole number of %u-byte slots: the "
+			"last is cut", len, slot_size);
+	free(page);
 }
 
-/* ---- the command ------------------------------------------------------ */
+/* ---- the inputs ------------------------------------------------------- */
 
+/* Open DIR and its control file, decode the header, refuse a live
+ * process.  Return: 0, or the exit status (reported). */
+static int open_dir(struct rec *R, uint32_t *slot_size)
+{
+	char why[256];
+	struct stat sb;
+	if (crashdir_open(&R->cd, AT_FDCWD, R->dir, R->dir, why, sizeof(why)) < 0) {
+		say("%s: %s", R->dir, why);
+		return EXIT_BAD;
+	}
+	R->ctl_fd = crashdir_file(&R->cd, "control", &sb, why, sizeof(why));
+	if (R->ctl_fd < 0) {
+		say("%s/control: %s: not a katra crash directory it can read", R->dir, why);
+		return EXIT_BAD;
+	}
+	int rc = crashdir_header(R->ctl_fd, &R->ctl, why, sizeof(why));
+	R->ctl_ok = rc >= 0;
+	*slot_size = R->ctl_ok ? R->ctl.slot_size : (uint32_t)kt__ring_page();
+	long pid = crashdir_alive(R->ctl_fd, &R->ctl, R->ctl_ok);
+	if (pid) {
+		say("%s: process %ld is alive and holds it: recover only what a dead process left",
+		    R->dir, pid);
+		return EXIT_BAD;
+	}
+	if (rc)
+		problem(R, "control", "%s", why);
+	return 0;
+}
+
+/* --trace FILE: the user's choice, so followed; still never a FIFO. */
+static int open_given(const char *path, struct stat *sb, char *why, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, sb) < 0) {
+		snprintf(why, cap, "%s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(sb->st_mode)) {
+		snprintf(why, cap, "not a regular file: not read");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The trace file, when its path is known and it opens: *@r, and its stat
+ * in *@sb (st_ino 0 when there is none). */
+static void open_trace(struct rec *R, const char *given, kt_reader **r, struct stat *sb)
+{
+	const char *path = given ? given : R->ctl.trace_path;
+	char why[256];
+	memset(sb, 0, sizeof(*sb));
+	if (!*path) {
+		if (R->ctl_ok)
+			problem(R, "control", "no trace file path (the session wrote to a pipe or "
+				"socket): recovering from the rings alone");
+		return;
+	}
+	int fd = given ? open_given(path, sb, why, sizeof(why))
+		       : crashdir_trace(path, sb, why, sizeof(why));
+	R->trace_path = path;
+	kt_reader_error err;
+	int rc = fd < 0 ? 0 : kt__reader_open_fd_at(r, fd, given ? 0 : R->ctl.trace_off, &err);
+	if (rc)
+		snprintf(why, sizeof(why), "%s", rc > -4096 ? kt_strerror(rc) : err.message);
+	if (fd < 0 || rc) {
+		problem(R, "control", "trace file %s: %s: recovering from the rings alone", path,
+			why);
+		if (fd >= 0)
+			close(fd);
+		*r = NULL;
+		return;
+	}
+	R->trace_fd = fd;
+}
+
+/* The output's header from the control file's, field by field: a value
+ * out of its range (a damaged or forged header) keeps kt_header_init's,
+ * so the header written is one every reader accepts. */
 static void header_from_ctl(kt_header *h, const struct rec *R)
 {
+	const kt__ctl *c = &R->ctl;
 	kt_header_init(h);
 	if (!R->ctl_ok)
 		return; /* kt_header_init's 1 GHz monotonic clock: times are ticks */
-	h->start_wall_ns = R->ctl.start_wall_ns;
-	h->start_mono_ns = R->ctl.start_mono_ns;
-	h->process_id = R->ctl.pid;
-	h->clock = R->ctl.clock;
-	h->capture.ring_size = R->ctl.ring_size;
-	h->capture.overflow = R->ctl.overflow;
-	h->capture.codec = R->ctl.codec;
-	h->capture.io = R->ctl.io;
-	h->capture.codec_level = R->ctl.level;
+	h->start_wall_ns = c->start_wall_ns;
+	h->start_mono_ns = c->start_mono_ns;
+	h->process_id = c->pid;
+	if (c->clock.tick_hz &&
+	    (c->clock.source == KT_CLOCK_TSC || c->clock.source == KT_CLOCK_MONOTONIC))
+		h->clock = c->clock;
+	h->capture.ring_size = c->ring_size;
+	if (c->overflow <= KT_OVERFLOW_BLOCK)
+		h->capture.overflow = c->overflow;
+	if (c->codec <= KT_CODEC_LZ4_DELTA)
+		h->capture.codec = c->codec;
+	if (c->io <= KT_IO_PWRITE)
+		h->capture.io = c->io;
+	h->capture.codec_level = c->level;
 }
 
-static char *default_out(const struct rec *R)
+/*
+ * OUT when not given: the name the user typed for DIR, in the current
+ * directory ("/dev/shm/katra-42/" gives "katra-42.recovered.katra"); never
+ * a name from the directory's contents.  NULL when DIR has no last name
+ * ("/", ".", "..") or out of memory.
+ */
+static char *default_out(const char *dir)
 {
-	char *out = NULL;
-	const char *base = R->ctl.trace_path[0] ? R->ctl.trace_path : R->dir;
-	size_t n = strlen(base);
-	while (n > 1 && base[n - 1] == '/')
+	size_t n = strlen(dir), b;
+	while (n > 1 && dir[n - 1] == '/')
 		n--;
-	if (n > 6 && !memcmp(base + n - 6, ".katra", 6))
-		n -= 6;
-	if (asprintf(&out, "%.*s.recovered.katra", (int)n, base) < 0)
+	for (b = n; b > 0 && dir[b - 1] != '/'; b--)
+		;
+	const char *base = dir + b;
+	size_t len = n - b;
+	char *out = NULL;
+	if (!len || (len <= 2 && !strncmp(base, "..", len)))
+		return NULL;
+	if (asprintf(&out, "%.*s.recovered.katra", (int)len, base) < 0)
 		return NULL;
 	return out;
 }
 
-static int list_dirs(const char *parent)
+/* ---- the command ------------------------------------------------------ */
+
+struct opts {
+	const char *dir, *out, *trace;
+	int list;
+};
+
+static void help(void)
 {
-	DIR *d = opendir(parent);
-	if (!d) {
-		fprintf(stderr, "katra: recover: %s: %s\n", parent, strerror(errno));
-		return EXIT_BAD;
-	}
-	struct dirent *e;
-	int found = 0;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "katra-", 6))
-			continue;
-		char dir[4096];
-		if (snprintf(dir, sizeof(dir), "%s/%s", parent, e->d_name) >= (int)sizeof(dir))
-			continue;
-		int fd = open_in(dir, "control", O_RDONLY);
-		if (fd < 0)
-			continue;
-		long holder = lock_holder(fd);
-		uint8_t head[KT__CTL_HEADER];
-		kt__ctl c;
-		ssize_t n = pread(fd, head, sizeof(head), 0);
-		int rc = kt__ctl_parse(head, n > 0 ? (size_t)n : 0, &c, NULL, 0);
-		close(fd);
-		if (holder)
-			continue; /* alive: not a leftover */
-		found++;
-		printf("%s\tpid %" PRIu64 "\t%s\n", dir, rc >= 0 ? c.pid : 0,
-		       rc >= 0 && c.trace_path[0] ? c.trace_path : "(no trace path)");
-	}
-	closedir(d);
-	if (!found)
-		fprintf(stderr, "katra: recover: no leftovers of dead processes in %s\n", parent);
-	return EXIT_OK;
+	printf("usage: katra recover DIR [--out OUT] [--trace TRACE]\n"
+	       "       katra recover --list [PARENT]\n"
+	       "Rebuilds the trace of a process that died from its crash directory\n"
+	       "(PARENT/katra-<pid>, kept when a session runs with crash files):\n"
+	       "the trace file's complete frames, the rings' records it lacks,\n"
+	       "names and threads, and a summary marked recovered.  OUT defaults\n"
+	       "to DIR's last name with .recovered.katra, in the current directory\n"
+	       "(never a name from the directory's files); it is created beside its\n"
+	       "name and renamed when complete.  Refuses the directory of a process\n"
+	       "that still runs.  --trace names the trace file when the control file\n"
+	       "cannot.  --list names the leftovers of dead processes in PARENT\n"
+	       "(default: $KT_CRASH_DIR, else /dev/shm) that you could recover.\n"
+	       "Trust: DIR and its files must be yours, not writable by others, and\n"
+	       "not symbolic links; its files must be regular files (a FIFO is never\n"
+	       "opened).  The trace path its control file names is read only when it\n"
+	       "has no symbolic link, '.' or '..' and names a regular file of yours.\n"
+	       "Caps per directory: %u ring slots, %u MiB of ring bytes, %u MiB\n"
+	       "of names log; the trace file is read once, front to back.\n"
+	       "exit 0: recovered; 3: recovered, with damage reported; 1: nothing\n"
+	       "written; 2: usage.\n",
+	       recover_caps.slots, (unsigned)(recover_caps.ring_bytes >> 20),
+	       recover_caps.names_bytes >> 20);
 }
 
 static int usage(const char *what, const char *arg)
 {
-	fprintf(stderr, "katra: recover: %s%s\nTry 'katra recover --help'.\n", what, arg);
+	fprintf(stderr, "katra: recover: %s", what);
+	text_put(stderr, arg, strlen(arg));
+	fprintf(stderr, "\nTry 'katra recover --help'.\n");
 	return EXIT_USAGE;
 }
 
-int cmd_recover(int argc, char **argv)
+/* Return: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct opts *o)
 {
-	const char *dir = NULL, *out_arg = NULL, *trace_arg = NULL;
-	int list = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: katra recover DIR [--out OUT] [--trace TRACE]\n"
-			       "       katra recover --list [PARENT]\n"
-			       "Rebuilds the trace of a process that died from its crash directory\n"
-			       "(PARENT/katra-<pid>, kept when a session runs with crash files):\n"
-			       "the trace file's complete frames, the rings' records it lacks,\n"
-			       "names and threads, and a summary marked recovered.  OUT defaults\n"
-			       "to the trace's name with .recovered.katra.  Refuses the directory\n"
-			       "of a live process.  --trace names the trace file when the control\n"
-			       "file cannot.  --list names the leftovers of dead processes\n"
-			       "in PARENT (default: $KT_CRASH_DIR, else /dev/shm).\n"
-			       "exit 0: recovered; 3: recovered, with damage reported; 1: nothing\n"
-			       "written; 2: usage.\n");
+			help();
 			return EXIT_OK;
 		} else if (!strcmp(a, "--list")) {
-			list = 1;
+			o->list = 1;
 		} else if (!strcmp(a, "--out") || !strcmp(a, "--trace")) {
 			if (++i == argc)
 				return usage(a, " wants a file name");
-			if (!strcmp(a, "--out"))
-				out_arg = argv[i];
-			else
-				trace_arg = argv[i];
+			*(!strcmp(a, "--out") ? &o->out : &o->trace) = argv[i];
 		} else if (a[0] == '-' && a[1]) {
 			return usage("unknown option ", a);
-		} else if (dir) {
+		} else if (o->dir) {
 			return usage("more than one directory: ", a);
 		} else {
-			dir = a;
+			o->dir = a;
 		}
 	}
-	if (list) {
-		const char *env = getenv("KT_CRASH_DIR");
-		return list_dirs(dir ? dir : env && *env ? env : "/dev/shm");
-	}
-	if (!dir)
-		return usage("missing DIR", "");
+	return -1;
+}
 
-	struct rec R = { .dir = dir };
-	int fd = open_in(dir, "control", O_RDONLY);
-	if (fd < 0) {
-		fprintf(stderr, "katra: recover: %s/control: %s: not a katra crash directory\n", dir,
-			strerror(errno));
-		return EXIT_BAD;
+/* Everything after the inputs are open: the output's contents. */
+static void rebuild(struct rec *R, kt_reader *r, uint32_t slot_size)
+{
+	R->chunk = malloc(CHUNK_MAX);
+	R->win = malloc(WIN_MAX);
+	if (!R->chunk || !R->win)
+		werr(R, -ENOMEM);
+	if (r && !R->werr)
+		copy_trace(R, r, R->trace_path);
+	if (!R->werr)
+		read_names(R);
+	if (!R->werr)
+		recover_rings(R, slot_size);
+	for (size_t i = 0; i < R->nthreads && !R->werr; i++) {
+		struct rthread *t = &R->threads[i];
+		if (!t->listed && (t->in_file || t->recovered || t->dropped || t->name))
+			werr(R, kt_writer_thread(R->w, t->thread_id, t->os_tid, t->name));
 	}
-	long holder = lock_holder(fd);
-	size_t ctl_len = 0;
-	uint8_t *ctl = holder ? NULL : slurp(fd, &ctl_len);
-	close(fd);
-	if (holder) {
-		fprintf(stderr, "katra: recover: %s: process %ld is alive and holds it: "
-			"recover only what a dead process left\n", dir, holder);
-		return EXIT_BAD;
-	}
-	if (!ctl) {
-		fprintf(stderr, "katra: recover: %s/control: %s\n", dir, strerror(errno));
-		return EXIT_BAD;
-	}
-	char why[256];
-	if (ctl_len == CTL_MAX)
-		problem(&R, "control", "larger than %u bytes: the slots past that are not read",
-			CTL_MAX);
-	int rc = kt__ctl_parse(ctl, ctl_len, &R.ctl, why, sizeof(why));
-	uint32_t slot_size = (uint32_t)kt__ring_page();
-	if (rc)
-		problem(&R, "control", "%s", why);
-	if (rc >= 0) {
-		slot_size = R.ctl.slot_size;
-		R.ctl_ok = 1;
-	}
-	if (rc >= 0 && R.ctl.pid == (uint64_t)getpid()) {
-		fprintf(stderr, "katra: recover: %s: it belongs to this process, which is alive\n",
-			dir);
-		free(ctl);
-		return EXIT_BAD;
-	}
+	kt_file_summary sum = { .flags = KT_SUMMARY_RECOVERED };
+	if (!R->werr)
+		werr(R, kt_writer_finish(R->w, &sum));
+}
 
-	/* The trace file, when its path is known and it opens. */
-	kt_reader *r = NULL;
-	int tfd = -1;
-	if (trace_arg && strlen(trace_arg) < sizeof(R.ctl.trace_path)) {
-		strcpy(R.ctl.trace_path, trace_arg);
-		R.ctl.trace_off = 0;
-	}
-	if (R.ctl.trace_path[0]) {
-		kt_reader_error err;
-		tfd = open(R.ctl.trace_path, O_RDONLY | O_CLOEXEC);
-		if (tfd < 0)
-			problem(&R, "control", "trace file %s: %s: recovering from the rings alone",
-				R.ctl.trace_path, strerror(errno));
-		else if ((rc = kt__reader_open_fd_at(&r, tfd, R.ctl.trace_off, &err)))
-			problem(&R, "control", "trace file %s: %s: recovering from the rings alone",
-				R.ctl.trace_path, rc > -4096 ? kt_strerror(rc) : err.message);
-	} else if (R.ctl_ok) {
-		problem(&R, "control", "no trace file path (the session wrote to a pipe or "
-			"socket): recovering from the rings alone");
+static const char *out_error(int rc)
+{
+	return rc == -EEXIST ? "it is the trace file being recovered: choose another OUT"
+	       : rc == -EINVAL ? "not a regular file, device or FIFO"
+			       : strerror(-rc);
+}
+
+/* Write OUT from the open inputs.  Return: the exit status. */
+static int write_out(struct rec *R, const struct opts *o, kt_reader *r, const struct stat *tsb,
+		     uint32_t slot_size)
+{
+	char *out = o->out ? strdup(o->out) : default_out(o->dir);
+	if (!out) {
+		say("%s: no name to make OUT from: give --out", o->dir);
+		return EXIT_BAD;
 	}
 	kt_header h;
 	if (r)
 		h = *kt_reader_header(r);
 	else
-		header_from_ctl(&h, &R);
-	R.codec = h.capture.codec <= KT_CODEC_LZ4_DELTA ? h.capture.codec : KT_CODEC_NONE;
-	R.level = h.capture.codec_level;
-
-	int result = EXIT_BAD;
-	char *out = out_arg ? strdup(out_arg) : default_out(&R), *tmp = NULL;
-	struct stat sb;
-	if (!out || asprintf(&tmp, "%s.tmp-%ld", out, (long)getpid()) < 0) {
-		fprintf(stderr, "katra: recover: %s\n", strerror(ENOMEM));
-		goto done;
+		header_from_ctl(&h, R);
+	R->codec = h.capture.codec;
+	R->level = h.capture.codec_level;
+	outfile of;
+	int rc = outfile_open(&of, out, tsb->st_ino ? tsb : NULL);
+	const char *err = rc ? out_error(rc) : (rc = kt_writer_open_fd(&R->w, of.fd, &h))
+					      ? kt_strerror(rc) : NULL;
+	if (err) {
+		say("%s: %s", out, err);
+		outfile_abort(&of);
+		free(out);
+		return EXIT_BAD;
 	}
-	if (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		fprintf(stderr, "katra: recover: %s: not a regular file\n", out);
-		goto done;
+	rebuild(R, r, slot_size);
+	werr(R, kt_writer_close(R->w));
+	if (R->werr || (rc = outfile_commit(&of))) {
+		say("%s: %s", out, R->werr ? kt_strerror(R->werr) : strerror(-rc));
+		outfile_abort(&of);
+		free(out);
+		return EXIT_BAD;
 	}
-	if ((rc = kt_writer_open(&R.w, tmp, &h))) {
-		fprintf(stderr, "katra: recover: %s: %s\n", out, kt_strerror(rc));
-		goto done;
-	}
-	R.chunk = malloc(CHUNK_MAX);
-	if (!R.chunk)
-		werr(&R, -ENOMEM);
-	if (r && !R.werr)
-		copy_trace(&R, r, R.ctl.trace_path);
-	if (!R.werr)
-		read_names(&R);
-	if (!R.werr)
-		recover_rings(&R, ctl, ctl_len, slot_size);
-	for (size_t i = 0; i < R.nthreads && !R.werr; i++) {
-		struct rthread *t = &R.threads[i];
-		if (!t->listed && (t->in_file || t->recovered || t->dropped || t->name))
-			werr(&R, kt_writer_thread(R.w, t->thread_id, t->os_tid, t->name));
-	}
-	kt_file_summary sum = { .flags = KT_SUMMARY_RECOVERED };
-	if (!R.werr)
-		werr(&R, kt_writer_finish(R.w, &sum));
-	werr(&R, kt_writer_close(R.w));
-	if (R.werr || rename(tmp, out) < 0) {
-		fprintf(stderr, "katra: recover: %s: %s\n", out,
-			R.werr ? kt_strerror(R.werr) : strerror(errno));
-		unlink(tmp);
-		goto done;
-	}
-	printf("%s: recovered %" PRIu64 " events (%" PRIu64 " from the trace file, %" PRIu64
-	       " from the rings), %" PRIu64 " dropped, %zu threads: %s\n",
-	       dir, R.from_file + R.from_rings, R.from_file, R.from_rings, R.dropped, R.nthreads,
-	       out);
-	result = R.problems ? EXIT_PARTIAL : EXIT_OK;
-done:
-	if (result == EXIT_BAD && tmp)
-		unlink(tmp);
-	kt_reader_close(r);
-	if (tfd >= 0)
-		close(tfd);
-	for (size_t i = 0; i < R.nthreads; i++)
-		free(R.threads[i].name);
-	free(R.threads);
-	free(R.names);
-	free(R.drops);
-	free(R.chunk);
-	free(ctl);
+	char line[8192];
+	snprintf(line, sizeof(line), "%s: recovered %" PRIu64 " events (%" PRIu64 " from the trace "
+		 "file, %" PRIu64 " from the rings), %" PRIu64 " dropped, %zu threads: %s",
+		 o->dir, R->from_file + R->from_rings, R->from_file, R->from_rings, R->dropped,
+		 R->nthreads, out);
+	text_put(stdout, line, strlen(line));
+	putchar('\n');
 	free(out);
-	free(tmp);
-	return result;
+	return R->problems ? EXIT_PARTIAL : EXIT_OK;
+}
+
+static void rec_free(struct rec *R)
+{
+	for (size_t i = 0; i < R->nthreads; i++)
+		free(R->threads[i].name);
+	free(R->threads);
+	free(R->names);
+	free(R->drops);
+	free(R->chunk);
+	free(R->win);
+	if (R->ctl_fd >= 0)
+		close(R->ctl_fd);
+	if (R->trace_fd >= 0)
+		close(R->trace_fd);
+	crashdir_close(&R->cd);
+}
+
+int recover_dir(const char *dir, const char *out, const char *trace,
+		const struct recover_caps *caps)
+{
+	struct opts o = { .dir = dir, .out = out, .trace = trace };
+	struct rec R = { .dir = dir, .caps = *caps, .cd = { .fd = -1 }, .ctl_fd = -1,
+			 .trace_fd = -1 };
+	uint32_t slot_size;
+	kt_reader *r = NULL;
+	struct stat tsb;
+	int rc = open_dir(&R, &slot_size);
+	if (!rc) {
+		open_trace(&R, o.trace, &r, &tsb);
+		rc = write_out(&R, &o, r, &tsb, slot_size);
+	}
+	kt_reader_close(r);
+	rec_free(&R);
+	return rc;
+}
+
+int cmd_recover(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	int rc = parse_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (o.list) {
+		const char *env = getenv("KT_CRASH_DIR");
+		return crashdir_list(o.dir ? o.dir : env && *env ? env : "/dev/shm");
+	}
+	if (!o.dir)
+		return usage("missing DIR", "");
+	return recover_dir(o.dir, o.out, o.trace, &recover_caps);
 }
