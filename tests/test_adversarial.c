@@ -107,6 +107,48 @@ Test(adversarial, rewrite_with_names_in_descending_order_is_linear)
 	close(out);
 }
 
+/* A slice by thread over many threads asks the kept set once a frame. */
+Test(adversarial, slice_by_many_threads_is_linear)
+{
+	const uint32_t n = 4000;
+	int in = t_threads_descending(n);
+	uint32_t *keep = malloc(n / 2 * sizeof(*keep));
+	for (uint32_t i = 0; i < n / 2; i++)
+		keep[i] = 2 * i + 1; /* the odd ones */
+	int out = memfd_create("katra-slice", MFD_CLOEXEC);
+	kt__rewrite_opts o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1,
+			       .filter = 1, .to_ns = UINT64_MAX, .threads = keep,
+			       .nthreads = n / 2 };
+	kt__rewrite_result res;
+	cr_assert_eq(kt__rewrite(&o, &res), 0, "%s", res.in_err.message);
+	cr_assert_eq(res.events_in, 2 * (uint64_t)n);
+	cr_assert_eq(res.events_out, (uint64_t)n);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open_fd(&r, out, NULL), 0);
+	kt_trace_frame f;
+	uint64_t threads = 0, chunks = 0, drops = 0;
+	int rc;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		uint32_t tid = f.kind == KT_FRAME_THREAD  ? f.u.thread.thread_id
+			       : f.kind == KT_FRAME_CHUNK ? f.u.chunk.thread_id
+			       : f.kind == KT_FRAME_DROP  ? f.u.drop.thread_id
+							  : 1;
+		cr_assert_eq(tid % 2, 1, "thread %u was not kept", tid);
+		threads += f.kind == KT_FRAME_THREAD;
+		chunks += f.kind == KT_FRAME_CHUNK;
+		drops += f.kind == KT_FRAME_DROP;
+	}
+	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(threads, n / 2);
+	cr_assert_eq(chunks, n / 2);
+	/* Odd multiples of 7 up to n. */
+	cr_assert_eq(drops, (n / 7 + 1) / 2);
+	kt_reader_close(r);
+	free(keep);
+	close(in);
+	close(out);
+}
+
 /* Issue 12: threads in descending id order made every reader pass
  * quadratic, verify's included. */
 Test(adversarial, reader_passes_with_threads_in_descending_order_are_linear)
