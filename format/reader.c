@@ -79,8 +79,10 @@ static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...
 	va_end(ap);
 	e->code = code;
 	e->offset = off;
+	/* libc says "Cannot allocate memory"; say what it means here. */
 	snprintf(e->message, sizeof(e->message), "offset %llu: %s: %s",
-		 (unsigned long long)off, kt_strerror(code), detail);
+		 (unsigned long long)off, code == -ENOMEM ? "out of memory" : kt_strerror(code),
+		 detail);
 	return code;
 }
 
@@ -450,13 +452,15 @@ int kt__reader_frame_at(kt_reader *r, uint64_t off, kt_trace_frame *f)
 	uint64_t held = r->st.buffer_bytes, peak = r->st.peak_buffer_bytes;
 	if (rc < 0)
 		err = r->err; /* say why */
+	else if (rc == 0) /* the pass found the whole frame there before */
+		fail(&err, rc = KT_ETRUNCATED, off, "the file shrank while it was read");
 	r->pos = pos;
 	r->done = done;
 	r->st = st;
 	r->st.buffer_bytes = held;
 	r->st.peak_buffer_bytes = peak;
 	r->err = err;
-	return rc < 0 ? rc : rc == 1 ? 0 : KT_ETRUNCATED;
+	return rc < 0 ? rc : 0;
 }
 
 int kt__reader_fail(kt_reader *r, int code, uint64_t off, const char *detail)

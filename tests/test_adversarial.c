@@ -225,3 +225,105 @@ Test(adversarial, merge_of_many_small_chunks_holds_memory_linear_in_the_file)
 	kt_reader_close(r);
 	close(fd);
 }
+
+/* ---- out of memory ------------------------------------------------------ */
+
+/* Open @path, check every frame, then merge every event: the first
+ * failure, with the reader's error in *@e. */
+static int t_read_all(const char *path, const uint8_t *mem, size_t len, kt_reader_error *e)
+{
+	kt_reader *r;
+	int rc = mem ? kt_reader_open_mem(&r, mem, len, e) : kt_reader_open(&r, path, e);
+	if (rc)
+		return rc;
+	rc = t_drain(r, NULL);
+	if (rc == 0) {
+		kt_event ev;
+		kt_reader_rewind(r);
+		while ((rc = kt_reader_next(r, &ev)) > 0)
+			;
+	}
+	if (rc)
+		*e = *kt_reader_last_error(r);
+	kt_reader_close(r);
+	return rc;
+}
+
+/*
+ * Make allocation 1, 2, 3, ... of a run fail in turn, until a run needs
+ * fewer: each failure must come back as -ENOMEM saying "out of memory",
+ * never as corruption or without a message.
+ */
+static void t_fail_each_allocation(const char *what, const char *path, const uint8_t *mem,
+				   size_t len)
+{
+	uint64_t n;
+	for (n = 1;; n++) {
+		kt_reader_error e = { 0 };
+		kt__alloc_count = 0;
+		kt__alloc_fail_at = n;
+		int rc = t_read_all(path, mem, len, &e);
+		int fired = kt__alloc_count >= n;
+		kt__alloc_fail_at = 0;
+		if (!fired) {
+			cr_assert_eq(rc, 0, "%s: %s", what, e.message);
+			break;
+		}
+		cr_assert_eq(rc, -ENOMEM, "%s: allocation %llu failed: %d %s", what,
+			     (unsigned long long)n, rc, e.message);
+		cr_assert_eq(e.code, -ENOMEM, "%s: allocation %llu", what, (unsigned long long)n);
+		cr_assert_not_null(strstr(e.message, "out of memory"), "%s: allocation %llu: \"%s\"",
+				   what, (unsigned long long)n, e.message);
+	}
+	/* Header, tables, buffers, the merge: a real run allocates. */
+	cr_assert_geq(n, 8, "%s: only %llu allocations", what, (unsigned long long)n);
+}
+
+Test(out_of_memory, every_failed_allocation_of_a_read_is_enomem)
+{
+	static const char *const files[] = { KT_TEST_DATA "/golden_v2.katra",
+					     KT_TEST_DATA "/golden_v1.katra",
+					     KT_TEST_DATA "/delta_v2.katra" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		size_t len = 0;
+		uint8_t *mem = t_slurp(files[i], &len);
+		cr_assert_not_null(mem);
+		t_fail_each_allocation(files[i], files[i], NULL, 0);
+		t_fail_each_allocation(files[i], NULL, mem, len);
+		free(mem);
+	}
+}
+
+Test(out_of_memory, every_failed_allocation_of_a_rewrite_is_enomem)
+{
+	int in = open(KT_TEST_DATA "/golden_v2.katra", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(in, 0);
+	static const uint32_t keep[] = { 1, 2 };
+	static const char *const note[] = { "trimmed" };
+	uint64_t n;
+	for (n = 1;; n++) {
+		int out = memfd_create("katra-rewrite", MFD_CLOEXEC);
+		kt__rewrite_opts o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1,
+				       .filter = 1, .from_ns = 1, .to_ns = UINT64_MAX - 1,
+				       .threads = keep, .nthreads = 2, .extra_notes = note,
+				       .n_extra_notes = 1 };
+		kt__rewrite_result res;
+		kt__alloc_count = 0;
+		kt__alloc_fail_at = n;
+		int rc = kt__rewrite(&o, &res);
+		int fired = kt__alloc_count >= n;
+		kt__alloc_fail_at = 0;
+		close(out);
+		if (!fired) {
+			cr_assert_eq(rc, 0, "%s", res.in_err.message);
+			break;
+		}
+		cr_assert_eq(rc, -ENOMEM, "allocation %llu failed: %d", (unsigned long long)n, rc);
+		if (res.in_index >= 0)
+			cr_assert_not_null(strstr(res.in_err.message, "out of memory"),
+					   "allocation %llu: \"%s\"", (unsigned long long)n,
+					   res.in_err.message);
+	}
+	cr_assert_geq(n, 8);
+	close(in);
+}

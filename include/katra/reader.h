@@ -19,7 +19,9 @@
  *    thread, plus the decoded chunk of every thread whose events
  *    interleave with others' at that point of the merge (each as above).
  * Each is allocated only once the file has shown the bytes it describes;
- * kt_reader_status.buffer_bytes counts them.
+ * kt_reader_status.buffer_bytes counts them.  When an allocation fails the
+ * call returns -ENOMEM and kt_reader_last_error() says "out of memory",
+ * never a corruption code.
  *
  * Threads: a kt_reader is not shared.  One thread at a time may call into a
  * given reader; different readers are independent.
