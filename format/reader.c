@@ -329,26 +329,38 @@ static kt_reader *reader_new(void)
 	return r;
 }
 
+/* What a file that is not a trace is, for the message. */
+static const char *file_kind(mode_t mode)
+{
+	return S_ISFIFO(mode)	? "a FIFO or pipe"
+	       : S_ISCHR(mode)	? "a character device"
+	       : S_ISBLK(mode)	? "a block device"
+	       : S_ISSOCK(mode) ? "a socket"
+				: "not a regular file";
+}
+
 int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err)
 {
 	return kt__reader_open_fd_at(out, fd, 0, err);
 }
 
-int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_error *err)
+/*
+ * Open over @fd, which must be a regular file: the reader seeks (pread),
+ * trusts the size fstat gave and must never wait for a writer, and only a
+ * regular file gives all three.  @name is the path, for the message.
+ */
+static int open_fd(kt_reader **out, int fd, uint64_t base, const char *name,
+		   kt_reader_error *err)
 {
-	kt_reader_error local;
 	struct stat sb;
 
-	*out = NULL;
-	if (!err)
-		err = &local;
-	memset(err, 0, sizeof(*err));
 	if (fstat(fd, &sb) < 0)
 		return fail(err, -errno, 0, "fstat failed");
 	if (S_ISDIR(sb.st_mode))
 		return fail(err, -EISDIR, 0, "a directory is not a trace");
-	if (!S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode))
-		return fail(err, -ESPIPE, 0, "not a regular file; the reader needs pread()");
+	if (!S_ISREG(sb.st_mode))
+		return fail(err, KT_ENOTFILE, 0, "%s%s%s", name ? name : "", name ? " is " : "",
+			    file_kind(sb.st_mode));
 	kt_reader *r = reader_new();
 	if (!r)
 		return fail(err, -ENOMEM, 0, "the reader");
@@ -356,6 +368,17 @@ int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_erro
 	r->base = base;
 	r->size = (uint64_t)sb.st_size > base ? (uint64_t)sb.st_size - base : 0;
 	return open_common(r, out, err);
+}
+
+int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_error *err)
+{
+	kt_reader_error local;
+
+	*out = NULL;
+	if (!err)
+		err = &local;
+	memset(err, 0, sizeof(*err));
+	return open_fd(out, fd, base, NULL, err);
 }
 
 int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
@@ -366,14 +389,21 @@ int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
 	if (!err)
 		err = &local;
 	memset(err, 0, sizeof(*err));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO would wait for a writer.  The open
+	 * returns at once, and open_fd() refuses what is not a file. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return fail(err, -errno, 0, "cannot open %s", path);
-	int rc = kt_reader_open_fd(out, fd, err);
+	int rc = open_fd(out, fd, 0, path, err);
 	if (rc) {
 		close(fd);
 		return rc;
 	}
+	/* A regular file ignores O_NONBLOCK; clear it all the same, so the
+	 * fd says what it is. */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	(*out)->own_fd = 1;
 	return 0;
 }
