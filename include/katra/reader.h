@@ -109,15 +109,21 @@ typedef struct kt_reader_status {
  * @path: file to read.
  * @err:  optional; on failure receives the code, offset and a message.
  *
+ * The file is opened with O_NONBLOCK, so naming a FIFO never waits, and
+ * anything but a regular file is refused at once.
+ *
  * Return: 0 on success; -errno if the file cannot be opened or read (for
- * example -ENOENT, -EISDIR); KT_EMAGIC, KT_EVERSION, KT_EHEADER or
- * KT_EHDRSUM for a bad header; KT_ETRUNCATED if the file ends inside the
- * header; -ENOMEM.  Any thread.
+ * example -ENOENT, -EISDIR); KT_ENOTFILE for a FIFO, pipe, socket or
+ * device; KT_EMAGIC, KT_EVERSION, KT_EHEADER or KT_EHDRSUM for a bad
+ * header; KT_ETRUNCATED if the file ends inside the header (a truncated
+ * file, as a cut after it is: err->offset is the file's size); -ENOMEM.
+ * Any thread.
  */
 KT_API int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err);
 
 /**
- * kt_reader_open_fd - as kt_reader_open(), over an open, seekable fd.
+ * kt_reader_open_fd - as kt_reader_open(), over an fd open on a regular
+ * file (KT_ENOTFILE for anything else).
  *
  * The reader reads with pread() and never closes or moves @fd; the caller
  * keeps it open until kt_reader_close().  Return: as kt_reader_open().
@@ -221,8 +227,9 @@ KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
  * then a thread's decoded chunk is kept while it has events to merge, at
  * most one per thread (the memory this takes is stated at the top).  Ties
  * in timestamp go to the lower thread id, then to the order within the
- * thread, so two passes give the same order.  Uses the reader's own pass: do not mix with
- * kt_reader_next_frame() before kt_reader_rewind(), which starts over.
+ * thread, so two passes give the same order.  Uses the reader's own pass:
+ * do not mix with kt_reader_next_frame() before kt_reader_rewind(), which
+ * starts over.
  *
  * Return: 1 with an event; 0 after the last (a truncated file ends after
  * its last complete chunk); a negative code after the last event before a
