@@ -47,6 +47,9 @@ struct kt_reader {
 
 	uint8_t *frame_buf;    /* one whole frame, for fd readers */
 	size_t frame_cap;
+	uint8_t *win;          /* the sequential pass's read-ahead */
+	size_t win_cap, win_len;
+	uint64_t win_off;      /* file offset of win[0] */
 	uint8_t *raw_buf;      /* one decoded LZ4 chunk */
 	size_t raw_cap;
 	char *str_buf;         /* a name or thread name plus NUL */
@@ -124,6 +127,53 @@ static int grow(kt_reader *r, void **buf, size_t *cap, size_t need)
 	return 0;
 }
 
+/* Read @len bytes at @off into @dst, and up to @max if the file has them:
+ * the count, or a negative code. */
+static ssize_t read_at(kt_reader *r, uint8_t *dst, size_t len, size_t max, uint64_t off)
+{
+	size_t got = 0;
+	while (got < max) {
+		ssize_t n = pread(r->fd, dst + got, max - got, (off_t)(r->base + off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return got < len ? KT_ETRUNCATED : (ssize_t)got; /* the file shrank under us */
+}
+
+/*
+ * The sequential pass reads through a window of KT__READ_WINDOW bytes, so
+ * a file of small frames costs a read every 256 KiB rather than two a
+ * frame.  Frames larger than the window, and frames read again out of
+ * order (kt__reader_frame_at, whose events the merge takes over), are
+ * read alone into frame_buf.
+ */
+#define KT__READ_WINDOW (256u << 10)
+
+static int window_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out)
+{
+	if (off < r->win_off || off + len > r->win_off + r->win_len) {
+		uint64_t left = r->size - off;
+		size_t want = left < KT__READ_WINDOW ? (size_t)left : KT__READ_WINDOW;
+		int rc = grow(r, (void **)&r->win, &r->win_cap, want);
+		if (rc)
+			return rc;
+		r->win_len = 0;
+		ssize_t n = read_at(r, r->win, len, want, off);
+		if (n < 0)
+			return (int)n;
+		r->win_off = off;
+		r->win_len = (size_t)n;
+	}
+	*out = r->win + (off - r->win_off);
+	return 0;
+}
+
 /*
  * Point *out at @len bytes of the file at @off.  The caller has already
  * checked that [off, off+len) lies inside the file.
@@ -134,21 +184,14 @@ static int get_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out
 		*out = r->mem + off;
 		return 0;
 	}
+	if (len <= KT__READ_WINDOW && !r->rereading)
+		return window_bytes(r, off, len, out);
 	int rc = grow(r, (void **)&r->frame_buf, &r->frame_cap, len);
 	if (rc)
 		return rc;
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(r->fd, r->frame_buf + got, len - got, (off_t)(r->base + off + got));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return KT_ETRUNCATED; /* the file shrank under us */
-		got += (size_t)n;
-	}
+	ssize_t n = read_at(r, r->frame_buf, len, len, off);
+	if (n < 0)
+		return (int)n;
 	*out = r->frame_buf;
 	return 0;
 }
@@ -440,6 +483,7 @@ void kt_reader_close(kt_reader *r)
 	free(r->hdr_strings);
 	free(r->notes);
 	free(r->frame_buf);
+	free(r->win);
 	free(r->raw_buf);
 	free(r->str_buf);
 	kt__idmap_free(&r->acct);

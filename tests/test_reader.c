@@ -575,3 +575,71 @@ Test(open, a_cut_inside_the_header_is_truncated_through_a_path)
 	rmdir(dir);
 	free(fx.buf);
 }
+
+/*
+ * The fd reader reads ahead through a 256 KiB window.  Over a file of
+ * frames of every size, some across the window's edges and some larger
+ * than it, it must return exactly what the memory reader returns.
+ */
+Test(window, fd_reader_matches_memory_reader_across_window_edges)
+{
+	kt_header h;
+	t_header(&h);
+	int fd = memfd_create("window", MFD_CLOEXEC);
+	kt_writer *w;
+	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	static uint8_t ev[12 * (65536 + 16)], payload[65535];
+	char name[4096];
+	memset(name, 'n', sizeof(name));
+	uint64_t ts = 1000;
+	for (uint32_t i = 1; i <= 300; i++) {
+		/* 1 to 12 messages of up to 64 KiB: chunks from 16 bytes to
+		 * three windows. */
+		size_t n = 0;
+		for (uint32_t k = 0; k <= i % 12; k++) {
+			kt_event m = { .ts = ts++, .name_id = i, .type = KT_EV_MESSAGE,
+				       .payload_len = (uint16_t)(i * 977u % 65536u),
+				       .payload = payload };
+			n += kt_event_encode(ev + n, sizeof(ev) - n, &m);
+		}
+		cr_assert_eq(kt_writer_chunk(w, i % 5 + 1, KT_CODEC_NONE, 1, ev, n), 0);
+		cr_assert_eq(kt_writer_name(w, i, name, i * 13 % sizeof(name) + 1), 0);
+	}
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	size_t len = 0;
+	uint8_t *buf = t_slurp_fd(fd, &len);
+	cr_assert_gt(len, 4u << 20);
+
+	kt_reader *a, *b;
+	cr_assert_eq(kt_reader_open_fd(&a, fd, NULL), 0);
+	cr_assert_eq(kt_reader_open_mem(&b, buf, len, NULL), 0);
+	kt_trace_frame fa, fb;
+	int ra, rb;
+	uint64_t frames = 0;
+	while ((ra = kt_reader_next_frame(a, &fa)) > 0) {
+		rb = kt_reader_next_frame(b, &fb);
+		cr_assert_eq(rb, 1);
+		cr_assert_eq(fa.offset, fb.offset);
+		cr_assert_eq(fa.kind, fb.kind);
+		cr_assert_eq(fa.body_len, fb.body_len);
+		if (fa.kind == KT_FRAME_CHUNK)
+			cr_assert_eq(memcmp(fa.u.chunk.events, fb.u.chunk.events, fa.u.chunk.raw_len), 0,
+				     "chunk at %llu", (unsigned long long)fa.offset);
+		if (fa.kind == KT_FRAME_NAME)
+			cr_assert_str_eq(fa.u.name.str, fb.u.name.str);
+		frames++;
+	}
+	cr_assert_eq(ra, 0, "%s", kt_reader_last_error(a)->message);
+	cr_assert_eq(kt_reader_next_frame(b, &fb), 0);
+	cr_assert_eq(frames, 601);
+	kt_reader_status st;
+	kt_reader_get_status(a, &st);
+	cr_assert(st.complete);
+	/* The window, one frame and the header: not the file. */
+	cr_assert_lt(st.peak_buffer_bytes, 2u << 20);
+	kt_reader_close(a);
+	kt_reader_close(b);
+	free(buf);
+	close(fd);
+}

@@ -9,9 +9,10 @@
  *
  * What a reader holds, whatever the file (SPEC §5), in time linear in the
  * file and whatever the order of its ids:
- *  - the header (at most KT_MAX_HEADER, 1 MiB), one frame body (at most
- *    KT_MAX_FRAME_BODY, 64 MiB) and one decoded chunk (at most KT_MAX_RAW,
- *    64 MiB, and never more than 255 times its stored bytes plus 64);
+ *  - the header (at most KT_MAX_HEADER, 1 MiB), a 256 KiB read-ahead
+ *    window (fd readers), one frame body (at most KT_MAX_FRAME_BODY,
+ *    64 MiB) and one decoded chunk (at most KT_MAX_RAW, 64 MiB, and never
+ *    more than 255 times its stored bytes plus 64);
  *  - per thread that has a chunk or drop record, one accounting entry of
  *    under 100 bytes, for at most KT_MAX_SUMMARY_THREADS (1048576)
  *    threads (KT_ETOOBIG beyond); no table is sized by an id's value;
