@@ -39,11 +39,19 @@ struct cursor {
 	int loaded;
 };
 
+/* A heap entry carries its cursor's key, so ordering the heap reads
+ * nothing else. */
+struct hent {
+	uint64_t ts;
+	uint32_t thread_id;
+	uint32_t cursor;
+};
+
 struct kt__merge {
 	struct kt__idmap cursors;   /* struct cursor, by thread id */
 	struct chunk_ref *refs;
 	size_t nrefs, refs_cap;
-	uint32_t *heap;             /* indexes into cursors */
+	struct hent *heap;          /* the cursors with events left */
 	size_t nheap;
 	uint64_t tables;            /* bytes of cursors, refs and heap */
 	int error;                  /* from the index pass: reported at the end */
@@ -55,8 +63,7 @@ struct kt__merge {
 	kt_file_summary stop;       /* the summary's stop calibration, if any */
 	int have_stop;
 	struct kt__conv conv;       /* ticks to ns, set once the index is built */
-	uint64_t lim_ts;            /* set_limit() */
-	uint32_t lim_tid;
+	struct hent lim;            /* set_limit() */
 	int lim_valid;
 };
 
@@ -72,12 +79,10 @@ static uint64_t front_ts(const struct kt__merge *m, const struct cursor *c)
 	return c->loaded ? c->ev.ts : m->refs[c->next].first_ts;
 }
 
-static int key_less(const struct kt__merge *m, size_t a, size_t b)
+static int key_less(const struct hent *x, const struct hent *y)
 {
-	const struct cursor *x = cursor_at(m, a), *y = cursor_at(m, b);
-	uint64_t tx = front_ts(m, x), ty = front_ts(m, y);
-	if (tx != ty)
-		return tx < ty;
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
 	return x->thread_id < y->thread_id;
 }
 
@@ -85,13 +90,13 @@ static void sift_down(struct kt__merge *m, size_t i)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, min = i;
-		if (l < m->nheap && key_less(m, m->heap[l], m->heap[min]))
+		if (l < m->nheap && key_less(&m->heap[l], &m->heap[min]))
 			min = l;
-		if (r < m->nheap && key_less(m, m->heap[r], m->heap[min]))
+		if (r < m->nheap && key_less(&m->heap[r], &m->heap[min]))
 			min = r;
 		if (min == i)
 			return;
-		uint32_t t = m->heap[i];
+		struct hent t = m->heap[i];
 		m->heap[i] = m->heap[min];
 		m->heap[min] = t;
 		i = min;
@@ -200,8 +205,10 @@ static int build_index(kt_reader *r, struct kt__merge *m)
 	if (!m->heap)
 		return kt__reader_fail(r, -ENOMEM, 0, "the merge's heap");
 	sync_tables(r, m);
-	for (size_t i = 0; i < m->cursors.len; i++)
-		m->heap[m->nheap++] = (uint32_t)i;
+	for (size_t i = 0; i < m->cursors.len; i++) {
+		const struct cursor *c = cursor_at(m, i);
+		m->heap[m->nheap++] = (struct hent){ front_ts(m, c), c->thread_id, (uint32_t)i };
+	}
 	for (size_t i = m->nheap / 2; i-- > 0;)
 		sift_down(m, i);
 	return 0;
@@ -228,20 +235,21 @@ static int load(kt_reader *r, struct cursor *c, const struct chunk_ref *ref)
  * every event below it without touching the heap. */
 static void set_limit(struct kt__merge *m)
 {
-	m->lim_valid = 0;
-	for (size_t k = 1; k <= 2 && k < m->nheap; k++) {
-		const struct cursor *x = cursor_at(m, m->heap[k]);
-		uint64_t ts = front_ts(m, x);
-		if (!m->lim_valid || ts < m->lim_ts || (ts == m->lim_ts && x->thread_id < m->lim_tid)) {
-			m->lim_ts = ts;
-			m->lim_tid = x->thread_id;
-			m->lim_valid = 1;
-		}
-	}
+	m->lim_valid = m->nheap > 1;
+	if (m->lim_valid)
+		m->lim = m->nheap > 2 && key_less(&m->heap[2], &m->heap[1]) ? m->heap[2] : m->heap[1];
 }
 
-static void reheap(struct kt__merge *m)
+/*
+ * The top cursor @c moved on: its key is updated in place, or, when its
+ * thread has nothing left, it leaves the heap.  Then the heap is restored.
+ */
+static void requeue(struct kt__merge *m, const struct cursor *c)
 {
+	if (c->loaded || c->next != NONE)
+		m->heap[0].ts = front_ts(m, c);
+	else
+		m->heap[0] = m->heap[--m->nheap];
 	if (m->nheap) {
 		sift_down(m, 0);
 		set_limit(m);
@@ -249,10 +257,9 @@ static void reheap(struct kt__merge *m)
 }
 
 /*
- * The heap top's chunk is spent: its buffer waits in m->deferred until the
- * caller is done with the event that points into it, so a cursor holds a
- * buffer only while it has events left, and the thread leaves the heap
- * after its last chunk.
+ * The top cursor's chunk is spent: its buffer waits in m->deferred until
+ * the caller is done with the event that points into it, so a cursor
+ * holds a buffer only while it has events left.
  */
 static void spent(kt_reader *r, struct kt__merge *m, struct cursor *c)
 {
@@ -261,8 +268,6 @@ static void spent(kt_reader *r, struct kt__merge *m, struct cursor *c)
 	m->deferred_cap = c->events_cap;
 	c->events = NULL;
 	c->events_cap = 0;
-	if (c->next == NONE)
-		m->heap[0] = m->heap[--m->nheap];
 }
 
 static int start(kt_reader *r, struct kt__merge *m)
@@ -287,27 +292,29 @@ int kt_reader_next(kt_reader *r, kt_event *ev)
 	if (!m->started && (rc = start(r, m)))
 		return rc;
 	while (m->nheap) {
-		struct cursor *c = cursor_at(m, m->heap[0]);
+		struct cursor *c = cursor_at(m, m->heap[0].cursor);
 		if (!c->loaded) {
 			if ((rc = load(r, c, &m->refs[c->next])))
 				return m->fatal = rc;
 			if (!c->loaded) /* cannot be: the reader checked every
 					 * chunk holds an event */
 				spent(r, m, c);
-			reheap(m);
+			requeue(m, c);
 			continue;
 		}
 		*ev = c->ev;
 		c->loaded = kt__chunk_next(&c->it, &c->ev);
 		if (c->loaded) {
 			/* Still below every other cursor: no heap work. */
-			if (!m->lim_valid || c->ev.ts < m->lim_ts ||
-			    (c->ev.ts == m->lim_ts && c->thread_id < m->lim_tid))
+			struct hent next = { c->ev.ts, c->thread_id, 0 };
+			if (!m->lim_valid || key_less(&next, &m->lim)) {
+				m->heap[0].ts = c->ev.ts;
 				return 1;
+			}
 		} else {
 			spent(r, m, c);
 		}
-		reheap(m);
+		requeue(m, c);
 		return 1;
 	}
 	return m->error < 0 ? m->error : 0;

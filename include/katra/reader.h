@@ -16,7 +16,7 @@
  *  - per thread that has a chunk or drop record, one accounting entry of
  *    under 100 bytes, for at most KT_MAX_SUMMARY_THREADS (1048576)
  *    threads (KT_ETOOBIG beyond); no table is sized by an id's value;
- *  - for kt_reader_next(): 48 bytes or less per chunk and 250 or less per
+ *  - for kt_reader_next(): 48 bytes or less per chunk and 256 or less per
  *    thread, plus the decoded chunk of every thread whose events
  *    interleave with others' at that point of the merge (each as above).
  * Each is allocated only once the file has shown the bytes it describes;
