@@ -44,8 +44,9 @@ int kt__reader_fail(kt_reader *r, int code, uint64_t off, const char *detail);
 void kt__reader_set_headers_only(kt_reader *r, int on);
 
 /*
- * Take ownership of the decoded events of chunk @f (just returned by the
- * reader) without copying them: the reader's buffer holding them is traded
+ * Take ownership of the decoded events of chunk @f (just returned by
+ * kt__reader_frame_at(), which never leaves them in the sequential pass's
+ * read-ahead window) without copying them: the reader's buffer holding them is traded
  * for the caller's *@buf (which may be NULL).  Returns where the events are
  * now; for a memory reader, the caller's own bytes, and nothing is traded.
  * The reader's buffer accounting then counts the caller's old buffer.
