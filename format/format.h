@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <katra/katra.h>
@@ -141,13 +142,81 @@ long kt__event_check(const uint8_t *p, size_t avail);
  * first member is the uint32_t @key.  Elements are @size bytes; the array
  * grows by doubling up to @max elements.  Returns the element, or NULL when
  * full or out of memory.  Pointers into the array die at the next insert.
+ * An insertion moves every element after it: O(n), so ids from a file,
+ * which may come in any order, go in a kt__idmap instead.
  */
 void *kt__idtab_get(void **arr, size_t *len, size_t *cap, size_t size, uint32_t key,
 		    size_t max);
 
-/* The same array as a set of ids: 1 if @id was not in it (and now is), 0 if
- * it was, -ENOMEM. */
+/*
+ * A table of @size-byte elements whose first member is a uint32_t key,
+ * each key once, with O(1) expected find and insert in any key order
+ * (format/idtab.c).  Elements sit in @items in insertion order, or in key
+ * order after kt__idmap_sort() until the next insert.  Zero-fill with
+ * kt__idmap_init().  Pointers into @items die at the next insert.
+ */
+struct kt__idmap {
+	uint8_t *items;
+	size_t len, cap;   /* elements in use and allocated */
+	size_t size;
+	uint64_t *slots;   /* the hash index */
+	size_t mask;
+	uint64_t seed;
+};
+void kt__idmap_init(struct kt__idmap *m, size_t size);
+/* The element with @key, or NULL. */
+void *kt__idmap_find(const struct kt__idmap *m, uint32_t key);
+/* Find or append (zeroed, key set) the element with @key into *@out.
+ * Return: 0 found, 1 appended, KT_ETOOBIG when @max elements are there
+ * already, -ENOMEM. */
+int kt__idmap_get(struct kt__idmap *m, uint32_t key, size_t max, void **out);
+/* Put the elements in key order: O(n log n). */
+void kt__idmap_sort(struct kt__idmap *m);
+/* Forget every element, keeping the memory. */
+void kt__idmap_clear(struct kt__idmap *m);
+/* Bytes allocated, for the reader's accounting. */
+size_t kt__idmap_bytes(const struct kt__idmap *m);
+void kt__idmap_free(struct kt__idmap *m);
+#define KT__IDMAP_AT(m, type, i) ((type *)(void *)((m)->items + (i) * sizeof(type)))
+
+/*
+ * A set of ids, any order, O(1) expected per call: 1 if @id was not in it
+ * (and now is), 0 if it was, -ENOMEM.  *@set is a hash table that only this
+ * function reads (start from NULL, 0, 0; free() it); *@len counts the ids.
+ */
 int kt__idset_add(uint32_t **set, size_t *len, size_t *cap, uint32_t id);
+/* Whether @id is in the set: 1 or 0. */
+int kt__idset_has(const uint32_t *set, size_t cap, uint32_t id);
+
+/*
+ * For tests that check complexity by counting: slots probed and elements
+ * compared or moved by the tables above, on the calling thread.
+ */
+extern _Thread_local uint64_t kt__idtab_work;
+
+/*
+ * The readers' allocations (reader.c, merge.c, idtab.c, rewrite.c), with a
+ * hook for tests: when kt__alloc_fail_at is non-zero, the allocation on
+ * this thread that brings kt__alloc_count to it fails, so a test can fail
+ * each allocation of a run in turn and see -ENOMEM come back.
+ */
+extern _Thread_local uint64_t kt__alloc_count, kt__alloc_fail_at;
+static inline int kt__alloc_fails(void)
+{
+	return kt__alloc_fail_at && ++kt__alloc_count == kt__alloc_fail_at;
+}
+static inline void *kt__malloc(size_t n)
+{
+	return kt__alloc_fails() ? NULL : malloc(n);
+}
+static inline void *kt__calloc(size_t n, size_t size)
+{
+	return kt__alloc_fails() ? NULL : calloc(n, size);
+}
+static inline void *kt__realloc(void *p, size_t n)
+{
+	return kt__alloc_fails() ? NULL : realloc(p, n);
+}
 
 /*
  * The writer's chunk path for callers that already walked the records (the

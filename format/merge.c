@@ -18,15 +18,20 @@
 #include "format/format.h"
 #include "format/reader_internal.h"
 
+#define NONE SIZE_MAX
+
+/* Every chunk of the file, in file order, each linked to the next chunk of
+ * its thread: 24 bytes a chunk, whatever the threads. */
 struct chunk_ref {
 	uint64_t offset;
 	uint64_t first_ts;
+	size_t next;                /* index of the thread's next chunk, or NONE */
 };
 
 struct cursor {
-	uint32_t thread_id;
-	struct chunk_ref *chunks;   /* this thread's chunks, in file order */
-	size_t nchunks, cap, next;  /* next chunk to load */
+	uint32_t thread_id;         /* first: the key of kt__merge.cursors */
+	size_t next;                /* refs index of the chunk to load, or NONE */
+	size_t last;                /* refs index of the thread's last chunk */
 	uint8_t *events;            /* the loaded chunk, decoded */
 	size_t events_cap;
 	kt_chunk_iter it;
@@ -34,30 +39,50 @@ struct cursor {
 	int loaded;
 };
 
+/* A heap entry carries its cursor's key, so ordering the heap reads
+ * nothing else. */
+struct hent {
+	uint64_t ts;
+	uint32_t thread_id;
+	uint32_t cursor;
+};
+
 struct kt__merge {
-	struct cursor *cursors;     /* sorted by thread_id while indexing */
-	size_t ncursors, cap;
-	size_t *heap;               /* indexes into cursors */
+	struct kt__idmap cursors;   /* struct cursor, by thread id */
+	struct chunk_ref *refs;
+	size_t nrefs, refs_cap;
+	struct hent *heap;          /* the cursors with events left */
 	size_t nheap;
+	uint64_t tables;            /* bytes of cursors, refs and heap */
 	int error;                  /* from the index pass: reported at the end */
+	int fatal;                  /* out of memory, or the file changed */
 	int started;
-	uint8_t *deferred;          /* a finished thread's buffer: the event
+	uint8_t *deferred;          /* a spent chunk's buffer: the event
 				     * returned last still points into it */
+	size_t deferred_cap;
 	kt_file_summary stop;       /* the summary's stop calibration, if any */
 	int have_stop;
 	struct kt__conv conv;       /* ticks to ns, set once the index is built */
-	uint64_t lim_ts;            /* set_limit() */
-	uint32_t lim_tid;
+	struct hent lim;            /* set_limit() */
 	int lim_valid;
 };
 
-static int key_less(const struct kt__merge *m, size_t a, size_t b)
+static struct cursor *cursor_at(const struct kt__merge *m, size_t i)
 {
-	const struct cursor *x = &m->cursors[a], *y = &m->cursors[b];
-	uint64_t tx = x->loaded ? x->ev.ts : x->chunks[x->next].first_ts;
-	uint64_t ty = y->loaded ? y->ev.ts : y->chunks[y->next].first_ts;
-	if (tx != ty)
-		return tx < ty;
+	return KT__IDMAP_AT(&m->cursors, struct cursor, i);
+}
+
+/* The key a cursor sits in the heap by: its front event's timestamp, or
+ * its next chunk's first one before that chunk is loaded. */
+static uint64_t front_ts(const struct kt__merge *m, const struct cursor *c)
+{
+	return c->loaded ? c->ev.ts : m->refs[c->next].first_ts;
+}
+
+static int key_less(const struct hent *x, const struct hent *y)
+{
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
 	return x->thread_id < y->thread_id;
 }
 
@@ -65,42 +90,91 @@ static void sift_down(struct kt__merge *m, size_t i)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, min = i;
-		if (l < m->nheap && key_less(m, m->heap[l], m->heap[min]))
+		if (l < m->nheap && key_less(&m->heap[l], &m->heap[min]))
 			min = l;
-		if (r < m->nheap && key_less(m, m->heap[r], m->heap[min]))
+		if (r < m->nheap && key_less(&m->heap[r], &m->heap[min]))
 			min = r;
 		if (min == i)
 			return;
-		size_t t = m->heap[i];
+		struct hent t = m->heap[i];
 		m->heap[i] = m->heap[min];
 		m->heap[min] = t;
 		i = min;
 	}
 }
 
-struct kt__merge *kt__merge_new(void)
+struct kt__merge *kt__merge_new(kt_reader *r)
 {
-	return calloc(1, sizeof(struct kt__merge));
+	struct kt__merge *m = kt__calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	kt__idmap_init(&m->cursors, sizeof(struct cursor));
+	m->tables = sizeof(*m);
+	kt__reader_account(r, (int64_t)m->tables);
+	return m;
 }
 
-void kt__merge_free(struct kt__merge *m)
+/* Free a spent chunk's buffer. */
+static void drop_deferred(kt_reader *r, struct kt__merge *m)
+{
+	free(m->deferred);
+	kt__reader_account(r, -(int64_t)m->deferred_cap);
+	m->deferred = NULL;
+	m->deferred_cap = 0;
+}
+
+void kt__merge_free(kt_reader *r, struct kt__merge *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->ncursors; i++) {
-		free(m->cursors[i].chunks);
-		free(m->cursors[i].events);
+	uint64_t held = m->tables + m->deferred_cap;
+	for (size_t i = 0; i < m->cursors.len; i++) {
+		free(cursor_at(m, i)->events);
+		held += cursor_at(m, i)->events_cap;
 	}
-	free(m->cursors);
+	kt__idmap_free(&m->cursors);
+	free(m->refs);
 	free(m->heap);
 	free(m->deferred);
 	free(m);
+	kt__reader_account(r, -(int64_t)held);
 }
 
-static struct cursor *cursor_of(struct kt__merge *m, uint32_t tid)
+/* Bring the accounting of the tables up to date. */
+static void sync_tables(kt_reader *r, struct kt__merge *m)
 {
-	return kt__idtab_get((void **)&m->cursors, &m->ncursors, &m->cap, sizeof(struct cursor),
-			     tid, KT_MAX_SUMMARY_THREADS);
+	uint64_t now = sizeof(*m) + kt__idmap_bytes(&m->cursors) +
+		       m->refs_cap * sizeof(*m->refs) + (m->heap ? m->cursors.len : 0) * sizeof(*m->heap);
+	kt__reader_account(r, (int64_t)(now - m->tables));
+	m->tables = now;
+}
+
+/* Record chunk @f: 0 or -ENOMEM. */
+static int index_chunk(kt_reader *r, struct kt__merge *m, const kt_trace_frame *f)
+{
+	struct cursor *c;
+	/* The pass has refused a file with too many threads already. */
+	int rc = kt__idmap_get(&m->cursors, f->u.chunk.thread_id, KT_MAX_SUMMARY_THREADS,
+			       (void **)&c);
+	if (rc < 0)
+		return rc;
+	if (m->nrefs == m->refs_cap) {
+		size_t n = m->refs_cap ? m->refs_cap * 2 : 64;
+		void *p = kt__realloc(m->refs, n * sizeof(*m->refs));
+		if (!p)
+			return -ENOMEM;
+		m->refs = p;
+		m->refs_cap = n;
+	}
+	size_t i = m->nrefs++;
+	m->refs[i] = (struct chunk_ref){ f->offset, f->u.chunk.first_ts, NONE };
+	if (rc == 1)
+		c->next = i;
+	else
+		m->refs[c->last].next = i;
+	c->last = i;
+	sync_tables(r, m);
+	return 0;
 }
 
 /* Pass 1: where every chunk is.  Stops at the end or at corruption, whose
@@ -117,50 +191,42 @@ static int build_index(kt_reader *r, struct kt__merge *m)
 			m->stop.threads = NULL; /* the rows die with the frame */
 			m->have_stop = 1;
 		}
-		if (f.kind != KT_FRAME_CHUNK)
-			continue;
-		struct cursor *c = cursor_of(m, f.u.chunk.thread_id);
-		if (!c) {
-			kt__reader_set_headers_only(r, 0);
-			return -ENOMEM;
+		if (f.kind == KT_FRAME_CHUNK && index_chunk(r, m, &f)) {
+			rc = kt__reader_fail(r, -ENOMEM, f.offset, "the merge's table of chunks");
+			break;
 		}
-		if (c->nchunks == c->cap) {
-			size_t n = c->cap ? c->cap * 2 : 8;
-			void *p = realloc(c->chunks, n * sizeof(*c->chunks));
-			if (!p) {
-				kt__reader_set_headers_only(r, 0);
-				return -ENOMEM;
-			}
-			c->chunks = p;
-			c->cap = n;
-		}
-		c->chunks[c->nchunks++] = (struct chunk_ref){ f.offset, f.u.chunk.first_ts };
 	}
 	kt__reader_set_headers_only(r, 0);
+	if (rc == -ENOMEM)
+		return rc; /* not a fault of the file: no event is returned */
 	m->error = rc;
 	kt__conv_init(&m->conv, &kt_reader_header(r)->clock, m->have_stop ? &m->stop : NULL);
-	m->heap = malloc((m->ncursors ? m->ncursors : 1) * sizeof(*m->heap));
+	m->heap = kt__malloc((m->cursors.len ? m->cursors.len : 1) * sizeof(*m->heap));
 	if (!m->heap)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->ncursors; i++)
-		m->heap[m->nheap++] = i;
+		return kt__reader_fail(r, -ENOMEM, 0, "the merge's heap");
+	sync_tables(r, m);
+	for (size_t i = 0; i < m->cursors.len; i++) {
+		const struct cursor *c = cursor_at(m, i);
+		m->heap[m->nheap++] = (struct hent){ front_ts(m, c), c->thread_id, (uint32_t)i };
+	}
 	for (size_t i = m->nheap / 2; i-- > 0;)
 		sift_down(m, i);
 	return 0;
 }
 
 /* Decode the cursor's next chunk and keep it, without a copy. */
-static int load(kt_reader *r, struct cursor *c)
+static int load(kt_reader *r, struct cursor *c, const struct chunk_ref *ref)
 {
 	kt_trace_frame f;
-	int rc = kt__reader_frame_at(r, c->chunks[c->next].offset, &f);
+	int rc = kt__reader_frame_at(r, ref->offset, &f);
 	if (rc < 0)
 		return rc;
 	if (f.kind != KT_FRAME_CHUNK || f.u.chunk.thread_id != c->thread_id)
-		return KT_EFRAME; /* the file changed under us */
+		return kt__reader_fail(r, KT_EFRAME, ref->offset,
+				       "the file changed while it was read");
 	f.u.chunk.events = kt__reader_steal_events(r, &f, &c->events, &c->events_cap);
 	kt_chunk_iter_init(&c->it, &f);
-	c->next++;
+	c->next = ref->next;
 	c->loaded = kt_chunk_next(&c->it, &c->ev);
 	return 0;
 }
@@ -169,16 +235,48 @@ static int load(kt_reader *r, struct cursor *c)
  * every event below it without touching the heap. */
 static void set_limit(struct kt__merge *m)
 {
-	m->lim_valid = 0;
-	for (size_t k = 1; k <= 2 && k < m->nheap; k++) {
-		const struct cursor *x = &m->cursors[m->heap[k]];
-		uint64_t ts = x->loaded ? x->ev.ts : x->chunks[x->next].first_ts;
-		if (!m->lim_valid || ts < m->lim_ts || (ts == m->lim_ts && x->thread_id < m->lim_tid)) {
-			m->lim_ts = ts;
-			m->lim_tid = x->thread_id;
-			m->lim_valid = 1;
-		}
+	m->lim_valid = m->nheap > 1;
+	if (m->lim_valid)
+		m->lim = m->nheap > 2 && key_less(&m->heap[2], &m->heap[1]) ? m->heap[2] : m->heap[1];
+}
+
+/*
+ * The top cursor @c moved on: its key is updated in place, or, when its
+ * thread has nothing left, it leaves the heap.  Then the heap is restored.
+ */
+static void requeue(struct kt__merge *m, const struct cursor *c)
+{
+	if (c->loaded || c->next != NONE)
+		m->heap[0].ts = front_ts(m, c);
+	else
+		m->heap[0] = m->heap[--m->nheap];
+	if (m->nheap) {
+		sift_down(m, 0);
+		set_limit(m);
 	}
+}
+
+/*
+ * The top cursor's chunk is spent: its buffer waits in m->deferred until
+ * the caller is done with the event that points into it, so a cursor
+ * holds a buffer only while it has events left.
+ */
+static void spent(kt_reader *r, struct kt__merge *m, struct cursor *c)
+{
+	drop_deferred(r, m);
+	m->deferred = c->events;
+	m->deferred_cap = c->events_cap;
+	c->events = NULL;
+	c->events_cap = 0;
+}
+
+static int start(kt_reader *r, struct kt__merge *m)
+{
+	m->started = 1;
+	int rc = build_index(r, m);
+	if (rc)
+		m->fatal = rc;
+	return rc;
 }
 
 int kt_reader_next(kt_reader *r, kt_event *ev)
@@ -187,48 +285,36 @@ int kt_reader_next(kt_reader *r, kt_event *ev)
 	int rc;
 
 	if (!m)
-		return -ENOMEM;
-	if (m->deferred) {
-		free(m->deferred);
-		m->deferred = NULL;
-	}
-	if (!m->started) {
-		m->started = 1;
-		if ((rc = build_index(r, m)))
-			return rc;
-	}
+		return kt__reader_fail(r, -ENOMEM, 0, "the merge's state");
+	if (m->fatal)
+		return m->fatal;
+	drop_deferred(r, m);
+	if (!m->started && (rc = start(r, m)))
+		return rc;
 	while (m->nheap) {
-		struct cursor *c = &m->cursors[m->heap[0]];
+		struct cursor *c = cursor_at(m, m->heap[0].cursor);
 		if (!c->loaded) {
-			if ((rc = load(r, c)))
-				return rc;
-			if (!c->loaded && c->next == c->nchunks) /* cannot be: chunks hold events */
-				m->heap[0] = m->heap[--m->nheap];
-			sift_down(m, 0);
-			set_limit(m);
+			if ((rc = load(r, c, &m->refs[c->next])))
+				return m->fatal = rc;
+			if (!c->loaded) /* cannot be: the reader checked every
+					 * chunk holds an event */
+				spent(r, m, c);
+			requeue(m, c);
 			continue;
 		}
 		*ev = c->ev;
 		c->loaded = kt__chunk_next(&c->it, &c->ev);
 		if (c->loaded) {
 			/* Still below every other cursor: no heap work. */
-			if (!m->lim_valid || c->ev.ts < m->lim_ts ||
-			    (c->ev.ts == m->lim_ts && c->thread_id < m->lim_tid))
+			struct hent next = { c->ev.ts, c->thread_id, 0 };
+			if (!m->lim_valid || key_less(&next, &m->lim)) {
+				m->heap[0].ts = c->ev.ts;
 				return 1;
-		} else if (c->next == c->nchunks) {
-			/* The thread is done: drop it, and its buffer once the
-			 * caller is done with the event that points into it. */
-			m->deferred = c->events;
-			c->events = NULL;
-			c->events_cap = 0;
-			m->heap[0] = m->heap[--m->nheap];
+			}
+		} else {
+			spent(r, m, c);
 		}
-		/* ev points into c->events, which stays valid until this
-		 * cursor loads again; that happens only on a later call. */
-		if (m->nheap) {
-			sift_down(m, 0);
-			set_limit(m);
-		}
+		requeue(m, c);
 		return 1;
 	}
 	return m->error < 0 ? m->error : 0;

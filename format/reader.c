@@ -47,16 +47,20 @@ struct kt_reader {
 
 	uint8_t *frame_buf;    /* one whole frame, for fd readers */
 	size_t frame_cap;
+	uint8_t *win;          /* the sequential pass's read-ahead */
+	size_t win_cap, win_len;
+	uint64_t win_off;      /* file offset of win[0] */
 	uint8_t *raw_buf;      /* one decoded LZ4 chunk */
 	size_t raw_cap;
 	char *str_buf;         /* a name or thread name plus NUL */
 	size_t str_cap;
 
-	struct thread_acct *acct; /* sorted by thread_id */
-	size_t acct_len, acct_cap;
+	struct kt__idmap acct;    /* struct thread_acct, by thread_id */
 	size_t acct_hint;
+	size_t acct_bytes;        /* of acct, counted in st.buffer_bytes */
 	uint64_t bytes_raw, bytes_stored;
 	kt_summary_thread *rows;  /* summary rows handed to the caller */
+	size_t rows_bytes;
 
 	kt_reader_status st;
 	kt_reader_error err;
@@ -78,8 +82,10 @@ static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...
 	va_end(ap);
 	e->code = code;
 	e->offset = off;
+	/* libc says "Cannot allocate memory"; say what it means here. */
 	snprintf(e->message, sizeof(e->message), "offset %llu: %s: %s",
-		 (unsigned long long)off, kt_strerror(code), detail);
+		 (unsigned long long)off, code == -ENOMEM ? "out of memory" : kt_strerror(code),
+		 detail);
 	return code;
 }
 
@@ -97,21 +103,74 @@ static unsigned max_codec(uint32_t version)
 	return version >= 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
 }
 
+void kt__reader_account(kt_reader *r, int64_t delta)
+{
+	r->st.buffer_bytes += (uint64_t)delta;
+	if (r->st.buffer_bytes > r->st.peak_buffer_bytes)
+		r->st.peak_buffer_bytes = r->st.buffer_bytes;
+}
+
 static int grow(kt_reader *r, void **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return 0;
-	/* Round up so a run of slightly growing frames reallocates rarely, but
-	 * never past what was asked by more than a page. */
-	size_t n = (need + 4095) & ~(size_t)4095;
-	void *p = realloc(*buf, n);
+	/* An eighth more, so a run of slightly growing frames reallocates
+	 * rarely; no more, as the merge keeps one such buffer per thread
+	 * (a page each would be 64 times a small chunk). */
+	size_t n = (need + need / 8 + 63) & ~(size_t)63;
+	void *p = kt__realloc(*buf, n);
 	if (!p)
 		return -ENOMEM;
-	r->st.buffer_bytes += n - *cap;
-	if (r->st.buffer_bytes > r->st.peak_buffer_bytes)
-		r->st.peak_buffer_bytes = r->st.buffer_bytes;
+	kt__reader_account(r, (int64_t)(n - *cap));
 	*buf = p;
 	*cap = n;
+	return 0;
+}
+
+/* Read @len bytes at @off into @dst, and up to @max if the file has them:
+ * the count, or a negative code. */
+static ssize_t read_at(kt_reader *r, uint8_t *dst, size_t len, size_t max, uint64_t off)
+{
+	size_t got = 0;
+	while (got < max) {
+		ssize_t n = pread(r->fd, dst + got, max - got, (off_t)(r->base + off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return got < len ? KT_ETRUNCATED : (ssize_t)got; /* the file shrank under us */
+}
+
+/*
+ * The sequential pass reads through a window of KT__READ_WINDOW bytes, so
+ * a file of small frames costs a read every 256 KiB rather than two a
+ * frame.  Frames larger than the window, and frames read again out of
+ * order (kt__reader_frame_at, whose events the merge takes over), are
+ * read alone into frame_buf.
+ */
+#define KT__READ_WINDOW (256u << 10)
+
+static int window_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out)
+{
+	if (off < r->win_off || off + len > r->win_off + r->win_len) {
+		uint64_t left = r->size - off;
+		size_t want = left < KT__READ_WINDOW ? (size_t)left : KT__READ_WINDOW;
+		int rc = grow(r, (void **)&r->win, &r->win_cap, want);
+		if (rc)
+			return rc;
+		r->win_len = 0;
+		ssize_t n = read_at(r, r->win, len, want, off);
+		if (n < 0)
+			return (int)n;
+		r->win_off = off;
+		r->win_len = (size_t)n;
+	}
+	*out = r->win + (off - r->win_off);
 	return 0;
 }
 
@@ -125,21 +184,14 @@ static int get_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out
 		*out = r->mem + off;
 		return 0;
 	}
+	if (len <= KT__READ_WINDOW && !r->rereading)
+		return window_bytes(r, off, len, out);
 	int rc = grow(r, (void **)&r->frame_buf, &r->frame_cap, len);
 	if (rc)
 		return rc;
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(r->fd, r->frame_buf + got, len - got, (off_t)(r->base + off + got));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return KT_ETRUNCATED; /* the file shrank under us */
-		got += (size_t)n;
-	}
+	ssize_t n = read_at(r, r->frame_buf, len, len, off);
+	if (n < 0)
+		return (int)n;
 	*out = r->frame_buf;
 	return 0;
 }
@@ -183,7 +235,7 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 		return fail(e, KT_ETRUNCATED, 0, "the file is empty");
 	size_t have = r->size < KT__PREAMBLE_LEN ? (size_t)r->size : KT__PREAMBLE_LEN;
 	if ((rc = get_bytes(r, 0, have, &p)))
-		return fail(e, rc, 0, "reading the preamble");
+		return fail(e, rc, 0, "reading the preamble (%zu bytes)", have);
 	memcpy(pre, p, have);
 	if (memcmp(pre, KT__MAGIC, have < KT__MAGIC_LEN ? have : KT__MAGIC_LEN))
 		return fail(e, KT_EMAGIC, 0, "the first bytes are not \\x89KTR\\r\\n\\x1a\\n");
@@ -203,7 +255,8 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 		return fail(e, KT_ETRUNCATED, r->size, "the file ends inside the header (%llu of %llu bytes)",
 			    (unsigned long long)r->size, (unsigned long long)r->first_frame);
 	if ((rc = get_bytes(r, 0, (size_t)r->first_frame, &p)))
-		return fail(e, rc, 0, "reading the header");
+		return fail(e, rc, 0, "reading the header (%llu bytes)",
+			    (unsigned long long)r->first_frame);
 	uint64_t want = kt__get64(p + sum_at), got = kt__xxh3(p + 8, (size_t)sum_at - 8);
 	if (want != got)
 		return fail(e, KT_EHDRSUM, sum_at, "stored %016llx, computed %016llx",
@@ -257,10 +310,10 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 	h->epoch = kt__get64(b + 120);
 
 	/* The strings can take no more room than the header body itself. */
-	r->hdr_strings = malloc(hlen);
+	r->hdr_strings = kt__malloc(hlen);
 	if (!r->hdr_strings)
-		return fail(e, -ENOMEM, 0, "header strings");
-	r->st.buffer_bytes += hlen;
+		return fail(e, -ENOMEM, 0, "header strings (%u bytes)", hlen);
+	kt__reader_account(r, hlen);
 	char *dst = r->hdr_strings;
 	struct hcur c = { b, hlen, KT__HEADER_FIXED, base };
 	if ((rc = h_str(&c, &dst, &h->tool_version, e, "tool_version")) ||
@@ -278,11 +331,10 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 	if (h->note_count > (c.len - c.pos - 4) / 4)
 		return fail(e, KT_EHEADER, base + c.pos, "%u notes cannot fit", h->note_count);
 	c.pos += 4;
-	r->notes = calloc(h->note_count ? h->note_count : 1, sizeof(*r->notes));
+	r->notes = kt__calloc(h->note_count ? h->note_count : 1, sizeof(*r->notes));
 	if (!r->notes)
 		return fail(e, -ENOMEM, 0, "header notes");
-	r->st.buffer_bytes += (uint64_t)(h->note_count ? h->note_count : 1) * sizeof(*r->notes);
-	r->st.peak_buffer_bytes = r->st.buffer_bytes;
+	kt__reader_account(r, (int64_t)((h->note_count ? h->note_count : 1) * sizeof(*r->notes)));
 	for (uint32_t i = 0; i < h->note_count; i++)
 		if ((rc = h_str(&c, &dst, &r->notes[i], e, "a note")))
 			return rc;
@@ -312,10 +364,22 @@ static int open_common(kt_reader *r, kt_reader **out, kt_reader_error *err)
 
 static kt_reader *reader_new(void)
 {
-	kt_reader *r = calloc(1, sizeof(*r));
-	if (r)
+	kt_reader *r = kt__calloc(1, sizeof(*r));
+	if (r) {
 		r->fd = -1;
+		kt__idmap_init(&r->acct, sizeof(struct thread_acct));
+	}
 	return r;
+}
+
+/* What a file that is not a trace is, for the message. */
+static const char *file_kind(mode_t mode)
+{
+	return S_ISFIFO(mode)	? "a FIFO or pipe"
+	       : S_ISCHR(mode)	? "a character device"
+	       : S_ISBLK(mode)	? "a block device"
+	       : S_ISSOCK(mode) ? "a socket"
+				: "not a regular file";
 }
 
 int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err)
@@ -323,28 +387,41 @@ int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err)
 	return kt__reader_open_fd_at(out, fd, 0, err);
 }
 
+/*
+ * Open over @fd, which must be a regular file: the reader seeks (pread),
+ * trusts the size fstat gave and must never wait for a writer, and only a
+ * regular file gives all three.  @name is the path, for the message.
+ */
+static int open_fd(kt_reader **out, int fd, uint64_t base, const char *name,
+		   kt_reader_error *err)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) < 0)
+		return fail(err, -errno, 0, "fstat failed");
+	if (S_ISDIR(sb.st_mode))
+		return fail(err, -EISDIR, 0, "a directory is not a trace");
+	if (!S_ISREG(sb.st_mode))
+		return fail(err, KT_ENOTFILE, 0, "%s%s%s", name ? name : "", name ? " is " : "",
+			    file_kind(sb.st_mode));
+	kt_reader *r = reader_new();
+	if (!r)
+		return fail(err, -ENOMEM, 0, "the reader");
+	r->fd = fd;
+	r->base = base;
+	r->size = (uint64_t)sb.st_size > base ? (uint64_t)sb.st_size - base : 0;
+	return open_common(r, out, err);
+}
+
 int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_error *err)
 {
 	kt_reader_error local;
-	struct stat sb;
 
 	*out = NULL;
 	if (!err)
 		err = &local;
 	memset(err, 0, sizeof(*err));
-	if (fstat(fd, &sb) < 0)
-		return fail(err, -errno, 0, "fstat failed");
-	if (S_ISDIR(sb.st_mode))
-		return fail(err, -EISDIR, 0, "a directory is not a trace");
-	if (!S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode))
-		return fail(err, -ESPIPE, 0, "not a regular file; the reader needs pread()");
-	kt_reader *r = reader_new();
-	if (!r)
-		return fail(err, -ENOMEM, 0, "reader");
-	r->fd = fd;
-	r->base = base;
-	r->size = (uint64_t)sb.st_size > base ? (uint64_t)sb.st_size - base : 0;
-	return open_common(r, out, err);
+	return open_fd(out, fd, base, NULL, err);
 }
 
 int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
@@ -355,14 +432,21 @@ int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
 	if (!err)
 		err = &local;
 	memset(err, 0, sizeof(*err));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO would wait for a writer.  The open
+	 * returns at once, and open_fd() refuses what is not a file. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return fail(err, -errno, 0, "cannot open %s", path);
-	int rc = kt_reader_open_fd(out, fd, err);
+	int rc = open_fd(out, fd, 0, path, err);
 	if (rc) {
 		close(fd);
 		return rc;
 	}
+	/* A regular file ignores O_NONBLOCK; clear it all the same, so the
+	 * fd says what it is. */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	(*out)->own_fd = 1;
 	return 0;
 }
@@ -377,7 +461,7 @@ int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len, kt_reader_e
 	memset(err, 0, sizeof(*err));
 	kt_reader *r = reader_new();
 	if (!r)
-		return fail(err, -ENOMEM, 0, "reader");
+		return fail(err, -ENOMEM, 0, "the reader");
 	/* A zero-length buffer may come with a NULL pointer; any non-NULL
 	 * address marks memory mode, and nothing is read from it. */
 	r->mem = buf ? buf : (const uint8_t *)"";
@@ -399,11 +483,12 @@ void kt_reader_close(kt_reader *r)
 	free(r->hdr_strings);
 	free(r->notes);
 	free(r->frame_buf);
+	free(r->win);
 	free(r->raw_buf);
 	free(r->str_buf);
-	free(r->acct);
+	kt__idmap_free(&r->acct);
 	free(r->rows);
-	kt__merge_free(r->merge);
+	kt__merge_free(r, r->merge);
 	free(r);
 }
 
@@ -421,7 +506,7 @@ const kt_reader_error *kt_reader_last_error(const kt_reader *r)
 struct kt__merge *kt__reader_merge(kt_reader *r)
 {
 	if (!r->merge)
-		r->merge = kt__merge_new();
+		r->merge = kt__merge_new(r);
 	return r->merge;
 }
 
@@ -441,18 +526,25 @@ int kt__reader_frame_at(kt_reader *r, uint64_t off, kt_trace_frame *f)
 	uint64_t held = r->st.buffer_bytes, peak = r->st.peak_buffer_bytes;
 	if (rc < 0)
 		err = r->err; /* say why */
+	else if (rc == 0) /* the pass found the whole frame there before */
+		fail(&err, rc = KT_ETRUNCATED, off, "the file shrank while it was read");
 	r->pos = pos;
 	r->done = done;
 	r->st = st;
 	r->st.buffer_bytes = held;
 	r->st.peak_buffer_bytes = peak;
 	r->err = err;
-	return rc < 0 ? rc : rc == 1 ? 0 : KT_ETRUNCATED;
+	return rc < 0 ? rc : 0;
+}
+
+int kt__reader_fail(kt_reader *r, int code, uint64_t off, const char *detail)
+{
+	return fail(&r->err, code, off, "%s", detail);
 }
 
 int kt_reader_rewind(kt_reader *r)
 {
-	kt__merge_free(r->merge);
+	kt__merge_free(r, r->merge);
 	r->merge = NULL;
 	return kt__reader_restart(r);
 }
@@ -499,7 +591,7 @@ int kt__reader_restart(kt_reader *r)
 {
 	r->pos = r->first_frame;
 	r->done = 0;
-	r->acct_len = 0;
+	kt__idmap_clear(&r->acct);
 	r->acct_hint = 0;
 	r->bytes_raw = r->bytes_stored = 0;
 	uint64_t held = r->st.buffer_bytes, peak = r->st.peak_buffer_bytes;
@@ -512,16 +604,29 @@ int kt__reader_restart(kt_reader *r)
 
 /* ---- per-thread accounting ------------------------------------------- */
 
-static struct thread_acct *acct_get(kt_reader *r, uint32_t tid)
+/* The accounting of thread @tid into *@out: 0, KT_ETOOBIG past
+ * KT_MAX_SUMMARY_THREADS threads, or -ENOMEM. */
+static int acct_get(kt_reader *r, uint32_t tid, struct thread_acct **out)
 {
+	struct kt__idmap *m = &r->acct;
 	/* Chunks of one thread tend to come in runs: try the last hit first. */
-	if (r->acct_hint < r->acct_len && r->acct[r->acct_hint].thread_id == tid)
-		return &r->acct[r->acct_hint];
-	struct thread_acct *a = kt__idtab_get((void **)&r->acct, &r->acct_len, &r->acct_cap,
-					      sizeof(*a), tid, KT_MAX_SUMMARY_THREADS);
-	if (a)
-		r->acct_hint = (size_t)(a - r->acct);
-	return a;
+	if (r->acct_hint < m->len) {
+		struct thread_acct *a = KT__IDMAP_AT(m, struct thread_acct, r->acct_hint);
+		if (a->thread_id == tid) {
+			*out = a;
+			return 0;
+		}
+	}
+	int rc = kt__idmap_get(m, tid, KT_MAX_SUMMARY_THREADS, (void **)out);
+	if (rc < 0)
+		return rc;
+	r->acct_hint = (size_t)((uint8_t *)*out - m->items) / sizeof(**out);
+	if (rc > 0) {
+		size_t bytes = kt__idmap_bytes(m);
+		kt__reader_account(r, (int64_t)bytes - (int64_t)r->acct_bytes);
+		r->acct_bytes = bytes;
+	}
+	return 0;
 }
 
 /* ---- frames ---------------------------------------------------------- */
@@ -636,8 +741,11 @@ counted:
 
 	if (r->rereading)
 		goto out;
-	struct thread_acct *a = acct_get(r, tid);
-	if (!a)
+	struct thread_acct *a;
+	int rc = acct_get(r, tid, &a);
+	if (rc == -ENOMEM)
+		return rfail(r, rc, off, "the table of threads");
+	if (rc)
 		return BAD(KT_ETOOBIG, boff, "more than %u threads", KT_MAX_SUMMARY_THREADS);
 	if (a->has_seq && seq <= a->last_seq)
 		return BAD(KT_EORDER, boff + 8, "thread %u chunk_seq %llu after %llu", tid,
@@ -704,13 +812,22 @@ static int decode_summary(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t
 			   (unsigned long long)s->events_dropped, (unsigned long long)s->chunks,
 			   (unsigned long long)r->st.events, (unsigned long long)r->st.dropped,
 			   (unsigned long long)r->st.chunks);
-	if (s->thread_count != r->acct_len)
+	if (s->thread_count != r->acct.len)
 		return BAD(KT_ESUMMARY, boff + 4, "%u thread rows; the file has %zu threads",
-			   s->thread_count, r->acct_len);
+			   s->thread_count, r->acct.len);
 	free(r->rows);
-	r->rows = calloc(s->thread_count ? s->thread_count : 1, sizeof(*r->rows));
-	if (!r->rows)
-		return rfail(r, -ENOMEM, off, "summary rows");
+	kt__reader_account(r, -(int64_t)r->rows_bytes);
+	r->rows_bytes = (s->thread_count ? s->thread_count : 1) * sizeof(*r->rows);
+	r->rows = kt__calloc(1, r->rows_bytes);
+	if (!r->rows) {
+		r->rows_bytes = 0;
+		return rfail(r, -ENOMEM, off, "the summary's rows");
+	}
+	kt__reader_account(r, (int64_t)r->rows_bytes);
+	/* The rows come in thread_id order; so does the table, once sorted.
+	 * The summary is the last frame: no thread is added after it. */
+	kt__idmap_sort(&r->acct);
+	r->acct_hint = 0;
 	const uint8_t *row = b + KT__SUMMARY_FIXED;
 	for (uint32_t i = 0; i < s->thread_count; i++, row += KT__SUMMARY_ROW) {
 		uint64_t roff = boff + KT__SUMMARY_FIXED + (uint64_t)i * KT__SUMMARY_ROW;
@@ -720,7 +837,7 @@ static int decode_summary(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t
 		t->dropped = kt__get64(row + 16);
 		if (kt__get32(row + 4))
 			return BAD(KT_ERESERVED, roff + 4, "summary row reserved bytes");
-		const struct thread_acct *a = &r->acct[i];
+		const struct thread_acct *a = KT__IDMAP_AT(&r->acct, struct thread_acct, i);
 		if (t->thread_id != a->thread_id || t->written != a->written ||
 		    t->dropped != a->dropped)
 			return BAD(KT_ESUMMARY, roff,
@@ -754,7 +871,7 @@ static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *
 			return BAD(KT_EFRAME, boff + 8, "name holds a zero byte");
 		f->u.name.id = id;
 		f->u.name.len = len;
-		return copy_str(r, b + 8, len, &f->u.name.str) ? rfail(r, -ENOMEM, off, "name")
+		return copy_str(r, b + 8, len, &f->u.name.str) ? rfail(r, -ENOMEM, off, "a name")
 							       : 0;
 	}
 	case KT_FRAME_THREAD: {
@@ -774,7 +891,7 @@ static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *
 		f->u.thread.os_tid = kt__get32(b + 4);
 		f->u.thread.name_len = len;
 		return copy_str(r, b + 16, len, &f->u.thread.name)
-			       ? rfail(r, -ENOMEM, off, "thread name")
+			       ? rfail(r, -ENOMEM, off, "a thread name")
 			       : 0;
 	}
 	case KT_FRAME_DROP: {
@@ -788,9 +905,13 @@ static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *
 			return BAD(KT_ERESERVED, boff + 4, "drop reserved bytes");
 		if (count == 0)
 			return BAD(KT_EFRAME, boff + 8, "drop count 0");
-		struct thread_acct *a = acct_get(r, tid);
-		if (!a)
-			return BAD(KT_ETOOBIG, boff, "more than %u threads", KT_MAX_SUMMARY_THREADS);
+		struct thread_acct *a;
+		int rc = acct_get(r, tid, &a);
+		if (rc == -ENOMEM)
+			return rfail(r, rc, off, "the table of threads");
+		if (rc)
+			return BAD(KT_ETOOBIG, boff, "more than %u threads",
+				   KT_MAX_SUMMARY_THREADS);
 		a->dropped += count;
 		r->st.dropped += count;
 		f->u.drop.thread_id = tid;

@@ -22,8 +22,17 @@ uint64_t kt__conv_apply(const struct kt__conv *cv, uint64_t ticks);
 
 /* The reader's merge state, created on first use; NULL without memory. */
 struct kt__merge *kt__reader_merge(kt_reader *r);
-struct kt__merge *kt__merge_new(void);
-void kt__merge_free(struct kt__merge *m);
+struct kt__merge *kt__merge_new(kt_reader *r);
+/* Free @m (NULL is a no-op), taking what it held off @r's accounting. */
+void kt__merge_free(kt_reader *r, struct kt__merge *m);
+
+/* Count @delta more bytes held by the reader (its status's buffer_bytes
+ * and peak): buffers and tables, the merge's included. */
+void kt__reader_account(kt_reader *r, int64_t delta);
+
+/* Set the reader's last error, outside the sequential pass (which keeps
+ * its own sticky status).  Return: @code. */
+int kt__reader_fail(kt_reader *r, int code, uint64_t off, const char *detail);
 
 /*
  * With @on, the sequential pass checks chunk frames (head, checksum, fixed
@@ -35,8 +44,9 @@ void kt__merge_free(struct kt__merge *m);
 void kt__reader_set_headers_only(kt_reader *r, int on);
 
 /*
- * Take ownership of the decoded events of chunk @f (just returned by the
- * reader) without copying them: the reader's buffer holding them is traded
+ * Take ownership of the decoded events of chunk @f (just returned by
+ * kt__reader_frame_at(), which never leaves them in the sequential pass's
+ * read-ahead window) without copying them: the reader's buffer holding them is traded
  * for the caller's *@buf (which may be NULL).  Returns where the events are
  * now; for a memory reader, the caller's own bytes, and nothing is traded.
  * The reader's buffer accounting then counts the caller's old buffer.

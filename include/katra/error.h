@@ -46,7 +46,8 @@ extern "C" {
 	X(KT_ENOSESSION,  -4113, "no session is active")                       \
 	X(KT_EBUSY,       -4114, "a session is already active")                \
 	X(KT_ESTATE,      -4115, "object is in the wrong state for this call") \
-	X(KT_ESUMMARY,    -4116, "session summary disagrees with the file")
+	X(KT_ESUMMARY,    -4116, "session summary disagrees with the file") \
+	X(KT_ENOTFILE,    -4117, "not a regular file (traces are read from files: save a stream to a file first)")
 
 /** katra error codes; every value is negative. */
 typedef enum kt_err {

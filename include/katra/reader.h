@@ -3,10 +3,26 @@
  *
  * A reader walks a file frame by frame, checking every head, checksum and
  * field that format/SPEC.md defines.  It never trusts a length before the
- * bytes behind it exist, never allocates more than SPEC §5 states (one frame
- * body, one decoded chunk and the header), and treats a file cut short as a
- * valid prefix: every complete frame before the cut is returned and the
- * status says "truncated at offset N".
+ * bytes behind it exist, and treats a file cut short as a valid prefix:
+ * every complete frame before the cut is returned and the status says
+ * "truncated at offset N".
+ *
+ * What a reader holds, whatever the file (SPEC §5), in time linear in the
+ * file and whatever the order of its ids:
+ *  - the header (at most KT_MAX_HEADER, 1 MiB), a 256 KiB read-ahead
+ *    window (fd readers), one frame body (at most KT_MAX_FRAME_BODY,
+ *    64 MiB) and one decoded chunk (at most KT_MAX_RAW, 64 MiB, and never
+ *    more than 255 times its stored bytes plus 64);
+ *  - per thread that has a chunk or drop record, one accounting entry of
+ *    under 100 bytes, for at most KT_MAX_SUMMARY_THREADS (1048576)
+ *    threads (KT_ETOOBIG beyond); no table is sized by an id's value;
+ *  - for kt_reader_next(): 48 bytes or less per chunk and 256 or less per
+ *    thread, plus the decoded chunk of every thread whose events
+ *    interleave with others' at that point of the merge (each as above).
+ * Each is allocated only once the file has shown the bytes it describes;
+ * kt_reader_status.buffer_bytes counts them.  When an allocation fails the
+ * call returns -ENOMEM and kt_reader_last_error() says "out of memory",
+ * never a corruption code.
  *
  * Threads: a kt_reader is not shared.  One thread at a time may call into a
  * given reader; different readers are independent.
@@ -83,8 +99,9 @@ typedef struct kt_reader_status {
 	uint64_t dropped;        /* sum of drop record counts */
 	int error;               /* 0, or the sticky error of the reader */
 	uint64_t error_offset;
-	uint64_t buffer_bytes;      /* bytes the reader holds in buffers now */
-	uint64_t peak_buffer_bytes; /* the most it has held (SPEC §5 bounds it) */
+	uint64_t buffer_bytes;      /* bytes the reader holds in buffers and
+				     * tables now, kt_reader_next()'s too */
+	uint64_t peak_buffer_bytes; /* the most it has held (bounded above) */
 } kt_reader_status;
 
 /**
@@ -93,15 +110,21 @@ typedef struct kt_reader_status {
  * @path: file to read.
  * @err:  optional; on failure receives the code, offset and a message.
  *
+ * The file is opened with O_NONBLOCK, so naming a FIFO never waits, and
+ * anything but a regular file is refused at once.
+ *
  * Return: 0 on success; -errno if the file cannot be opened or read (for
- * example -ENOENT, -EISDIR); KT_EMAGIC, KT_EVERSION, KT_EHEADER or
- * KT_EHDRSUM for a bad header; KT_ETRUNCATED if the file ends inside the
- * header; -ENOMEM.  Any thread.
+ * example -ENOENT, -EISDIR); KT_ENOTFILE for a FIFO, pipe, socket or
+ * device; KT_EMAGIC, KT_EVERSION, KT_EHEADER or KT_EHDRSUM for a bad
+ * header; KT_ETRUNCATED if the file ends inside the header (a truncated
+ * file, as a cut after it is: err->offset is the file's size); -ENOMEM.
+ * Any thread.
  */
 KT_API int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err);
 
 /**
- * kt_reader_open_fd - as kt_reader_open(), over an open, seekable fd.
+ * kt_reader_open_fd - as kt_reader_open(), over an fd open on a regular
+ * file (KT_ENOTFILE for anything else).
  *
  * The reader reads with pread() and never closes or moves @fd; the caller
  * keeps it open until kt_reader_close().  Return: as kt_reader_open().
@@ -202,10 +225,12 @@ KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
  * @ev: receives the event; its payload stays valid until the next call.
  *
  * The first call indexes the file's chunks (one pass, no events held);
- * then one decoded chunk per thread is kept at a time.  Ties in timestamp
- * go to the lower thread id, then to the order within the thread, so two
- * passes give the same order.  Uses the reader's own pass: do not mix with
- * kt_reader_next_frame() before kt_reader_rewind(), which starts over.
+ * then a thread's decoded chunk is kept while it has events to merge, at
+ * most one per thread (the memory this takes is stated at the top).  Ties
+ * in timestamp go to the lower thread id, then to the order within the
+ * thread, so two passes give the same order.  Uses the reader's own pass:
+ * do not mix with kt_reader_next_frame() before kt_reader_rewind(), which
+ * starts over.
  *
  * Return: 1 with an event; 0 after the last (a truncated file ends after
  * its last complete chunk); a negative code after the last event before a
