@@ -15,4 +15,8 @@
  */
 int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out);
 
+/* The io_uring instance's own fd behind @s, or -1 for another sink: what a
+ * fork()ed child closes so the instance dies with the parent's session. */
+int kt__uring_sink_fd(const kt__sink *s);
+
 #endif

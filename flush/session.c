@@ -51,8 +51,11 @@ struct kt_session {
 	kt_writer *w;
 	int fd;
 	int own_fd;
+	int kfd;                /* the io_uring instance's fd while its sink
+				 * lives, else -1; under fd_lock */
 	pthread_t thread;
 	_Atomic int stop;
+	int stopping;           /* kt_session_stop() has it; under session_lock */
 	int codec;
 	int level;
 	uint64_t period_ns;
@@ -97,6 +100,61 @@ struct kt_session {
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
 static kt_session *current;
+/* Guards current->kfd, so a fork()ed child closes the instance's fd only
+ * while it is still that (see fork_child()).  Held for a store only. */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The sink is about to close its io_uring instance: a child forked from
+ * now on must not close that fd number, which may soon name another file. */
+static void forget_kfd(kt_session *s)
+{
+	pthread_mutex_lock(&fd_lock);
+	s->kfd = -1;
+	pthread_mutex_unlock(&fd_lock);
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+/*
+ * The child of a fork() sees no session (ring.c's handlers take its rings
+ * away).  The parent's session goes on in the parent; in the child its
+ * descriptors are only a cost - a pipe's reader would wait for the child
+ * to close its end too, an io_uring instance would keep its pinned
+ * buffers - so the child closes those it can name for sure.  The session's
+ * memory is the parent's: the child leaves it alone.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&session_lock);
+	pthread_mutex_lock(&fd_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&fd_lock);
+	pthread_mutex_unlock(&session_lock);
+}
+
+static void fork_child(void)
+{
+	kt_session *s = current;
+	current = NULL;
+	if (s && s->kfd >= 0)
+		close(s->kfd);
+	/* Closed only after current is cleared (kt_session_stop()). */
+	if (s && s->own_fd)
+		close(s->fd);
+	pthread_mutex_unlock(&fd_lock);
+	pthread_mutex_unlock(&session_lock);
+}
+
+static void register_fork(void)
+{
+	/* Registered after ring.c's (kt__ensure_init() runs first), so these
+	 * run first before a fork and last after: session_lock, then the
+	 * registry's, the order every other path takes them in. */
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
 {
@@ -237,11 +295,12 @@ static int rotate(kt_session *s)
 	note_error(s, kt__writer_release(s->w, &sink));
 	s->w = NULL;
 	int rc = s->error ? s->error : sink->retarget(sink, fd);
-	if (!rc && (rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr)))
-		sink->close(sink);
-	else if (rc && sink)
-		sink->close(sink);
+	if (!rc)
+		rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr);
 	if (rc) {
+		forget_kfd(s);
+		if (sink)
+			sink->close(sink);
 		note_error(s, rc);
 		return rc;
 	}
@@ -564,6 +623,7 @@ static void finish_file(kt_session *s)
 		note_error(s, kt__writer_sync(s->w, 1));
 	s->on_disk = s->seg_bytes + kt_writer_bytes(s->w);
 	/* Closing waits for every write in flight and reports their errors. */
+	forget_kfd(s);
 	note_error(s, kt_writer_close(s->w));
 	s->w = NULL;
 	/* A segmented file cannot be read back whole: its counts stand. */
@@ -647,6 +707,7 @@ static int keep_header(kt_session *s, const kt_header *h)
 
 int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
 {
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	kt_session_options o = { 0 };
 	int rc;
 
@@ -680,6 +741,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 		return -EINVAL;
 	if ((rc = kt__ensure_init()))
 		return rc;
+	pthread_once(&fork_once, register_fork);
 
 	pthread_mutex_lock(&session_lock);
 	if (current) {
@@ -691,6 +753,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 		rc = -ENOMEM;
 		goto err_unlock;
 	}
+	s->fd = s->kfd = -1;
 	s->codec = o.codec;
 	s->level = o.codec_level > 0 ? o.codec_level : 1;
 	s->period_ns = o.flush_period_ns ? o.flush_period_ns : 1000000;
@@ -758,6 +821,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 		sink->close(sink);
 		goto err_free;
 	}
+	s->kfd = kt__uring_sink_fd(sink);
 
 	kt__registry_set_session(1);
 	/* Crash files: the header is on disk before any event can be. */
@@ -800,17 +864,23 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	if (!s)
 		return -EINVAL;
 	pthread_mutex_lock(&session_lock);
-	if (s != current) {
+	if (s != current || s->stopping) {
 		pthread_mutex_unlock(&session_lock);
 		return KT_ENOSESSION;
 	}
+	s->stopping = 1;
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
 	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
 	/* Release pairs with the flusher's acquire of stop. */
 	atomic_store_explicit(&s->stop, 1, memory_order_release);
 	kt__flusher_wake();
+	/* Not held across the drain: a fork() waits for session_lock (its
+	 * prepare handler), and must not wait for a slow disk.  current stays
+	 * set, so no other session starts meanwhile. */
+	pthread_mutex_unlock(&session_lock);
 	pthread_join(s->thread, NULL);
+	pthread_mutex_lock(&session_lock);
 	kt__registry_reap();
 	kt__registry_set_session(0);
 	/* A clean stop leaves nothing to recover: the directory goes. */

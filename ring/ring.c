@@ -72,6 +72,9 @@ static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct tim
 }
 
 static void thread_exit(void *arg);
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
 
 /* reg_lock, marking this thread as inside the registry while it is held
  * (the signal fences keep the mark around the lock in program order). */
@@ -114,6 +117,13 @@ static int apply_config(const kt_config *cfg)
 		rc = pthread_key_create(&exit_key, thread_exit);
 		if (rc)
 			return -rc;
+		/* Before any ring exists, so no child of a fork() ever sees one
+		 * without the handlers that take it away. */
+		rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
+		if (rc) {
+			pthread_key_delete(exit_key);
+			return -rc;
+		}
 		initialized = 1;
 	}
 	config = c;
@@ -186,6 +196,12 @@ static int map_halves(uint8_t *span, uint64_t size, int fd, off_t off)
 		if (mmap(span + half * size, size, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, off) == MAP_FAILED)
 			return -errno;
+	/* A fork()ed child gets no mapping of the bytes at all: shared, they
+	 * would let it write into this process's trace, and copying their
+	 * page tables would slow every fork.  The child handler drops the
+	 * rings that then point nowhere. */
+	if (madvise(span, 2 * size, MADV_DONTFORK) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -584,6 +600,83 @@ int kt_shutdown(void)
 	reg_drop();
 	kt__names_free();
 	return 0;
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+/*
+ * A child of fork() has one thread, the one that forked, and no flusher.
+ * It must see no session and never write into this process's rings: their
+ * bytes are not even mapped there (MADV_DONTFORK, map_halves()), and the
+ * handlers below drop every ring from the child's registry, so its threads
+ * start afresh, with a session of their own if it starts one.  The locks
+ * are taken around the fork so the child's copies of the registry and the
+ * name table are whole.  Interned names stay: their ids live on in the
+ * child's variables (KT_ZONE's statics).
+ */
+static void fork_prepare(void)
+{
+	reg_take();
+	kt__names_fork(0);
+}
+
+static void fork_parent(void)
+{
+	kt__names_fork(1);
+	reg_drop();
+}
+
+/*
+ * fork() called from a signal handler that interrupted an emit: after the
+ * handler the emit resumes, in the child too, and writes into its ring.
+ * Give it private memory to finish in: a copy of the ring's page (with
+ * crash files it is a shared page of the control file) and fresh bytes.
+ * The ring is then left alone; it is the child's to leak.
+ */
+static void ring_make_private(struct kt__ring *r)
+{
+	size_t page = kt__ring_page();
+	void *copy = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy != MAP_FAILED) {
+		memcpy(copy, r, page);
+		mremap(copy, page, page, MREMAP_MAYMOVE | MREMAP_FIXED, r);
+	}
+	mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	close(r->memfd);
+}
+
+static void drop_rings(struct kt__ring *list, struct kt__ring *keep)
+{
+	while (list) {
+		struct kt__ring *next = list->next;
+		if (list == keep)
+			ring_make_private(list);
+		else
+			ring_unmap(list);
+		list = next;
+	}
+}
+
+static void fork_child(void)
+{
+	struct kt__ring *mine = tls_full_ring();
+	/* Relaxed: this thread's own field. */
+	int resumes = mine && atomic_load_explicit(&mine->prod.limit, memory_order_relaxed) ==
+				      KT__LIMIT_BUSY;
+	/* Relaxed: the only thread there is. */
+	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
+	atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
+	kt__tls_ring = NULL;
+	pthread_setspecific(exit_key, NULL);
+	drop_rings(reg_head, resumes ? mine : NULL);
+	drop_rings(free_head, NULL);
+	reg_head = free_head = NULL;
+	free_count = 0;
+	reg_session = 0;
+	reg_crash = NULL;
+	kt__names_fork(2);
+	reg_drop();
 }
 
 /* ---- the slow path ---------------------------------------------------- */

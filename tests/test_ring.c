@@ -612,3 +612,19 @@ Test(signals, a_nested_emit_in_the_slow_path_is_refused_and_counted)
 	check_nested_summary(&sum);
 	kt_summary_release(&sum);
 }
+
+/* fork() from that handler: the child finishes the interrupted emit in
+ * memory of its own and sees no session; the parent's trace is whole. */
+Test(signals, fork_from_a_handler_inside_an_emit)
+{
+	cr_assert_eq(kt_init(NULL), 0);
+	trap.fork_in_handler = 1;
+	kt_summary sum;
+	emit_interrupted("nested-fork", &sum);
+	check_nested_summary(&sum);
+	kt_summary_release(&sum);
+	int st;
+	cr_assert_gt(trap.child, 0);
+	cr_assert_eq(waitpid(trap.child, &st, 0), trap.child);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+}

@@ -25,6 +25,14 @@
  * katra's own registry code on that thread it is refused the same way.
  * Nothing else here is async-signal-safe: intern names with kt_name() (and
  * KT_ZONE() sites' first pass) outside handlers.
+ *
+ * fork(): the child has no session, whatever the parent had: its emits do
+ * nothing until it starts a session of its own, and it never writes into
+ * the parent's rings (they are not mapped in the child).  Names interned
+ * before the fork keep their ids.  fork() from a signal handler that
+ * interrupted a katra call other than an emit may deadlock in the child
+ * (POSIX no longer counts fork() as async-signal-safe).
+ * exec(): every descriptor katra opens is close-on-exec.
  */
 #ifndef KATRA_KATRA_H
 #define KATRA_KATRA_H
