@@ -599,6 +599,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 	if (c->seg_fd[0] >= 0) {
 		c->so = m->session;
 		c->so.fd = c->seg_fd[0];
+		c->so.use_fd = 1; /* fd 0 too, in a process whose stdin is closed */
 		c->so.run_id = c->st.run_id;
 		c->so.capture_id = c->st.capture_id;
 		c->so.epoch = c->st.epoch;

@@ -1149,3 +1149,43 @@ Test(paths, hostile_run_ids_and_planted_symlinks_stay_inside)
 	cr_assert_str_eq(names, "outside root");
 	fx_fini(&f);
 }
+
+/* ---- fd 0 ------------------------------------------------------------------- */
+
+/* A daemon whose stdin is closed: the capture's file gets fd 0, and a
+ * real session must take it (in a child, to leave this stdin alone). */
+Test(fd0, a_capture_in_a_process_without_stdin, .timeout = 60)
+{
+	struct fx f;
+	fx_init(&f);
+	f.mo.backend = NULL;
+	f.mo.now = NULL;
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(50);
+		kt_manager *m;
+		if (kt_manager_new(&f.mo, &m))
+			_exit(10);
+		close(0); /* the next file opened, the capture's, gets fd 0 */
+		kt_start_result r;
+		kt_manager_start(m, &(kt_start_request){ .run_id = "daemon", .epoch = 1,
+							  .validity = "valid" }, &r);
+		if (r.state != KT_STATE_CAPTURING)
+			_exit(11);
+		uint32_t id = kt_name("c");
+		for (int64_t i = 0; i < 1000; i++)
+			kt_counter(id, i);
+		kt_stop_ticket t;
+		kt_manager_request_stop(m, &(kt_stop_request){ .run_id = "daemon", .epoch = 1 }, &t);
+		kt_capture_status st;
+		kt_manager_await(m, &t, UINT64_MAX, &st);
+		kt_manager_close(m);
+		_exit(st.state == KT_STATE_PUBLISHED && st.events == 1000 ? 0 : 12);
+	}
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	fx_fini(&f);
+}

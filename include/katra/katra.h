@@ -144,7 +144,12 @@ typedef struct kt_session kt_session;
 
 /** How a session writes its file.  Zero means "the default" in every field. */
 typedef struct kt_session_options {
-	int fd;                     /* write here instead of @path when > 0 */
+	int fd;                     /* with @use_fd, or when > 0: write here
+				     * instead of @path */
+	int use_fd;                 /* @fd is set, whatever its value: 0 is a
+				     * valid fd (a daemon whose stdin is closed
+				     * gets it from open()), so it alone cannot
+				     * mean "write to fd 0" in zeroed options */
 	int codec;                  /* kt_codec; default KT_CODEC_NONE (raw chunks
 				     * written straight from the rings);
 				     * KT_CODEC_LZ4_DELTA writes ~2.5x fewer bytes
@@ -230,8 +235,12 @@ typedef struct kt_summary {
 
 /**
  * kt_session_start - start writing every thread's ring into a new trace.
- * @path: the file to create (truncated if it exists); ignored when
- *        @opts->fd > 0.
+ * @path: the file to create, or to replace; ignored when @opts names an fd
+ *        (@opts->use_fd, or @opts->fd > 0).  An existing file is cut only
+ *        once every other step of the start has worked: a start that fails
+ *        for any reason but writing the file itself leaves it as it was,
+ *        and removes a file it created.  A FIFO without a reader fails
+ *        with -ENXIO rather than waiting for one.
  * @opts: options, or NULL for the defaults.
  * @out:  receives the session.
  *
@@ -243,10 +252,20 @@ typedef struct kt_summary {
  * on a pipe, socket or O_APPEND file, where writes at offsets cannot
  * work); -errno from creating or writing the file, from creating the crash
  * directory or its files, or from io_uring set-up when KT_IO_URING is
- * forced.  Any thread.
+ * forced.  kt_session_start_error() then says which.  Any thread.
  */
 KT_API int kt_session_start(const char *path, const kt_session_options *opts,
 			    kt_session **out);
+
+/**
+ * kt_session_start_error - why the calling thread's last kt_session_start()
+ * failed, naming what failed: "crash directory in /x (KT_CRASH_DIR): No
+ * such file or directory", "trace file out.katra: Permission denied", ...
+ *
+ * Return: a thread-local string, "" after a start that succeeded; valid
+ * until the thread's next kt_session_start().
+ */
+KT_API const char *kt_session_start_error(void);
 
 /**
  * kt_session_stop - drain, finish and close the session's file.
