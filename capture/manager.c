@@ -43,6 +43,7 @@
 #include <katra/capture.h>
 #include <katra/reader.h>
 #include "capture/capture_internal.h"
+#include "flush/flush.h"
 #include "format/format.h"
 
 #define TMP_PREFIX ".katra-tmp-"
@@ -629,7 +630,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		c->st.code = KT_CODE_NONE;
 		c->running = 1;
 		m->active = c;
-		if (pthread_create(&c->thread, NULL, capture_main, c)) {
+		if (kt__thread_start(&c->thread, capture_main, c)) {
 			/* No thread to stop it: stop it here, and without the
 			 * lock, as capture_main() does (the flusher may wait for
 			 * it in a callback).  It stays active meanwhile. */

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,26 @@ static kt_session *current;
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Why the calling thread's last kt_session_start() failed. */
 static _Thread_local char start_error[256];
+
+int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	sigset_t mask;
+	int rc = pthread_attr_init(&attr);
+	if (rc)
+		return -rc;
+	sigfillset(&mask);
+	/* Faults are delivered to the thread that caused them whatever its
+	 * mask, and a blocked one kills the process: leave them alone. */
+	static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(*sync_signals); i++)
+		sigdelset(&mask, sync_signals[i]);
+	rc = pthread_attr_setsigmask_np(&attr, &mask);
+	if (!rc)
+		rc = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
 
 /* The sink is about to close its io_uring instance: a child forked from
  * now on must not close that fd number, which may soon name another file. */
@@ -559,13 +580,14 @@ static int is_regular(int fd)
  * After an I/O error, "written" must mean "in the file": read back the
  * prefix that landed and count each thread's events in it; whatever the
  * session handled beyond that was lost.  A file that cannot be read back
- * (a pipe, /dev/full) proves nothing written.
+ * proves nothing written: anything but a regular file (opening a pipe's
+ * other end would take bytes from its reader, or wait for a writer).
  */
 static void recount_after_error(kt_session *s)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = is_regular(s->fd) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	kt_reader *r = NULL;
 	uint64_t *in_file = calloc(s->nthreads ? s->nthreads : 1, sizeof(*in_file));
 	if (!in_file)
@@ -923,7 +945,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 		goto err;
 	}
-	if ((rc = -pthread_create(&s->thread, NULL, flusher_main, s))) {
+	if ((rc = kt__thread_start(&s->thread, flusher_main, s))) {
 		start_fail(rc, "flusher thread");
 		goto err;
 	}

@@ -1,7 +1,8 @@
 /*
  * katra never hurts its host: a traced program that forks (children that
- * emit, with memfd rings and with crash files) and execs, many times each,
- * with every trace read back and the parent's accounting exact.
+ * emit, with memfd rings and with crash files), execs, and loses the
+ * reader of its pipe, many times each, with every trace read back and the
+ * parent's accounting exact.
  */
 #include "helpers.h"
 
@@ -11,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <criterion/criterion.h>
@@ -257,4 +259,66 @@ Test(exec, a_program_execed_mid_session_inherits_no_katra_fd, .timeout = 120)
 	cr_assert_eq(sum.events_written + sum.events_dropped, 200000);
 	kt_summary_release(&sum);
 	rm_tree(dir);
+}
+
+/* ---- a reader that goes away ---------------------------------------------------- */
+
+#define PIPE_RUNS 10
+#define PIPE_EVENTS 300000
+
+/*
+ * A session writing into @fds[1] (a pipe or a socket) whose reader,
+ * @fds[0], reads a little and closes.  The flusher's next write fails with
+ * EPIPE: that must not raise SIGPIPE, whose default action would end the
+ * program; the session ends with -EPIPE and every event is accounted.
+ */
+static void reader_leaves(int fds[2])
+{
+	signal(SIGPIPE, SIG_DFL);
+	kt_session_options o = { .fd = fds[1], .use_fd = 1 };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	struct emitter em = { kt_name("count"), PIPE_EVENTS };
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, emit_counters, &em), 0);
+	char buf[4096];
+	size_t got = 0;
+	while (got < 16384) {
+		ssize_t k = read(fds[0], buf, sizeof(buf));
+		cr_assert_gt(k, 0);
+		got += (size_t)k;
+	}
+	close(fds[0]);
+	pthread_join(th, NULL);
+	kt_summary sum;
+	int rc = kt_session_stop(s, &sum);
+	cr_assert_eq(rc, -EPIPE, "stop: %d (%s)", rc, kt_strerror(rc));
+	cr_assert_eq(sum.io_error, -EPIPE);
+	cr_assert_eq(sum.events_written + sum.events_dropped, PIPE_EVENTS);
+	/* A pipe cannot be read back: nothing is proven written. */
+	cr_assert_eq(sum.events_written, 0);
+	kt_summary_release(&sum);
+	close(fds[1]);
+}
+
+Test(pipes, the_reader_of_a_pipe_leaves_mid_session, .timeout = 300)
+{
+	kt_config cfg = { .overflow = KT_OVERFLOW_BLOCK, .ring_size = 64 << 10 };
+	cr_assert_eq(kt_init(&cfg), 0);
+	for (int run = 0; run < PIPE_RUNS; run++) {
+		int fds[2];
+		cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+		reader_leaves(fds);
+	}
+}
+
+Test(pipes, the_peer_of_a_socket_leaves_mid_session, .timeout = 300)
+{
+	kt_config cfg = { .overflow = KT_OVERFLOW_DROP, .ring_size = 64 << 10 };
+	cr_assert_eq(kt_init(&cfg), 0);
+	for (int run = 0; run < PIPE_RUNS; run++) {
+		int fds[2];
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+		reader_leaves(fds);
+	}
 }
