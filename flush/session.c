@@ -577,6 +577,21 @@ static int is_regular(int fd)
 }
 
 /*
+ * After an I/O error, what the current file holds of the @handed bytes
+ * written to it: a regular file's size past the trace's start (the io_uring
+ * sink cuts the file where the good bytes end); nothing for anything else
+ * (a pipe, /dev/full), as recount_after_error() counts no event there.
+ */
+static uint64_t bytes_landed(kt_session *s, uint64_t handed)
+{
+	struct stat sb;
+	if (fstat(s->fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size <= s->start_off)
+		return 0;
+	uint64_t n = (uint64_t)sb.st_size - s->start_off;
+	return n < handed ? n : handed;
+}
+
+/*
  * After an I/O error, "written" must mean "in the file": read back the
  * prefix that landed and count each thread's events in it; whatever the
  * session handled beyond that was lost.  A file that cannot be read back
@@ -652,11 +667,12 @@ static void finish_file(kt_session *s)
 		note_error(s, kt_writer_finish(s->w, &fs));
 	if (!s->error)
 		note_error(s, kt__writer_sync(s->w, 1));
-	s->on_disk = s->seg_bytes + kt_writer_bytes(s->w);
+	uint64_t handed = kt_writer_bytes(s->w);
 	/* Closing waits for every write in flight and reports their errors. */
 	forget_kfd(s);
 	note_error(s, kt_writer_close(s->w));
 	s->w = NULL;
+	s->on_disk = s->seg_bytes + (s->error ? bytes_landed(s, handed) : handed);
 	/* A segmented file cannot be read back whole: its counts stand. */
 	if (s->error && !s->seg)
 		recount_after_error(s);

@@ -480,6 +480,8 @@ static void check_fsize(int io)
 	cr_assert_leq(st.file_size, 300 << 10);
 	/* The prefix holds no more than the session counted as written. */
 	cr_assert_leq(st.events, sum.events_written);
+	/* bytes_on_disk is what the file holds, not what was handed to it. */
+	cr_assert_eq(sum.bytes_on_disk, st.file_size);
 	kt_summary_release(&sum);
 	kt_reader_close(r);
 	unlink(path);
@@ -587,6 +589,20 @@ Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
 	 * the zones either with them or just after. */
 	cr_assert_leq(events, 4);
 	unlink(path);
+}
+
+/* ---- bytes on disk after a failure ---------------------------------------- */
+
+/* bytes_on_disk counts what the file holds, not what was handed to it. */
+Test(errors, bytes_on_disk_is_what_the_file_holds_after_enospc, .timeout = 120)
+{
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	kt_summary sum;
+	cr_assert_eq(run_failing(KT_OVERFLOW_DROP, KT_IO_PWRITE, fd, NULL, 20000, &sum), -ENOSPC);
+	cr_assert_eq(sum.bytes_on_disk, 0);
+	kt_summary_release(&sum);
+	close(fd);
 }
 
 /* ---- starts that fail --------------------------------------------------- */

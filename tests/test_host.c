@@ -297,6 +297,7 @@ static void reader_leaves(int fds[2])
 	cr_assert_eq(sum.events_written + sum.events_dropped, PIPE_EVENTS);
 	/* A pipe cannot be read back: nothing is proven written. */
 	cr_assert_eq(sum.events_written, 0);
+	cr_assert_eq(sum.bytes_on_disk, 0);
 	kt_summary_release(&sum);
 	close(fds[1]);
 }
