@@ -1,8 +1,8 @@
 /*
  * katra never hurts its host: a traced program that forks (children that
- * emit, with memfd rings and with crash files), execs, and loses the
- * reader of its pipe, many times each, with every trace read back and the
- * parent's accounting exact.
+ * emit, with memfd rings and with crash files), execs, takes a profiling
+ * timer whose handler emits, and loses the reader of its pipe, many times
+ * each, with every trace read back and the parent's accounting exact.
  */
 #include "helpers.h"
 
@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <criterion/criterion.h>
@@ -154,7 +155,7 @@ static void fifty_forks(int crash_files)
 	snprintf(path, sizeof(path), "%s/parent.katra", dir);
 	kt_session_options o = { .crash_dir = crash_files ? dir : NULL };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
 	uint32_t id = kt_name("count");
 	/* Another thread emits all along, so forks land mid-emit there too. */
 	struct emitter em = { id, THREAD_EVENTS };
@@ -241,7 +242,7 @@ Test(exec, a_program_execed_mid_session_inherits_no_katra_fd, .timeout = 120)
 	 * rings, crash files (control, names, ring-N). */
 	kt_session_options o = { .crash_dir = dir };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
 	uint32_t id = kt_name("count");
 	struct emitter em = { id, 200000 };
 	pthread_t th;
@@ -258,6 +259,163 @@ Test(exec, a_program_execed_mid_session_inherits_no_katra_fd, .timeout = 120)
 	cr_assert_eq(kt_session_stop(s, &sum), 0);
 	cr_assert_eq(sum.events_written + sum.events_dropped, 200000);
 	kt_summary_release(&sum);
+	rm_tree(dir);
+}
+
+/* ---- a profiling timer whose handler emits ---------------------------------- */
+
+#define TIMER_RUNS 20
+#define MAIN_EVENTS 400000
+
+static struct {
+	uint32_t id;
+	volatile sig_atomic_t counting;
+	volatile sig_atomic_t emitted; /* by the handler, while counting */
+} prof;
+
+static void prof_handler(int sig)
+{
+	(void)sig;
+	if (!prof.counting)
+		return;
+	int saved = errno;
+	kt_instant(prof.id);
+	kt_counter(prof.id, prof.emitted);
+	prof.emitted += 2;
+	errno = saved;
+}
+
+/*
+ * Arm SIGPROF: in odd runs the profiling timer (ITIMER_PROF, every tick of
+ * CPU time, to whichever thread runs), in even ones a 20 us CLOCK_MONOTONIC
+ * timer aimed at this thread, which lands inside its emits far more often.
+ * Returns the POSIX timer to delete, or NULL.
+ */
+static timer_t *arm_prof(int run, timer_t *t)
+{
+	if (run % 2) {
+		struct itimerval it = { { 0, 50 }, { 0, 50 } };
+		cr_assert_eq(setitimer(ITIMER_PROF, &it, NULL), 0);
+		return NULL;
+	}
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGPROF };
+	ev._sigev_un._tid = gettid();
+	cr_assert_eq(timer_create(CLOCK_MONOTONIC, &ev, t), 0);
+	struct itimerspec its = { { 0, 20000 }, { 0, 20000 } };
+	cr_assert_eq(timer_settime(*t, 0, &its, NULL), 0);
+	return t;
+}
+
+static void disarm_prof(timer_t *t)
+{
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	if (t)
+		cr_assert_eq(timer_delete(*t), 0);
+	else
+		cr_assert_eq(setitimer(ITIMER_PROF, &off, NULL), 0);
+}
+
+static uint64_t refused_total, handler_total;
+
+/* One run: the main thread emits counters and messages while SIGPROF's
+ * handler emits in between, and inside, its emits. */
+static void timer_run(int run, const char *dir)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/timer-%d.katra", dir, run);
+	/* Raw chunks through io_uring are written straight from the ring:
+	 * the bytes the kernel reads must be the ones checksummed. */
+	kt_session_options o = { .codec = run % 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_NONE,
+				 .io = run % 2 ? KT_IO_PWRITE : KT_IO_AUTO };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	uint32_t id = kt_name("main"), msg = kt_name("text");
+	kt_counter(id, 0); /* the ring exists before the first signal */
+	prof.emitted = 0;
+	prof.counting = 1;
+	timer_t timer;
+	timer_t *armed = arm_prof(run, &timer);
+	char text[64];
+	for (int64_t i = 1; i < MAIN_EVENTS; i++) {
+		if (i % 7 == 0) {
+			int n = snprintf(text, sizeof(text), "line %lld", (long long)i);
+			kt_message(msg, text, (size_t)n);
+		} else {
+			kt_counter(id, i);
+		}
+	}
+	/* No handler emits after this: the count is final before stop. */
+	sigset_t prof_set;
+	sigemptyset(&prof_set);
+	sigaddset(&prof_set, SIGPROF);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &prof_set, NULL), 0);
+	prof.counting = 0;
+	disarm_prof(armed);
+	cr_assert_eq(pthread_sigmask(SIG_UNBLOCK, &prof_set, NULL), 0);
+	uint64_t emitted = MAIN_EVENTS + (uint64_t)prof.emitted;
+
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	/* BLOCK: nothing is lost to a full ring; every loss is a nested emit,
+	 * refused and counted. */
+	cr_assert_eq(sum.events_written + sum.events_dropped, emitted,
+		     "run %d: %llu written + %llu dropped, %llu emitted", run,
+		     (unsigned long long)sum.events_written, (unsigned long long)sum.events_dropped,
+		     (unsigned long long)emitted);
+	cr_assert_eq(sum.events_dropped, sum.events_refused);
+	refused_total += sum.events_refused;
+	handler_total += (uint64_t)prof.emitted;
+	kt_summary_release(&sum);
+
+	/* The file verifies, and the main thread's records are all there, in
+	 * order, none written over. */
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	kt_event ev;
+	int rc;
+	int64_t next = 0;
+	uint64_t n = 0;
+	while ((rc = kt_reader_next(r, &ev)) > 0) {
+		n++;
+		if (ev.name_id == prof.id)
+			continue;
+		if (ev.name_id == msg) {
+			int len = snprintf(text, sizeof(text), "line %lld", (long long)next);
+			cr_assert_eq(ev.payload_len, len);
+			cr_assert_eq(memcmp(ev.payload, text, (size_t)len), 0);
+		} else {
+			int64_t v;
+			cr_assert_eq(ev.name_id, id);
+			memcpy(&v, ev.payload, 8);
+			cr_assert_eq(v, next);
+		}
+		next++;
+	}
+	cr_assert_eq(rc, 0, "run %d: %s", run, kt_reader_last_error(r)->message);
+	cr_assert_eq(next, MAIN_EVENTS);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(st.complete, 1);
+	cr_assert_eq(st.events, n);
+	kt_reader_close(r);
+	unlink(path);
+}
+
+Test(signals, a_profiling_timer_whose_handler_emits_twenty_runs, .timeout = 600)
+{
+	kt_config cfg = { .ring_size = 1 << 20, .overflow = KT_OVERFLOW_BLOCK };
+	cr_assert_eq(kt_init(&cfg), 0);
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	prof.id = kt_name("from the handler");
+	struct sigaction sa = { .sa_handler = prof_handler, .sa_flags = SA_RESTART }, old;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGPROF, &sa, &old), 0);
+	for (int run = 0; run < TIMER_RUNS; run++)
+		timer_run(run, dir);
+	cr_log_info("%llu handler emits, %llu refused as nested",
+		    (unsigned long long)handler_total, (unsigned long long)refused_total);
+	cr_assert_eq(sigaction(SIGPROF, &old, NULL), 0);
 	rm_tree(dir);
 }
 
