@@ -378,7 +378,13 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint
 	}
 	if (!s->error && s->codec == KT_CODEC_NONE && r->ref_len < KT__RING_REFS) {
 		/* Raw chunks are written straight from the ring; its space
-		 * comes back when the write completes. */
+		 * comes back when the write completes.  Until then nothing
+		 * can change these bytes under the kernel (or between the
+		 * checksum and the write): they are below head, which only
+		 * their thread moves and only forward; tail holds them from
+		 * the producer; a signal handler's emit inside an emit is
+		 * refused (katra.h, kt__emit); and a fork()ed child has no
+		 * mapping of them (ring.c, map_halves). */
 		struct kt__ring_ref *ref = &r->refs[(r->ref_head + r->ref_len) % KT__RING_REFS];
 		ref->ring = r;
 		ref->start = pos;
