@@ -509,7 +509,8 @@ static int producer_only(const struct opts *o)
 			if (k == ROW_KATRA || k == ROW_KATRA_CRASH) {
 				rc = kt_session_start(path, k == ROW_KATRA ? &so : &so_crash, &s);
 				if (rc) {
-					fprintf(stderr, "ringbench: session: %s\n", kt_strerror(rc));
+					fprintf(stderr, "ringbench: session: %s\n",
+						kt_session_start_error());
 					return 1;
 				}
 				katra_batch(id); /* register this thread's ring */
@@ -777,7 +778,9 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 			return 1;
 		}
 	} else if ((rc = kt_session_start(path, &so, &s))) {
-		fprintf(stderr, "ringbench: cannot start a session on %s: %s\n", path, kt_strerror(rc));
+		/* The message names what failed: the file, the crash
+		 * directory, the I/O backend... */
+		fprintf(stderr, "ringbench: cannot start a session: %s\n", kt_session_start_error());
 		return rc;
 	}
 	struct worker w[MAX_THREADS];

@@ -43,7 +43,9 @@
 #include <katra/capture.h>
 #include <katra/reader.h>
 #include "capture/capture_internal.h"
+#include "flush/flush.h"
 #include "format/format.h"
+#include "format/utf8.h"
 
 #define TMP_PREFIX ".katra-tmp-"
 #define LOCK_NAME ".katra.lock"
@@ -135,11 +137,13 @@ const char *kt_capture_code_name(kt_capture_code code)
 
 /*
  * A run id or capture id: 1 to @max bytes of [A-Za-z0-9._-], no leading
- * dot and no "..", so that it is one harmless path component.
+ * dot and no "..", so that it is one harmless path component; no leading
+ * dash, so that a file name made from it never reads as an option on a
+ * command line.
  */
 static int id_ok(const char *s, size_t len, size_t max)
 {
-	if (!s || len == 0 || len > max || s[0] == '.')
+	if (!s || len == 0 || len > max || s[0] == '.' || s[0] == '-')
 		return 0;
 	for (size_t i = 0; i < len; i++) {
 		char ch = s[i];
@@ -585,6 +589,8 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		c->st.state = KT_STATE_FAILED;
 		c->st.code = KT_CODE_ARTIFACT_CREATE_FAILED;
 	} else if (!(owned = m->owner.acquire(m->owner.ctx, c->st.capture_id))) {
+		/* The id was only asked for: nothing started under it. */
+		c->st.capture_id[0] = 0;
 		c->st.code = KT_CODE_PROFILER_BUSY;
 	} else {
 		snprintf(c->base, sizeof(c->base), TMP_PREFIX "%ld-%s", (long)getpid(),
@@ -599,6 +605,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 	if (c->seg_fd[0] >= 0) {
 		c->so = m->session;
 		c->so.fd = c->seg_fd[0];
+		c->so.use_fd = 1; /* fd 0 too, in a process whose stdin is closed */
 		c->so.run_id = c->st.run_id;
 		c->so.capture_id = c->st.capture_id;
 		c->so.epoch = c->st.epoch;
@@ -615,6 +622,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		if (rc == KT_EBUSY) {
 			/* Another katra session in this process holds the rings. */
 			c->st.code = KT_CODE_PROFILER_BUSY;
+			c->st.capture_id[0] = 0;
 		} else if (rc) {
 			c->st.state = KT_STATE_FAILED;
 			c->st.code = KT_CODE_START_FAILED;
@@ -628,7 +636,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		c->st.code = KT_CODE_NONE;
 		c->running = 1;
 		m->active = c;
-		if (pthread_create(&c->thread, NULL, capture_main, c)) {
+		if (kt__thread_start(&c->thread, capture_main, c)) {
 			/* No thread to stop it: stop it here, and without the
 			 * lock, as capture_main() does (the flusher may wait for
 			 * it in a callback).  It stays active meanwhile. */
@@ -680,8 +688,11 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 		c->stop_req = 1;
 		c->st.stop_requested_at = now(m);
 		c->st.boundary_finish = req->boundary_at;
-		snprintf(c->st.stop_reason, sizeof(c->st.stop_reason), "%s",
-			 req->reason ? req->reason : "");
+		/* Free text: cut at a character, its stray bytes escaped, so it
+		 * can never fail the sidecar's JSON and with it the publish. */
+		kt__utf8_repair(req->reason ? req->reason : "",
+				req->reason ? strlen(req->reason) : 0, c->st.stop_reason,
+				sizeof(c->st.stop_reason));
 		c->st.state = KT_STATE_STOPPING;
 	}
 	if (req->abort && !final_state(c->st.state)) {
@@ -1114,11 +1125,23 @@ static void rfc3339(uint64_t ns, char *buf, size_t size)
 	}
 }
 
+/* A string of the status as JSON.  A caller may fill a status with any
+ * bytes: those that are not UTF-8 are escaped, never a reason to fail. */
 static int set_str(json_t *o, const char *key, const char *v, int omit_empty)
 {
 	if (omit_empty && !v[0])
 		return 0;
-	return json_object_set_new(o, key, json_string(v));
+	json_t *j = json_string(v);
+	if (!j) {
+		size_t n = strlen(v), cap = 4 * n + 1;
+		char *fixed = malloc(cap);
+		if (!fixed)
+			return -1;
+		kt__utf8_repair(v, n, fixed, cap);
+		j = json_string(fixed);
+		free(fixed);
+	}
+	return json_object_set_new(o, key, j);
 }
 
 static int set_time(json_t *o, const char *key, uint64_t ns)

@@ -6,6 +6,8 @@
 #ifndef KATRA_FLUSH_FLUSH_H
 #define KATRA_FLUSH_FLUSH_H
 
+#include <pthread.h>
+
 #include "format/format.h"
 
 /*
@@ -14,5 +16,18 @@
  * kernel or a seccomp policy), -ENOMEM, or another -errno from set-up.
  */
 int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out);
+
+/* The io_uring instance's own fd behind @s, or -1 for another sink: what a
+ * fork()ed child closes so the instance dies with the parent's session. */
+int kt__uring_sink_fd(const kt__sink *s);
+
+/*
+ * pthread_create() for katra's own threads (the flusher, a capture's
+ * thread): every asynchronous signal is blocked in them, so the host's
+ * handlers (a profiling timer's SIGPROF, SIGALRM, SIGCHLD, ...) run on
+ * the host's threads, and a write to a pipe whose reader left cannot kill
+ * the process with SIGPIPE.  Return: 0 or -errno.
+ */
+int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

@@ -14,11 +14,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,8 +53,11 @@ struct kt_session {
 	kt_writer *w;
 	int fd;
 	int own_fd;
+	int kfd;                /* the io_uring instance's fd while its sink
+				 * lives, else -1; under fd_lock */
 	pthread_t thread;
 	_Atomic int stop;
+	int stopping;           /* kt_session_stop() has it; under session_lock */
 	int codec;
 	int level;
 	uint64_t period_ns;
@@ -97,6 +102,83 @@ struct kt_session {
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
 static kt_session *current;
+/* Guards current->kfd, so a fork()ed child closes the instance's fd only
+ * while it is still that (see fork_child()).  Held for a store only. */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Why the calling thread's last kt_session_start() failed. */
+static _Thread_local char start_error[256];
+
+int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	sigset_t mask;
+	int rc = pthread_attr_init(&attr);
+	if (rc)
+		return -rc;
+	sigfillset(&mask);
+	/* Faults are delivered to the thread that caused them whatever its
+	 * mask, and a blocked one kills the process: leave them alone. */
+	static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(*sync_signals); i++)
+		sigdelset(&mask, sync_signals[i]);
+	rc = pthread_attr_setsigmask_np(&attr, &mask);
+	if (!rc)
+		rc = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
+
+/* The sink is about to close its io_uring instance: a child forked from
+ * now on must not close that fd number, which may soon name another file. */
+static void forget_kfd(kt_session *s)
+{
+	pthread_mutex_lock(&fd_lock);
+	s->kfd = -1;
+	pthread_mutex_unlock(&fd_lock);
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+/*
+ * The child of a fork() sees no session (ring.c's handlers take its rings
+ * away).  The parent's session goes on in the parent; in the child its
+ * descriptors are only a cost - a pipe's reader would wait for the child
+ * to close its end too, an io_uring instance would keep its pinned
+ * buffers - so the child closes those it can name for sure.  The session's
+ * memory is the parent's: the child leaves it alone.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&session_lock);
+	pthread_mutex_lock(&fd_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&fd_lock);
+	pthread_mutex_unlock(&session_lock);
+}
+
+static void fork_child(void)
+{
+	kt_session *s = current;
+	current = NULL;
+	if (s && s->kfd >= 0)
+		close(s->kfd);
+	/* Closed only after current is cleared (kt_session_stop()). */
+	if (s && s->own_fd)
+		close(s->fd);
+	pthread_mutex_unlock(&fd_lock);
+	pthread_mutex_unlock(&session_lock);
+}
+
+static void register_fork(void)
+{
+	/* Registered after ring.c's (kt__ensure_init() runs first), so these
+	 * run first before a fork and last after: session_lock, then the
+	 * registry's, the order every other path takes them in. */
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
 {
@@ -237,11 +319,12 @@ static int rotate(kt_session *s)
 	note_error(s, kt__writer_release(s->w, &sink));
 	s->w = NULL;
 	int rc = s->error ? s->error : sink->retarget(sink, fd);
-	if (!rc && (rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr)))
-		sink->close(sink);
-	else if (rc && sink)
-		sink->close(sink);
+	if (!rc)
+		rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr);
 	if (rc) {
+		forget_kfd(s);
+		if (sink)
+			sink->close(sink);
 		note_error(s, rc);
 		return rc;
 	}
@@ -295,7 +378,13 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint
 	}
 	if (!s->error && s->codec == KT_CODEC_NONE && r->ref_len < KT__RING_REFS) {
 		/* Raw chunks are written straight from the ring; its space
-		 * comes back when the write completes. */
+		 * comes back when the write completes.  Until then nothing
+		 * can change these bytes under the kernel (or between the
+		 * checksum and the write): they are below head, which only
+		 * their thread moves and only forward; tail holds them from
+		 * the producer; a signal handler's emit inside an emit is
+		 * refused (katra.h, kt__emit); and a fork()ed child has no
+		 * mapping of them (ring.c, map_halves). */
 		struct kt__ring_ref *ref = &r->refs[(r->ref_head + r->ref_len) % KT__RING_REFS];
 		ref->ring = r;
 		ref->start = pos;
@@ -487,17 +576,39 @@ static void drain_all(kt_session *s)
 }
 
 
+static int is_regular(int fd)
+{
+	struct stat sb;
+	return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/*
+ * After an I/O error, what the current file holds of the @handed bytes
+ * written to it: a regular file's size past the trace's start (the io_uring
+ * sink cuts the file where the good bytes end); nothing for anything else
+ * (a pipe, /dev/full), as recount_after_error() counts no event there.
+ */
+static uint64_t bytes_landed(kt_session *s, uint64_t handed)
+{
+	struct stat sb;
+	if (fstat(s->fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size <= s->start_off)
+		return 0;
+	uint64_t n = (uint64_t)sb.st_size - s->start_off;
+	return n < handed ? n : handed;
+}
+
 /*
  * After an I/O error, "written" must mean "in the file": read back the
  * prefix that landed and count each thread's events in it; whatever the
  * session handled beyond that was lost.  A file that cannot be read back
- * (a pipe, /dev/full) proves nothing written.
+ * proves nothing written: anything but a regular file (opening a pipe's
+ * other end would take bytes from its reader, or wait for a writer).
  */
 static void recount_after_error(kt_session *s)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = is_regular(s->fd) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	kt_reader *r = NULL;
 	uint64_t *in_file = calloc(s->nthreads ? s->nthreads : 1, sizeof(*in_file));
 	if (!in_file)
@@ -562,10 +673,12 @@ static void finish_file(kt_session *s)
 		note_error(s, kt_writer_finish(s->w, &fs));
 	if (!s->error)
 		note_error(s, kt__writer_sync(s->w, 1));
-	s->on_disk = s->seg_bytes + kt_writer_bytes(s->w);
+	uint64_t handed = kt_writer_bytes(s->w);
 	/* Closing waits for every write in flight and reports their errors. */
+	forget_kfd(s);
 	note_error(s, kt_writer_close(s->w));
 	s->w = NULL;
+	s->on_disk = s->seg_bytes + (s->error ? bytes_landed(s, handed) : handed);
 	/* A segmented file cannot be read back whole: its counts stand. */
 	if (s->error && !s->seg)
 		recount_after_error(s);
@@ -645,138 +758,259 @@ static int keep_header(kt_session *s, const kt_header *h)
 	return 0;
 }
 
-int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+/* Say why the start failed, for kt_session_start_error(): "@what: why".
+ * Returns @rc. */
+__attribute__((format(printf, 2, 3))) static int start_fail(int rc, const char *fmt, ...)
 {
-	kt_session_options o = { 0 };
-	int rc;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(start_error, sizeof(start_error), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(start_error))
+		snprintf(start_error + n, sizeof(start_error) - (size_t)n, ": %s", kt_strerror(rc));
+	return rc;
+}
 
-	*out = NULL;
-	if (opts)
-		o = *opts;
-	if (o.codec < KT_CODEC_NONE || o.codec > KT_CODEC_LZ4_DELTA)
-		return -EINVAL;
+const char *kt_session_start_error(void)
+{
+	return start_error;
+}
+
+static int uses_fd(const kt_session_options *o)
+{
+	return o->use_fd || o->fd > 0;
+}
+
+static uint64_t seg_limit_of(const kt_session_options *o)
+{
+	return o->cap_policy == KT_CAP_KEEP_NEWEST ? o->max_bytes / KT_CAP_SEGMENTS : o->max_bytes;
+}
+
+/* @opts with the environment's KT_IO applied, into *@o, checked. */
+static int check_options(const char *path, const kt_session_options *opts, kt_session_options *o)
+{
+	*o = opts ? *opts : (kt_session_options){ 0 };
+	if (o->codec < KT_CODEC_NONE || o->codec > KT_CODEC_LZ4_DELTA)
+		return start_fail(-EINVAL, "codec %d", o->codec);
 	const char *env = getenv("KT_IO");
 	if (env && *env) {
 		if (!strcmp(env, "pwrite"))
-			o.io = KT_IO_PWRITE;
+			o->io = KT_IO_PWRITE;
 		else if (!strcmp(env, "uring"))
-			o.io = KT_IO_URING;
+			o->io = KT_IO_URING;
 		else if (!strcmp(env, "auto"))
-			o.io = KT_IO_AUTO;
+			o->io = KT_IO_AUTO;
 		else
-			return -EINVAL;
+			return start_fail(-EINVAL, "KT_IO is not pwrite, uring or auto");
 	}
-	if (o.io != KT_IO_AUTO && o.io != KT_IO_URING && o.io != KT_IO_PWRITE)
-		return -EINVAL;
-	if (o.fd <= 0 && !path)
-		return -EINVAL;
-	if (o.cap_policy != KT_CAP_STOP && o.cap_policy != KT_CAP_KEEP_NEWEST)
-		return -EINVAL;
-	uint64_t seg_limit = o.cap_policy == KT_CAP_KEEP_NEWEST ? o.max_bytes / KT_CAP_SEGMENTS
-								: o.max_bytes;
+	if (o->io != KT_IO_AUTO && o->io != KT_IO_URING && o->io != KT_IO_PWRITE)
+		return start_fail(-EINVAL, "I/O backend %d", o->io);
+	if (uses_fd(o) ? o->fd < 0 : !path)
+		return start_fail(-EINVAL, "no trace file (a path, or an fd with use_fd)");
+	if (o->cap_policy != KT_CAP_STOP && o->cap_policy != KT_CAP_KEEP_NEWEST)
+		return start_fail(-EINVAL, "cap policy %d", o->cap_policy);
 	/* Below 64 KiB a file holds little more than its own end. */
-	if (o.max_bytes && (seg_limit < (64u << 10) ||
-			    (o.cap_policy == KT_CAP_KEEP_NEWEST && !o.open_segment)))
-		return -EINVAL;
-	if ((rc = kt__ensure_init()))
-		return rc;
+	if (o->max_bytes && (seg_limit_of(o) < (64u << 10) ||
+			     (o->cap_policy == KT_CAP_KEEP_NEWEST && !o->open_segment)))
+		return start_fail(-EINVAL, "byte cap (max_bytes, open_segment)");
+	return 0;
+}
 
-	pthread_mutex_lock(&session_lock);
-	if (current) {
-		pthread_mutex_unlock(&session_lock);
-		return KT_EBUSY;
-	}
+static kt_session *session_new(const kt_session_options *o)
+{
 	kt_session *s = calloc(1, sizeof(*s));
-	if (!s) {
-		rc = -ENOMEM;
-		goto err_unlock;
-	}
-	s->codec = o.codec;
-	s->level = o.codec_level > 0 ? o.codec_level : 1;
-	s->period_ns = o.flush_period_ns ? o.flush_period_ns : 1000000;
-	s->fsync_ns = o.fsync_interval_ns;
-	s->max_bytes = o.max_bytes;
-	s->seg_limit = seg_limit;
-	s->cap_policy = o.cap_policy;
-	s->on_cap = o.on_cap;
-	s->open_segment = o.open_segment;
-	s->retire_segment = o.retire_segment;
-	s->cap_ctx = o.cap_ctx;
+	if (!s)
+		return NULL;
+	s->fd = s->kfd = -1;
+	s->codec = o->codec;
+	s->level = o->codec_level > 0 ? o->codec_level : 1;
+	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
+	s->fsync_ns = o->fsync_interval_ns;
+	s->max_bytes = o->max_bytes;
+	s->seg_limit = seg_limit_of(o);
+	s->cap_policy = o->cap_policy;
+	s->on_cap = o->on_cap;
+	s->open_segment = o->open_segment;
+	s->retire_segment = o->retire_segment;
+	s->cap_ctx = o->cap_ctx;
 	/* Small caps take small chunks, so a segment holds several. */
 	s->chunk_max = CHUNK_MAX;
-	if (o.max_bytes && seg_limit / 8 < CHUNK_MAX)
-		s->chunk_max = seg_limit / 8;
-	if (o.fd > 0) {
-		s->fd = o.fd;
-	} else {
-		s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (s->fd < 0) {
-			rc = -errno;
-			goto err_free;
-		}
-		s->own_fd = 1;
-	}
+	if (o->max_bytes && s->seg_limit / 8 < CHUNK_MAX)
+		s->chunk_max = s->seg_limit / 8;
+	return s;
+}
 
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	kt_header h;
-	kt_header_init(&h);
+/*
+ * The trace's file, opened without touching what it holds: it is cut only
+ * once every other step of the start has worked (truncate_output()), so a
+ * start that fails leaves an existing file as it was, and removes one it
+ * created (*@created).  O_NONBLOCK only for the open: a FIFO without a
+ * reader fails at once (ENXIO) instead of blocking the caller for one.
+ */
+static int open_output(kt_session *s, const char *path, const kt_session_options *o,
+		       int *created)
+{
+	*created = 0;
+	if (uses_fd(o)) {
+		s->fd = o->fd;
+		return fcntl(s->fd, F_GETFL) < 0 ? start_fail(-errno, "trace fd %d", s->fd) : 0;
+	}
+	int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	s->fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+	*created = s->fd >= 0;
+	if (s->fd < 0 && errno == EEXIST)
+		s->fd = open(path, flags);
+	if (s->fd < 0 && errno == ENOENT) /* a dangling symlink: as O_CREAT does */
+		s->fd = open(path, flags | O_CREAT, 0644);
+	if (s->fd < 0)
+		return start_fail(-errno, "trace file %s", path);
+	s->own_fd = 1;
+	int fl = fcntl(s->fd, F_GETFL);
+	if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return start_fail(-errno, "trace file %s", path);
+	return 0;
+}
+
+/* What O_TRUNC would have done at the open, now that nothing can fail
+ * short of the file itself. */
+static int truncate_output(kt_session *s, const char *path)
+{
+	if (s->own_fd && is_regular(s->fd) && ftruncate(s->fd, 0) < 0)
+		return start_fail(-errno, "trace file %s", path);
+	return 0;
+}
+
+/* Crash files, if asked for: the option, else a non-empty KT_CRASH_DIR. */
+static int start_crash(kt_session *s, const kt_session_options *o)
+{
+	const char *dir = o->crash_dir ? o->crash_dir : getenv("KT_CRASH_DIR");
+	if (!dir || (!o->crash_dir && !*dir))
+		return 0;
+	int rc = kt__crash_start(&s->crash, dir, s->fd, s->start_off);
+	if (rc)
+		return start_fail(rc, "crash directory in %s (%s)", *dir ? dir : "/dev/shm",
+				  o->crash_dir ? "crash_dir" : "KT_CRASH_DIR");
+	return 0;
+}
+
+/* The file header; its strings point into @o and @host. */
+static void build_header(kt_session *s, const kt_session_options *o, kt_header *h,
+			 const char *host)
+{
+	kt_header_init(h);
 	kt__clock_calibrate(&s->c0);
-	h.clock = s->c0;
-	h.start_wall_ns = kt__wall_ns();
-	h.start_mono_ns = kt__mono_ns();
-	h.process_id = (uint64_t)getpid();
-	h.host = host;
-	h.workload = o.workload;
-	h.capture.ring_size = kt__ring_size();
-	h.capture.overflow = (uint8_t)kt__overflow_policy();
-	h.capture.codec = (uint8_t)s->codec;
-	h.capture.io = (uint8_t)o.io;
-	h.capture.codec_level = s->level;
-	h.capture.flush_period_ns = s->period_ns;
-	h.capture.fsync_interval_ns = s->fsync_ns;
-	h.capture.max_bytes = o.max_bytes;
-	h.capture.max_duration_ns = o.max_duration_ns;
-	if (o.run_id && o.run_id[0]) {
-		h.flags |= KT_HDR_CAPTURE;
-		h.run_id = o.run_id;
-		h.capture_id = o.capture_id;
-		h.epoch = o.epoch;
+	h->clock = s->c0;
+	h->start_wall_ns = kt__wall_ns();
+	h->start_mono_ns = kt__mono_ns();
+	h->process_id = (uint64_t)getpid();
+	h->host = host;
+	h->workload = o->workload;
+	h->capture.ring_size = kt__ring_size();
+	h->capture.overflow = (uint8_t)kt__overflow_policy();
+	h->capture.codec = (uint8_t)s->codec;
+	h->capture.io = (uint8_t)o->io;
+	h->capture.codec_level = s->level;
+	h->capture.flush_period_ns = s->period_ns;
+	h->capture.fsync_interval_ns = s->fsync_ns;
+	h->capture.max_bytes = o->max_bytes;
+	h->capture.max_duration_ns = o->max_duration_ns;
+	if (o->run_id && o->run_id[0]) {
+		h->flags |= KT_HDR_CAPTURE;
+		h->run_id = o->run_id;
+		h->capture_id = o->capture_id;
+		h->epoch = o->epoch;
 	}
-	h.note_count = o.note_count;
-	h.notes = o.notes;
-	if (s->cap_policy == KT_CAP_KEEP_NEWEST && s->max_bytes && (rc = keep_header(s, &h)))
-		goto err_free;
-	kt__sink *sink = NULL;
-	if ((rc = new_sink(s->fd, o.io, &sink)))
-		goto err_free;
-	s->io_backend = sink->backend;
-	off_t start = lseek(s->fd, 0, SEEK_CUR);
-	s->start_off = start > 0 ? (uint64_t)start : 0;
-	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, start > 0 ? (uint64_t)start : 0,
-				       &h))) {
-		sink->close(sink);
-		goto err_free;
-	}
+	h->note_count = o->note_count;
+	h->notes = o->notes;
+}
 
+/*
+ * Everything that can fail for a reason other than the file comes before
+ * truncate_output(): the options, the sink, crash files, the header.  Under
+ * session_lock.  On failure the caller frees @s; @sink is freed here.
+ */
+static int start_locked(kt_session *s, const char *path, const kt_session_options *o)
+{
+	char host[256] = "";
+	kt_header h;
+	kt__sink *sink = NULL;
+	int rc;
+
+	if ((rc = new_sink(s->fd, o->io, &sink)))
+		return start_fail(rc, "I/O backend (io_uring set-up)");
+	s->io_backend = sink->backend;
 	kt__registry_set_session(1);
+	gethostname(host, sizeof(host) - 1);
+	build_header(s, o, &h, host);
+	if ((rc = start_crash(s, o)))
+		goto err;
+	if ((rc = kt__header_validate(&h))) {
+		start_fail(rc, "trace header (workload, run id, capture id or notes)");
+		goto err;
+	}
+	if ((s->cap_policy == KT_CAP_KEEP_NEWEST && s->max_bytes && (rc = keep_header(s, &h))) ||
+	    (rc = truncate_output(s, path)))
+		goto err;
+	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, s->start_off, &h))) {
+		start_fail(rc, "trace writer");
+		goto err;
+	}
+	s->kfd = kt__uring_sink_fd(sink);
+	sink = NULL;
 	/* Crash files: the header is on disk before any event can be. */
-	const char *crash = o.crash_dir ? o.crash_dir : getenv("KT_CRASH_DIR");
-	if (crash && (o.crash_dir || *crash) &&
-	    ((rc = kt__crash_start(&s->crash, crash, s->fd, s->start_off)) ||
-	     (rc = kt__writer_sync(s->w, -1)))) {
-		kt__registry_set_session(0);
-		goto err_free;
+	if (s->crash && (rc = kt__writer_sync(s->w, -1))) {
+		start_fail(rc, "trace file %s", path ? path : "(fd)");
+		goto err;
 	}
 	s->gen = kt__registry_reset_for_session();
 	if (s->crash && (rc = kt__crash_publish(s->crash, &h, s->gen))) {
-		kt__registry_set_session(0);
-		goto err_free;
+		start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
+		goto err;
 	}
-	if ((rc = pthread_create(&s->thread, NULL, flusher_main, s))) {
-		rc = -rc;
-		kt__registry_set_session(0);
-		goto err_free;
+	if ((rc = kt__thread_start(&s->thread, flusher_main, s))) {
+		start_fail(rc, "flusher thread");
+		goto err;
+	}
+	return 0;
+err:
+	if (sink)
+		sink->close(sink);
+	kt__registry_set_session(0);
+	return rc;
+}
+
+int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+{
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+	kt_session_options o;
+	int rc, created = 0;
+
+	*out = NULL;
+	start_error[0] = 0;
+	if ((rc = check_options(path, opts, &o)))
+		return rc;
+	if ((rc = kt__ensure_init()))
+		return start_fail(rc, "katra's configuration");
+	pthread_once(&fork_once, register_fork);
+
+	pthread_mutex_lock(&session_lock);
+	kt_session *s = NULL;
+	if (current)
+		rc = start_fail(KT_EBUSY, "this process");
+	else if (!(s = session_new(&o)))
+		rc = start_fail(-ENOMEM, "session");
+	else if (!(rc = open_output(s, path, &o, &created))) {
+		off_t start = lseek(s->fd, 0, SEEK_CUR);
+		s->start_off = start > 0 ? (uint64_t)start : 0;
+		rc = start_locked(s, path, &o);
+	}
+	if (rc) {
+		if (created)
+			unlink(path);
+		if (s)
+			session_free(s);
+		pthread_mutex_unlock(&session_lock);
+		return rc;
 	}
 	current = s;
 	/* Release: a producer that sees the session on also sees the rings
@@ -785,12 +1019,33 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	pthread_mutex_unlock(&session_lock);
 	*out = s;
 	return 0;
+}
 
-err_free:
-	session_free(s);
-err_unlock:
-	pthread_mutex_unlock(&session_lock);
-	return rc;
+static void fill_summary(const kt_session *s, kt_summary *sum)
+{
+	sum->io_backend = s->io_backend;
+	sum->io_error = s->error;
+	sum->chunks = s->chunks;
+	sum->bytes_raw = s->bytes_raw;
+	sum->bytes_on_disk = s->on_disk;
+	sum->flusher_cpu_ns = s->cpu_ns;
+	sum->events_refused = s->refused;
+	sum->clock_start = s->c0;
+	sum->clock_stop = s->c1;
+	sum->capped = s->capped;
+	sum->segments = s->seg + 1;
+	sum->threads = calloc(s->nthreads ? s->nthreads : 1, sizeof(*sum->threads));
+	if (sum->threads)
+		sum->thread_count = (uint32_t)s->nthreads;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		sum->events_written += s->threads[i].written;
+		sum->events_dropped += s->threads[i].dropped;
+		if (sum->threads) {
+			sum->threads[i].thread_id = s->threads[i].thread_id;
+			sum->threads[i].written = s->threads[i].written;
+			sum->threads[i].dropped = s->threads[i].dropped;
+		}
+	}
 }
 
 int kt_session_stop(kt_session *s, kt_summary *sum)
@@ -800,17 +1055,23 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	if (!s)
 		return -EINVAL;
 	pthread_mutex_lock(&session_lock);
-	if (s != current) {
+	if (s != current || s->stopping) {
 		pthread_mutex_unlock(&session_lock);
 		return KT_ENOSESSION;
 	}
+	s->stopping = 1;
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
 	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
 	/* Release pairs with the flusher's acquire of stop. */
 	atomic_store_explicit(&s->stop, 1, memory_order_release);
 	kt__flusher_wake();
+	/* Not held across the drain: a fork() waits for session_lock (its
+	 * prepare handler), and must not wait for a slow disk.  current stays
+	 * set, so no other session starts meanwhile. */
+	pthread_mutex_unlock(&session_lock);
 	pthread_join(s->thread, NULL);
+	pthread_mutex_lock(&session_lock);
 	kt__registry_reap();
 	kt__registry_set_session(0);
 	/* A clean stop leaves nothing to recover: the directory goes. */
@@ -820,31 +1081,8 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	pthread_mutex_unlock(&session_lock);
 
 	int rc = s->error;
-	if (sum) {
-		sum->io_backend = s->io_backend;
-		sum->io_error = s->error;
-		sum->chunks = s->chunks;
-		sum->bytes_raw = s->bytes_raw;
-		sum->bytes_on_disk = s->on_disk;
-		sum->flusher_cpu_ns = s->cpu_ns;
-		sum->events_refused = s->refused;
-		sum->clock_start = s->c0;
-		sum->clock_stop = s->c1;
-		sum->capped = s->capped;
-		sum->segments = s->seg + 1;
-		sum->threads = calloc(s->nthreads ? s->nthreads : 1, sizeof(*sum->threads));
-		if (sum->threads)
-			sum->thread_count = (uint32_t)s->nthreads;
-		for (size_t i = 0; i < s->nthreads; i++) {
-			sum->events_written += s->threads[i].written;
-			sum->events_dropped += s->threads[i].dropped;
-			if (sum->threads) {
-				sum->threads[i].thread_id = s->threads[i].thread_id;
-				sum->threads[i].written = s->threads[i].written;
-				sum->threads[i].dropped = s->threads[i].dropped;
-			}
-		}
-	}
+	if (sum)
+		fill_summary(s, sum);
 	session_free(s);
 	return rc;
 }

@@ -402,6 +402,32 @@ static void u_close(kt__sink *base)
 	free(u);
 }
 
+/*
+ * Nothing of the ring's memory goes to a fork()ed child: the submission
+ * and completion rings would keep the instance (and its pinned buffers)
+ * alive there after the child closes its copy of the fd, and the child
+ * would copy the 8 MiB of pinned staging buffers at every fork.
+ */
+static int no_fork_copy(struct uring_sink *u)
+{
+	struct io_uring *r = &u->ring;
+	size_t sqes = (size_t)r->sq.ring_entries * sizeof(struct io_uring_sqe);
+	if (madvise(u->mem, (size_t)u->nbuf * u->bufsz, MADV_DONTFORK) < 0 ||
+	    madvise(r->sq.ring_ptr, r->sq.ring_sz, MADV_DONTFORK) < 0 ||
+	    madvise(r->sq.sqes, sqes, MADV_DONTFORK) < 0 ||
+	    (r->cq.ring_ptr != r->sq.ring_ptr &&
+	     madvise(r->cq.ring_ptr, r->cq.ring_sz, MADV_DONTFORK) < 0))
+		return -errno;
+	return 0;
+}
+
+int kt__uring_sink_fd(const kt__sink *s)
+{
+	if (s->backend != KT_IO_URING)
+		return -1;
+	return ((const struct uring_sink *)s)->ring.ring_fd;
+}
+
 int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
 {
 	*out = NULL;
@@ -424,6 +450,9 @@ int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
 		u->mem = NULL;
 		goto err_ring;
 	}
+	if ((rc = no_fork_copy(u)))
+		goto err_mem;
+	rc = -ENOMEM;
 	u->slots = calloc(nbuf, sizeof(*u->slots));
 	u->free_stack = calloc(nbuf, sizeof(*u->free_stack));
 	if (!u->slots || !u->free_stack)

@@ -3,6 +3,8 @@
  * 3-7): the second byte's range depends on the first, so overlong forms,
  * surrogates and code points past U+10FFFF are all refused in one place.
  */
+#include <string.h>
+
 #include "format/utf8.h"
 
 size_t kt__utf8_char(const unsigned char *s, size_t n, uint32_t *cp)
@@ -49,4 +51,27 @@ size_t kt__utf8_cut(const char *s, size_t n, size_t max)
 	while (cut > 0 && max - cut < 3 && ((unsigned char)s[cut] & 0xC0) == 0x80)
 		cut--;
 	return ((unsigned char)s[cut] & 0xC0) == 0x80 ? max : cut;
+}
+
+size_t kt__utf8_repair(const char *s, size_t n, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		size_t k = p[i] ? kt__utf8_char(p + i, n - i, NULL) : 0;
+		if (o + (k ? k : 4) >= cap)
+			break;
+		if (k) {
+			memcpy(out + o, p + i, k);
+			o += k;
+			i += k;
+		} else {
+			out[o++] = '\\', out[o++] = 'x';
+			out[o++] = hex[p[i] >> 4], out[o++] = hex[p[i] & 15];
+			i++;
+		}
+	}
+	out[o] = 0;
+	return o;
 }

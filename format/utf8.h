@@ -27,4 +27,15 @@ size_t kt__utf8_char(const unsigned char *s, size_t n, uint32_t *cp);
  */
 size_t kt__utf8_cut(const char *s, size_t n, size_t max);
 
+/*
+ * kt__utf8_repair - @n bytes of @s as well-formed UTF-8 in @out, which has
+ * room for @cap bytes (@cap >= 1), NUL included: each byte that is not
+ * part of a well-formed character (and each NUL byte) becomes the four
+ * characters "\xNN", so free text a caller passed (a stop reason) keeps
+ * its bytes visible and never makes a JSON writer refuse it; when @cap
+ * runs out the copy ends before a character or an escape, never inside
+ * one.  Returns the bytes written, without the NUL.
+ */
+size_t kt__utf8_repair(const char *s, size_t n, char *out, size_t cap);
+
 #endif

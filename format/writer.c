@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -78,11 +80,40 @@ static uint8_t *fd_acquire(kt__sink *s, size_t *cap)
 	return f->buf;
 }
 
+/*
+ * writev() to a pipe or socket, which raises SIGPIPE when its reader has
+ * gone: by default that kills the process, and the host never asked for
+ * it.  The write is made with SIGPIPE blocked; the one it raised (sent to
+ * this thread, so pending on it) is taken back before the mask is
+ * restored, and the write reports EPIPE.  One raised by someone else and
+ * already pending is left for its owner.
+ */
+static ssize_t writev_nosigpipe(int fd, const struct iovec *v, int n)
+{
+	sigset_t pipe_only, old, pending;
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+	ssize_t k = writev(fd, v, n);
+	int err = errno;
+	if (k < 0 && err == EPIPE && !was_pending) {
+		static const struct timespec now = { 0, 0 };
+		while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	if (!sigismember(&old, SIGPIPE))
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return k;
+}
+
 static int fd_write(kt__sink *s, uint8_t *p, size_t n, uint64_t off)
 {
 	struct fd_sink *f = (struct fd_sink *)s;
 	while (n) {
-		ssize_t k = f->seekable ? pwrite(f->fd, p, n, (off_t)off) : write(f->fd, p, n);
+		struct iovec v = { p, n };
+		ssize_t k = f->seekable ? pwrite(f->fd, p, n, (off_t)off) : writev_nosigpipe(f->fd, &v, 1);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -122,7 +153,7 @@ static int fd_write_ref(kt__sink *s, const uint8_t *head, size_t head_len, const
 	size_t total = head_len + body_len + tail_len, left = total;
 
 	while (left && !s->error) {
-		ssize_t k = f->seekable ? pwritev(f->fd, v, n, (off_t)off) : writev(f->fd, v, n);
+		ssize_t k = f->seekable ? pwritev(f->fd, v, n, (off_t)off) : writev_nosigpipe(f->fd, v, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {

@@ -128,3 +128,16 @@ void kt__names_free(void)
 	slot_cap = 0;
 	pthread_mutex_unlock(&names_lock);
 }
+
+void kt__names_fork(int phase)
+{
+	if (phase == 0) {
+		pthread_mutex_lock(&names_lock);
+		return;
+	}
+	if (phase == 2) {
+		log_fn = NULL;
+		log_ctx = NULL;
+	}
+	pthread_mutex_unlock(&names_lock);
+}

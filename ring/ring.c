@@ -35,8 +35,17 @@ KT_API _Thread_local struct kt__ring_prod *kt__tls_ring __attribute__((tls_model
 KT_API _Atomic int kt__active;
 
 /* Set once this thread's key destructor ran: emits from later destructors
- * are ignored rather than registering a ring nobody will retire. */
-static _Thread_local int tls_exiting;
+ * are ignored rather than registering a ring nobody will retire.  The
+ * thread-locals here are read by emits from signal handlers too: initial-
+ * exec, so reaching them never allocates. */
+static _Thread_local int tls_exiting __attribute__((tls_model("initial-exec")));
+/* Non-zero while this thread is in registry code (it may hold reg_lock):
+ * an emit from a signal handler then must not register, or it would wait
+ * on a lock its own thread holds. */
+static _Thread_local int tls_in_registry __attribute__((tls_model("initial-exec")));
+/* Emits refused for that reason before the thread had a ring; its ring
+ * counts them once it has one.  Atomic: handlers may nest. */
+static _Thread_local _Atomic uint64_t tls_refused_early __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kt__ring *reg_head;     /* every live or retired ring */
@@ -63,6 +72,25 @@ static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct tim
 }
 
 static void thread_exit(void *arg);
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+/* reg_lock, marking this thread as inside the registry while it is held
+ * (the signal fences keep the mark around the lock in program order). */
+static void reg_take(void)
+{
+	tls_in_registry++;
+	atomic_signal_fence(memory_order_seq_cst);
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void reg_drop(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	tls_in_registry--;
+}
 
 /* ---- configuration --------------------------------------------------- */
 
@@ -89,6 +117,13 @@ static int apply_config(const kt_config *cfg)
 		rc = pthread_key_create(&exit_key, thread_exit);
 		if (rc)
 			return -rc;
+		/* Before any ring exists, so no child of a fork() ever sees one
+		 * without the handlers that take it away. */
+		rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
+		if (rc) {
+			pthread_key_delete(exit_key);
+			return -rc;
+		}
 		initialized = 1;
 	}
 	config = c;
@@ -97,17 +132,17 @@ static int apply_config(const kt_config *cfg)
 
 int kt_init(const kt_config *cfg)
 {
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	int rc = reg_session ? KT_EBUSY : apply_config(cfg);
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return rc;
 }
 
 int kt__ensure_init(void)
 {
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	int rc = initialized ? 0 : apply_config(NULL);
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return rc;
 }
 
@@ -161,6 +196,12 @@ static int map_halves(uint8_t *span, uint64_t size, int fd, off_t off)
 		if (mmap(span + half * size, size, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, off) == MAP_FAILED)
 			return -errno;
+	/* A fork()ed child gets no mapping of the bytes at all: shared, they
+	 * would let it write into this process's trace, and copying their
+	 * page tables would slow every fork.  The child handler drops the
+	 * rings that then point nowhere. */
+	if (madvise(span, 2 * size, MADV_DONTFORK) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -315,7 +356,8 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 	atomic_store_explicit(&r->tail, head, memory_order_relaxed);
 	r->read_pos = head;
 	r->ref_len = 0;
-	r->prod.limit = head; /* first emit takes the slow path and sets it */
+	/* The first emit takes the slow path and sets it. */
+	atomic_store_explicit(&r->prod.limit, head, memory_order_relaxed);
 	r->pending = 0;
 	r->gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
 	atomic_store_explicit(&r->lost_total, 0, memory_order_relaxed);
@@ -341,20 +383,45 @@ static struct kt__ring *tls_full_ring(void)
 	return (struct kt__ring *)(void *)kt__tls_ring;
 }
 
+static void refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts);
+
+/*
+ * A ring for the calling thread.  An emit from a signal handler lands
+ * here too when its thread has none yet; it may not when the handler
+ * interrupted this thread inside the registry (tls_in_registry), where it
+ * would take a lock the thread holds or register a second ring: it is
+ * refused, and counted once the ring exists.
+ */
 static struct kt__ring *register_thread(void)
 {
-	if (tls_exiting || kt__ensure_init())
+	if (tls_exiting)
 		return NULL;
-	pthread_mutex_lock(&reg_lock);
-	struct kt__ring *r = ring_get(config.ring_size);
-	if (r) {
-		ring_reset(r, next_thread_id++);
-		r->next = reg_head;
-		reg_head = r;
-		pthread_setspecific(exit_key, r);
-		kt__tls_ring = &r->prod;
+	if (tls_in_registry) {
+		/* Relaxed: a counter of this thread's, RMW against nesting. */
+		atomic_fetch_add_explicit(&tls_refused_early, 1, memory_order_relaxed);
+		return NULL;
 	}
-	pthread_mutex_unlock(&reg_lock);
+	tls_in_registry++;
+	atomic_signal_fence(memory_order_seq_cst);
+	struct kt__ring *r = NULL;
+	if (kt__ensure_init() == 0) {
+		reg_take();
+		r = ring_get(config.ring_size);
+		if (r) {
+			ring_reset(r, next_thread_id++);
+			r->next = reg_head;
+			reg_head = r;
+			pthread_setspecific(exit_key, r);
+			kt__tls_ring = &r->prod;
+		}
+		reg_drop();
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	tls_in_registry--;
+	/* Relaxed: this thread's own counter. */
+	uint64_t early = atomic_exchange_explicit(&tls_refused_early, 0, memory_order_relaxed);
+	if (r && early)
+		refuse_at(r, early, kt_now());
 	return r;
 }
 
@@ -373,7 +440,7 @@ static void thread_exit(void *arg)
 
 	tls_exiting = 1;
 	kt__tls_ring = NULL;
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	/* Release: every record this thread published is ordered before the
 	 * flusher's acquire load of retired, so "retired and drained" means
 	 * nothing is left to read. */
@@ -382,19 +449,19 @@ static void thread_exit(void *arg)
 		unlink_ring(r);
 		ring_put(r);
 	}
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 }
 
 int kt__registry_snapshot(kt__ring_list *out)
 {
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	out->len = 0;
 	for (struct kt__ring *r = reg_head; r; r = r->next) {
 		if (out->len == out->cap) {
 			size_t n = out->cap ? out->cap * 2 : 16;
 			void *p = realloc(out->rings, n * sizeof(*out->rings));
 			if (!p) {
-				pthread_mutex_unlock(&reg_lock);
+				reg_drop();
 				return -ENOMEM;
 			}
 			out->rings = p;
@@ -402,14 +469,14 @@ int kt__registry_snapshot(kt__ring_list *out)
 		}
 		out->rings[out->len++] = r;
 	}
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return 0;
 }
 
 size_t kt__registry_reap(void)
 {
 	size_t n = 0;
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	struct kt__ring **pp = &reg_head;
 	while (*pp) {
 		struct kt__ring *r = *pp;
@@ -430,20 +497,20 @@ size_t kt__registry_reap(void)
 		}
 		pp = &r->next;
 	}
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return n;
 }
 
 void kt__registry_set_session(int running)
 {
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	reg_session = running;
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 }
 
 uint64_t kt__registry_reset_for_session(void)
 {
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	uint64_t gen = atomic_fetch_add_explicit(&session_gen, 1, memory_order_relaxed) + 1;
 	for (struct kt__ring *r = reg_head; r; r = r->next) {
 		/* Acquire: the producer's last records are complete before we
@@ -462,14 +529,14 @@ uint64_t kt__registry_reset_for_session(void)
 		r->done_pos = head;
 		ck_reset(r, head);
 	}
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return gen;
 }
 
 int kt__registry_set_crash(struct kt__crash *c)
 {
 	int rc = 0;
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	reg_crash = c;
 	if (c) {
 		/* Recycled rings would need slots too; new ones cost as little. */
@@ -485,15 +552,15 @@ int kt__registry_set_crash(struct kt__crash *c)
 				kt__crash_log_thread(c, r->thread_id, r->name);
 		}
 	}
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return rc;
 }
 
 char *kt__ring_name_dup(struct kt__ring *r)
 {
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	char *copy = r->name ? strdup(r->name) : NULL;
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return copy;
 }
 
@@ -507,20 +574,20 @@ int kt_thread_name(const char *name)
 	char *copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	free(r->name);
 	r->name = copy;
 	if (reg_crash)
 		kt__crash_log_thread(reg_crash, r->thread_id, copy);
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	return 0;
 }
 
 int kt_shutdown(void)
 {
-	pthread_mutex_lock(&reg_lock);
+	reg_take();
 	if (reg_session) {
-		pthread_mutex_unlock(&reg_lock);
+		reg_drop();
 		return KT_EBUSY;
 	}
 	/* Rings of live threads stay: their TLS pointers still name them. */
@@ -530,9 +597,86 @@ int kt_shutdown(void)
 		ring_unmap(r);
 	}
 	free_count = 0;
-	pthread_mutex_unlock(&reg_lock);
+	reg_drop();
 	kt__names_free();
 	return 0;
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+/*
+ * A child of fork() has one thread, the one that forked, and no flusher.
+ * It must see no session and never write into this process's rings: their
+ * bytes are not even mapped there (MADV_DONTFORK, map_halves()), and the
+ * handlers below drop every ring from the child's registry, so its threads
+ * start afresh, with a session of their own if it starts one.  The locks
+ * are taken around the fork so the child's copies of the registry and the
+ * name table are whole.  Interned names stay: their ids live on in the
+ * child's variables (KT_ZONE's statics).
+ */
+static void fork_prepare(void)
+{
+	reg_take();
+	kt__names_fork(0);
+}
+
+static void fork_parent(void)
+{
+	kt__names_fork(1);
+	reg_drop();
+}
+
+/*
+ * fork() called from a signal handler that interrupted an emit: after the
+ * handler the emit resumes, in the child too, and writes into its ring.
+ * Give it private memory to finish in: a copy of the ring's page (with
+ * crash files it is a shared page of the control file) and fresh bytes.
+ * The ring is then left alone; it is the child's to leak.
+ */
+static void ring_make_private(struct kt__ring *r)
+{
+	size_t page = kt__ring_page();
+	void *copy = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy != MAP_FAILED) {
+		memcpy(copy, r, page);
+		mremap(copy, page, page, MREMAP_MAYMOVE | MREMAP_FIXED, r);
+	}
+	mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	close(r->memfd);
+}
+
+static void drop_rings(struct kt__ring *list, struct kt__ring *keep)
+{
+	while (list) {
+		struct kt__ring *next = list->next;
+		if (list == keep)
+			ring_make_private(list);
+		else
+			ring_unmap(list);
+		list = next;
+	}
+}
+
+static void fork_child(void)
+{
+	struct kt__ring *mine = tls_full_ring();
+	/* Relaxed: this thread's own field. */
+	int resumes = mine && atomic_load_explicit(&mine->prod.limit, memory_order_relaxed) ==
+				      KT__LIMIT_BUSY;
+	/* Relaxed: the only thread there is. */
+	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
+	atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
+	kt__tls_ring = NULL;
+	pthread_setspecific(exit_key, NULL);
+	drop_rings(reg_head, resumes ? mine : NULL);
+	drop_rings(free_head, NULL);
+	reg_head = free_head = NULL;
+	free_count = 0;
+	reg_session = 0;
+	reg_crash = NULL;
+	kt__names_fork(2);
+	reg_drop();
 }
 
 /* ---- the slow path ---------------------------------------------------- */
@@ -615,18 +759,47 @@ static void sync_gen(struct kt__ring *r)
 	}
 }
 
-/* A record refused: counted, with its time, for the flusher's drop frame.
- * Relaxed: counters only this thread writes, read by the flusher when it
- * settles the ring (after the thread exits, or at stop). */
-static void refuse(struct kt__ring *r)
+/*
+ * @n records refused at @ts: counted, with their time, for the flusher's
+ * drop frame.  A signal handler's nested emit may land here in the middle
+ * of another refusal on the same thread, so the count is a read-modify-
+ * write (relaxed: the flusher reads it when it settles the ring, after the
+ * thread exits or at stop) and nothing else is updated in two steps.
+ */
+static void refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts)
 {
-	sync_gen(r);
-	uint64_t ts = kt_now();
-	uint64_t n = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
-	if (n == r->refused_base)
+	uint64_t before = atomic_fetch_add_explicit(&r->refused_total, n, memory_order_relaxed);
+	if (before == r->refused_base)
 		atomic_store_explicit(&r->refused_first, ts, memory_order_relaxed);
 	atomic_store_explicit(&r->refused_last, ts, memory_order_relaxed);
-	atomic_store_explicit(&r->refused_total, n + 1, memory_order_relaxed);
+}
+
+static void refuse(struct kt__ring *r)
+{
+	refuse_at(r, 1, kt_now());
+}
+
+/*
+ * The slow path's half of the re-entry mark (see kt__ring_prod.limit):
+ * the limit to restore on leaving, or KT__LIMIT_BUSY when this call
+ * interrupted an emit of its own thread (a signal handler's) and must not
+ * touch the ring.  A handler that runs between the load and the store
+ * finishes before this call goes on, so what follows reads its results.
+ */
+static uint64_t enter(struct kt__ring *r)
+{
+	uint64_t limit = atomic_load_explicit(&r->prod.limit, memory_order_relaxed);
+	if (limit == KT__LIMIT_BUSY)
+		return limit;
+	atomic_store_explicit(&r->prod.limit, KT__LIMIT_BUSY, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	return limit;
+}
+
+static void leave(struct kt__ring *r, uint64_t limit)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_store_explicit(&r->prod.limit, limit, memory_order_relaxed);
 }
 
 KT_API void kt__refuse(void)
@@ -634,21 +807,58 @@ KT_API void kt__refuse(void)
 	struct kt__ring *r = tls_full_ring();
 	if (!r && !(r = register_thread()))
 		return;
+	uint64_t limit = enter(r);
+	if (limit != KT__LIMIT_BUSY)
+		sync_gen(r);
 	refuse(r);
+	if (limit != KT__LIMIT_BUSY)
+		leave(r, limit);
 }
 
-KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
-			  size_t len)
+/* DROP policy, no room: count the loss and come back to the slow path
+ * (limit 0) to write a marker with the next record.  Relaxed: only stop
+ * reads these, after producers end. */
+static void lose(struct kt__ring *r, uint64_t ts)
 {
-	struct kt__ring *r = tls_full_ring();
-	if (!r && !(r = register_thread()))
-		return;
+	if (!r->pending++)
+		atomic_store_explicit(&r->pending_first, ts, memory_order_relaxed);
+	atomic_store_explicit(&r->pending_last, ts, memory_order_relaxed);
+	atomic_store_explicit(&r->lost_total,
+			      atomic_load_explicit(&r->lost_total, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	wake_flusher();
+}
+
+/*
+ * Below half full the fast path may run to the half mark, where the next
+ * slow call wakes the flusher once; past it, up to the end.
+ */
+static uint64_t next_limit(struct kt__ring *r, uint64_t head, uint64_t tail)
+{
+	uint64_t limit = tail + r->size / 2;
+	if (head - tail >= r->size / 2) {
+		wake_flusher();
+		limit = tail + r->size;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	/* The inline path reads the TSC unconditionally; with another clock
+	 * every record must come through here. */
+	if (!kt__clock_tsc)
+		limit = 0;
+#endif
+	return limit;
+}
+
+/* The slow path proper, marked busy: returns the limit to leave behind. */
+static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, uint32_t id,
+			    uint8_t flags, const void *payload, size_t len)
+{
 	size_t size = 16 + ((len + 7) & ~(size_t)7);
+	sync_gen(r);
 	if (len > 0xffff || size > r->size / 4) {
 		refuse(r);
-		return;
+		return limit;
 	}
-	sync_gen(r);
 	uint64_t ts = kt_now();
 	/* Relaxed: head is written only by this thread. */
 	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
@@ -661,22 +871,13 @@ KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *
 		if (head + need - tail <= r->size)
 			break;
 		if (config.overflow == KT_OVERFLOW_DROP) {
-			/* Relaxed: only stop reads these, after producers end. */
-			if (!r->pending++)
-				atomic_store_explicit(&r->pending_first, ts, memory_order_relaxed);
-			atomic_store_explicit(&r->pending_last, ts, memory_order_relaxed);
-			atomic_store_explicit(&r->lost_total,
-					      atomic_load_explicit(&r->lost_total,
-								   memory_order_relaxed) + 1,
-					      memory_order_relaxed);
-			r->prod.limit = 0; /* come back here to write the marker */
-			wake_flusher();
-			return;
+			lose(r, ts);
+			return 0;
 		}
 		/* Relaxed: a stale "active" only delays noticing the stop by
 		 * one wait, which has a timeout. */
 		if (!atomic_load_explicit(&kt__active, memory_order_relaxed))
-			return;
+			return limit;
 		block_wait(r, need);
 		ts = kt_now();
 	}
@@ -700,20 +901,21 @@ KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *
 	head += size;
 	/* Release: pairs with the flusher's acquire of head (B pairs C). */
 	atomic_store_explicit(&r->prod.head, head, memory_order_release);
+	return next_limit(r, head, tail);
+}
 
-	/* Below half full the fast path may run to the half mark, where the
-	 * next slow call wakes the flusher once; past it, up to the end. */
-	uint64_t fill = head - tail;
-	if (fill >= r->size / 2) {
-		wake_flusher();
-		r->prod.limit = tail + r->size;
-	} else {
-		r->prod.limit = tail + r->size / 2;
+KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
+			  size_t len)
+{
+	struct kt__ring *r = tls_full_ring();
+	if (!r && !(r = register_thread()))
+		return;
+	uint64_t limit = enter(r);
+	if (limit == KT__LIMIT_BUSY) {
+		/* A signal handler's emit inside another emit of its thread:
+		 * the ring is that one's until it returns.  Refused, counted. */
+		refuse(r);
+		return;
 	}
-#if defined(__x86_64__) || defined(__i386__)
-	/* The inline path reads the TSC unconditionally; with another clock
-	 * every record must come through here. */
-	if (!kt__clock_tsc)
-		r->prod.limit = 0;
-#endif
+	leave(r, emit_marked(r, limit, type, id, flags, payload, len));
 }

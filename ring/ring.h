@@ -176,6 +176,10 @@ uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx);
  * under the names lock; NULL stops it. */
 void kt__names_set_log(kt__name_fn fn, void *ctx);
 void kt__names_free(void);
+/* fork() handlers of the name table, called by the registry's (ring.c):
+ * @phase 0 before the fork (takes its lock), 1 in the parent after it,
+ * 2 in the child (no crash log there: the parent's session owns it). */
+void kt__names_fork(int phase);
 
 /* The clock. */
 int kt__clock_setup(int requested);

@@ -405,6 +405,26 @@ Test(states, run_invalid)
 	fx_fini(&f);
 }
 
+/* A run id that starts with '-': the capture's file name would read as
+ * options on a command line (`rm -rf.1.abc.katra`). */
+Test(states, run_ids_that_read_as_options)
+{
+	struct fx f;
+	fx_init(&f);
+	fx_open(&f);
+	const char *bad[] = { "-rf", "--help", "-" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		kt_start_result r = start(&f, bad[i], 1, 0);
+		cr_assert_eq(r.state, KT_STATE_SKIPPED, "%s", bad[i]);
+		cr_assert_eq(r.code, KT_CODE_RUN_INVALID, "%s", bad[i]);
+		kt_stop_ticket t = stop(&f, bad[i], 1, 0, 0);
+		cr_assert_eq(t.code, KT_CODE_NO_ACTIVE_CAPTURE);
+	}
+	/* Inside, a dash is fine. */
+	cr_assert_eq(start(&f, "a-b", 1, 0).state, KT_STATE_CAPTURING);
+	fx_fini(&f);
+}
+
 Test(states, profiler_busy_then_free_again)
 {
 	struct fx f;
@@ -787,6 +807,11 @@ Test(procs, second_process_gets_profiler_busy_until_the_first_stops, .timeout = 
 	kt_start_result r = start(&f, "two", 1, 0);
 	cr_assert_eq(r.state, KT_STATE_SKIPPED);
 	cr_assert_eq(r.code, KT_CODE_PROFILER_BUSY);
+	/* Nothing started: no capture id, in the answer or the status. */
+	cr_assert_str_eq(r.capture_id, "");
+	kt_capture_status busy;
+	cr_assert_eq(kt_manager_status(f.m, "two", 1, &busy), 0);
+	cr_assert_str_eq(busy.capture_id, "");
 	cr_assert_eq(write(to_child[1], "X", 1), 1);
 	int status;
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -1147,5 +1172,103 @@ Test(paths, hostile_run_ids_and_planted_symlinks_stay_inside)
 	cr_assert_str_eq(names, "");
 	ls(f.dir, names, sizeof(names));
 	cr_assert_str_eq(names, "outside root");
+	fx_fini(&f);
+}
+
+/* ---- free text ------------------------------------------------------------ */
+
+/*
+ * A stop reason is free text: cut inside a character by the status's 63
+ * bytes, or not UTF-8 at all, it must still publish, cut at a character
+ * and with its stray bytes escaped.
+ */
+Test(text, a_stop_reason_that_is_not_clean_utf8_still_publishes)
+{
+	static const struct {
+		const char *reason, *kept;
+	} cases[] = {
+		/* 62 bytes, then a two-byte character that does not fit */
+		{ "0123456789012345678901234567890123456789012345678901234567890r\xc3\xa9",
+		  "0123456789012345678901234567890123456789012345678901234567890r" },
+		/* a stray byte, a truncated character, a NUL-free control */
+		{ "bad \xff byte, cut \xe2\x82 and \x01", "bad \\xFF byte, cut \\xE2\\x82 and \x01" },
+		/* an escape that would not fit whole is left out */
+		{ "012345678901234567890123456789012345678901234567890123456789\xfe",
+		  "012345678901234567890123456789012345678901234567890123456789" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct fx f;
+		fx_init(&f);
+		fx_open(&f);
+		cr_assert_eq(start(&f, "run", 1, 0).state, KT_STATE_CAPTURING);
+		kt_stop_ticket t;
+		kt_manager_request_stop(f.m, &(kt_stop_request){ .run_id = "run", .epoch = 1,
+								  .reason = cases[i].reason },
+					&t);
+		kt_capture_status st = await_final(&f, &t);
+		cr_assert_eq(st.state, KT_STATE_PUBLISHED, "case %zu: code %s", i,
+			     kt_capture_code_name(st.code));
+		cr_assert_str_eq(st.stop_reason, cases[i].kept, "case %zu", i);
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", f.root, st.sidecar);
+		size_t len;
+		char *side = (char *)t_slurp(path, &len);
+		cr_assert_not_null(side);
+		json_error_t err;
+		json_t *o = json_loadb(side, len, 0, &err);
+		cr_assert_not_null(o, "case %zu: %s", i, err.text);
+		cr_assert_str_eq(json_string_value(json_object_get(o, "stop_reason")), cases[i].kept);
+		json_decref(o);
+		free(side);
+		fx_fini(&f);
+	}
+	/* A status a caller filled with any bytes still becomes JSON. */
+	kt_capture_status st = { .state = KT_STATE_SKIPPED };
+	snprintf(st.run_id, sizeof(st.run_id), "r\xff");
+	snprintf(st.stop_reason, sizeof(st.stop_reason), "\xc3");
+	char *json = kt_capture_status_json(&st);
+	cr_assert_not_null(json);
+	cr_assert_not_null(strstr(json, "\"run_id\":\"r\\\\xFF\""), "%s", json);
+	cr_assert_not_null(strstr(json, "\"stop_reason\":\"\\\\xC3\""), "%s", json);
+	free(json);
+}
+
+/* ---- fd 0 ------------------------------------------------------------------- */
+
+/* A daemon whose stdin is closed: the capture's file gets fd 0, and a
+ * real session must take it (in a child, to leave this stdin alone). */
+Test(fd0, a_capture_in_a_process_without_stdin, .timeout = 60)
+{
+	struct fx f;
+	fx_init(&f);
+	f.mo.backend = NULL;
+	f.mo.now = NULL;
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(50);
+		kt_manager *m;
+		if (kt_manager_new(&f.mo, &m))
+			_exit(10);
+		close(0); /* the next file opened, the capture's, gets fd 0 */
+		kt_start_result r;
+		kt_manager_start(m, &(kt_start_request){ .run_id = "daemon", .epoch = 1,
+							  .validity = "valid" }, &r);
+		if (r.state != KT_STATE_CAPTURING)
+			_exit(11);
+		uint32_t id = kt_name("c");
+		for (int64_t i = 0; i < 1000; i++)
+			kt_counter(id, i);
+		kt_stop_ticket t;
+		kt_manager_request_stop(m, &(kt_stop_request){ .run_id = "daemon", .epoch = 1 }, &t);
+		kt_capture_status st;
+		kt_manager_await(m, &t, UINT64_MAX, &st);
+		kt_manager_close(m);
+		_exit(st.state == KT_STATE_PUBLISHED && st.events == 1000 ? 0 : 12);
+	}
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 	fx_fini(&f);
 }

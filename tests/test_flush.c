@@ -480,6 +480,8 @@ static void check_fsize(int io)
 	cr_assert_leq(st.file_size, 300 << 10);
 	/* The prefix holds no more than the session counted as written. */
 	cr_assert_leq(st.events, sum.events_written);
+	/* bytes_on_disk is what the file holds, not what was handed to it. */
+	cr_assert_eq(sum.bytes_on_disk, st.file_size);
 	kt_summary_release(&sum);
 	kt_reader_close(r);
 	unlink(path);
@@ -586,5 +588,144 @@ Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
 	/* The names went in with the first drain after they were interned;
 	 * the zones either with them or just after. */
 	cr_assert_leq(events, 4);
+	unlink(path);
+}
+
+/* ---- bytes on disk after a failure ---------------------------------------- */
+
+/* bytes_on_disk counts what the file holds, not what was handed to it. */
+Test(errors, bytes_on_disk_is_what_the_file_holds_after_enospc, .timeout = 120)
+{
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	kt_summary sum;
+	cr_assert_eq(run_failing(KT_OVERFLOW_DROP, KT_IO_PWRITE, fd, NULL, 20000, &sum), -ENOSPC);
+	cr_assert_eq(sum.bytes_on_disk, 0);
+	kt_summary_release(&sum);
+	close(fd);
+}
+
+/* ---- starts that fail --------------------------------------------------- */
+
+static const char precious[] = "a trace from yesterday";
+
+static void write_precious(const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(precious, 1, sizeof(precious), f), sizeof(precious));
+	fclose(f);
+}
+
+static void check_precious(const char *path)
+{
+	size_t len = 0;
+	uint8_t *p = t_slurp(path, &len);
+	cr_assert_not_null(p);
+	cr_assert_eq(len, sizeof(precious), "the old file was touched: %zu bytes", len);
+	cr_assert_eq(memcmp(p, precious, len), 0);
+	free(p);
+}
+
+/*
+ * A start that fails over the crash directory leaves the file at the path
+ * as it was (a new one is not left behind either), and says that it was
+ * the crash directory.
+ */
+Test(start, a_bad_crash_directory_leaves_the_old_file_and_is_named)
+{
+	char path[128], fresh[128];
+	snprintf(path, sizeof(path), "/tmp/katra-precious-%d.katra", (int)getpid());
+	snprintf(fresh, sizeof(fresh), "/tmp/katra-fresh-%d.katra", (int)getpid());
+	write_precious(path);
+	kt_session *s;
+	setenv("KT_CRASH_DIR", "/nonexistent-katra-dir", 1);
+	cr_assert_eq(kt_session_start(path, NULL, &s), -ENOENT);
+	unsetenv("KT_CRASH_DIR");
+	check_precious(path);
+	cr_assert_str_eq(kt_session_start_error(),
+			 "crash directory in /nonexistent-katra-dir (KT_CRASH_DIR): "
+			 "No such file or directory");
+	kt_session_options o = { .crash_dir = "/nonexistent-katra-dir/x" };
+	cr_assert_eq(kt_session_start(path, &o, &s), -ENOENT);
+	check_precious(path);
+	cr_assert_str_eq(kt_session_start_error(),
+			 "crash directory in /nonexistent-katra-dir/x (crash_dir): "
+			 "No such file or directory");
+	cr_assert_eq(kt_session_start(fresh, &o, &s), -ENOENT);
+	cr_assert_eq(access(fresh, F_OK), -1, "a failed start left %s behind", fresh);
+	/* A check that used to come after the cut: a header string too long
+	 * for the format. */
+	static char huge[70000];
+	memset(huge, 'w', sizeof(huge) - 1);
+	o = (kt_session_options){ .workload = huge };
+	cr_assert_eq(kt_session_start(path, &o, &s), -EINVAL);
+	check_precious(path);
+	cr_assert_eq(strncmp(kt_session_start_error(), "trace header", 12), 0, "%s",
+		     kt_session_start_error());
+	/* The same start with good options replaces it. */
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	cr_assert_str_eq(kt_session_start_error(), "");
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_close(r);
+	unlink(path);
+}
+
+/* A FIFO with no reader fails the start at once instead of blocking it. */
+Test(start, a_fifo_without_a_reader_does_not_block, .timeout = 30)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-fifo-%d", (int)getpid());
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, NULL, &s), -ENXIO);
+	unlink(path);
+}
+
+/*
+ * fd 0 is a file like any other: in a daemon whose stdin is closed, the
+ * next file it opens gets it.  (In a child, to leave this stdin alone.)
+ */
+Test(start, fd_zero_is_a_valid_trace_fd)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-fd0-%d.katra", (int)getpid());
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(0);
+		if (open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644) != 0)
+			_exit(10);
+		kt_session *s;
+		kt_session_options o = { .fd = 0, .use_fd = 1 };
+		if (kt_session_start(NULL, &o, &s))
+			_exit(11);
+		uint32_t id = kt_name("c");
+		for (int64_t i = 0; i < 1000; i++)
+			kt_counter(id, i);
+		kt_summary sum;
+		if (kt_session_stop(s, &sum) || sum.events_written != 1000)
+			_exit(12);
+		/* Zeroed options still mean "the path", fd 0 or not. */
+		o = (kt_session_options){ 0 };
+		if (kt_session_start(NULL, &o, &s) != -EINVAL)
+			_exit(13);
+		_exit(0);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_status rs;
+	kt_reader_get_status(r, &rs);
+	cr_assert_eq(rs.complete, 1);
+	cr_assert_eq(rs.events, 1000);
+	kt_reader_close(r);
 	unlink(path);
 }

@@ -10,6 +10,9 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
 #include <criterion/criterion.h>
 
 #include <katra/katra.h>
@@ -482,4 +485,146 @@ Test(ring, events_from_before_the_session_are_discarded)
 	kt_reader_close(r);
 	unlink(path);
 	free(path);
+}
+
+/* ---- emits from signal handlers ----------------------------------------- */
+
+/*
+ * A message whose text lies in a page the emit cannot read yet: copying it
+ * into the ring faults, and the SIGSEGV handler runs in the middle of that
+ * emit, on its thread.  The handler emits (the nested emit under test),
+ * opens the page and returns; the interrupted copy then completes.  With
+ * @fork_in_handler the handler also forks, and the child resumes the
+ * interrupted emit after it.
+ */
+static struct {
+	uint8_t *page;
+	size_t size;
+	uint32_t id;
+	int fork_in_handler;
+	volatile sig_atomic_t runs;
+	volatile sig_atomic_t in_child;
+	volatile pid_t child;
+} trap;
+
+static void trap_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	uint8_t *at = si->si_addr;
+	if (at < trap.page || at >= trap.page + trap.size)
+		abort(); /* a real fault */
+	kt_instant(trap.id);
+	trap.runs++;
+	if (trap.fork_in_handler && !trap.child && !trap.in_child) {
+		pid_t pid = fork();
+		if (pid == 0)
+			trap.in_child = 1;
+		else
+			trap.child = pid;
+	}
+	mprotect(trap.page, trap.size, PROT_READ);
+}
+
+#define TRAP_ROUNDS 3
+#define TRAP_LEN 100
+
+/* Emit TRAP_ROUNDS messages, each interrupted by a handler that emits. */
+static void emit_interrupted(const char *tag, kt_summary *sum)
+{
+	trap.size = (size_t)sysconf(_SC_PAGESIZE);
+	trap.page = mmap(NULL, trap.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(trap.page, MAP_FAILED);
+	memset(trap.page, 'm', trap.size);
+	struct sigaction sa = { .sa_sigaction = trap_handler, .sa_flags = SA_SIGINFO }, old;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+	char *path = tmp_trace(tag);
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	trap.id = kt_name("nested");
+	uint32_t msg = kt_name("message");
+	kt_counter(msg, 0); /* the thread's ring exists before the traps */
+	for (int i = 0; i < TRAP_ROUNDS; i++) {
+		cr_assert_eq(mprotect(trap.page, trap.size, PROT_NONE), 0);
+		kt_message(msg, (const char *)trap.page, TRAP_LEN);
+		if (trap.in_child)
+			_exit(atomic_load(&kt__active) == 0 && kt__tls_ring == NULL ? 0 : 1);
+	}
+	cr_assert_eq(trap.runs, TRAP_ROUNDS);
+	cr_assert_eq(kt_session_stop(s, sum), 0);
+	cr_assert_eq(sigaction(SIGSEGV, &old, NULL), 0);
+
+	/* The file holds the counter and the messages whole, and says three
+	 * events were lost: the nested ones, which never overwrote them. */
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	kt_event ev;
+	int rc, n = 0;
+	while ((rc = kt_reader_next(r, &ev)) > 0) {
+		cr_assert_eq(ev.name_id, msg, "event %d is not the thread's own", n);
+		if (n++ == 0) {
+			cr_assert_eq(ev.type, KT_EV_COUNTER_I64);
+			continue;
+		}
+		cr_assert_eq(ev.type, KT_EV_MESSAGE);
+		cr_assert_eq(ev.payload_len, TRAP_LEN);
+		for (int k = 0; k < TRAP_LEN; k++)
+			cr_assert_eq(ev.payload[k], 'm');
+	}
+	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(n, 1 + TRAP_ROUNDS);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(st.complete, 1);
+	cr_assert_eq(st.dropped, TRAP_ROUNDS);
+	kt_reader_close(r);
+	munmap(trap.page, trap.size);
+	unlink(path);
+	free(path);
+}
+
+static void check_nested_summary(const kt_summary *sum)
+{
+	cr_assert_eq(sum->events_written, 1 + TRAP_ROUNDS);
+	cr_assert_eq(sum->events_refused, TRAP_ROUNDS);
+	cr_assert_eq(sum->events_dropped, TRAP_ROUNDS);
+}
+
+Test(signals, a_nested_emit_in_the_inline_path_is_refused_and_counted)
+{
+	cr_assert_eq(kt_init(NULL), 0);
+	if (!kt__clock_tsc)
+		cr_log_info("no invariant TSC: every emit takes the slow path here");
+	kt_summary sum;
+	emit_interrupted("nested-fast", &sum);
+	check_nested_summary(&sum);
+	kt_summary_release(&sum);
+}
+
+Test(signals, a_nested_emit_in_the_slow_path_is_refused_and_counted)
+{
+	/* With CLOCK_MONOTONIC every record goes out of line. */
+	kt_config cfg = { .clock = KT_CLOCK_MONOTONIC };
+	cr_assert_eq(kt_init(&cfg), 0);
+	kt_summary sum;
+	emit_interrupted("nested-slow", &sum);
+	check_nested_summary(&sum);
+	kt_summary_release(&sum);
+}
+
+/* fork() from that handler: the child finishes the interrupted emit in
+ * memory of its own and sees no session; the parent's trace is whole. */
+Test(signals, fork_from_a_handler_inside_an_emit)
+{
+	cr_assert_eq(kt_init(NULL), 0);
+	trap.fork_in_handler = 1;
+	kt_summary sum;
+	emit_interrupted("nested-fork", &sum);
+	check_nested_summary(&sum);
+	kt_summary_release(&sum);
+	int st;
+	cr_assert_gt(trap.child, 0);
+	cr_assert_eq(waitpid(trap.child, &st, 0), trap.child);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
 }

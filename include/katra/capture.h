@@ -162,7 +162,7 @@ typedef struct kt_manager_options {
 	uint64_t (*now)(void *ctx);          /* wall-clock ns; default CLOCK_REALTIME */
 	void *now_ctx;
 	/* Write a capture id (at most KT_CAPTURE_ID_MAX bytes of
-	 * [A-Za-z0-9._-], no leading dot) into @buf; return 0.  Default: 16
+	 * [A-Za-z0-9._-], no leading dot or dash) into @buf; return 0.  Default: 16
 	 * random hex digits. */
 	int (*new_id)(void *ctx, char *buf, size_t size);
 	void *id_ctx;
@@ -204,7 +204,9 @@ typedef struct kt_stop_request {
 	const char *run_id;
 	size_t run_id_len;
 	uint64_t epoch;
-	const char *reason;       /* free text, kept in the status (63 bytes) */
+	const char *reason;       /* free text, kept in the status: at most 63
+				   * bytes, cut at a character; bytes that are
+				   * not UTF-8 become "\xNN" */
 	uint64_t boundary_at;     /* the run's end; 0: the capture's stop */
 	int abort;                /* discard instead of publishing */
 } kt_stop_request;
@@ -258,9 +260,11 @@ KT_API int kt_manager_new(const kt_manager_options *opts, kt_manager **out);
  *
  * Fills @res: capturing; replayed (this run and epoch were started before:
  * the result names that capture); or skipped / failed with the code:
- * run-invalid (a bad run id, validity not "valid", or an epoch older than
- * one already seen for the run), profiler-busy, disk-budget,
- * artifact-create-failed, start-failed.  Any thread.
+ * run-invalid (a bad run id - 1 to 128 bytes of [A-Za-z0-9._-], not
+ * starting with '.' or '-', no ".." - validity not "valid", or an epoch
+ * older than one already seen for the run), profiler-busy, disk-budget,
+ * artifact-create-failed, start-failed.  A skipped start names no capture
+ * (capture_id ""): nothing started.  Any thread.
  */
 KT_API void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res);
 

@@ -13,6 +13,26 @@
  * time, including before kt_init() and with no session (they then do
  * nothing).  The ring protocol (one producer, one consumer per ring) is
  * described in ring/ring.h.
+ *
+ * Signal handlers: the emit functions (kt_zone_begin/end, kt_instant,
+ * kt_counter, kt_counter_f64, kt_frame, kt_flow, kt_message, kt_emit) and
+ * kt_now() are async-signal-safe on a thread that has emitted (or called
+ * kt_thread_name()) before: they take no lock and allocate nothing.  An
+ * emit from a handler that interrupted an emit of the same thread is not
+ * written: it is counted as refused (kt_summary.events_refused, and a drop
+ * record in the trace).  A thread's very first emit registers its ring,
+ * which takes a lock and maps memory; from a handler that interrupted
+ * katra's own registry code on that thread it is refused the same way.
+ * Nothing else here is async-signal-safe: intern names with kt_name() (and
+ * KT_ZONE() sites' first pass) outside handlers.
+ *
+ * fork(): the child has no session, whatever the parent had: its emits do
+ * nothing until it starts a session of its own, and it never writes into
+ * the parent's rings (they are not mapped in the child).  Names interned
+ * before the fork keep their ids.  fork() from a signal handler that
+ * interrupted a katra call other than an emit may deadlock in the child
+ * (POSIX no longer counts fork() as async-signal-safe).
+ * exec(): every descriptor katra opens is close-on-exec.
  */
 #ifndef KATRA_KATRA_H
 #define KATRA_KATRA_H
@@ -124,7 +144,12 @@ typedef struct kt_session kt_session;
 
 /** How a session writes its file.  Zero means "the default" in every field. */
 typedef struct kt_session_options {
-	int fd;                     /* write here instead of @path when > 0 */
+	int fd;                     /* with @use_fd, or when > 0: write here
+				     * instead of @path */
+	int use_fd;                 /* @fd is set, whatever its value: 0 is a
+				     * valid fd (a daemon whose stdin is closed
+				     * gets it from open()), so it alone cannot
+				     * mean "write to fd 0" in zeroed options */
 	int codec;                  /* kt_codec; default KT_CODEC_NONE (raw chunks
 				     * written straight from the rings);
 				     * KT_CODEC_LZ4_DELTA writes ~2.5x fewer bytes
@@ -210,8 +235,12 @@ typedef struct kt_summary {
 
 /**
  * kt_session_start - start writing every thread's ring into a new trace.
- * @path: the file to create (truncated if it exists); ignored when
- *        @opts->fd > 0.
+ * @path: the file to create, or to replace; ignored when @opts names an fd
+ *        (@opts->use_fd, or @opts->fd > 0).  An existing file is cut only
+ *        once every other step of the start has worked: a start that fails
+ *        for any reason but writing the file itself leaves it as it was,
+ *        and removes a file it created.  A FIFO without a reader fails
+ *        with -ENXIO rather than waiting for one.
  * @opts: options, or NULL for the defaults.
  * @out:  receives the session.
  *
@@ -223,10 +252,20 @@ typedef struct kt_summary {
  * on a pipe, socket or O_APPEND file, where writes at offsets cannot
  * work); -errno from creating or writing the file, from creating the crash
  * directory or its files, or from io_uring set-up when KT_IO_URING is
- * forced.  Any thread.
+ * forced.  kt_session_start_error() then says which.  Any thread.
  */
 KT_API int kt_session_start(const char *path, const kt_session_options *opts,
 			    kt_session **out);
+
+/**
+ * kt_session_start_error - why the calling thread's last kt_session_start()
+ * failed, naming what failed: "crash directory in /x (KT_CRASH_DIR): No
+ * such file or directory", "trace file out.katra: Permission denied", ...
+ *
+ * Return: a thread-local string, "" after a start that succeeded; valid
+ * until the thread's next kt_session_start().
+ */
+KT_API const char *kt_session_start_error(void);
 
 /**
  * kt_session_stop - drain, finish and close the session's file.
@@ -254,10 +293,21 @@ KT_API void kt_summary_release(kt_summary *sum);
  */
 struct kt__ring_prod {
 	_Atomic uint64_t head;  /* bytes published; the flusher acquires it */
-	uint64_t limit;         /* head may reach this without the slow path */
+	/* head may reach this without the slow path.  KT__LIMIT_BUSY while
+	 * this thread is inside an emit: a signal handler that interrupts it
+	 * and emits on the same thread is sent to the slow path, which counts
+	 * the nested record as refused instead of writing over this one.
+	 * Atomic only so a handler on this thread may read it: relaxed
+	 * accesses, ordered against the record by signal fences. */
+	_Atomic uint64_t limit;
 	uint8_t *base;          /* first of two back-to-back mappings */
 	uint64_t mask;          /* ring size - 1 */
 };
+
+/* Any limit below the smallest record (16 bytes) fails the fast path's
+ * bounds check; 1 is never a limit the slow path computes (those are 0 or
+ * a ring position of a multiple of 8 bytes). */
+#define KT__LIMIT_BUSY 1u
 
 /* The calling thread's ring; NULL until its first emit in a session. */
 extern KT_API _Thread_local struct kt__ring_prod *kt__tls_ring
@@ -370,18 +420,38 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 	if (!(__builtin_constant_p(len) && len <= 4096) &&
 	    __builtin_expect(size > (r->mask + 1) / 4 || len > 0xffff, 0))
 		goto slow;
-	/* Relaxed: head is written only by this thread. */
+	/*
+	 * Mark the thread busy before reading head, so a signal handler that
+	 * emits on this thread either ran to the end before the mark (and
+	 * head below is its new one) or finds the mark and stays off this
+	 * record.  limit itself is the mark: the bounds check reads it
+	 * anyway, so a nested emit costs no branch here.  Relaxed, with
+	 * signal fences: only this thread and its handlers touch limit, and
+	 * they need the compiler to keep program order, no more.  A limit a
+	 * handler's slow path set meanwhile is overwritten with the one read
+	 * here: every limit ever set is at most tail + size for a tail that
+	 * only grows, so an older one still never overwrites unread bytes.
+	 */
+	uint64_t limit = atomic_load_explicit(&r->limit, memory_order_relaxed);
+	atomic_store_explicit(&r->limit, KT__LIMIT_BUSY, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Relaxed: head is written only by this thread (and its handlers,
+	 * which the mark keeps out from here on). */
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (__builtin_expect(head + size > r->limit, 0))
+	if (__builtin_expect(head + size > limit, 0)) {
+		atomic_store_explicit(&r->limit, limit, memory_order_relaxed);
 		goto slow;
-	{
-		kt__put_record(r->base + (head & r->mask), kt__fast_now(), type, id, flags,
-			       payload, len);
-		/* Release: the record's bytes above become visible to the
-		 * flusher no later than the head that covers them (pairs with
-		 * the flusher's acquire load of head). */
-		atomic_store_explicit(&r->head, head + size, memory_order_release);
 	}
+	kt__put_record(r->base + (head & r->mask), kt__fast_now(), type, id, flags, payload,
+		       len);
+	/* Release: the record's bytes above become visible to the flusher no
+	 * later than the head that covers them (pairs with the flusher's
+	 * acquire load of head). */
+	atomic_store_explicit(&r->head, head + size, memory_order_release);
+	/* The mark goes only after head moved: a handler in between is
+	 * refused, never handed the old head. */
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_store_explicit(&r->limit, limit, memory_order_relaxed);
 	return;
 slow:
 	kt__emit_slow(type, id, flags, payload, len);
