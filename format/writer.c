@@ -42,8 +42,7 @@ struct kt_writer {
 	uint8_t *delta;     /* scratch for KT_CODEC_LZ4_DELTA's transform */
 	size_t delta_cap;
 
-	struct wthread *threads; /* sorted by thread_id */
-	size_t nthreads, threads_cap;
+	struct kt__idmap threads; /* struct wthread, ids in any order */
 	uint64_t chunks, events, dropped, bytes_raw, bytes_stored;
 };
 
@@ -289,8 +288,8 @@ static void commit(kt_writer *w, size_t n)
 
 static struct wthread *thread_get(kt_writer *w, uint32_t tid)
 {
-	return kt__idtab_get((void **)&w->threads, &w->nthreads, &w->threads_cap,
-			     sizeof(struct wthread), tid, KT_MAX_SUMMARY_THREADS);
+	void *t;
+	return kt__idmap_get(&w->threads, tid, KT_MAX_SUMMARY_THREADS, &t) < 0 ? NULL : t;
 }
 
 int kt__writer_open_sink(kt_writer **out, kt__sink *sink, int fd, int own_fd, uint64_t off,
@@ -303,6 +302,7 @@ int kt__writer_open_sink(kt_writer **out, kt__sink *sink, int fd, int own_fd, ui
 	kt_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	kt__idmap_init(&w->threads, sizeof(struct wthread));
 	w->sink = sink;
 	w->fd = fd;
 	w->own_fd = own_fd;
@@ -610,15 +610,17 @@ int kt_writer_finish(kt_writer *w, const kt_file_summary *extra)
 	s.chunks = w->chunks;
 	s.bytes_raw = w->bytes_raw;
 	s.bytes_stored = w->bytes_stored;
-	s.thread_count = (uint32_t)w->nthreads;
+	kt__idmap_sort(&w->threads);
+	s.thread_count = (uint32_t)w->threads.len;
 
-	kt_summary_thread *rows = calloc(w->nthreads ? w->nthreads : 1, sizeof(*rows));
+	kt_summary_thread *rows = calloc(w->threads.len ? w->threads.len : 1, sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
-	for (size_t i = 0; i < w->nthreads; i++) {
-		rows[i].thread_id = w->threads[i].thread_id;
-		rows[i].written = w->threads[i].written;
-		rows[i].dropped = w->threads[i].dropped;
+	for (size_t i = 0; i < w->threads.len; i++) {
+		const struct wthread *t = KT__IDMAP_AT(&w->threads, struct wthread, i);
+		rows[i].thread_id = t->thread_id;
+		rows[i].written = t->written;
+		rows[i].dropped = t->dropped;
 	}
 	s.threads = rows;
 	uint32_t blen = kt__summary_body_len(s.thread_count);
@@ -671,7 +673,7 @@ int kt_writer_close(kt_writer *w)
 		rc = -errno;
 	free(w->frame);
 	free(w->delta);
-	free(w->threads);
+	kt__idmap_free(&w->threads);
 	free(w);
 	return rc;
 }

@@ -53,7 +53,7 @@ _Static_assert(WIN_MAX >= KT__RECORD_MAX && WIN_MAX >= 12 + KT_MAX_STRING,
 	       "a window holds any record and any names entry");
 
 struct rthread {
-	uint32_t thread_id;          /* first: kt__idtab_get's key */
+	uint32_t thread_id;          /* first: kt__idmap's key */
 	uint32_t os_tid;
 	char *name;
 	int listed;                  /* a thread frame is written */
@@ -83,8 +83,7 @@ struct rec {
 	int level;
 	kt__ctl ctl;
 	int ctl_ok;                  /* the header's fields can be used */
-	struct rthread *threads;
-	size_t nthreads, cap_threads;
+	struct kt__idmap threads;    /* struct rthread; ids in any order */
 	uint32_t *names;             /* name ids written, sorted */
 	size_t nnames, cap_names;
 	struct rdrop *drops;         /* drop frames of the trace file */
@@ -128,8 +127,8 @@ __attribute__((format(printf, 3, 4))) static void problem(struct rec *R, const c
 
 static struct rthread *thread(struct rec *R, uint32_t id)
 {
-	return kt__idtab_get((void **)&R->threads, &R->nthreads, &R->cap_threads,
-			     sizeof(struct rthread), id, KT_MAX_SUMMARY_THREADS);
+	void *t;
+	return kt__idmap_get(&R->threads, id, KT_MAX_SUMMARY_THREADS, &t) < 0 ? NULL : t;
 }
 
 /* ---- output ----------------------------------------------------------- */
@@ -783,8 +782,9 @@ static void rebuild(struct rec *R, kt_reader *r, uint32_t slot_size)
 		read_names(R);
 	if (!R->werr)
 		recover_rings(R, slot_size);
-	for (size_t i = 0; i < R->nthreads && !R->werr; i++) {
-		struct rthread *t = &R->threads[i];
+	kt__idmap_sort(&R->threads);   /* thread frames in id order, as before */
+	for (size_t i = 0; i < R->threads.len && !R->werr; i++) {
+		struct rthread *t = KT__IDMAP_AT(&R->threads, struct rthread, i);
 		if (!t->listed && (t->in_file || t->recovered || t->dropped || t->name))
 			werr(R, kt_writer_thread(R->w, t->thread_id, t->os_tid, t->name));
 	}
@@ -838,7 +838,7 @@ static int write_out(struct rec *R, const struct opts *o, kt_reader *r, const st
 	snprintf(line, sizeof(line), "%s: recovered %" PRIu64 " events (%" PRIu64 " from the trace "
 		 "file, %" PRIu64 " from the rings), %" PRIu64 " dropped, %zu threads: %s",
 		 o->dir, R->from_file + R->from_rings, R->from_file, R->from_rings, R->dropped,
-		 R->nthreads, out);
+		 R->threads.len, out);
 	text_put(stdout, line, strlen(line));
 	putchar('\n');
 	free(out);
@@ -847,9 +847,9 @@ static int write_out(struct rec *R, const struct opts *o, kt_reader *r, const st
 
 static void rec_free(struct rec *R)
 {
-	for (size_t i = 0; i < R->nthreads; i++)
-		free(R->threads[i].name);
-	free(R->threads);
+	for (size_t i = 0; i < R->threads.len; i++)
+		free(KT__IDMAP_AT(&R->threads, struct rthread, i)->name);
+	kt__idmap_free(&R->threads);
 	free(R->names);
 	free(R->drops);
 	free(R->chunk);
@@ -867,6 +867,7 @@ int recover_dir(const char *dir, const char *out, const char *trace,
 	struct opts o = { .dir = dir, .out = out, .trace = trace };
 	struct rec R = { .dir = dir, .caps = *caps, .cd = { .fd = -1 }, .ctl_fd = -1,
 			 .trace_fd = -1 };
+	kt__idmap_init(&R.threads, sizeof(struct rthread));
 	uint32_t slot_size;
 	kt_reader *r = NULL;
 	struct stat tsb;
