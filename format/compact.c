@@ -48,16 +48,21 @@ struct kt__compact_enc {
 	size_t zcap;
 };
 
-/* Worst-case bytes per stream for @max_raw bytes of records: every record
- * at least 16 bytes, a value record 24; per miss a token or run, and a
- * literal. */
+/*
+ * Worst-case bytes per stream for @max_raw bytes of records, every record
+ * at least 16 bytes and a value record 24: T a varint per record; K a
+ * token, a run (under 2^32: 5 bytes), a literal (under 4128: 2 bytes) and
+ * a definition (2 bytes and a name) per record; V a run and a literal
+ * (10 bytes, or 9 for an f64) per value record; L a run and a length
+ * (3 bytes) per record; P the payloads.
+ */
 static void stream_caps(size_t max_raw, size_t cap[KT__CMP_STREAMS])
 {
 	size_t n = max_raw / 16;
 	cap[0] = KT__CMP_VARINT_MAX * n;
-	cap[1] = (1 + 2 * KT__CMP_VARINT_MAX + 2 + 5) * n;
-	cap[2] = 2 * KT__CMP_VARINT_MAX * (max_raw / 24);
-	cap[3] = (KT__CMP_VARINT_MAX + 3) * n;
+	cap[1] = (1 + 5 + 2 + 2 + 5) * n;
+	cap[2] = (5 + KT__CMP_VARINT_MAX) * (max_raw / 24);
+	cap[3] = (5 + 3) * n;
 	cap[4] = max_raw;
 }
 

@@ -37,7 +37,7 @@ typedef struct kt__compact_dec kt__compact_dec;
 /*
  * kt__compact_enc_new - an encoder for chunks of at most @max_raw bytes
  * (a multiple of 8, at most KT_MAX_RAW), which tries LZ4 on the payload
- * bytes (KT__COMPACT_P) only.  Its scratch is about 4.6 x @max_raw plus
+ * bytes (KT__COMPACT_P) only.  Its scratch is about 4.7 x @max_raw plus
  * 230 KiB, allocated here once.  Return: 0 and *@out; -EINVAL; -ENOMEM.
  */
 int kt__compact_enc_new(kt__compact_enc **out, size_t max_raw);
@@ -49,7 +49,7 @@ void kt__compact_enc_free(kt__compact_enc *e);
  * kt__compact_enc_lz4 - the streams (a mask of KT__COMPACT_*) the encoder
  * tries LZ4 on from now on, at LZ4 acceleration @accel (values below 1
  * mean 1).  A stream is stored compressed only where that makes it
- * smaller.  May allocate (up to 2.4 x max_raw more): call it when setting
+ * smaller.  May allocate (up to 2.7 x max_raw more): call it when setting
  * up, not per chunk.  Return: 0; -EINVAL for bits outside
  * KT__COMPACT_ALL; -ENOMEM (the encoder is unchanged).
  */
@@ -99,5 +99,36 @@ void kt__compact_dec_free(kt__compact_dec *d);
  */
 int kt__compact_decode(kt__compact_dec *d, const uint8_t *in, size_t len, uint8_t *out,
 		       size_t raw_len, uint32_t count);
+
+/* ---- compact, then zstd: the archival codec (format/compact_zstd.c) ----
+ *
+ * One zstd frame whose content is a compact payload (written without LZ4:
+ * zstd's own entropy coding does better) of at most raw_len bytes.
+ */
+typedef struct kt__czstd_enc kt__czstd_enc;
+typedef struct kt__czstd_dec kt__czstd_dec;
+
+/* An encoder for chunks of at most @max_raw bytes, at zstd @level (1..19;
+ * 0 means 3).  Its scratch is about 5.7 x @max_raw plus zstd's context.
+ * Return: 0 and *@out; -EINVAL; -ENOMEM. */
+int kt__czstd_enc_new(kt__czstd_enc **out, size_t max_raw, int level);
+void kt__czstd_enc_free(kt__czstd_enc *e);
+
+/* As kt__compact_encode(), the result compressed by zstd.  Allocates
+ * nothing.  Return: the length; -ENOSPC (as kt__compact_encode(), or the
+ * zstd frame over @cap); -EINVAL; -EIO when zstd fails otherwise. */
+long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint8_t *out,
+		      size_t cap);
+
+/* A decoder; its buffers grow to the largest raw_len met.
+ * Return: 0 and *@out; -ENOMEM. */
+int kt__czstd_dec_new(kt__czstd_dec **out);
+void kt__czstd_dec_free(kt__czstd_dec *d);
+
+/* As kt__compact_decode(), for a zstd frame of a compact payload: the
+ * frame must decode to at most @raw_len bytes (KT_EFRAME otherwise, or
+ * when it is not a zstd frame), which must then decode as compact. */
+int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *out,
+		     size_t raw_len, uint32_t count);
 
 #endif /* KATRA_FORMAT_COMPACT_H */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <criterion/criterion.h>
+#include <zstd.h>
 
 #include "format/compact.h"
 #include "format/format.h"
@@ -598,5 +599,41 @@ Test(compact, lz4_streams_are_kept_where_they_shrink)
 	cr_assert_eq(kt__compact_enc_new(&e, 64), 0);
 	cr_assert_eq(kt__compact_enc_lz4(e, 0x20, 1), -EINVAL);
 	kt__compact_enc_free(e);
+	free(c.buf);
+}
+
+Test(compact, zstd_archival_codec_round_trips_and_refuses_what_it_cannot_trust)
+{
+	struct chunk c;
+	chunk_init(&c);
+	kt__czstd_enc *e;
+	kt__czstd_dec *d;
+	cr_assert_eq(kt__czstd_enc_new(&e, MAX_RAW, 0), 0);
+	cr_assert_eq(kt__czstd_dec_new(&d), 0);
+	static uint8_t enc[1 << 16], out[1 << 16], frame[1 << 10];
+	for (uint64_t seed = 0; seed < 20; seed++) {
+		random_chunk(&c, seed, 1 + (uint32_t)seed * 50);
+		long n = kt__czstd_encode(e, c.buf, c.len, enc, sizeof(enc));
+		cr_assert_gt(n, 0);
+		cr_assert_eq(kt__czstd_decode(d, enc, (size_t)n, out, c.len, c.count), 0);
+		cr_assert_eq(memcmp(out, c.buf, c.len), 0);
+	}
+	long n = kt__czstd_encode(e, c.buf, c.len, enc, 8);
+	cr_assert_eq(n, -ENOSPC);
+	/* Not a zstd frame; a frame holding more than raw_len; a frame
+	 * holding a compact payload that does not decode. */
+	static const uint8_t junk[16] = { 1, 2, 3 };
+	cr_assert_eq(kt__czstd_decode(d, junk, sizeof(junk), out, 16, 1), KT_EFRAME);
+	static const uint8_t big[64];
+	size_t z = ZSTD_compress(frame, sizeof(frame), big, sizeof(big), 1);
+	cr_assert(!ZSTD_isError(z));
+	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 32, 1), KT_EFRAME);
+	static const uint8_t bad[] = { 0, 1, 4, 0, 0, 100, 0, 10, 0, 1 };
+	z = ZSTD_compress(frame, sizeof(frame), bad, sizeof(bad), 1);
+	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 16, 1), KT_EEVENT);
+	kt__czstd_enc_free(e);
+	kt__czstd_dec_free(d);
+	cr_assert_eq(kt__czstd_enc_new(&e, MAX_RAW, 20), -EINVAL);
+	cr_assert_null(e);
 	free(c.buf);
 }
