@@ -374,34 +374,38 @@ static unsigned enc_lz4(kt__compact_enc *e, const uint8_t *src[KT__CMP_STREAMS],
 	return flags;
 }
 
-long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, uint8_t *out,
-			size_t cap)
+/* Stored T, K, V and L plain again, when LZ4 made the payload expand past
+ * kt__compact_ratio_ok(); P alone cannot (LZ4 expands 255 times at most,
+ * and every record keeps a byte of T). */
+static unsigned keep_ratio(kt__compact_enc *e, size_t raw_len, unsigned flags,
+			   const uint8_t *src[KT__CMP_STREAMS], size_t len[KT__CMP_STREAMS],
+			   const size_t plain[KT__CMP_STREAMS])
 {
-	uint8_t head[KT__CMP_HEAD_MAX], *h = head, *end[KT__CMP_STREAMS];
-	const uint8_t *src[KT__CMP_STREAMS];
-	size_t len[KT__CMP_STREAMS], plain = 0;
-
-	if (raw_len == 0 || raw_len % 8 || raw_len > e->max_raw)
-		return -EINVAL;
-	enc_reset(e);
-	if (enc_streams(e, events, raw_len, end))
-		return -EINVAL;
-	for (int i = 0; i < KT__CMP_STREAMS; i++) {
+	size_t total = KT__CMP_STREAMS; /* the head is at least a byte per stream */
+	for (int i = 0; i < KT__CMP_STREAMS; i++)
+		total += len[i];
+	if (kt__compact_ratio_ok(raw_len, total))
+		return flags;
+	for (int i = 0; i < KT__CMP_STREAMS - 1; i++) {
 		src[i] = e->base[i];
-		len[i] = (size_t)(end[i] - e->base[i]);
-		plain += len[i];
+		len[i] = plain[i];
 	}
-	if (plain > raw_len)
-		return -ENOSPC; /* a decoder holds at most raw_len of streams */
-	size_t dec_len[KT__CMP_STREAMS];
-	memcpy(dec_len, len, sizeof(len));
-	unsigned flags = enc_lz4(e, src, len);
+	return flags & KT__COMPACT_P;
+}
+
+/* The head (flags, stored lengths, decoded lengths of LZ4 streams) and the
+ * streams into @out.  The length, or -ENOSPC over @cap. */
+static long enc_write(unsigned flags, const uint8_t *src[KT__CMP_STREAMS],
+		      const size_t len[KT__CMP_STREAMS], const size_t plain[KT__CMP_STREAMS],
+		      uint8_t *out, size_t cap)
+{
+	uint8_t head[KT__CMP_HEAD_MAX], *h = head;
 	*h++ = (uint8_t)flags;
 	for (int i = 0; i < KT__CMP_STREAMS - 1; i++)
 		h = put_varint(h, len[i]);
 	for (int i = 0; i < KT__CMP_STREAMS; i++)
 		if (flags & (1u << i))
-			h = put_varint(h, dec_len[i]);
+			h = put_varint(h, plain[i]);
 	size_t total = (size_t)(h - head);
 	for (int i = 0; i < KT__CMP_STREAMS; i++)
 		total += len[i];
@@ -414,4 +418,29 @@ long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, 
 		out += len[i];
 	}
 	return (long)total;
+}
+
+long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, uint8_t *out,
+			size_t cap)
+{
+	uint8_t *end[KT__CMP_STREAMS];
+	const uint8_t *src[KT__CMP_STREAMS];
+	size_t len[KT__CMP_STREAMS], plain[KT__CMP_STREAMS], sum = 0;
+
+	if (raw_len == 0 || raw_len % 8 || raw_len > e->max_raw)
+		return -EINVAL;
+	enc_reset(e);
+	if (enc_streams(e, events, raw_len, end))
+		return -EINVAL;
+	for (int i = 0; i < KT__CMP_STREAMS; i++) {
+		src[i] = e->base[i];
+		len[i] = plain[i] = (size_t)(end[i] - e->base[i]);
+		sum += len[i];
+	}
+	if (sum > raw_len)
+		return -ENOSPC; /* a decoder holds at most raw_len of streams */
+	unsigned flags = enc_lz4(e, src, len);
+	if (flags & ~KT__COMPACT_P)
+		flags = keep_ratio(e, raw_len, flags, src, len, plain);
+	return enc_write(flags, src, len, plain, out, cap);
 }

@@ -31,6 +31,17 @@
 #define KT__COMPACT_P 0x10u  /* payload bytes */
 #define KT__COMPACT_ALL 0x1fu
 
+/*
+ * How far a stored payload of @stored bytes may expand: raw_len at most
+ * 1024 x stored + 4096, for codecs compact and compact-zstd alike, so that
+ * decoding a file costs time linear in its size.  Encoders stay within it
+ * (the archival one says -ERANGE where it cannot); decoders refuse more.
+ */
+static inline int kt__compact_ratio_ok(size_t raw_len, size_t stored)
+{
+	return raw_len <= 1024 * (uint64_t)stored + 4096;
+}
+
 typedef struct kt__compact_enc kt__compact_enc;
 typedef struct kt__compact_dec kt__compact_dec;
 
@@ -49,8 +60,10 @@ void kt__compact_enc_free(kt__compact_enc *e);
  * kt__compact_enc_lz4 - the streams (a mask of KT__COMPACT_*) the encoder
  * tries LZ4 on from now on, at LZ4 acceleration @accel (values below 1
  * mean 1).  A stream is stored compressed only where that makes it
- * smaller.  May allocate (up to 2.7 x max_raw more): call it when setting
- * up, not per chunk.  Return: 0; -EINVAL for bits outside
+ * smaller, and where the payload then still keeps within
+ * kt__compact_ratio_ok() (else T, K, V and L are stored plain: P alone
+ * cannot expand past it).  May allocate (up to 2.7 x max_raw more): call
+ * it when setting up, not per chunk.  Return: 0; -EINVAL for bits outside
  * KT__COMPACT_ALL; -ENOMEM (the encoder is unchanged).
  */
 int kt__compact_enc_lz4(kt__compact_enc *e, unsigned streams, int accel);
@@ -89,7 +102,8 @@ void kt__compact_dec_free(kt__compact_dec *d);
  * Time is linear in @len + @raw_len; nothing outside in[0, len) is read
  * or outside out[0, raw_len) written.  Every record written is valid
  * (SPEC §4.2).  @out's contents are unspecified on failure.
- * Return: 0; KT_EFRAME for malformed streams (a varint too long or spelled
+ * Return: 0; KT_ERAWLEN when @raw_len fails kt__compact_ratio_ok(@len) (so
+ * that time is linear in @len); KT_EFRAME for malformed streams (a varint too long or spelled
  * with a useless zero group, a stream overrunning the payload or left
  * with bytes unread, a dictionary index out of range, an LZ4 stream that
  * does not decode to its stated length); KT_EEVENT for a key of an
@@ -116,7 +130,9 @@ void kt__czstd_enc_free(kt__czstd_enc *e);
 
 /* As kt__compact_encode(), the result compressed by zstd.  Allocates
  * nothing.  Return: the length; -ENOSPC (as kt__compact_encode(), or the
- * zstd frame over @cap); -EINVAL; -EIO when zstd fails otherwise. */
+ * zstd frame over @cap); -ERANGE when the frame is so small that
+ * kt__compact_ratio_ok() fails (a writer stores that chunk as compact);
+ * -EINVAL; -EIO when zstd fails otherwise. */
 long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint8_t *out,
 		      size_t cap);
 
@@ -127,7 +143,8 @@ void kt__czstd_dec_free(kt__czstd_dec *d);
 
 /* As kt__compact_decode(), for a zstd frame of a compact payload: the
  * frame must decode to at most @raw_len bytes (KT_EFRAME otherwise, or
- * when it is not a zstd frame), which must then decode as compact. */
+ * when it is not a zstd frame), which must then decode as compact.
+ * KT_ERAWLEN when @raw_len fails kt__compact_ratio_ok(@len). */
 int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *out,
 		     size_t raw_len, uint32_t count);
 

@@ -380,7 +380,7 @@ int kt__compact_decode(kt__compact_dec *d, const uint8_t *in, size_t len, uint8_
 
 	if (count == 0)
 		return KT_ECOUNT;
-	if (raw_len > KT_MAX_RAW)
+	if (raw_len > KT_MAX_RAW || !kt__compact_ratio_ok(raw_len, len))
 		return KT_ERAWLEN;
 	if ((rc = dec_split(d, in, len, raw_len, &r)) || (rc = dec_start(&r)))
 		return rc;

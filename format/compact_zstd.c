@@ -71,7 +71,7 @@ long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint
 	size_t z = ZSTD_compressCCtx(e->cc, out, cap, e->buf, (size_t)n, e->level);
 	if (ZSTD_isError(z))
 		return ZSTD_getErrorCode(z) == ZSTD_error_dstSize_tooSmall ? -ENOSPC : -EIO;
-	return (long)z;
+	return kt__compact_ratio_ok(raw_len, z) ? (long)z : -ERANGE;
 }
 
 int kt__czstd_dec_new(kt__czstd_dec **out)
@@ -104,7 +104,7 @@ int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *o
 {
 	if (count == 0)
 		return KT_ECOUNT;
-	if (raw_len > KT_MAX_RAW)
+	if (raw_len > KT_MAX_RAW || !kt__compact_ratio_ok(raw_len, len))
 		return KT_ERAWLEN;
 	if (raw_len > d->cap) {
 		uint8_t *b = realloc(d->buf, raw_len);

@@ -637,3 +637,44 @@ Test(compact, zstd_archival_codec_round_trips_and_refuses_what_it_cannot_trust)
 	cr_assert_null(e);
 	free(c.buf);
 }
+
+/* A chunk that compresses too well: identical records one tick apart. */
+static void flat_chunk(struct chunk *c, uint32_t n)
+{
+	c->len = 0;
+	c->count = 0;
+	for (uint32_t i = 0; i < n; i++)
+		add(c, i, KT_EV_INSTANT, 1, 0, NULL, 0);
+}
+
+Test(compact, no_payload_expands_more_than_a_reader_accepts)
+{
+	struct chunk c;
+	chunk_init(&c);
+	flat_chunk(&c, 65536); /* 1 MiB of records */
+	/* LZ4 would take T's 64K equal bytes to a few hundred: T stays plain. */
+	unsigned flags = lz4_flags(&c, KT__COMPACT_ALL);
+	cr_assert_eq(flags & KT__COMPACT_T, 0);
+	/* The archival codec cannot stay within the ratio: -ERANGE. */
+	kt__czstd_enc *z;
+	cr_assert_eq(kt__czstd_enc_new(&z, MAX_RAW, 3), 0);
+	static uint8_t enc[1 << 17];
+	cr_assert_eq(kt__czstd_encode(z, c.buf, c.len, enc, sizeof(enc)), -ERANGE);
+	kt__czstd_enc_free(z);
+	/* Decoders refuse a raw_len past 1024 x the payload + 4096, before
+	 * reading it. */
+	kt__compact_dec *d;
+	kt__czstd_dec *zd;
+	cr_assert_eq(kt__compact_dec_new(&d), 0);
+	cr_assert_eq(kt__czstd_dec_new(&zd), 0);
+	/* (a reserved flag: refused as KT_ERESERVED once the bytes are read) */
+	static const uint8_t bad[] = { 0x20, 1, 4, 0, 0, 100, 0, 1, 0, 1 };
+	size_t edge = 1024 * sizeof(bad) + 4096;
+	cr_assert_eq(kt__compact_decode(d, bad, sizeof(bad), c.buf, edge + 8, 1), KT_ERAWLEN);
+	cr_assert_eq(kt__compact_decode(d, bad, sizeof(bad), c.buf, edge, 1), KT_ERESERVED);
+	cr_assert_eq(kt__czstd_decode(zd, bad, sizeof(bad), c.buf, edge + 8, 1), KT_ERAWLEN);
+	cr_assert_eq(kt__czstd_decode(zd, bad, sizeof(bad), c.buf, edge, 1), KT_EFRAME);
+	kt__compact_dec_free(d);
+	kt__czstd_dec_free(zd);
+	free(c.buf);
+}
