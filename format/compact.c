@@ -244,13 +244,13 @@ static void enc_value(struct kt__cmp_slot *s, uint64_t v, struct wr *w)
 			w->v = put_varint(put_varint(w->v, w->rv), kt__zigzag(v - pred));
 			w->rv = 0;
 		}
-		s->step = v - s->last;
 	} else if (v == s->last) {
 		w->rv++;
 	} else {
 		w->v = put_xor(put_varint(w->v, w->rv), v ^ s->last);
 		w->rv = 0;
 	}
+	s->step = v - s->last;
 	s->last = v;
 }
 

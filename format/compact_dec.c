@@ -232,6 +232,8 @@ static __attribute__((noinline)) long dec_payload(struct kt__cmp_slot *s, uint64
 {
 	uint64_t v;
 	size_t plen = 8;
+	if (s->cls == KT__CLS_BAD)
+		return KT_EFRAME; /* the empty spill slot: unreachable (dec_start) */
 	if (s->cls != KT__CLS_BYTES) {
 		if (room < KT__EVENT_HEAD + 8)
 			return KT_ERAWLEN;
@@ -255,8 +257,8 @@ static __attribute__((noinline)) long dec_payload(struct kt__cmp_slot *s, uint64
 	return (long)(KT__EVENT_HEAD + kt__align8(plen));
 }
 
-/* LZ4 stream @i from @src (@slen bytes) into the decoder's buffer at
- * @at, exactly @dlen bytes.  0 or KT_EFRAME. */
+/* The LZ4 stream @st (@slen bytes) into the decoder's buffer at @at,
+ * exactly @dlen bytes, and @st then reads from there.  0 or KT_EFRAME. */
 static int unlz4(kt__compact_dec *d, struct in *st, size_t at, uint64_t slen, uint64_t dlen)
 {
 	if (slen == 0 || dlen == 0)
