@@ -292,10 +292,11 @@ static int dec_room(kt__compact_dec *d, size_t need)
 static int dec_split(kt__compact_dec *d, const uint8_t *in, size_t len, size_t raw_len,
 		     struct rd *r)
 {
-	struct in h = { in, in + len }, *st[KT__CMP_STREAMS] = { &r->t, &r->k, &r->v, &r->l, &r->p };
+	struct in *st[KT__CMP_STREAMS] = { &r->t, &r->k, &r->v, &r->l, &r->p };
 	uint64_t slen[KT__CMP_STREAMS], dlen[KT__CMP_STREAMS], total = 0, lz = 0;
 	if (len == 0)
-		return KT_EFRAME;
+		return KT_EFRAME; /* before any pointer arithmetic: @in may be NULL */
+	struct in h = { in, in + len };
 	unsigned flags = *h.p++;
 	if (flags & ~KT__COMPACT_ALL)
 		return KT_ERESERVED;
