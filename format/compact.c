@@ -186,7 +186,7 @@ static int enc_define(kt__compact_enc *e, uint64_t key)
  * overflow varints and, for a new key, its definition; @ctx now predicts
  * it.  Returns its slot, or NULL for a record that is not valid.
  */
-static __attribute__((noinline)) struct kt__cmp_slot *
+static inline struct kt__cmp_slot *
 enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64_t run, unsigned ctx, uint64_t meta)
 {
 	uint64_t key = meta & KT__CMP_KEY_BITS;
@@ -324,7 +324,7 @@ static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
 		else
 			t = put_varint(t, d);
 		struct kt__cmp_slot *s = &slots[ctx->next];
-		if ((meta & s->mask) == s->meta) {
+		if (__builtin_expect((meta & s->mask) == s->meta, 1)) {
 			rk++;
 		} else {
 			s = enc_key_miss(e, &k, rk, (unsigned)(ctx - slots), meta);

@@ -142,7 +142,7 @@ static int next_run(struct in *s, uint64_t *run, int *pending)
  * @ctx now predicts; then the next token.  The slot, or KT_EFRAME /
  * KT_EEVENT.
  */
-static __attribute__((noinline)) int dec_key_miss(kt__compact_dec *d, struct rd *r, unsigned ctx)
+static inline int dec_key_miss(kt__compact_dec *d, struct rd *r, unsigned ctx)
 {
 	uint64_t lit = r->lit5, more, name;
 	int idx;
@@ -402,7 +402,7 @@ int kt__compact_decode(kt__compact_dec *d, const uint8_t *in, size_t len, uint8_
 		}
 		ts += dt;
 		struct kt__cmp_slot *s;
-		if (rk) {
+		if (__builtin_expect(rk != 0, 1)) {
 			rk--; /* RUN_REST outlasts any chunk */
 			s = &slots[ctx->next];
 		} else {
