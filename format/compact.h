@@ -83,7 +83,7 @@ long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, 
 			size_t cap);
 
 /*
- * kt__compact_dec_new - a decoder: 200 KiB of tables, and a buffer for
+ * kt__compact_dec_new - a decoder: 170 KiB of tables, and a buffer for
  * LZ4-compressed streams that grows to the largest chunk's raw_len.
  * Return: 0 and *@out; -ENOMEM.
  */
