@@ -17,6 +17,7 @@ pkgs=(
   libjansson-dev
   libcriterion-dev
   nettle-dev           # SHA-256
+  libzstd-dev          # the archival chunk codec (compact, then zstd)
 )
 
 missing=()

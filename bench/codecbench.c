@@ -1,0 +1,774 @@
+/*
+ * codecbench - the chunk codecs measured on real and synthetic chunks.
+ *
+ *   codecbench synth KIND OUT.katra [--events N] [--threads T]
+ *       write a trace of KIND: `irregular` (24-byte user payloads, 1000
+ *       names, nested zones, counters and messages on several threads),
+ *       `burst` (an interpreter's deep call trees of short zones at full
+ *       speed, with pauses) or `empty` (identical empty zones on one
+ *       thread: N/2 zones).  Records are laid out as the producer lays
+ *       them in a ring (kt__put_record, TSC timestamps taken as each is
+ *       made) and cut into 256 KiB chunks, as the flusher cuts them.
+ *
+ *   codecbench measure [--reps R] [--max-events N] [--codecs a,b] FILE...
+ *       every event chunk of each trace (read through kt_reader), encoded
+ *       and decoded by every codec, each decode checked byte for byte.
+ *       Prints per codec: bytes per event, and encode and decode ns per
+ *       event (each chunk's fastest of R runs, summed).
+ *
+ * Under `valgrind --tool=callgrind` each codec's encoder and decoder is a
+ * function of its own (enc_<codec>, dec_<codec>), so callgrind_annotate's
+ * inclusive counts give instructions per event (see the codec notes).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <katra/katra.h>
+#include <katra/reader.h>
+#include <katra/writer.h>
+#include "format/compact.h"
+#include "format/format.h"
+
+#define CHUNK_MAX (256u << 10) /* the flusher's chunk size (flush/session.c) */
+#define SLACK (64u << 10)      /* one record past the cut, at most */
+#define BUF_MAX (CHUNK_MAX + SLACK)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "codecbench: %s: %s\n", what, rc ? kt_strerror(rc) : "failed");
+	exit(1);
+}
+
+/* ---- the codecs ---------------------------------------------------------- */
+
+/* A function of its own in the binary, so callgrind counts it apart: GCC
+ * would otherwise fold identical wrappers into one (-fipa-icf). */
+#if defined(__clang__)
+#define OWN __attribute__((noinline))
+#else
+#define OWN __attribute__((noipa))
+#endif
+
+/* What every codec may use: scratch as large as the largest chunk's worst
+ * case, and the library contexts, all made once. */
+struct ctx {
+	kt__compact_enc *enc;    /* the default: LZ4 on the payload bytes only */
+	kt__compact_enc *enc0;   /* no LZ4 at all (under zstd, and to compare) */
+	kt__compact_enc *enc_all; /* LZ4 tried on every stream */
+	kt__compact_dec *dec;
+	kt__czstd_enc *cz[4];    /* the archival codec at levels 1, 3, 9, 19 */
+	kt__czstd_dec *czd;
+	ZSTD_CCtx *zc;
+	ZSTD_DCtx *zd;
+	uint8_t *tmp;        /* an intermediate encoding */
+	size_t tmp_cap;
+};
+
+typedef long (*enc_fn)(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out,
+		       size_t cap);
+typedef int (*dec_fn)(struct ctx *c, const uint8_t *in, size_t len, uint8_t *out,
+		      size_t raw_len, uint32_t count);
+
+/* Codec 2 (SPEC §4.1): each ts minus the one before, then LZ4. */
+static void delta_ts(uint8_t *ev, size_t raw_len)
+{
+	uint64_t prev = 0;
+	for (size_t at = 0; at < raw_len; at += KT__EVENT_HEAD + kt__align8(kt__get16(ev + at + 14))) {
+		uint64_t ts = kt__get64(ev + at);
+		kt__put64(ev + at, ts - prev);
+		prev = ts;
+	}
+}
+
+static void undelta_ts(uint8_t *ev, size_t raw_len)
+{
+	uint64_t ts = 0;
+	for (size_t at = 0; at < raw_len; at += KT__EVENT_HEAD + kt__align8(kt__get16(ev + at + 14))) {
+		ts += kt__get64(ev + at);
+		kt__put64(ev + at, ts);
+	}
+}
+
+static OWN long enc_lz4delta(struct ctx *c, const uint8_t *ev,
+						   size_t raw_len, uint8_t *out, size_t cap)
+{
+	memcpy(c->tmp, ev, raw_len);
+	delta_ts(c->tmp, raw_len);
+	int n = LZ4_compress_fast((const char *)c->tmp, (char *)out, (int)raw_len, (int)cap, 1);
+	return n > 0 ? n : -1;
+}
+
+static OWN int dec_lz4delta(struct ctx *c, const uint8_t *in, size_t len,
+						  uint8_t *out, size_t raw_len, uint32_t count)
+{
+	(void)c, (void)count;
+	if (LZ4_decompress_safe((const char *)in, (char *)out, (int)len, (int)raw_len) !=
+	    (int)raw_len)
+		return -1;
+	undelta_ts(out, raw_len);
+	return 0;
+}
+
+static OWN long enc_compact(struct ctx *c, const uint8_t *ev,
+						  size_t raw_len, uint8_t *out, size_t cap)
+{
+	return kt__compact_encode(c->enc, ev, raw_len, out, cap);
+}
+
+/* One decoder function per codec, though they call the same code, so that
+ * callgrind counts each codec's decoding apart. */
+#define DEC_COMPACT(name)                                                                  \
+	static OWN int dec_##name(struct ctx *c, const uint8_t *in,  \
+							size_t len, uint8_t *out,          \
+							size_t raw_len, uint32_t count)    \
+	{                                                                                  \
+		return kt__compact_decode(c->dec, in, len, out, raw_len, count);           \
+	}
+DEC_COMPACT(compact)
+DEC_COMPACT(compact_nolz4)
+DEC_COMPACT(compact_lz4all)
+
+static OWN long enc_compact_nolz4(struct ctx *c, const uint8_t *ev,
+							size_t raw_len, uint8_t *out, size_t cap)
+{
+	return kt__compact_encode(c->enc0, ev, raw_len, out, cap);
+}
+
+static OWN long enc_compact_lz4all(struct ctx *c, const uint8_t *ev,
+							 size_t raw_len, uint8_t *out, size_t cap)
+{
+	return kt__compact_encode(c->enc_all, ev, raw_len, out, cap);
+}
+
+static long zstd_enc(struct ctx *c, const uint8_t *src, size_t n, uint8_t *out, size_t cap,
+		     int level)
+{
+	size_t z = ZSTD_compressCCtx(c->zc, out, cap, src, n, level);
+	return ZSTD_isError(z) ? -1 : (long)z;
+}
+
+#define COMPACT_ZSTD(i, name)                                                              \
+	static OWN long enc_##name(struct ctx *c, const uint8_t *ev, \
+							 size_t raw_len, uint8_t *out,    \
+							 size_t cap)                      \
+	{                                                                                  \
+		return kt__czstd_encode(c->cz[i], ev, raw_len, out, cap);                  \
+	}                                                                                  \
+	static OWN int dec_##name(struct ctx *c, const uint8_t *in,  \
+							size_t len, uint8_t *out,          \
+							size_t raw_len, uint32_t count)    \
+	{                                                                                  \
+		return kt__czstd_decode(c->czd, in, len, out, raw_len, count);             \
+	}
+COMPACT_ZSTD(0, compact_zstd1)
+COMPACT_ZSTD(1, compact_zstd3)
+COMPACT_ZSTD(2, compact_zstd9)
+COMPACT_ZSTD(3, compact_zstd19)
+
+static OWN long enc_raw_zstd3(struct ctx *c, const uint8_t *ev,
+						    size_t raw_len, uint8_t *out, size_t cap)
+{
+	return zstd_enc(c, ev, raw_len, out, cap, 3);
+}
+
+static OWN long enc_delta_zstd3(struct ctx *c, const uint8_t *ev,
+						      size_t raw_len, uint8_t *out, size_t cap)
+{
+	memcpy(c->tmp, ev, raw_len);
+	delta_ts(c->tmp, raw_len);
+	return zstd_enc(c, c->tmp, raw_len, out, cap, 3);
+}
+
+static OWN int dec_raw_zstd3(struct ctx *c, const uint8_t *in, size_t len,
+					      uint8_t *out, size_t raw_len, uint32_t count)
+{
+	(void)count;
+	size_t n = ZSTD_decompressDCtx(c->zd, out, raw_len, in, len);
+	return ZSTD_isError(n) || n != raw_len ? -1 : 0;
+}
+
+static OWN int dec_delta_zstd3(struct ctx *c, const uint8_t *in,
+						     size_t len, uint8_t *out, size_t raw_len,
+						     uint32_t count)
+{
+	(void)count;
+	size_t n = ZSTD_decompressDCtx(c->zd, out, raw_len, in, len);
+	if (ZSTD_isError(n) || n != raw_len)
+		return -1;
+	undelta_ts(out, raw_len);
+	return 0;
+}
+
+/* The alternatives the compact codec was chosen over (encoders only). */
+long alt_fields_lz4(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap);
+long alt_nibble_ts(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap);
+
+struct codec {
+	const char *name;
+	enc_fn enc;
+	dec_fn dec; /* NULL: an encoder measured for its size and cost only */
+};
+
+static const struct codec codecs[] = {
+	{ "lz4-delta", enc_lz4delta, dec_lz4delta },
+	{ "compact", enc_compact, dec_compact },
+	{ "compact-nolz4", enc_compact_nolz4, dec_compact_nolz4 },
+	{ "compact-lz4all", enc_compact_lz4all, dec_compact_lz4all },
+	{ "compact+zstd1", enc_compact_zstd1, dec_compact_zstd1 },
+	{ "compact+zstd3", enc_compact_zstd3, dec_compact_zstd3 },
+	{ "compact+zstd9", enc_compact_zstd9, dec_compact_zstd9 },
+	{ "compact+zstd19", enc_compact_zstd19, dec_compact_zstd19 },
+	{ "raw+zstd3", enc_raw_zstd3, dec_raw_zstd3 },
+	{ "delta+zstd3", enc_delta_zstd3, dec_delta_zstd3 },
+	{ "alt:fields+lz4", alt_fields_lz4, NULL },
+	{ "alt:nibble-ts", alt_nibble_ts, NULL },
+};
+#define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
+
+/* ---- the alternatives ---------------------------------------------------- */
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* A per-chunk map from a record's key to a small index, for the
+ * alternatives; indexes past 4095 all share one. */
+struct keymap {
+	uint64_t key[8192];
+	uint16_t idx[8192];
+	uint32_t n;
+};
+
+static unsigned keymap_get(struct keymap *m, uint64_t key)
+{
+	uint32_t h = (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 51);
+	for (;; h = (h + 1) & 8191) {
+		if (m->key[h] == key)
+			return m->idx[h];
+		if (m->key[h] == UINT64_MAX) {
+			if (m->n >= 4096)
+				return 4095;
+			m->key[h] = key;
+			m->idx[h] = (uint16_t)m->n;
+			return m->n++;
+		}
+	}
+}
+
+static struct keymap alt_map;
+
+static void keymap_reset(struct keymap *m)
+{
+	memset(m->key, 0xff, sizeof(m->key));
+	m->n = 0;
+}
+
+/*
+ * Streams without prediction, each through LZ4: T as varints, one key
+ * index per record (a byte, or 0xff and two more), the 8-byte values
+ * whole, and each variable payload's length (varint) and bytes.
+ */
+long alt_fields_lz4(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap)
+{
+	size_t n = raw_len / 16 + 1;
+	uint8_t *base[4] = { c->tmp, c->tmp + 10 * n, c->tmp + 13 * n, c->tmp + 21 * n };
+	uint8_t *s[4] = { base[0], base[1], base[2], base[3] };
+	uint64_t prev = 0;
+
+	keymap_reset(&alt_map);
+	for (size_t at = 0; at < raw_len;) {
+		const uint8_t *r = ev + at;
+		uint64_t ts = kt__get64(r), meta = kt__get64(r + 8);
+		uint16_t plen = (uint16_t)(meta >> 48);
+		s[0] = put_varint(s[0], ts - prev);
+		prev = ts;
+		unsigned k = keymap_get(&alt_map, meta & UINT64_C(0xffffffffffff));
+		if (k < 255) {
+			*s[1]++ = (uint8_t)k;
+		} else {
+			*s[1]++ = 0xff;
+			*s[1]++ = (uint8_t)k;
+			*s[1]++ = (uint8_t)(k >> 8);
+		}
+		if (r[12] >= KT_EV_MESSAGE) {
+			s[3] = put_varint(s[3], plen);
+			memcpy(s[3], r + 16, plen);
+			s[3] += plen;
+		} else if (plen) {
+			memcpy(s[2], r + 16, 8);
+			s[2] += 8;
+		}
+		at += KT__EVENT_HEAD + kt__align8(plen);
+	}
+	long total = 0;
+	for (int i = 0; i < 4; i++) {
+		int z = LZ4_compress_fast((const char *)base[i], (char *)out + total,
+					  (int)(s[i] - base[i]), (int)(cap - (size_t)total), 1);
+		if (z <= 0 && s[i] > base[i])
+			return -1;
+		total += z + 4; /* each stream's length */
+	}
+	return total;
+}
+
+/*
+ * The compact codec with T packed in nibbles: each delta minus the delta
+ * that last preceded a record of the same key, zigzagged, in 4 bits where
+ * it is under 15, else 15 and a varint.  Only its size is computed (the
+ * compact size with T's bytes swapped): the cost column is not its own.
+ */
+long alt_nibble_ts(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap)
+{
+	static uint64_t lastd[4096];
+	long n = kt__compact_encode(c->enc0, ev, raw_len, out, cap);
+	uint64_t prev = 0;
+	size_t tbytes = 0, nib = 0, esc = 0;
+	if (n < 0)
+		return n;
+	keymap_reset(&alt_map);
+	memset(lastd, 0, sizeof(lastd));
+	for (size_t at = 0; at < raw_len;) {
+		const uint8_t *r = ev + at;
+		uint64_t ts = kt__get64(r), d = ts - prev;
+		unsigned k = keymap_get(&alt_map, kt__get64(r + 8) & UINT64_C(0xffffffffffff));
+		uint64_t res = d - lastd[k], z = (res << 1) ^ (uint64_t)-(int64_t)(res >> 63);
+		tbytes += varint_len(d);
+		nib++;
+		if (z >= 15)
+			esc += varint_len(z);
+		lastd[k] = d;
+		prev = ts;
+		at += KT__EVENT_HEAD + kt__align8(kt__get16(r + 14));
+	}
+	return n - (long)tbytes + (long)((nib + 1) / 2 + esc);
+}
+
+/* ---- measure ------------------------------------------------------------- */
+
+struct acc {
+	uint64_t bytes, enc_ns, dec_ns;
+	int failed;
+};
+
+struct bench {
+	struct ctx c;
+	uint8_t *enc_out, *dec_out;
+	size_t enc_cap;
+	int reps;
+	int sel[NCODECS];
+	struct acc acc[NCODECS];
+	uint64_t events, chunks, raw, skipped;
+};
+
+static void bench_init(struct bench *b)
+{
+	int rc = kt__compact_enc_new(&b->c.enc, BUF_MAX);
+	if (rc || (rc = kt__compact_enc_new(&b->c.enc0, BUF_MAX)) ||
+	    (rc = kt__compact_enc_lz4(b->c.enc0, 0, 1)) ||
+	    (rc = kt__compact_enc_new(&b->c.enc_all, BUF_MAX)) ||
+	    (rc = kt__compact_enc_lz4(b->c.enc_all, KT__COMPACT_ALL, 1)) ||
+	    (rc = kt__compact_dec_new(&b->c.dec)) || (rc = kt__czstd_dec_new(&b->c.czd)))
+		die("compact codec", rc);
+	static const int levels[4] = { 1, 3, 9, 19 };
+	for (int i = 0; i < 4; i++)
+		if ((rc = kt__czstd_enc_new(&b->c.cz[i], BUF_MAX, levels[i])))
+			die("compact+zstd codec", rc);
+	b->c.zc = ZSTD_createCCtx();
+	b->c.zd = ZSTD_createDCtx();
+	b->c.tmp_cap = 4 * (size_t)BUF_MAX;
+	b->c.tmp = malloc(b->c.tmp_cap);
+	b->enc_cap = 2 * (size_t)BUF_MAX;
+	b->enc_out = malloc(b->enc_cap);
+	b->dec_out = malloc(BUF_MAX);
+	if (!b->c.zc || !b->c.zd || !b->c.tmp || !b->enc_out || !b->dec_out)
+		die("out of memory", 0);
+}
+
+static uint64_t fastest(uint64_t best, uint64_t t0)
+{
+	uint64_t t = now_ns() - t0;
+	return t < best ? t : best;
+}
+
+/* One codec over one chunk: its size and its fastest encode and decode. */
+static void run_codec(struct bench *b, size_t i, const uint8_t *ev, size_t raw_len,
+		      uint32_t count)
+{
+	const struct codec *k = &codecs[i];
+	struct acc *a = &b->acc[i];
+	uint64_t enc = UINT64_MAX, dec = UINT64_MAX;
+	long n = 0;
+
+	for (int r = 0; r < b->reps; r++) {
+		uint64_t t0 = now_ns();
+		n = k->enc(&b->c, ev, raw_len, b->enc_out, b->enc_cap);
+		enc = fastest(enc, t0);
+	}
+	if (n <= 0) {
+		a->failed++;
+		return;
+	}
+	a->bytes += (uint64_t)n;
+	a->enc_ns += enc;
+	if (!k->dec)
+		return;
+	for (int r = 0; r < b->reps; r++) {
+		uint64_t t0 = now_ns();
+		int rc = k->dec(&b->c, b->enc_out, (size_t)n, b->dec_out, raw_len, count);
+		dec = fastest(dec, t0);
+		if (rc || (r == 0 && memcmp(b->dec_out, ev, raw_len))) {
+			a->failed++;
+			return;
+		}
+	}
+	a->dec_ns += dec;
+}
+
+static void print_table(const struct bench *b, const char *path)
+{
+	double ev = (double)b->events;
+	printf("%s: %" PRIu64 " events in %" PRIu64 " chunks, %.2f raw bytes/event%s\n", path,
+	       b->events, b->chunks, (double)b->raw / ev, b->skipped ? " (chunks skipped)" : "");
+	printf("  %-16s %11s %11s %11s %8s\n", "codec", "bytes/event", "enc ns/ev", "dec ns/ev",
+	       "failed");
+	for (size_t i = 0; i < NCODECS; i++) {
+		const struct acc *a = &b->acc[i];
+		if (!b->sel[i])
+			continue;
+		printf("  %-16s %11.3f %11.2f ", codecs[i].name, (double)a->bytes / ev,
+		       (double)a->enc_ns / ev);
+		if (codecs[i].dec)
+			printf("%11.2f", (double)a->dec_ns / ev);
+		else
+			printf("%11s", "-");
+		printf(" %8d\n", a->failed);
+	}
+}
+
+static int measure_file(struct bench *b, const char *path, uint64_t max_events)
+{
+	kt_reader *r;
+	kt_reader_error err;
+	kt_trace_frame f;
+	int rc = kt_reader_open(&r, path, &err);
+	if (rc) {
+		fprintf(stderr, "codecbench: %s: %s\n", path, err.message);
+		return 1;
+	}
+	memset(b->acc, 0, sizeof(b->acc));
+	b->events = b->chunks = b->raw = b->skipped = 0;
+	while ((rc = kt_reader_next_frame(r, &f)) == 1 && (!max_events || b->events < max_events)) {
+		if (f.kind != KT_FRAME_CHUNK)
+			continue;
+		if (f.u.chunk.raw_len > BUF_MAX) {
+			b->skipped++;
+			continue;
+		}
+		for (size_t i = 0; i < NCODECS; i++)
+			if (b->sel[i])
+				run_codec(b, i, f.u.chunk.events, f.u.chunk.raw_len,
+					  f.u.chunk.event_count);
+		b->events += f.u.chunk.event_count;
+		b->raw += f.u.chunk.raw_len;
+		b->chunks++;
+	}
+	kt_reader_close(r);
+	if (rc < 0) {
+		fprintf(stderr, "codecbench: %s: %s\n", path, kt_strerror(rc));
+		return 1;
+	}
+	print_table(b, path);
+	return 0;
+}
+
+/* ---- synth --------------------------------------------------------------- */
+
+/* One producer thread's records, laid out as in its ring and cut into
+ * chunks as the flusher cuts them. */
+struct builder {
+	kt_writer *w;
+	pthread_mutex_t *mu;
+	uint32_t tid;
+	uint8_t *buf;
+	size_t len;
+	uint64_t events, target;
+	uint64_t rng;
+};
+
+static void builder_flush(struct builder *b)
+{
+	if (!b->len)
+		return;
+	pthread_mutex_lock(b->mu);
+	int rc = kt_writer_chunk(b->w, b->tid, KT_CODEC_LZ4_DELTA, 1, b->buf, b->len);
+	pthread_mutex_unlock(b->mu);
+	if (rc)
+		die("writing a chunk", rc);
+	b->len = 0;
+}
+
+static inline void emit(struct builder *b, uint8_t type, uint32_t id, uint8_t flags,
+			const void *payload, size_t len)
+{
+	kt__put_record(b->buf + b->len, __rdtsc(), type, id, flags, payload, len);
+	b->len += KT__EVENT_HEAD + kt__align8(len);
+	b->events++;
+	if (b->len >= CHUNK_MAX)
+		builder_flush(b);
+}
+
+static inline uint64_t rnd(struct builder *b)
+{
+	b->rng ^= b->rng << 13;
+	b->rng ^= b->rng >> 7;
+	b->rng ^= b->rng << 17;
+	return b->rng;
+}
+
+enum { NAMES = 1000, COUNTERS = 20, DEPTH = 16 };
+
+/* A user record of 24 bytes: a sequence number, a small id, the zone it
+ * is in and a heap-like address, as a program's own payload might be. */
+static void irregular_user(struct builder *b, uint64_t x, uint64_t seq, uint32_t zone)
+{
+	uint8_t p[24];
+	kt__put64(p, seq);
+	kt__put32(p + 8, (uint32_t)(x >> 32) % 1000);
+	kt__put32(p + 12, zone);
+	kt__put64(p + 16, UINT64_C(0x55d000000000) + ((x >> 8) & 0xffff) * 16);
+	emit(b, KT_EV_USER, zone ? zone : 1, 0, p, sizeof(p));
+}
+
+static void *irregular(void *arg)
+{
+	struct builder *b = arg;
+	uint32_t stack[DEPTH];
+	int64_t walk[COUNTERS] = { 0 };
+	uint64_t seq = 0;
+	int depth = 0;
+	while (b->events < b->target) {
+		uint64_t x = rnd(b);
+		unsigned choice = (unsigned)(x % 100);
+		uint32_t name = 1 + (uint32_t)((x >> 16) % 4 ? (x >> 24) % 50 : (x >> 24) % NAMES);
+		if (choice < 40 && depth < DEPTH) {
+			stack[depth++] = name;
+			emit(b, KT_EV_ZONE_BEGIN, name, 0, NULL, 0);
+		} else if (choice < 80 && depth > 0) {
+			emit(b, KT_EV_ZONE_END, stack[--depth], 0, NULL, 0);
+		} else if (choice < 95) {
+			irregular_user(b, x, seq++, depth ? stack[depth - 1] : 0);
+		} else if (choice < 99) {
+			unsigned k = (unsigned)(x >> 20) % COUNTERS;
+			walk[k] += (int64_t)((x >> 40) % 201) - 100;
+			emit(b, KT_EV_COUNTER_I64, NAMES + 1 + k, 0, &walk[k], 8);
+		} else {
+			char msg[64];
+			int n = snprintf(msg, sizeof(msg), "request %u done in %u us",
+					 (unsigned)seq, (unsigned)(x >> 44) % 5000);
+			emit(b, KT_EV_MESSAGE, NAMES + COUNTERS + 1, 0, msg, (size_t)n);
+		}
+	}
+	builder_flush(b);
+	return NULL;
+}
+
+/* An interpreter's calls: fib's binary tree under one name, then a random
+ * tree over 40 names, as bursts at full speed with a pause between. */
+static void fib(struct builder *b, int n)
+{
+	emit(b, KT_EV_ZONE_BEGIN, 1, 0, NULL, 0);
+	if (n >= 2) {
+		fib(b, n - 1);
+		fib(b, n - 2);
+	}
+	emit(b, KT_EV_ZONE_END, 1, 0, NULL, 0);
+}
+
+static void tree(struct builder *b, unsigned depth, uint32_t name)
+{
+	emit(b, KT_EV_ZONE_BEGIN, name, 0, NULL, 0);
+	unsigned kids = depth < 18 ? (unsigned)(rnd(b) % 4) : 0;
+	for (unsigned i = 0; i < kids && b->events < b->target; i++)
+		tree(b, depth + 1, 2 + (uint32_t)((depth * 7 + i) % 40));
+	emit(b, KT_EV_ZONE_END, name, 0, NULL, 0);
+}
+
+static void *burst(void *arg)
+{
+	struct builder *b = arg;
+	for (unsigned k = 0; b->events < b->target; k++) {
+		if (k % 2)
+			tree(b, 0, 2);
+		else
+			fib(b, 22);
+		struct timespec pause = { 0, 20000000 };
+		nanosleep(&pause, NULL);
+	}
+	builder_flush(b);
+	return NULL;
+}
+
+static void *empty(void *arg)
+{
+	struct builder *b = arg;
+	while (b->events < b->target) {
+		emit(b, KT_EV_ZONE_BEGIN, 1, 0, NULL, 0);
+		emit(b, KT_EV_ZONE_END, 1, 0, NULL, 0);
+	}
+	builder_flush(b);
+	return NULL;
+}
+
+static void name_all(kt_writer *w, unsigned n)
+{
+	char s[32];
+	for (unsigned i = 1; i <= n; i++) {
+		int len = snprintf(s, sizeof(s), "fn%04u", i);
+		if (kt_writer_name(w, i, s, (size_t)len))
+			die("writing a name", 0);
+	}
+}
+
+static int synth(const char *kind, const char *path, uint64_t events, int threads)
+{
+	void *(*fn)(void *) = !strcmp(kind, "irregular") ? irregular :
+			      !strcmp(kind, "burst")     ? burst :
+			      !strcmp(kind, "empty")     ? empty : NULL;
+	if (!fn || threads < 1 || threads > 64) {
+		fprintf(stderr, "codecbench: synth irregular|burst|empty, 1..64 threads\n");
+		return 2;
+	}
+	kt_header h;
+	kt_header_init(&h);
+	h.clock.source = KT_CLOCK_TSC;
+	h.workload = kind;
+	kt_writer *w;
+	int rc = kt_writer_open(&w, path, &h);
+	if (rc)
+		die(path, rc);
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	struct builder b[64];
+	pthread_t th[64];
+	for (int i = 0; i < threads; i++) {
+		b[i] = (struct builder){ .w = w, .mu = &mu, .tid = (uint32_t)i + 1,
+					 .buf = malloc(BUF_MAX), .target = events / (uint64_t)threads,
+					 .rng = 0x9E3779B97F4A7C15u * (uint64_t)(i + 1) };
+		if (!b[i].buf || pthread_create(&th[i], NULL, fn, &b[i]))
+			die("starting a thread", 0);
+	}
+	for (int i = 0; i < threads; i++) {
+		pthread_join(th[i], NULL);
+		free(b[i].buf);
+	}
+	name_all(w, NAMES + COUNTERS + 1);
+	if ((rc = kt_writer_finish(w, NULL)) || (rc = kt_writer_close(w)))
+		die(path, rc);
+	return 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: codecbench synth irregular|burst|empty OUT.katra [--events N] "
+			"[--threads T]\n"
+			"       codecbench measure [--reps R] [--max-events N] [--codecs a,b] "
+			"FILE...\n");
+	exit(2);
+}
+
+static void select_codecs(struct bench *b, const char *list)
+{
+	for (size_t i = 0; i < NCODECS; i++) {
+		b->sel[i] = !list;
+		if (!list)
+			continue;
+		size_t n = strlen(codecs[i].name);
+		for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+			if (!strncmp(p, codecs[i].name, n) && (p[n] == ',' || !p[n]))
+				b->sel[i] = 1;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t events = 0, max_events = 0;
+	int threads = 0, reps = 3, first = 0;
+	const char *list = NULL;
+
+	if (argc < 2)
+		usage();
+	for (int i = 2; i < argc; i++) {
+		if (i + 1 < argc && !strcmp(argv[i], "--events"))
+			events = strtoull(argv[++i], NULL, 10);
+		else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
+			threads = atoi(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--reps"))
+			reps = atoi(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--max-events"))
+			max_events = strtoull(argv[++i], NULL, 10);
+		else if (i + 1 < argc && !strcmp(argv[i], "--codecs"))
+			list = argv[++i];
+		else if (argv[i][0] == '-')
+			usage();
+		else if (!first)
+			first = i;
+	}
+	if (!strcmp(argv[1], "synth")) {
+		if (!first || first + 1 >= argc || argv[first + 1][0] == '-')
+			usage();
+		int irr = !strcmp(argv[first], "irregular");
+		return synth(argv[first], argv[first + 1],
+			     events ? events : !strcmp(argv[first], "empty") ? 40000000 :
+					       irr ? 8000000 : 20000000,
+			     threads ? threads : irr ? 4 : 1);
+	}
+	if (strcmp(argv[1], "measure") || !first || reps < 1)
+		usage();
+	static struct bench b;
+	b.reps = reps;
+	select_codecs(&b, list);
+	bench_init(&b);
+	int status = 0;
+	for (int i = first; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			i++;
+			continue;
+		}
+		status |= measure_file(&b, argv[i], max_events);
+	}
+	return status;
+}

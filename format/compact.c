@@ -1,0 +1,446 @@
+/*
+ * The compact chunk codec's encoder (format/compact.h; the bytes are
+ * defined in /work/brief/out/codec.md, the future SPEC.md §4.1.1 of
+ * version 3).
+ *
+ * A chunk's records become five streams:
+ *   T  each timestamp minus the one before, a varint (one byte for the
+ *      few dozen ticks between neighbouring events of a busy thread);
+ *   K  the (type, flags, name) key of each record, predicted from the key
+ *      before it; only the misses are stored, as tokens that also carry
+ *      the run of hits before them;
+ *   V  the 8-byte value of counters, frames and flows, predicted per key
+ *      (the last value plus the last step; for f64 the last value);
+ *   L  the payload length of messages and user records, predicted per key;
+ *   P  those payloads' bytes.
+ * The decoder (compact_dec.c) runs the same predictors over the same
+ * records, so the two agree on every prediction without storing it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lz4.h>
+
+#include "format/compact_impl.h"
+#include "format/format.h"
+
+#define HASH_BITS 13 /* 2 x KT__COMPACT_KEYS slots: short probes */
+#define LZ4_MIN 32   /* shorter streams are not worth a try */
+
+struct hslot {
+	uint32_t gen; /* the chunk that filled it; older ones are empty */
+	uint16_t idx;
+};
+
+struct kt__compact_enc {
+	size_t max_raw;
+	uint32_t gen;
+	uint32_t nkeys;
+	unsigned lz4;            /* streams to try LZ4 on */
+	int accel;
+	struct kt__cmp_slot slots[KT__COMPACT_KEYS + 1];
+	struct hslot hash[1u << HASH_BITS];
+	size_t cap[KT__CMP_STREAMS];
+	uint8_t *buf;            /* the streams' scratch, one allocation */
+	uint8_t *base[KT__CMP_STREAMS];
+	uint8_t *zbuf;           /* where LZ4 writes: room for the lz4 streams */
+	size_t zcap;
+};
+
+/*
+ * Worst-case bytes per stream for @max_raw bytes of records, every record
+ * at least 16 bytes and a value record 24: T a varint per record; K a
+ * token, a run (under 2^32: 5 bytes), a literal (under 4128: 2 bytes) and
+ * a definition (2 bytes and a name) per record; V a run and a literal
+ * (10 bytes, or 9 for an f64) per value record; L a run and a length
+ * (3 bytes) per record; P the payloads.
+ */
+static void stream_caps(size_t max_raw, size_t cap[KT__CMP_STREAMS])
+{
+	size_t n = max_raw / 16;
+	cap[0] = KT__CMP_VARINT_MAX * n;
+	cap[1] = (1 + 5 + 2 + 2 + 5) * n;
+	cap[2] = (5 + KT__CMP_VARINT_MAX) * (max_raw / 24);
+	cap[3] = (5 + 3) * n;
+	cap[4] = max_raw;
+}
+
+/* Room for LZ4's output of the streams in @mask: each kept only when
+ * smaller than the stream, so the stream's own size is enough. */
+static size_t zbuf_size(const size_t cap[KT__CMP_STREAMS], unsigned mask)
+{
+	size_t n = 0;
+	for (int i = 0; i < KT__CMP_STREAMS; i++)
+		if (mask & (1u << i))
+			n += cap[i];
+	return n;
+}
+
+int kt__compact_enc_new(kt__compact_enc **out, size_t max_raw)
+{
+	size_t total = 0;
+
+	*out = NULL;
+	if (max_raw == 0 || max_raw % 8 || max_raw > KT_MAX_RAW)
+		return -EINVAL;
+	kt__compact_enc *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	stream_caps(max_raw, e->cap);
+	for (int i = 0; i < KT__CMP_STREAMS; i++)
+		total += e->cap[i];
+	e->lz4 = KT__COMPACT_P;
+	e->accel = 1;
+	e->zcap = zbuf_size(e->cap, e->lz4);
+	e->buf = malloc(total);
+	e->zbuf = malloc(e->zcap);
+	if (!e->buf || !e->zbuf) {
+		kt__compact_enc_free(e);
+		return -ENOMEM;
+	}
+	for (size_t i = 0, at = 0; i < KT__CMP_STREAMS; at += e->cap[i], i++)
+		e->base[i] = e->buf + at;
+	e->max_raw = max_raw;
+	*out = e;
+	return 0;
+}
+
+void kt__compact_enc_free(kt__compact_enc *e)
+{
+	if (!e)
+		return;
+	free(e->buf);
+	free(e->zbuf);
+	free(e);
+}
+
+int kt__compact_enc_lz4(kt__compact_enc *e, unsigned streams, int accel)
+{
+	if (streams & ~KT__COMPACT_ALL)
+		return -EINVAL;
+	size_t need = zbuf_size(e->cap, streams);
+	if (need > e->zcap) {
+		uint8_t *z = malloc(need);
+		if (!z)
+			return -ENOMEM;
+		free(e->zbuf);
+		e->zbuf = z;
+		e->zcap = need;
+	}
+	e->lz4 = streams;
+	e->accel = accel < 1 ? 1 : accel;
+	return 0;
+}
+
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint32_t hash_of(uint64_t key)
+{
+	return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - HASH_BITS));
+}
+
+/* The dictionary slot of @key (48 bits), or -1. */
+static int enc_find(const kt__compact_enc *e, uint64_t key)
+{
+	for (uint32_t h = hash_of(key);; h = (h + 1) & ((1u << HASH_BITS) - 1)) {
+		const struct hslot *hs = &e->hash[h];
+		if (hs->gen != e->gen)
+			return -1;
+		if ((e->slots[hs->idx].meta & KT__CMP_KEY_BITS) == key)
+			return hs->idx;
+	}
+}
+
+/* A new key's slot: the next in the dictionary while there is room, else
+ * the spill slot.  -1 for a (type, flags) pair SPEC §4.2 does not allow. */
+static int enc_define(kt__compact_enc *e, uint64_t key)
+{
+	enum kt__cmp_cls c = kt__cmp_cls((uint8_t)(key >> 32), (uint8_t)(key >> 40));
+	if (c == KT__CLS_BAD)
+		return -1;
+	if (e->nkeys == KT__COMPACT_KEYS) {
+		kt__cmp_slot_init(&e->slots[KT__CMP_OTHER], KT__CMP_OTHER, key, c);
+		return KT__CMP_OTHER;
+	}
+	int idx = (int)e->nkeys++;
+	kt__cmp_slot_init(&e->slots[idx], (uint16_t)idx, key, c);
+	uint32_t h = hash_of(key);
+	while (e->hash[h].gen == e->gen)
+		h = (h + 1) & ((1u << HASH_BITS) - 1);
+	e->hash[h] = (struct hslot){ e->gen, (uint16_t)idx };
+	return idx;
+}
+
+/*
+ * A record whose key the prediction from slot @ctx missed, after @run
+ * predicted ones: its token into K, then the run's and the literal's
+ * overflow varints and, for a new key, its definition; @ctx now predicts
+ * it.  Returns its slot, or NULL for a record that is not valid.
+ */
+static inline struct kt__cmp_slot *
+enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64_t run, unsigned ctx, uint64_t meta)
+{
+	uint64_t key = meta & KT__CMP_KEY_BITS;
+	int idx = enc_find(e, key), fresh = idx < 0;
+	uint64_t lit = fresh ? e->nkeys : (uint64_t)idx; /* the dictionary's size: "new" */
+	if (fresh && (idx = enc_define(e, key)) < 0)
+		return NULL;
+	uint8_t *p = *k;
+	*p++ = (uint8_t)((run < KT__CMP_RUN_ESC ? run : KT__CMP_RUN_ESC) << 5 |
+			 (lit < KT__CMP_LIT_ESC ? lit : KT__CMP_LIT_ESC));
+	if (run >= KT__CMP_RUN_ESC)
+		p = put_varint(p, run - KT__CMP_RUN_ESC);
+	if (lit >= KT__CMP_LIT_ESC)
+		p = put_varint(p, lit - KT__CMP_LIT_ESC);
+	if (fresh) {
+		*p++ = (uint8_t)(key >> 32);
+		*p++ = (uint8_t)(key >> 40);
+		p = put_varint(p, (uint32_t)key);
+	}
+	*k = p;
+	struct kt__cmp_slot *s = &e->slots[idx];
+	if ((meta & s->mask) != s->meta)
+		return NULL; /* a fixed-size type with another length */
+	e->slots[ctx].next = (uint16_t)idx;
+	return s;
+}
+
+/* The non-zero XOR of an f64 with the one before: a byte holding its
+ * leading and trailing zero bytes (4 bits each), then the bytes between. */
+static uint8_t *put_xor(uint8_t *p, uint64_t x)
+{
+	unsigned lead = (unsigned)__builtin_clzll(x) / 8, trail = (unsigned)__builtin_ctzll(x) / 8;
+	*p++ = (uint8_t)(lead << 4 | trail);
+	x >>= 8 * trail;
+	for (unsigned i = 0; i < 8 - lead - trail; i++, x >>= 8)
+		*p++ = (uint8_t)x;
+	return p;
+}
+
+/* Where the encoder writes V, L and P, and their runs of hits. */
+struct wr {
+	uint8_t *v, *l, *p;
+	uint64_t rv, rl;
+};
+
+/* The 8-byte value of a KT__CLS_INT or KT__CLS_F64 record into V: when
+ * the prediction misses, the run of hits before it and a literal. */
+static void enc_value(struct kt__cmp_slot *s, uint64_t v, struct wr *w)
+{
+	if (s->cls == KT__CLS_INT) {
+		uint64_t pred = s->last + s->step;
+		if (v == pred) {
+			w->rv++;
+		} else {
+			w->v = put_varint(put_varint(w->v, w->rv), kt__zigzag(v - pred));
+			w->rv = 0;
+		}
+	} else if (v == s->last) {
+		w->rv++;
+	} else {
+		w->v = put_xor(put_varint(w->v, w->rv), v ^ s->last);
+		w->rv = 0;
+	}
+	s->step = v - s->last;
+	s->last = v;
+}
+
+/* A KT__CLS_BYTES record's length into L and its payload into P.  0, or
+ * -1 when its padding is not zero. */
+static int enc_bytes(struct kt__cmp_slot *s, const uint8_t *rec, uint16_t plen, struct wr *w)
+{
+	if (plen == s->plen) {
+		w->rl++;
+	} else {
+		w->l = put_varint(put_varint(w->l, w->rl), plen);
+		w->rl = 0;
+		s->plen = plen;
+	}
+	for (size_t i = plen; i < kt__align8(plen); i++)
+		if (rec[KT__EVENT_HEAD + i])
+			return -1;
+	memcpy(w->p, rec + KT__EVENT_HEAD, plen);
+	w->p += plen;
+	return 0;
+}
+
+/* The payload of a record of slot @s into V, or L and P.  The record's
+ * size, or -1 when it is not valid or runs past @room. */
+static __attribute__((noinline)) long enc_payload(struct kt__cmp_slot *s, const uint8_t *rec,
+						  size_t room, struct wr *w)
+{
+	uint16_t plen = kt__get16(rec + 14);
+	size_t size = KT__EVENT_HEAD + kt__align8(plen);
+	if (size > room)
+		return -1;
+	if (s->cls == KT__CLS_INT || s->cls == KT__CLS_F64)
+		enc_value(s, kt__get64(rec + KT__EVENT_HEAD), w);
+	else if (s->cls != KT__CLS_BYTES || enc_bytes(s, rec, plen, w))
+		return -1;
+	return (long)size;
+}
+
+static void enc_reset(kt__compact_enc *e)
+{
+	if (++e->gen == 0) {
+		/* Once in 2^32 chunks: the tags could repeat, so clear them. */
+		memset(e->hash, 0, sizeof(e->hash));
+		e->gen = 1;
+	}
+	e->nkeys = 0;
+	kt__cmp_slot_init(&e->slots[KT__CMP_OTHER], KT__CMP_OTHER, KT__CMP_NO_KEY, KT__CLS_BAD);
+}
+
+/*
+ * Walk the records into the streams; end[] receives where each ends.
+ * The loop is the hot path of a flusher at tens of millions of records a
+ * second: a record without payload whose key was predicted costs a
+ * delta, a byte and a compare.  Returns 0 or -EINVAL.
+ */
+static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
+		       uint8_t *end[KT__CMP_STREAMS])
+{
+	struct kt__cmp_slot *slots = e->slots, *ctx = &slots[KT__CMP_OTHER];
+	struct wr w = { e->base[2], e->base[3], e->base[4], 0, 0 };
+	uint8_t *t = e->base[0], *k = e->base[1];
+	uint64_t prev = 0, rk = 0;
+	size_t at = 0;
+
+	while (raw_len - at >= KT__EVENT_HEAD) {
+		const uint8_t *rec = ev + at;
+		uint64_t ts = kt__get64(rec), meta = kt__get64(rec + 8), d = ts - prev;
+		prev = ts;
+		if (d < 0x80)
+			*t++ = (uint8_t)d;
+		else
+			t = put_varint(t, d);
+		struct kt__cmp_slot *s = &slots[ctx->next];
+		if (__builtin_expect((meta & s->mask) == s->meta, 1)) {
+			rk++;
+		} else {
+			s = enc_key_miss(e, &k, rk, (unsigned)(ctx - slots), meta);
+			if (!s)
+				return -EINVAL;
+			rk = 0;
+		}
+		ctx = s;
+		if (s->cls == KT__CLS_NONE) {
+			at += KT__EVENT_HEAD;
+			continue;
+		}
+		long size = enc_payload(s, rec, raw_len - at, &w);
+		if (size < 0)
+			return -EINVAL;
+		at += (size_t)size;
+	}
+	/* The hits after the last miss of each stream are not written: a
+	 * stream that ends predicts the rest. */
+	end[0] = t;
+	end[1] = k;
+	end[2] = w.v;
+	end[3] = w.l;
+	end[4] = w.p;
+	return at == raw_len ? 0 : -EINVAL;
+}
+
+/* LZ4 on the streams that ask for it, kept where smaller: each stream's
+ * bytes as stored into @src/@len, and the flag bits. */
+static unsigned enc_lz4(kt__compact_enc *e, const uint8_t *src[KT__CMP_STREAMS],
+			size_t len[KT__CMP_STREAMS])
+{
+	unsigned flags = 0;
+	size_t zat = 0;
+	for (int i = 0; i < KT__CMP_STREAMS; i++) {
+		if (!(e->lz4 & (1u << i)) || len[i] < LZ4_MIN)
+			continue;
+		int n = LZ4_compress_fast((const char *)src[i], (char *)e->zbuf + zat, (int)len[i],
+					  (int)len[i] - 1, e->accel);
+		if (n <= 0)
+			continue; /* it would not shrink */
+		src[i] = e->zbuf + zat;
+		len[i] = (size_t)n;
+		zat += (size_t)n;
+		flags |= 1u << i;
+	}
+	return flags;
+}
+
+/* Stored T, K, V and L plain again, when LZ4 made the payload expand past
+ * kt__compact_ratio_ok(); P alone cannot (LZ4 expands 255 times at most,
+ * and every record keeps a byte of T). */
+static unsigned keep_ratio(kt__compact_enc *e, size_t raw_len, unsigned flags,
+			   const uint8_t *src[KT__CMP_STREAMS], size_t len[KT__CMP_STREAMS],
+			   const size_t plain[KT__CMP_STREAMS])
+{
+	size_t total = KT__CMP_STREAMS; /* the head is at least a byte per stream */
+	for (int i = 0; i < KT__CMP_STREAMS; i++)
+		total += len[i];
+	if (kt__compact_ratio_ok(raw_len, total))
+		return flags;
+	for (int i = 0; i < KT__CMP_STREAMS - 1; i++) {
+		src[i] = e->base[i];
+		len[i] = plain[i];
+	}
+	return flags & KT__COMPACT_P;
+}
+
+/* The head (flags, stored lengths, decoded lengths of LZ4 streams) and the
+ * streams into @out.  The length, or -ENOSPC over @cap. */
+static long enc_write(unsigned flags, const uint8_t *src[KT__CMP_STREAMS],
+		      const size_t len[KT__CMP_STREAMS], const size_t plain[KT__CMP_STREAMS],
+		      uint8_t *out, size_t cap)
+{
+	uint8_t head[KT__CMP_HEAD_MAX], *h = head;
+	*h++ = (uint8_t)flags;
+	for (int i = 0; i < KT__CMP_STREAMS - 1; i++)
+		h = put_varint(h, len[i]);
+	for (int i = 0; i < KT__CMP_STREAMS; i++)
+		if (flags & (1u << i))
+			h = put_varint(h, plain[i]);
+	size_t total = (size_t)(h - head);
+	for (int i = 0; i < KT__CMP_STREAMS; i++)
+		total += len[i];
+	if (total > cap)
+		return -ENOSPC;
+	memcpy(out, head, (size_t)(h - head));
+	out += h - head;
+	for (int i = 0; i < KT__CMP_STREAMS; i++) {
+		memcpy(out, src[i], len[i]);
+		out += len[i];
+	}
+	return (long)total;
+}
+
+long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, uint8_t *out,
+			size_t cap)
+{
+	uint8_t *end[KT__CMP_STREAMS];
+	const uint8_t *src[KT__CMP_STREAMS];
+	size_t len[KT__CMP_STREAMS], plain[KT__CMP_STREAMS], sum = 0;
+
+	if (raw_len == 0 || raw_len % 8 || raw_len > e->max_raw)
+		return -EINVAL;
+	enc_reset(e);
+	if (enc_streams(e, events, raw_len, end))
+		return -EINVAL;
+	for (int i = 0; i < KT__CMP_STREAMS; i++) {
+		src[i] = e->base[i];
+		len[i] = plain[i] = (size_t)(end[i] - e->base[i]);
+		sum += len[i];
+	}
+	if (sum > raw_len)
+		return -ENOSPC; /* a decoder holds at most raw_len of streams */
+	unsigned flags = enc_lz4(e, src, len);
+	if (flags & ~KT__COMPACT_P)
+		flags = keep_ratio(e, raw_len, flags, src, len, plain);
+	return enc_write(flags, src, len, plain, out, cap);
+}

@@ -1,0 +1,93 @@
+/*
+ * format/compact_impl.h - what the compact codec's encoder (compact.c) and
+ * decoder (compact_dec.c) share: the dictionary slot, the predictors'
+ * state and the payload layout's constants.  Nothing else includes it.
+ */
+#ifndef KATRA_FORMAT_COMPACT_IMPL_H
+#define KATRA_FORMAT_COMPACT_IMPL_H
+
+#include <stdint.h>
+
+#include <katra/trace.h>
+#include "format/compact.h"
+
+#define KT__CMP_OTHER KT__COMPACT_KEYS          /* the spill slot */
+#define KT__CMP_NO_KEY UINT64_MAX               /* the empty spill slot's meta */
+#define KT__CMP_KEY_BITS UINT64_C(0xffffffffffff) /* name, type, flags */
+#define KT__CMP_VARINT_MAX 10
+#define KT__CMP_STREAMS 5                       /* T K V L P */
+#define KT__CMP_HEAD_MAX (1 + 9 * KT__CMP_VARINT_MAX)
+
+/* A K token: the run of predicted records before a miss in its top 3 bits
+ * (7: 7 plus a varint), the miss's literal in its low 5 (31: 31 plus a
+ * varint). */
+#define KT__CMP_RUN_ESC 7u
+#define KT__CMP_LIT_ESC 31u
+
+enum kt__cmp_cls { KT__CLS_NONE, KT__CLS_INT, KT__CLS_F64, KT__CLS_BYTES, KT__CLS_BAD };
+
+/* What payload a (type, flags) pair carries, or KT__CLS_BAD where SPEC
+ * §4.2 does not allow the pair. */
+static inline enum kt__cmp_cls kt__cmp_cls(uint8_t type, uint8_t flags)
+{
+	switch (type) {
+	case KT_EV_ZONE_BEGIN:
+	case KT_EV_ZONE_END:
+	case KT_EV_INSTANT:
+		return flags ? KT__CLS_BAD : KT__CLS_NONE;
+	case KT_EV_COUNTER_I64:
+	case KT_EV_FRAME:
+		return flags ? KT__CLS_BAD : KT__CLS_INT;
+	case KT_EV_COUNTER_F64:
+		return flags ? KT__CLS_BAD : KT__CLS_F64;
+	case KT_EV_FLOW:
+		return flags > KT_FLOW_END ? KT__CLS_BAD : KT__CLS_INT;
+	case KT_EV_MESSAGE:
+		return flags ? KT__CLS_BAD : KT__CLS_BYTES;
+	case KT_EV_USER:
+		return KT__CLS_BYTES;
+	default:
+		return KT__CLS_BAD;
+	}
+}
+
+/*
+ * One dictionary slot: a key and what is predicted from it.  A record's
+ * bytes 8-15 (name, type, flags, payload length) match the slot when,
+ * masked, they equal @meta: for a fixed-size type the mask keeps the
+ * length, so one compare checks it too.
+ */
+struct kt__cmp_slot {
+	uint64_t meta;    /* name | type << 32 | flags << 40 | fixed length << 48 */
+	uint64_t mask;    /* all ones, or KT__CMP_KEY_BITS for a variable length */
+	uint64_t last;    /* the last 8-byte value under this key */
+	uint64_t step;    /* last minus the value before it */
+	uint16_t next;    /* the slot predicted to follow this one */
+	uint16_t plen;    /* the last payload length under this key */
+	uint8_t cls;
+};
+
+/* A slot as a new key starts it: predicting itself, values and lengths 0. */
+static inline void kt__cmp_slot_init(struct kt__cmp_slot *s, uint16_t self, uint64_t key,
+				     enum kt__cmp_cls c)
+{
+	s->meta = c == KT__CLS_INT || c == KT__CLS_F64 ? key | (uint64_t)8 << 48 : key;
+	s->mask = c == KT__CLS_BYTES ? KT__CMP_KEY_BITS : UINT64_MAX;
+	s->last = 0;
+	s->step = 0;
+	s->next = self;
+	s->plen = 0;
+	s->cls = (uint8_t)c;
+}
+
+static inline uint64_t kt__zigzag(uint64_t v)
+{
+	return (v << 1) ^ (uint64_t)-(int64_t)(v >> 63);
+}
+
+static inline uint64_t kt__unzigzag(uint64_t z)
+{
+	return (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
+}
+
+#endif /* KATRA_FORMAT_COMPACT_IMPL_H */
