@@ -194,11 +194,13 @@ Test(cli, verify_json_keys_and_exit_codes)
 
 /* Every bad input: one line on stderr (or the verdict on stdout for
  * verify), a non-zero exit, no crash. */
-static char bad_dir[64];
+static char bad_dir[64], bad_out[96];
 
 static void make_bad_inputs(void)
 {
 	snprintf(bad_dir, sizeof(bad_dir), "/tmp/katra-bad-%d", (int)getpid());
+	/* Inside the private directory: other checkouts run this test too. */
+	snprintf(bad_out, sizeof(bad_out), "%s/export.json", bad_dir);
 	mkdir(bad_dir, 0755);
 	size_t len = 0;
 	uint8_t *g = t_slurp(GOLDEN, &len);
@@ -227,16 +229,16 @@ static void check_bad(const char *cmd, const char *file, int want_status, const 
 	else
 		snprintf(path, sizeof(path), "%s/%s", bad_dir, file);
 	const char *args[] = { cmd, path, NULL };
-	const char *export_args[] = { cmd, "--chrome", path, "/tmp/katra-bad-export.json", NULL };
-	const char *rewrite_args[] = { cmd, path, "/tmp/katra-bad-export.json", NULL };
+	const char *export_args[] = { cmd, "--chrome", path, bad_out, NULL };
+	const char *rewrite_args[] = { cmd, path, bad_out, NULL };
 	int writes = !strcmp(cmd, "export") || !strcmp(cmd, "compress") ||
 		     !strcmp(cmd, "decompress") || !strcmp(cmd, "slice");
-	unlink("/tmp/katra-bad-export.json");
+	unlink(bad_out);
 	run_katra(&p, !strcmp(cmd, "export") ? export_args : writes ? rewrite_args : args);
 	/* A failed rewrite leaves nothing behind; a truncated input still
 	 * gives the frames before the cut. */
 	if (writes)
-		cr_assert_eq(access("/tmp/katra-bad-export.json", F_OK),
+		cr_assert_eq(access(bad_out, F_OK),
 			     want_status == 3 && strcmp(file, "empty.katra") ? 0 : -1,
 			     "katra %s %s: output presence", cmd, file);
 	cr_assert_eq(p.status, want_status, "katra %s %s: exit %d", cmd, file, p.status);
@@ -268,7 +270,14 @@ Test(cli, bad_inputs_get_one_clear_line)
 	check_bad("verify", "empty.katra", 3, "truncated at offset 0");
 	check_bad("verify", "cut.katra", 3, "truncated at offset");
 	check_bad("verify", "corrupt.katra", 1, "checksum mismatch");
-	unlink("/tmp/katra-bad-export.json");
+	unlink(bad_out);
+	static const char *const made[] = { "empty.katra", "cut.katra", "corrupt.katra" };
+	for (size_t i = 0; i < 3; i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s/%s", bad_dir, made[i]);
+		unlink(path);
+	}
+	rmdir(bad_dir);
 }
 
 Test(cli, usage_errors_exit_2)
