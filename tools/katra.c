@@ -134,16 +134,27 @@ static int is_os_error(int rc)
 	return rc < 0 && rc > -4096;
 }
 
-/* Why an OS-level failure happened, in words; never "corrupt": nothing
- * is wrong with the bytes. */
-static const char *os_reason(int rc)
+/* Is @rc a verdict on the bytes (a malformed or inconsistent file)?
+ * -errno (no memory, no such file) is not, nor are katra's codes about
+ * something else than bytes (a state, or one a newer library adds). */
+static int is_corruption(int rc)
+{
+	return rc <= KT_EMAGIC && rc >= KT_ESUMMARY && rc != KT_ETRUNCATED &&
+	       rc != KT_ENOSESSION && rc != KT_EBUSY && rc != KT_ESTATE;
+}
+
+/* Why reading failed when the bytes are not at fault, in words; @err,
+ * when not NULL, is the reader's account. */
+static const char *reason(int rc, const kt_reader_error *err)
 {
 	if (rc == -ENOMEM)
 		return "out of memory";
 	if (rc == -ESPIPE)
 		return "not a regular file (a FIFO, pipe, socket or device); "
 		       "katra reads trace files";
-	return strerror(-rc);
+	if (is_os_error(rc))
+		return strerror(-rc);
+	return err && err->message[0] ? err->message : kt_strerror(rc);
 }
 
 /*
@@ -157,10 +168,10 @@ static int read_failed(const char *path, int rc, const kt_reader_error *err)
 		say("%s: %s", path, err->message); /* "offset N: file is truncated: ..." */
 		return EXIT_TRUNC;
 	}
-	if (is_os_error(rc))
-		say("%s: %s", path, os_reason(rc));
-	else
+	if (is_corruption(rc))
 		say("%s: corrupt: %s", path, err->message);
+	else
+		say("%s: %s", path, reason(rc, err));
 	return EXIT_BAD;
 }
 
@@ -253,7 +264,8 @@ struct verdict {
 	kt_reader_status st;
 	kt_reader_error err;
 	int captured;          /* the header says KT_HDR_CAPTURE */
-	int os_error, truncated, corrupt;
+	int not_bytes;         /* it failed, but not for its bytes (no memory...) */
+	int truncated, corrupt;
 	uint64_t cut;          /* truncated: where */
 };
 
@@ -274,9 +286,9 @@ static void verify_trace(struct input *in, const char *path, struct verdict *v)
 	}
 	/* An OS error (missing path, a directory, no memory) says nothing
 	 * about the bytes: no offset, just the reason. */
-	v->os_error = is_os_error(v->rc);
 	v->truncated = v->rc == KT_ETRUNCATED || (v->rc == 0 && v->st.truncated);
-	v->corrupt = v->rc < 0 && !v->truncated;
+	v->corrupt = is_corruption(v->rc);
+	v->not_bytes = v->rc < 0 && !v->truncated && !v->corrupt;
 	v->cut = v->rc == KT_ETRUNCATED ? v->err.offset : v->st.valid_end;
 }
 
@@ -373,16 +385,15 @@ static void verify_json(const char *path, const struct verdict *v, const struct 
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "file", esc_json_string(path, strlen(path)));
-	json_object_set_new(o, "valid", json_boolean(!v->corrupt && !v->truncated));
+	json_object_set_new(o, "valid", json_boolean(v->rc >= 0 && !v->truncated));
 	json_object_set_new(o, "truncated", json_boolean(v->truncated));
 	json_object_set_new(o, "events", json_integer((json_int_t)v->st.events));
 	json_object_set_new(o, "first_bad_offset",
-			    v->corrupt && !v->os_error ? json_integer((json_int_t)v->err.offset)
-						       : json_null());
+			    v->corrupt ? json_integer((json_int_t)v->err.offset) : json_null());
 	if (v->truncated)
 		json_object_set_new(o, "truncated_at", json_integer((json_int_t)v->cut));
-	if (v->corrupt) {
-		const char *msg = v->os_error ? os_reason(v->rc) : v->err.message;
+	if (v->corrupt || v->not_bytes) {
+		const char *msg = v->corrupt ? v->err.message : reason(v->rc, &v->err);
 		json_object_set_new(o, "error", json_string(kt_err_name(v->rc)));
 		json_object_set_new(o, "message", esc_json_string(msg, strlen(msg)));
 	}
@@ -402,8 +413,8 @@ static void verify_json(const char *path, const struct verdict *v, const struct 
 
 static void verify_text(const char *path, const struct verdict *v, const struct sidecar *s)
 {
-	if (v->os_error) {
-		say("%s: %s", path, os_reason(v->rc));
+	if (v->not_bytes) {
+		say("%s: %s", path, reason(v->rc, &v->err));
 	} else {
 		put(path);
 		if (v->corrupt) {
@@ -472,9 +483,9 @@ static int cmd_verify(int argc, char **argv)
 	verify_sidecar(&s, path, S_ISREG(in.sb.st_mode) ? in.fd : -1, v.captured);
 	input_close(&in);
 	(json ? verify_json : verify_text)(path, &v, &s);
-	if (json && v.os_error)
-		say("%s: %s", path, os_reason(v.rc));
-	if (v.corrupt || s.state < 0)
+	if (json && v.not_bytes)
+		say("%s: %s", path, reason(v.rc, &v.err));
+	if (v.corrupt || v.not_bytes || s.state < 0)
 		return EXIT_BAD;
 	return v.truncated ? EXIT_TRUNC : EXIT_OK;
 }
@@ -644,8 +655,10 @@ static void info_counts(const kt_header *h, const struct info *in)
 /* The status line for a pass that stopped on @rc; returns the exit status. */
 static int info_failed(kt_reader *r, int rc)
 {
-	if (is_os_error(rc)) {
-		printf("status          error: %s\n", os_reason(rc));
+	if (!is_corruption(rc)) {
+		printf("status          error: ");
+		put(reason(rc, kt_reader_last_error(r)));
+		printf("\n");
 	} else {
 		printf("status          corrupt: ");
 		put(kt_reader_last_error(r)->message);
@@ -892,10 +905,12 @@ static int cmd_events(int argc, char **argv, int replay)
 	o.job.t = &t;
 	o.job.threads = o.threads;
 	/* The events before a corruption are still printed; then the error.
-	 * Without memory for the names there is nothing to print. */
-	struct fmt *fm = is_os_error(rc) ? NULL : fmt_new(&o.job, stdout);
+	 * A failure that is not the bytes' (no memory for the names) leaves
+	 * nothing to print. */
+	int fatal = rc < 0 && !is_corruption(rc);
+	struct fmt *fm = fatal ? NULL : fmt_new(&o.job, stdout);
 	progress_init(1, in.r);
-	int rrc = is_os_error(rc) ? rc
+	int rrc = fatal ? rc
 		: !fm ? -ENOMEM
 		: o.paced ? replay_paced(in.r, fm, &o.pacer) : fmt_pass(in.r, fm);
 	fmt_free(fm);
@@ -927,7 +942,7 @@ static int output_open(outfile *of, const char *out, const struct input *in)
 	else if (rc == -EPERM)
 		say("%s: a FIFO of another user; refusing to write into it", out);
 	else if (rc < 0)
-		say("%s: %s", out, os_reason(rc));
+		say("%s: %s", out, reason(rc, NULL));
 	return rc;
 }
 
@@ -1013,7 +1028,7 @@ static int cmd_export(int argc, char **argv)
 	} else if (rc < 0) {
 		pass_failed(inp, in.r, rc);
 	} else if ((rc = outfile_commit(&of)) < 0) {
-		say("%s: %s", out, os_reason(rc));
+		say("%s: %s", out, reason(rc, NULL));
 	} else if (!t.have_summary) {
 		say("%s: truncated: exported the events before the cut", inp);
 		result = EXIT_TRUNC;
@@ -1072,9 +1087,9 @@ static int rewrite(const char *in_path, const char *out, int codec, const struct
 	if (rc < 0 && res.in_index >= 0) {
 		read_failed(in_path, rc, &res.in_err);
 	} else if (rc < 0) {
-		say("%s: %s", out, is_os_error(rc) ? os_reason(rc) : kt_strerror(rc));
+		say("%s: %s", out, reason(rc, NULL));
 	} else if ((rc = outfile_commit(&of)) < 0) {
-		say("%s: %s", out, os_reason(rc));
+		say("%s: %s", out, reason(rc, NULL));
 	} else if (res.have_summary) {
 		result = EXIT_OK;
 	} else {
