@@ -913,3 +913,17 @@ Test(stats, open_zones_are_capped, .timeout = 600)
 	json_decref(o);
 	remove_dir();
 }
+
+/* A write that fails is said with its own reason, and nothing is left. */
+Test(outputs, a_failed_write_is_said)
+{
+	fresh_dir();
+	AT(path, "in.katra");
+	small_trace(path, 0);
+	struct proc p;
+	const char *ex[] = { "export", "--chrome", path, "/dev/full", NULL };
+	katra(&p, NULL, ex);
+	cr_assert_eq(p.status, 1);
+	cr_assert_str_eq(p.err, "katra: /dev/full: write failed: No space left on device\n");
+	remove_dir();
+}

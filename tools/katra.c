@@ -948,26 +948,29 @@ static int output_open(outfile *of, const char *out, const struct input *in)
 
 /* ---- export --chrome ----------------------------------------------------- */
 
-/* Write the Chrome document of @in into @of; 0 or a pass's code, -EIO for
- * the output (errno says why). */
-static int export_to(struct input *in, const struct tables *t, outfile *of)
+/* Write the Chrome document of @in into @of.  Returns the pass's result
+ * (0 or a reader's code); *@werr gets the errno of a write that failed, or
+ * 0: a failed write stops the pass with -EIO. */
+static int export_to(struct input *in, const struct tables *t, outfile *of, int *werr)
 {
 	static char fbuf[1 << 20];
 	FILE *f = fdopen(of->fd, "w");
-	if (!f)
+	*werr = 0;
+	if (!f) {
+		*werr = errno;
 		return -EIO;
+	}
 	of->fd = -1; /* the stream owns it now */
 	setvbuf(f, fbuf, _IOFBF, sizeof(fbuf));
 	progress_init(0, in->r);
 	int rc = fmt_chrome(in->r, t, f);
 	progress_end();
 	errno = 0;
-	int werr = fflush(f) != 0 || ferror(f);
-	int saved = errno ? errno : fmt_write_errno();
-	werr |= fclose(f) != 0;
-	if (!errno)
-		errno = saved ? saved : EIO;
-	return rc ? rc : werr ? -EIO : 0;
+	if (fflush(f) != 0 || ferror(f) || rc == -EIO)
+		*werr = fmt_write_errno() ? fmt_write_errno() : errno ? errno : EIO;
+	if (fclose(f) != 0 && !*werr)
+		*werr = errno;
+	return rc;
 }
 
 static int export_args(int argc, char **argv, const char **in, const char **out)
@@ -1022,9 +1025,10 @@ static int cmd_export(int argc, char **argv)
 	kt_reader_rewind(in.r);
 	if (output_open(&of, out, &in) < 0)
 		goto done;
-	rc = export_to(&in, &t, &of);
-	if (rc == -EIO) {
-		say("%s: write failed: %s", out, strerror(errno));
+	int werr;
+	rc = export_to(&in, &t, &of, &werr);
+	if (werr) {
+		say("%s: write failed: %s", out, strerror(werr));
 	} else if (rc < 0) {
 		pass_failed(inp, in.r, rc);
 	} else if ((rc = outfile_commit(&of)) < 0) {
