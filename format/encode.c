@@ -260,44 +260,7 @@ uint32_t kt__enc_summary_body(uint8_t *body, const kt_file_summary *s)
 
 long kt__event_check(const uint8_t *p, size_t avail)
 {
-	if (avail < KT__EVENT_HEAD)
-		return KT_EEVENT;
-	uint8_t type = p[12], flags = p[13];
-	uint16_t plen = kt__get16(p + 14);
-	size_t size = kt_event_size(plen);
-
-	if (size > avail)
-		return KT_EEVENT;
-	switch (type) {
-	case KT_EV_ZONE_BEGIN:
-	case KT_EV_ZONE_END:
-	case KT_EV_INSTANT:
-		if (plen != 0 || flags != 0)
-			return KT_EEVENT;
-		break;
-	case KT_EV_COUNTER_I64:
-	case KT_EV_COUNTER_F64:
-	case KT_EV_FRAME:
-		if (plen != 8 || flags != 0)
-			return KT_EEVENT;
-		break;
-	case KT_EV_FLOW:
-		if (plen != 8 || flags > KT_FLOW_END)
-			return KT_EEVENT;
-		break;
-	case KT_EV_MESSAGE:
-		if (flags != 0)
-			return KT_EEVENT;
-		break;
-	case KT_EV_USER:
-		break;
-	default:
-		return KT_EEVENT;
-	}
-	for (size_t i = KT__EVENT_HEAD + plen; i < size; i++)
-		if (p[i])
-			return KT_EEVENT;
-	return (long)size;
+	return kt__event_check_inline(p, avail);
 }
 
 size_t kt_event_encode(void *buf, size_t cap, const kt_event *ev)
@@ -307,15 +270,14 @@ size_t kt_event_encode(void *buf, size_t cap, const kt_event *ev)
 
 	if (size > cap)
 		return 0;
-	kt__put64(p, ev->ts);
-	kt__put32(p + 8, ev->name_id);
-	p[12] = ev->type;
-	p[13] = ev->flags;
-	kt__put16(p + 14, ev->payload_len);
+	kt__put64(p + KT_REC_TS, ev->ts);
+	kt__put32(p + KT_REC_NAME, ev->name_id);
+	p[KT_REC_TYPE] = ev->type;
+	p[KT_REC_FLAGS] = ev->flags;
+	kt__put16(p + KT_REC_LEN, ev->payload_len);
 	if (ev->payload_len)
-		memcpy(p + KT__EVENT_HEAD, ev->payload, ev->payload_len);
-	memset(p + KT__EVENT_HEAD + ev->payload_len, 0,
-	       size - KT__EVENT_HEAD - ev->payload_len);
+		memcpy(p + KT_REC_HEAD, ev->payload, ev->payload_len);
+	memset(p + KT_REC_HEAD + ev->payload_len, 0, size - KT_REC_HEAD - ev->payload_len);
 	return size;
 }
 

@@ -23,7 +23,7 @@
 #define KT__FRAME_HEAD 8
 #define KT__FRAME_TRAILER 8
 #define KT__CHUNK_FIXED 40
-#define KT__EVENT_HEAD 16
+#define KT__EVENT_HEAD KT_REC_HEAD  /* old name; katra/record.h has the layout */
 #define KT__SUMMARY_FIXED 88
 #define KT__SUMMARY_ROW 24
 
@@ -131,10 +131,25 @@ static inline uint32_t kt__summary_body_len(uint32_t threads)
 }
 
 /*
- * Validate one event record at @p with @avail bytes left.  Returns the
- * record's size, or a negative KT_EEVENT.  Shared by the reader and the
- * writer so both accept exactly the same records.
+ * Validate one event record at @p with @avail bytes left: kt__record_ok()
+ * (the producer's own check), a payload inside @avail, a zero pad.
+ * Returns the record's size, or a negative KT_EEVENT.  Shared by the
+ * reader and the writer so both accept exactly the same records; inline
+ * for the reader's loop over every record of a chunk.
  */
+static inline long kt__event_check_inline(const uint8_t *p, size_t avail)
+{
+	if (avail < KT_REC_HEAD)
+		return KT_EEVENT;
+	uint16_t plen = kt__get16(p + KT_REC_LEN);
+	size_t size = kt_event_size(plen);
+	if (size > avail || !kt__record_ok(p[KT_REC_TYPE], p[KT_REC_FLAGS], plen))
+		return KT_EEVENT;
+	for (size_t i = KT_REC_HEAD + plen; i < size; i++)
+		if (p[i])
+			return KT_EEVENT;
+	return (long)size;
+}
 long kt__event_check(const uint8_t *p, size_t avail);
 
 /*

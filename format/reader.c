@@ -681,7 +681,7 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 		return BAD(KT_ECOUNT, boff + 16, "event_count is 0");
 	if (raw_len > KT_MAX_RAW)
 		return BAD(KT_ETOOBIG, boff + 20, "raw_len %u over the 64 MiB limit", raw_len);
-	if (raw_len < KT__EVENT_HEAD || raw_len % 8)
+	if (raw_len < KT_REC_HEAD || raw_len % 8)
 		return BAD(KT_ERAWLEN, boff + 20, "raw_len %u is not a multiple of 8 of at least 16",
 			   raw_len);
 	if (r->headers_only)
@@ -711,26 +711,19 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	int delta = codec == KT_CODEC_LZ4_DELTA; /* events is then our raw_buf */
 	for (size_t at = 0; at < raw_len; n++) {
 		const uint8_t *p = events + at;
-		if (delta && raw_len - at >= 8) {
+		if (delta && raw_len - at >= KT_REC_TS + 8) {
 			/* Each record stored its timestamp minus the one before
 			 * (SPEC §4.1); wrapping sums undo wrapping differences. */
-			ts += kt__get64(p);
-			kt__put64(r->raw_buf + at, ts);
+			ts += kt__get64(p + KT_REC_TS);
+			kt__put64(r->raw_buf + at + KT_REC_TS, ts);
 		}
-		long sz;
-		/* Most events are zones and instants, without payload or flags:
-		 * kt__event_check()'s rules for them, without a call per event. */
-		if (raw_len - at >= KT__EVENT_HEAD && (unsigned)p[12] - KT_EV_ZONE_BEGIN < 3u &&
-		    !(p[13] | p[14] | p[15]))
-			sz = KT__EVENT_HEAD;
-		else
-			sz = kt__event_check(p, raw_len - at);
+		long sz = kt__event_check_inline(p, raw_len - at);
 		if (sz < 0)
 			return BAD(KT_EEVENT, off, "chunk of thread %u, event %u at payload byte %zu",
 				   tid, n, at);
 		if (n == 0)
-			ev_first = kt__get64(events + at);
-		ev_last = kt__get64(events + at);
+			ev_first = kt__get64(p + KT_REC_TS);
+		ev_last = kt__get64(p + KT_REC_TS);
 		at += (size_t)sz;
 	}
 	if (n != count)
@@ -1097,16 +1090,15 @@ uint64_t kt_ticks_to_ns(const kt_clock_calibration *c, const kt_file_summary *st
 
 const char *kt_event_type_name(unsigned type)
 {
-	static const char *const names[] = {
-		[KT_EV_ZONE_BEGIN] = "zone_begin", [KT_EV_ZONE_END] = "zone_end",
-		[KT_EV_INSTANT] = "instant",       [KT_EV_COUNTER_I64] = "counter_i64",
-		[KT_EV_COUNTER_F64] = "counter_f64", [KT_EV_FRAME] = "frame",
-		[KT_EV_FLOW] = "flow",             [KT_EV_MESSAGE] = "message",
-		[KT_EV_USER] = "user",
-	};
-	if (type < sizeof(names) / sizeof(names[0]) && names[type])
-		return names[type];
-	return "unknown";
+	switch (type) {
+#define KT__EV_NAME(code, name, text, payload, max_flags) \
+	case code:                                        \
+		return text;
+		KT_EVENT_TYPES(KT__EV_NAME)
+#undef KT__EV_NAME
+	default:
+		return "unknown";
+	}
 }
 
 const char *kt_frame_kind_name(unsigned kind)

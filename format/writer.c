@@ -405,8 +405,8 @@ int kt_writer_chunk(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 		if (sz < 0)
 			return -EINVAL;
 		if (count == 0)
-			first = kt__get64(ev + at);
-		last = kt__get64(ev + at);
+			first = kt__get64(ev + at + KT_REC_TS);
+		last = kt__get64(ev + at + KT_REC_TS);
 		at += (size_t)sz;
 	}
 	return kt__writer_chunk_known(w, thread_id, codec, level, events, raw_len, count, first,
@@ -426,11 +426,11 @@ static int delta_copy(kt_writer *w, const uint8_t *ev, size_t raw_len)
 		return rc;
 	memcpy(w->delta, ev, raw_len);
 	uint64_t prev = 0;
-	for (size_t at = 0; at + KT__EVENT_HEAD <= raw_len;) {
-		uint64_t ts = kt__get64(ev + at);
-		kt__put64(w->delta + at, ts - prev);
+	for (size_t at = 0; at + KT_REC_HEAD <= raw_len;) {
+		uint64_t ts = kt__get64(ev + at + KT_REC_TS);
+		kt__put64(w->delta + at + KT_REC_TS, ts - prev);
 		prev = ts;
-		at += KT__EVENT_HEAD + kt__align8(kt__get16(ev + at + 14));
+		at += kt_event_size(kt__get16(ev + at + KT_REC_LEN));
 	}
 	return 0;
 }
