@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include <katra/error.h>
-#include <katra/katra.h>
 
 const char *kt_strerror(int err)
 {
@@ -43,14 +42,4 @@ const char *kt_err_name(int err)
 			return s;
 	}
 	return "KT_EUNKNOWN";
-}
-
-unsigned kt_version(void)
-{
-	return KT_VERSION_NUMBER;
-}
-
-const char *kt_version_string(void)
-{
-	return KT_VERSION_STRING;
 }

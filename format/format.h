@@ -11,9 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <katra/katra.h>
 #include <katra/reader.h>
+#include <katra/record.h>
 #include <katra/trace.h>
+#include <katra/version.h>
 
 #define KT__MAGIC "\x89KTR\r\n\x1a\n"
 #define KT__MAGIC_LEN 8

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <katra/katra.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <katra/error.h>
 #include <katra/trace.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {

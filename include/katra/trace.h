@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <katra/error.h>
 #include <katra/record.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <katra/error.h>
 #include <katra/trace.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {
