@@ -79,6 +79,19 @@ uint64_t kt__xxh3(const void *p, size_t n);
 /* Low 16 bits of XXH3 over a frame head's first 6 bytes. */
 uint16_t kt__head_check(const uint8_t head[6]);
 
+/* Whether @kind is one of SPEC §4's kinds (a reader skips the others). */
+static inline int kt__frame_kind_known(unsigned kind)
+{
+	switch (kind) {
+#define KT__FRAME_KNOWN(code, name, text) case code:
+		KT_FRAME_KINDS(KT__FRAME_KNOWN)
+#undef KT__FRAME_KNOWN
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Total bytes a frame with a @body_len body occupies. */
 static inline size_t kt__frame_size(size_t body_len)
 {

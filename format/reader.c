@@ -973,8 +973,7 @@ int kt_reader_next_frame(kt_reader *r, kt_trace_frame *f)
 			return BAD(KT_ECHECKSUM, off, "%s frame: stored %016llx, computed %016llx",
 				   kt_frame_kind_name(kind), (unsigned long long)want,
 				   (unsigned long long)got);
-		int known = kind >= KT_FRAME_CHUNK && kind <= KT_FRAME_SUMMARY;
-		if (known && flags)
+		if (kt__frame_kind_known(kind) && flags)
 			return BAD(KT_ERESERVED, off + 5, "frame flags 0x%x", flags);
 		if (nonzero(p + KT__FRAME_HEAD + blen, padded - KT__FRAME_HEAD - blen))
 			return BAD(KT_ERESERVED, off + KT__FRAME_HEAD + blen, "frame pad not zero");
@@ -1103,12 +1102,13 @@ const char *kt_event_type_name(unsigned type)
 
 const char *kt_frame_kind_name(unsigned kind)
 {
-	static const char *const names[] = {
-		[KT_FRAME_CHUNK] = "chunk", [KT_FRAME_NAME] = "name",
-		[KT_FRAME_THREAD] = "thread", [KT_FRAME_DROP] = "drop",
-		[KT_FRAME_SUMMARY] = "summary",
-	};
-	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])
-		return names[kind];
-	return "unknown";
+	switch (kind) {
+#define KT__FRAME_NAME(code, name, text) \
+	case code:                       \
+		return text;
+		KT_FRAME_KINDS(KT__FRAME_NAME)
+#undef KT__FRAME_NAME
+	default:
+		return "unknown";
+	}
 }
