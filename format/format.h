@@ -16,16 +16,108 @@
 #include <katra/trace.h>
 #include <katra/version.h>
 
+/*
+ * Where every field sits (format/SPEC.md; the event record's fields are
+ * katra/record.h's).  Offsets inside a body count from the body's start.
+ */
+
+/* §2: the preamble, from the file's first byte. */
 #define KT__MAGIC "\x89KTR\r\n\x1a\n"
 #define KT__MAGIC_LEN 8
-#define KT__PREAMBLE_LEN 16          /* magic, version, header_len */
-#define KT__HEADER_FIXED 128         /* fixed part of the header body */
+#define KT__PRE_VERSION 8            /* u32 format_version */
+#define KT__PRE_HLEN 12              /* u32 header_len */
+#define KT__PREAMBLE_LEN 16
+
+/* §2.1: the header body's fixed part; the strings follow it. */
+#define KT__HDR_VERSION 0            /* u32 */
+#define KT__HDR_FLAGS 4              /* u32, KT_HDR_* */
+#define KT__HDR_SCHEMA 8             /* u64 schema_hash */
+#define KT__HDR_WALL 16              /* u64 start_wall_ns */
+#define KT__HDR_MONO 24              /* u64 start_mono_ns */
+#define KT__HDR_PID 32               /* u64 process_id */
+#define KT__HDR_CLOCK 40             /* u8 clock_source, then 7 reserved */
+#define KT__HDR_CLOCK_PAD 41
+#define KT__HDR_TICK_HZ 48           /* u64 */
+#define KT__HDR_TICKS0 56            /* u64 clock_ticks0 */
+#define KT__HDR_NS0 64               /* u64 clock_ns0 */
+#define KT__HDR_RING 72              /* u64 ring_size */
+#define KT__HDR_OVERFLOW 80          /* u8 */
+#define KT__HDR_CODEC 81             /* u8 */
+#define KT__HDR_IO 82                /* u8, then 1 reserved */
+#define KT__HDR_IO_PAD 83
+#define KT__HDR_LEVEL 84             /* i32 codec_level */
+#define KT__HDR_FLUSH 88             /* u64 flush_period_ns */
+#define KT__HDR_FSYNC 96             /* u64 fsync_interval_ns */
+#define KT__HDR_MAX_DURATION 104     /* u64 */
+#define KT__HDR_MAX_BYTES 112        /* u64 */
+#define KT__HDR_EPOCH 120            /* u64 */
+#define KT__HEADER_FIXED 128
+/* The fixed part, five empty strings and a note count of 0. */
 #define KT__HEADER_MIN (KT__HEADER_FIXED + 5 * 4 + 4)
+
+/* §3: a frame's head, then its body, pad and checksum. */
+#define KT__FRAME_LEN 0              /* u32 body_len */
+#define KT__FRAME_KIND 4             /* u8 */
+#define KT__FRAME_FLAGS 5            /* u8, reserved */
+#define KT__FRAME_CHECK 6            /* u16 head_check of bytes [0, 6) */
 #define KT__FRAME_HEAD 8
-#define KT__FRAME_TRAILER 8
-#define KT__CHUNK_FIXED 40
+#define KT__FRAME_TRAILER 8          /* u64 checksum */
+
+/* §4.1: an event chunk's body. */
+#define KT__CHUNK_TID 0              /* u32 thread_id */
+#define KT__CHUNK_CODEC 4            /* u8, then 3 reserved */
+#define KT__CHUNK_PAD 5
+#define KT__CHUNK_SEQ 8              /* u64 chunk_seq */
+#define KT__CHUNK_COUNT 16           /* u32 event_count */
+#define KT__CHUNK_RAW 20             /* u32 raw_len */
+#define KT__CHUNK_FIRST 24           /* u64 first_ts */
+#define KT__CHUNK_LAST 32            /* u64 last_ts */
+#define KT__CHUNK_FIXED 40           /* the payload starts here */
 #define KT__EVENT_HEAD KT_REC_HEAD  /* old name; katra/record.h has the layout */
+/* The raw bytes a writer of live or recovered events puts in one chunk:
+ * LZ4 works well at this size, and a reader's buffers stay small. */
+#define KT__CHUNK_MAX (256u << 10)
+
+/* §4.3: a name entry's body. */
+#define KT__NAME_ID 0                /* u32 */
+#define KT__NAME_LEN 4               /* u32 */
+#define KT__NAME_FIXED 8             /* the name's bytes start here */
+
+/* §4.4: a thread entry's body. */
+#define KT__THREAD_TID 0             /* u32 thread_id */
+#define KT__THREAD_OS_TID 4          /* u32 */
+#define KT__THREAD_NAME_LEN 8        /* u32 */
+#define KT__THREAD_PAD 12            /* u32 reserved */
+#define KT__THREAD_FIXED 16          /* the name's bytes start here */
+
+/* §4.5: a drop record's body. */
+#define KT__DROP_TID 0               /* u32 thread_id, then u32 reserved */
+#define KT__DROP_PAD 4
+#define KT__DROP_COUNT 8             /* u64 */
+#define KT__DROP_FIRST 16            /* u64 first_ts */
+#define KT__DROP_LAST 24             /* u64 last_ts */
+#define KT__DROP_BODY 32
+
+/* §4.6: the session summary's body, then one row per thread. */
+#define KT__SUM_FLAGS 0              /* u32, KT_SUMMARY_* */
+#define KT__SUM_THREADS 4            /* u32 thread_count */
+#define KT__SUM_WRITTEN 8            /* u64 events_written */
+#define KT__SUM_DROPPED 16           /* u64 events_dropped */
+#define KT__SUM_CHUNKS 24            /* u64 */
+#define KT__SUM_RAW 32               /* u64 bytes_raw */
+#define KT__SUM_STORED 40            /* u64 bytes_stored */
+#define KT__SUM_END_WALL 48          /* u64 end_wall_ns */
+#define KT__SUM_END_MONO 56          /* u64 end_mono_ns */
+#define KT__SUM_TICKS1 64            /* u64 clock_ticks1 */
+#define KT__SUM_NS1 72               /* u64 clock_ns1 */
+#define KT__SUM_IO 80                /* u8 io_backend, then 3 reserved */
+#define KT__SUM_IO_PAD 81
+#define KT__SUM_IO_ERROR 84          /* i32 */
 #define KT__SUMMARY_FIXED 88
+#define KT__ROW_TID 0                /* u32 thread_id, then u32 reserved */
+#define KT__ROW_PAD 4
+#define KT__ROW_WRITTEN 8            /* u64 */
+#define KT__ROW_DROPPED 16           /* u64 */
 #define KT__SUMMARY_ROW 24
 
 /* XXH3 of the schema string in SPEC §6, for the version written and for

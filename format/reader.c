@@ -241,13 +241,13 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 		return fail(e, KT_EMAGIC, 0, "the first bytes are not \\x89KTR\\r\\n\\x1a\\n");
 	if (have < KT__PREAMBLE_LEN)
 		return fail(e, KT_ETRUNCATED, r->size, "the file ends inside the preamble");
-	uint32_t version = kt__get32(pre + 8);
+	uint32_t version = kt__get32(pre + KT__PRE_VERSION);
 	if (version < KT_FORMAT_VERSION_MIN || version > KT_FORMAT_VERSION)
-		return fail(e, KT_EVERSION, 8, "format version %u; this reader reads versions %u to %u",
+		return fail(e, KT_EVERSION, KT__PRE_VERSION, "format version %u; this reader reads versions %u to %u",
 			    version, KT_FORMAT_VERSION_MIN, KT_FORMAT_VERSION);
-	uint32_t hlen = kt__get32(pre + 12);
+	uint32_t hlen = kt__get32(pre + KT__PRE_HLEN);
 	if (hlen < KT__HEADER_MIN || hlen > KT_MAX_HEADER)
-		return fail(e, KT_EHEADER, 12, "header_len %u outside [%u, %u]", hlen,
+		return fail(e, KT_EHEADER, KT__PRE_HLEN, "header_len %u outside [%u, %u]", hlen,
 			    KT__HEADER_MIN, KT_MAX_HEADER);
 	uint64_t sum_at = KT__PREAMBLE_LEN + kt__align8(hlen);
 	r->first_frame = sum_at + 8;
@@ -257,7 +257,8 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 	if ((rc = get_bytes(r, 0, (size_t)r->first_frame, &p)))
 		return fail(e, rc, 0, "reading the header (%llu bytes)",
 			    (unsigned long long)r->first_frame);
-	uint64_t want = kt__get64(p + sum_at), got = kt__xxh3(p + 8, (size_t)sum_at - 8);
+	uint64_t want = kt__get64(p + sum_at);
+	uint64_t got = kt__xxh3(p + KT__PRE_VERSION, (size_t)sum_at - KT__PRE_VERSION);
 	if (want != got)
 		return fail(e, KT_EHDRSUM, sum_at, "stored %016llx, computed %016llx",
 			    (unsigned long long)want, (unsigned long long)got);
@@ -268,46 +269,46 @@ static int parse_header(kt_reader *r, kt_reader_error *e)
 	const uint8_t *b = p + KT__PREAMBLE_LEN;
 	kt_header *h = &r->hdr;
 	const uint64_t base = KT__PREAMBLE_LEN;
-	h->format_version = kt__get32(b);
+	h->format_version = kt__get32(b + KT__HDR_VERSION);
 	if (h->format_version != version)
-		return fail(e, KT_EHEADER, base, "header says version %u, preamble %u",
+		return fail(e, KT_EHEADER, base + KT__HDR_VERSION, "header says version %u, preamble %u",
 			    h->format_version, version);
-	h->flags = kt__get32(b + 4);
+	h->flags = kt__get32(b + KT__HDR_FLAGS);
 	if (h->flags & ~KT_HDR_CAPTURE)
-		return fail(e, KT_ERESERVED, base + 4, "unknown header flags 0x%x", h->flags);
-	h->schema_hash = kt__get64(b + 8);
+		return fail(e, KT_ERESERVED, base + KT__HDR_FLAGS, "unknown header flags 0x%x", h->flags);
+	h->schema_hash = kt__get64(b + KT__HDR_SCHEMA);
 	if (h->schema_hash != (version == 1 ? KT__SCHEMA_HASH_V1 : KT__SCHEMA_HASH))
-		return fail(e, KT_EVERSION, base + 8, "schema hash %016llx is not version %u's",
+		return fail(e, KT_EVERSION, base + KT__HDR_SCHEMA, "schema hash %016llx is not version %u's",
 			    (unsigned long long)h->schema_hash, version);
-	h->start_wall_ns = kt__get64(b + 16);
-	h->start_mono_ns = kt__get64(b + 24);
-	h->process_id = kt__get64(b + 32);
-	h->clock.source = b[40];
+	h->start_wall_ns = kt__get64(b + KT__HDR_WALL);
+	h->start_mono_ns = kt__get64(b + KT__HDR_MONO);
+	h->process_id = kt__get64(b + KT__HDR_PID);
+	h->clock.source = b[KT__HDR_CLOCK];
 	if (h->clock.source != KT_CLOCK_TSC && h->clock.source != KT_CLOCK_MONOTONIC)
-		return fail(e, KT_EHEADER, base + 40, "clock source %u", h->clock.source);
-	for (int i = 41; i < 48; i++)
+		return fail(e, KT_EHEADER, base + KT__HDR_CLOCK, "clock source %u", h->clock.source);
+	for (int i = KT__HDR_CLOCK_PAD; i < KT__HDR_TICK_HZ; i++)
 		if (b[i])
 			return fail(e, KT_ERESERVED, base + (uint64_t)i, "reserved header byte");
-	h->clock.tick_hz = kt__get64(b + 48);
+	h->clock.tick_hz = kt__get64(b + KT__HDR_TICK_HZ);
 	if (h->clock.tick_hz == 0)
-		return fail(e, KT_EHEADER, base + 48, "clock tick rate is 0");
-	h->clock.ticks = kt__get64(b + 56);
-	h->clock.mono_ns = kt__get64(b + 64);
-	h->capture.ring_size = kt__get64(b + 72);
-	h->capture.overflow = b[80];
-	h->capture.codec = b[81];
-	h->capture.io = b[82];
-	if (b[83])
-		return fail(e, KT_ERESERVED, base + 83, "reserved header byte");
+		return fail(e, KT_EHEADER, base + KT__HDR_TICK_HZ, "clock tick rate is 0");
+	h->clock.ticks = kt__get64(b + KT__HDR_TICKS0);
+	h->clock.mono_ns = kt__get64(b + KT__HDR_NS0);
+	h->capture.ring_size = kt__get64(b + KT__HDR_RING);
+	h->capture.overflow = b[KT__HDR_OVERFLOW];
+	h->capture.codec = b[KT__HDR_CODEC];
+	h->capture.io = b[KT__HDR_IO];
+	if (b[KT__HDR_IO_PAD])
+		return fail(e, KT_ERESERVED, base + KT__HDR_IO_PAD, "reserved header byte");
 	if (h->capture.overflow > KT_OVERFLOW_BLOCK || h->capture.codec > max_codec(version) ||
 	    h->capture.io > KT_IO_PWRITE)
-		return fail(e, KT_EHEADER, base + 80, "capture option out of range");
-	h->capture.codec_level = (int32_t)kt__get32(b + 84);
-	h->capture.flush_period_ns = kt__get64(b + 88);
-	h->capture.fsync_interval_ns = kt__get64(b + 96);
-	h->capture.max_duration_ns = kt__get64(b + 104);
-	h->capture.max_bytes = kt__get64(b + 112);
-	h->epoch = kt__get64(b + 120);
+		return fail(e, KT_EHEADER, base + KT__HDR_OVERFLOW, "capture option out of range");
+	h->capture.codec_level = (int32_t)kt__get32(b + KT__HDR_LEVEL);
+	h->capture.flush_period_ns = kt__get64(b + KT__HDR_FLUSH);
+	h->capture.fsync_interval_ns = kt__get64(b + KT__HDR_FSYNC);
+	h->capture.max_duration_ns = kt__get64(b + KT__HDR_MAX_DURATION);
+	h->capture.max_bytes = kt__get64(b + KT__HDR_MAX_BYTES);
+	h->epoch = kt__get64(b + KT__HDR_EPOCH);
 
 	/* The strings can take no more room than the header body itself. */
 	r->hdr_strings = kt__malloc(hlen);
@@ -658,42 +659,42 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	char msg[160];
 
 	if (blen < KT__CHUNK_FIXED)
-		return BAD(KT_EFRAME, off, "chunk body is %u bytes, under 40", blen);
-	uint32_t tid = kt__get32(b);
-	uint8_t codec = b[4];
-	uint64_t seq = kt__get64(b + 8);
-	uint32_t count = kt__get32(b + 16);
-	uint32_t raw_len = kt__get32(b + 20);
-	uint64_t first = kt__get64(b + 24), last = kt__get64(b + 32);
+		return BAD(KT_EFRAME, off, "chunk body is %u bytes, under %u", blen, KT__CHUNK_FIXED);
+	uint32_t tid = kt__get32(b + KT__CHUNK_TID);
+	uint8_t codec = b[KT__CHUNK_CODEC];
+	uint64_t seq = kt__get64(b + KT__CHUNK_SEQ);
+	uint32_t count = kt__get32(b + KT__CHUNK_COUNT);
+	uint32_t raw_len = kt__get32(b + KT__CHUNK_RAW);
+	uint64_t first = kt__get64(b + KT__CHUNK_FIRST), last = kt__get64(b + KT__CHUNK_LAST);
 	uint32_t stored = blen - KT__CHUNK_FIXED;
 	const uint8_t *payload = b + KT__CHUNK_FIXED;
 	const uint8_t *events = NULL;
 	uint64_t boff = off + KT__FRAME_HEAD;
 
 	if (tid == 0)
-		return BAD(KT_EFRAME, boff, "chunk thread_id is 0");
+		return BAD(KT_EFRAME, boff + KT__CHUNK_TID, "chunk thread_id is 0");
 	if (codec > max_codec(r->hdr.format_version))
-		return BAD(KT_ECODEC, boff + 4, "codec %u (version %u knows: 0 none, 1 lz4%s)", codec,
+		return BAD(KT_ECODEC, boff + KT__CHUNK_CODEC, "codec %u (version %u knows: 0 none, 1 lz4%s)", codec,
 			   r->hdr.format_version, r->hdr.format_version > 1 ? ", 2 lz4 delta" : "");
-	if (nonzero(b + 5, 3))
-		return BAD(KT_ERESERVED, boff + 5, "chunk reserved bytes");
+	if (nonzero(b + KT__CHUNK_PAD, KT__CHUNK_SEQ - KT__CHUNK_PAD))
+		return BAD(KT_ERESERVED, boff + KT__CHUNK_PAD, "chunk reserved bytes");
 	if (count == 0)
-		return BAD(KT_ECOUNT, boff + 16, "event_count is 0");
+		return BAD(KT_ECOUNT, boff + KT__CHUNK_COUNT, "event_count is 0");
 	if (raw_len > KT_MAX_RAW)
-		return BAD(KT_ETOOBIG, boff + 20, "raw_len %u over the 64 MiB limit", raw_len);
+		return BAD(KT_ETOOBIG, boff + KT__CHUNK_RAW, "raw_len %u over the 64 MiB limit", raw_len);
 	if (raw_len < KT_REC_HEAD || raw_len % 8)
-		return BAD(KT_ERAWLEN, boff + 20, "raw_len %u is not a multiple of 8 of at least 16",
+		return BAD(KT_ERAWLEN, boff + KT__CHUNK_RAW, "raw_len %u is not a multiple of 8 of at least 16",
 			   raw_len);
 	if (r->headers_only)
 		goto counted; /* the checksum held; the payload is checked on load */
 	if (codec == KT_CODEC_NONE) {
 		if (stored != raw_len)
-			return BAD(KT_ERAWLEN, boff + 20, "raw_len %u but %u payload bytes", raw_len,
+			return BAD(KT_ERAWLEN, boff + KT__CHUNK_RAW, "raw_len %u but %u payload bytes", raw_len,
 				   stored);
 		events = payload;
 	} else {
 		if (stored == 0 || (uint64_t)raw_len > 255ull * stored + 64)
-			return BAD(KT_ERAWLEN, boff + 20,
+			return BAD(KT_ERAWLEN, boff + KT__CHUNK_RAW,
 				   "raw_len %u is more than %u LZ4 bytes can expand to", raw_len,
 				   stored);
 		if (grow(r, (void **)&r->raw_buf, &r->raw_cap, raw_len))
@@ -701,7 +702,7 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 		int n = LZ4_decompress_safe((const char *)payload, (char *)r->raw_buf,
 					    (int)stored, (int)raw_len);
 		if (n != (int)raw_len)
-			return BAD(KT_ERAWLEN, boff + 20,
+			return BAD(KT_ERAWLEN, boff + KT__CHUNK_RAW,
 				   "lz4 payload does not decode to raw_len %u bytes", raw_len);
 		events = r->raw_buf;
 	}
@@ -727,9 +728,9 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 		at += (size_t)sz;
 	}
 	if (n != count)
-		return BAD(KT_ECOUNT, boff + 16, "event_count %u but the payload holds %u", count, n);
+		return BAD(KT_ECOUNT, boff + KT__CHUNK_COUNT, "event_count %u but the payload holds %u", count, n);
 	if (ev_first != first || ev_last != last)
-		return BAD(KT_EFRAME, boff + 24, "first/last ts do not match the events");
+		return BAD(KT_EFRAME, boff + KT__CHUNK_FIRST, "first/last ts do not match the events");
 counted:
 
 	if (r->rereading)
@@ -739,9 +740,9 @@ counted:
 	if (rc == -ENOMEM)
 		return rfail(r, rc, off, "the table of threads");
 	if (rc)
-		return BAD(KT_ETOOBIG, boff, "more than %u threads", KT_MAX_SUMMARY_THREADS);
+		return BAD(KT_ETOOBIG, boff + KT__CHUNK_TID, "more than %u threads", KT_MAX_SUMMARY_THREADS);
 	if (a->has_seq && seq <= a->last_seq)
-		return BAD(KT_EORDER, boff + 8, "thread %u chunk_seq %llu after %llu", tid,
+		return BAD(KT_EORDER, boff + KT__CHUNK_SEQ, "thread %u chunk_seq %llu after %llu", tid,
 			   (unsigned long long)seq, (unsigned long long)a->last_seq);
 	a->has_seq = 1;
 	a->last_seq = seq;
@@ -771,42 +772,43 @@ static int decode_summary(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t
 	uint64_t boff = off + KT__FRAME_HEAD;
 
 	if (blen < KT__SUMMARY_FIXED)
-		return BAD(KT_EFRAME, off, "summary body is %u bytes, under 88", blen);
-	s->flags = kt__get32(b);
-	s->thread_count = kt__get32(b + 4);
+		return BAD(KT_EFRAME, off, "summary body is %u bytes, under %u", blen,
+			   KT__SUMMARY_FIXED);
+	s->flags = kt__get32(b + KT__SUM_FLAGS);
+	s->thread_count = kt__get32(b + KT__SUM_THREADS);
 	if (s->thread_count > KT_MAX_SUMMARY_THREADS ||
 	    blen != kt__summary_body_len(s->thread_count))
-		return BAD(KT_EFRAME, boff + 4, "thread_count %u does not fit a %u-byte body",
+		return BAD(KT_EFRAME, boff + KT__SUM_THREADS, "thread_count %u does not fit a %u-byte body",
 			   s->thread_count, blen);
 	if (s->flags & ~(KT_SUMMARY_RECOVERED | KT_SUMMARY_IO_ERROR))
-		return BAD(KT_ERESERVED, boff, "unknown summary flags 0x%x", s->flags);
-	s->events_written = kt__get64(b + 8);
-	s->events_dropped = kt__get64(b + 16);
-	s->chunks = kt__get64(b + 24);
-	s->bytes_raw = kt__get64(b + 32);
-	s->bytes_stored = kt__get64(b + 40);
-	s->end_wall_ns = kt__get64(b + 48);
-	s->end_mono_ns = kt__get64(b + 56);
-	s->clock_ticks1 = kt__get64(b + 64);
-	s->clock_ns1 = kt__get64(b + 72);
-	s->io_backend = b[80];
-	if (nonzero(b + 81, 3))
-		return BAD(KT_ERESERVED, boff + 81, "summary reserved bytes");
+		return BAD(KT_ERESERVED, boff + KT__SUM_FLAGS, "unknown summary flags 0x%x", s->flags);
+	s->events_written = kt__get64(b + KT__SUM_WRITTEN);
+	s->events_dropped = kt__get64(b + KT__SUM_DROPPED);
+	s->chunks = kt__get64(b + KT__SUM_CHUNKS);
+	s->bytes_raw = kt__get64(b + KT__SUM_RAW);
+	s->bytes_stored = kt__get64(b + KT__SUM_STORED);
+	s->end_wall_ns = kt__get64(b + KT__SUM_END_WALL);
+	s->end_mono_ns = kt__get64(b + KT__SUM_END_MONO);
+	s->clock_ticks1 = kt__get64(b + KT__SUM_TICKS1);
+	s->clock_ns1 = kt__get64(b + KT__SUM_NS1);
+	s->io_backend = b[KT__SUM_IO];
+	if (nonzero(b + KT__SUM_IO_PAD, KT__SUM_IO_ERROR - KT__SUM_IO_PAD))
+		return BAD(KT_ERESERVED, boff + KT__SUM_IO_PAD, "summary reserved bytes");
 	if (s->io_backend > KT_IO_PWRITE)
-		return BAD(KT_EFRAME, boff + 80, "io_backend %u", s->io_backend);
-	s->io_error = (int32_t)kt__get32(b + 84);
+		return BAD(KT_EFRAME, boff + KT__SUM_IO, "io_backend %u", s->io_backend);
+	s->io_error = (int32_t)kt__get32(b + KT__SUM_IO_ERROR);
 
 	if (s->events_written != r->st.events || s->chunks != r->st.chunks ||
 	    s->bytes_raw != r->bytes_raw || s->bytes_stored != r->bytes_stored ||
 	    s->events_dropped != r->st.dropped)
-		return BAD(KT_ESUMMARY, boff + 8,
+		return BAD(KT_ESUMMARY, boff + KT__SUM_WRITTEN,
 			   "totals %llu written/%llu dropped/%llu chunks; the file holds %llu/%llu/%llu",
 			   (unsigned long long)s->events_written,
 			   (unsigned long long)s->events_dropped, (unsigned long long)s->chunks,
 			   (unsigned long long)r->st.events, (unsigned long long)r->st.dropped,
 			   (unsigned long long)r->st.chunks);
 	if (s->thread_count != r->acct.len)
-		return BAD(KT_ESUMMARY, boff + 4, "%u thread rows; the file has %zu threads",
+		return BAD(KT_ESUMMARY, boff + KT__SUM_THREADS, "%u thread rows; the file has %zu threads",
 			   s->thread_count, r->acct.len);
 	free(r->rows);
 	kt__reader_account(r, -(int64_t)r->rows_bytes);
@@ -825,11 +827,11 @@ static int decode_summary(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t
 	for (uint32_t i = 0; i < s->thread_count; i++, row += KT__SUMMARY_ROW) {
 		uint64_t roff = boff + KT__SUMMARY_FIXED + (uint64_t)i * KT__SUMMARY_ROW;
 		kt_summary_thread *t = &r->rows[i];
-		t->thread_id = kt__get32(row);
-		t->written = kt__get64(row + 8);
-		t->dropped = kt__get64(row + 16);
-		if (kt__get32(row + 4))
-			return BAD(KT_ERESERVED, roff + 4, "summary row reserved bytes");
+		t->thread_id = kt__get32(row + KT__ROW_TID);
+		t->written = kt__get64(row + KT__ROW_WRITTEN);
+		t->dropped = kt__get64(row + KT__ROW_DROPPED);
+		if (kt__get32(row + KT__ROW_PAD))
+			return BAD(KT_ERESERVED, roff + KT__ROW_PAD, "summary row reserved bytes");
 		const struct thread_acct *a = KT__IDMAP_AT(&r->acct, struct thread_acct, i);
 		if (t->thread_id != a->thread_id || t->written != a->written ||
 		    t->dropped != a->dropped)
@@ -853,64 +855,68 @@ static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *
 	case KT_FRAME_CHUNK:
 		return decode_chunk(r, off, b, blen, f);
 	case KT_FRAME_NAME: {
-		if (blen < 8)
-			return BAD(KT_EFRAME, off, "name body is %u bytes, under 8", blen);
-		uint32_t id = kt__get32(b), len = kt__get32(b + 4);
+		if (blen < KT__NAME_FIXED)
+			return BAD(KT_EFRAME, off, "name body is %u bytes, under %u", blen,
+				   KT__NAME_FIXED);
+		uint32_t id = kt__get32(b + KT__NAME_ID), len = kt__get32(b + KT__NAME_LEN);
 		if (id == 0)
-			return BAD(KT_EFRAME, boff, "name id 0");
-		if (len == 0 || len > KT_MAX_STRING || len != blen - 8)
-			return BAD(KT_EFRAME, boff + 4, "name length %u in a %u-byte body", len, blen);
-		if (memchr(b + 8, 0, len))
-			return BAD(KT_EFRAME, boff + 8, "name holds a zero byte");
+			return BAD(KT_EFRAME, boff + KT__NAME_ID, "name id 0");
+		if (len == 0 || len > KT_MAX_STRING || len != blen - KT__NAME_FIXED)
+			return BAD(KT_EFRAME, boff + KT__NAME_LEN, "name length %u in a %u-byte body",
+				   len, blen);
+		if (memchr(b + KT__NAME_FIXED, 0, len))
+			return BAD(KT_EFRAME, boff + KT__NAME_FIXED, "name holds a zero byte");
 		f->u.name.id = id;
 		f->u.name.len = len;
-		return copy_str(r, b + 8, len, &f->u.name.str) ? rfail(r, -ENOMEM, off, "a name")
+		return copy_str(r, b + KT__NAME_FIXED, len, &f->u.name.str) ? rfail(r, -ENOMEM, off, "a name")
 							       : 0;
 	}
 	case KT_FRAME_THREAD: {
-		if (blen < 16)
-			return BAD(KT_EFRAME, off, "thread body is %u bytes, under 16", blen);
-		uint32_t tid = kt__get32(b), len = kt__get32(b + 8);
+		if (blen < KT__THREAD_FIXED)
+			return BAD(KT_EFRAME, off, "thread body is %u bytes, under %u", blen,
+				   KT__THREAD_FIXED);
+		uint32_t tid = kt__get32(b + KT__THREAD_TID);
+		uint32_t len = kt__get32(b + KT__THREAD_NAME_LEN);
 		if (tid == 0)
-			return BAD(KT_EFRAME, boff, "thread_id 0");
-		if (len > KT_MAX_STRING || len != blen - 16)
-			return BAD(KT_EFRAME, boff + 8, "thread name length %u in a %u-byte body",
-				   len, blen);
-		if (kt__get32(b + 12))
-			return BAD(KT_ERESERVED, boff + 12, "thread entry reserved bytes");
-		if (memchr(b + 16, 0, len))
-			return BAD(KT_EFRAME, boff + 16, "thread name holds a zero byte");
+			return BAD(KT_EFRAME, boff + KT__THREAD_TID, "thread_id 0");
+		if (len > KT_MAX_STRING || len != blen - KT__THREAD_FIXED)
+			return BAD(KT_EFRAME, boff + KT__THREAD_NAME_LEN,
+				   "thread name length %u in a %u-byte body", len, blen);
+		if (kt__get32(b + KT__THREAD_PAD))
+			return BAD(KT_ERESERVED, boff + KT__THREAD_PAD, "thread entry reserved bytes");
+		if (memchr(b + KT__THREAD_FIXED, 0, len))
+			return BAD(KT_EFRAME, boff + KT__THREAD_FIXED, "thread name holds a zero byte");
 		f->u.thread.thread_id = tid;
-		f->u.thread.os_tid = kt__get32(b + 4);
+		f->u.thread.os_tid = kt__get32(b + KT__THREAD_OS_TID);
 		f->u.thread.name_len = len;
-		return copy_str(r, b + 16, len, &f->u.thread.name)
+		return copy_str(r, b + KT__THREAD_FIXED, len, &f->u.thread.name)
 			       ? rfail(r, -ENOMEM, off, "a thread name")
 			       : 0;
 	}
 	case KT_FRAME_DROP: {
-		if (blen != 32)
-			return BAD(KT_EFRAME, off, "drop body is %u bytes, not 32", blen);
-		uint32_t tid = kt__get32(b);
-		uint64_t count = kt__get64(b + 8);
+		if (blen != KT__DROP_BODY)
+			return BAD(KT_EFRAME, off, "drop body is %u bytes, not %u", blen, KT__DROP_BODY);
+		uint32_t tid = kt__get32(b + KT__DROP_TID);
+		uint64_t count = kt__get64(b + KT__DROP_COUNT);
 		if (tid == 0)
-			return BAD(KT_EFRAME, boff, "drop thread_id 0");
-		if (kt__get32(b + 4))
-			return BAD(KT_ERESERVED, boff + 4, "drop reserved bytes");
+			return BAD(KT_EFRAME, boff + KT__DROP_TID, "drop thread_id 0");
+		if (kt__get32(b + KT__DROP_PAD))
+			return BAD(KT_ERESERVED, boff + KT__DROP_PAD, "drop reserved bytes");
 		if (count == 0)
-			return BAD(KT_EFRAME, boff + 8, "drop count 0");
+			return BAD(KT_EFRAME, boff + KT__DROP_COUNT, "drop count 0");
 		struct thread_acct *a;
 		int rc = acct_get(r, tid, &a);
 		if (rc == -ENOMEM)
 			return rfail(r, rc, off, "the table of threads");
 		if (rc)
-			return BAD(KT_ETOOBIG, boff, "more than %u threads",
+			return BAD(KT_ETOOBIG, boff + KT__DROP_TID, "more than %u threads",
 				   KT_MAX_SUMMARY_THREADS);
 		a->dropped += count;
 		r->st.dropped += count;
 		f->u.drop.thread_id = tid;
 		f->u.drop.count = count;
-		f->u.drop.first_ts = kt__get64(b + 16);
-		f->u.drop.last_ts = kt__get64(b + 24);
+		f->u.drop.first_ts = kt__get64(b + KT__DROP_FIRST);
+		f->u.drop.last_ts = kt__get64(b + KT__DROP_LAST);
 		return 0;
 	}
 	case KT_FRAME_SUMMARY:
@@ -946,9 +952,9 @@ int kt_reader_next_frame(kt_reader *r, kt_trace_frame *f)
 		}
 		if ((rc = get_bytes(r, off, KT__FRAME_HEAD, &p)))
 			return rfail(r, rc, off, "reading a frame head");
-		uint32_t blen = kt__get32(p);
-		uint8_t kind = p[4], flags = p[5];
-		uint16_t check = kt__get16(p + 6);
+		uint32_t blen = kt__get32(p + KT__FRAME_LEN);
+		uint8_t kind = p[KT__FRAME_KIND], flags = p[KT__FRAME_FLAGS];
+		uint16_t check = kt__get16(p + KT__FRAME_CHECK);
 		if (check != kt__head_check(p))
 			return BAD(KT_EFRAMEHEAD, off, "head check %04x, computed %04x (length %u, kind %u)",
 				   check, kt__head_check(p), blen, kind);
@@ -974,7 +980,7 @@ int kt_reader_next_frame(kt_reader *r, kt_trace_frame *f)
 				   kt_frame_kind_name(kind), (unsigned long long)want,
 				   (unsigned long long)got);
 		if (kt__frame_kind_known(kind) && flags)
-			return BAD(KT_ERESERVED, off + 5, "frame flags 0x%x", flags);
+			return BAD(KT_ERESERVED, off + KT__FRAME_FLAGS, "frame flags 0x%x", flags);
 		if (nonzero(p + KT__FRAME_HEAD + blen, padded - KT__FRAME_HEAD - blen))
 			return BAD(KT_ERESERVED, off + KT__FRAME_HEAD + blen, "frame pad not zero");
 
