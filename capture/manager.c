@@ -42,9 +42,9 @@
 
 #include <katra/capture.h>
 #include <katra/reader.h>
+#include <katra/writer.h>
 #include "capture/capture_internal.h"
 #include "flush/flush.h"
-#include "format/format.h"
 #include "format/utf8.h"
 
 #define TMP_PREFIX ".katra-tmp-"
@@ -788,7 +788,7 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	}
 	h = *kt_reader_header(hr);
 	uint64_t w0 = h.start_wall_ns, m0 = h.start_mono_ns;
-	kt__rewrite_opts o = { .in_fds = fds, .n_in = n, .codec = -1, .filter = 1,
+	kt_rewrite_options o = { .in_fds = fds, .n_in = n, .codec = -1, .filter = 1,
 			       .from_ns = 0, .to_ns = UINT64_MAX };
 	if (st->boundary_start)
 		o.from_ns = sub0(st->boundary_start + m0, w0);
@@ -824,8 +824,8 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	if (out < 0)
 		goto fail;
 	o.out_fd = out;
-	kt__rewrite_result rr;
-	if (kt__rewrite(&o, &rr) < 0)
+	kt_rewrite_result rr;
+	if (kt_rewrite(&o, &rr) < 0)
 		goto fail;
 	if (rr.bytes > m->max_bytes) {
 		*code = KT_CODE_OUTPUT_TOO_LARGE;

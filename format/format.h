@@ -15,6 +15,7 @@
 #include <katra/record.h>
 #include <katra/trace.h>
 #include <katra/version.h>
+#include <katra/writer.h>
 
 /*
  * Where every field sits (format/SPEC.md; the event record's fields are
@@ -420,43 +421,13 @@ void kt__writer_poll(struct kt_writer *w);
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);
 
-/*
- * Rewrite a trace (format/rewrite.c): the frames of @in_fds, one trace or
- * the segments of one in order, each starting with the same header, go
- * through a kt_writer to @out_fd (empty, written from its current end);
- * the header is the first input's plus @extra_notes.  With @filter, only
- * events with CLOCK_MONOTONIC ns in [@from_ns, @to_ns] of the @threads
- * (all if none) are kept, with the thread entries of kept threads and the
- * drop records that overlap the window.  Names and threads are written
- * once however many inputs repeat them.  The summary is recomputed, and
- * written only when the last input has one: a cut input gives a cut
- * output.
- */
-typedef struct kt__rewrite_opts {
-	const int *in_fds;
-	size_t n_in;
-	int out_fd;
-	int codec;                 /* kt_codec for every chunk; -1 keeps each one's */
-	int filter;
-	uint64_t from_ns, to_ns;   /* inclusive */
-	const uint32_t *threads;
-	size_t nthreads;
-	const char *const *extra_notes;
-	uint32_t n_extra_notes;
-	void (*progress)(void *ctx, uint64_t done, uint64_t total);
-	void *progress_ctx;
-} kt__rewrite_opts;
-
-typedef struct kt__rewrite_result {
-	int have_summary;          /* the last input was complete */
-	int in_index;              /* the input at fault, or -1 */
-	kt_reader_error in_err;    /* why, when in_index >= 0 */
-	uint64_t events_in, events_out;
-	uint64_t bytes;            /* written to @out_fd */
-} kt__rewrite_result;
-
-/* Return: 0; the reader's code with res->in_index set when an input is at
- * fault; -errno or KT_E* from writing. */
-int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res);
+/* The old names of kt_rewrite() and its structs (katra/writer.h), for the
+ * callers that still use them (tools/). */
+typedef kt_rewrite_options kt__rewrite_opts;
+typedef kt_rewrite_result kt__rewrite_result;
+static inline int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res)
+{
+	return kt_rewrite(o, res);
+}
 
 #endif /* KATRA_FORMAT_FORMAT_H */

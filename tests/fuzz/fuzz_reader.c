@@ -94,12 +94,12 @@ static void rewrite(const uint8_t *data, size_t size)
 		int out = memfd_create("fuzz-out", MFD_CLOEXEC);
 		if (out < 0)
 			abort();
-		kt__rewrite_opts o = { .in_fds = &in, .n_in = 1, .out_fd = out,
+		kt_rewrite_options o = { .in_fds = &in, .n_in = 1, .out_fd = out,
 				       .codec = filter ? KT_CODEC_LZ4_DELTA : -1, .filter = filter,
 				       .from_ns = 1000, .to_ns = UINT64_MAX / 2,
 				       .threads = keep, .nthreads = 1 };
-		kt__rewrite_result res;
-		int rc = kt__rewrite(&o, &res);
+		kt_rewrite_result res;
+		int rc = kt_rewrite(&o, &res);
 		if (res.in_index >= 0)
 			check_error(rc, &res.in_err);
 		close(out);
