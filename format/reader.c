@@ -470,7 +470,7 @@ int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len, kt_reader_e
 	return open_common(r, out, err);
 }
 
-const kt_header *kt_reader_header(const kt_reader *r)
+const kt_header *kt_reader_get_header(const kt_reader *r)
 {
 	return &r->hdr;
 }
@@ -499,7 +499,7 @@ void kt_reader_get_status(const kt_reader *r, kt_reader_status *st)
 	st->file_size = r->size;
 }
 
-const kt_reader_error *kt_reader_last_error(const kt_reader *r)
+const kt_reader_error *kt_reader_get_last_error(const kt_reader *r)
 {
 	return &r->err;
 }

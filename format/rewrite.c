@@ -70,7 +70,7 @@ static int last_summary(const kt_rewrite_options *o, kt_file_summary *sum, int *
 			*have = 1;
 		}
 	if (rc < 0) {
-		res->in_err = *kt_reader_last_error(r);
+		res->in_err = *kt_reader_get_last_error(r);
 		res->in_index = (int)o->n_in - 1;
 	}
 	kt_reader_close(r);
@@ -228,7 +228,7 @@ static int copy_input(struct copy *cp, size_t idx, const kt_file_summary *stop,
 		wrc = copy_frame(cp, idx, &f, sum);
 	}
 	if (rc < 0) {
-		cp->res->in_err = *kt_reader_last_error(r);
+		cp->res->in_err = *kt_reader_get_last_error(r);
 		cp->res->in_index = (int)idx;
 	}
 	kt_reader_close(r);
@@ -239,7 +239,7 @@ static int copy_input(struct copy *cp, size_t idx, const kt_file_summary *stop,
  * free.  0, -EINVAL past KT_MAX_NOTES, -ENOMEM. */
 static int out_header(const kt_rewrite_options *o, kt_reader *hr, kt_header *h, const char ***notes)
 {
-	*h = *kt_reader_header(hr);
+	*h = *kt_reader_get_header(hr);
 	*notes = NULL;
 	if (o->codec >= 0)
 		h->capture.codec = (uint8_t)o->codec;
@@ -312,7 +312,7 @@ int kt_rewrite(const kt_rewrite_options *o, kt_rewrite_result *res)
 	    (rc = kt_writer_open_fd(&cp.w, o->out_fd, &h)))
 		goto out;
 	rc = copy_all(&cp, have_stop ? &stop : NULL);
-	res->bytes = kt_writer_bytes(cp.w);
+	res->bytes = kt_writer_get_bytes(cp.w);
 	int crc = kt_writer_close(cp.w);
 	if (!rc)
 		rc = crc;

@@ -679,7 +679,7 @@ int kt_writer_close(kt_writer *w)
 	return rc;
 }
 
-uint64_t kt_writer_bytes(const kt_writer *w)
+uint64_t kt_writer_get_bytes(const kt_writer *w)
 {
 	return w->bytes;
 }

@@ -138,7 +138,7 @@ Test(adversarial, slice_by_many_threads_is_linear)
 		chunks += f.kind == KT_FRAME_CHUNK;
 		drops += f.kind == KT_FRAME_DROP;
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(threads, n / 2);
 	cr_assert_eq(chunks, n / 2);
 	/* Odd multiples of 7 up to n. */
@@ -160,7 +160,7 @@ Test(adversarial, reader_passes_with_threads_in_descending_order_are_linear)
 
 	kt__idtab_work = 0;
 	uint64_t frames;
-	cr_assert_eq(t_drain(r, &frames), 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(t_drain(r, &frames), 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(frames, 2 * (uint64_t)n + n / 7 + 1);
 	/* The checked pass: a probe or two per frame, plus sorting the
 	 * table once for the summary. */
@@ -179,7 +179,7 @@ Test(adversarial, reader_passes_with_threads_in_descending_order_are_linear)
 		cr_assert_eq(ev.ts, 5000 + events / n);
 		events++;
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(events, 2 * (uint64_t)n);
 	/* Index pass and merge: the tables' share stays linear. */
 	cr_assert_leq(kt__idtab_work, 16 * (uint64_t)n, "merge: work %llu",
@@ -244,7 +244,7 @@ static int t_read_all(const char *path, const uint8_t *mem, size_t len, kt_reade
 			;
 	}
 	if (rc)
-		*e = *kt_reader_last_error(r);
+		*e = *kt_reader_get_last_error(r);
 	kt_reader_close(r);
 	return rc;
 }

@@ -29,7 +29,7 @@ Test(format, header_round_trip)
 	cr_assert_not_null(buf);
 	kt_reader *r;
 	cr_assert_eq(kt_reader_open_mem(&r, buf, len, NULL), 0);
-	const kt_header *h = kt_reader_header(r);
+	const kt_header *h = kt_reader_get_header(r);
 	kt_header want;
 	t_header(&want);
 	cr_assert_eq(h->format_version, 2);
@@ -397,6 +397,28 @@ Test(format, version_is_reported)
 	cr_assert_str_eq(kt_version_string(), KT_VERSION_STRING);
 }
 
+/* The deprecated getter names answer exactly as the ones that replaced
+ * them. */
+Test(format, deprecated_getters_are_the_new_ones)
+{
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
+	cr_assert_not_null(kt_reader_get_header(r));
+	cr_assert_eq(kt_reader_header(r), kt_reader_get_header(r));
+	cr_assert_eq(kt_reader_last_error(r), kt_reader_get_last_error(r));
+	kt_reader_close(r);
+
+	int fd = memfd_create("katra-getters", MFD_CLOEXEC);
+	kt_header h;
+	kt_writer *w;
+	kt_header_init(&h);
+	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_get_bytes(w), kt__enc_header(NULL, 0, &h));
+	cr_assert_eq(kt_writer_bytes(w), kt_writer_get_bytes(w));
+	cr_assert_eq(kt_writer_close(w), 0);
+	close(fd);
+}
+
 /* ---- version 1 files, and version 2's delta codec ------------------------ */
 
 /* The version 1 golden file (written before version 2) reads as the same
@@ -406,10 +428,10 @@ Test(format, version_1_file_reads_as_before)
 	kt_reader *a, *b;
 	cr_assert_eq(kt_reader_open(&a, GOLDEN_V1, NULL), 0);
 	cr_assert_eq(kt_reader_open(&b, GOLDEN, NULL), 0);
-	cr_assert_eq(kt_reader_header(a)->format_version, 1);
-	cr_assert_eq(kt_reader_header(a)->schema_hash, KT__SCHEMA_HASH_V1);
-	cr_assert_eq(kt_reader_header(b)->format_version, 2);
-	cr_assert_str_eq(kt_reader_header(a)->workload, kt_reader_header(b)->workload);
+	cr_assert_eq(kt_reader_get_header(a)->format_version, 1);
+	cr_assert_eq(kt_reader_get_header(a)->schema_hash, KT__SCHEMA_HASH_V1);
+	cr_assert_eq(kt_reader_get_header(b)->format_version, 2);
+	cr_assert_str_eq(kt_reader_get_header(a)->workload, kt_reader_get_header(b)->workload);
 	kt_event x, y;
 	int ra, rb, n = 0;
 	while ((ra = kt_reader_next(a, &x)) > 0 && (rb = kt_reader_next(b, &y)) > 0) {
@@ -526,15 +548,15 @@ Test(format, delta_codec_in_a_version_1_file_is_refused)
 	kt_reader *r;
 	kt_reader_error err;
 	cr_assert_eq(kt_reader_open_mem(&r, file, len, &err), 0);
-	cr_assert_eq(kt_reader_header(r)->format_version, 1);
+	cr_assert_eq(kt_reader_get_header(r)->format_version, 1);
 	kt_trace_frame f;
 	int rc;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0)
 		;
 	cr_assert_eq(rc, KT_ECODEC);
-	cr_assert_not_null(strstr(kt_reader_last_error(r)->message,
+	cr_assert_not_null(strstr(kt_reader_get_last_error(r)->message,
 				  "codec 2 (version 1 knows: 0 none, 1 lz4)"),
-			   "%s", kt_reader_last_error(r)->message);
+			   "%s", kt_reader_get_last_error(r)->message);
 	kt_reader_close(r);
 	free(file);
 }

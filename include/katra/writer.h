@@ -91,7 +91,11 @@ KT_API int kt_writer_finish(kt_writer *w, const kt_file_summary *extra);
  */
 KT_API int kt_writer_close(kt_writer *w);
 
-/** kt_writer_bytes - bytes written to the file so far (header included). */
+/** kt_writer_get_bytes - bytes written to the file so far (header included). */
+KT_API uint64_t kt_writer_get_bytes(const kt_writer *w);
+
+/** kt_writer_bytes - deprecated: kt_writer_get_bytes(), the getters' one
+ * style (katra/reader.h says why). */
 KT_API uint64_t kt_writer_bytes(const kt_writer *w);
 
 /**
