@@ -27,7 +27,6 @@ struct wthread {
 
 struct kt_writer {
 	kt__sink *sink;
-	kt__sink own_sink;  /* the synchronous fd sink, when no other is given */
 	int fd;
 	int own_fd;
 	int finished;
