@@ -133,38 +133,32 @@ static inline size_t kt__align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Little-endian stores and loads through memcpy: no alignment assumed, and
- * the compiler turns them into single moves on little-endian targets. */
-static inline uint16_t kt__le16(uint16_t v)
-{
+/*
+ * Little-endian stores and loads through memcpy: no alignment assumed, and
+ * the compiler turns them into single moves on little-endian targets.
+ * KT__LE_ACCESS(bits) makes kt__put<bits>() and kt__get<bits>().
+ */
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return __builtin_bswap16(v);
+#define KT__LE(bits, v) __builtin_bswap##bits(v)
 #else
-	return v;
+#define KT__LE(bits, v) (v)
 #endif
-}
-static inline uint32_t kt__le32(uint32_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return __builtin_bswap32(v);
-#else
-	return v;
-#endif
-}
-static inline uint64_t kt__le64(uint64_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return __builtin_bswap64(v);
-#else
-	return v;
-#endif
-}
-static inline void kt__put16(uint8_t *p, uint16_t v) { v = kt__le16(v); memcpy(p, &v, 2); }
-static inline void kt__put32(uint8_t *p, uint32_t v) { v = kt__le32(v); memcpy(p, &v, 4); }
-static inline void kt__put64(uint8_t *p, uint64_t v) { v = kt__le64(v); memcpy(p, &v, 8); }
-static inline uint16_t kt__get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return kt__le16(v); }
-static inline uint32_t kt__get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return kt__le32(v); }
-static inline uint64_t kt__get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return kt__le64(v); }
+#define KT__LE_ACCESS(bits)                                              \
+	static inline void kt__put##bits(uint8_t *p, uint##bits##_t v)   \
+	{                                                                \
+		v = KT__LE(bits, v);                                     \
+		memcpy(p, &v, sizeof(v));                                \
+	}                                                                \
+	static inline uint##bits##_t kt__get##bits(const uint8_t *p)     \
+	{                                                                \
+		uint##bits##_t v;                                        \
+		memcpy(&v, p, sizeof(v));                                \
+		return KT__LE(bits, v);                                  \
+	}
+KT__LE_ACCESS(16)
+KT__LE_ACCESS(32)
+KT__LE_ACCESS(64)
+#undef KT__LE_ACCESS
 
 /* XXH3-64 with seed 0 over one contiguous span. */
 uint64_t kt__xxh3(const void *p, size_t n);
