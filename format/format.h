@@ -179,6 +179,12 @@ static inline int kt__frame_kind_known(unsigned kind)
 	}
 }
 
+/* The highest chunk codec a file of @version may use (SPEC §4.1, §8). */
+static inline unsigned kt__max_codec(uint32_t version)
+{
+	return version >= 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
+}
+
 /* Total bytes a frame with a @body_len body occupies. */
 static inline size_t kt__frame_size(size_t body_len)
 {
