@@ -1,7 +1,14 @@
 /*
- * format/format.h - internal: the byte-level encoder shared by the writer,
- * the flusher and the tools.  Knows nothing of threads or files: every
- * function fills a caller's buffer.  format/SPEC.md is the definition.
+ * format/format.h - internal: format/'s door for the rooms above it.
+ *
+ * The bytes of a trace (format/SPEC.md is the definition; the event
+ * record's layout and types are katra/record.h's): where every field
+ * sits, the little-endian loads and stores, the encoder (every kt__enc_*
+ * fills a caller's buffer), the record check the reader and the writer
+ * share, the id tables the readers use, and the writer's entry points for
+ * the flusher.  Until the sinks move to flush/, it also declares the
+ * writer's sink interface and the synchronous fd sink (format/writer.c),
+ * the one part of format/ that touches files.
  */
 #ifndef KATRA_FORMAT_FORMAT_H
 #define KATRA_FORMAT_FORMAT_H

@@ -1,5 +1,8 @@
 /*
- * format/reader_internal.h - internal: what merge.c needs from the reader.
+ * format/reader_internal.h - internal: the reader's entry points beyond
+ * katra/reader.h, for format/'s merge and rewrite and for recovery and the
+ * flusher (which open a trace at an offset, re-read frames, or take over
+ * a chunk's decoded events).
  */
 #ifndef KATRA_FORMAT_READER_INTERNAL_H
 #define KATRA_FORMAT_READER_INTERNAL_H
