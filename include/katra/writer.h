@@ -6,6 +6,7 @@
  * `katra` tool when it slices or recompresses, converters, tests.  It keeps
  * the per-thread chunk sequence numbers and the accounting itself, so the
  * summary it writes always agrees with the file (SPEC §4.6).
+ * kt_rewrite() copies traces through it, filtering and re-encoding.
  *
  * Threads: a kt_writer is not shared; one thread at a time per writer.
  */
