@@ -244,20 +244,32 @@ static inline uint32_t kt__summary_body_len(uint32_t threads)
 	return KT__SUMMARY_FIXED + KT__SUMMARY_ROW * threads;
 }
 
+/* The types whose records are a bare head (no payload, flags 0), as a
+ * mask by code, made from KT_EVENT_TYPES. */
+#define KT__EV_BARE_BIT(code, name, text, payload, max_flags)            \
+	| ((payload) == KT_PAYLOAD_NONE && (max_flags) == KT_REC_FLAGS_ZERO \
+		   ? UINT64_C(1) << (code)                                  \
+		   : 0)
+#define KT__EV_BARE (0 KT_EVENT_TYPES(KT__EV_BARE_BIT))
+
 /*
  * Validate one event record at @p with @avail bytes left: kt__record_ok()
  * (the producer's own check), a payload inside @avail, a zero pad.
  * Returns the record's size, or a negative KT_EEVENT.  Shared by the
  * reader and the writer so both accept exactly the same records; inline
- * for the reader's loop over every record of a chunk.
+ * for the reader's loop over every record of a chunk, where most records
+ * are zones and instants: a bare head passes with one test.
  */
 static inline long kt__event_check_inline(const uint8_t *p, size_t avail)
 {
 	if (avail < KT_REC_HEAD)
 		return KT_EEVENT;
+	uint8_t type = p[KT_REC_TYPE];
 	uint16_t plen = kt__get16(p + KT_REC_LEN);
+	if (type < 64 && (KT__EV_BARE >> type & 1) && !(p[KT_REC_FLAGS] | plen))
+		return KT_REC_HEAD;
 	size_t size = kt_event_size(plen);
-	if (size > avail || !kt__record_ok(p[KT_REC_TYPE], p[KT_REC_FLAGS], plen))
+	if (size > avail || !kt__record_ok(type, p[KT_REC_FLAGS], plen))
 		return KT_EEVENT;
 	for (size_t i = KT_REC_HEAD + plen; i < size; i++)
 		if (p[i])

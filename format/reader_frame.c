@@ -154,15 +154,16 @@ static int chunk_records(kt_reader *r, uint64_t off, chunk_t *c)
 	const uint8_t *events = c->events;
 	uint32_t raw_len = c->raw_len, n = 0;
 	uint64_t ev_first = 0, ev_last = 0, ts = 0;
-	int delta = c->codec == KT_CODEC_LZ4_DELTA; /* events is then our raw_buf */
+	/* With the delta codec, events are our raw_buf, written in place. */
+	uint8_t *undo = c->codec == KT_CODEC_LZ4_DELTA ? r->raw_buf : NULL;
 
 	for (size_t at = 0; at < raw_len; n++) {
 		const uint8_t *p = events + at;
-		if (delta && raw_len - at >= KT_REC_TS + 8) {
+		if (undo && raw_len - at >= KT_REC_TS + 8) {
 			/* Each record stored its timestamp minus the one before
 			 * (SPEC §4.1); wrapping sums undo wrapping differences. */
 			ts += kt__get64(p + KT_REC_TS);
-			kt__put64(r->raw_buf + at + KT_REC_TS, ts);
+			kt__put64(undo + at + KT_REC_TS, ts);
 		}
 		long sz = kt__event_check_inline(p, raw_len - at);
 		if (sz < 0)
