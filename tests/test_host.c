@@ -29,6 +29,21 @@
 #define T_TSAN 1
 #endif
 #endif
+/* Under AddressSanitizer (clang 14, gcc 12) the allocator takes no lock
+ * around fork(): a child whose parent had another thread inside malloc()
+ * waits forever on the first malloc() of its own.  POSIX allows a child of
+ * a multi-threaded fork only async-signal-safe calls, so this is the
+ * sanitizer's right; under it the children emit but start no session. */
+#if defined(__SANITIZE_ADDRESS__)
+#define T_CHILD_SESSIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define T_CHILD_SESSIONS 0
+#endif
+#endif
+#ifndef T_CHILD_SESSIONS
+#define T_CHILD_SESSIONS 1
+#endif
 #ifdef T_TSAN
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void)
@@ -129,7 +144,7 @@ static int child_of_fork(const char *dir, int k, uint32_t id)
 		kt_counter(id, -1 - i);
 	if (atomic_load(&kt__active) != 0 || kt__tls_ring != NULL)
 		return 10;
-	if (k % 5)
+	if (k % 5 || !T_CHILD_SESSIONS)
 		return 0;
 	char path[128];
 	snprintf(path, sizeof(path), "%s/child-%d.katra", dir, k);
@@ -187,7 +202,7 @@ static void fifty_forks(int crash_files)
 	cr_assert_eq(check_counters(path, id, &threads), emitted);
 	cr_assert_eq(threads, 2);
 	/* Each child that traced wrote a trace of its own, from 0 again. */
-	for (int k = 0; k < FORKS; k += 5) {
+	for (int k = 0; T_CHILD_SESSIONS && k < FORKS; k += 5) {
 		snprintf(path, sizeof(path), "%s/child-%d.katra", dir, k);
 		cr_assert_eq(check_counters(path, id, &threads), 1000);
 		cr_assert_eq(threads, 1);
