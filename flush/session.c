@@ -56,7 +56,7 @@ struct kt_session {
 	int kfd;                /* the io_uring instance's fd while its sink
 				 * lives, else -1; under fd_lock */
 	pthread_t thread;
-	_Atomic int stop;
+	int stop;
 	int stopping;           /* kt_session_stop() has it; under session_lock */
 	int codec;
 	int level;
@@ -106,7 +106,7 @@ static kt_session *current;
  * while it is still that (see fork_child()).  Held for a store only. */
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Why the calling thread's last kt_session_start() failed. */
-static _Thread_local char start_error[256];
+static __thread char start_error[256];
 
 int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 {
@@ -222,12 +222,12 @@ static void release_ring(struct kt__ring *r)
 			      ? r->refs[r->ref_head].start
 			      : r->done_pos;
 	/* Relaxed: only this thread writes tail. */
-	if (to == atomic_load_explicit(&r->tail, memory_order_relaxed))
+	if (to == kt__load_own(&r->tail))
 		return;
 	/* Release pairs with the producer's acquire of tail (D pairs A): our
 	 * reads of the span, and the kernel's, are done before the producer
 	 * may overwrite it. */
-	atomic_store_explicit(&r->tail, to, memory_order_release);
+	kt__store_release(&r->tail, to);
 	kt__ring_tail_moved(r);
 }
 
@@ -426,7 +426,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 {
 	/* Acquire pairs with the producer's release of head (C pairs B):
 	 * every record below head is complete. */
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
+	uint64_t head = kt__load_acquire(&r->prod.head);
 	uint64_t from = r->read_pos;
 	if (head == from)
 		return;
@@ -491,16 +491,15 @@ static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
 	r->settled = retired;
 	/* Relaxed: the ring's thread has exited, or the session is stopping
 	 * and the caller promised its producers are done. */
-	uint64_t lost = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
+	uint64_t lost = kt__load_stale(&r->lost_total);
 	uint64_t unmarked = lost - r->lost_base - r->marked;
 	if (unmarked && (unmarked >> 63) == 0) {
 		r->marked += unmarked;
 		put_drop(s, t, r->thread_id, unmarked,
-			 atomic_load_explicit(&r->pending_first, memory_order_relaxed),
-			 atomic_load_explicit(&r->pending_last, memory_order_relaxed));
+			 kt__load_stale(&r->pending_first), kt__load_stale(&r->pending_last));
 	}
 	/* Relaxed, as above: a counter read after its writer is done. */
-	uint64_t refused = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+	uint64_t refused = kt__load_stale(&r->refused_total);
 	if (refused > r->refused_seen) {
 		/* Refused records were emitted and are not in the file: they
 		 * are losses, and a drop record says so. */
@@ -508,8 +507,7 @@ static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
 		s->refused += n;
 		r->refused_seen = refused;
 		put_drop(s, t, r->thread_id, n,
-			 atomic_load_explicit(&r->refused_first, memory_order_relaxed),
-			 atomic_load_explicit(&r->refused_last, memory_order_relaxed));
+			 kt__load_stale(&r->refused_first), kt__load_stale(&r->refused_last));
 	}
 	refresh_name(t, r);
 }
@@ -562,7 +560,7 @@ static void drain_all(kt_session *s)
 		struct kt__ring *r = s->rings.rings[i];
 		/* Acquire before draining: a retired ring drained after this
 		 * load holds nothing more (pairs with the exit's release). */
-		int retired = atomic_load_explicit(&r->retired, memory_order_acquire);
+		int retired = kt__load_acquire(&r->retired);
 		drain(s, r);
 		if (retired) {
 			settle_ring(s, r, 1);
@@ -646,8 +644,7 @@ static void finish_file(kt_session *s)
 		for (size_t i = 0; i < s->rings.len; i++)
 			settle_ring(s, s->rings.rings[i],
 				    /* Acquire: as in drain_all(). */
-				    atomic_load_explicit(&s->rings.rings[i]->retired,
-							 memory_order_acquire));
+				    kt__load_acquire(&s->rings.rings[i]->retired));
 	kt__clock_calibrate(&s->c1);
 	if (!s->w)
 		return; /* a segment could not be started: s->error says why */
@@ -691,7 +688,7 @@ static void *flusher_main(void *arg)
 
 	/* Acquire pairs with the release in kt_session_stop(): once stop is
 	 * seen, everything emitted before the stop call is in the rings. */
-	while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+	while (!kt__load_acquire(&s->stop)) {
 		drain_all(s);
 		if (s->fsync_ns && !s->error && kt__mono_ns() - last_sync >= s->fsync_ns) {
 			note_error(s, kt__writer_sync(s->w, 0));
@@ -700,13 +697,13 @@ static void *flusher_main(void *arg)
 		/* seq_cst store then load: a producer that bumps the word after
 		 * our load makes the wait return at once; one that read
 		 * sleeping == 0 just before costs at most one period. */
-		atomic_store_explicit(&kt__flusher_sleeping, 1, memory_order_seq_cst);
-		uint32_t seen = atomic_load_explicit(&kt__flusher_word, memory_order_acquire);
+		kt__store_seq_cst(&kt__flusher_sleeping, 1);
+		uint32_t seen = kt__load_acquire(&kt__flusher_word);
 		/* Acquire, as for the loop condition. */
-		if (!atomic_load_explicit(&s->stop, memory_order_acquire))
+		if (!kt__load_acquire(&s->stop))
 			kt__flusher_wait(seen, s->period_ns);
 		/* Relaxed: a producer that still sees 1 only makes a spare wake. */
-		atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
+		kt__store_relaxed(&kt__flusher_sleeping, 0);
 	}
 	drain_all(s);
 	finish_file(s);
@@ -1015,7 +1012,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	current = s;
 	/* Release: a producer that sees the session on also sees the rings
 	 * reset above (it re-reads tail with acquire in any case). */
-	atomic_store_explicit(&kt__active, 1, memory_order_release);
+	kt__store_release(&kt__active, 1);
 	pthread_mutex_unlock(&session_lock);
 	*out = s;
 	return 0;
@@ -1062,9 +1059,9 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	s->stopping = 1;
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
-	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
+	kt__store_relaxed(&kt__active, 0);
 	/* Release pairs with the flusher's acquire of stop. */
-	atomic_store_explicit(&s->stop, 1, memory_order_release);
+	kt__store_release(&s->stop, 1);
 	kt__flusher_wake();
 	/* Not held across the drain: a fork() waits for session_lock (its
 	 * prepare handler), and must not wait for a slow disk.  current stays

@@ -31,21 +31,21 @@
 #include "ring/crash.h"
 #include "ring/ring.h"
 
-KT_API _Thread_local struct kt__ring_prod *kt__tls_ring __attribute__((tls_model("initial-exec")));
-KT_API _Atomic int kt__active;
+KT_API __thread struct kt__ring_prod *kt__tls_ring __attribute__((tls_model("initial-exec")));
+KT_API int kt__active;
 
 /* Set once this thread's key destructor ran: emits from later destructors
  * are ignored rather than registering a ring nobody will retire.  The
  * thread-locals here are read by emits from signal handlers too: initial-
  * exec, so reaching them never allocates. */
-static _Thread_local int tls_exiting __attribute__((tls_model("initial-exec")));
+static __thread int tls_exiting __attribute__((tls_model("initial-exec")));
 /* Non-zero while this thread is in registry code (it may hold reg_lock):
  * an emit from a signal handler then must not register, or it would wait
  * on a lock its own thread holds. */
-static _Thread_local int tls_in_registry __attribute__((tls_model("initial-exec")));
+static __thread int tls_in_registry __attribute__((tls_model("initial-exec")));
 /* Emits refused for that reason before the thread had a ring; its ring
  * counts them once it has one.  Atomic: handlers may nest. */
-static _Thread_local _Atomic uint64_t tls_refused_early __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_refused_early __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kt__ring *reg_head;     /* every live or retired ring */
@@ -54,19 +54,19 @@ static size_t free_count;
 static int reg_session;               /* a session is running */
 /* Bumped per session start.  Relaxed everywhere: a producer that sees a
  * stale value only keeps a pending loss count one session too long. */
-static _Atomic uint64_t session_gen;
+static uint64_t session_gen;
 static uint32_t next_thread_id = 1;
 static pthread_key_t exit_key;
 static int initialized;
 static kt_config config;
 static struct kt__crash *reg_crash;   /* new rings get crash files here */
 
-_Atomic uint32_t kt__flusher_word;
-_Atomic int kt__flusher_sleeping;
+uint32_t kt__flusher_word;
+int kt__flusher_sleeping;
 
 #define FREE_KEEP 16 /* recycled rings kept mapped; more are unmapped */
 
-static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, (uint32_t *)word, op, val, ts, NULL, 0);
 }
@@ -81,14 +81,14 @@ static void fork_child(void);
 static void reg_take(void)
 {
 	tls_in_registry++;
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	pthread_mutex_lock(&reg_lock);
 }
 
 static void reg_drop(void)
 {
 	pthread_mutex_unlock(&reg_lock);
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	tls_in_registry--;
 }
 
@@ -333,18 +333,18 @@ static void ck_reset(struct kt__ring *r, uint64_t head)
 {
 	for (int i = 0; i < 2; i++)
 		r->ck[i] = (struct kt__ring_ckpt){ head, 0, r->marked, r->refused_seen };
-	atomic_store_explicit(&r->ck_seq, 0, memory_order_relaxed);
+	kt__store_relaxed(&r->ck_seq, 0);
 }
 
 void kt__ring_checkpoint(struct kt__ring *r, uint64_t events)
 {
 	/* Relaxed: only the flusher writes ck_seq. */
-	uint64_t seq = atomic_load_explicit(&r->ck_seq, memory_order_relaxed) + 1;
+	uint64_t seq = kt__load_own(&r->ck_seq) + 1;
 	r->ck[seq & 1] = (struct kt__ring_ckpt){ r->read_pos, events, r->marked, r->refused_seen };
 	/* Release: the slot's stores come before the index naming it, so a
 	 * process killed between them leaves the index on the older, whole
 	 * slot (the mapping keeps stores in the order they were made). */
-	atomic_store_explicit(&r->ck_seq, seq, memory_order_release);
+	kt__store_release(&r->ck_seq, seq);
 }
 
 /* Under reg_lock: make @r look freshly created for a new thread. */
@@ -352,18 +352,18 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 {
 	/* Relaxed: no other thread can see this ring until it is published
 	 * under reg_lock, whose release orders these stores. */
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
-	atomic_store_explicit(&r->tail, head, memory_order_relaxed);
+	uint64_t head = kt__load_own(&r->prod.head);
+	kt__store_relaxed(&r->tail, head);
 	r->read_pos = head;
 	r->ref_len = 0;
 	/* The first emit takes the slow path and sets it. */
-	atomic_store_explicit(&r->prod.limit, head, memory_order_relaxed);
+	kt__store_relaxed(&r->prod.limit, head);
 	r->pending = 0;
-	r->gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
-	atomic_store_explicit(&r->lost_total, 0, memory_order_relaxed);
-	atomic_store_explicit(&r->refused_total, 0, memory_order_relaxed);
+	r->gen = kt__load_stale(&session_gen);
+	kt__store_relaxed(&r->lost_total, 0);
+	kt__store_relaxed(&r->refused_total, 0);
 	r->refused_base = 0;
-	atomic_store_explicit(&r->retired, 0, memory_order_relaxed);
+	kt__store_relaxed(&r->retired, 0);
 	r->lost_base = 0;
 	r->marked = 0;
 	r->refused_seen = 0;
@@ -398,11 +398,11 @@ static struct kt__ring *register_thread(void)
 		return NULL;
 	if (tls_in_registry) {
 		/* Relaxed: a counter of this thread's, RMW against nesting. */
-		atomic_fetch_add_explicit(&tls_refused_early, 1, memory_order_relaxed);
+		kt__add_relaxed(&tls_refused_early, 1);
 		return NULL;
 	}
 	tls_in_registry++;
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	struct kt__ring *r = NULL;
 	if (kt__ensure_init() == 0) {
 		reg_take();
@@ -416,10 +416,10 @@ static struct kt__ring *register_thread(void)
 		}
 		reg_drop();
 	}
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	tls_in_registry--;
 	/* Relaxed: this thread's own counter. */
-	uint64_t early = atomic_exchange_explicit(&tls_refused_early, 0, memory_order_relaxed);
+	uint64_t early = kt__exchange_relaxed(&tls_refused_early, 0);
 	if (r && early)
 		refuse_at(r, early, kt_now());
 	return r;
@@ -444,7 +444,7 @@ static void thread_exit(void *arg)
 	/* Release: every record this thread published is ordered before the
 	 * flusher's acquire load of retired, so "retired and drained" means
 	 * nothing is left to read. */
-	atomic_store_explicit(&r->retired, 1, memory_order_release);
+	kt__store_release(&r->retired, 1);
 	if (!reg_session) {
 		unlink_ring(r);
 		ring_put(r);
@@ -485,11 +485,10 @@ size_t kt__registry_reap(void)
 		/* settled: the flusher has counted its losses, refusals and
 		 * name since it saw it retired; a ring that retired after the
 		 * flusher's look waits for the next pass. */
-		if (r->settled && atomic_load_explicit(&r->retired, memory_order_acquire) &&
+		if (r->settled && kt__load_acquire(&r->retired) &&
 		    /* Acquire: the head read after retired is the thread's last;
 		     * relaxed tail: only the flusher, this thread, writes it. */
-		    atomic_load_explicit(&r->prod.head, memory_order_acquire) ==
-			    atomic_load_explicit(&r->tail, memory_order_relaxed)) {
+		    kt__load_acquire(&r->prod.head) == kt__load_own(&r->tail)) {
 			*pp = r->next;
 			ring_put(r);
 			n++;
@@ -511,21 +510,21 @@ void kt__registry_set_session(int running)
 uint64_t kt__registry_reset_for_session(void)
 {
 	reg_take();
-	uint64_t gen = atomic_fetch_add_explicit(&session_gen, 1, memory_order_relaxed) + 1;
+	uint64_t gen = kt__add_relaxed(&session_gen, 1) + 1;
 	for (struct kt__ring *r = reg_head; r; r = r->next) {
 		/* Acquire: the producer's last records are complete before we
 		 * skip over them, and release the space back to it. */
-		uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
+		uint64_t head = kt__load_acquire(&r->prod.head);
 		/* Release pairs with the producer's acquire of tail.  No write
 		 * from a ring is in flight: the last session waited for all. */
-		atomic_store_explicit(&r->tail, head, memory_order_release);
+		kt__store_release(&r->tail, head);
 		r->read_pos = head;
 		r->ref_len = 0;
 		/* Relaxed: counters; a loss racing the start may land in
 		 * either session, and is counted once. */
-		r->lost_base = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
+		r->lost_base = kt__load_stale(&r->lost_total);
 		r->marked = 0;
-		r->refused_seen = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+		r->refused_seen = kt__load_stale(&r->refused_total);
 		r->done_pos = head;
 		ck_reset(r, head);
 	}
@@ -662,11 +661,10 @@ static void fork_child(void)
 {
 	struct kt__ring *mine = tls_full_ring();
 	/* Relaxed: this thread's own field. */
-	int resumes = mine && atomic_load_explicit(&mine->prod.limit, memory_order_relaxed) ==
-				      KT__LIMIT_BUSY;
+	int resumes = mine && kt__load_own(&mine->prod.limit) == KT__LIMIT_BUSY;
 	/* Relaxed: the only thread there is. */
-	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
-	atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
+	kt__store_relaxed(&kt__active, 0);
+	kt__store_relaxed(&kt__flusher_sleeping, 0);
 	kt__tls_ring = NULL;
 	pthread_setspecific(exit_key, NULL);
 	drop_rings(reg_head, resumes ? mine : NULL);
@@ -686,8 +684,8 @@ static void wake_flusher(void)
 	/* Relaxed load: a missed wake-up costs at most one flush period, the
 	 * flusher's timeout.  The bump is release so the flusher, seeing the
 	 * new word, also sees the records that crossed the watermark. */
-	if (atomic_load_explicit(&kt__flusher_sleeping, memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&kt__flusher_word, 1, memory_order_release);
+	if (kt__load_stale(&kt__flusher_sleeping)) {
+		kt__add_release(&kt__flusher_word, 1);
 		futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
 	}
 }
@@ -696,7 +694,7 @@ void kt__flusher_wake(void)
 {
 	/* Release: the flusher that sees the new word sees what we stored
 	 * before it (the session's stop flag). */
-	atomic_fetch_add_explicit(&kt__flusher_word, 1, memory_order_release);
+	kt__add_release(&kt__flusher_word, 1);
 	futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
@@ -713,8 +711,8 @@ void kt__ring_tail_moved(struct kt__ring *r)
 	 * stored before it.  seq_cst on waiters would be the textbook pairing;
 	 * the producer re-checks tail with a timeout, so a lost wake-up costs
 	 * at most that timeout, never a hang. */
-	atomic_fetch_add_explicit(&r->tail_seq, 1, memory_order_release);
-	if (atomic_load_explicit(&r->waiters, memory_order_seq_cst))
+	kt__add_release(&r->tail_seq, 1);
+	if (kt__load_seq_cst(&r->waiters))
 		futex(&r->tail_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
@@ -723,39 +721,39 @@ static void block_wait(struct kt__ring *r, uint64_t need)
 {
 	for (int spin = 0; spin < 2048; spin++) {
 		/* Acquire pairs with the flusher's release of tail (D). */
-		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-		uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
+		uint64_t tail = kt__load_acquire(&r->tail);
+		uint64_t head = kt__load_own(&r->prod.head);
 		if (head + need - tail <= r->size)
 			return;
 		cpu_relax();
 	}
 	wake_flusher();
 	/* Acquire: pairs with the flusher's release bump of tail_seq. */
-	uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
+	uint32_t seq = kt__load_acquire(&r->tail_seq);
 	/* seq_cst: the flusher's load of waiters must not be ordered before
 	 * our increment, or both could miss each other. */
-	atomic_fetch_add_explicit(&r->waiters, 1, memory_order_seq_cst);
+	kt__add_seq_cst(&r->waiters, 1);
 	/* Acquire tail as at (A); relaxed head: this thread writes it. */
-	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
+	uint64_t tail = kt__load_acquire(&r->tail);
+	uint64_t head = kt__load_own(&r->prod.head);
 	if (head + need - tail > r->size) {
 		struct timespec ts = { 0, 1000000 }; /* re-check at least every 1 ms */
 		futex(&r->tail_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
 	}
 	/* Relaxed: a stale count only costs the flusher one spare wake. */
-	atomic_fetch_sub_explicit(&r->waiters, 1, memory_order_relaxed);
+	kt__sub_relaxed(&r->waiters, 1);
 }
 
 /* Losses and refusals from an earlier session belong to that session.
  * Relaxed: see session_gen. */
 static void sync_gen(struct kt__ring *r)
 {
-	uint64_t gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
+	uint64_t gen = kt__load_stale(&session_gen);
 	if (r->gen != gen) {
 		r->pending = 0;
 		r->gen = gen;
 		/* Relaxed: this thread's own counter. */
-		r->refused_base = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+		r->refused_base = kt__load_own(&r->refused_total);
 	}
 }
 
@@ -768,10 +766,10 @@ static void sync_gen(struct kt__ring *r)
  */
 static void refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts)
 {
-	uint64_t before = atomic_fetch_add_explicit(&r->refused_total, n, memory_order_relaxed);
+	uint64_t before = kt__add_relaxed(&r->refused_total, n);
 	if (before == r->refused_base)
-		atomic_store_explicit(&r->refused_first, ts, memory_order_relaxed);
-	atomic_store_explicit(&r->refused_last, ts, memory_order_relaxed);
+		kt__store_relaxed(&r->refused_first, ts);
+	kt__store_relaxed(&r->refused_last, ts);
 }
 
 static void refuse(struct kt__ring *r)
@@ -788,18 +786,18 @@ static void refuse(struct kt__ring *r)
  */
 static uint64_t enter(struct kt__ring *r)
 {
-	uint64_t limit = atomic_load_explicit(&r->prod.limit, memory_order_relaxed);
+	uint64_t limit = kt__load_own(&r->prod.limit);
 	if (limit == KT__LIMIT_BUSY)
 		return limit;
-	atomic_store_explicit(&r->prod.limit, KT__LIMIT_BUSY, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__store_relaxed(&r->prod.limit, KT__LIMIT_BUSY);
+	kt__signal_fence();
 	return limit;
 }
 
 static void leave(struct kt__ring *r, uint64_t limit)
 {
-	atomic_signal_fence(memory_order_seq_cst);
-	atomic_store_explicit(&r->prod.limit, limit, memory_order_relaxed);
+	kt__signal_fence();
+	kt__store_relaxed(&r->prod.limit, limit);
 }
 
 KT_API void kt__refuse(void)
@@ -821,11 +819,9 @@ KT_API void kt__refuse(void)
 static void lose(struct kt__ring *r, uint64_t ts)
 {
 	if (!r->pending++)
-		atomic_store_explicit(&r->pending_first, ts, memory_order_relaxed);
-	atomic_store_explicit(&r->pending_last, ts, memory_order_relaxed);
-	atomic_store_explicit(&r->lost_total,
-			      atomic_load_explicit(&r->lost_total, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+		kt__store_relaxed(&r->pending_first, ts);
+	kt__store_relaxed(&r->pending_last, ts);
+	kt__store_relaxed(&r->lost_total, kt__load_own(&r->lost_total) + 1);
 	wake_flusher();
 }
 
@@ -861,13 +857,13 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 	}
 	uint64_t ts = kt_now();
 	/* Relaxed: head is written only by this thread. */
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
+	uint64_t head = kt__load_own(&r->prod.head);
 	uint64_t tail;
 	for (;;) {
 		size_t need = size + (r->pending ? KT__DROP_MARK_SIZE : 0);
 		/* Acquire pairs with the flusher's release of tail (D): the
 		 * span we are about to overwrite has been read. */
-		tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+		tail = kt__load_acquire(&r->tail);
 		if (head + need - tail <= r->size)
 			break;
 		if (config.overflow == KT_OVERFLOW_DROP) {
@@ -876,7 +872,7 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 		}
 		/* Relaxed: a stale "active" only delays noticing the stop by
 		 * one wait, which has a timeout. */
-		if (!atomic_load_explicit(&kt__active, memory_order_relaxed))
+		if (!kt__load_stale(&kt__active))
 			return limit;
 		block_wait(r, need);
 		ts = kt_now();
@@ -886,8 +882,8 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 		/* Relaxed: this thread wrote them. */
 		uint64_t mark[3] = {
 			r->pending,
-			atomic_load_explicit(&r->pending_first, memory_order_relaxed),
-			atomic_load_explicit(&r->pending_last, memory_order_relaxed),
+			kt__load_own(&r->pending_first),
+			kt__load_own(&r->pending_last),
 		};
 		/* The marker names its session (low bits of the generation):
 		 * a producer that saw a stale generation must not have the
@@ -900,7 +896,7 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 	kt__put_record(p, ts, type, id, flags, payload, len);
 	head += size;
 	/* Release: pairs with the flusher's acquire of head (B pairs C). */
-	atomic_store_explicit(&r->prod.head, head, memory_order_release);
+	kt__store_release(&r->prod.head, head);
 	return next_limit(r, head, tail);
 }
 

@@ -28,7 +28,6 @@
 
 #include <pthread.h>
 #include <stdalign.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,20 +52,20 @@ struct kt__ring {
 	uint64_t refused_base;     /* refused_total when this session began */
 	/* Time range of the pending loss; the flusher reads them at stop for
 	 * losses no marker carried.  Relaxed: producer-written, read late. */
-	_Atomic uint64_t pending_first;
-	_Atomic uint64_t pending_last;
+	uint64_t pending_first;
+	uint64_t pending_last;
 	/* Read by the flusher at stop: events lost and not yet in a marker,
 	 * events refused as too large.  Relaxed: only the totals matter and
 	 * stop reads them after the producers are done. */
-	_Atomic uint64_t lost_total;
-	_Atomic uint64_t refused_total;
-	_Atomic uint64_t refused_first; /* time range of refusals this session */
-	_Atomic uint64_t refused_last;
+	uint64_t lost_total;
+	uint64_t refused_total;
+	uint64_t refused_first; /* time range of refusals this session */
+	uint64_t refused_last;
 
 	/* Consumer line: written only by the flusher. */
-	alignas(KT__CACHELINE) _Atomic uint64_t tail;
-	_Atomic uint32_t tail_seq; /* futex word: bumped when tail moves */
-	_Atomic uint32_t waiters;  /* BLOCK-policy producers asleep on it */
+	alignas(KT__CACHELINE) uint64_t tail;
+	uint32_t tail_seq;         /* futex word: bumped when tail moves */
+	uint32_t waiters;          /* BLOCK-policy producers asleep on it */
 	uint64_t lost_base;        /* lost_total when the session started */
 	uint64_t marked;           /* losses the flusher has accounted */
 	/* Zero-copy writes: the flusher has read up to read_pos, but bytes
@@ -94,11 +93,11 @@ struct kt__ring {
 		uint64_t marked;   /* losses in drop frames then */
 		uint64_t refused;  /* refused_seen then */
 	} ck[2];
-	_Atomic uint64_t ck_seq;
+	uint64_t ck_seq;
 
 	/* Registry: under the registry lock. */
 	alignas(KT__CACHELINE) struct kt__ring *next;
-	_Atomic int retired;       /* the thread exited; release-stored */
+	int retired;               /* the thread exited; release-stored */
 	uint32_t thread_id;
 	uint32_t os_tid;
 	int memfd;                 /* the data's file: a memfd, or a crash file */
@@ -159,8 +158,8 @@ int kt__registry_set_crash(struct kt__crash *c);
 
 /* The flusher's wake-up word: producers bump it on crossing a ring's high
  * watermark; the flusher sleeps on it between periods. */
-extern _Atomic uint32_t kt__flusher_word;
-extern _Atomic int kt__flusher_sleeping;
+extern uint32_t kt__flusher_word;
+extern int kt__flusher_sleeping;
 /* Sleep while the word still equals @seen, at most @timeout_ns. */
 int kt__flusher_wait(uint32_t seen, uint64_t timeout_ns);
 /* Wake the flusher now, whether or not it sleeps. */

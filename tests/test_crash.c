@@ -314,8 +314,7 @@ static void leftover_child(struct shared *sh, const char *dir, const char *trace
 	 * tail reaches head only then.  Acquire pairs with its release of
 	 * tail; relaxed head: this thread writes it. */
 	struct kt__ring *r = (struct kt__ring *)(void *)kt__tls_ring;
-	for (int i = 0; atomic_load_explicit(&r->tail, memory_order_acquire) !=
-			atomic_load_explicit(&r->prod.head, memory_order_relaxed); i++) {
+	for (int i = 0; kt__load_acquire(&r->tail) != kt__load_own(&r->prod.head); i++) {
 		/* A wake that lands mid-pass is seen only by the next one. */
 		if (i % 100 == 0)
 			kt__flusher_wake();
@@ -386,7 +385,7 @@ static void rebound_child(struct shared *sh, const char *dir, const char *trace)
 		_exit(12);
 	/* After the flusher's first pass it sleeps for the whole period.
 	 * Relaxed: only the flag's value matters, no data rides on it. */
-	while (!atomic_load_explicit(&kt__flusher_sleeping, memory_order_relaxed))
+	while (!kt__load_stale(&kt__flusher_sleeping))
 		usleep(100);
 	for (int64_t v = 0; v < LEFT_IN_RING; v++)
 		kt_counter(id, v);
