@@ -183,9 +183,9 @@ static void register_fork(void)
 static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
 {
 	struct sthread *t = kt__idtab_get((void **)&s->threads, &s->nthreads, &s->cap_threads,
-					  sizeof(*t), r->thread_id, SIZE_MAX);
+					  sizeof(*t), kt__ring_thread_id(r), SIZE_MAX);
 	if (t && !t->os_tid)
-		t->os_tid = r->os_tid;
+		t->os_tid = kt__ring_os_tid(r);
 	return t;
 }
 
@@ -208,35 +208,10 @@ static void note_error(kt_session *s, int rc)
 		s->error = rc;
 }
 
-/*
- * Give the producer back every byte the flusher is done with: everything
- * read, except what a zero-copy write still reads from the ring.
- */
-static void release_ring(struct kt__ring *r)
-{
-	while (r->ref_len && r->refs[r->ref_head].done) {
-		r->ref_head = (r->ref_head + 1) % KT__RING_REFS;
-		r->ref_len--;
-	}
-	uint64_t to = r->ref_len && r->refs[r->ref_head].start < r->done_pos
-			      ? r->refs[r->ref_head].start
-			      : r->done_pos;
-	/* Relaxed: only this thread writes tail. */
-	if (to == kt__load_own(&r->tail))
-		return;
-	/* Release pairs with the producer's acquire of tail (D pairs A): our
-	 * reads of the span, and the kernel's, are done before the producer
-	 * may overwrite it. */
-	kt__store_release(&r->tail, to);
-	kt__ring_tail_moved(r);
-}
-
 static void ref_done(void *ctx, int res)
 {
-	struct kt__ring_ref *ref = ctx;
 	(void)res; /* a failed write is the session's error; the space is free either way */
-	ref->done = 1;
-	release_ring(ref->ring);
+	kt__ring_unhold(ctx);
 }
 
 /*
@@ -365,9 +340,12 @@ static void seg_saw(kt_session *s, uint64_t last)
 		*l = last;
 }
 
-static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint64_t pos,
-		      const uint8_t *p, size_t len, uint32_t count, uint64_t first, uint64_t last)
+/* The records of @span from ring position @pos, @len bytes, as a chunk. */
+static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, const kt__span *span,
+		      uint64_t pos, size_t len, uint32_t count, uint64_t first, uint64_t last)
 {
+	const uint8_t *p = span->bytes + (pos - span->from);
+	struct kt__ring_ref *hold;
 	if (!count)
 		return;
 	if (!s->error &&
@@ -376,24 +354,19 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint
 		cap_note(t, count, first, last);
 		return;
 	}
-	if (!s->error && s->codec == KT_CODEC_NONE && r->ref_len < KT__RING_REFS) {
+	if (!s->error && s->codec == KT_CODEC_NONE && (hold = kt__ring_hold(r, pos))) {
 		/* Raw chunks are written straight from the ring; its space
 		 * comes back when the write completes.  Until then nothing
 		 * can change these bytes under the kernel (or between the
 		 * checksum and the write): they are below head, which only
-		 * their thread moves and only forward; tail holds them from
-		 * the producer; a signal handler's emit inside an emit is
-		 * refused (katra.h, kt__emit); and a fork()ed child has no
+		 * their thread moves and only forward; the hold keeps tail
+		 * from passing them; a signal handler's emit inside an emit
+		 * is refused (katra.h, kt__emit); and a fork()ed child has no
 		 * mapping of them (ring.c, map_halves). */
-		struct kt__ring_ref *ref = &r->refs[(r->ref_head + r->ref_len) % KT__RING_REFS];
-		ref->ring = r;
-		ref->start = pos;
-		ref->done = 0;
-		r->ref_len++;
-		note_error(s, kt__writer_chunk_ref(s->w, r->thread_id, p, len, count, first, last,
-						   ref_done, ref));
+		note_error(s, kt__writer_chunk_ref(s->w, t->thread_id, p, len, count, first, last,
+						   ref_done, hold));
 	} else if (!s->error) {
-		note_error(s, kt__writer_chunk_known(s->w, r->thread_id, (unsigned)s->codec, s->level,
+		note_error(s, kt__writer_chunk_known(s->w, t->thread_id, (unsigned)s->codec, s->level,
 						     p, len, count, first, last));
 	}
 	if (s->error) {
@@ -407,8 +380,8 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint
 	seg_saw(s, last);
 }
 
-static void put_drop(kt_session *s, struct sthread *t, uint32_t tid, uint64_t count,
-		     uint64_t first, uint64_t last)
+static void put_drop(kt_session *s, struct sthread *t, uint64_t count, uint64_t first,
+		     uint64_t last)
 {
 	t->dropped += count;
 	if (s->error)
@@ -417,97 +390,73 @@ static void put_drop(kt_session *s, struct sthread *t, uint32_t tid, uint64_t co
 		cap_note(t, count, first, last);
 		return;
 	}
-	note_error(s, kt_writer_drop(s->w, tid, count, first, last));
+	note_error(s, kt_writer_drop(s->w, t->thread_id, count, first, last));
 	seg_saw(s, last);
 }
 
-/* Drain one ring's published span into chunk and drop frames. */
+/*
+ * Drain one ring's published span into chunk frames, cut where the chunk
+ * is full and at drop markers, which become drop frames.
+ */
 static void drain(kt_session *s, struct kt__ring *r)
 {
-	/* Acquire pairs with the producer's release of head (C pairs B):
-	 * every record below head is complete. */
-	uint64_t head = kt__load_acquire(&r->prod.head);
-	uint64_t from = r->read_pos;
-	if (head == from)
+	kt__span span;
+	if (!kt__ring_peek(r, &span))
 		return;
 	struct sthread *t = thread_of(s, r);
 	if (!t)
 		return; /* out of memory: try again next period */
-	const uint8_t *p = r->prod.base + (from & r->prod.mask);
-	size_t len = (size_t)(head - from), at = 0, start = 0;
+	kt__ring_iter it;
+	kt__ring_rec rec;
+	uint64_t start = span.from, first = 0, last = 0;
 	uint32_t count = 0;
-	uint64_t first = 0, last = 0;
 
-	while (at < len) {
-		const uint8_t *rec = p + at;
-		uint16_t plen = kt__get16(rec + 14);
-		size_t sz = KT__EVENT_HEAD + kt__align8(plen);
-		if (rec[12] == KT__EV_DROP_MARK) {
-			put_chunk(s, t, r, from + start, p + start, at - start, count, first, last);
+	kt__ring_iter_init(&it, r, &span);
+	while (kt__ring_next(&it, &rec)) {
+		uint64_t end = rec.pos + rec.size;
+		if (!rec.bytes) {
+			put_chunk(s, t, r, &span, start, rec.pos - start, count, first, last);
 			count = 0;
-			/* A marker from an earlier session carries losses that
-			 * session already counted at its stop. */
-			if (kt__get32(rec + 8) == (uint32_t)s->gen) {
-				uint64_t n = kt__get64(rec + 16);
-				r->marked += n;
-				put_drop(s, t, r->thread_id, n, kt__get64(rec + 24),
-					 kt__get64(rec + 32));
-			}
-			start = at + sz;
-		} else {
-			uint64_t ts = kt__get64(rec);
-			if (!count)
-				first = ts;
-			last = ts;
-			count++;
-			if (at + sz - start >= s->chunk_max) {
-				put_chunk(s, t, r, from + start, p + start, at + sz - start, count,
-					  first, last);
-				count = 0;
-				start = at + sz;
-			}
+			if (!rec.stale)
+				put_drop(s, t, rec.count, rec.first_ts, rec.last_ts);
+			start = end;
+			continue;
 		}
-		at += sz;
+		if (!count)
+			first = rec.ts;
+		last = rec.ts;
+		count++;
+		if (end - start >= s->chunk_max) {
+			put_chunk(s, t, r, &span, start, end - start, count, first, last);
+			count = 0;
+			start = end;
+		}
 	}
-	put_chunk(s, t, r, from + start, p + start, len - start, count, first, last);
-	r->read_pos = head;
+	put_chunk(s, t, r, &span, start, span.to - start, count, first, last);
+	kt__ring_read(r, span.to);
 	if (!s->crash)
-		r->done_pos = head;
-	release_ring(r);
+		kt__ring_done(r);
+	kt__ring_release(r);
 }
 
 /*
  * Account what a drained ring holds outside its records: losses no marker
- * carried (the thread lost events and emitted nothing after), refusals,
- * and its name.  Runs for a retired ring before it is recycled and for
- * every ring at stop; it counts each loss once however often it runs.
+ * carried, refusals (records emitted and not in the file: losses too, and
+ * a drop record says so), and its name.  Runs for a retired ring before it
+ * is recycled and for every ring at stop.
  */
 static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
 {
 	struct sthread *t = thread_of(s, r);
+	kt__ring_losses l;
 	if (!t)
 		return;
-	/* Only a ring settled after it retired may be recycled. */
-	r->settled = retired;
-	/* Relaxed: the ring's thread has exited, or the session is stopping
-	 * and the caller promised its producers are done. */
-	uint64_t lost = kt__load_stale(&r->lost_total);
-	uint64_t unmarked = lost - r->lost_base - r->marked;
-	if (unmarked && (unmarked >> 63) == 0) {
-		r->marked += unmarked;
-		put_drop(s, t, r->thread_id, unmarked,
-			 kt__load_stale(&r->pending_first), kt__load_stale(&r->pending_last));
-	}
-	/* Relaxed, as above: a counter read after its writer is done. */
-	uint64_t refused = kt__load_stale(&r->refused_total);
-	if (refused > r->refused_seen) {
-		/* Refused records were emitted and are not in the file: they
-		 * are losses, and a drop record says so. */
-		uint64_t n = refused - r->refused_seen;
-		s->refused += n;
-		r->refused_seen = refused;
-		put_drop(s, t, r->thread_id, n,
-			 kt__load_stale(&r->refused_first), kt__load_stale(&r->refused_last));
+	kt__ring_settle(r, retired, &l);
+	if (l.lost)
+		put_drop(s, t, l.lost, l.lost_first, l.lost_last);
+	if (l.refused) {
+		s->refused += l.refused;
+		put_drop(s, t, l.refused, l.refused_first, l.refused_last);
 	}
 	refresh_name(t, r);
 }
@@ -526,8 +475,8 @@ static void crash_commit(kt_session *s)
 		struct sthread *t = s->error ? NULL : thread_of(s, r);
 		if (t)
 			kt__ring_checkpoint(r, t->written);
-		r->done_pos = r->read_pos;
-		release_ring(r);
+		kt__ring_done(r);
+		kt__ring_release(r);
 	}
 }
 
@@ -558,9 +507,9 @@ static void drain_all(kt_session *s)
 	int retired_seen = 0;
 	for (size_t i = 0; i < s->rings.len; i++) {
 		struct kt__ring *r = s->rings.rings[i];
-		/* Acquire before draining: a retired ring drained after this
-		 * load holds nothing more (pairs with the exit's release). */
-		int retired = kt__load_acquire(&r->retired);
+		/* Before draining: a retired ring drained after this holds
+		 * nothing more. */
+		int retired = kt__ring_retired(r);
 		drain(s, r);
 		if (retired) {
 			settle_ring(s, r, 1);
@@ -642,9 +591,7 @@ static void finish_file(kt_session *s)
 {
 	if (!kt__registry_snapshot(&s->rings))
 		for (size_t i = 0; i < s->rings.len; i++)
-			settle_ring(s, s->rings.rings[i],
-				    /* Acquire: as in drain_all(). */
-				    kt__load_acquire(&s->rings.rings[i]->retired));
+			settle_ring(s, s->rings.rings[i], kt__ring_retired(s->rings.rings[i]));
 	kt__clock_calibrate(&s->c1);
 	if (!s->w)
 		return; /* a segment could not be started: s->error says why */
@@ -694,16 +641,11 @@ static void *flusher_main(void *arg)
 			note_error(s, kt__writer_sync(s->w, 0));
 			last_sync = kt__mono_ns();
 		}
-		/* seq_cst store then load: a producer that bumps the word after
-		 * our load makes the wait return at once; one that read
-		 * sleeping == 0 just before costs at most one period. */
-		kt__store_seq_cst(&kt__flusher_sleeping, 1);
-		uint32_t seen = kt__load_acquire(&kt__flusher_word);
+		uint32_t seen = kt__ring_sleep_begin();
 		/* Acquire, as for the loop condition. */
 		if (!kt__load_acquire(&s->stop))
-			kt__flusher_wait(seen, s->period_ns);
-		/* Relaxed: a producer that still sees 1 only makes a spare wake. */
-		kt__store_relaxed(&kt__flusher_sleeping, 0);
+			kt__ring_sleep(seen, s->period_ns);
+		kt__ring_sleep_end();
 	}
 	drain_all(s);
 	finish_file(s);
@@ -1062,7 +1004,7 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	kt__store_relaxed(&kt__active, 0);
 	/* Release pairs with the flusher's acquire of stop. */
 	kt__store_release(&s->stop, 1);
-	kt__flusher_wake();
+	kt__ring_wake_consumer();
 	/* Not held across the drain: a fork() waits for session_lock (its
 	 * prepare handler), and must not wait for a slow disk.  current stays
 	 * set, so no other session starts meanwhile. */

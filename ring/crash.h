@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include <katra/trace.h>
+#include "ring/ring.h"
 
 #define KT__CTL_MAGIC "\x89KTC\r\n\x1a\n"
 #define KT__CTL_VERSION 2u
@@ -196,16 +197,6 @@ int kt__stat_start_time(const char *line, size_t len, uint64_t *start);
  */
 int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, char *why,
 		   size_t cap);
-
-/* One record found in a ring: an event (its bytes, SPEC §4.2) or a drop
- * marker (count and time range). */
-typedef struct kt__ring_rec {
-	uint64_t pos;               /* ring position */
-	const uint8_t *bytes;       /* the event record; NULL for a marker */
-	size_t size;
-	uint32_t marker_gen;        /* markers: low bits of their session */
-	uint64_t count, first_ts, last_ts;
-} kt__ring_rec;
 
 /* Why kt__ring_records() stopped. */
 enum kt__walk_end {

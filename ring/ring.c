@@ -54,15 +54,12 @@ static size_t free_count;
 static int reg_session;               /* a session is running */
 /* Bumped per session start.  Relaxed everywhere: a producer that sees a
  * stale value only keeps a pending loss count one session too long. */
-static uint64_t session_gen;
+uint64_t kt__session_gen;
 static uint32_t next_thread_id = 1;
 static pthread_key_t exit_key;
 static int initialized;
 static kt_config config;
 static struct kt__crash *reg_crash;   /* new rings get crash files here */
-
-uint32_t kt__flusher_word;
-int kt__flusher_sleeping;
 
 #define FREE_KEEP 16 /* recycled rings kept mapped; more are unmapped */
 
@@ -336,17 +333,6 @@ static void ck_reset(struct kt__ring *r, uint64_t head)
 	kt__store_relaxed(&r->ck_seq, 0);
 }
 
-void kt__ring_checkpoint(struct kt__ring *r, uint64_t events)
-{
-	/* Relaxed: only the flusher writes ck_seq. */
-	uint64_t seq = kt__load_own(&r->ck_seq) + 1;
-	r->ck[seq & 1] = (struct kt__ring_ckpt){ r->read_pos, events, r->marked, r->refused_seen };
-	/* Release: the slot's stores come before the index naming it, so a
-	 * process killed between them leaves the index on the older, whole
-	 * slot (the mapping keeps stores in the order they were made). */
-	kt__store_release(&r->ck_seq, seq);
-}
-
 /* Under reg_lock: make @r look freshly created for a new thread. */
 static void ring_reset(struct kt__ring *r, uint32_t tid)
 {
@@ -359,7 +345,7 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 	/* The first emit takes the slow path and sets it. */
 	kt__store_relaxed(&r->prod.limit, head);
 	r->pending = 0;
-	r->gen = kt__load_stale(&session_gen);
+	r->gen = kt__load_stale(&kt__session_gen);
 	kt__store_relaxed(&r->lost_total, 0);
 	kt__store_relaxed(&r->refused_total, 0);
 	r->refused_base = 0;
@@ -510,7 +496,7 @@ void kt__registry_set_session(int running)
 uint64_t kt__registry_reset_for_session(void)
 {
 	reg_take();
-	uint64_t gen = kt__add_relaxed(&session_gen, 1) + 1;
+	uint64_t gen = kt__add_relaxed(&kt__session_gen, 1) + 1;
 	for (struct kt__ring *r = reg_head; r; r = r->next) {
 		/* Acquire: the producer's last records are complete before we
 		 * skip over them, and release the space back to it. */
@@ -664,7 +650,7 @@ static void fork_child(void)
 	int resumes = mine && kt__load_own(&mine->prod.limit) == KT__LIMIT_BUSY;
 	/* Relaxed: the only thread there is. */
 	kt__store_relaxed(&kt__active, 0);
-	kt__store_relaxed(&kt__flusher_sleeping, 0);
+	kt__ring_consumer_forget();
 	kt__tls_ring = NULL;
 	pthread_setspecific(exit_key, NULL);
 	drop_rings(reg_head, resumes ? mine : NULL);
@@ -679,43 +665,6 @@ static void fork_child(void)
 
 /* ---- the slow path ---------------------------------------------------- */
 
-static void wake_flusher(void)
-{
-	/* Relaxed load: a missed wake-up costs at most one flush period, the
-	 * flusher's timeout.  The bump is release so the flusher, seeing the
-	 * new word, also sees the records that crossed the watermark. */
-	if (kt__load_stale(&kt__flusher_sleeping)) {
-		kt__add_release(&kt__flusher_word, 1);
-		futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
-	}
-}
-
-void kt__flusher_wake(void)
-{
-	/* Release: the flusher that sees the new word sees what we stored
-	 * before it (the session's stop flag). */
-	kt__add_release(&kt__flusher_word, 1);
-	futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
-}
-
-int kt__flusher_wait(uint32_t seen, uint64_t timeout_ns)
-{
-	struct timespec ts = { (time_t)(timeout_ns / 1000000000u),
-			       (long)(timeout_ns % 1000000000u) };
-	return (int)futex(&kt__flusher_word, FUTEX_WAIT_PRIVATE, seen, &ts);
-}
-
-void kt__ring_tail_moved(struct kt__ring *r)
-{
-	/* Release: a producer woken by the new sequence also sees the tail
-	 * stored before it.  seq_cst on waiters would be the textbook pairing;
-	 * the producer re-checks tail with a timeout, so a lost wake-up costs
-	 * at most that timeout, never a hang. */
-	kt__add_release(&r->tail_seq, 1);
-	if (kt__load_seq_cst(&r->waiters))
-		futex(&r->tail_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
-}
-
 /* BLOCK policy: wait until the flusher frees space or the session ends. */
 static void block_wait(struct kt__ring *r, uint64_t need)
 {
@@ -727,7 +676,7 @@ static void block_wait(struct kt__ring *r, uint64_t need)
 			return;
 		cpu_relax();
 	}
-	wake_flusher();
+	kt__ring_nudge_consumer();
 	/* Acquire: pairs with the flusher's release bump of tail_seq. */
 	uint32_t seq = kt__load_acquire(&r->tail_seq);
 	/* seq_cst: the flusher's load of waiters must not be ordered before
@@ -745,10 +694,10 @@ static void block_wait(struct kt__ring *r, uint64_t need)
 }
 
 /* Losses and refusals from an earlier session belong to that session.
- * Relaxed: see session_gen. */
+ * Relaxed: see kt__session_gen. */
 static void sync_gen(struct kt__ring *r)
 {
-	uint64_t gen = kt__load_stale(&session_gen);
+	uint64_t gen = kt__load_stale(&kt__session_gen);
 	if (r->gen != gen) {
 		r->pending = 0;
 		r->gen = gen;
@@ -822,7 +771,7 @@ static void lose(struct kt__ring *r, uint64_t ts)
 		kt__store_relaxed(&r->pending_first, ts);
 	kt__store_relaxed(&r->pending_last, ts);
 	kt__store_relaxed(&r->lost_total, kt__load_own(&r->lost_total) + 1);
-	wake_flusher();
+	kt__ring_nudge_consumer();
 }
 
 /*
@@ -833,7 +782,7 @@ static uint64_t next_limit(struct kt__ring *r, uint64_t head, uint64_t tail)
 {
 	uint64_t limit = tail + r->size / 2;
 	if (head - tail >= r->size / 2) {
-		wake_flusher();
+		kt__ring_nudge_consumer();
 		limit = tail + r->size;
 	}
 #if defined(__x86_64__) || defined(__i386__)

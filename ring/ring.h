@@ -30,6 +30,7 @@
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <katra/katra.h>
 
@@ -140,11 +141,8 @@ char *kt__ring_name_dup(struct kt__ring *r);
  * its loss counters rebased.  Called with no flusher running.  Returns the
  * new generation, whose low 32 bits the session's drop markers carry. */
 uint64_t kt__registry_reset_for_session(void);
-/* Wake a producer blocked on @r after its tail moved. */
-void kt__ring_tail_moved(struct kt__ring *r);
-/* Crash files: record that the file now holds @events of @r's thread and
- * everything below read_pos.  Flusher only. */
-void kt__ring_checkpoint(struct kt__ring *r, uint64_t events);
+/* The generation of the last session started (ring.c; relaxed accesses). */
+extern uint64_t kt__session_gen;
 
 struct kt__crash;
 /*
@@ -156,14 +154,173 @@ struct kt__crash;
  */
 int kt__registry_set_crash(struct kt__crash *c);
 
-/* The flusher's wake-up word: producers bump it on crossing a ring's high
- * watermark; the flusher sleeps on it between periods. */
-extern uint32_t kt__flusher_word;
-extern int kt__flusher_sleeping;
-/* Sleep while the word still equals @seen, at most @timeout_ns. */
-int kt__flusher_wait(uint32_t seen, uint64_t timeout_ns);
-/* Wake the flusher now, whether or not it sleeps. */
-void kt__flusher_wake(void);
+/* ---- the consumer side (ring/consume.c) -------------------------------- */
+
+/* Published bytes the consumer has not read yet: ring positions
+ * [@from, @to), contiguous at @bytes (the ring is mapped twice). */
+typedef struct kt__span {
+	const uint8_t *bytes;
+	uint64_t from, to;
+} kt__span;
+
+/*
+ * kt__ring_peek - the span from what the consumer has read to head (C:
+ * an acquire load of head).  Return: non-zero when it is not empty.
+ */
+int kt__ring_peek(struct kt__ring *r, kt__span *out);
+
+/* One record found in a ring: an event (its bytes, SPEC §4.2) or a drop
+ * marker (count and time range). */
+typedef struct kt__ring_rec {
+	uint64_t pos;               /* ring position */
+	const uint8_t *bytes;       /* the event record; NULL for a marker */
+	size_t size;                /* the bytes it takes in the ring */
+	uint64_t ts;                /* events: the timestamp */
+	uint32_t marker_gen;        /* markers: low bits of their session */
+	uint64_t count, first_ts, last_ts; /* markers: events lost, when */
+	int stale;                  /* markers (kt__ring_next() only): of an
+				     * earlier session, which counted them */
+} kt__ring_rec;
+
+/* TODO(record.h): the record's layout (SPEC §4.2), until
+ * include/katra/record.h names its offsets. */
+#define KT__REC_TS 0
+#define KT__REC_NAME 8
+#define KT__REC_TYPE 12
+#define KT__REC_FLAGS 13
+#define KT__REC_LEN 14
+#define KT__REC_HEAD 16
+
+/*
+ * kt__ring_decode - the record at @p, at ring position @pos, of which @left
+ * bytes are at hand.  Checks only the ring's own encoding (a drop marker's
+ * shape); an event's payload rules are the format's (kt__event_check()).
+ * Return: 1 with *@rec filled; 0 when @left bytes do not hold it whole;
+ * -1 for a drop marker katra never writes.  Any thread; bytes only.
+ */
+static inline int kt__ring_decode(const uint8_t *p, size_t left, uint64_t pos, kt__ring_rec *rec)
+{
+	uint16_t len;
+	if (left < KT__REC_HEAD)
+		return 0;
+	memcpy(&len, p + KT__REC_LEN, 2);
+	rec->pos = pos;
+	if (p[KT__REC_TYPE] == KT__EV_DROP_MARK) {
+		if (len != KT__DROP_MARK_SIZE - KT__REC_HEAD || p[KT__REC_FLAGS])
+			return -1;
+		if (left < KT__DROP_MARK_SIZE)
+			return 0;
+		rec->bytes = NULL;
+		rec->size = KT__DROP_MARK_SIZE;
+		memcpy(&rec->marker_gen, p + KT__REC_NAME, 4);
+		memcpy(&rec->count, p + KT__REC_HEAD, 8);
+		memcpy(&rec->first_ts, p + KT__REC_HEAD + 8, 8);
+		memcpy(&rec->last_ts, p + KT__REC_HEAD + 16, 8);
+		return 1;
+	}
+	rec->size = kt_event_size(len);
+	if (rec->size > left)
+		return 0;
+	rec->bytes = p;
+	memcpy(&rec->ts, p + KT__REC_TS, 8);
+	return 1;
+}
+
+/* The consumer's walk over a span it peeked. */
+typedef struct kt__ring_iter {
+	struct kt__ring *ring;
+	kt__span span;
+	uint64_t pos;
+	uint32_t gen;               /* this session's markers carry it */
+} kt__ring_iter;
+
+void kt__ring_iter_init(kt__ring_iter *it, struct kt__ring *r, const kt__span *span);
+/* A drop marker met by kt__ring_next(): sets @rec->stale, counts it. */
+void kt__ring_marker(kt__ring_iter *it, kt__ring_rec *rec);
+
+/*
+ * kt__ring_next - the span's next record: an event, or a drop marker whose
+ * losses (unless @rec->stale) are now counted as carried, so that
+ * kt__ring_settle() does not count them again.  Return: 1, or 0 at the end
+ * of the span.  The span's records are the producer's: whole and valid.
+ */
+static inline int kt__ring_next(kt__ring_iter *it, kt__ring_rec *rec)
+{
+	if (it->pos == it->span.to)
+		return 0;
+	kt__ring_decode(it->span.bytes + (it->pos - it->span.from),
+			(size_t)(it->span.to - it->pos), it->pos, rec);
+	it->pos += rec->size;
+	if (!rec->bytes)
+		kt__ring_marker(it, rec);
+	return 1;
+}
+
+/*
+ * Giving space back.  kt__ring_read() says the consumer has read the ring
+ * up to @to; kt__ring_done() that it is done with every byte read (with
+ * crash files, only once the frames made of them are written); and
+ * kt__ring_release() moves tail over what is done and held by no write
+ * (D: a release store), waking producers the BLOCK policy put to sleep.
+ */
+void kt__ring_read(struct kt__ring *r, uint64_t to);
+void kt__ring_done(struct kt__ring *r);
+void kt__ring_release(struct kt__ring *r);
+
+/*
+ * kt__ring_hold - keep the bytes from @pos on from being given back until
+ * kt__ring_unhold(): a zero-copy write in flight still reads them.  Holds
+ * may end in any order; tail passes them in order.  Return: the hold, or
+ * NULL when KT__RING_REFS are in flight already (copy the bytes instead).
+ */
+struct kt__ring_ref *kt__ring_hold(struct kt__ring *r, uint64_t pos);
+/* kt__ring_unhold - the write reading @h is complete; its space may go. */
+void kt__ring_unhold(struct kt__ring_ref *h);
+
+/* The ring's thread: katra's id and the kernel's. */
+uint32_t kt__ring_thread_id(const struct kt__ring *r);
+uint32_t kt__ring_os_tid(const struct kt__ring *r);
+
+/* kt__ring_retired - whether the ring's thread exited (an acquire load):
+ * once it did, a drain after this call leaves nothing behind. */
+int kt__ring_retired(struct kt__ring *r);
+
+/* Losses a ring holds outside its records: events lost that no marker
+ * carried (the thread lost events and emitted nothing after), records
+ * refused.  Counts of zero mean none. */
+typedef struct kt__ring_losses {
+	uint64_t lost, lost_first, lost_last;
+	uint64_t refused, refused_first, refused_last;
+} kt__ring_losses;
+
+/*
+ * kt__ring_settle - what @r lost outside its records since the last call,
+ * each loss reported once however often it is called.  @retired: the
+ * ring's thread had exited before the consumer's last drain, so the ring
+ * may now be recycled (kt__registry_reap()).
+ */
+void kt__ring_settle(struct kt__ring *r, int retired, kt__ring_losses *out);
+
+/* Crash files: record that the file now holds @events of @r's thread and
+ * everything the consumer has read of the ring. */
+void kt__ring_checkpoint(struct kt__ring *r, uint64_t events);
+
+/*
+ * Sleeping until there is work: kt__ring_sleep_begin() announces the sleep
+ * and returns the wake-up word, kt__ring_sleep() waits while the word
+ * still has that value (at most @timeout_ns), kt__ring_sleep_end() ends
+ * it.  kt__ring_wake_consumer() wakes the consumer now, asleep or not; the
+ * producers' slow path calls kt__ring_nudge_consumer(), which wakes it
+ * only when it sleeps.  kt__ring_consumer_asleep() is for tests.
+ */
+uint32_t kt__ring_sleep_begin(void);
+void kt__ring_sleep(uint32_t seen, uint64_t timeout_ns);
+void kt__ring_sleep_end(void);
+void kt__ring_wake_consumer(void);
+void kt__ring_nudge_consumer(void);
+int kt__ring_consumer_asleep(void);
+/* The child of a fork() has no consumer. */
+void kt__ring_consumer_forget(void);
 
 /* Interned names: copy ids [1, n] under the lock; returns n. */
 typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len);
