@@ -656,9 +656,20 @@ static void *flusher_main(void *arg)
 }
 
 
+/* No more crash files: new rings go back to memfds, and the directory
+ * goes (rings keep their mappings of the unlinked files). */
+static void stop_crash(kt_session *s)
+{
+	if (!s->crash)
+		return;
+	kt__registry_set_backing(NULL);
+	kt__crash_finish(s->crash);
+	s->crash = NULL;
+}
+
 static void session_free(kt_session *s)
 {
-	kt__crash_finish(s->crash);
+	stop_crash(s);
 	if (s->w)
 		kt_writer_close(s->w);
 	if (s->own_fd && s->fd >= 0)
@@ -819,13 +830,16 @@ static int truncate_output(kt_session *s, const char *path)
 	return 0;
 }
 
-/* Crash files, if asked for: the option, else a non-empty KT_CRASH_DIR. */
+/* Crash files, if asked for: the option, else a non-empty KT_CRASH_DIR.
+ * The registry backs every ring with them from then on. */
 static int start_crash(kt_session *s, const kt_session_options *o)
 {
 	const char *dir = o->crash_dir ? o->crash_dir : getenv("KT_CRASH_DIR");
 	if (!dir || (!o->crash_dir && !*dir))
 		return 0;
 	int rc = kt__crash_start(&s->crash, dir, s->fd, s->start_off);
+	if (!rc && (rc = kt__registry_set_backing(kt__crash_backing(s->crash))))
+		stop_crash(s);
 	if (rc)
 		return start_fail(rc, "crash directory in %s (%s)", *dir ? dir : "/dev/shm",
 				  o->crash_dir ? "crash_dir" : "KT_CRASH_DIR");
@@ -1014,8 +1028,7 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	kt__registry_reap();
 	kt__registry_set_session(0);
 	/* A clean stop leaves nothing to recover: the directory goes. */
-	kt__crash_finish(s->crash);
-	s->crash = NULL;
+	stop_crash(s);
 	current = NULL;
 	pthread_mutex_unlock(&session_lock);
 

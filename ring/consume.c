@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ring/ring.h"
+#include "ring/private.h"
 
 /* The consumer's wake-up word: producers bump it on crossing a ring's high
  * watermark (or on a loss) while the consumer sleeps on it. */

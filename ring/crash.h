@@ -34,8 +34,8 @@
  * checkpoint's tail; the rest, up to head, are recovered from the ring.
  *
  * Every integer is little-endian.  The offsets below are fixed; the build
- * checks those taken from struct kt__ring (ring/crash.c), and changing one
- * means a new KT__CTL_VERSION.  Version 1 had no identity: its trace path
+ * checks those taken from struct kt__ring (ring/private.h), and changing
+ * one means a new KT__CTL_VERSION.  Version 1 had no identity: its trace path
  * was at offset 120 (KT__CTL_V1_O_PATH); the reader still reads it.
  *
  * Nothing in a crash directory is trusted by the reading side: anyone may
@@ -87,21 +87,24 @@
 #define KT__CTL_V1_O_PATH 120      /* version 1: the path was here */
 #define KT__CTL_V1_PATH_MAX (KT__CTL_HEADER - KT__CTL_V1_O_PATH)
 
-/* A ring slot (page 1 + i of the control file). */
-#define KT__SLOT_O_HEAD 0          /* u64: bytes published */
-#define KT__SLOT_O_SIZE 32         /* u64: ring bytes, a power of two */
-#define KT__SLOT_O_PENDING_FIRST 64 /* u64: time range of losses not yet */
-#define KT__SLOT_O_PENDING_LAST 72  /*      in a drop marker */
-#define KT__SLOT_O_LOST 80         /* u64: events lost, ever */
-#define KT__SLOT_O_REFUSED 88      /* u64: records refused, ever */
-#define KT__SLOT_O_REFUSED_FIRST 96
-#define KT__SLOT_O_REFUSED_LAST 104
-#define KT__SLOT_O_TAIL 128        /* u64: bytes the flusher gave back */
-#define KT__SLOT_O_LOST_BASE 144   /* u64: LOST when the session began */
-#define KT__SLOT_O_CK 968          /* 2 x {u64 tail, events, marked, refused} */
-#define KT__SLOT_O_CK_SEQ 1032     /* u64: CK[seq & 1] is the good one */
-#define KT__SLOT_O_THREAD 1100     /* u32: katra's thread id */
-#define KT__SLOT_O_OS_TID 1104     /* u32 */
+/* A ring slot (page 1 + i of the control file): the ring's page, laid out
+ * as ring/ring.h's KT__PAGE_* say (and checked against the struct there),
+ * then a stamp past the struct. */
+#define KT__SLOT_O_HEAD KT__PAGE_HEAD                   /* u64: bytes published */
+#define KT__SLOT_O_SIZE KT__PAGE_SIZE                   /* u64: ring bytes, a power of two */
+#define KT__SLOT_O_PENDING_FIRST KT__PAGE_PENDING_FIRST /* u64: time range of losses */
+#define KT__SLOT_O_PENDING_LAST KT__PAGE_PENDING_LAST   /*      not yet in a drop marker */
+#define KT__SLOT_O_LOST KT__PAGE_LOST                   /* u64: events lost, ever */
+#define KT__SLOT_O_REFUSED KT__PAGE_REFUSED             /* u64: records refused, ever */
+#define KT__SLOT_O_REFUSED_FIRST KT__PAGE_REFUSED_FIRST
+#define KT__SLOT_O_REFUSED_LAST KT__PAGE_REFUSED_LAST
+#define KT__SLOT_O_TAIL KT__PAGE_TAIL                   /* u64: bytes the flusher gave back */
+#define KT__SLOT_O_LOST_BASE KT__PAGE_LOST_BASE         /* u64: LOST when the session began */
+#define KT__SLOT_O_CK KT__PAGE_CK                       /* 2 x {u64 tail, events, marked,
+							 * refused} */
+#define KT__SLOT_O_CK_SEQ KT__PAGE_CK_SEQ               /* u64: CK[seq & 1] is the good one */
+#define KT__SLOT_O_THREAD KT__PAGE_THREAD               /* u32: katra's thread id */
+#define KT__SLOT_O_OS_TID KT__PAGE_OS_TID               /* u32 */
 #define KT__SLOT_O_MAGIC 2048      /* 8 bytes: KT__SLOT_MAGIC */
 #define KT__SLOT_O_INDEX 2056      /* u32: i, as in ring-<i> */
 #define KT__SLOT_MAGIC "KTSLOT01"
@@ -115,16 +118,20 @@ struct kt__crash;
 
 /*
  * Make PARENT/katra-<pid>/ ("" or NULL: /dev/shm) with its control and
- * names files, take the control file's lock, and back every ring with
- * files there from now on.  @trace_fd is the session's file, starting at
- * @trace_off.  Return: 0 and *@out, or -errno (nothing is left behind).
+ * names files and take the control file's lock.  @trace_fd is the
+ * session's file, starting at @trace_off.  Rings are backed by files
+ * there once kt__crash_backing(*@out) is the registry's.  Return: 0 and
+ * *@out, or -errno (nothing is left behind).
  */
 int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 		    uint64_t trace_off);
 /* Write the control header: the session's header values and generation. */
 int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen);
-/* Stop backing new rings with files and remove the directory.  NULL is a
- * no-op.  Call with no flusher running. */
+/* The crash files as a ring backing (ring/backing.h): ring slots, and the
+ * names log for kt__registry_set_backing(). */
+const kt__backing *kt__crash_backing(struct kt__crash *c);
+/* Remove the directory.  NULL is a no-op.  Call once the registry has
+ * another backing, with no flusher running. */
 void kt__crash_finish(struct kt__crash *c);
 /* The directory, for messages and tests. */
 const char *kt__crash_dir(const struct kt__crash *c);
@@ -138,14 +145,8 @@ const char *kt__crash_dir(const struct kt__crash *c);
  */
 int kt__proc_identity(long pid, uint64_t *start, uint8_t boot_id[16]);
 
-/* For ring.c, under the registry lock: a new slot for a ring of @size
- * bytes: its data file, and where its page is in the control file. */
-int kt__crash_slot(struct kt__crash *c, uint64_t size, int *data_fd, int *ctl_fd,
-		   uint64_t *ctl_off, uint32_t *index);
 /* Mark a slot page as holding ring @index. */
 void kt__crash_stamp(void *page, uint32_t index);
-/* Log a thread's name (under the registry lock). */
-void kt__crash_log_thread(struct kt__crash *c, uint32_t thread_id, const char *name);
 
 /* ---- the reading side (ring/crash_read.c): bytes in, no I/O ---------- */
 

@@ -10,7 +10,7 @@
 
 #include <xxhash.h>
 
-#include "ring/ring.h"
+#include "ring/private.h"
 
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **by_id;          /* by_id[id], id in [1, count] */
@@ -86,11 +86,6 @@ uint32_t kt_name(const char *name)
 out:
 	pthread_mutex_unlock(&names_lock);
 	return id;
-}
-
-uint32_t kt__names_each(kt__name_fn fn, void *ctx)
-{
-	return kt__names_after(0, fn, ctx);
 }
 
 uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx)

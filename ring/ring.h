@@ -1,6 +1,8 @@
 /*
  * ring/ring.h - internal: per-thread rings, the thread registry, name
- * interning and the clock.  Nothing here knows about files.
+ * interning and the clock; the door through which flush/ and recover/
+ * reach ring/.  Nothing here knows about files: where a ring's memory
+ * lives is a backing's business (ring/backing.h).
  *
  * One ring has one producer (its thread) and one consumer (the session's
  * flusher).  Positions are byte counts that only grow; a position p lives at
@@ -8,8 +10,8 @@
  * [p, p + n) are contiguous at base + (p & mask) for any n <= size: no
  * record and no drained span ever wraps.
  *
- *   producer                                  flusher
- *   --------                                  -------
+ *   producer (katra.h, ring/produce.c)        consumer (ring/consume.c)
+ *   ----------------------------------        -------------------------
  *   (A) t = load_acquire(tail)                (C) h = load_acquire(head)
  *       if h + n - t > size: slow path            read records in [tail, h)
  *       write record bytes at h                   write them to the file
@@ -19,113 +21,78 @@
  *   covers it.  D pairs with A: the flusher has finished reading a span
  *   before the producer may overwrite it.
  *
- * head is written only by the producer, tail only by the flusher; each owner
- * reads its own field with a relaxed load.  They sit on separate cache
- * lines so the two threads never write the same line.
+ * head is written only by the producer, tail only by the consumer; each
+ * owner reads its own field with kt__load_own().  They sit on separate
+ * cache lines so the two threads never write the same line.  The
+ * producer's half is katra.h's inline path and ring/produce.c; the
+ * consumer's half is the functions below, which are all the flusher sees
+ * of a ring: spans, records and holds, never the struct (ring/private.h).
  */
 #ifndef KATRA_RING_RING_H
 #define KATRA_RING_RING_H
 
-#include <pthread.h>
-#include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <katra/katra.h>
+#include "ring/backing.h"
 
-#define KT__CACHELINE 64
+/* A ring; its fields are private to ring/ (ring/private.h). */
+struct kt__ring;
 
 /* A ring-only record type: the producer's note that it lost events.  The
- * flusher turns it into a drop frame; it never reaches a file as a record. */
+ * consumer turns it into a drop frame; it never reaches a file as a
+ * record.  Its name id holds the low 32 bits of its session's generation;
+ * its payload is three u64: events lost, first and last timestamp. */
 #define KT__EV_DROP_MARK 0xFE
 #define KT__DROP_MARK_SIZE (16 + 24)
 
-/* Zero-copy writes in flight per ring, at most; more take the copy path. */
-#define KT__RING_REFS 32
-
-struct kt__ring {
-	/* Producer line: written only by the owning thread. */
-	alignas(KT__CACHELINE) struct kt__ring_prod prod;
-	uint64_t size;
-	uint64_t pending;          /* lost since the last drop marker */
-	uint64_t gen;              /* session generation of the pending state */
-	uint64_t refused_base;     /* refused_total when this session began */
-	/* Time range of the pending loss; the flusher reads them at stop for
-	 * losses no marker carried.  Relaxed: producer-written, read late. */
-	uint64_t pending_first;
-	uint64_t pending_last;
-	/* Read by the flusher at stop: events lost and not yet in a marker,
-	 * events refused as too large.  Relaxed: only the totals matter and
-	 * stop reads them after the producers are done. */
-	uint64_t lost_total;
-	uint64_t refused_total;
-	uint64_t refused_first; /* time range of refusals this session */
-	uint64_t refused_last;
-
-	/* Consumer line: written only by the flusher. */
-	alignas(KT__CACHELINE) uint64_t tail;
-	uint32_t tail_seq;         /* futex word: bumped when tail moves */
-	uint32_t waiters;          /* BLOCK-policy producers asleep on it */
-	uint64_t lost_base;        /* lost_total when the session started */
-	uint64_t marked;           /* losses the flusher has accounted */
-	/* Zero-copy writes: the flusher has read up to read_pos, but bytes
-	 * still being written straight from the ring stay owned until their
-	 * write completes; tail then moves past them (in order). */
-	uint64_t read_pos;
-	struct kt__ring_ref {
-		struct kt__ring *ring;
-		uint64_t start;
-		int done;
-	} refs[KT__RING_REFS];
-	unsigned ref_head, ref_len;
-	uint64_t refused_seen;     /* refusals the flusher has accounted */
-	int settled;               /* the flusher accounted it after retirement:
-				    * only then may it be recycled */
-	/* Bytes tail may pass: read_pos at once, or, with crash files, only
-	 * once the frames made from them are written (see ring/crash.h). */
-	uint64_t done_pos;
-	/* Crash files: what the trace file holds of this ring, as of the last
-	 * pass whose writes all completed.  Two slots so a process killed
-	 * mid-update leaves the previous one whole; ck_seq names the good one. */
-	struct kt__ring_ckpt {
-		uint64_t tail;     /* done_pos then */
-		uint64_t events;   /* the thread's events in the file then */
-		uint64_t marked;   /* losses in drop frames then */
-		uint64_t refused;  /* refused_seen then */
-	} ck[2];
-	uint64_t ck_seq;
-
-	/* Registry: under the registry lock. */
-	alignas(KT__CACHELINE) struct kt__ring *next;
-	int retired;               /* the thread exited; release-stored */
-	uint32_t thread_id;
-	uint32_t os_tid;
-	int memfd;                 /* the data's file: a memfd, or a crash file */
-	char *name;                /* thread name or NULL */
-};
+/*
+ * A ring's page as another process may read it, where a backing keeps the
+ * page in a file (recover/'s crash files): the offsets of what it holds,
+ * each a little-endian u64 unless said.  ring/private.h checks them
+ * against the struct; a change here changes the crash files' format.
+ */
+#define KT__PAGE_HEAD 0              /* bytes published */
+#define KT__PAGE_SIZE 32             /* ring bytes, a power of two */
+#define KT__PAGE_PENDING_FIRST 64    /* time range of losses not yet */
+#define KT__PAGE_PENDING_LAST 72     /*   in a drop marker */
+#define KT__PAGE_LOST 80             /* events lost, ever */
+#define KT__PAGE_REFUSED 88          /* records refused, ever */
+#define KT__PAGE_REFUSED_FIRST 96
+#define KT__PAGE_REFUSED_LAST 104
+#define KT__PAGE_TAIL 128            /* bytes the consumer gave back */
+#define KT__PAGE_LOST_BASE 144       /* LOST when the session began */
+#define KT__PAGE_CK 968              /* 2 x {u64 tail, events, marked,
+				      * refused}: see kt__ring_checkpoint() */
+#define KT__PAGE_CK_SEQ 1032         /* CK[seq & 1] is the good one */
+#define KT__PAGE_THREAD 1100         /* u32: katra's thread id */
+#define KT__PAGE_OS_TID 1104         /* u32 */
+#define KT__PAGE_END 2048            /* the struct ends before: a backing
+				      * may keep its own bytes from here */
 
 /*
- * kt__ring_page - the page each ring struct has to itself: a private page
- * of the ring's memfd, or with crash files the ring's slot in the control
- * file, mapped shared so
- * head, tail and the checkpoint are in the page cache when the process
- * dies.  A ring moves between the two in place (the page is mapped over),
- * so the producer's pointer to it never changes.
+ * kt__ring_page - the size of the page each ring struct has to itself: a
+ * page of the ring's backing, mapped private (the default) or shared (a
+ * backing whose file must hold head, tail and the checkpoint when the
+ * process dies).  A ring moves between backings in place (the page is
+ * mapped over), so the producer's pointer to it never changes.
  */
 size_t kt__ring_page(void);
 
+/* ---- configuration and the registry (ring/ring.c) --------------------- */
+
+/* Configuration and state shared by ring/ and flush/. */
+int kt__ensure_init(void);
+uint64_t kt__ring_size(void);
+int kt__overflow_policy(void);
 
 /* What a session's flusher needs from the ring layer. */
 typedef struct kt__ring_list {
 	struct kt__ring **rings;
 	size_t len, cap;
 } kt__ring_list;
-
-/* Configuration and state shared by ring/ and flush/. */
-int kt__ensure_init(void);
-uint64_t kt__ring_size(void);
-int kt__overflow_policy(void);
 
 /* Snapshot every registered ring (retired or not) into @out. */
 int kt__registry_snapshot(kt__ring_list *out);
@@ -138,21 +105,9 @@ void kt__registry_set_session(int running);
  * NULL when it has none (or without memory). */
 char *kt__ring_name_dup(struct kt__ring *r);
 /* Start a new session generation: every ring is emptied (tail = head) and
- * its loss counters rebased.  Called with no flusher running.  Returns the
- * new generation, whose low 32 bits the session's drop markers carry. */
+ * its loss counters rebased.  Called with no consumer running.  Returns
+ * the new generation, whose low 32 bits the session's drop markers carry. */
 uint64_t kt__registry_reset_for_session(void);
-/* The generation of the last session started (ring.c; relaxed accesses). */
-extern uint64_t kt__session_gen;
-
-struct kt__crash;
-/*
- * Back every ring with crash files in @c (NULL: stop creating crash-backed
- * rings; existing ones keep their files).  Existing rings move onto the
- * files in place, so producers' pointers stay valid; their contents are
- * not kept (a session start discards them anyway).  Called with no flusher
- * running.  Return: 0 or the first -errno.
- */
-int kt__registry_set_crash(struct kt__crash *c);
 
 /* ---- the consumer side (ring/consume.c) -------------------------------- */
 
@@ -309,33 +264,22 @@ void kt__ring_checkpoint(struct kt__ring *r, uint64_t events);
  * Sleeping until there is work: kt__ring_sleep_begin() announces the sleep
  * and returns the wake-up word, kt__ring_sleep() waits while the word
  * still has that value (at most @timeout_ns), kt__ring_sleep_end() ends
- * it.  kt__ring_wake_consumer() wakes the consumer now, asleep or not; the
- * producers' slow path calls kt__ring_nudge_consumer(), which wakes it
- * only when it sleeps.  kt__ring_consumer_asleep() is for tests.
+ * it.  kt__ring_wake_consumer() wakes the consumer now, asleep or not (the
+ * producers wake it only when it sleeps).  kt__ring_consumer_asleep() is
+ * for tests.
  */
 uint32_t kt__ring_sleep_begin(void);
 void kt__ring_sleep(uint32_t seen, uint64_t timeout_ns);
 void kt__ring_sleep_end(void);
 void kt__ring_wake_consumer(void);
-void kt__ring_nudge_consumer(void);
 int kt__ring_consumer_asleep(void);
-/* The child of a fork() has no consumer. */
-void kt__ring_consumer_forget(void);
 
-/* Interned names: copy ids [1, n] under the lock; returns n. */
+/* ---- interned names (ring/names.c) and the clock (ring/clock.c) -------- */
+
+/* Interned names: call @fn for ids (@after, n] under the lock; returns n
+ * (or @after).  Cheap when nothing is new. */
 typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len);
-uint32_t kt__names_each(kt__name_fn fn, void *ctx);
-/* The same for the ids above @after only; returns the highest id (or
- * @after).  Cheap when nothing is new. */
 uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx);
-/* Call @fn for every name so far, then for each new one as it is interned,
- * under the names lock; NULL stops it. */
-void kt__names_set_log(kt__name_fn fn, void *ctx);
-void kt__names_free(void);
-/* fork() handlers of the name table, called by the registry's (ring.c):
- * @phase 0 before the fork (takes its lock), 1 in the parent after it,
- * 2 in the child (no crash log there: the parent's session owns it). */
-void kt__names_fork(int phase);
 
 /* The clock. */
 int kt__clock_setup(int requested);

@@ -16,6 +16,7 @@
 #include <katra/reader.h>
 #include "format/format.h"
 #include "ring/crash.h"
+#include "ring/private.h"
 #include "ring/ring.h"
 
 #define KILLS 30

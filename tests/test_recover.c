@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
