@@ -325,30 +325,6 @@ KT_API __attribute__((cold)) void kt__emit_slow(uint8_t type, uint32_t id, uint8
 /* Count a record the format cannot hold as refused (and so as dropped). */
 KT_API __attribute__((cold)) void kt__refuse(void);
 
-/* Whether a record of @type fits SPEC §4.2; the reader rejects a whole
- * chunk over one bad record, so bad ones never enter the ring. */
-static inline int kt__record_ok(uint8_t type, uint8_t flags, size_t len)
-{
-	switch (type) {
-	case KT_EV_ZONE_BEGIN:
-	case KT_EV_ZONE_END:
-	case KT_EV_INSTANT:
-		return len == 0 && flags == 0;
-	case KT_EV_COUNTER_I64:
-	case KT_EV_COUNTER_F64:
-	case KT_EV_FRAME:
-		return len == 8 && flags == 0;
-	case KT_EV_FLOW:
-		return len == 8 && flags <= KT_FLOW_END;
-	case KT_EV_MESSAGE:
-		return flags == 0;
-	case KT_EV_USER:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /*
  * The timestamp of a fast-path record.  On x86 the fast path runs only
  * while the clock is the TSC: with CLOCK_MONOTONIC the slow path keeps the
@@ -383,22 +359,24 @@ static inline int kt__on(void)
 }
 
 /*
- * Store one record (SPEC §4.2) at @p: timestamp, then name id, type, flags
- * and payload length packed into one little-endian word, then the payload
- * and its zero padding.  Shared by the inline path and the slow path.
+ * Store one record (katra/record.h) at @p: timestamp, then name id, type,
+ * flags and payload length packed into one little-endian word, then the
+ * payload and its zero padding.  Shared by the inline path and the slow
+ * path.
  */
 static inline __attribute__((always_inline)) void
 kt__put_record(uint8_t *p, uint64_t ts, uint8_t type, uint32_t id, uint8_t flags,
 	       const void *payload, size_t len)
 {
-	uint64_t meta = (uint64_t)id | (uint64_t)type << 32 | (uint64_t)flags << 40 |
-			(uint64_t)len << 48;
-	memcpy(p, &ts, 8);
-	memcpy(p + 8, &meta, 8);
+	uint64_t meta = (uint64_t)id | (uint64_t)type << KT_REC_META_SHIFT(KT_REC_TYPE) |
+			(uint64_t)flags << KT_REC_META_SHIFT(KT_REC_FLAGS) |
+			(uint64_t)len << KT_REC_META_SHIFT(KT_REC_LEN);
+	memcpy(p + KT_REC_TS, &ts, 8);
+	memcpy(p + KT_REC_NAME, &meta, 8);
 	if (len) {
-		memcpy(p + 16, payload, len);
+		memcpy(p + KT_REC_HEAD, payload, len);
 		if (len & 7)
-			memset(p + 16 + len, 0, 8 - (len & 7));
+			memset(p + KT_REC_HEAD + len, 0, 8 - (len & 7));
 	}
 }
 

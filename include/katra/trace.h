@@ -1,7 +1,7 @@
 /*
  * katra/trace.h - the values stored in a .katra file, shared by the reader
  * and the writer.  format/SPEC.md defines the bytes; these structs are their
- * decoded form.
+ * decoded form.  The event record and its types are katra/record.h's.
  */
 #ifndef KATRA_TRACE_H
 #define KATRA_TRACE_H
@@ -9,30 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <katra/error.h>
+#include <katra/record.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** Event record types (SPEC §4.2). */
-typedef enum kt_event_type {
-	KT_EV_ZONE_BEGIN = 1,
-	KT_EV_ZONE_END = 2,
-	KT_EV_INSTANT = 3,
-	KT_EV_COUNTER_I64 = 4,
-	KT_EV_COUNTER_F64 = 5,
-	KT_EV_FRAME = 6,
-	KT_EV_FLOW = 7,
-	KT_EV_MESSAGE = 8,
-	KT_EV_USER = 9,
-} kt_event_type;
-
-/** Flow phases, carried in the flags of a KT_EV_FLOW record. */
-typedef enum kt_flow_phase {
-	KT_FLOW_BEGIN = 0,
-	KT_FLOW_STEP = 1,
-	KT_FLOW_END = 2,
-} kt_flow_phase;
 
 /** Frame kinds (SPEC §4). */
 typedef enum kt_frame_kind {
@@ -162,12 +143,6 @@ typedef struct kt_event {
 	uint16_t payload_len;
 	const uint8_t *payload;
 } kt_event;
-
-/** kt_event_size - bytes one record with @payload_len bytes of payload takes. */
-static inline size_t kt_event_size(size_t payload_len)
-{
-	return 16 + ((payload_len + 7) & ~(size_t)7);
-}
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,137 @@
+/*
+ * katra/record.h - the event record: its bytes and its types.
+ *
+ * A record is what one emit writes into a thread's ring and what a chunk's
+ * decoded payload holds, back to back (format/SPEC.md §4.2, the normative
+ * text; this header is its one copy in code):
+ *
+ *     offset  size  field
+ *      0       8    ts, ticks                  KT_REC_TS
+ *      8       4    name_id (0 = none)         KT_REC_NAME
+ *     12       1    type (the table below)     KT_REC_TYPE
+ *     13       1    flags                      KT_REC_FLAGS
+ *     14       2    payload_len P              KT_REC_LEN
+ *     16       P    payload                    KT_REC_HEAD
+ *     16+P          zero pad to a multiple of 8
+ *
+ * Every integer is little-endian.  The producer stores bytes 8-15 as one
+ * 64-bit word, name_id | type << 32 | flags << 40 | P << 48, each shift
+ * KT_REC_META_SHIFT() of its field.
+ *
+ * Everything that knows a type's rules - the enum, the names, the check a
+ * producer makes before a record enters its ring and the one a reader makes
+ * on a record from a file - is generated from KT_EVENT_TYPES below, so the
+ * two sides accept exactly the same records.
+ *
+ * Threads: only constants and pure functions here; any thread.
+ */
+#ifndef KATRA_RECORD_H
+#define KATRA_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Byte offsets of a record's fields. */
+#define KT_REC_TS 0
+#define KT_REC_NAME 8
+#define KT_REC_TYPE 12
+#define KT_REC_FLAGS 13
+#define KT_REC_LEN 14
+#define KT_REC_HEAD 16          /* the fixed part; the payload starts here */
+#define KT_REC_MAX_PAYLOAD 65535u
+
+/* Bytes 8-15 read as one little-endian word: where @field sits in it. */
+#define KT_REC_META_SHIFT(field) (8 * ((field) - KT_REC_NAME))
+
+/** kt_event_size - bytes one record with @payload_len bytes of payload
+ * takes: the head, the payload and the pad that keeps the next record
+ * 8-byte aligned. */
+static inline size_t kt_event_size(size_t payload_len)
+{
+	return KT_REC_HEAD + ((payload_len + 7) & ~(size_t)7);
+}
+
+/** What a record's payload holds (SPEC §4.2's payload column). */
+typedef enum kt_payload {
+	KT_PAYLOAD_NONE = 0,  /* P = 0 */
+	KT_PAYLOAD_I64 = 1,   /* P = 8: a two's-complement value */
+	KT_PAYLOAD_F64 = 2,   /* P = 8: an IEEE-754 binary64 */
+	KT_PAYLOAD_U64 = 3,   /* P = 8: an unsigned number */
+	KT_PAYLOAD_BYTES = 4, /* P = 0..65535: bytes */
+} kt_payload;
+
+/** Flow phases, carried in the flags of a KT_EV_FLOW record. */
+typedef enum kt_flow_phase {
+	KT_FLOW_BEGIN = 0,
+	KT_FLOW_STEP = 1,
+	KT_FLOW_END = 2,
+} kt_flow_phase;
+
+/* The flag rules of the table: the highest flags value a type allows. */
+#define KT_REC_FLAGS_ZERO 0u     /* flags must be 0 */
+#define KT_REC_FLAGS_ANY 0xffu   /* free for the user */
+
+/*
+ * The one list of event types: X(code, enum name, display name, payload,
+ * highest flags).  Append only: the codes are in every trace file.
+ */
+#define KT_EVENT_TYPES(X)                                                              \
+	X(1, KT_EV_ZONE_BEGIN,  "zone_begin",  KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO)    \
+	X(2, KT_EV_ZONE_END,    "zone_end",    KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO)    \
+	X(3, KT_EV_INSTANT,     "instant",     KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO)    \
+	X(4, KT_EV_COUNTER_I64, "counter_i64", KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO)    \
+	X(5, KT_EV_COUNTER_F64, "counter_f64", KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO)    \
+	X(6, KT_EV_FRAME,       "frame",       KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)    \
+	X(7, KT_EV_FLOW,        "flow",        KT_PAYLOAD_U64,   KT_FLOW_END)          \
+	X(8, KT_EV_MESSAGE,     "message",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO)    \
+	X(9, KT_EV_USER,        "user",        KT_PAYLOAD_BYTES, KT_REC_FLAGS_ANY)
+
+/** Event record types (SPEC §4.2). */
+typedef enum kt_event_type {
+#define KT__EV_ENUM(code, name, text, payload, max_flags) name = code,
+	KT_EVENT_TYPES(KT__EV_ENUM)
+#undef KT__EV_ENUM
+} kt_event_type;
+
+/* Whether a payload of @len bytes is what @payload holds.  The 65535-byte
+ * bound of variable payloads is the length field's; whoever fills one
+ * checks it. */
+static inline int kt__payload_fits(kt_payload payload, size_t len)
+{
+	return payload == KT_PAYLOAD_BYTES || len == (payload == KT_PAYLOAD_NONE ? 0u : 8u);
+}
+
+/* A function, not an expression in the table's expansion, so a rule of
+ * KT_REC_FLAGS_ANY is no "always true" comparison of a uint8_t. */
+static inline int kt__flags_fit(unsigned flags, unsigned max_flags)
+{
+	return flags <= max_flags;
+}
+
+/*
+ * kt__record_ok - whether a record of @type with @flags and @len bytes of
+ * payload is one SPEC §4.2 allows.  The producer checks it before a
+ * record enters its ring (the reader refuses a whole chunk over one bad
+ * record); the reader checks every record of a file with it.
+ */
+static inline int kt__record_ok(uint8_t type, uint8_t flags, size_t len)
+{
+	switch (type) {
+#define KT__EV_OK(code, name, text, payload, max_flags) \
+	case code:                                        \
+		return kt__payload_fits(payload, len) && kt__flags_fit(flags, max_flags);
+		KT_EVENT_TYPES(KT__EV_OK)
+#undef KT__EV_OK
+	default:
+		return 0;
+	}
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KATRA_RECORD_H */
