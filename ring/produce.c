@@ -156,9 +156,9 @@ static uint64_t next_limit(struct kt__ring *r, uint64_t head, uint64_t tail)
 static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, uint32_t id,
 			    uint8_t flags, const void *payload, size_t len)
 {
-	size_t size = 16 + ((len + 7) & ~(size_t)7);
+	size_t size = kt_event_size(len);
 	sync_gen(r);
-	if (len > 0xffff || size > r->size / 4) {
+	if (len > KT_REC_MAX_PAYLOAD || size > r->size / 4) {
 		refuse(r);
 		return limit;
 	}

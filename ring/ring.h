@@ -46,7 +46,7 @@ struct kt__ring;
  * record.  Its name id holds the low 32 bits of its session's generation;
  * its payload is three u64: events lost, first and last timestamp. */
 #define KT__EV_DROP_MARK 0xFE
-#define KT__DROP_MARK_SIZE (16 + 24)
+#define KT__DROP_MARK_SIZE (KT_REC_HEAD + 24)
 
 /*
  * A ring's page as another process may read it, where a backing keeps the
@@ -137,15 +137,6 @@ typedef struct kt__ring_rec {
 				     * earlier session, which counted them */
 } kt__ring_rec;
 
-/* TODO(record.h): the record's layout (SPEC §4.2), until
- * include/katra/record.h names its offsets. */
-#define KT__REC_TS 0
-#define KT__REC_NAME 8
-#define KT__REC_TYPE 12
-#define KT__REC_FLAGS 13
-#define KT__REC_LEN 14
-#define KT__REC_HEAD 16
-
 /*
  * kt__ring_decode - the record at @p, at ring position @pos, of which @left
  * bytes are at hand.  Checks only the ring's own encoding (a drop marker's
@@ -156,28 +147,28 @@ typedef struct kt__ring_rec {
 static inline int kt__ring_decode(const uint8_t *p, size_t left, uint64_t pos, kt__ring_rec *rec)
 {
 	uint16_t len;
-	if (left < KT__REC_HEAD)
+	if (left < KT_REC_HEAD)
 		return 0;
-	memcpy(&len, p + KT__REC_LEN, 2);
+	memcpy(&len, p + KT_REC_LEN, 2);
 	rec->pos = pos;
-	if (p[KT__REC_TYPE] == KT__EV_DROP_MARK) {
-		if (len != KT__DROP_MARK_SIZE - KT__REC_HEAD || p[KT__REC_FLAGS])
+	if (p[KT_REC_TYPE] == KT__EV_DROP_MARK) {
+		if (len != KT__DROP_MARK_SIZE - KT_REC_HEAD || p[KT_REC_FLAGS])
 			return -1;
 		if (left < KT__DROP_MARK_SIZE)
 			return 0;
 		rec->bytes = NULL;
 		rec->size = KT__DROP_MARK_SIZE;
-		memcpy(&rec->marker_gen, p + KT__REC_NAME, 4);
-		memcpy(&rec->count, p + KT__REC_HEAD, 8);
-		memcpy(&rec->first_ts, p + KT__REC_HEAD + 8, 8);
-		memcpy(&rec->last_ts, p + KT__REC_HEAD + 16, 8);
+		memcpy(&rec->marker_gen, p + KT_REC_NAME, 4);
+		memcpy(&rec->count, p + KT_REC_HEAD, 8);
+		memcpy(&rec->first_ts, p + KT_REC_HEAD + 8, 8);
+		memcpy(&rec->last_ts, p + KT_REC_HEAD + 16, 8);
 		return 1;
 	}
 	rec->size = kt_event_size(len);
 	if (rec->size > left)
 		return 0;
 	rec->bytes = p;
-	memcpy(&rec->ts, p + KT__REC_TS, 8);
+	memcpy(&rec->ts, p + KT_REC_TS, 8);
 	return 1;
 }
 

@@ -388,7 +388,7 @@ static inline __attribute__((always_inline)) void
 kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t len)
 {
 	struct kt__ring_prod *r = kt__tls_ring;
-	size_t size = 16 + ((len + 7) & ~(size_t)7);
+	size_t size = kt_event_size(len);
 	uint64_t head;
 
 	if (__builtin_expect(r == NULL, 0))
@@ -396,7 +396,7 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 	/* Fixed-size records are far below a quarter of the smallest ring;
 	 * only variable ones pay for this check. */
 	if (!(__builtin_constant_p(len) && len <= 4096) &&
-	    __builtin_expect(size > (r->mask + 1) / 4 || len > 0xffff, 0))
+	    __builtin_expect(size > (r->mask + 1) / 4 || len > KT_REC_MAX_PAYLOAD, 0))
 		goto slow;
 	/*
 	 * Mark the thread busy before reading head, so a signal handler that
