@@ -32,7 +32,7 @@
 #include "flush/flush.h"
 #include "format/format.h"
 #include "format/reader_internal.h"
-#include "ring/crash.h"
+#include "recover/recover.h"
 #include "ring/ring.h"
 
 #define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */

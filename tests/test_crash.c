@@ -15,7 +15,7 @@
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "ring/private.h"
 #include "ring/ring.h"
 

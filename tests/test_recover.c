@@ -19,7 +19,7 @@
 #include <katra/reader.h>
 #include <katra/writer.h>
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "ring/ring.h"
 #include "tools/recover.h"
 
@@ -587,7 +587,7 @@ Test(hostile, a_ring_that_shrinks_while_read_never_kills_recover)
 }
 
 /* recover_dir() in this process, with @caps; its messages in f->msg. */
-static int recover_in(struct forge *f, const struct recover_caps *caps)
+static int recover_in(struct forge *f, const struct kt__recover_caps *caps)
 {
 	char *out = path_in(f->work, "out.katra");
 	int fd = memfd_create("recover-out", MFD_CLOEXEC);
@@ -616,7 +616,7 @@ Test(hostile, ring_bytes_past_the_cap_are_not_read)
 	struct forge f;
 	forge(&f, 4, NULL);
 	/* Two rings and half of the third. */
-	struct recover_caps caps = recover_caps;
+	struct kt__recover_caps caps = kt__recover_caps;
 	caps.ring_bytes = 2 * EVENTS * REC + EVENTS / 2 * REC;
 	cr_assert_eq(recover_in(&f, &caps), 3, "%s", f.msg);
 	has(&f, "katra-1/ring-2: position 120: the rings hold more than the 600 bytes read per "
@@ -634,7 +634,7 @@ Test(hostile, names_log_past_the_cap_is_not_read)
 {
 	struct forge f;
 	forge(&f, 1, NULL);
-	struct recover_caps caps = recover_caps;
+	struct kt__recover_caps caps = kt__recover_caps;
 	caps.names_bytes = 12 + 3 + 6; /* the name and half the thread entry */
 	cr_assert_eq(recover_in(&f, &caps), 3, "%s", f.msg);
 	has(&f, "katra-1/names: larger than 21 bytes: the entries past that are not read");

@@ -1,8 +1,10 @@
 /*
- * Crash files, the live side: the directory, the control file's header and
- * slots, the names log.  Layout and the reasoning are in ring/crash.h.
- * Everything here runs at session start and stop or under the registry or
- * names lock; nothing runs on the emit path.
+ * Crash files, the live side: the directory, the control file's header,
+ * and the backing (ring/backing.h) that puts each ring's page in a slot of
+ * the control file and its bytes in a ring file, and logs names.  Layout
+ * and the reasoning are in recover/crash.h.  Everything here runs at
+ * session start and stop or under the registry or names lock; nothing
+ * runs on the emit path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +19,7 @@
 #include <unistd.h>
 
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "ring/ring.h"
 
 /* A slot is a ring's page: the stamp goes after the struct. */

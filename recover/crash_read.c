@@ -1,6 +1,6 @@
 /*
  * Crash files, the reading side: decode and check a control header, a ring
- * slot and a ring's records from bytes a dead process left (ring/crash.h).
+ * slot and a ring's records from bytes a dead process left (recover/crash.h).
  * No I/O and no trust: every length and position is checked before use,
  * since the bytes may be damaged.  `katra recover` and fuzz_control use it.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "ring/ring.h"
 
 __attribute__((format(printf, 4, 5))) static int say(char *why, size_t cap, int rc,

@@ -1,6 +1,7 @@
 /*
- * ring/crash.h - internal: crash files, so that what a process emitted
- * before it died can be recovered (`katra recover`).
+ * recover/crash.h - private to recover/ (and its tests): the crash files'
+ * format, so that what a process emitted before it died can be recovered
+ * (`katra recover`).  recover/recover.h is the door to the rest.
  *
  * A session with crash files (kt_session_options.crash_dir, KT_CRASH_DIR)
  * makes a directory PARENT/katra-<pid>/ holding:
@@ -39,15 +40,16 @@
  * was at offset 120 (KT__CTL_V1_O_PATH); the reader still reads it.
  *
  * Nothing in a crash directory is trusted by the reading side: anyone may
- * have written it (tools/crashdir.h says what `katra recover` opens).
+ * have written it (recover/crashdir.h says what `katra recover` opens).
  */
-#ifndef KATRA_RING_CRASH_H
-#define KATRA_RING_CRASH_H
+#ifndef KATRA_RECOVER_CRASH_H
+#define KATRA_RECOVER_CRASH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <katra/trace.h>
+#include "recover/recover.h"
 #include "ring/ring.h"
 
 #define KT__CTL_MAGIC "\x89KTC\r\n\x1a\n"
@@ -112,29 +114,7 @@
 #define KT__NAMES_NAME 1u          /* kinds of a names log entry */
 #define KT__NAMES_THREAD 2u
 
-/* ---- the live side (ring/crash.c) ------------------------------------- */
-
-struct kt__crash;
-
-/*
- * Make PARENT/katra-<pid>/ ("" or NULL: /dev/shm) with its control and
- * names files and take the control file's lock.  @trace_fd is the
- * session's file, starting at @trace_off.  Rings are backed by files
- * there once kt__crash_backing(*@out) is the registry's.  Return: 0 and
- * *@out, or -errno (nothing is left behind).
- */
-int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
-		    uint64_t trace_off);
-/* Write the control header: the session's header values and generation. */
-int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen);
-/* The crash files as a ring backing (ring/backing.h): ring slots, and the
- * names log for kt__registry_set_backing(). */
-const kt__backing *kt__crash_backing(struct kt__crash *c);
-/* Remove the directory.  NULL is a no-op.  Call once the registry has
- * another backing, with no flusher running. */
-void kt__crash_finish(struct kt__crash *c);
-/* The directory, for messages and tests. */
-const char *kt__crash_dir(const struct kt__crash *c);
+/* ---- the live side (recover/crash.c) ---------------------------------- */
 
 /*
  * Who process @pid is (0: this process): its start time, field 22 of
@@ -148,7 +128,7 @@ int kt__proc_identity(long pid, uint64_t *start, uint8_t boot_id[16]);
 /* Mark a slot page as holding ring @index. */
 void kt__crash_stamp(void *page, uint32_t index);
 
-/* ---- the reading side (ring/crash_read.c): bytes in, no I/O ---------- */
+/* ---- the reading side (recover/crash_read.c): bytes in, no I/O ------- */
 
 /* The control header, decoded. */
 typedef struct kt__ctl {
@@ -223,4 +203,4 @@ size_t kt__ring_records(const uint8_t *p, size_t len, uint64_t pos,
 /* The longest ring record: an event with a 65535-byte payload, padded. */
 #define KT__RECORD_MAX (16u + 65536u)
 
-#endif /* KATRA_RING_CRASH_H */
+#endif /* KATRA_RECOVER_CRASH_H */
