@@ -354,6 +354,39 @@ Test(hostile, a_symlink_planted_at_the_temporary_name_is_not_followed)
 	forge_free(&f);
 }
 
+/*
+ * Outputs under /dev were written in place, as /dev/stdout must be; but
+ * /dev/shm is a folder anyone may plant names in (and where the scratch
+ * folders live): a link there was followed, and a longer file kept its
+ * tail after the new trace's end.  (Without /dev/shm the scratch folder is
+ * elsewhere and this checks the ordinary path.)
+ */
+Test(hostile, an_output_under_dev_shm_is_replaced_never_written_through)
+{
+	struct forge f;
+	forge(&f, 1, NULL);
+	char *out = path_in(f.work, "out.katra");
+	cr_assert_eq(symlink(f.victim, out), 0);
+	cr_assert_eq(recover_out(&f, f.dir, NULL), 3, "%s", f.msg);
+	victim_unchanged(&f);
+	struct stat sb;
+	cr_assert_eq(lstat(out, &sb), 0);
+	cr_assert(S_ISREG(sb.st_mode), "OUT is a file of its own");
+	/* Longer than what recover writes: none of it may stay behind. */
+	FILE *junk = fopen(out, "w");
+	cr_assert_not_null(junk);
+	for (int i = 0; i < 1 << 16; i++)
+		fputs("junk", junk);
+	cr_assert_eq(fclose(junk), 0);
+	cr_assert_eq(recover_out(&f, f.dir, NULL), 3, "%s", f.msg);
+	struct outcome o;
+	read_out(out, NULL, &o);
+	cr_assert_eq(o.events, EVENTS);
+	work_holds(&f, "out.katra", NULL);
+	free(out);
+	forge_free(&f);
+}
+
 /* ---- what is opened, what refused ------------------------------------- */
 
 Test(hostile, symbolic_links_are_refused_and_their_targets_never_measured)
