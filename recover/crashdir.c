@@ -104,7 +104,8 @@ void kt__crashdir_close(kt__crashdir *d)
 	d->fd = -1;
 }
 
-int kt__crashdir_file(const kt__crashdir *d, const char *name, struct stat *sb, char *why, size_t cap)
+int kt__crashdir_file(const kt__crashdir *d, const char *name, struct stat *sb, char *why,
+		      size_t cap)
 {
 	return open_checked(d->fd, name, S_IFREG, sb, why, cap);
 }

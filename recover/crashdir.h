@@ -1,11 +1,12 @@
 /*
- * recover/crashdir.h - private to recover/: what `katra recover` trusts in a crash directory: nothing it
- * has not checked.  Anyone may plant a katra-<pid> directory where crash
- * files go (/dev/shm is writable by all), and recover often runs as root,
- * so every file is opened relative to the directory's fd, without
- * following a symbolic link, without blocking on a FIFO, and only when it
- * is a regular file (or directory) owned by the caller.  A refused file is
- * named with the reason, never with its size or contents.
+ * recover/crashdir.h - private to recover/: what `katra recover` trusts in
+ * a crash directory: nothing it has not checked.  Anyone may plant a
+ * katra-<pid> directory where crash files go (/dev/shm is writable by
+ * all), and recover often runs as root, so every file is opened relative
+ * to the directory's fd, without following a symbolic link, without
+ * blocking on a FIFO, and only when it is a regular file (or directory)
+ * owned by the caller.  A refused file is named with the reason, never
+ * with its size or contents.
  *
  * Single-threaded, like the command.
  */
