@@ -18,7 +18,7 @@ static size_t *lens;
 static uint32_t count, id_cap;
 static uint32_t *slots;       /* open addressing: id or 0 */
 static size_t slot_cap;       /* power of two */
-static kt__name_fn log_fn;    /* crash files: told of every new name */
+static kt__name_fn log_fn;    /* a backing that keeps names: told of each */
 static void *log_ctx;
 
 static size_t slot_of(const char *s, size_t len)
