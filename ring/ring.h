@@ -111,6 +111,10 @@ uint64_t kt__registry_reset_for_session(void);
 
 /* ---- the consumer side (ring/consume.c) -------------------------------- */
 
+/* Threads: a ring's one consumer (a session's flusher thread) calls these,
+ * one at a time; kt__ring_wake_consumer() and kt__ring_decode() any
+ * thread. */
+
 /* Published bytes the consumer has not read yet: ring positions
  * [@from, @to), contiguous at @bytes (the ring is mapped twice). */
 typedef struct kt__span {
@@ -247,8 +251,9 @@ typedef struct kt__ring_losses {
  */
 void kt__ring_settle(struct kt__ring *r, int retired, kt__ring_losses *out);
 
-/* Crash files: record that the file now holds @events of @r's thread and
- * everything the consumer has read of the ring. */
+/* kt__ring_checkpoint - record in the ring's page that the consumer's
+ * output now holds @events of @r's thread and everything it has read of
+ * the ring (for a backing that keeps the page: recover/'s crash files). */
 void kt__ring_checkpoint(struct kt__ring *r, uint64_t events);
 
 /*
