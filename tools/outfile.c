@@ -74,6 +74,10 @@ int outfile_open(outfile *o, const char *path, const struct stat *in)
 		return -EEXIST;
 	if (exists && S_ISDIR(sb.st_mode))
 		return -EISDIR;
+	/* A FIFO someone else made where the output goes (in /tmp, say)
+	 * would hand them the output, or hang us until they read. */
+	if (exists && S_ISFIFO(sb.st_mode) && sb.st_uid != geteuid() && !system_path(path))
+		return -EPERM;
 	if (exists && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode) ||
 		       (S_ISREG(sb.st_mode) && system_path(path))))
 		return open_direct(o, path);

@@ -27,7 +27,8 @@ typedef struct outfile {
  * outfile_open - create the temporary file for @path.  @in, when not NULL,
  * is the stat of the command's input: an output naming the same file is
  * refused with -EEXIST (nothing is created).  A directory at @path gives
- * -EISDIR; a socket or block device -EINVAL.
+ * -EISDIR; a socket or block device -EINVAL; a FIFO owned by another user
+ * (outside /dev and /proc) -EPERM.
  *
  * Returns 0, with o->fd open for writing (mode 0666 less the umask), or a
  * negative errno with @o closed.

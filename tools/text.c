@@ -13,16 +13,28 @@ static int is_control(uint32_t cp)
 	return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0);
 }
 
-/* The escape for one control code point, or for one stray byte. */
+/* The escape for one control code point, or for one stray byte.  Built by
+ * hand: a hostile name may be all escapes, and printf per byte was most of
+ * the time of printing one. */
 static int put_escape(FILE *f, uint32_t v)
 {
+	static const char hex[] = "0123456789ABCDEF";
+	char b[6] = { '\\' };
+	size_t n = 2;
 	switch (v) {
-	case '\n': return fputs("\\n", f) < 0 ? -1 : 0;
-	case '\r': return fputs("\\r", f) < 0 ? -1 : 0;
-	case '\t': return fputs("\\t", f) < 0 ? -1 : 0;
-	case '\\': return fputs("\\\\", f) < 0 ? -1 : 0;
-	default:   return fprintf(f, v < 0x100 ? "\\x%02X" : "\\u%04X", (unsigned)v) < 0 ? -1 : 0;
+	case '\n': b[1] = 'n'; break;
+	case '\r': b[1] = 'r'; break;
+	case '\t': b[1] = 't'; break;
+	case '\\': b[1] = '\\'; break;
+	default:
+		if (v < 0x100) {
+			b[1] = 'x', b[2] = hex[v >> 4], b[3] = hex[v & 15], n = 4;
+		} else {
+			b[1] = 'u', b[2] = hex[v >> 12 & 15], b[3] = hex[v >> 8 & 15];
+			b[4] = hex[v >> 4 & 15], b[5] = hex[v & 15], n = 6;
+		}
 	}
+	return fwrite(b, 1, n, f) == n ? 0 : -1;
 }
 
 int text_put(FILE *f, const char *s, size_t n)
@@ -30,6 +42,10 @@ int text_put(FILE *f, const char *s, size_t n)
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0, plain = 0;   /* [plain, i) is printable, not yet written */
 	while (i < n) {
+		if (p[i] >= 0x20 && p[i] < 0x7F && p[i] != '\\') {
+			i++; /* printable ASCII, most of any text: no decoding */
+			continue;
+		}
 		uint32_t cp;
 		size_t len = kt__utf8_char(p + i, n - i, &cp);
 		if (len && !is_control(cp) && cp != '\\') {
@@ -58,6 +74,10 @@ char *text_utf8(const char *s, size_t n, size_t *len)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n;) {
+		if (p[i] < 0x80) {
+			*o++ = (char)p[i++]; /* ASCII: no decoding, no call */
+			continue;
+		}
 		size_t l = kt__utf8_char(p + i, n - i, NULL);
 		if (l) {
 			memcpy(o, p + i, l);

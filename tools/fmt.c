@@ -1,0 +1,741 @@
+/*
+ * fmt.c - events as text, JSON lines and Chrome objects; fmt.h says what
+ * and why.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/esc.h"
+#include "tools/fmt.h"
+#include "tools/pipe.h"
+
+static const char *const flow_phase[] = { "begin", "step", "end" };
+
+/*
+ * Event output goes through buffers with their own integer formatting:
+ * printf's format parsing was most of the time of a dump.  A line is
+ * written into room reserved once for its fixed-size parts, so the hot path
+ * checks the space once per event rather than once per field.
+ */
+#define OUT_STREAM_CAP (1u << 20) /* a stream's buffer: 1 MiB writes */
+#define OUT_SLACK 128             /* numbers, literals and a time, per line */
+#define MID_SLOTS 1024
+
+/*
+ * The constant middle of an event line, per (thread, name, type, flags,
+ * format), in a small direct-mapped cache.  For Chrome JSON it holds the
+ * part before the time (head) and the part after it, split at @split.
+ */
+struct prefix {
+	uint32_t tid, name;
+	uint8_t type, kind, used, flags;
+	size_t len, split;
+	char *big; /* a middle too long for s, or NULL */
+	char s[128];
+};
+
+/* What one formatting thread remembers between events. */
+struct fmt_cache {
+	uint64_t hi_last; /* put_ns(): the digits above 1e8 printed last */
+	size_t hi_n;
+	char hi_s[16];
+	struct prefix mids[MID_SLOTS];
+};
+
+/* An output buffer: a stream's (flushed to @f when full) or, with @f NULL,
+ * one that grows in memory (a batch formatted ahead by the merging thread). */
+struct out {
+	char *buf;
+	size_t len, cap;
+	FILE *f;
+	int err; /* a write to @f failed */
+	struct fmt_cache *c;
+};
+
+static struct fmt_cache *fmt_cache_new(void)
+{
+	struct fmt_cache *c = calloc(1, sizeof(*c));
+	if (c)
+		c->hi_last = UINT64_MAX;
+	return c;
+}
+
+static void fmt_cache_free(struct fmt_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < MID_SLOTS; i++)
+		free(c->mids[i].big);
+	free(c);
+}
+
+static int out_errno; /* the first failed write's errno, for main() to say */
+
+/* A write to the stream failed: remember it, and the first errno. */
+static void o_failed(struct out *o)
+{
+	o->err = 1;
+	if (!out_errno)
+		out_errno = errno ? errno : EIO;
+}
+
+static void o_flush(struct out *o)
+{
+	if (o->f && o->len && fwrite(o->buf, 1, o->len, o->f) != o->len)
+		o_failed(o);
+	if (o->f)
+		o->len = 0;
+}
+
+/* Make room for @n more bytes; NULL when memory ran out. */
+static __attribute__((noinline)) char *o_room_slow(struct out *o, size_t n)
+{
+	o_flush(o);
+	if (o->cap - o->len >= n)
+		return o->buf + o->len;
+	size_t cap = o->cap ? o->cap : OUT_STREAM_CAP;
+	while (cap - o->len < n)
+		cap *= 2;
+	char *p = realloc(o->buf, cap);
+	if (!p)
+		return NULL;
+	o->buf = p;
+	o->cap = cap;
+	return p + o->len;
+}
+
+static inline char *o_room(struct out *o, size_t n)
+{
+	if (__builtin_expect(o->cap - o->len >= n, 1))
+		return o->buf + o->len;
+	return o_room_slow(o, n);
+}
+
+static inline void o_commit(struct out *o, char *end)
+{
+	o->len = (size_t)(end - o->buf);
+}
+
+/* Append @n bytes; 0, or -1 when the buffer could not grow. */
+static int o_mem(struct out *o, const void *p, size_t n)
+{
+	if (o->f && n > OUT_STREAM_CAP) {
+		/* Larger than the buffer: written as it is, in order. */
+		o_flush(o);
+		if (fwrite(p, 1, n, o->f) != n)
+			o_failed(o);
+		return 0;
+	}
+	char *d = o_room(o, n);
+	if (!d)
+		return -1;
+	memcpy(d, p, n);
+	o_commit(o, d + n);
+	return 0;
+}
+
+/* Two digits per division: nanosecond stamps have a dozen or more. */
+static const char pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Writes at most 20 bytes. */
+static inline char *put_u64(char *d, uint64_t v)
+{
+	char b[20];
+	char *e = b + sizeof(b), *p = e;
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+		v /= 100;
+		p -= 2;
+		memcpy(p, pairs + 2 * r, 2);
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, pairs + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	memcpy(d, p, (size_t)(e - p));
+	return d + (e - p);
+}
+
+static inline char *put_i64(char *d, int64_t v)
+{
+	if (v < 0) {
+		*d++ = '-';
+		return put_u64(d, -(uint64_t)v);
+	}
+	return put_u64(d, (uint64_t)v);
+}
+
+/* Exactly eight digits, zero-padded: @v < 1e8. */
+static inline char *put_8digits(char *d, uint32_t v)
+{
+	uint32_t a = v / 10000, b = v % 10000;
+	memcpy(d, pairs + 2 * (a / 100), 2);
+	memcpy(d + 2, pairs + 2 * (a % 100), 2);
+	memcpy(d + 4, pairs + 2 * (b / 100), 2);
+	memcpy(d + 6, pairs + 2 * (b % 100), 2);
+	return d + 8;
+}
+
+/* The digits of @ns above 1e8.  Consecutive event times share them, so
+ * they are formatted only when they change.  Writes up to 16 bytes. */
+static inline char *put_hi(struct fmt_cache *c, char *d, uint64_t hi)
+{
+	if (__builtin_expect(hi != c->hi_last, 0)) {
+		char b[16];
+		c->hi_n = (size_t)(put_u64(b, hi) - b);
+		memcpy(c->hi_s, b, c->hi_n);
+		c->hi_last = hi;
+	}
+	memcpy(d, c->hi_s, sizeof(c->hi_s));
+	return d + c->hi_n;
+}
+
+/* A time in ns, as put_u64() would write it; at most 24 bytes. */
+static inline char *put_ns(struct fmt_cache *c, char *d, uint64_t ns)
+{
+	if (ns < 100000000u)
+		return put_u64(d, ns);
+	uint64_t hi = ns / 100000000u;
+	d = put_hi(c, d, hi);
+	return put_8digits(d, (uint32_t)(ns - hi * 100000000u));
+}
+
+/* A time in microseconds with three decimals (Chrome's unit), then a
+ * comma: the digits of ns with a point before the last three. */
+static inline char *put_us_comma(struct fmt_cache *c, char *d, uint64_t ns)
+{
+	if (ns < 100000000u) {
+		d = put_u64(d, ns / 1000);
+		uint32_t f = (uint32_t)(ns % 1000);
+		d[0] = '.';
+		d[1] = (char)('0' + f / 100);
+		d[2] = pairs[2 * (f % 100)];
+		d[3] = pairs[2 * (f % 100) + 1];
+		d[4] = ',';
+		return d + 5;
+	}
+	uint64_t hi = ns / 100000000u;
+	d = put_hi(c, d, hi);
+	put_8digits(d, (uint32_t)(ns - hi * 100000000u));
+	d[8] = d[7];
+	d[7] = d[6];
+	d[6] = d[5];
+	d[5] = '.';
+	d[9] = ',';
+	return d + 10;
+}
+
+static int o_hex(struct out *o, const uint8_t *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *d = o_room(o, 2 * n);
+	if (!d)
+		return -1;
+	for (size_t k = 0; k < n; k++) {
+		*d++ = digits[p[k] >> 4];
+		*d++ = digits[p[k] & 15];
+	}
+	o_commit(o, d);
+	return 0;
+}
+
+/*
+ * A name or thread name as the line shows it: escaped for a terminal, or a
+ * JSON literal; @none (a literal) when the file defines no such id.
+ * Returns a malloc'd string or NULL when out of memory.
+ */
+static char *label(const char *s, size_t n, int json, const char *none)
+{
+	if (!s)
+		return strdup(none);
+	return json ? esc_json(s, n) : esc_text(s, n);
+}
+
+static char *name_label(const struct tables *t, uint32_t id, int json)
+{
+	size_t n = 0;
+	const char *s = id ? tables_name(t, id, &n) : NULL;
+	return label(s, n, json, json ? "null" : "?");
+}
+
+static char *thread_label(const struct tables *t, uint32_t id, int json)
+{
+	size_t n = 0;
+	const char *s = tables_thread(t, id, &n);
+	return label(s, n, json, json ? "null" : "");
+}
+
+/* The Chrome middle of @ev after its head (@head, @nm the name literal). */
+static int chrome_mid(char **buf, const char *head, const char *nm, const kt_event *ev)
+{
+	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s}", head, nm);
+	case KT_EV_ZONE_END:
+		return asprintf(buf, "%s\"ph\":\"E\",\"name\":%s}", head, nm);
+	case KT_EV_INSTANT:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", head, nm);
+	case KT_EV_COUNTER_I64:
+	case KT_EV_COUNTER_F64:
+		return asprintf(buf, "%s\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", head, nm);
+	case KT_EV_FRAME:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
+				     "\"args\":{\"frame\":", head, nm);
+	case KT_EV_FLOW: {
+		static const char *const ph[3] = { "\"ph\":\"s\",", "\"ph\":\"t\",",
+						   "\"ph\":\"f\",\"bp\":\"e\"," };
+		return asprintf(buf, "%s%s\"name\":%s,\"cat\":\"flow\",\"id\":", head,
+				ph[ev->flags < 3 ? ev->flags : 0], nm);
+	}
+	default:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", head, nm);
+	}
+}
+
+/* Build the cached middle of @ev for @j->kind; returns asprintf's result
+ * (-1 when out of memory) and, for Chrome, where the head ends. */
+static int build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_event *ev)
+{
+	const char *type = kt_event_type_name(ev->type);
+	int json = j->kind != FMT_TEXT, n = -1;
+	char *nm = name_label(j->t, ev->name_id, json);
+	char *th = j->kind == FMT_CHROME ? NULL : thread_label(j->t, ev->thread_id, json);
+	*split = 0;
+	if (!nm || (j->kind != FMT_CHROME && !th)) {
+		/* out of memory: n stays -1 */
+	} else if (j->kind == FMT_JSONL) {
+		n = asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s",
+			     ev->thread_id, th, type, nm);
+	} else if (j->kind == FMT_CHROME) {
+		char head[64];
+		int h = snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":",
+				 j->pid, ev->thread_id);
+		*split = (size_t)h;
+		n = chrome_mid(buf, head, nm, ev);
+	} else {
+		n = asprintf(buf, " %u %s %s %s", ev->thread_id, th, type, nm);
+	}
+	free(nm);
+	free(th);
+	return n;
+}
+
+/* A miss in the middle cache: build the entry at @p; NULL when out of
+ * memory (the slot is left empty). */
+static __attribute__((noinline)) const struct prefix *
+mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t flags)
+{
+	char *buf = NULL;
+	size_t split;
+	int n = build_mid(&buf, &split, j, ev);
+	free(p->big);
+	p->big = NULL;
+	p->used = 0;
+	if (n < 0)
+		return NULL;
+	if ((size_t)n < sizeof(p->s)) {
+		memcpy(p->s, buf, (size_t)n);
+		free(buf);
+	} else {
+		p->big = buf;
+	}
+	p->len = (size_t)n;
+	p->split = split;
+	p->tid = ev->thread_id;
+	p->name = ev->name_id;
+	p->type = ev->type;
+	p->flags = flags;
+	p->kind = (uint8_t)j->kind;
+	p->used = 1;
+	return p;
+}
+
+static inline const struct prefix *mid_of(struct fmt_cache *c, const struct fmt_job *j,
+					  const kt_event *ev)
+{
+	uint8_t flags = j->kind == FMT_CHROME && ev->type == KT_EV_FLOW ? ev->flags : 0;
+	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u ^
+		      flags * 31u) & (MID_SLOTS - 1);
+	struct prefix *p = &c->mids[h];
+	if (__builtin_expect(p->used && p->tid == ev->thread_id && p->name == ev->name_id &&
+			     p->type == ev->type && p->kind == j->kind && p->flags == flags, 1))
+		return p;
+	return mid_fill(p, j, ev, flags);
+}
+
+/* Copy @len bytes of @m's text from @off.  Short pieces are copied as a
+ * fixed 64 bytes, which compiles to a few moves instead of a call: the
+ * line's room (OUT_SLACK past the middle) covers the excess, and the
+ * bytes past the piece are overwritten by what follows. */
+static inline char *put_mid(char *d, const struct prefix *m, size_t off, size_t len)
+{
+	if (!m->big && len <= 64 && off + 64 <= sizeof(m->s))
+		memcpy(d, m->s + off, 64);
+	else
+		memcpy(d, (m->big ? m->big : m->s) + off, len);
+	return d + len;
+}
+
+/* %.17g, or null where JSON has no such number (NaN, infinities). */
+static inline char *put_f64(char *d, double v, int json)
+{
+	if (json && (v != v || v - v != 0)) {
+		memcpy(d, "null", 4);
+		return d + 4;
+	}
+	int n = snprintf(d, 32, "%.17g", v);
+	return d + (n > 0 && n < 32 ? n : 0);
+}
+
+/* A message's bytes as a JSON literal, in every format: quoted, escaped,
+ * nothing lost.  0, or -1 when out of memory. */
+static int o_message(struct out *o, const kt_event *ev)
+{
+	char *lit = esc_json((const char *)ev->payload, ev->payload_len);
+	int rc = lit ? o_mem(o, lit, strlen(lit)) : -1;
+	free(lit);
+	return rc;
+}
+
+/* Start a line: its cached middle @m and room for the line's fixed-size
+ * parts; NULL when the buffer could not grow. */
+static inline char *line_begin(struct out *o, const struct fmt_job *j, const kt_event *ev,
+			       const struct prefix **m)
+{
+	*m = mid_of(o->c, j, ev);
+	return *m ? o_room(o, (*m)->len + OUT_SLACK) : NULL;
+}
+
+/* A line that could not be finished: an in-memory buffer drops what it
+ * holds of it, so that the writer formats the event again. */
+static int line_fail(struct out *o, size_t start)
+{
+	if (!o->f)
+		o->len = start;
+	return -1;
+}
+
+/* Before a value: its key in a JSON line, a space in a text line. */
+static inline char *put_key(char *d, int jsonl, const char *key, size_t n)
+{
+	if (!jsonl) {
+		*d++ = ' ';
+		return d;
+	}
+	memcpy(d, key, n);
+	return d + n;
+}
+#define KEY(s) s, sizeof(s) - 1
+
+/* One event as a text line or a JSON object line; 0, or -1 when the
+ * buffer could not grow (nothing of the line is kept). */
+static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
+{
+	int jsonl = j->kind == FMT_JSONL;
+	const struct prefix *m;
+	size_t start = o->len;
+	char *d = line_begin(o, j, ev, &m);
+	if (!d)
+		return -1;
+	if (jsonl) {
+		memcpy(d, "{\"ns\":", 6);
+		d += 6;
+	}
+	d = put_ns(o->c, d, ns);
+	/* Everything between the time and the value depends only on the
+	 * thread, the name and the type: built once, then copied. */
+	d = put_mid(d, m, 0, m->len);
+	int64_t i64;
+	double f64;
+	uint64_t u64;
+	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+	case KT_EV_ZONE_END:
+	case KT_EV_INSTANT:
+		break;
+	case KT_EV_COUNTER_I64:
+		memcpy(&i64, ev->payload, 8);
+		d = put_i64(put_key(d, jsonl, KEY(",\"value\":")), i64);
+		break;
+	case KT_EV_COUNTER_F64:
+		memcpy(&f64, ev->payload, 8);
+		d = put_f64(put_key(d, jsonl, KEY(",\"value\":")), f64, jsonl);
+		break;
+	case KT_EV_FRAME:
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(put_key(d, jsonl, KEY(",\"frame\":")), u64);
+		break;
+	case KT_EV_FLOW: {
+		const char *ph = flow_phase[ev->flags < 3 ? ev->flags : 0];
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(put_key(d, jsonl, KEY(",\"flow\":")), u64);
+		d = put_key(d, jsonl, KEY(",\"phase\":\""));
+		memcpy(d, ph, strlen(ph));
+		d += strlen(ph);
+		if (jsonl)
+			*d++ = '"';
+		break;
+	}
+	case KT_EV_MESSAGE:
+		o_commit(o, put_key(d, jsonl, KEY(",\"text\":")));
+		if (o_message(o, ev) || !(d = o_room(o, 2)))
+			goto fail;
+		break;
+	case KT_EV_USER:
+		d = put_u64(put_key(d, jsonl, KEY(",\"flags\":")), ev->flags);
+		o_commit(o, put_key(d, jsonl, KEY(",\"bytes\":\"")));
+		if (o_hex(o, ev->payload, ev->payload_len) || !(d = o_room(o, 3)))
+			goto fail;
+		if (jsonl)
+			*d++ = '"';
+		break;
+	default:
+		break;
+	}
+	if (jsonl)
+		*d++ = '}';
+	*d++ = '\n';
+	o_commit(o, d);
+	return 0;
+fail:
+	return line_fail(o, start);
+}
+
+/* One event as a Chrome JSON object, after a comma unless it is the first
+ * object of the array.  Returns as fmt_line(). */
+static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
+			     uint64_t index)
+{
+	const struct prefix *m;
+	size_t start = o->len;
+	char *d = line_begin(o, j, ev, &m);
+	if (!d)
+		return -1;
+	/* Microseconds with nanosecond digits: the format's unit is us.  The
+	 * head (thread) and the tail (name, type) come from the middle cache. */
+	size_t skip = index ? 0 : 1;
+	d = put_mid(d, m, skip, m->split - skip);
+	d = put_us_comma(o->c, d, ns);
+	d = put_mid(d, m, m->split, m->len - m->split);
+	int64_t i64;
+	double f64;
+	uint64_t u64;
+	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+	case KT_EV_ZONE_END:
+	case KT_EV_INSTANT:
+		break;
+	case KT_EV_COUNTER_I64:
+		memcpy(&i64, ev->payload, 8);
+		d = put_i64(d, i64);
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	case KT_EV_COUNTER_F64:
+		memcpy(&f64, ev->payload, 8);
+		d = put_f64(d, f64, 1);
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	case KT_EV_FRAME:
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(d, u64);
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	case KT_EV_FLOW:
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(d, u64);
+		*d++ = '}';
+		break;
+	case KT_EV_MESSAGE:
+		memcpy(d, "\"text\":", 7);
+		o_commit(o, d + 7);
+		if (o_message(o, ev) || !(d = o_room(o, 2)))
+			goto fail;
+		memcpy(d, "}}", 2);
+		d += 2;
+		break;
+	default:
+		memcpy(d, "\"type\":", 7);
+		d = put_u64(d + 7, ev->type);
+		memcpy(d, ",\"flags\":", 9);
+		d = put_u64(d + 9, ev->flags);
+		memcpy(d, ",\"bytes\":\"", 10);
+		o_commit(o, d + 10);
+		if (o_hex(o, ev->payload, ev->payload_len) || !(d = o_room(o, 3)))
+			goto fail;
+		memcpy(d, "\"}}", 3);
+		d += 3;
+		break;
+	}
+	o_commit(o, d);
+	return 0;
+fail:
+	return line_fail(o, start);
+}
+
+/* The events of a pass numbered @index on: dump's filter, then a line. */
+static inline int fmt_one(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
+			  uint64_t index)
+{
+	if (j->kind == FMT_CHROME)
+		return fmt_chrome_event(o, j, ev, ns, j->printed + index);
+	if (ns < j->from || ns > j->to)
+		return 0;
+	if (j->nthreads) {
+		int keep = 0;
+		for (int i = 0; i < j->nthreads; i++)
+			keep |= j->threads[i] == ev->thread_id;
+		if (!keep)
+			return 0;
+	}
+	return fmt_line(o, j, ev, ns);
+}
+
+/* ---- formatters and their passes ----------------------------------------- */
+
+struct fmt {
+	struct out o;
+	const struct fmt_job *j;
+	uint64_t n; /* events seen by fmt_event() */
+};
+
+struct fmt *fmt_new(const struct fmt_job *job, FILE *f)
+{
+	struct fmt *fm = calloc(1, sizeof(*fm));
+	if (!fm || !(fm->o.c = fmt_cache_new())) {
+		free(fm);
+		return NULL;
+	}
+	fm->o.f = f;
+	fm->j = job;
+	return fm;
+}
+
+/* One event at pass index @index; 0, -ENOMEM, or -EIO for a Chrome
+ * output whose writes fail (a text stream's error is left to its end). */
+static int fmt_at(struct fmt *fm, const kt_event *ev, uint64_t ns, uint64_t index)
+{
+	if (fmt_one(&fm->o, fm->j, ev, ns, index))
+		return -ENOMEM;
+	return fm->j->kind == FMT_CHROME && fm->o.err ? -EIO : 0;
+}
+
+int fmt_event(struct fmt *fm, const kt_event *ev, uint64_t ns)
+{
+	return fmt_at(fm, ev, ns, fm->n++);
+}
+
+static int pass_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
+{
+	return fmt_at(ctx, ev, ns, index);
+}
+
+static void *pass_ahead_begin(void *ctx)
+{
+	(void)ctx;
+	return fmt_cache_new();
+}
+
+static void pass_ahead_end(void *state)
+{
+	fmt_cache_free(state);
+}
+
+/* On the merging thread: into the batch's own buffer, with its caches. */
+static int pass_ahead(void *ctx, void *state, struct pipe_text *t, const kt_event *ev, uint64_t ns,
+		      uint64_t index)
+{
+	struct fmt *fm = ctx;
+	struct out o = { t->buf, t->len, t->cap, NULL, 0, state };
+	int rc = fmt_one(&o, fm->j, ev, ns, index);
+	t->buf = o.buf;
+	t->len = o.len;
+	t->cap = o.cap;
+	return rc;
+}
+
+static int pass_text(void *ctx, const char *s, size_t n)
+{
+	struct fmt *fm = ctx;
+	o_flush(&fm->o);
+	if (fwrite(s, 1, n, fm->o.f) != n)
+		o_failed(&fm->o);
+	return fm->j->kind == FMT_CHROME && fm->o.err ? -EIO : 0;
+}
+
+int fmt_pass(kt_reader *r, struct fmt *fm)
+{
+	static const struct pipe_client client = {
+		.event = pass_event,
+		.ahead_begin = pass_ahead_begin,
+		.ahead_end = pass_ahead_end,
+		.ahead = pass_ahead,
+		.text = pass_text,
+		.payloads = 1,
+	};
+	return pipe_run(r, &client, fm);
+}
+
+int fmt_flush(struct fmt *fm)
+{
+	o_flush(&fm->o);
+	return fm->o.err ? -EIO : 0;
+}
+
+void fmt_free(struct fmt *fm)
+{
+	if (!fm)
+		return;
+	o_flush(&fm->o);
+	free(fm->o.buf);
+	fmt_cache_free(fm->o.c);
+	free(fm);
+}
+
+int fmt_write_errno(void)
+{
+	return out_errno;
+}
+
+/* The metadata object naming thread @e; 0 or -ENOMEM. */
+static int chrome_thread(FILE *f, const struct tables *t, const struct tentry *e, uint64_t pid,
+			 int first)
+{
+	char *name = esc_json(tables_str(t, e), e->len);
+	if (!name)
+		return -ENOMEM;
+	fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
+		   "\"args\":{\"name\":%s}}", first ? "" : ",", pid, e->id, name);
+	free(name);
+	return 0;
+}
+
+int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
+{
+	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_header(r)->process_id };
+	int rc = 0;
+	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	for (size_t i = 0; i < t->nthreads && !rc; i++)
+		rc = chrome_thread(f, t, &t->threads[i], job.pid, job.printed++ == 0);
+	struct fmt *fm = rc ? NULL : fmt_new(&job, f);
+	if (!rc)
+		rc = fm ? fmt_pass(r, fm) : -ENOMEM;
+	if (fm && fmt_flush(fm) && !rc)
+		rc = -EIO;
+	fmt_free(fm);
+	fprintf(f, "\n]}\n");
+	if (!rc && ferror(f))
+		rc = -EIO;
+	return rc;
+}

@@ -1,0 +1,449 @@
+/*
+ * stats.c - `katra stats`; stats.h says what it counts and how.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/esc.h"
+#include "tools/hist.h"
+#include "tools/idmap.h"
+#include "tools/pipe.h"
+#include "tools/stats.h"
+#include "tools/tables.h"
+
+/* An open zone on a thread's stack. */
+struct zone {
+	uint64_t ns;
+	uint32_t name;
+	uint32_t below; /* 1 + the stack index of the next open zone of the same
+			 * name below this one; 0 when there is none */
+};
+
+struct sthread {
+	uint32_t id;
+	uint64_t events, dropped, first_ns, last_ns;
+	struct zone *stack;
+	size_t depth, cap;
+	uint64_t untimed;       /* begins past the cap, still open */
+	uint64_t last_frame_ns; /* previous frame mark on this thread */
+	int have_frame;
+};
+
+struct sname {
+	uint32_t id;
+	uint64_t count;
+	struct hist zone;
+};
+
+/* A table of elements keyed by a leading uint32_t id, in first-seen order
+ * while the pass runs (the map gives the index), sorted by id to print. */
+struct table {
+	void *a;
+	size_t n, cap, size;
+	struct idmap map;
+	uint32_t last_id, last; /* the last lookup: events come in runs */
+	int have_last;
+};
+
+struct stats {
+	struct table th, names;
+	/* (thread index, name id) -> 1 + the stack index of that thread's
+	 * innermost open zone of that name, or 0: each zone end finds its
+	 * begin in O(1), however deep the stack and whatever it holds. */
+	struct idmap tops;
+	struct hist frames;
+	uint64_t events;
+	uint64_t open;          /* zones on every stack */
+	uint64_t untimed;       /* zone begins never put on a stack */
+};
+
+/*
+ * At most this many open zones over all threads (16 bytes each): a chunk
+ * of 64 MiB decodes from a quarter of a megabyte, so without a cap a small
+ * file of nested begins would ask for gigabytes.  Begins past it are not
+ * timed, and the first ends after them close them (innermost first, as
+ * nesting has it); stats says how many there were.
+ */
+#define MAX_OPEN_ZONES (1u << 22)
+
+/* The index of @id's element, added zeroed when new; -1 when out of memory. */
+static long table_index(struct table *t, uint32_t id)
+{
+	if (t->have_last && t->last_id == id)
+		return t->last;
+	if (t->n == t->cap) {
+		size_t n = t->cap ? t->cap * 2 : 16;
+		void *p = n <= UINT32_MAX ? realloc(t->a, n * t->size) : NULL;
+		if (!p)
+			return -1;
+		t->a = p;
+		t->cap = n;
+	}
+	int added;
+	uint32_t *v = idmap_slot(&t->map, id, (uint32_t)t->n, &added);
+	if (!v)
+		return -1;
+	if (added) {
+		uint8_t *e = (uint8_t *)t->a + t->n++ * t->size;
+		memset(e, 0, t->size);
+		memcpy(e, &id, sizeof(id));
+	}
+	t->last_id = id;
+	t->last = *v;
+	t->have_last = 1;
+	return *v;
+}
+
+static struct sthread *thread_at(struct stats *c, long i)
+{
+	return &((struct sthread *)c->th.a)[i];
+}
+
+static struct sname *name_at(struct stats *c, long i)
+{
+	return &((struct sname *)c->names.a)[i];
+}
+
+static uint64_t tops_key(long thread, uint32_t name)
+{
+	return (uint64_t)thread << 32 | name;
+}
+
+static int zone_begin(struct stats *c, long ti, uint32_t name, uint64_t ns)
+{
+	struct sthread *t = thread_at(c, ti);
+	if (c->open >= MAX_OPEN_ZONES) {
+		t->untimed++;
+		c->untimed++;
+		return 0;
+	}
+	if (t->depth == t->cap) {
+		size_t n = t->cap ? t->cap * 2 : 16;
+		void *p = n <= UINT32_MAX ? realloc(t->stack, n * sizeof(*t->stack)) : NULL;
+		if (!p)
+			return -ENOMEM;
+		t->stack = p;
+		t->cap = n;
+	}
+	int added;
+	uint32_t *top = idmap_slot(&c->tops, tops_key(ti, name), 0, &added);
+	if (!top)
+		return -ENOMEM;
+	t->stack[t->depth] = (struct zone){ ns, name, *top };
+	*top = (uint32_t)++t->depth;
+	c->open++;
+	return 0;
+}
+
+/* Match the innermost open zone of the same name; the zones opened after
+ * it are closed with it (their ends were dropped or sliced away).  An end
+ * with no begin is skipped.  Each zone is popped once: O(1) amortized. */
+static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
+{
+	struct sthread *t = thread_at(c, ti);
+	if (t->untimed) {
+		t->untimed--;
+		return 0;
+	}
+	uint32_t *top = idmap_find(&c->tops, tops_key(ti, nm->id));
+	if (!top || !*top)
+		return 0;
+	size_t d = *top - 1;
+	if (hist_add(&nm->zone, ns - t->stack[d].ns))
+		return -ENOMEM;
+	while (t->depth > d) {
+		struct zone *z = &t->stack[--t->depth];
+		*idmap_find(&c->tops, tops_key(ti, z->name)) = z->below;
+		c->open--;
+	}
+	return 0;
+}
+
+static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
+{
+	struct stats *c = ctx;
+	(void)index;
+	long ti = table_index(&c->th, ev->thread_id);
+	long ni = ti < 0 ? -1 : table_index(&c->names, ev->name_id);
+	if (ni < 0)
+		return -ENOMEM;
+	struct sthread *t = thread_at(c, ti);
+	if (!t->events)
+		t->first_ns = ns;
+	t->last_ns = ns;
+	t->events++;
+	c->events++;
+	struct sname *nm = name_at(c, ni);
+	nm->count++;
+	if (ev->type == KT_EV_ZONE_BEGIN)
+		return zone_begin(c, ti, ev->name_id, ns);
+	if (ev->type == KT_EV_ZONE_END)
+		return zone_end(c, ti, nm, ns);
+	if (ev->type == KT_EV_FRAME) {
+		if (t->have_frame && hist_add(&c->frames, ns - t->last_frame_ns))
+			return -ENOMEM;
+		t->last_frame_ns = ns;
+		t->have_frame = 1;
+	}
+	return 0;
+}
+
+/*
+ * The pass before the events: names, threads and the summary (tables.h),
+ * and the drops per thread, from the drop records, which the merged events
+ * do not carry.  Returns the reader's result or -ENOMEM.
+ */
+static int stats_frames(kt_reader *r, struct stats *c, struct tables *t)
+{
+	kt_trace_frame f;
+	int rc;
+	memset(t, 0, sizeof(*t));
+	kt_reader_skip_events(r, 1);
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		if (f.kind != KT_FRAME_DROP) {
+			if ((rc = tables_add(t, &f)) < 0)
+				break;
+			continue;
+		}
+		long ti = table_index(&c->th, f.u.drop.thread_id);
+		if (ti < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		thread_at(c, ti)->dropped += f.u.drop.count;
+	}
+	kt_reader_skip_events(r, 0);
+	tables_finish(t);
+	return rc;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	uint32_t x, y;
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	return x < y ? -1 : x > y;
+}
+
+static void table_sort(struct table *t)
+{
+	if (t->n > 1)
+		qsort(t->a, t->n, t->size, by_id);
+}
+
+static void stats_free(struct stats *c)
+{
+	for (size_t i = 0; i < c->th.n; i++)
+		free(thread_at(c, (long)i)->stack);
+	for (size_t i = 0; i < c->names.n; i++)
+		hist_free(&name_at(c, (long)i)->zone);
+	free(c->th.a);
+	free(c->names.a);
+	idmap_free(&c->th.map);
+	idmap_free(&c->names.map);
+	idmap_free(&c->tops);
+	hist_free(&c->frames);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+/* @n bytes of @s escaped, left-aligned in @width columns.  0 or -ENOMEM. */
+static int put_padded(FILE *f, const char *s, size_t n, int width)
+{
+	char *e = esc_text(s, n);
+	if (!e)
+		return -ENOMEM;
+	fprintf(f, "%-*s", width, e);
+	free(e);
+	return 0;
+}
+
+static int text_threads(FILE *f, struct stats *c, const struct tables *t)
+{
+	fprintf(f, "\n%-8s %-20s %12s %10s %14s %14s\n", "tid", "thread", "events", "dropped",
+		"span ns", "events/s");
+	for (size_t i = 0; i < c->th.n; i++) {
+		struct sthread *th = thread_at(c, (long)i);
+		size_t n = 0;
+		const char *name = tables_thread(t, th->id, &n);
+		double span = (double)(th->last_ns - th->first_ns) / 1e9;
+		fprintf(f, "%-8u ", th->id);
+		if (put_padded(f, name ? name : "", n, 20))
+			return -ENOMEM;
+		fprintf(f, " %12" PRIu64 " %10" PRIu64 " %14" PRIu64 " %14.0f\n", th->events,
+			th->dropped, th->last_ns - th->first_ns,
+			span > 0 ? (double)th->events / span : 0);
+	}
+	return 0;
+}
+
+static int text_names(FILE *f, struct stats *c, const struct tables *t)
+{
+	fprintf(f, "\n%-24s %10s %10s %10s %10s %10s\n", "name", "count", "zone min", "p50", "p99",
+		"max");
+	for (size_t i = 0; i < c->names.n; i++) {
+		struct sname *nm = name_at(c, (long)i);
+		size_t n = 1;
+		const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
+		if (put_padded(f, name ? name : "?", name ? n : 1, 24))
+			return -ENOMEM;
+		fprintf(f, " %10" PRIu64, nm->count);
+		if (nm->zone.n)
+			fprintf(f, " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64,
+				nm->zone.min, hist_pct(&nm->zone, 0.5), hist_pct(&nm->zone, 0.99),
+				nm->zone.max);
+		fprintf(f, "\n");
+	}
+	return 0;
+}
+
+/* Frame times: percentiles, then ten bars between the fastest and slowest. */
+static void text_frames(FILE *f, const struct hist *h)
+{
+	if (!h->n)
+		return;
+	fprintf(f, "\nframe times: %" PRIu64 " intervals, p50 %" PRIu64 " ns, p99 %" PRIu64
+		   " ns, max %" PRIu64 " ns\n", h->n, hist_pct(h, 0.5), hist_pct(h, 0.99), h->max);
+	uint64_t lo = h->min, hi = h->max, w = (hi - lo) / 10 + 1;
+	uint64_t bars[10] = { 0 }, top = 1, v, count;
+	uint32_t pos = 0;
+	while (hist_next(h, &pos, &v, &count)) {
+		v = v < lo ? lo : v > hi ? hi : v;
+		bars[(v - lo) / w] += count;
+	}
+	for (int i = 0; i < 10; i++)
+		top = bars[i] > top ? bars[i] : top;
+	for (int i = 0; i < 10; i++) {
+		fprintf(f, "  %12" PRIu64 " ns |", lo + (uint64_t)i * w);
+		for (uint64_t k = 0; k < bars[i] * 40 / top; k++)
+			putc('#', f);
+		fprintf(f, " %" PRIu64 "\n", bars[i]);
+	}
+}
+
+static int print_text(FILE *f, struct stats *c, const struct tables *t, const char *label,
+		      uint64_t dropped, int truncated)
+{
+	if (esc_puts(f, label) < 0)
+		return -EIO;
+	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
+		truncated ? ", truncated" : "");
+	if (text_threads(f, c, t) || text_names(f, c, t))
+		return -ENOMEM;
+	if (c->untimed)
+		fprintf(f, "\nzones: %" PRIu64 " begins past %u open zones were not timed\n",
+			c->untimed, MAX_OPEN_ZONES);
+	text_frames(f, &c->frames);
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static json_t *json_thread(const struct sthread *th, const struct tables *t)
+{
+	size_t n = 0;
+	const char *name = tables_thread(t, th->id, &n);
+	double span = (double)(th->last_ns - th->first_ns) / 1e9;
+	json_t *j = json_object();
+	json_object_set_new(j, "tid", json_integer(th->id));
+	json_object_set_new(j, "name", esc_json_string(name ? name : "", n));
+	json_object_set_new(j, "events", json_integer((json_int_t)th->events));
+	json_object_set_new(j, "dropped", json_integer((json_int_t)th->dropped));
+	json_object_set_new(j, "span_ns", json_integer((json_int_t)(th->last_ns - th->first_ns)));
+	json_object_set_new(j, "events_per_s",
+			    json_real(span > 0 ? (double)th->events / span : 0));
+	return j;
+}
+
+static json_t *json_name(const struct sname *nm, const struct tables *t)
+{
+	size_t n = 0;
+	const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
+	json_t *j = json_object();
+	json_object_set_new(j, "id", json_integer(nm->id));
+	json_object_set_new(j, "name", name ? esc_json_string(name, n) : json_null());
+	json_object_set_new(j, "count", json_integer((json_int_t)nm->count));
+	if (nm->zone.n) {
+		const struct hist *h = &nm->zone;
+		json_t *z = json_object();
+		json_object_set_new(z, "count", json_integer((json_int_t)h->n));
+		json_object_set_new(z, "min_ns", json_integer((json_int_t)h->min));
+		json_object_set_new(z, "p50_ns", json_integer((json_int_t)hist_pct(h, 0.5)));
+		json_object_set_new(z, "p99_ns", json_integer((json_int_t)hist_pct(h, 0.99)));
+		json_object_set_new(z, "max_ns", json_integer((json_int_t)h->max));
+		json_object_set_new(j, "zone", z);
+	}
+	return j;
+}
+
+/* A key whose value could not be made (out of memory) is missing: the
+ * document is refused as a whole rather than printed without it. */
+static int json_complete(json_t *o, size_t keys)
+{
+	return o && json_object_size(o) == keys;
+}
+
+static int print_json(FILE *f, struct stats *c, const struct tables *t, const char *label,
+		      uint64_t dropped, int truncated)
+{
+	json_t *o = json_object(), *ths = json_array(), *names = json_array(), *fr = json_object();
+	int ok = o && ths && names && fr;
+	json_object_set_new(o, "file", esc_json_string(label, strlen(label)));
+	json_object_set_new(o, "events", json_integer((json_int_t)c->events));
+	json_object_set_new(o, "dropped", json_integer((json_int_t)dropped));
+	json_object_set_new(o, "truncated", json_boolean(truncated));
+	for (size_t i = 0; i < c->th.n && ok; i++) {
+		json_t *j = json_thread(thread_at(c, (long)i), t);
+		ok = json_complete(j, 6) && !json_array_append_new(ths, j);
+	}
+	for (size_t i = 0; i < c->names.n && ok; i++) {
+		struct sname *nm = name_at(c, (long)i);
+		json_t *j = json_name(nm, t);
+		ok = json_complete(j, nm->zone.n ? 4 : 3) && !json_array_append_new(names, j);
+	}
+	json_object_set_new(fr, "count", json_integer((json_int_t)c->frames.n));
+	json_object_set_new(fr, "p50_ns", json_integer((json_int_t)hist_pct(&c->frames, 0.5)));
+	json_object_set_new(fr, "p99_ns", json_integer((json_int_t)hist_pct(&c->frames, 0.99)));
+	json_object_set_new(fr, "max_ns", json_integer((json_int_t)c->frames.max));
+	json_object_set_new(o, "threads", ths);
+	json_object_set_new(o, "names", names);
+	json_object_set_new(o, "frames", fr);
+	if (c->untimed) /* only then: the keys of an ordinary file stay as they were */
+		json_object_set_new(o, "zones_not_timed", json_integer((json_int_t)c->untimed));
+	int rc = ok && json_complete(o, c->untimed ? 8 : 7) && json_complete(fr, 4)
+			 ? esc_json_print(f, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+			 : -ENOMEM;
+	json_decref(o);
+	return rc;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+int stats_run(kt_reader *r, const char *label, int json, FILE *out, int *truncated)
+{
+	static const struct pipe_client client = { .event = stats_event };
+	struct tables t;
+	struct stats c = { .th = { .size = sizeof(struct sthread) },
+			   .names = { .size = sizeof(struct sname) } };
+	idmap_init(&c.th.map);
+	idmap_init(&c.names.map);
+	idmap_init(&c.tops);
+	int rc = stats_frames(r, &c, &t);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	if (rc >= 0) {
+		kt_reader_rewind(r);
+		rc = pipe_run(r, &client, &c);
+	}
+	if (rc >= 0) {
+		table_sort(&c.th);
+		table_sort(&c.names);
+		*truncated = !t.have_summary;
+		rc = (json ? print_json : print_text)(out, &c, &t, label, st.dropped, *truncated);
+	}
+	stats_free(&c);
+	tables_free(&t);
+	return rc;
+}

@@ -1,0 +1,133 @@
+/*
+ * tables.c - names and thread names by id; tables.h says how.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/bsearch.h"
+#include "tools/tables.h"
+
+/* Grow @*p (of @*cap elements of @size bytes) to hold @need; 0 or -ENOMEM. */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 64;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / size)
+		return -ENOMEM;
+	void *q = realloc(*p, n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static int add(struct tables *t, struct tentry **arr, size_t *n, size_t *cap, uint32_t id,
+	       uint32_t os_tid, const char *s, uint32_t len)
+{
+	if (grow((void **)arr, cap, *n + 1, sizeof(**arr)) ||
+	    grow((void **)&t->arena, &t->arena_cap, t->arena_len + len + 1, 1))
+		return -ENOMEM;
+	memcpy(t->arena + t->arena_len, s, len);
+	t->arena[t->arena_len + len] = 0;
+	(*arr)[(*n)++] = (struct tentry){ id, os_tid, len, t->arena_len };
+	t->arena_len += (size_t)len + 1;
+	return 0;
+}
+
+int tables_add(struct tables *t, const kt_trace_frame *f)
+{
+	switch (f->kind) {
+	case KT_FRAME_NAME:
+		return add(t, &t->names, &t->nnames, &t->names_cap, f->u.name.id, 0, f->u.name.str,
+			   f->u.name.len);
+	case KT_FRAME_THREAD:
+		return add(t, &t->threads, &t->nthreads, &t->threads_cap, f->u.thread.thread_id,
+			   f->u.thread.os_tid, f->u.thread.name, f->u.thread.name_len);
+	case KT_FRAME_SUMMARY:
+		t->summary = f->u.summary;
+		t->summary.threads = NULL;
+		t->have_summary = 1;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* By id, then by file order (arena offsets grow with it): qsort is not
+ * stable, and the first definition must win. */
+static int by_id(const void *a, const void *b)
+{
+	const struct tentry *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static size_t sort_unique(struct tentry *e, size_t n)
+{
+	if (n < 2)
+		return n;
+	qsort(e, n, sizeof(*e), by_id);
+	size_t k = 1;
+	for (size_t i = 1; i < n; i++)
+		if (e[i].id != e[k - 1].id)
+			e[k++] = e[i];
+	return k;
+}
+
+void tables_finish(struct tables *t)
+{
+	t->nnames = sort_unique(t->names, t->nnames);
+	t->nthreads = sort_unique(t->threads, t->nthreads);
+}
+
+int tables_load(kt_reader *r, struct tables *t)
+{
+	kt_trace_frame f;
+	int rc;
+	memset(t, 0, sizeof(*t));
+	/* Only the other frames matter here: the events pass that follows
+	 * decodes (and checks) every chunk anyway. */
+	kt_reader_skip_events(r, 1);
+	while ((rc = kt_reader_next_frame(r, &f)) > 0)
+		if ((rc = tables_add(t, &f)) < 0)
+			break;
+	kt_reader_skip_events(r, 0);
+	tables_finish(t);
+	return rc;
+}
+
+static const struct tentry *find(const struct tentry *e, size_t n, uint32_t id)
+{
+	size_t i = lower_bound_u32(e, n, sizeof(*e), id);
+	return i < n && e[i].id == id ? &e[i] : NULL;
+}
+
+const char *tables_name(const struct tables *t, uint32_t id, size_t *len)
+{
+	const struct tentry *e = find(t->names, t->nnames, id);
+	if (e && len)
+		*len = e->len;
+	return e ? tables_str(t, e) : NULL;
+}
+
+const char *tables_thread(const struct tables *t, uint32_t id, size_t *len)
+{
+	const struct tentry *e = find(t->threads, t->nthreads, id);
+	if (e && len)
+		*len = e->len;
+	return e ? tables_str(t, e) : NULL;
+}
+
+void tables_free(struct tables *t)
+{
+	free(t->names);
+	free(t->threads);
+	free(t->arena);
+	memset(t, 0, sizeof(*t));
+}

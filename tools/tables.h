@@ -1,0 +1,65 @@
+/*
+ * tables.h - a trace's names and thread names, found by id.
+ *
+ * Only the ids a file defines take room: entries are kept in arrays sorted
+ * by id (binary search), their bytes in one arena, so memory follows the
+ * bytes of the name and thread frames, never the value of an id.  As the
+ * reader does, the first definition of an id wins.
+ *
+ * Single-threaded to build; once tables_finish() has run, any number of
+ * threads may look up at the same time.
+ */
+#ifndef KT_TOOLS_TABLES_H
+#define KT_TOOLS_TABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <katra/reader.h>
+
+struct tentry {
+	uint32_t id;
+	uint32_t os_tid;  /* threads only */
+	uint32_t len;
+	size_t off;       /* in the arena, NUL-terminated; file order */
+};
+
+struct tables {
+	struct tentry *names, *threads;
+	size_t nnames, names_cap, nthreads, threads_cap;
+	char *arena;
+	size_t arena_len, arena_cap;
+	kt_file_summary summary; /* .threads is NULL: rows die with the frame */
+	int have_summary;
+};
+
+/* tables_add - note @f if it is a name, thread or summary frame.
+ * Returns 0 or -ENOMEM. */
+int tables_add(struct tables *t, const kt_trace_frame *f);
+
+/* tables_finish - sort by id and keep each id's first entry: O(n log n). */
+void tables_finish(struct tables *t);
+
+/*
+ * tables_load - zero @t, read every frame of @r but the events (a pass
+ * with kt_reader_skip_events()), and finish.  Returns 0, a negative code
+ * from the reader (@t holds what came before it), or -ENOMEM.  The reader
+ * is left at the end of its pass.
+ */
+int tables_load(kt_reader *r, struct tables *t);
+
+/* tables_name, tables_thread - the bytes of id's entry (NUL-terminated,
+ * *@len long), or NULL when the file defines none.  O(log n). */
+const char *tables_name(const struct tables *t, uint32_t id, size_t *len);
+const char *tables_thread(const struct tables *t, uint32_t id, size_t *len);
+
+/* tables_entry_str - the bytes of an entry of @t. */
+static inline const char *tables_str(const struct tables *t, const struct tentry *e)
+{
+	return t->arena + e->off;
+}
+
+/* tables_free - release what @t holds; @t may be zeroed or partly built. */
+void tables_free(struct tables *t);
+
+#endif
