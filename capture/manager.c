@@ -42,9 +42,9 @@
 
 #include <katra/capture.h>
 #include <katra/reader.h>
+#include <katra/writer.h>
 #include "capture/capture_internal.h"
 #include "flush/flush.h"
-#include "format/format.h"
 #include "format/utf8.h"
 
 #define TMP_PREFIX ".katra-tmp-"
@@ -100,25 +100,15 @@ struct kt_manager {
 /* ---- names ------------------------------------------------------------ */
 
 static const char *const state_names[] = {
-	[KT_STATE_CAPTURING] = "capturing", [KT_STATE_REPLAYED] = "replayed",
-	[KT_STATE_STOPPING] = "stopping",   [KT_STATE_PUBLISHED] = "published",
-	[KT_STATE_SKIPPED] = "skipped",     [KT_STATE_FAILED] = "failed",
-	[KT_STATE_ABORTED] = "aborted",
+#define KT__STATE_NAME(name, value, text) [name] = text,
+	KT_CAPTURE_STATES(KT__STATE_NAME)
+#undef KT__STATE_NAME
 };
 
 static const char *const code_names[] = {
-	[KT_CODE_RUN_INVALID] = "run-invalid",
-	[KT_CODE_PROFILER_BUSY] = "profiler-busy",
-	[KT_CODE_DISK_BUDGET] = "disk-budget",
-	[KT_CODE_ARTIFACT_CREATE_FAILED] = "artifact-create-failed",
-	[KT_CODE_START_FAILED] = "start-failed",
-	[KT_CODE_OUTPUT_TOO_LARGE] = "output-too-large",
-	[KT_CODE_STOP_FAILED] = "stop-failed",
-	[KT_CODE_PUBLISH_FAILED] = "publish-failed",
-	[KT_CODE_DURATION_COMPLETE] = "duration-complete",
-	[KT_CODE_ABORTED] = "aborted",
-	[KT_CODE_NO_ACTIVE_CAPTURE] = "no-active-capture",
-	[KT_CODE_DURABILITY_UNKNOWN] = "durability-unknown",
+#define KT__CODE_NAME(name, value, text) [name] = text,
+	KT_CAPTURE_CODES(KT__CODE_NAME)
+#undef KT__CODE_NAME
 };
 
 const char *kt_capture_state_name(kt_capture_state state)
@@ -798,7 +788,7 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	}
 	h = *kt_reader_header(hr);
 	uint64_t w0 = h.start_wall_ns, m0 = h.start_mono_ns;
-	kt__rewrite_opts o = { .in_fds = fds, .n_in = n, .codec = -1, .filter = 1,
+	kt_rewrite_options o = { .in_fds = fds, .n_in = n, .codec = -1, .filter = 1,
 			       .from_ns = 0, .to_ns = UINT64_MAX };
 	if (st->boundary_start)
 		o.from_ns = sub0(st->boundary_start + m0, w0);
@@ -834,8 +824,8 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	if (out < 0)
 		goto fail;
 	o.out_fd = out;
-	kt__rewrite_result rr;
-	if (kt__rewrite(&o, &rr) < 0)
+	kt_rewrite_result rr;
+	if (kt_rewrite(&o, &rr) < 0)
 		goto fail;
 	if (rr.bytes > m->max_bytes) {
 		*code = KT_CODE_OUTPUT_TOO_LARGE;

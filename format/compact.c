@@ -164,7 +164,8 @@ static int enc_find(const kt__compact_enc *e, uint64_t key)
  * the spill slot.  -1 for a (type, flags) pair SPEC §4.2 does not allow. */
 static int enc_define(kt__compact_enc *e, uint64_t key)
 {
-	enum kt__cmp_cls c = kt__cmp_cls((uint8_t)(key >> 32), (uint8_t)(key >> 40));
+	enum kt__cmp_cls c = kt__cmp_cls((uint8_t)(key >> KT_REC_META_SHIFT(KT_REC_TYPE)),
+					 (uint8_t)(key >> KT_REC_META_SHIFT(KT_REC_FLAGS)));
 	if (c == KT__CLS_BAD)
 		return -1;
 	if (e->nkeys == KT__COMPACT_KEYS) {
@@ -202,8 +203,8 @@ enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64_t run, unsigned ctx, uint64
 	if (lit >= KT__CMP_LIT_ESC)
 		p = put_varint(p, lit - KT__CMP_LIT_ESC);
 	if (fresh) {
-		*p++ = (uint8_t)(key >> 32);
-		*p++ = (uint8_t)(key >> 40);
+		*p++ = (uint8_t)(key >> KT_REC_META_SHIFT(KT_REC_TYPE));
+		*p++ = (uint8_t)(key >> KT_REC_META_SHIFT(KT_REC_FLAGS));
 		p = put_varint(p, (uint32_t)key);
 	}
 	*k = p;
@@ -266,9 +267,9 @@ static int enc_bytes(struct kt__cmp_slot *s, const uint8_t *rec, uint16_t plen, 
 		s->plen = plen;
 	}
 	for (size_t i = plen; i < kt__align8(plen); i++)
-		if (rec[KT__EVENT_HEAD + i])
+		if (rec[KT_REC_HEAD + i])
 			return -1;
-	memcpy(w->p, rec + KT__EVENT_HEAD, plen);
+	memcpy(w->p, rec + KT_REC_HEAD, plen);
 	w->p += plen;
 	return 0;
 }
@@ -278,12 +279,12 @@ static int enc_bytes(struct kt__cmp_slot *s, const uint8_t *rec, uint16_t plen, 
 static __attribute__((noinline)) long enc_payload(struct kt__cmp_slot *s, const uint8_t *rec,
 						  size_t room, struct wr *w)
 {
-	uint16_t plen = kt__get16(rec + 14);
-	size_t size = KT__EVENT_HEAD + kt__align8(plen);
+	uint16_t plen = kt__get16(rec + KT_REC_LEN);
+	size_t size = kt_event_size(plen);
 	if (size > room)
 		return -1;
 	if (s->cls == KT__CLS_INT || s->cls == KT__CLS_F64)
-		enc_value(s, kt__get64(rec + KT__EVENT_HEAD), w);
+		enc_value(s, kt__get64(rec + KT_REC_HEAD), w);
 	else if (s->cls != KT__CLS_BYTES || enc_bytes(s, rec, plen, w))
 		return -1;
 	return (long)size;
@@ -315,9 +316,10 @@ static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
 	uint64_t prev = 0, rk = 0;
 	size_t at = 0;
 
-	while (raw_len - at >= KT__EVENT_HEAD) {
+	while (raw_len - at >= KT_REC_HEAD) {
 		const uint8_t *rec = ev + at;
-		uint64_t ts = kt__get64(rec), meta = kt__get64(rec + 8), d = ts - prev;
+		uint64_t ts = kt__get64(rec + KT_REC_TS), meta = kt__get64(rec + KT_REC_NAME);
+		uint64_t d = ts - prev;
 		prev = ts;
 		if (d < 0x80)
 			*t++ = (uint8_t)d;
@@ -334,7 +336,7 @@ static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
 		}
 		ctx = s;
 		if (s->cls == KT__CLS_NONE) {
-			at += KT__EVENT_HEAD;
+			at += KT_REC_HEAD;
 			continue;
 		}
 		long size = enc_payload(s, rec, raw_len - at, &w);

@@ -165,7 +165,8 @@ static inline int dec_key_miss(kt__compact_dec *d, struct rd *r, unsigned ctx)
 		enum kt__cmp_cls c = kt__cmp_cls(type, flags);
 		if (c == KT__CLS_BAD)
 			return KT_EEVENT;
-		uint64_t key = name | (uint64_t)type << 32 | (uint64_t)flags << 40;
+		uint64_t key = name | (uint64_t)type << KT_REC_META_SHIFT(KT_REC_TYPE) |
+			       (uint64_t)flags << KT_REC_META_SHIFT(KT_REC_FLAGS);
 		idx = d->nkeys == KT__COMPACT_KEYS ? (int)KT__CMP_OTHER : (int)d->nkeys++;
 		kt__cmp_slot_init(&d->slots[idx], (uint16_t)idx, key, c);
 	}
@@ -235,26 +236,26 @@ static __attribute__((noinline)) long dec_payload(struct kt__cmp_slot *s, uint64
 	if (s->cls == KT__CLS_BAD)
 		return KT_EFRAME; /* the empty spill slot: unreachable (dec_start) */
 	if (s->cls != KT__CLS_BYTES) {
-		if (room < KT__EVENT_HEAD + 8)
+		if (room < kt_event_size(8))
 			return KT_ERAWLEN;
 		if (dec_value(s, r, &v))
 			return KT_EFRAME;
-		kt__put64(o + KT__EVENT_HEAD, v);
+		kt__put64(o + KT_REC_HEAD, v);
 	} else {
 		if (dec_plen(s, r))
 			return KT_EFRAME;
 		plen = s->plen;
-		if (room < KT__EVENT_HEAD + kt__align8(plen))
+		if (room < kt_event_size(plen))
 			return KT_ERAWLEN;
 		if ((size_t)(r->p.end - r->p.p) < plen)
 			return KT_EFRAME;
-		memcpy(o + KT__EVENT_HEAD, r->p.p, plen);
-		memset(o + KT__EVENT_HEAD + plen, 0, kt__align8(plen) - plen);
+		memcpy(o + KT_REC_HEAD, r->p.p, plen);
+		memset(o + KT_REC_HEAD + plen, 0, kt__align8(plen) - plen);
 		r->p.p += plen;
 	}
-	kt__put64(o, ts);
-	kt__put64(o + 8, s->meta | (uint64_t)plen << 48);
-	return (long)(KT__EVENT_HEAD + kt__align8(plen));
+	kt__put64(o + KT_REC_TS, ts);
+	kt__put64(o + KT_REC_NAME, s->meta | (uint64_t)plen << KT_REC_META_SHIFT(KT_REC_LEN));
+	return (long)kt_event_size(plen);
 }
 
 /* The LZ4 stream @st (@slen bytes) into the decoder's buffer at @at,
@@ -414,11 +415,11 @@ int kt__compact_decode(kt__compact_dec *d, const uint8_t *in, size_t len, uint8_
 		}
 		ctx = s;
 		if (s->cls == KT__CLS_NONE) {
-			if (raw_len - at < KT__EVENT_HEAD)
+			if (raw_len - at < KT_REC_HEAD)
 				return KT_ERAWLEN;
-			kt__put64(out + at, ts);
-			kt__put64(out + at + 8, s->meta);
-			at += KT__EVENT_HEAD;
+			kt__put64(out + at + KT_REC_TS, ts);
+			kt__put64(out + at + KT_REC_NAME, s->meta);
+			at += KT_REC_HEAD;
 			continue;
 		}
 		long size = dec_payload(s, ts, &r, out + at, raw_len - at);

@@ -13,7 +13,8 @@
 
 #define KT__CMP_OTHER KT__COMPACT_KEYS          /* the spill slot */
 #define KT__CMP_NO_KEY UINT64_MAX               /* the empty spill slot's meta */
-#define KT__CMP_KEY_BITS UINT64_C(0xffffffffffff) /* name, type, flags */
+/* A record's key: name, type and flags of its bytes 8-15, not the length. */
+#define KT__CMP_KEY_BITS ((UINT64_C(1) << KT_REC_META_SHIFT(KT_REC_LEN)) - 1)
 #define KT__CMP_VARINT_MAX 10
 #define KT__CMP_STREAMS 5                       /* T K V L P */
 #define KT__CMP_HEAD_MAX (1 + 9 * KT__CMP_VARINT_MAX)
@@ -26,26 +27,33 @@
 
 enum kt__cmp_cls { KT__CLS_NONE, KT__CLS_INT, KT__CLS_F64, KT__CLS_BYTES, KT__CLS_BAD };
 
-/* What payload a (type, flags) pair carries, or KT__CLS_BAD where SPEC
- * §4.2 does not allow the pair. */
+/* The class of a payload: 8-byte integers share their predictor. */
+static inline enum kt__cmp_cls kt__cmp_cls_of(kt_payload payload)
+{
+	switch (payload) {
+	case KT_PAYLOAD_NONE:
+		return KT__CLS_NONE;
+	case KT_PAYLOAD_I64:
+	case KT_PAYLOAD_U64:
+		return KT__CLS_INT;
+	case KT_PAYLOAD_F64:
+		return KT__CLS_F64;
+	case KT_PAYLOAD_BYTES:
+		return KT__CLS_BYTES;
+	}
+	return KT__CLS_BAD;
+}
+
+/* What payload a (type, flags) pair carries, or KT__CLS_BAD where
+ * katra/record.h's table does not allow the pair. */
 static inline enum kt__cmp_cls kt__cmp_cls(uint8_t type, uint8_t flags)
 {
 	switch (type) {
-	case KT_EV_ZONE_BEGIN:
-	case KT_EV_ZONE_END:
-	case KT_EV_INSTANT:
-		return flags ? KT__CLS_BAD : KT__CLS_NONE;
-	case KT_EV_COUNTER_I64:
-	case KT_EV_FRAME:
-		return flags ? KT__CLS_BAD : KT__CLS_INT;
-	case KT_EV_COUNTER_F64:
-		return flags ? KT__CLS_BAD : KT__CLS_F64;
-	case KT_EV_FLOW:
-		return flags > KT_FLOW_END ? KT__CLS_BAD : KT__CLS_INT;
-	case KT_EV_MESSAGE:
-		return flags ? KT__CLS_BAD : KT__CLS_BYTES;
-	case KT_EV_USER:
-		return KT__CLS_BYTES;
+#define KT__CMP_CLS(code, name, text, payload, max_flags) \
+	case code:                                          \
+		return kt__flags_fit(flags, max_flags) ? kt__cmp_cls_of(payload) : KT__CLS_BAD;
+		KT_EVENT_TYPES(KT__CMP_CLS)
+#undef KT__CMP_CLS
 	default:
 		return KT__CLS_BAD;
 	}
@@ -53,7 +61,8 @@ static inline enum kt__cmp_cls kt__cmp_cls(uint8_t type, uint8_t flags)
 
 /*
  * One dictionary slot: a key and what is predicted from it.  A record's
- * bytes 8-15 (name, type, flags, payload length) match the slot when,
+ * bytes 8-15 (name, type, flags, payload length: katra/record.h's meta
+ * word) match the slot when,
  * masked, they equal @meta: for a fixed-size type the mask keeps the
  * length, so one compare checks it too.
  */
@@ -71,7 +80,8 @@ struct kt__cmp_slot {
 static inline void kt__cmp_slot_init(struct kt__cmp_slot *s, uint16_t self, uint64_t key,
 				     enum kt__cmp_cls c)
 {
-	s->meta = c == KT__CLS_INT || c == KT__CLS_F64 ? key | (uint64_t)8 << 48 : key;
+	s->meta = c == KT__CLS_INT || c == KT__CLS_F64 ? key | (uint64_t)8 << KT_REC_META_SHIFT(KT_REC_LEN)
+						       : key;
 	s->mask = c == KT__CLS_BYTES ? KT__CMP_KEY_BITS : UINT64_MAX;
 	s->last = 0;
 	s->step = 0;

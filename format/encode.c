@@ -82,7 +82,6 @@ static void out_bytes(struct out *o, const void *p, size_t n)
 	}
 	o->pos += n;
 }
-static void out_u8(struct out *o, uint8_t v) { out_bytes(o, &v, 1); }
 static void out_u32(struct out *o, uint32_t v) { uint8_t b[4]; kt__put32(b, v); out_bytes(o, b, 4); }
 static void out_u64(struct out *o, uint64_t v) { uint8_t b[8]; kt__put64(b, v); out_bytes(o, b, 8); }
 static void out_zero(struct out *o, size_t n)
@@ -102,37 +101,45 @@ static void out_str(struct out *o, const char *s)
 		out_bytes(o, s, n);
 }
 
+/* The header body's fixed part (SPEC §2.1); reserved bytes stay zero. */
+static void enc_header_fixed(uint8_t b[KT__HEADER_FIXED], const kt_header *h)
+{
+	const kt_capture_options *c = &h->capture;
+
+	memset(b, 0, KT__HEADER_FIXED);
+	kt__put32(b + KT__HDR_VERSION, KT_FORMAT_VERSION);
+	kt__put32(b + KT__HDR_FLAGS, h->flags);
+	kt__put64(b + KT__HDR_SCHEMA, KT__SCHEMA_HASH);
+	kt__put64(b + KT__HDR_WALL, h->start_wall_ns);
+	kt__put64(b + KT__HDR_MONO, h->start_mono_ns);
+	kt__put64(b + KT__HDR_PID, h->process_id);
+	b[KT__HDR_CLOCK] = h->clock.source;
+	kt__put64(b + KT__HDR_TICK_HZ, h->clock.tick_hz);
+	kt__put64(b + KT__HDR_TICKS0, h->clock.ticks);
+	kt__put64(b + KT__HDR_NS0, h->clock.mono_ns);
+	kt__put64(b + KT__HDR_RING, c->ring_size);
+	b[KT__HDR_OVERFLOW] = c->overflow;
+	b[KT__HDR_CODEC] = c->codec;
+	b[KT__HDR_IO] = c->io;
+	kt__put32(b + KT__HDR_LEVEL, (uint32_t)c->codec_level);
+	kt__put64(b + KT__HDR_FLUSH, c->flush_period_ns);
+	kt__put64(b + KT__HDR_FSYNC, c->fsync_interval_ns);
+	kt__put64(b + KT__HDR_MAX_DURATION, c->max_duration_ns);
+	kt__put64(b + KT__HDR_MAX_BYTES, c->max_bytes);
+	kt__put64(b + KT__HDR_EPOCH, h->epoch);
+}
+
 size_t kt__enc_header(uint8_t *buf, size_t cap, const kt_header *h)
 {
 	struct out o = { buf, cap, 0 };
-	const kt_capture_options *c = &h->capture;
+	uint8_t fixed[KT__HEADER_FIXED];
 
 	out_bytes(&o, KT__MAGIC, KT__MAGIC_LEN);
 	out_u32(&o, KT_FORMAT_VERSION);
 	out_u32(&o, 0); /* header_len, patched below once known */
 	size_t body = o.pos;
-	out_u32(&o, KT_FORMAT_VERSION);
-	out_u32(&o, h->flags);
-	out_u64(&o, KT__SCHEMA_HASH);
-	out_u64(&o, h->start_wall_ns);
-	out_u64(&o, h->start_mono_ns);
-	out_u64(&o, h->process_id);
-	out_u8(&o, h->clock.source);
-	out_zero(&o, 7);
-	out_u64(&o, h->clock.tick_hz);
-	out_u64(&o, h->clock.ticks);
-	out_u64(&o, h->clock.mono_ns);
-	out_u64(&o, c->ring_size);
-	out_u8(&o, c->overflow);
-	out_u8(&o, c->codec);
-	out_u8(&o, c->io);
-	out_u8(&o, 0);
-	out_u32(&o, (uint32_t)c->codec_level);
-	out_u64(&o, c->flush_period_ns);
-	out_u64(&o, c->fsync_interval_ns);
-	out_u64(&o, c->max_duration_ns);
-	out_u64(&o, c->max_bytes);
-	out_u64(&o, h->epoch);
+	enc_header_fixed(fixed, h);
+	out_bytes(&o, fixed, sizeof(fixed));
 	out_str(&o, h->tool_version);
 	out_str(&o, h->workload);
 	out_str(&o, h->host);
@@ -147,18 +154,19 @@ size_t kt__enc_header(uint8_t *buf, size_t cap, const kt_header *h)
 	out_u64(&o, 0);
 
 	if (o.pos <= cap) {
-		kt__put32(buf + 12, (uint32_t)hlen);
-		kt__put64(buf + sum_at, XXH3_64bits(buf + 8, sum_at - 8));
+		kt__put32(buf + KT__PRE_HLEN, (uint32_t)hlen);
+		kt__put64(buf + sum_at,
+			  XXH3_64bits(buf + KT__PRE_VERSION, sum_at - KT__PRE_VERSION));
 	}
 	return o.pos;
 }
 
 void kt__enc_frame_head(uint8_t head[KT__FRAME_HEAD], uint32_t body_len, uint8_t kind)
 {
-	kt__put32(head, body_len);
-	head[4] = kind;
-	head[5] = 0;
-	kt__put16(head + 6, kt__head_check(head));
+	kt__put32(head + KT__FRAME_LEN, body_len);
+	head[KT__FRAME_KIND] = kind;
+	head[KT__FRAME_FLAGS] = 0;
+	kt__put16(head + KT__FRAME_CHECK, kt__head_check(head));
 }
 
 size_t kt__enc_frame_seal(uint8_t *frame, uint32_t body_len)
@@ -177,14 +185,14 @@ void kt__enc_chunk_prefix(uint8_t out[KT__FRAME_HEAD + KT__CHUNK_FIXED],
 	uint8_t *b = out + KT__FRAME_HEAD;
 
 	kt__enc_frame_head(out, KT__CHUNK_FIXED + stored_len, KT_FRAME_CHUNK);
-	kt__put32(b + 0, thread_id);
-	b[4] = codec;
-	b[5] = b[6] = b[7] = 0;
-	kt__put64(b + 8, seq);
-	kt__put32(b + 16, count);
-	kt__put32(b + 20, raw_len);
-	kt__put64(b + 24, first_ts);
-	kt__put64(b + 32, last_ts);
+	memset(b, 0, KT__CHUNK_FIXED);
+	kt__put32(b + KT__CHUNK_TID, thread_id);
+	b[KT__CHUNK_CODEC] = codec;
+	kt__put64(b + KT__CHUNK_SEQ, seq);
+	kt__put32(b + KT__CHUNK_COUNT, count);
+	kt__put32(b + KT__CHUNK_RAW, raw_len);
+	kt__put64(b + KT__CHUNK_FIRST, first_ts);
+	kt__put64(b + KT__CHUNK_LAST, last_ts);
 }
 
 uint64_t kt__chunk_checksum(const uint8_t prefix[KT__FRAME_HEAD + KT__CHUNK_FIXED],
@@ -203,101 +211,64 @@ uint64_t kt__chunk_checksum(const uint8_t prefix[KT__FRAME_HEAD + KT__CHUNK_FIXE
 
 uint32_t kt__enc_name_body(uint8_t *body, uint32_t id, const char *s, uint32_t len)
 {
-	kt__put32(body, id);
-	kt__put32(body + 4, len);
-	memcpy(body + 8, s, len);
-	return 8 + len;
+	kt__put32(body + KT__NAME_ID, id);
+	kt__put32(body + KT__NAME_LEN, len);
+	memcpy(body + KT__NAME_FIXED, s, len);
+	return KT__NAME_FIXED + len;
 }
 
 uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
 			     const char *name, uint32_t name_len)
 {
-	kt__put32(body, thread_id);
-	kt__put32(body + 4, os_tid);
-	kt__put32(body + 8, name_len);
-	kt__put32(body + 12, 0);
+	kt__put32(body + KT__THREAD_TID, thread_id);
+	kt__put32(body + KT__THREAD_OS_TID, os_tid);
+	kt__put32(body + KT__THREAD_NAME_LEN, name_len);
+	kt__put32(body + KT__THREAD_PAD, 0);
 	if (name_len)
-		memcpy(body + 16, name, name_len);
-	return 16 + name_len;
+		memcpy(body + KT__THREAD_FIXED, name, name_len);
+	return KT__THREAD_FIXED + name_len;
 }
 
 uint32_t kt__enc_drop_body(uint8_t *body, uint32_t thread_id, uint64_t count,
 			   uint64_t first_ts, uint64_t last_ts)
 {
-	kt__put32(body, thread_id);
-	kt__put32(body + 4, 0);
-	kt__put64(body + 8, count);
-	kt__put64(body + 16, first_ts);
-	kt__put64(body + 24, last_ts);
-	return 32;
+	kt__put32(body + KT__DROP_TID, thread_id);
+	kt__put32(body + KT__DROP_PAD, 0);
+	kt__put64(body + KT__DROP_COUNT, count);
+	kt__put64(body + KT__DROP_FIRST, first_ts);
+	kt__put64(body + KT__DROP_LAST, last_ts);
+	return KT__DROP_BODY;
 }
 
 uint32_t kt__enc_summary_body(uint8_t *body, const kt_file_summary *s)
 {
-	kt__put32(body + 0, s->flags);
-	kt__put32(body + 4, s->thread_count);
-	kt__put64(body + 8, s->events_written);
-	kt__put64(body + 16, s->events_dropped);
-	kt__put64(body + 24, s->chunks);
-	kt__put64(body + 32, s->bytes_raw);
-	kt__put64(body + 40, s->bytes_stored);
-	kt__put64(body + 48, s->end_wall_ns);
-	kt__put64(body + 56, s->end_mono_ns);
-	kt__put64(body + 64, s->clock_ticks1);
-	kt__put64(body + 72, s->clock_ns1);
-	body[80] = s->io_backend;
-	body[81] = body[82] = body[83] = 0;
-	kt__put32(body + 84, (uint32_t)s->io_error);
+	memset(body, 0, KT__SUMMARY_FIXED);
+	kt__put32(body + KT__SUM_FLAGS, s->flags);
+	kt__put32(body + KT__SUM_THREADS, s->thread_count);
+	kt__put64(body + KT__SUM_WRITTEN, s->events_written);
+	kt__put64(body + KT__SUM_DROPPED, s->events_dropped);
+	kt__put64(body + KT__SUM_CHUNKS, s->chunks);
+	kt__put64(body + KT__SUM_RAW, s->bytes_raw);
+	kt__put64(body + KT__SUM_STORED, s->bytes_stored);
+	kt__put64(body + KT__SUM_END_WALL, s->end_wall_ns);
+	kt__put64(body + KT__SUM_END_MONO, s->end_mono_ns);
+	kt__put64(body + KT__SUM_TICKS1, s->clock_ticks1);
+	kt__put64(body + KT__SUM_NS1, s->clock_ns1);
+	body[KT__SUM_IO] = s->io_backend;
+	kt__put32(body + KT__SUM_IO_ERROR, (uint32_t)s->io_error);
 	uint8_t *row = body + KT__SUMMARY_FIXED;
 	for (uint32_t i = 0; i < s->thread_count; i++, row += KT__SUMMARY_ROW) {
-		kt__put32(row, s->threads[i].thread_id);
-		kt__put32(row + 4, 0);
-		kt__put64(row + 8, s->threads[i].written);
-		kt__put64(row + 16, s->threads[i].dropped);
+		memset(row, 0, KT__SUMMARY_ROW);
+		kt__put32(row + KT__ROW_TID, s->threads[i].thread_id);
+		kt__put64(row + KT__ROW_WRITTEN, s->threads[i].written);
+		kt__put64(row + KT__ROW_DROPPED, s->threads[i].dropped);
 	}
 	return kt__summary_body_len(s->thread_count);
 }
 
 long kt__event_check(const uint8_t *p, size_t avail)
 {
-	if (avail < KT__EVENT_HEAD)
-		return KT_EEVENT;
-	uint8_t type = p[12], flags = p[13];
-	uint16_t plen = kt__get16(p + 14);
-	size_t size = kt_event_size(plen);
-
-	if (size > avail)
-		return KT_EEVENT;
-	switch (type) {
-	case KT_EV_ZONE_BEGIN:
-	case KT_EV_ZONE_END:
-	case KT_EV_INSTANT:
-		if (plen != 0 || flags != 0)
-			return KT_EEVENT;
-		break;
-	case KT_EV_COUNTER_I64:
-	case KT_EV_COUNTER_F64:
-	case KT_EV_FRAME:
-		if (plen != 8 || flags != 0)
-			return KT_EEVENT;
-		break;
-	case KT_EV_FLOW:
-		if (plen != 8 || flags > KT_FLOW_END)
-			return KT_EEVENT;
-		break;
-	case KT_EV_MESSAGE:
-		if (flags != 0)
-			return KT_EEVENT;
-		break;
-	case KT_EV_USER:
-		break;
-	default:
-		return KT_EEVENT;
-	}
-	for (size_t i = KT__EVENT_HEAD + plen; i < size; i++)
-		if (p[i])
-			return KT_EEVENT;
-	return (long)size;
+	return kt__event_check_inline(p, avail);
 }
 
 size_t kt_event_encode(void *buf, size_t cap, const kt_event *ev)
@@ -307,15 +278,14 @@ size_t kt_event_encode(void *buf, size_t cap, const kt_event *ev)
 
 	if (size > cap)
 		return 0;
-	kt__put64(p, ev->ts);
-	kt__put32(p + 8, ev->name_id);
-	p[12] = ev->type;
-	p[13] = ev->flags;
-	kt__put16(p + 14, ev->payload_len);
+	kt__put64(p + KT_REC_TS, ev->ts);
+	kt__put32(p + KT_REC_NAME, ev->name_id);
+	p[KT_REC_TYPE] = ev->type;
+	p[KT_REC_FLAGS] = ev->flags;
+	kt__put16(p + KT_REC_LEN, ev->payload_len);
 	if (ev->payload_len)
-		memcpy(p + KT__EVENT_HEAD, ev->payload, ev->payload_len);
-	memset(p + KT__EVENT_HEAD + ev->payload_len, 0,
-	       size - KT__EVENT_HEAD - ev->payload_len);
+		memcpy(p + KT_REC_HEAD, ev->payload, ev->payload_len);
+	memset(p + KT_REC_HEAD + ev->payload_len, 0, size - KT_REC_HEAD - ev->payload_len);
 	return size;
 }
 

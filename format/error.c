@@ -3,54 +3,38 @@
 #include <string.h>
 
 #include <katra/error.h>
-#include <katra/katra.h>
 
-const char *kt_strerror(int err)
+/* The name (@want_name) or the message of @err: katra's own codes from the
+ * list, the errno range from libc's static tables (strerror() may return
+ * a buffer it rewrites; strerrordesc_np() and strerrorname_np() are the
+ * tables behind it, which is what a thread-safe API needs). */
+static const char *describe(int err, int want_name)
 {
-	if (err == 0)
-		return "success";
 	switch (err) {
-#define KT__ERR_MSG(name, value, msg) case value: return msg;
-	KT_ERROR_LIST(KT__ERR_MSG)
-#undef KT__ERR_MSG
+	case 0:
+		return want_name ? "OK" : "success";
+#define KT__ERR_CASE(name, value, msg) \
+	case value:                    \
+		return want_name ? #name : msg;
+		KT_ERROR_LIST(KT__ERR_CASE)
+#undef KT__ERR_CASE
 	default:
 		break;
 	}
-	/* strerror() may return a buffer it rewrites; strerrordesc_np() is the
-	 * static table behind it, which is what a thread-safe API needs. */
 	if (err < 0 && err > -4096) {
-		const char *s = strerrordesc_np(-err);
+		const char *s = want_name ? strerrorname_np(-err) : strerrordesc_np(-err);
 		if (s)
 			return s;
 	}
-	return "unknown katra error";
+	return want_name ? "KT_EUNKNOWN" : "unknown katra error";
+}
+
+const char *kt_strerror(int err)
+{
+	return describe(err, 0);
 }
 
 const char *kt_err_name(int err)
 {
-	if (err == 0)
-		return "OK";
-	switch (err) {
-#define KT__ERR_NAME(name, value, msg) case value: return #name;
-	KT_ERROR_LIST(KT__ERR_NAME)
-#undef KT__ERR_NAME
-	default:
-		break;
-	}
-	if (err < 0 && err > -4096) {
-		const char *s = strerrorname_np(-err);
-		if (s)
-			return s;
-	}
-	return "KT_EUNKNOWN";
-}
-
-unsigned kt_version(void)
-{
-	return KT_VERSION_NUMBER;
-}
-
-const char *kt_version_string(void)
-{
-	return KT_VERSION_STRING;
+	return describe(err, 1);
 }

@@ -1,7 +1,14 @@
 /*
- * format/format.h - internal: the byte-level encoder shared by the writer,
- * the flusher and the tools.  Knows nothing of threads or files: every
- * function fills a caller's buffer.  format/SPEC.md is the definition.
+ * format/format.h - internal: format/'s door for the rooms above it.
+ *
+ * The bytes of a trace (format/SPEC.md is the definition; the event
+ * record's layout and types are katra/record.h's): where every field
+ * sits, the little-endian loads and stores, the encoder (every kt__enc_*
+ * fills a caller's buffer), the record check the reader and the writer
+ * share, the id tables the readers use, and the writer's entry points for
+ * the flusher.  Until the sinks move to flush/, it also declares the
+ * writer's sink interface and the synchronous fd sink (format/writer.c),
+ * the one part of format/ that touches files.
  */
 #ifndef KATRA_FORMAT_FORMAT_H
 #define KATRA_FORMAT_FORMAT_H
@@ -11,20 +18,114 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <katra/katra.h>
 #include <katra/reader.h>
+#include <katra/record.h>
 #include <katra/trace.h>
+#include <katra/version.h>
+#include <katra/writer.h>
 
+/*
+ * Where every field sits (format/SPEC.md; the event record's fields are
+ * katra/record.h's).  Offsets inside a body count from the body's start.
+ */
+
+/* §2: the preamble, from the file's first byte. */
 #define KT__MAGIC "\x89KTR\r\n\x1a\n"
 #define KT__MAGIC_LEN 8
-#define KT__PREAMBLE_LEN 16          /* magic, version, header_len */
-#define KT__HEADER_FIXED 128         /* fixed part of the header body */
+#define KT__PRE_VERSION 8            /* u32 format_version */
+#define KT__PRE_HLEN 12              /* u32 header_len */
+#define KT__PREAMBLE_LEN 16
+
+/* §2.1: the header body's fixed part; the strings follow it. */
+#define KT__HDR_VERSION 0            /* u32 */
+#define KT__HDR_FLAGS 4              /* u32, KT_HDR_* */
+#define KT__HDR_SCHEMA 8             /* u64 schema_hash */
+#define KT__HDR_WALL 16              /* u64 start_wall_ns */
+#define KT__HDR_MONO 24              /* u64 start_mono_ns */
+#define KT__HDR_PID 32               /* u64 process_id */
+#define KT__HDR_CLOCK 40             /* u8 clock_source, then 7 reserved */
+#define KT__HDR_CLOCK_PAD 41
+#define KT__HDR_TICK_HZ 48           /* u64 */
+#define KT__HDR_TICKS0 56            /* u64 clock_ticks0 */
+#define KT__HDR_NS0 64               /* u64 clock_ns0 */
+#define KT__HDR_RING 72              /* u64 ring_size */
+#define KT__HDR_OVERFLOW 80          /* u8 */
+#define KT__HDR_CODEC 81             /* u8 */
+#define KT__HDR_IO 82                /* u8, then 1 reserved */
+#define KT__HDR_IO_PAD 83
+#define KT__HDR_LEVEL 84             /* i32 codec_level */
+#define KT__HDR_FLUSH 88             /* u64 flush_period_ns */
+#define KT__HDR_FSYNC 96             /* u64 fsync_interval_ns */
+#define KT__HDR_MAX_DURATION 104     /* u64 */
+#define KT__HDR_MAX_BYTES 112        /* u64 */
+#define KT__HDR_EPOCH 120            /* u64 */
+#define KT__HEADER_FIXED 128
+/* The fixed part, five empty strings and a note count of 0. */
 #define KT__HEADER_MIN (KT__HEADER_FIXED + 5 * 4 + 4)
+
+/* §3: a frame's head, then its body, pad and checksum. */
+#define KT__FRAME_LEN 0              /* u32 body_len */
+#define KT__FRAME_KIND 4             /* u8 */
+#define KT__FRAME_FLAGS 5            /* u8, reserved */
+#define KT__FRAME_CHECK 6            /* u16 head_check of bytes [0, 6) */
 #define KT__FRAME_HEAD 8
-#define KT__FRAME_TRAILER 8
-#define KT__CHUNK_FIXED 40
-#define KT__EVENT_HEAD 16
+#define KT__FRAME_TRAILER 8          /* u64 checksum */
+
+/* §4.1: an event chunk's body. */
+#define KT__CHUNK_TID 0              /* u32 thread_id */
+#define KT__CHUNK_CODEC 4            /* u8, then 3 reserved */
+#define KT__CHUNK_PAD 5
+#define KT__CHUNK_SEQ 8              /* u64 chunk_seq */
+#define KT__CHUNK_COUNT 16           /* u32 event_count */
+#define KT__CHUNK_RAW 20             /* u32 raw_len */
+#define KT__CHUNK_FIRST 24           /* u64 first_ts */
+#define KT__CHUNK_LAST 32            /* u64 last_ts */
+#define KT__CHUNK_FIXED 40           /* the payload starts here */
+#define KT__EVENT_HEAD KT_REC_HEAD  /* old name; katra/record.h has the layout */
+/* The raw bytes a writer of live or recovered events puts in one chunk:
+ * LZ4 works well at this size, and a reader's buffers stay small. */
+#define KT__CHUNK_MAX (256u << 10)
+
+/* §4.3: a name entry's body. */
+#define KT__NAME_ID 0                /* u32 */
+#define KT__NAME_LEN 4               /* u32 */
+#define KT__NAME_FIXED 8             /* the name's bytes start here */
+
+/* §4.4: a thread entry's body. */
+#define KT__THREAD_TID 0             /* u32 thread_id */
+#define KT__THREAD_OS_TID 4          /* u32 */
+#define KT__THREAD_NAME_LEN 8        /* u32 */
+#define KT__THREAD_PAD 12            /* u32 reserved */
+#define KT__THREAD_FIXED 16          /* the name's bytes start here */
+
+/* §4.5: a drop record's body. */
+#define KT__DROP_TID 0               /* u32 thread_id, then u32 reserved */
+#define KT__DROP_PAD 4
+#define KT__DROP_COUNT 8             /* u64 */
+#define KT__DROP_FIRST 16            /* u64 first_ts */
+#define KT__DROP_LAST 24             /* u64 last_ts */
+#define KT__DROP_BODY 32
+
+/* §4.6: the session summary's body, then one row per thread. */
+#define KT__SUM_FLAGS 0              /* u32, KT_SUMMARY_* */
+#define KT__SUM_THREADS 4            /* u32 thread_count */
+#define KT__SUM_WRITTEN 8            /* u64 events_written */
+#define KT__SUM_DROPPED 16           /* u64 events_dropped */
+#define KT__SUM_CHUNKS 24            /* u64 */
+#define KT__SUM_RAW 32               /* u64 bytes_raw */
+#define KT__SUM_STORED 40            /* u64 bytes_stored */
+#define KT__SUM_END_WALL 48          /* u64 end_wall_ns */
+#define KT__SUM_END_MONO 56          /* u64 end_mono_ns */
+#define KT__SUM_TICKS1 64            /* u64 clock_ticks1 */
+#define KT__SUM_NS1 72               /* u64 clock_ns1 */
+#define KT__SUM_IO 80                /* u8 io_backend, then 3 reserved */
+#define KT__SUM_IO_PAD 81
+#define KT__SUM_IO_ERROR 84          /* i32 */
 #define KT__SUMMARY_FIXED 88
+#define KT__ROW_TID 0                /* u32 thread_id, then u32 reserved */
+#define KT__ROW_PAD 4
+#define KT__ROW_WRITTEN 8            /* u64 */
+#define KT__ROW_DROPPED 16           /* u64 */
 #define KT__SUMMARY_ROW 24
 
 /* XXH3 of the schema string in SPEC §6, for the version written and for
@@ -39,44 +140,57 @@ static inline size_t kt__align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Little-endian stores and loads through memcpy: no alignment assumed, and
- * the compiler turns them into single moves on little-endian targets. */
-static inline uint16_t kt__le16(uint16_t v)
-{
+/*
+ * Little-endian stores and loads through memcpy: no alignment assumed, and
+ * the compiler turns them into single moves on little-endian targets.
+ * KT__LE_ACCESS(bits) makes kt__put<bits>() and kt__get<bits>().
+ */
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return __builtin_bswap16(v);
+#define KT__LE(bits, v) __builtin_bswap##bits(v)
 #else
-	return v;
+#define KT__LE(bits, v) (v)
 #endif
-}
-static inline uint32_t kt__le32(uint32_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return __builtin_bswap32(v);
-#else
-	return v;
-#endif
-}
-static inline uint64_t kt__le64(uint64_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return __builtin_bswap64(v);
-#else
-	return v;
-#endif
-}
-static inline void kt__put16(uint8_t *p, uint16_t v) { v = kt__le16(v); memcpy(p, &v, 2); }
-static inline void kt__put32(uint8_t *p, uint32_t v) { v = kt__le32(v); memcpy(p, &v, 4); }
-static inline void kt__put64(uint8_t *p, uint64_t v) { v = kt__le64(v); memcpy(p, &v, 8); }
-static inline uint16_t kt__get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return kt__le16(v); }
-static inline uint32_t kt__get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return kt__le32(v); }
-static inline uint64_t kt__get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return kt__le64(v); }
+#define KT__LE_ACCESS(bits)                                              \
+	static inline void kt__put##bits(uint8_t *p, uint##bits##_t v)   \
+	{                                                                \
+		v = KT__LE(bits, v);                                     \
+		memcpy(p, &v, sizeof(v));                                \
+	}                                                                \
+	static inline uint##bits##_t kt__get##bits(const uint8_t *p)     \
+	{                                                                \
+		uint##bits##_t v;                                        \
+		memcpy(&v, p, sizeof(v));                                \
+		return KT__LE(bits, v);                                  \
+	}
+KT__LE_ACCESS(16)
+KT__LE_ACCESS(32)
+KT__LE_ACCESS(64)
+#undef KT__LE_ACCESS
 
 /* XXH3-64 with seed 0 over one contiguous span. */
 uint64_t kt__xxh3(const void *p, size_t n);
 
 /* Low 16 bits of XXH3 over a frame head's first 6 bytes. */
 uint16_t kt__head_check(const uint8_t head[6]);
+
+/* Whether @kind is one of SPEC §4's kinds (a reader skips the others). */
+static inline int kt__frame_kind_known(unsigned kind)
+{
+	switch (kind) {
+#define KT__FRAME_KNOWN(code, name, text) case code:
+		KT_FRAME_KINDS(KT__FRAME_KNOWN)
+#undef KT__FRAME_KNOWN
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The highest chunk codec a file of @version may use (SPEC §4.1, §8). */
+static inline unsigned kt__max_codec(uint32_t version)
+{
+	return version >= 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
+}
 
 /* Total bytes a frame with a @body_len body occupies. */
 static inline size_t kt__frame_size(size_t body_len)
@@ -130,11 +244,38 @@ static inline uint32_t kt__summary_body_len(uint32_t threads)
 	return KT__SUMMARY_FIXED + KT__SUMMARY_ROW * threads;
 }
 
+/* The types whose records are a bare head (no payload, flags 0), as a
+ * mask by code, made from KT_EVENT_TYPES. */
+#define KT__EV_BARE_BIT(code, name, text, payload, max_flags)            \
+	| ((payload) == KT_PAYLOAD_NONE && (max_flags) == KT_REC_FLAGS_ZERO \
+		   ? UINT64_C(1) << (code)                                  \
+		   : 0)
+#define KT__EV_BARE (0 KT_EVENT_TYPES(KT__EV_BARE_BIT))
+
 /*
- * Validate one event record at @p with @avail bytes left.  Returns the
- * record's size, or a negative KT_EEVENT.  Shared by the reader and the
- * writer so both accept exactly the same records.
+ * Validate one event record at @p with @avail bytes left: kt__record_ok()
+ * (the producer's own check), a payload inside @avail, a zero pad.
+ * Returns the record's size, or a negative KT_EEVENT.  Shared by the
+ * reader and the writer so both accept exactly the same records; inline
+ * for the reader's loop over every record of a chunk, where most records
+ * are zones and instants: a bare head passes with one test.
  */
+static inline long kt__event_check_inline(const uint8_t *p, size_t avail)
+{
+	if (avail < KT_REC_HEAD)
+		return KT_EEVENT;
+	uint8_t type = p[KT_REC_TYPE];
+	uint16_t plen = kt__get16(p + KT_REC_LEN);
+	if (type < 64 && (KT__EV_BARE >> type & 1) && !(p[KT_REC_FLAGS] | plen))
+		return KT_REC_HEAD;
+	size_t size = kt_event_size(plen);
+	if (size > avail || !kt__record_ok(type, p[KT_REC_FLAGS], plen))
+		return KT_EEVENT;
+	for (size_t i = KT_REC_HEAD + plen; i < size; i++)
+		if (p[i])
+			return KT_EEVENT;
+	return (long)size;
+}
 long kt__event_check(const uint8_t *p, size_t avail);
 
 /*
@@ -299,43 +440,13 @@ void kt__writer_poll(struct kt_writer *w);
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);
 
-/*
- * Rewrite a trace (format/rewrite.c): the frames of @in_fds, one trace or
- * the segments of one in order, each starting with the same header, go
- * through a kt_writer to @out_fd (empty, written from its current end);
- * the header is the first input's plus @extra_notes.  With @filter, only
- * events with CLOCK_MONOTONIC ns in [@from_ns, @to_ns] of the @threads
- * (all if none) are kept, with the thread entries of kept threads and the
- * drop records that overlap the window.  Names and threads are written
- * once however many inputs repeat them.  The summary is recomputed, and
- * written only when the last input has one: a cut input gives a cut
- * output.
- */
-typedef struct kt__rewrite_opts {
-	const int *in_fds;
-	size_t n_in;
-	int out_fd;
-	int codec;                 /* kt_codec for every chunk; -1 keeps each one's */
-	int filter;
-	uint64_t from_ns, to_ns;   /* inclusive */
-	const uint32_t *threads;
-	size_t nthreads;
-	const char *const *extra_notes;
-	uint32_t n_extra_notes;
-	void (*progress)(void *ctx, uint64_t done, uint64_t total);
-	void *progress_ctx;
-} kt__rewrite_opts;
-
-typedef struct kt__rewrite_result {
-	int have_summary;          /* the last input was complete */
-	int in_index;              /* the input at fault, or -1 */
-	kt_reader_error in_err;    /* why, when in_index >= 0 */
-	uint64_t events_in, events_out;
-	uint64_t bytes;            /* written to @out_fd */
-} kt__rewrite_result;
-
-/* Return: 0; the reader's code with res->in_index set when an input is at
- * fault; -errno or KT_E* from writing. */
-int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res);
+/* The old names of kt_rewrite() and its structs (katra/writer.h), for the
+ * callers that still use them (tools/). */
+typedef kt_rewrite_options kt__rewrite_opts;
+typedef kt_rewrite_result kt__rewrite_result;
+static inline int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res)
+{
+	return kt_rewrite(o, res);
+}
 
 #endif /* KATRA_FORMAT_FORMAT_H */

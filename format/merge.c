@@ -200,7 +200,7 @@ static int build_index(kt_reader *r, struct kt__merge *m)
 	if (rc == -ENOMEM)
 		return rc; /* not a fault of the file: no event is returned */
 	m->error = rc;
-	kt__conv_init(&m->conv, &kt_reader_header(r)->clock, m->have_stop ? &m->stop : NULL);
+	kt__conv_init(&m->conv, &kt_reader_get_header(r)->clock, m->have_stop ? &m->stop : NULL);
 	m->heap = kt__malloc((m->cursors.len ? m->cursors.len : 1) * sizeof(*m->heap));
 	if (!m->heap)
 		return kt__reader_fail(r, -ENOMEM, 0, "the merge's heap");
@@ -332,7 +332,7 @@ uint64_t kt_reader_ticks_to_ns(kt_reader *r, uint64_t ticks)
 	struct kt__merge *m = kt__reader_merge(r);
 	if (m && m->started)
 		return kt__conv_apply(&m->conv, ticks);
-	return kt_ticks_to_ns(&kt_reader_header(r)->clock, NULL, ticks);
+	return kt_ticks_to_ns(&kt_reader_get_header(r)->clock, NULL, ticks);
 }
 
 int kt_replay(kt_reader *r, kt_replay_fn fn, void *ctx, const kt_replay_options *opts)

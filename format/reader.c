@@ -1,10 +1,8 @@
 /*
- * The reader: checks and decodes a .katra file frame by frame.
- *
- * Every check follows format/SPEC.md in the order it gives, so a given
- * corruption always produces the same error at the same offset.  Nothing
- * sized by the file is allocated before the file has been shown to hold the
- * bytes (frame bodies) or the SPEC's bound has been checked (decoded chunks).
+ * The reader object: opening a trace (file, fd or memory), reading its
+ * bytes through a read-ahead window, the accounting of what it holds, and
+ * the entry points merge.c and rewrite.c use to read frames again.  The
+ * header is parsed in reader_header.c and frames in reader_frame.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,70 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <lz4.h>
-
 #include <katra/reader.h>
-#include "format/format.h"
-#include "format/reader_internal.h"
+#include "format/reader_impl.h"
 
-/* One thread's accounting, kept to check the summary against the file. */
-struct thread_acct {
-	uint32_t thread_id;
-	int has_seq;
-	uint64_t last_seq;
-	uint64_t written;
-	uint64_t dropped;
-};
-
-struct kt_reader {
-	int fd;            /* -1 when reading memory */
-	int own_fd;
-	const uint8_t *mem;
-	uint64_t size;
-	uint64_t base;     /* file offset of the trace's first byte (fd readers) */
-
-	kt_header hdr;
-	char *hdr_strings; /* every header string, NUL-terminated */
-	const char **notes;
-	uint64_t first_frame;
-	uint64_t pos;
-	int done;
-
-	uint8_t *frame_buf;    /* one whole frame, for fd readers */
-	size_t frame_cap;
-	uint8_t *win;          /* the sequential pass's read-ahead */
-	size_t win_cap, win_len;
-	uint64_t win_off;      /* file offset of win[0] */
-	uint8_t *raw_buf;      /* one decoded LZ4 chunk */
-	size_t raw_cap;
-	char *str_buf;         /* a name or thread name plus NUL */
-	size_t str_cap;
-
-	struct kt__idmap acct;    /* struct thread_acct, by thread_id */
-	size_t acct_hint;
-	size_t acct_bytes;        /* of acct, counted in st.buffer_bytes */
-	uint64_t bytes_raw, bytes_stored;
-	kt_summary_thread *rows;  /* summary rows handed to the caller */
-	size_t rows_bytes;
-
-	kt_reader_status st;
-	kt_reader_error err;
-	int rereading;             /* kt__reader_frame_at(): skip accounting */
-	int headers_only;          /* kt__reader_set_headers_only() */
-	struct kt__merge *merge;   /* kt_reader_next() state */
-};
-
-static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...)
+int kt__rd_vfail(kt_reader_error *e, int code, uint64_t off, const char *fmt, va_list ap)
 {
 	char detail[160];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
 	e->code = code;
 	e->offset = off;
 	/* libc says "Cannot allocate memory"; say what it means here. */
@@ -89,18 +31,27 @@ static int fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...
 	return code;
 }
 
-static int rfail(kt_reader *r, int code, uint64_t off, const char *detail)
+int kt__rd_fail(kt_reader_error *e, int code, uint64_t off, const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
+	kt__rd_vfail(e, code, off, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int kt__rd_stop(kt_reader *r, int code, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+
 	r->st.error = code;
 	r->st.error_offset = off;
 	r->done = 1;
-	return fail(&r->err, code, off, "%s", detail);
-}
-
-/* The highest chunk codec a file of @version may use. */
-static unsigned max_codec(uint32_t version)
-{
-	return version >= 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
+	va_start(ap, fmt);
+	kt__rd_vfail(&r->err, code, off, fmt, ap);
+	va_end(ap);
+	return code;
 }
 
 void kt__reader_account(kt_reader *r, int64_t delta)
@@ -110,7 +61,7 @@ void kt__reader_account(kt_reader *r, int64_t delta)
 		r->st.peak_buffer_bytes = r->st.buffer_bytes;
 }
 
-static int grow(kt_reader *r, void **buf, size_t *cap, size_t need)
+int kt__rd_grow(kt_reader *r, void **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return 0;
@@ -160,7 +111,7 @@ static int window_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **
 	if (off < r->win_off || off + len > r->win_off + r->win_len) {
 		uint64_t left = r->size - off;
 		size_t want = left < KT__READ_WINDOW ? (size_t)left : KT__READ_WINDOW;
-		int rc = grow(r, (void **)&r->win, &r->win_cap, want);
+		int rc = kt__rd_grow(r, (void **)&r->win, &r->win_cap, want);
 		if (rc)
 			return rc;
 		r->win_len = 0;
@@ -174,11 +125,7 @@ static int window_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **
 	return 0;
 }
 
-/*
- * Point *out at @len bytes of the file at @off.  The caller has already
- * checked that [off, off+len) lies inside the file.
- */
-static int get_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out)
+int kt__rd_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out)
 {
 	if (r->mem) {
 		*out = r->mem + off;
@@ -186,7 +133,7 @@ static int get_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out
 	}
 	if (len <= KT__READ_WINDOW && !r->rereading)
 		return window_bytes(r, off, len, out);
-	int rc = grow(r, (void **)&r->frame_buf, &r->frame_cap, len);
+	int rc = kt__rd_grow(r, (void **)&r->frame_buf, &r->frame_cap, len);
 	if (rc)
 		return rc;
 	ssize_t n = read_at(r, r->frame_buf, len, len, off);
@@ -196,163 +143,13 @@ static int get_bytes(kt_reader *r, uint64_t off, size_t len, const uint8_t **out
 	return 0;
 }
 
-/* ---- header ---------------------------------------------------------- */
-
-struct hcur {
-	const uint8_t *p;
-	size_t len, pos;
-	uint64_t base; /* file offset of p[0] */
-};
-
-static int h_str(struct hcur *c, char **dst, const char **out, kt_reader_error *e,
-		 const char *what)
-{
-	if (c->len - c->pos < 4)
-		return fail(e, KT_EHEADER, c->base + c->pos, "header ends inside the length of %s", what);
-	uint32_t n = kt__get32(c->p + c->pos);
-	if (n > KT_MAX_STRING)
-		return fail(e, KT_EHEADER, c->base + c->pos, "%s is %u bytes, over 65535", what, n);
-	c->pos += 4;
-	if (c->len - c->pos < n)
-		return fail(e, KT_EHEADER, c->base + c->pos - 4, "%s runs past the header end", what);
-	if (memchr(c->p + c->pos, 0, n))
-		return fail(e, KT_EHEADER, c->base + c->pos, "%s holds a zero byte", what);
-	memcpy(*dst, c->p + c->pos, n);
-	(*dst)[n] = 0;
-	*out = *dst;
-	*dst += n + 1;
-	c->pos += n;
-	return 0;
-}
-
-static int parse_header(kt_reader *r, kt_reader_error *e)
-{
-	uint8_t pre[KT__PREAMBLE_LEN];
-	const uint8_t *p = NULL;
-	int rc;
-
-	if (r->size == 0)
-		return fail(e, KT_ETRUNCATED, 0, "the file is empty");
-	size_t have = r->size < KT__PREAMBLE_LEN ? (size_t)r->size : KT__PREAMBLE_LEN;
-	if ((rc = get_bytes(r, 0, have, &p)))
-		return fail(e, rc, 0, "reading the preamble (%zu bytes)", have);
-	memcpy(pre, p, have);
-	if (memcmp(pre, KT__MAGIC, have < KT__MAGIC_LEN ? have : KT__MAGIC_LEN))
-		return fail(e, KT_EMAGIC, 0, "the first bytes are not \\x89KTR\\r\\n\\x1a\\n");
-	if (have < KT__PREAMBLE_LEN)
-		return fail(e, KT_ETRUNCATED, r->size, "the file ends inside the preamble");
-	uint32_t version = kt__get32(pre + 8);
-	if (version < KT_FORMAT_VERSION_MIN || version > KT_FORMAT_VERSION)
-		return fail(e, KT_EVERSION, 8, "format version %u; this reader reads versions %u to %u",
-			    version, KT_FORMAT_VERSION_MIN, KT_FORMAT_VERSION);
-	uint32_t hlen = kt__get32(pre + 12);
-	if (hlen < KT__HEADER_MIN || hlen > KT_MAX_HEADER)
-		return fail(e, KT_EHEADER, 12, "header_len %u outside [%u, %u]", hlen,
-			    KT__HEADER_MIN, KT_MAX_HEADER);
-	uint64_t sum_at = KT__PREAMBLE_LEN + kt__align8(hlen);
-	r->first_frame = sum_at + 8;
-	if (r->size < r->first_frame)
-		return fail(e, KT_ETRUNCATED, r->size, "the file ends inside the header (%llu of %llu bytes)",
-			    (unsigned long long)r->size, (unsigned long long)r->first_frame);
-	if ((rc = get_bytes(r, 0, (size_t)r->first_frame, &p)))
-		return fail(e, rc, 0, "reading the header (%llu bytes)",
-			    (unsigned long long)r->first_frame);
-	uint64_t want = kt__get64(p + sum_at), got = kt__xxh3(p + 8, (size_t)sum_at - 8);
-	if (want != got)
-		return fail(e, KT_EHDRSUM, sum_at, "stored %016llx, computed %016llx",
-			    (unsigned long long)want, (unsigned long long)got);
-	for (uint64_t i = KT__PREAMBLE_LEN + hlen; i < sum_at; i++)
-		if (p[i])
-			return fail(e, KT_ERESERVED, i, "header pad byte is not zero");
-
-	const uint8_t *b = p + KT__PREAMBLE_LEN;
-	kt_header *h = &r->hdr;
-	const uint64_t base = KT__PREAMBLE_LEN;
-	h->format_version = kt__get32(b);
-	if (h->format_version != version)
-		return fail(e, KT_EHEADER, base, "header says version %u, preamble %u",
-			    h->format_version, version);
-	h->flags = kt__get32(b + 4);
-	if (h->flags & ~KT_HDR_CAPTURE)
-		return fail(e, KT_ERESERVED, base + 4, "unknown header flags 0x%x", h->flags);
-	h->schema_hash = kt__get64(b + 8);
-	if (h->schema_hash != (version == 1 ? KT__SCHEMA_HASH_V1 : KT__SCHEMA_HASH))
-		return fail(e, KT_EVERSION, base + 8, "schema hash %016llx is not version %u's",
-			    (unsigned long long)h->schema_hash, version);
-	h->start_wall_ns = kt__get64(b + 16);
-	h->start_mono_ns = kt__get64(b + 24);
-	h->process_id = kt__get64(b + 32);
-	h->clock.source = b[40];
-	if (h->clock.source != KT_CLOCK_TSC && h->clock.source != KT_CLOCK_MONOTONIC)
-		return fail(e, KT_EHEADER, base + 40, "clock source %u", h->clock.source);
-	for (int i = 41; i < 48; i++)
-		if (b[i])
-			return fail(e, KT_ERESERVED, base + (uint64_t)i, "reserved header byte");
-	h->clock.tick_hz = kt__get64(b + 48);
-	if (h->clock.tick_hz == 0)
-		return fail(e, KT_EHEADER, base + 48, "clock tick rate is 0");
-	h->clock.ticks = kt__get64(b + 56);
-	h->clock.mono_ns = kt__get64(b + 64);
-	h->capture.ring_size = kt__get64(b + 72);
-	h->capture.overflow = b[80];
-	h->capture.codec = b[81];
-	h->capture.io = b[82];
-	if (b[83])
-		return fail(e, KT_ERESERVED, base + 83, "reserved header byte");
-	if (h->capture.overflow > KT_OVERFLOW_BLOCK || h->capture.codec > max_codec(version) ||
-	    h->capture.io > KT_IO_PWRITE)
-		return fail(e, KT_EHEADER, base + 80, "capture option out of range");
-	h->capture.codec_level = (int32_t)kt__get32(b + 84);
-	h->capture.flush_period_ns = kt__get64(b + 88);
-	h->capture.fsync_interval_ns = kt__get64(b + 96);
-	h->capture.max_duration_ns = kt__get64(b + 104);
-	h->capture.max_bytes = kt__get64(b + 112);
-	h->epoch = kt__get64(b + 120);
-
-	/* The strings can take no more room than the header body itself. */
-	r->hdr_strings = kt__malloc(hlen);
-	if (!r->hdr_strings)
-		return fail(e, -ENOMEM, 0, "header strings (%u bytes)", hlen);
-	kt__reader_account(r, hlen);
-	char *dst = r->hdr_strings;
-	struct hcur c = { b, hlen, KT__HEADER_FIXED, base };
-	if ((rc = h_str(&c, &dst, &h->tool_version, e, "tool_version")) ||
-	    (rc = h_str(&c, &dst, &h->workload, e, "workload")) ||
-	    (rc = h_str(&c, &dst, &h->host, e, "host")) ||
-	    (rc = h_str(&c, &dst, &h->run_id, e, "run_id")) ||
-	    (rc = h_str(&c, &dst, &h->capture_id, e, "capture_id")))
-		return rc;
-	if (c.len - c.pos < 4)
-		return fail(e, KT_EHEADER, base + c.pos, "header ends inside note_count");
-	h->note_count = kt__get32(b + c.pos);
-	if (h->note_count > KT_MAX_NOTES)
-		return fail(e, KT_EHEADER, base + c.pos, "%u notes, over 1024", h->note_count);
-	/* Each note takes at least its 4-byte length, so this bounds the array. */
-	if (h->note_count > (c.len - c.pos - 4) / 4)
-		return fail(e, KT_EHEADER, base + c.pos, "%u notes cannot fit", h->note_count);
-	c.pos += 4;
-	r->notes = kt__calloc(h->note_count ? h->note_count : 1, sizeof(*r->notes));
-	if (!r->notes)
-		return fail(e, -ENOMEM, 0, "header notes");
-	kt__reader_account(r, (int64_t)((h->note_count ? h->note_count : 1) * sizeof(*r->notes)));
-	for (uint32_t i = 0; i < h->note_count; i++)
-		if ((rc = h_str(&c, &dst, &r->notes[i], e, "a note")))
-			return rc;
-	h->notes = r->notes;
-	if (c.pos != c.len)
-		return fail(e, KT_EHEADER, base + c.pos, "%zu bytes after the last note",
-			    c.len - c.pos);
-	r->pos = r->first_frame;
-	return 0;
-}
-
 static int open_common(kt_reader *r, kt_reader **out, kt_reader_error *err)
 {
 	kt_reader_error local;
 	kt_reader_error *e = err ? err : &local;
 
 	memset(e, 0, sizeof(*e));
-	int rc = parse_header(r, e);
+	int rc = kt__rd_parse_header(r, e);
 	if (rc) {
 		kt_reader_close(r);
 		*out = NULL;
@@ -367,7 +164,7 @@ static kt_reader *reader_new(void)
 	kt_reader *r = kt__calloc(1, sizeof(*r));
 	if (r) {
 		r->fd = -1;
-		kt__idmap_init(&r->acct, sizeof(struct thread_acct));
+		kt__idmap_init(&r->acct, sizeof(struct kt__thread_acct));
 	}
 	return r;
 }
@@ -398,15 +195,15 @@ static int open_fd(kt_reader **out, int fd, uint64_t base, const char *name,
 	struct stat sb;
 
 	if (fstat(fd, &sb) < 0)
-		return fail(err, -errno, 0, "fstat failed");
+		return kt__rd_fail(err, -errno, 0, "fstat failed");
 	if (S_ISDIR(sb.st_mode))
-		return fail(err, -EISDIR, 0, "a directory is not a trace");
+		return kt__rd_fail(err, -EISDIR, 0, "a directory is not a trace");
 	if (!S_ISREG(sb.st_mode))
-		return fail(err, KT_ENOTFILE, 0, "%s%s%s", name ? name : "", name ? " is " : "",
+		return kt__rd_fail(err, KT_ENOTFILE, 0, "%s%s%s", name ? name : "", name ? " is " : "",
 			    file_kind(sb.st_mode));
 	kt_reader *r = reader_new();
 	if (!r)
-		return fail(err, -ENOMEM, 0, "the reader");
+		return kt__rd_fail(err, -ENOMEM, 0, "the reader");
 	r->fd = fd;
 	r->base = base;
 	r->size = (uint64_t)sb.st_size > base ? (uint64_t)sb.st_size - base : 0;
@@ -436,7 +233,7 @@ int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
 	 * returns at once, and open_fd() refuses what is not a file. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
-		return fail(err, -errno, 0, "cannot open %s", path);
+		return kt__rd_fail(err, -errno, 0, "cannot open %s", path);
 	int rc = open_fd(out, fd, 0, path, err);
 	if (rc) {
 		close(fd);
@@ -461,7 +258,7 @@ int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len, kt_reader_e
 	memset(err, 0, sizeof(*err));
 	kt_reader *r = reader_new();
 	if (!r)
-		return fail(err, -ENOMEM, 0, "the reader");
+		return kt__rd_fail(err, -ENOMEM, 0, "the reader");
 	/* A zero-length buffer may come with a NULL pointer; any non-NULL
 	 * address marks memory mode, and nothing is read from it. */
 	r->mem = buf ? buf : (const uint8_t *)"";
@@ -469,7 +266,7 @@ int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len, kt_reader_e
 	return open_common(r, out, err);
 }
 
-const kt_header *kt_reader_header(const kt_reader *r)
+const kt_header *kt_reader_get_header(const kt_reader *r)
 {
 	return &r->hdr;
 }
@@ -498,7 +295,7 @@ void kt_reader_get_status(const kt_reader *r, kt_reader_status *st)
 	st->file_size = r->size;
 }
 
-const kt_reader_error *kt_reader_last_error(const kt_reader *r)
+const kt_reader_error *kt_reader_get_last_error(const kt_reader *r)
 {
 	return &r->err;
 }
@@ -527,7 +324,7 @@ int kt__reader_frame_at(kt_reader *r, uint64_t off, kt_trace_frame *f)
 	if (rc < 0)
 		err = r->err; /* say why */
 	else if (rc == 0) /* the pass found the whole frame there before */
-		fail(&err, rc = KT_ETRUNCATED, off, "the file shrank while it was read");
+		kt__rd_fail(&err, rc = KT_ETRUNCATED, off, "the file shrank while it was read");
 	r->pos = pos;
 	r->done = done;
 	r->st = st;
@@ -539,7 +336,7 @@ int kt__reader_frame_at(kt_reader *r, uint64_t off, kt_trace_frame *f)
 
 int kt__reader_fail(kt_reader *r, int code, uint64_t off, const char *detail)
 {
-	return fail(&r->err, code, off, "%s", detail);
+	return kt__rd_fail(&r->err, code, off, "%s", detail);
 }
 
 int kt_reader_rewind(kt_reader *r)
@@ -600,523 +397,4 @@ int kt__reader_restart(kt_reader *r)
 	r->st.peak_buffer_bytes = peak;
 	memset(&r->err, 0, sizeof(r->err));
 	return 0;
-}
-
-/* ---- per-thread accounting ------------------------------------------- */
-
-/* The accounting of thread @tid into *@out: 0, KT_ETOOBIG past
- * KT_MAX_SUMMARY_THREADS threads, or -ENOMEM. */
-static int acct_get(kt_reader *r, uint32_t tid, struct thread_acct **out)
-{
-	struct kt__idmap *m = &r->acct;
-	/* Chunks of one thread tend to come in runs: try the last hit first. */
-	if (r->acct_hint < m->len) {
-		struct thread_acct *a = KT__IDMAP_AT(m, struct thread_acct, r->acct_hint);
-		if (a->thread_id == tid) {
-			*out = a;
-			return 0;
-		}
-	}
-	int rc = kt__idmap_get(m, tid, KT_MAX_SUMMARY_THREADS, (void **)out);
-	if (rc < 0)
-		return rc;
-	r->acct_hint = (size_t)((uint8_t *)*out - m->items) / sizeof(**out);
-	if (rc > 0) {
-		size_t bytes = kt__idmap_bytes(m);
-		kt__reader_account(r, (int64_t)bytes - (int64_t)r->acct_bytes);
-		r->acct_bytes = bytes;
-	}
-	return 0;
-}
-
-/* ---- frames ---------------------------------------------------------- */
-
-static int nonzero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 1;
-	return 0;
-}
-
-static int copy_str(kt_reader *r, const uint8_t *s, uint32_t n, const char **out)
-{
-	if (grow(r, (void **)&r->str_buf, &r->str_cap, (size_t)n + 1))
-		return -ENOMEM;
-	memcpy(r->str_buf, s, n);
-	r->str_buf[n] = 0;
-	*out = r->str_buf;
-	return 0;
-}
-
-#define BAD(code, off, ...) \
-	(snprintf(msg, sizeof(msg), __VA_ARGS__), rfail(r, (code), (off), msg))
-
-static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
-			kt_trace_frame *f)
-{
-	char msg[160];
-
-	if (blen < KT__CHUNK_FIXED)
-		return BAD(KT_EFRAME, off, "chunk body is %u bytes, under 40", blen);
-	uint32_t tid = kt__get32(b);
-	uint8_t codec = b[4];
-	uint64_t seq = kt__get64(b + 8);
-	uint32_t count = kt__get32(b + 16);
-	uint32_t raw_len = kt__get32(b + 20);
-	uint64_t first = kt__get64(b + 24), last = kt__get64(b + 32);
-	uint32_t stored = blen - KT__CHUNK_FIXED;
-	const uint8_t *payload = b + KT__CHUNK_FIXED;
-	const uint8_t *events = NULL;
-	uint64_t boff = off + KT__FRAME_HEAD;
-
-	if (tid == 0)
-		return BAD(KT_EFRAME, boff, "chunk thread_id is 0");
-	if (codec > max_codec(r->hdr.format_version))
-		return BAD(KT_ECODEC, boff + 4, "codec %u (version %u knows: 0 none, 1 lz4%s)", codec,
-			   r->hdr.format_version, r->hdr.format_version > 1 ? ", 2 lz4 delta" : "");
-	if (nonzero(b + 5, 3))
-		return BAD(KT_ERESERVED, boff + 5, "chunk reserved bytes");
-	if (count == 0)
-		return BAD(KT_ECOUNT, boff + 16, "event_count is 0");
-	if (raw_len > KT_MAX_RAW)
-		return BAD(KT_ETOOBIG, boff + 20, "raw_len %u over the 64 MiB limit", raw_len);
-	if (raw_len < KT__EVENT_HEAD || raw_len % 8)
-		return BAD(KT_ERAWLEN, boff + 20, "raw_len %u is not a multiple of 8 of at least 16",
-			   raw_len);
-	if (r->headers_only)
-		goto counted; /* the checksum held; the payload is checked on load */
-	if (codec == KT_CODEC_NONE) {
-		if (stored != raw_len)
-			return BAD(KT_ERAWLEN, boff + 20, "raw_len %u but %u payload bytes", raw_len,
-				   stored);
-		events = payload;
-	} else {
-		if (stored == 0 || (uint64_t)raw_len > 255ull * stored + 64)
-			return BAD(KT_ERAWLEN, boff + 20,
-				   "raw_len %u is more than %u LZ4 bytes can expand to", raw_len,
-				   stored);
-		if (grow(r, (void **)&r->raw_buf, &r->raw_cap, raw_len))
-			return rfail(r, -ENOMEM, off, "decoded chunk buffer");
-		int n = LZ4_decompress_safe((const char *)payload, (char *)r->raw_buf,
-					    (int)stored, (int)raw_len);
-		if (n != (int)raw_len)
-			return BAD(KT_ERAWLEN, boff + 20,
-				   "lz4 payload does not decode to raw_len %u bytes", raw_len);
-		events = r->raw_buf;
-	}
-
-	uint32_t n = 0;
-	uint64_t ev_first = 0, ev_last = 0, ts = 0;
-	int delta = codec == KT_CODEC_LZ4_DELTA; /* events is then our raw_buf */
-	for (size_t at = 0; at < raw_len; n++) {
-		const uint8_t *p = events + at;
-		if (delta && raw_len - at >= 8) {
-			/* Each record stored its timestamp minus the one before
-			 * (SPEC §4.1); wrapping sums undo wrapping differences. */
-			ts += kt__get64(p);
-			kt__put64(r->raw_buf + at, ts);
-		}
-		long sz;
-		/* Most events are zones and instants, without payload or flags:
-		 * kt__event_check()'s rules for them, without a call per event. */
-		if (raw_len - at >= KT__EVENT_HEAD && (unsigned)p[12] - KT_EV_ZONE_BEGIN < 3u &&
-		    !(p[13] | p[14] | p[15]))
-			sz = KT__EVENT_HEAD;
-		else
-			sz = kt__event_check(p, raw_len - at);
-		if (sz < 0)
-			return BAD(KT_EEVENT, off, "chunk of thread %u, event %u at payload byte %zu",
-				   tid, n, at);
-		if (n == 0)
-			ev_first = kt__get64(events + at);
-		ev_last = kt__get64(events + at);
-		at += (size_t)sz;
-	}
-	if (n != count)
-		return BAD(KT_ECOUNT, boff + 16, "event_count %u but the payload holds %u", count, n);
-	if (ev_first != first || ev_last != last)
-		return BAD(KT_EFRAME, boff + 24, "first/last ts do not match the events");
-counted:
-
-	if (r->rereading)
-		goto out;
-	struct thread_acct *a;
-	int rc = acct_get(r, tid, &a);
-	if (rc == -ENOMEM)
-		return rfail(r, rc, off, "the table of threads");
-	if (rc)
-		return BAD(KT_ETOOBIG, boff, "more than %u threads", KT_MAX_SUMMARY_THREADS);
-	if (a->has_seq && seq <= a->last_seq)
-		return BAD(KT_EORDER, boff + 8, "thread %u chunk_seq %llu after %llu", tid,
-			   (unsigned long long)seq, (unsigned long long)a->last_seq);
-	a->has_seq = 1;
-	a->last_seq = seq;
-	a->written += count;
-	r->bytes_raw += raw_len;
-	r->bytes_stored += stored;
-	r->st.chunks++;
-	r->st.events += count;
-out:
-	f->u.chunk.thread_id = tid;
-	f->u.chunk.codec = codec;
-	f->u.chunk.seq = seq;
-	f->u.chunk.event_count = count;
-	f->u.chunk.raw_len = raw_len;
-	f->u.chunk.stored_len = stored;
-	f->u.chunk.first_ts = first;
-	f->u.chunk.last_ts = last;
-	f->u.chunk.events = events;
-	return 0;
-}
-
-static int decode_summary(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
-			  kt_trace_frame *f)
-{
-	char msg[160];
-	kt_file_summary *s = &f->u.summary;
-	uint64_t boff = off + KT__FRAME_HEAD;
-
-	if (blen < KT__SUMMARY_FIXED)
-		return BAD(KT_EFRAME, off, "summary body is %u bytes, under 88", blen);
-	s->flags = kt__get32(b);
-	s->thread_count = kt__get32(b + 4);
-	if (s->thread_count > KT_MAX_SUMMARY_THREADS ||
-	    blen != kt__summary_body_len(s->thread_count))
-		return BAD(KT_EFRAME, boff + 4, "thread_count %u does not fit a %u-byte body",
-			   s->thread_count, blen);
-	if (s->flags & ~(KT_SUMMARY_RECOVERED | KT_SUMMARY_IO_ERROR))
-		return BAD(KT_ERESERVED, boff, "unknown summary flags 0x%x", s->flags);
-	s->events_written = kt__get64(b + 8);
-	s->events_dropped = kt__get64(b + 16);
-	s->chunks = kt__get64(b + 24);
-	s->bytes_raw = kt__get64(b + 32);
-	s->bytes_stored = kt__get64(b + 40);
-	s->end_wall_ns = kt__get64(b + 48);
-	s->end_mono_ns = kt__get64(b + 56);
-	s->clock_ticks1 = kt__get64(b + 64);
-	s->clock_ns1 = kt__get64(b + 72);
-	s->io_backend = b[80];
-	if (nonzero(b + 81, 3))
-		return BAD(KT_ERESERVED, boff + 81, "summary reserved bytes");
-	if (s->io_backend > KT_IO_PWRITE)
-		return BAD(KT_EFRAME, boff + 80, "io_backend %u", s->io_backend);
-	s->io_error = (int32_t)kt__get32(b + 84);
-
-	if (s->events_written != r->st.events || s->chunks != r->st.chunks ||
-	    s->bytes_raw != r->bytes_raw || s->bytes_stored != r->bytes_stored ||
-	    s->events_dropped != r->st.dropped)
-		return BAD(KT_ESUMMARY, boff + 8,
-			   "totals %llu written/%llu dropped/%llu chunks; the file holds %llu/%llu/%llu",
-			   (unsigned long long)s->events_written,
-			   (unsigned long long)s->events_dropped, (unsigned long long)s->chunks,
-			   (unsigned long long)r->st.events, (unsigned long long)r->st.dropped,
-			   (unsigned long long)r->st.chunks);
-	if (s->thread_count != r->acct.len)
-		return BAD(KT_ESUMMARY, boff + 4, "%u thread rows; the file has %zu threads",
-			   s->thread_count, r->acct.len);
-	free(r->rows);
-	kt__reader_account(r, -(int64_t)r->rows_bytes);
-	r->rows_bytes = (s->thread_count ? s->thread_count : 1) * sizeof(*r->rows);
-	r->rows = kt__calloc(1, r->rows_bytes);
-	if (!r->rows) {
-		r->rows_bytes = 0;
-		return rfail(r, -ENOMEM, off, "the summary's rows");
-	}
-	kt__reader_account(r, (int64_t)r->rows_bytes);
-	/* The rows come in thread_id order; so does the table, once sorted.
-	 * The summary is the last frame: no thread is added after it. */
-	kt__idmap_sort(&r->acct);
-	r->acct_hint = 0;
-	const uint8_t *row = b + KT__SUMMARY_FIXED;
-	for (uint32_t i = 0; i < s->thread_count; i++, row += KT__SUMMARY_ROW) {
-		uint64_t roff = boff + KT__SUMMARY_FIXED + (uint64_t)i * KT__SUMMARY_ROW;
-		kt_summary_thread *t = &r->rows[i];
-		t->thread_id = kt__get32(row);
-		t->written = kt__get64(row + 8);
-		t->dropped = kt__get64(row + 16);
-		if (kt__get32(row + 4))
-			return BAD(KT_ERESERVED, roff + 4, "summary row reserved bytes");
-		const struct thread_acct *a = KT__IDMAP_AT(&r->acct, struct thread_acct, i);
-		if (t->thread_id != a->thread_id || t->written != a->written ||
-		    t->dropped != a->dropped)
-			return BAD(KT_ESUMMARY, roff,
-				   "row %u says thread %u wrote %llu dropped %llu; the file has thread %u %llu/%llu",
-				   i, t->thread_id, (unsigned long long)t->written,
-				   (unsigned long long)t->dropped, a->thread_id,
-				   (unsigned long long)a->written, (unsigned long long)a->dropped);
-	}
-	s->threads = r->rows;
-	return 0;
-}
-
-static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *b,
-		       uint32_t blen, kt_trace_frame *f)
-{
-	char msg[160];
-	uint64_t boff = off + KT__FRAME_HEAD;
-
-	switch (kind) {
-	case KT_FRAME_CHUNK:
-		return decode_chunk(r, off, b, blen, f);
-	case KT_FRAME_NAME: {
-		if (blen < 8)
-			return BAD(KT_EFRAME, off, "name body is %u bytes, under 8", blen);
-		uint32_t id = kt__get32(b), len = kt__get32(b + 4);
-		if (id == 0)
-			return BAD(KT_EFRAME, boff, "name id 0");
-		if (len == 0 || len > KT_MAX_STRING || len != blen - 8)
-			return BAD(KT_EFRAME, boff + 4, "name length %u in a %u-byte body", len, blen);
-		if (memchr(b + 8, 0, len))
-			return BAD(KT_EFRAME, boff + 8, "name holds a zero byte");
-		f->u.name.id = id;
-		f->u.name.len = len;
-		return copy_str(r, b + 8, len, &f->u.name.str) ? rfail(r, -ENOMEM, off, "a name")
-							       : 0;
-	}
-	case KT_FRAME_THREAD: {
-		if (blen < 16)
-			return BAD(KT_EFRAME, off, "thread body is %u bytes, under 16", blen);
-		uint32_t tid = kt__get32(b), len = kt__get32(b + 8);
-		if (tid == 0)
-			return BAD(KT_EFRAME, boff, "thread_id 0");
-		if (len > KT_MAX_STRING || len != blen - 16)
-			return BAD(KT_EFRAME, boff + 8, "thread name length %u in a %u-byte body",
-				   len, blen);
-		if (kt__get32(b + 12))
-			return BAD(KT_ERESERVED, boff + 12, "thread entry reserved bytes");
-		if (memchr(b + 16, 0, len))
-			return BAD(KT_EFRAME, boff + 16, "thread name holds a zero byte");
-		f->u.thread.thread_id = tid;
-		f->u.thread.os_tid = kt__get32(b + 4);
-		f->u.thread.name_len = len;
-		return copy_str(r, b + 16, len, &f->u.thread.name)
-			       ? rfail(r, -ENOMEM, off, "a thread name")
-			       : 0;
-	}
-	case KT_FRAME_DROP: {
-		if (blen != 32)
-			return BAD(KT_EFRAME, off, "drop body is %u bytes, not 32", blen);
-		uint32_t tid = kt__get32(b);
-		uint64_t count = kt__get64(b + 8);
-		if (tid == 0)
-			return BAD(KT_EFRAME, boff, "drop thread_id 0");
-		if (kt__get32(b + 4))
-			return BAD(KT_ERESERVED, boff + 4, "drop reserved bytes");
-		if (count == 0)
-			return BAD(KT_EFRAME, boff + 8, "drop count 0");
-		struct thread_acct *a;
-		int rc = acct_get(r, tid, &a);
-		if (rc == -ENOMEM)
-			return rfail(r, rc, off, "the table of threads");
-		if (rc)
-			return BAD(KT_ETOOBIG, boff, "more than %u threads",
-				   KT_MAX_SUMMARY_THREADS);
-		a->dropped += count;
-		r->st.dropped += count;
-		f->u.drop.thread_id = tid;
-		f->u.drop.count = count;
-		f->u.drop.first_ts = kt__get64(b + 16);
-		f->u.drop.last_ts = kt__get64(b + 24);
-		return 0;
-	}
-	case KT_FRAME_SUMMARY:
-		return decode_summary(r, off, b, blen, f);
-	default:
-		return 1; /* unknown kind: skip */
-	}
-}
-
-int kt_reader_next_frame(kt_reader *r, kt_trace_frame *f)
-{
-	char msg[160];
-	const uint8_t *p;
-	int rc;
-
-	for (;;) {
-		if (r->st.error)
-			return r->st.error;
-		if (r->done)
-			return 0;
-		uint64_t off = r->pos;
-		uint64_t left = r->size - off;
-		if (left < KT__FRAME_HEAD) {
-			/* Zero bytes left without a summary is a cut at a frame
-			 * boundary; a few bytes left is a cut inside a head. */
-			r->st.truncated = 1;
-			r->st.valid_end = off;
-			r->done = 1;
-			snprintf(msg, sizeof(msg), "no session summary; %llu bytes of a frame head",
-				 (unsigned long long)left);
-			fail(&r->err, KT_ETRUNCATED, off, "%s", msg);
-			return 0;
-		}
-		if ((rc = get_bytes(r, off, KT__FRAME_HEAD, &p)))
-			return rfail(r, rc, off, "reading a frame head");
-		uint32_t blen = kt__get32(p);
-		uint8_t kind = p[4], flags = p[5];
-		uint16_t check = kt__get16(p + 6);
-		if (check != kt__head_check(p))
-			return BAD(KT_EFRAMEHEAD, off, "head check %04x, computed %04x (length %u, kind %u)",
-				   check, kt__head_check(p), blen, kind);
-		if (blen > KT_MAX_FRAME_BODY)
-			return BAD(KT_EFRAMELEN, off, "body_len %u over the 64 MiB limit", blen);
-		uint64_t total = kt__frame_size(blen);
-		if (total > left) {
-			r->st.truncated = 1;
-			r->st.valid_end = off;
-			r->done = 1;
-			fail(&r->err, KT_ETRUNCATED, off,
-			     "a %llu-byte %s frame is cut after %llu bytes",
-			     (unsigned long long)total, kt_frame_kind_name(kind),
-			     (unsigned long long)left);
-			return 0;
-		}
-		if ((rc = get_bytes(r, off, (size_t)total, &p)))
-			return rfail(r, rc, off, "reading a frame");
-		size_t padded = KT__FRAME_HEAD + kt__align8(blen);
-		uint64_t want = kt__get64(p + padded), got = kt__xxh3(p, padded);
-		if (want != got)
-			return BAD(KT_ECHECKSUM, off, "%s frame: stored %016llx, computed %016llx",
-				   kt_frame_kind_name(kind), (unsigned long long)want,
-				   (unsigned long long)got);
-		int known = kind >= KT_FRAME_CHUNK && kind <= KT_FRAME_SUMMARY;
-		if (known && flags)
-			return BAD(KT_ERESERVED, off + 5, "frame flags 0x%x", flags);
-		if (nonzero(p + KT__FRAME_HEAD + blen, padded - KT__FRAME_HEAD - blen))
-			return BAD(KT_ERESERVED, off + KT__FRAME_HEAD + blen, "frame pad not zero");
-
-		memset(f, 0, sizeof(*f));
-		f->offset = off;
-		f->body_len = blen;
-		f->kind = kind;
-		rc = decode_body(r, off, kind, p + KT__FRAME_HEAD, blen, f);
-		if (rc < 0)
-			return rc;
-		r->pos = off + total;
-		r->st.valid_end = r->pos;
-		if (rc == 1) {
-			r->st.unknown_frames++;
-			continue;
-		}
-		r->st.frames++;
-		if (kind == KT_FRAME_SUMMARY) {
-			r->st.complete = 1;
-			r->done = 1;
-			if (r->pos != r->size) {
-				/* Report the summary first; the next call reports
-				 * what follows it. */
-				snprintf(msg, sizeof(msg), "%llu bytes follow the summary",
-					 (unsigned long long)(r->size - r->pos));
-				r->st.error = KT_ETRAILING;
-				r->st.error_offset = r->pos;
-				fail(&r->err, KT_ETRAILING, r->pos, "%s", msg);
-			}
-		}
-		return 1;
-	}
-}
-
-void kt_chunk_iter_init(kt_chunk_iter *it, const kt_trace_frame *f)
-{
-	if (f->kind != KT_FRAME_CHUNK || !f->u.chunk.events) {
-		it->pos = it->end = NULL;
-		it->thread_id = 0;
-		return;
-	}
-	it->pos = f->u.chunk.events;
-	it->end = f->u.chunk.events + f->u.chunk.raw_len;
-	it->thread_id = f->u.chunk.thread_id;
-}
-
-int kt_chunk_next(kt_chunk_iter *it, kt_event *ev)
-{
-	return kt__chunk_next(it, ev);
-}
-
-void kt__conv_init(struct kt__conv *cv, const kt_clock_calibration *c, const kt_file_summary *stop)
-{
-	cv->t0 = c->ticks;
-	cv->ns0 = c->mono_ns;
-	cv->num = 1000000000u;
-	cv->den = c->tick_hz ? c->tick_hz : 1;
-	if (stop && stop->clock_ticks1 > c->ticks && stop->clock_ns1 >= c->mono_ns) {
-		cv->num = stop->clock_ns1 - c->mono_ns;
-		cv->den = stop->clock_ticks1 - c->ticks;
-	}
-	cv->ratio = (double)cv->num / (double)cv->den;
-}
-
-/*
- * floor(dt * num / den), exactly, without a 128-bit division in the common
- * case: a double-precision estimate, then integer corrections (products
- * only), which settle in a step or two; far off, the division after all.
- * Saturates at UINT64_MAX.
- */
-static uint64_t conv_scale(const struct kt__conv *cv, uint64_t dt)
-{
-	unsigned __int128 x = (unsigned __int128)dt * cv->num;
-	if ((uint64_t)(x >> 64) >= cv->den)
-		return UINT64_MAX;
-	double est = (double)dt * cv->ratio;
-	uint64_t q = est >= 18446744073709549568.0 ? UINT64_MAX - 1 : (uint64_t)est;
-	unsigned __int128 qd = (unsigned __int128)q * cv->den;
-	for (int i = 0; i < 4; i++) {
-		if (qd > x) {
-			q--;
-			qd -= cv->den;
-		} else if (x - qd >= cv->den) {
-			q++;
-			qd += cv->den;
-		} else {
-			return q;
-		}
-	}
-	return (uint64_t)(x / cv->den);
-}
-
-uint64_t kt__conv_apply(const struct kt__conv *cv, uint64_t ticks)
-{
-	if (ticks >= cv->t0) {
-		uint64_t add = conv_scale(cv, ticks - cv->t0);
-		return add > UINT64_MAX - cv->ns0 ? UINT64_MAX : cv->ns0 + add;
-	}
-	/* Before the calibration point: rare, so the plain way, truncating
-	 * toward zero as C division does. */
-	unsigned __int128 back = (unsigned __int128)(cv->t0 - ticks) * cv->num / cv->den;
-	return back >= cv->ns0 ? 0 : cv->ns0 - (uint64_t)back;
-}
-
-uint64_t kt_ticks_to_ns(const kt_clock_calibration *c, const kt_file_summary *stop,
-			uint64_t ticks)
-{
-	struct kt__conv cv;
-	kt__conv_init(&cv, c, stop);
-	return kt__conv_apply(&cv, ticks);
-}
-
-const char *kt_event_type_name(unsigned type)
-{
-	static const char *const names[] = {
-		[KT_EV_ZONE_BEGIN] = "zone_begin", [KT_EV_ZONE_END] = "zone_end",
-		[KT_EV_INSTANT] = "instant",       [KT_EV_COUNTER_I64] = "counter_i64",
-		[KT_EV_COUNTER_F64] = "counter_f64", [KT_EV_FRAME] = "frame",
-		[KT_EV_FLOW] = "flow",             [KT_EV_MESSAGE] = "message",
-		[KT_EV_USER] = "user",
-	};
-	if (type < sizeof(names) / sizeof(names[0]) && names[type])
-		return names[type];
-	return "unknown";
-}
-
-const char *kt_frame_kind_name(unsigned kind)
-{
-	static const char *const names[] = {
-		[KT_FRAME_CHUNK] = "chunk", [KT_FRAME_NAME] = "name",
-		[KT_FRAME_THREAD] = "thread", [KT_FRAME_DROP] = "drop",
-		[KT_FRAME_SUMMARY] = "summary",
-	};
-	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])
-		return names[kind];
-	return "unknown";
 }

@@ -1,5 +1,8 @@
 /*
- * format/reader_internal.h - internal: what merge.c needs from the reader.
+ * format/reader_internal.h - internal: the reader's entry points beyond
+ * katra/reader.h, for format/'s merge and rewrite and for recovery and the
+ * flusher (which open a trace at an offset, re-read frames, or take over
+ * a chunk's decoded events).
  */
 #ifndef KATRA_FORMAT_READER_INTERNAL_H
 #define KATRA_FORMAT_READER_INTERNAL_H
@@ -71,12 +74,12 @@ static inline int kt__chunk_next(kt_chunk_iter *it, kt_event *ev)
 	if (it->pos >= it->end)
 		return 0;
 	const uint8_t *p = it->pos;
-	ev->ts = kt__get64(p);
-	ev->name_id = kt__get32(p + 8);
-	ev->type = p[12];
-	ev->flags = p[13];
-	ev->payload_len = kt__get16(p + 14);
-	ev->payload = p + KT__EVENT_HEAD;
+	ev->ts = kt__get64(p + KT_REC_TS);
+	ev->name_id = kt__get32(p + KT_REC_NAME);
+	ev->type = p[KT_REC_TYPE];
+	ev->flags = p[KT_REC_FLAGS];
+	ev->payload_len = kt__get16(p + KT_REC_LEN);
+	ev->payload = p + KT_REC_HEAD;
 	ev->thread_id = it->thread_id;
 	it->pos += kt_event_size(ev->payload_len);
 	return 1;

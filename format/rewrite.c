@@ -1,9 +1,9 @@
 /*
- * Rewriting a trace: the one copy loop behind `katra slice`, `compress`,
- * `decompress` and the capture manager's trim.  It reads one trace, or the
- * segments of one (each starting with the same header), and writes a
- * single trace through kt_writer, so chunk numbers and the summary are
- * recomputed from what is actually kept.
+ * kt_rewrite() (katra/writer.h): the one copy loop behind `katra slice`,
+ * `compress`, `decompress` and the capture manager's trim.  It reads one
+ * trace, or the segments of one (each starting with the same header), and
+ * writes a single trace through kt_writer, so chunk numbers and the
+ * summary are recomputed from what is actually kept.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,7 +25,7 @@ struct seen {
 	size_t nnames, names_cap, nthreads, threads_cap, nkept, kept_cap;
 };
 
-static int seen_init(struct seen *seen, const kt__rewrite_opts *o)
+static int seen_init(struct seen *seen, const kt_rewrite_options *o)
 {
 	for (size_t i = 0; i < o->nthreads; i++)
 		if (kt__idset_add(&seen->kept, &seen->nkept, &seen->kept_cap, o->threads[i]) < 0)
@@ -40,7 +40,7 @@ static void seen_free(struct seen *seen)
 	free(seen->kept);
 }
 
-static int thread_kept(const kt__rewrite_opts *o, const struct seen *seen, uint32_t tid)
+static int thread_kept(const kt_rewrite_options *o, const struct seen *seen, uint32_t tid)
 {
 	return !o->nthreads || kt__idset_has(seen->kept, seen->kept_cap, tid);
 }
@@ -50,8 +50,8 @@ static int thread_kept(const kt__rewrite_opts *o, const struct seen *seen, uint3
  * converts ticks with the same pair of calibrations, as readers of the
  * final file will.  Missing (a cut input) is not an error.
  */
-static int last_summary(const kt__rewrite_opts *o, kt_file_summary *sum, int *have,
-			kt__rewrite_result *res)
+static int last_summary(const kt_rewrite_options *o, kt_file_summary *sum, int *have,
+			kt_rewrite_result *res)
 {
 	kt_reader *r = NULL;
 	int fd = o->in_fds[o->n_in - 1];
@@ -70,7 +70,7 @@ static int last_summary(const kt__rewrite_opts *o, kt_file_summary *sum, int *ha
 			*have = 1;
 		}
 	if (rc < 0) {
-		res->in_err = *kt_reader_last_error(r);
+		res->in_err = *kt_reader_get_last_error(r);
 		res->in_index = (int)o->n_in - 1;
 	}
 	kt_reader_close(r);
@@ -79,17 +79,17 @@ static int last_summary(const kt__rewrite_opts *o, kt_file_summary *sum, int *ha
 
 /* What copying every input shares. */
 struct copy {
-	const kt__rewrite_opts *o;
+	const kt_rewrite_options *o;
 	kt_writer *w;
 	const kt_header *h;
 	struct kt__conv cv;         /* the input's ticks to ns */
 	struct seen seen;
 	uint8_t *buf;               /* a chunk's kept events */
 	size_t cap;
-	kt__rewrite_result *res;
+	kt_rewrite_result *res;
 };
 
-static int windowed(const kt__rewrite_opts *o)
+static int windowed(const kt_rewrite_options *o)
 {
 	return o->filter && (o->from_ns > 0 || o->to_ns < UINT64_MAX);
 }
@@ -98,7 +98,7 @@ static int windowed(const kt__rewrite_opts *o)
  * in *@len and their count in *@kept.  0 or -ENOMEM. */
 static int window_events(struct copy *cp, const kt_trace_frame *f, size_t *len, uint32_t *kept)
 {
-	const kt__rewrite_opts *o = cp->o;
+	const kt_rewrite_options *o = cp->o;
 	if (cp->cap < f->u.chunk.raw_len) {
 		void *p = kt__realloc(cp->buf, f->u.chunk.raw_len);
 		if (!p)
@@ -130,7 +130,7 @@ static int window_events(struct copy *cp, const kt_trace_frame *f, size_t *len, 
 
 static int copy_chunk(struct copy *cp, const kt_trace_frame *f)
 {
-	const kt__rewrite_opts *o = cp->o;
+	const kt_rewrite_options *o = cp->o;
 	uint32_t tid = f->u.chunk.thread_id;
 	int codec = o->codec >= 0 ? o->codec : f->u.chunk.codec;
 	cp->res->events_in += f->u.chunk.event_count;
@@ -164,7 +164,7 @@ static int copy_thread(struct copy *cp, const kt_trace_frame *f)
 
 static int copy_drop(struct copy *cp, const kt_trace_frame *f)
 {
-	const kt__rewrite_opts *o = cp->o;
+	const kt_rewrite_options *o = cp->o;
 	uint64_t a = kt__conv_apply(&cp->cv, f->u.drop.first_ts);
 	uint64_t b = kt__conv_apply(&cp->cv, f->u.drop.last_ts);
 	/* A loss is kept when it overlaps the window at all: it may have
@@ -211,7 +211,7 @@ static int copy_frame(struct copy *cp, size_t idx, const kt_trace_frame *f, kt_f
 static int copy_input(struct copy *cp, size_t idx, const kt_file_summary *stop,
 		      kt_file_summary *sum, uint64_t base, uint64_t total)
 {
-	const kt__rewrite_opts *o = cp->o;
+	const kt_rewrite_options *o = cp->o;
 	kt_reader *r = NULL;
 	int rc = kt_reader_open_fd(&r, o->in_fds[idx], &cp->res->in_err);
 	if (rc < 0) {
@@ -228,7 +228,7 @@ static int copy_input(struct copy *cp, size_t idx, const kt_file_summary *stop,
 		wrc = copy_frame(cp, idx, &f, sum);
 	}
 	if (rc < 0) {
-		cp->res->in_err = *kt_reader_last_error(r);
+		cp->res->in_err = *kt_reader_get_last_error(r);
 		cp->res->in_index = (int)idx;
 	}
 	kt_reader_close(r);
@@ -237,9 +237,9 @@ static int copy_input(struct copy *cp, size_t idx, const kt_file_summary *stop,
 
 /* The first input's header plus the extra notes; *@notes is the array to
  * free.  0, -EINVAL past KT_MAX_NOTES, -ENOMEM. */
-static int out_header(const kt__rewrite_opts *o, kt_reader *hr, kt_header *h, const char ***notes)
+static int out_header(const kt_rewrite_options *o, kt_reader *hr, kt_header *h, const char ***notes)
 {
-	*h = *kt_reader_header(hr);
+	*h = *kt_reader_get_header(hr);
 	*notes = NULL;
 	if (o->codec >= 0)
 		h->capture.codec = (uint8_t)o->codec;
@@ -270,7 +270,7 @@ static uint64_t input_size(int fd)
  * one. */
 static int copy_all(struct copy *cp, const kt_file_summary *stop)
 {
-	const kt__rewrite_opts *o = cp->o;
+	const kt_rewrite_options *o = cp->o;
 	kt_file_summary sum;
 	uint64_t total = 0, base = 0;
 	int rc = 0;
@@ -285,7 +285,7 @@ static int copy_all(struct copy *cp, const kt_file_summary *stop)
 	return rc;
 }
 
-int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res)
+int kt_rewrite(const kt_rewrite_options *o, kt_rewrite_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->in_index = -1;
@@ -312,7 +312,7 @@ int kt__rewrite(const kt__rewrite_opts *o, kt__rewrite_result *res)
 	    (rc = kt_writer_open_fd(&cp.w, o->out_fd, &h)))
 		goto out;
 	rc = copy_all(&cp, have_stop ? &stop : NULL);
-	res->bytes = kt_writer_bytes(cp.w);
+	res->bytes = kt_writer_get_bytes(cp.w);
 	int crc = kt_writer_close(cp.w);
 	if (!rc)
 		rc = crc;

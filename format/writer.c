@@ -27,7 +27,6 @@ struct wthread {
 
 struct kt_writer {
 	kt__sink *sink;
-	kt__sink own_sink;  /* the synchronous fd sink, when no other is given */
 	int fd;
 	int own_fd;
 	int finished;
@@ -359,7 +358,8 @@ int kt_writer_open(kt_writer **out, const char *path, const kt_header *h)
 	return rc;
 }
 
-/* Build a frame around a body already at w->frame + 8, then emit it. */
+/* Build a frame around a body already at w->frame + KT__FRAME_HEAD, then
+ * emit it. */
 static int emit_frame(kt_writer *w, uint8_t kind, uint32_t body_len)
 {
 	kt__enc_frame_head(w->frame, body_len, kind);
@@ -405,8 +405,8 @@ int kt_writer_chunk(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 		if (sz < 0)
 			return -EINVAL;
 		if (count == 0)
-			first = kt__get64(ev + at);
-		last = kt__get64(ev + at);
+			first = kt__get64(ev + at + KT_REC_TS);
+		last = kt__get64(ev + at + KT_REC_TS);
 		at += (size_t)sz;
 	}
 	return kt__writer_chunk_known(w, thread_id, codec, level, events, raw_len, count, first,
@@ -426,11 +426,11 @@ static int delta_copy(kt_writer *w, const uint8_t *ev, size_t raw_len)
 		return rc;
 	memcpy(w->delta, ev, raw_len);
 	uint64_t prev = 0;
-	for (size_t at = 0; at + KT__EVENT_HEAD <= raw_len;) {
-		uint64_t ts = kt__get64(ev + at);
-		kt__put64(w->delta + at, ts - prev);
+	for (size_t at = 0; at + KT_REC_HEAD <= raw_len;) {
+		uint64_t ts = kt__get64(ev + at + KT_REC_TS);
+		kt__put64(w->delta + at + KT_REC_TS, ts - prev);
 		prev = ts;
-		at += KT__EVENT_HEAD + kt__align8(kt__get16(ev + at + 14));
+		at += kt_event_size(kt__get16(ev + at + KT_REC_LEN));
 	}
 	return 0;
 }
@@ -516,13 +516,13 @@ int kt__writer_chunk_ref(kt_writer *w, uint32_t thread_id, const void *events, s
 	size_t body = KT__CHUNK_FIXED + raw_len, pad = kt__align8(body) - body;
 	kt__put64(trailer + pad,
 		  kt__chunk_checksum(prefix, events, (uint32_t)raw_len));
-	size_t total = sizeof(prefix) + raw_len + pad + 8;
+	size_t total = sizeof(prefix) + raw_len + pad + KT__FRAME_TRAILER;
 	uint64_t off = w->off;
 	w->off += total;
 	w->bytes += total;
 	account_chunk(w, t, count, raw_len, raw_len);
 	rc = w->sink->write_ref(w->sink, prefix, sizeof(prefix), events, raw_len, trailer,
-				pad + 8, off, done, ctx);
+				pad + KT__FRAME_TRAILER, off, done, ctx);
 	return set_error(w, rc);
 }
 
@@ -548,7 +548,7 @@ int kt_writer_name(kt_writer *w, uint32_t id, const char *name, size_t len)
 		return KT_ESTATE;
 	if (id == 0 || len == 0 || len > KT_MAX_STRING || memchr(name, 0, len))
 		return -EINVAL;
-	if ((rc = frame_room(w, 8 + len)))
+	if ((rc = frame_room(w, KT__NAME_FIXED + len)))
 		return rc;
 	return emit_frame(w, KT_FRAME_NAME,
 			  kt__enc_name_body(w->frame + KT__FRAME_HEAD, id, name, (uint32_t)len));
@@ -563,7 +563,7 @@ int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const ch
 		return KT_ESTATE;
 	if (thread_id == 0 || len > KT_MAX_STRING)
 		return -EINVAL;
-	if ((rc = frame_room(w, 16 + len)))
+	if ((rc = frame_room(w, KT__THREAD_FIXED + len)))
 		return rc;
 	return emit_frame(w, KT_FRAME_THREAD,
 			  kt__enc_thread_body(w->frame + KT__FRAME_HEAD, thread_id, os_tid, name,
@@ -582,7 +582,7 @@ int kt_writer_drop(kt_writer *w, uint32_t thread_id, uint64_t count, uint64_t fi
 	struct wthread *t = thread_get(w, thread_id);
 	if (!t)
 		return -ENOMEM;
-	if ((rc = frame_room(w, 32)))
+	if ((rc = frame_room(w, KT__DROP_BODY)))
 		return rc;
 	rc = emit_frame(w, KT_FRAME_DROP,
 			kt__enc_drop_body(w->frame + KT__FRAME_HEAD, thread_id, count, first_ts,
@@ -678,7 +678,7 @@ int kt_writer_close(kt_writer *w)
 	return rc;
 }
 
-uint64_t kt_writer_bytes(const kt_writer *w)
+uint64_t kt_writer_get_bytes(const kt_writer *w)
 {
 	return w->bytes;
 }

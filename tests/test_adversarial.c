@@ -87,10 +87,10 @@ Test(adversarial, rewrite_with_names_in_descending_order_is_linear)
 	const uint32_t n = 40000;
 	int in = t_names_descending(n);
 	int out = memfd_create("katra-rewrite", MFD_CLOEXEC);
-	kt__rewrite_opts o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1 };
-	kt__rewrite_result res;
+	kt_rewrite_options o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1 };
+	kt_rewrite_result res;
 	kt__idtab_work = 0;
-	cr_assert_eq(kt__rewrite(&o, &res), 0, "%s", res.in_err.message);
+	cr_assert_eq(kt_rewrite(&o, &res), 0, "%s", res.in_err.message);
 	/* A hash probe or two per name; the sorted array moved n^2/2. */
 	cr_assert_leq(kt__idtab_work, 8 * (uint64_t)n, "work %llu for %u names",
 		      (unsigned long long)kt__idtab_work, n);
@@ -116,11 +116,11 @@ Test(adversarial, slice_by_many_threads_is_linear)
 	for (uint32_t i = 0; i < n / 2; i++)
 		keep[i] = 2 * i + 1; /* the odd ones */
 	int out = memfd_create("katra-slice", MFD_CLOEXEC);
-	kt__rewrite_opts o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1,
+	kt_rewrite_options o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1,
 			       .filter = 1, .to_ns = UINT64_MAX, .threads = keep,
 			       .nthreads = n / 2 };
-	kt__rewrite_result res;
-	cr_assert_eq(kt__rewrite(&o, &res), 0, "%s", res.in_err.message);
+	kt_rewrite_result res;
+	cr_assert_eq(kt_rewrite(&o, &res), 0, "%s", res.in_err.message);
 	cr_assert_eq(res.events_in, 2 * (uint64_t)n);
 	cr_assert_eq(res.events_out, (uint64_t)n);
 	kt_reader *r;
@@ -138,7 +138,7 @@ Test(adversarial, slice_by_many_threads_is_linear)
 		chunks += f.kind == KT_FRAME_CHUNK;
 		drops += f.kind == KT_FRAME_DROP;
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(threads, n / 2);
 	cr_assert_eq(chunks, n / 2);
 	/* Odd multiples of 7 up to n. */
@@ -160,7 +160,7 @@ Test(adversarial, reader_passes_with_threads_in_descending_order_are_linear)
 
 	kt__idtab_work = 0;
 	uint64_t frames;
-	cr_assert_eq(t_drain(r, &frames), 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(t_drain(r, &frames), 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(frames, 2 * (uint64_t)n + n / 7 + 1);
 	/* The checked pass: a probe or two per frame, plus sorting the
 	 * table once for the summary. */
@@ -179,7 +179,7 @@ Test(adversarial, reader_passes_with_threads_in_descending_order_are_linear)
 		cr_assert_eq(ev.ts, 5000 + events / n);
 		events++;
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(events, 2 * (uint64_t)n);
 	/* Index pass and merge: the tables' share stays linear. */
 	cr_assert_leq(kt__idtab_work, 16 * (uint64_t)n, "merge: work %llu",
@@ -244,7 +244,7 @@ static int t_read_all(const char *path, const uint8_t *mem, size_t len, kt_reade
 			;
 	}
 	if (rc)
-		*e = *kt_reader_last_error(r);
+		*e = *kt_reader_get_last_error(r);
 	kt_reader_close(r);
 	return rc;
 }
@@ -303,14 +303,14 @@ Test(out_of_memory, every_failed_allocation_of_a_rewrite_is_enomem)
 	uint64_t n;
 	for (n = 1;; n++) {
 		int out = memfd_create("katra-rewrite", MFD_CLOEXEC);
-		kt__rewrite_opts o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1,
+		kt_rewrite_options o = { .in_fds = &in, .n_in = 1, .out_fd = out, .codec = -1,
 				       .filter = 1, .from_ns = 1, .to_ns = UINT64_MAX - 1,
 				       .threads = keep, .nthreads = 2, .extra_notes = note,
 				       .n_extra_notes = 1 };
-		kt__rewrite_result res;
+		kt_rewrite_result res;
 		kt__alloc_count = 0;
 		kt__alloc_fail_at = n;
-		int rc = kt__rewrite(&o, &res);
+		int rc = kt_rewrite(&o, &res);
 		int fired = kt__alloc_count >= n;
 		kt__alloc_fail_at = 0;
 		close(out);

@@ -75,7 +75,7 @@ static int read_err(const uint8_t *buf, size_t len, uint64_t *offset, kt_reader_
 		return rc;
 	}
 	rc = t_drain(r, NULL);
-	*offset = kt_reader_last_error(r)->offset;
+	*offset = kt_reader_get_last_error(r)->offset;
 	if (out)
 		kt_reader_get_status(r, out);
 	kt_reader_close(r);
@@ -320,7 +320,7 @@ static void check_every_cut(int use_fd)
 		cr_assert_eq(rc, 0, "cut %zu: %s", cut, e.message);
 		uint64_t frames;
 		cr_assert_eq(t_drain(r, &frames), 0, "cut %zu: %s", cut,
-			     kt_reader_last_error(r)->message);
+			     kt_reader_get_last_error(r)->message);
 		size_t whole = 0;
 		uint64_t valid_end = fx.l.first_frame, events = 0;
 		while (whole < fx.l.n && fx.l.end[whole] <= cut) {
@@ -337,7 +337,7 @@ static void check_every_cut(int use_fd)
 		cr_assert_eq(st.complete, cut == fx.len, "cut %zu", cut);
 		cr_assert_eq(st.truncated, cut != fx.len, "cut %zu", cut);
 		if (cut != fx.len)
-			cr_assert_eq(kt_reader_last_error(r)->offset, valid_end, "cut %zu", cut);
+			cr_assert_eq(kt_reader_get_last_error(r)->offset, valid_end, "cut %zu", cut);
 		kt_reader_close(r);
 	}
 	if (fd >= 0)
@@ -630,7 +630,7 @@ Test(window, fd_reader_matches_memory_reader_across_window_edges)
 			cr_assert_str_eq(fa.u.name.str, fb.u.name.str);
 		frames++;
 	}
-	cr_assert_eq(ra, 0, "%s", kt_reader_last_error(a)->message);
+	cr_assert_eq(ra, 0, "%s", kt_reader_get_last_error(a)->message);
 	cr_assert_eq(kt_reader_next_frame(b, &fb), 0);
 	cr_assert_eq(frames, 601);
 	kt_reader_status st;

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <katra/katra.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,33 +56,53 @@ extern "C" {
 #define KT_CAPTURE_REASON_MAX_DURATION "max-duration"
 #define KT_CAPTURE_REASON_MAX_BYTES "max-bytes"
 
-/** Where a capture is.  The names are kt_capture_state_name()'s. */
+/*
+ * The one list of capture states: X(enum name, value, name), the name
+ * being kt_capture_state_name()'s and the sidecar's "state".  Append only:
+ * the values are part of the ABI and the names of the sidecar schema.
+ */
+#define KT_CAPTURE_STATES(X)                                                            \
+	X(KT_STATE_CAPTURING, 1, "capturing")                                           \
+	X(KT_STATE_REPLAYED,  2, "replayed")  /* a start repeated; see the first */     \
+	X(KT_STATE_STOPPING,  3, "stopping")  /* draining, trimming, publishing */      \
+	X(KT_STATE_PUBLISHED, 4, "published") /* file and sidecar in place */           \
+	X(KT_STATE_SKIPPED,   5, "skipped")   /* never started; the code says why */    \
+	X(KT_STATE_FAILED,    6, "failed")    /* started, not published; code says why */ \
+	X(KT_STATE_ABORTED,   7, "aborted")   /* stopped with abort, file removed */
+
+/** Where a capture is. */
 typedef enum kt_capture_state {
 	KT_STATE_NONE = 0,      /* no such capture */
-	KT_STATE_CAPTURING,     /* "capturing" */
-	KT_STATE_REPLAYED,      /* "replayed": a start repeated; see the first */
-	KT_STATE_STOPPING,      /* "stopping": draining, trimming, publishing */
-	KT_STATE_PUBLISHED,     /* "published": file and sidecar in place */
-	KT_STATE_SKIPPED,       /* "skipped": never started; the code says why */
-	KT_STATE_FAILED,        /* "failed": started, not published; code says why */
-	KT_STATE_ABORTED,       /* "aborted": stopped with abort, file removed */
+#define KT__STATE_ENUM(name, value, text) name = value,
+	KT_CAPTURE_STATES(KT__STATE_ENUM)
+#undef KT__STATE_ENUM
 } kt_capture_state;
 
-/** Why.  The names are kt_capture_code_name()'s. */
+/*
+ * The one list of capture codes, which say why: X(enum name, value, name),
+ * the name being kt_capture_code_name()'s and the sidecar's "code".
+ * Append only, as for the states.
+ */
+#define KT_CAPTURE_CODES(X)                                             \
+	X(KT_CODE_RUN_INVALID,            1,  "run-invalid")            \
+	X(KT_CODE_PROFILER_BUSY,          2,  "profiler-busy")          \
+	X(KT_CODE_DISK_BUDGET,            3,  "disk-budget")            \
+	X(KT_CODE_ARTIFACT_CREATE_FAILED, 4,  "artifact-create-failed") \
+	X(KT_CODE_START_FAILED,           5,  "start-failed")           \
+	X(KT_CODE_OUTPUT_TOO_LARGE,       6,  "output-too-large")       \
+	X(KT_CODE_STOP_FAILED,            7,  "stop-failed")            \
+	X(KT_CODE_PUBLISH_FAILED,         8,  "publish-failed")         \
+	X(KT_CODE_DURATION_COMPLETE,      9,  "duration-complete")      \
+	X(KT_CODE_ABORTED,                10, "aborted")                \
+	X(KT_CODE_NO_ACTIVE_CAPTURE,      11, "no-active-capture")      \
+	X(KT_CODE_DURABILITY_UNKNOWN,     12, "durability-unknown")
+
+/** Why. */
 typedef enum kt_capture_code {
 	KT_CODE_NONE = 0,
-	KT_CODE_RUN_INVALID,            /* "run-invalid" */
-	KT_CODE_PROFILER_BUSY,          /* "profiler-busy" */
-	KT_CODE_DISK_BUDGET,            /* "disk-budget" */
-	KT_CODE_ARTIFACT_CREATE_FAILED, /* "artifact-create-failed" */
-	KT_CODE_START_FAILED,           /* "start-failed" */
-	KT_CODE_OUTPUT_TOO_LARGE,       /* "output-too-large" */
-	KT_CODE_STOP_FAILED,            /* "stop-failed" */
-	KT_CODE_PUBLISH_FAILED,         /* "publish-failed" */
-	KT_CODE_DURATION_COMPLETE,      /* "duration-complete" */
-	KT_CODE_ABORTED,                /* "aborted" */
-	KT_CODE_NO_ACTIVE_CAPTURE,      /* "no-active-capture" */
-	KT_CODE_DURABILITY_UNKNOWN,     /* "durability-unknown" */
+#define KT__CODE_ENUM(name, value, text) name = value,
+	KT_CAPTURE_CODES(KT__CODE_ENUM)
+#undef KT__CODE_ENUM
 } kt_capture_code;
 
 /** kt_capture_state_name - "capturing", ...; "" for KT_STATE_NONE or unknown. */

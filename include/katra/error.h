@@ -10,14 +10,10 @@
 #ifndef KATRA_ERROR_H
 #define KATRA_ERROR_H
 
+#include <katra/version.h>
+
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#if defined(KT_BUILDING_LIBRARY)
-#define KT_API __attribute__((visibility("default")))
-#else
-#define KT_API
 #endif
 
 /*

@@ -43,6 +43,7 @@
 #include <katra/atomic.h>
 #include <katra/error.h>
 #include <katra/trace.h>
+#include <katra/version.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -55,34 +56,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* MAJOR changes break the API or ABI; MINOR adds to them; PATCH fixes. */
-#define KT_VERSION_MAJOR 0
-#define KT_VERSION_MINOR 2
-#define KT_VERSION_PATCH 0
-#define KT_VERSION_NUMBER \
-	(KT_VERSION_MAJOR * 10000 + KT_VERSION_MINOR * 100 + KT_VERSION_PATCH)
-#define KT_VERSION_STRING "0.2.0"
-
-/** The trace format version this library writes (format/SPEC.md). */
-#define KT_FORMAT_VERSION 2u
-/** The oldest version it still reads: version 1 lacks codec 2 only. */
-#define KT_FORMAT_VERSION_MIN 1u
-
-/**
- * kt_version - the library's version at run time.
- *
- * Return: KT_VERSION_NUMBER of the library actually loaded, which may differ
- * from the header a program was compiled against.  Any thread, any time.
- */
-KT_API unsigned kt_version(void);
-
-/**
- * kt_version_string - the library's version as text, e.g. "0.2.0".
- *
- * Return: a static string.  Any thread, any time.
- */
-KT_API const char *kt_version_string(void);
 
 /* ---- process-wide configuration ------------------------------------- */
 

@@ -21,7 +21,7 @@
  *    interleave with others' at that point of the merge (each as above).
  * Each is allocated only once the file has shown the bytes it describes;
  * kt_reader_status.buffer_bytes counts them.  When an allocation fails the
- * call returns -ENOMEM and kt_reader_last_error() says "out of memory",
+ * call returns -ENOMEM and kt_reader_get_last_error() says "out of memory",
  * never a corruption code.
  *
  * Threads: a kt_reader is not shared.  One thread at a time may call into a
@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <katra/error.h>
 #include <katra/trace.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -141,12 +142,12 @@ KT_API int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len,
 			      kt_reader_error *err);
 
 /**
- * kt_reader_header - the decoded file header.
+ * kt_reader_get_header - the decoded file header.
  *
  * Return: a pointer valid until kt_reader_close(); never NULL for an open
  * reader.
  */
-KT_API const kt_header *kt_reader_header(const kt_reader *r);
+KT_API const kt_header *kt_reader_get_header(const kt_reader *r);
 
 /**
  * kt_reader_next_frame - read, check and decode the next frame.
@@ -159,7 +160,7 @@ KT_API const kt_header *kt_reader_header(const kt_reader *r);
  * Return: 1 when @frame holds a frame; 0 at the end (the summary was read,
  * or the file was cut short: see kt_reader_get_status()); a negative code
  * for corruption, after which every further call returns the same code.
- * kt_reader_last_error() says where and why.
+ * kt_reader_get_last_error() says where and why.
  */
 KT_API int kt_reader_next_frame(kt_reader *r, kt_trace_frame *frame);
 
@@ -187,12 +188,12 @@ KT_API int kt_reader_rewind(kt_reader *r);
 KT_API void kt_reader_get_status(const kt_reader *r, kt_reader_status *st);
 
 /**
- * kt_reader_last_error - the last error, with its offset and message.
+ * kt_reader_get_last_error - the last error, with its offset and message.
  *
  * Return: a pointer valid until kt_reader_close(); its code is 0 when there
  * has been no error.
  */
-KT_API const kt_reader_error *kt_reader_last_error(const kt_reader *r);
+KT_API const kt_reader_error *kt_reader_get_last_error(const kt_reader *r);
 
 /** kt_reader_close - release the reader; NULL is a no-op. */
 KT_API void kt_reader_close(kt_reader *r);
@@ -234,7 +235,7 @@ KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
  *
  * Return: 1 with an event; 0 after the last (a truncated file ends after
  * its last complete chunk); a negative code after the last event before a
- * corruption, with kt_reader_last_error() saying where.
+ * corruption, with kt_reader_get_last_error() saying where.
  */
 KT_API int kt_reader_next(kt_reader *r, kt_event *ev);
 
@@ -283,6 +284,19 @@ KT_API const char *kt_event_type_name(unsigned type);
 
 /** kt_frame_kind_name - "chunk", "name", ...; "unknown" else. */
 KT_API const char *kt_frame_kind_name(unsigned kind);
+
+/*
+ * Deprecated names, kept so that code written against 0.2 builds and links
+ * unchanged: each is the function named beside it.  New code uses the
+ * kt_<object>_get_<what> names, the one style of katra's getters (a noun
+ * alone would collide with a type, as kt_reader_status does).
+ */
+
+/** kt_reader_header - deprecated: kt_reader_get_header(). */
+KT_API const kt_header *kt_reader_header(const kt_reader *r);
+
+/** kt_reader_last_error - deprecated: kt_reader_get_last_error(). */
+KT_API const kt_reader_error *kt_reader_last_error(const kt_reader *r);
 
 #ifdef __cplusplus
 }

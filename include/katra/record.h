@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {

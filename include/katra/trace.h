@@ -10,18 +10,30 @@
 #include <stdint.h>
 #include <katra/error.h>
 #include <katra/record.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/*
+ * The one list of frame kinds (SPEC §4): X(code, enum name, display name).
+ * It makes kt_frame_kind and kt_frame_kind_name()'s names.  Append only:
+ * the codes are in every trace file, and a reader skips kinds it does not
+ * know.
+ */
+#define KT_FRAME_KINDS(X)                         \
+	X(1, KT_FRAME_CHUNK,   "chunk")   /* §4.1 */  \
+	X(2, KT_FRAME_NAME,    "name")    /* §4.3 */  \
+	X(3, KT_FRAME_THREAD,  "thread")  /* §4.4 */  \
+	X(4, KT_FRAME_DROP,    "drop")    /* §4.5 */  \
+	X(5, KT_FRAME_SUMMARY, "summary") /* §4.6 */
+
 /** Frame kinds (SPEC §4). */
 typedef enum kt_frame_kind {
-	KT_FRAME_CHUNK = 1,
-	KT_FRAME_NAME = 2,
-	KT_FRAME_THREAD = 3,
-	KT_FRAME_DROP = 4,
-	KT_FRAME_SUMMARY = 5,
+#define KT__FRAME_ENUM(code, name, text) name = code,
+	KT_FRAME_KINDS(KT__FRAME_ENUM)
+#undef KT__FRAME_ENUM
 } kt_frame_kind;
 
 /** Chunk codecs. */

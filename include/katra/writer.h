@@ -6,6 +6,7 @@
  * `katra` tool when it slices or recompresses, converters, tests.  It keeps
  * the per-thread chunk sequence numbers and the accounting itself, so the
  * summary it writes always agrees with the file (SPEC §4.6).
+ * kt_rewrite() copies traces through it, filtering and re-encoding.
  *
  * Threads: a kt_writer is not shared; one thread at a time per writer.
  */
@@ -15,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <katra/error.h>
+#include <katra/reader.h>
 #include <katra/trace.h>
+#include <katra/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,7 +92,11 @@ KT_API int kt_writer_finish(kt_writer *w, const kt_file_summary *extra);
  */
 KT_API int kt_writer_close(kt_writer *w);
 
-/** kt_writer_bytes - bytes written to the file so far (header included). */
+/** kt_writer_get_bytes - bytes written to the file so far (header included). */
+KT_API uint64_t kt_writer_get_bytes(const kt_writer *w);
+
+/** kt_writer_bytes - deprecated: kt_writer_get_bytes(), the getters' one
+ * style (katra/reader.h says why). */
 KT_API uint64_t kt_writer_bytes(const kt_writer *w);
 
 /**
@@ -99,6 +106,68 @@ KT_API uint64_t kt_writer_bytes(const kt_writer *w);
  * small.  Padding is zeroed.  The record is not validated here.
  */
 KT_API size_t kt_event_encode(void *buf, size_t cap, const kt_event *ev);
+
+/** What kt_rewrite() copies, from where to where.  Zero-fill, then set. */
+typedef struct kt_rewrite_options {
+	const int *in_fds;         /* the inputs, read with pread(): one trace,
+				    * or the segments of one in order, each
+				    * starting with the same header */
+	size_t n_in;               /* at least 1 */
+	int out_fd;                /* empty, open for writing; the trace is
+				    * written from its current offset */
+	int codec;                 /* kt_codec for every chunk; -1 keeps each
+				    * chunk's own */
+	int filter;                /* non-zero: keep only what the next four
+				    * fields select */
+	uint64_t from_ns, to_ns;   /* events with CLOCK_MONOTONIC ns in
+				    * [from_ns, to_ns]; 0 and UINT64_MAX for
+				    * no bound */
+	const uint32_t *threads;   /* of these thread ids; all when nthreads
+				    * is 0 */
+	size_t nthreads;
+	const char *const *extra_notes; /* appended to the header's notes */
+	uint32_t n_extra_notes;
+	/* Optional: called after each frame with the input bytes done and
+	 * their total, on the calling thread. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+} kt_rewrite_options;
+
+/** What kt_rewrite() did. */
+typedef struct kt_rewrite_result {
+	int have_summary;          /* the last input was complete, so the
+				    * output has a summary */
+	int in_index;              /* the input at fault, or -1 */
+	kt_reader_error in_err;    /* why, when in_index >= 0 */
+	uint64_t events_in, events_out;
+	uint64_t bytes;            /* written to out_fd */
+} kt_rewrite_result;
+
+/**
+ * kt_rewrite - copy a trace, or the segments of one, into one new trace,
+ * re-encoding and filtering on the way.  The copy behind `katra slice`,
+ * `compress` and `decompress` and the capture manager's trim.
+ * @o:   the inputs, the output and what to keep (see kt_rewrite_options).
+ * @res: receives the counts, and which input failed and why.
+ *
+ * Every frame of every input goes through a kt_writer: the output's
+ * header is the first input's plus @o->extra_notes; names and threads are
+ * written once however many inputs repeat them; with @o->filter only the
+ * events in the window of the chosen threads are kept, with the thread
+ * entries of kept threads and the drop records that overlap the window.
+ * Chunk numbers and the summary are recomputed from what is kept, and the
+ * summary is written only when the last input has one: a cut input gives
+ * a cut output.  The inputs are checked as kt_reader_next_frame() checks
+ * them.
+ *
+ * Return: 0; the reader's code (KT_ECHECKSUM, ..., -errno) with
+ * @res->in_index and @res->in_err set when an input is at fault; -EINVAL
+ * with no input, or when the extra notes take the header past
+ * KT_MAX_NOTES; -ENOMEM; -errno or a KT_E* code from writing.  Any
+ * thread; the fds must not be used by another thread meanwhile (each
+ * input's file offset is moved to its end to learn its size).
+ */
+KT_API int kt_rewrite(const kt_rewrite_options *o, kt_rewrite_result *res);
 
 #ifdef __cplusplus
 }

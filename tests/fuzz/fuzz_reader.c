@@ -38,7 +38,7 @@ static void check_error(int rc, const kt_reader_error *e)
 
 static void walk_frames(kt_reader *r)
 {
-	const kt_header *h = kt_reader_header(r);
+	const kt_header *h = kt_reader_get_header(r);
 	kt_trace_frame f;
 	int rc;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
@@ -56,7 +56,7 @@ static void walk_frames(kt_reader *r)
 			(void)kt_ticks_to_ns(&h->clock, &f.u.summary, f.u.summary.clock_ticks1);
 		}
 	}
-	check_error(rc, kt_reader_last_error(r));
+	check_error(rc, kt_reader_get_last_error(r));
 }
 
 /* Both passes and the merged order; returns the first error. */
@@ -78,7 +78,7 @@ static int read_all(const uint8_t *data, size_t size)
 	while ((rc = kt_reader_next(r, &ev)) > 0)
 		last += ev.ts + ev.payload_len + kt_reader_ticks_to_ns(r, ev.ts);
 	(void)last;
-	check_error(rc, kt_reader_last_error(r));
+	check_error(rc, kt_reader_get_last_error(r));
 	kt_reader_close(r);
 	return rc;
 }
@@ -94,12 +94,12 @@ static void rewrite(const uint8_t *data, size_t size)
 		int out = memfd_create("fuzz-out", MFD_CLOEXEC);
 		if (out < 0)
 			abort();
-		kt__rewrite_opts o = { .in_fds = &in, .n_in = 1, .out_fd = out,
+		kt_rewrite_options o = { .in_fds = &in, .n_in = 1, .out_fd = out,
 				       .codec = filter ? KT_CODEC_LZ4_DELTA : -1, .filter = filter,
 				       .from_ns = 1000, .to_ns = UINT64_MAX / 2,
 				       .threads = keep, .nthreads = 1 };
-		kt__rewrite_result res;
-		int rc = kt__rewrite(&o, &res);
+		kt_rewrite_result res;
+		int rc = kt_rewrite(&o, &res);
 		if (res.in_index >= 0)
 			check_error(rc, &res.in_err);
 		close(out);
