@@ -1,15 +1,7 @@
 /*
- * Sessions and the flusher thread.
- *
- * One flusher per session wakes every flush period, or when a producer
- * crosses a ring's high watermark, and drains each ring's span [tail, head)
- * into chunk frames.  It walks the span once to count the records, find
- * their first and last timestamps and split it at drop markers, which
- * become drop frames.
- *
- * The writer encodes frames into staging buffers that a sink writes: the
- * io_uring sink (registered buffers, several writes in flight) or, where
- * io_uring is refused or not wanted, the pwrite sink.
+ * Sessions: starting one (its options, its file, its sink, crash files,
+ * the header, the flusher thread), stopping it, and what fork() does to
+ * it.  The flusher thread is flusher.c's; the byte cap and segments cap.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,81 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <lz4.h>
+#include "flush/session_impl.h"
 
-#include <katra/katra.h>
-#include <katra/reader.h>
-#include <katra/writer.h>
-#include "flush/flush.h"
-#include "format/format.h"
-#include "format/reader_internal.h"
-#include "ring/crash.h"
-#include "ring/ring.h"
-
-#define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */
 #define URING_BUFS 8            /* staging buffers in flight at most */
 #define URING_BUF_SIZE (1u << 20)
-
-struct sthread {
-	uint32_t thread_id;
-	uint32_t os_tid;
-	char *name;
-	uint64_t written;
-	uint64_t dropped;
-	/* Lost to the byte cap and not yet in a drop record. */
-	uint64_t cap_lost, cap_first, cap_last;
-};
-
-struct kt_session {
-	kt_writer *w;
-	int fd;
-	int own_fd;
-	int kfd;                /* the io_uring instance's fd while its sink
-				 * lives, else -1; under fd_lock */
-	pthread_t thread;
-	_Atomic int stop;
-	int stopping;           /* kt_session_stop() has it; under session_lock */
-	int codec;
-	int level;
-	uint64_t period_ns;
-	uint64_t fsync_ns;
-	int error;              /* first I/O error; then events count as dropped */
-	int io_backend;         /* kt_io_backend that writes the file */
-
-	kt__ring_list rings;
-	struct sthread *threads; /* sorted by thread_id */
-	size_t nthreads, cap_threads;
-
-	kt_clock_calibration c0, c1;
-	uint64_t chunks, bytes_raw, refused, on_disk;
-	uint64_t seg_bytes;     /* written to segments before the current one */
-	uint32_t names_written; /* names [1, n] are in the current file */
-	uint32_t names_sized;   /* names [1, n] are counted in names_bytes */
-	uint64_t names_bytes;   /* what their entries take, for the reserve */
-	uint64_t cpu_ns;        /* the flusher thread's CPU time */
-	uint64_t gen;           /* this session's ring generation */
-	uint64_t start_off;     /* where the trace starts in the file */
-
-	/* The byte cap (kt_session_options.max_bytes) and its segments. */
-	uint64_t max_bytes;     /* 0: none */
-	uint64_t seg_limit;     /* bytes one file (segment) may reach */
-	uint64_t reserve;       /* kept free for the end of the file */
-	size_t chunk_max;       /* raw bytes per chunk */
-	int cap_policy;
-	int capped;
-	uint32_t seg;           /* current segment */
-	uint64_t seg_last[KT_CAP_SEGMENTS]; /* last tick written, by segment % N */
-	void (*on_cap)(void *ctx);
-	int (*open_segment)(void *ctx, uint32_t index);
-	void (*retire_segment)(void *ctx, uint32_t index, uint64_t last_tick);
-	void *cap_ctx;
-	kt_header hdr;          /* for each new segment; strings owned below */
-	char host[256];
-	char *hdr_strings[3];
-	char **hdr_notes;
-
-	struct kt__crash *crash; /* crash files, or NULL */
-};
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
 static kt_session *current;
@@ -106,7 +27,7 @@ static kt_session *current;
  * while it is still that (see fork_child()).  Held for a store only. */
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Why the calling thread's last kt_session_start() failed. */
-static _Thread_local char start_error[256];
+static __thread char start_error[256];
 
 int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 {
@@ -130,7 +51,7 @@ int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 
 /* The sink is about to close its io_uring instance: a child forked from
  * now on must not close that fd number, which may soon name another file. */
-static void forget_kfd(kt_session *s)
+void kt__session_forget_kfd(kt_session *s)
 {
 	pthread_mutex_lock(&fd_lock);
 	s->kfd = -1;
@@ -180,65 +101,6 @@ static void register_fork(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
-{
-	struct sthread *t = kt__idtab_get((void **)&s->threads, &s->nthreads, &s->cap_threads,
-					  sizeof(*t), r->thread_id, SIZE_MAX);
-	if (t && !t->os_tid)
-		t->os_tid = r->os_tid;
-	return t;
-}
-
-static void refresh_name(struct sthread *t, struct kt__ring *r)
-{
-	char *name = kt__ring_name_dup(r);
-	if (!name)
-		return;
-	if (t->name && !strcmp(t->name, name)) {
-		free(name);
-		return;
-	}
-	free(t->name);
-	t->name = name;
-}
-
-static void note_error(kt_session *s, int rc)
-{
-	if (rc && !s->error)
-		s->error = rc;
-}
-
-/*
- * Give the producer back every byte the flusher is done with: everything
- * read, except what a zero-copy write still reads from the ring.
- */
-static void release_ring(struct kt__ring *r)
-{
-	while (r->ref_len && r->refs[r->ref_head].done) {
-		r->ref_head = (r->ref_head + 1) % KT__RING_REFS;
-		r->ref_len--;
-	}
-	uint64_t to = r->ref_len && r->refs[r->ref_head].start < r->done_pos
-			      ? r->refs[r->ref_head].start
-			      : r->done_pos;
-	/* Relaxed: only this thread writes tail. */
-	if (to == atomic_load_explicit(&r->tail, memory_order_relaxed))
-		return;
-	/* Release pairs with the producer's acquire of tail (D pairs A): our
-	 * reads of the span, and the kernel's, are done before the producer
-	 * may overwrite it. */
-	atomic_store_explicit(&r->tail, to, memory_order_release);
-	kt__ring_tail_moved(r);
-}
-
-static void ref_done(void *ctx, int res)
-{
-	struct kt__ring_ref *ref = ctx;
-	(void)res; /* a failed write is the session's error; the space is free either way */
-	ref->done = 1;
-	release_ring(ref->ring);
-}
-
 /*
  * A sink for @fd: io_uring where the kernel and any seccomp policy allow it
  * and @io does not refuse it; the pwrite sink does the same work otherwise.
@@ -266,460 +128,20 @@ static int new_sink(int fd, int io, kt__sink **out)
 	return 0;
 }
 
-/* Events lost to the byte cap: a drop record at the end of the file
- * (whose room is reserved) accounts for them. */
-static void cap_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t last)
+/* No more crash files: new rings go back to memfds, and the directory
+ * goes (rings keep their mappings of the unlinked files). */
+static void stop_crash(kt_session *s)
 {
-	if (!t->cap_lost)
-		t->cap_first = first;
-	t->cap_lost += count;
-	t->cap_last = last;
-}
-
-static void name_bytes_cb(void *ctx, uint32_t id, const char *str, size_t len)
-{
-	(void)id;
-	(void)str;
-	*(uint64_t *)ctx += 32 + len;
-}
-
-/*
- * What the end of the file may take: every name, a thread entry, a drop
- * record and a summary row per thread, the summary, and slack for threads
- * that have not shown up yet.
- */
-static void update_reserve(kt_session *s)
-{
-	/* Names only grow: size the new ones, not all of them each pass. */
-	s->names_sized = kt__names_after(s->names_sized, name_bytes_cb, &s->names_bytes);
-	uint64_t n = 8192 + s->names_bytes;
-	size_t threads = s->nthreads > s->rings.len ? s->nthreads : s->rings.len;
-	for (size_t i = 0; i < s->nthreads; i++)
-		n += s->threads[i].name ? strlen(s->threads[i].name) : 0;
-	s->reserve = n + threads * (64 + 64 + 32 + 64);
-}
-
-/*
- * Start the next segment (KT_CAP_KEEP_NEWEST): close this one, which
- * waits for its writes in flight and so gives back the ring space that
- * zero-copy writes still read, then write the header into the next, and
- * let the owner delete the segment that falls out of the window.
- */
-static int rotate(kt_session *s)
-{
-	if (!s->open_segment || s->error)
-		return -1;
-	int fd = s->open_segment(s->cap_ctx, s->seg + 1);
-	if (fd < 0)
-		return fd;
-	s->seg_bytes += kt_writer_bytes(s->w);
-	/* The sink goes on to the next file: setting up another io_uring
-	 * with its registered buffers would stall the flusher for ~10 ms. */
-	kt__sink *sink = NULL;
-	note_error(s, kt__writer_release(s->w, &sink));
-	s->w = NULL;
-	int rc = s->error ? s->error : sink->retarget(sink, fd);
-	if (!rc)
-		rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr);
-	if (rc) {
-		forget_kfd(s);
-		if (sink)
-			sink->close(sink);
-		note_error(s, rc);
-		return rc;
-	}
-	s->fd = fd;
-	s->start_off = 0;
-	s->names_written = 0; /* every segment carries every name */
-	uint32_t next = s->seg + 1;
-	if (next >= KT_CAP_SEGMENTS && s->retire_segment)
-		s->retire_segment(s->cap_ctx, next - KT_CAP_SEGMENTS,
-				  s->seg_last[next % KT_CAP_SEGMENTS]);
-	s->seg_last[next % KT_CAP_SEGMENTS] = 0;
-	s->seg = next;
-	return 0;
-}
-
-/* Whether a frame of about @need bytes may go into the file under the cap. */
-static int room(kt_session *s, uint64_t need)
-{
-	if (!s->max_bytes)
-		return 1;
-	if (s->capped)
-		return 0;
-	if (kt_writer_bytes(s->w) + need + s->reserve <= s->seg_limit)
-		return 1;
-	if (s->cap_policy == KT_CAP_KEEP_NEWEST && rotate(s) == 0 &&
-	    kt_writer_bytes(s->w) + need + s->reserve <= s->seg_limit)
-		return 1;
-	s->capped = 1;
-	if (s->on_cap)
-		s->on_cap(s->cap_ctx);
-	return 0;
-}
-
-static void seg_saw(kt_session *s, uint64_t last)
-{
-	uint64_t *l = &s->seg_last[s->seg % KT_CAP_SEGMENTS];
-	if (last > *l)
-		*l = last;
-}
-
-static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, uint64_t pos,
-		      const uint8_t *p, size_t len, uint32_t count, uint64_t first, uint64_t last)
-{
-	if (!count)
-		return;
-	if (!s->error &&
-	    !room(s, 128 + (s->codec == KT_CODEC_NONE ? len : (size_t)LZ4_compressBound((int)len)))) {
-		t->dropped += count;
-		cap_note(t, count, first, last);
-		return;
-	}
-	if (!s->error && s->codec == KT_CODEC_NONE && r->ref_len < KT__RING_REFS) {
-		/* Raw chunks are written straight from the ring; its space
-		 * comes back when the write completes.  Until then nothing
-		 * can change these bytes under the kernel (or between the
-		 * checksum and the write): they are below head, which only
-		 * their thread moves and only forward; tail holds them from
-		 * the producer; a signal handler's emit inside an emit is
-		 * refused (katra.h, kt__emit); and a fork()ed child has no
-		 * mapping of them (ring.c, map_halves). */
-		struct kt__ring_ref *ref = &r->refs[(r->ref_head + r->ref_len) % KT__RING_REFS];
-		ref->ring = r;
-		ref->start = pos;
-		ref->done = 0;
-		r->ref_len++;
-		note_error(s, kt__writer_chunk_ref(s->w, r->thread_id, p, len, count, first, last,
-						   ref_done, ref));
-	} else if (!s->error) {
-		note_error(s, kt__writer_chunk_known(s->w, r->thread_id, (unsigned)s->codec, s->level,
-						     p, len, count, first, last));
-	}
-	if (s->error) {
-		/* The file is gone bad: these events are lost, and say so. */
-		t->dropped += count;
-		return;
-	}
-	t->written += count;
-	s->chunks++;
-	s->bytes_raw += len;
-	seg_saw(s, last);
-}
-
-static void put_drop(kt_session *s, struct sthread *t, uint32_t tid, uint64_t count,
-		     uint64_t first, uint64_t last)
-{
-	t->dropped += count;
-	if (s->error)
-		return;
-	if (!room(s, 64)) {
-		cap_note(t, count, first, last);
-		return;
-	}
-	note_error(s, kt_writer_drop(s->w, tid, count, first, last));
-	seg_saw(s, last);
-}
-
-/* Drain one ring's published span into chunk and drop frames. */
-static void drain(kt_session *s, struct kt__ring *r)
-{
-	/* Acquire pairs with the producer's release of head (C pairs B):
-	 * every record below head is complete. */
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
-	uint64_t from = r->read_pos;
-	if (head == from)
-		return;
-	struct sthread *t = thread_of(s, r);
-	if (!t)
-		return; /* out of memory: try again next period */
-	const uint8_t *p = r->prod.base + (from & r->prod.mask);
-	size_t len = (size_t)(head - from), at = 0, start = 0;
-	uint32_t count = 0;
-	uint64_t first = 0, last = 0;
-
-	while (at < len) {
-		const uint8_t *rec = p + at;
-		uint16_t plen = kt__get16(rec + 14);
-		size_t sz = KT__EVENT_HEAD + kt__align8(plen);
-		if (rec[12] == KT__EV_DROP_MARK) {
-			put_chunk(s, t, r, from + start, p + start, at - start, count, first, last);
-			count = 0;
-			/* A marker from an earlier session carries losses that
-			 * session already counted at its stop. */
-			if (kt__get32(rec + 8) == (uint32_t)s->gen) {
-				uint64_t n = kt__get64(rec + 16);
-				r->marked += n;
-				put_drop(s, t, r->thread_id, n, kt__get64(rec + 24),
-					 kt__get64(rec + 32));
-			}
-			start = at + sz;
-		} else {
-			uint64_t ts = kt__get64(rec);
-			if (!count)
-				first = ts;
-			last = ts;
-			count++;
-			if (at + sz - start >= s->chunk_max) {
-				put_chunk(s, t, r, from + start, p + start, at + sz - start, count,
-					  first, last);
-				count = 0;
-				start = at + sz;
-			}
-		}
-		at += sz;
-	}
-	put_chunk(s, t, r, from + start, p + start, len - start, count, first, last);
-	r->read_pos = head;
 	if (!s->crash)
-		r->done_pos = head;
-	release_ring(r);
-}
-
-/*
- * Account what a drained ring holds outside its records: losses no marker
- * carried (the thread lost events and emitted nothing after), refusals,
- * and its name.  Runs for a retired ring before it is recycled and for
- * every ring at stop; it counts each loss once however often it runs.
- */
-static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
-{
-	struct sthread *t = thread_of(s, r);
-	if (!t)
 		return;
-	/* Only a ring settled after it retired may be recycled. */
-	r->settled = retired;
-	/* Relaxed: the ring's thread has exited, or the session is stopping
-	 * and the caller promised its producers are done. */
-	uint64_t lost = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
-	uint64_t unmarked = lost - r->lost_base - r->marked;
-	if (unmarked && (unmarked >> 63) == 0) {
-		r->marked += unmarked;
-		put_drop(s, t, r->thread_id, unmarked,
-			 atomic_load_explicit(&r->pending_first, memory_order_relaxed),
-			 atomic_load_explicit(&r->pending_last, memory_order_relaxed));
-	}
-	/* Relaxed, as above: a counter read after its writer is done. */
-	uint64_t refused = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
-	if (refused > r->refused_seen) {
-		/* Refused records were emitted and are not in the file: they
-		 * are losses, and a drop record says so. */
-		uint64_t n = refused - r->refused_seen;
-		s->refused += n;
-		r->refused_seen = refused;
-		put_drop(s, t, r->thread_id, n,
-			 atomic_load_explicit(&r->refused_first, memory_order_relaxed),
-			 atomic_load_explicit(&r->refused_last, memory_order_relaxed));
-	}
-	refresh_name(t, r);
+	kt__registry_set_backing(NULL);
+	kt__crash_finish(s->crash);
+	s->crash = NULL;
 }
-
-/*
- * Crash files: once every frame so far is written, the rings' space behind
- * them may be reused, and a checkpoint tells a recovery where the file's
- * share of each ring ends.
- */
-static void crash_commit(kt_session *s)
-{
-	if (!s->error)
-		note_error(s, kt__writer_sync(s->w, -1));
-	for (size_t i = 0; i < s->rings.len; i++) {
-		struct kt__ring *r = s->rings.rings[i];
-		struct sthread *t = s->error ? NULL : thread_of(s, r);
-		if (t)
-			kt__ring_checkpoint(r, t->written);
-		r->done_pos = r->read_pos;
-		release_ring(r);
-	}
-}
-
-static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
-{
-	kt_session *s = ctx;
-	if (!s->error)
-		note_error(s, kt_writer_name(s->w, id, str, len));
-}
-
-static void drain_all(kt_session *s)
-{
-	/* Completed zero-copy writes give their ring space back here, even
-	 * when no ring has anything new: a BLOCK producer may be waiting on
-	 * exactly that space. */
-	if (s->w)
-		kt__writer_poll(s->w);
-	if (kt__registry_snapshot(&s->rings))
-		return;
-	if (s->max_bytes)
-		update_reserve(s);
-	/* Names as they come, so that a file cut short by a crash still
-	 * names its events; the end of the file adds only the newer ones. */
-	/* Not once capped: the room kept for the end holds the names known
-	 * then, and the end writes whatever is new. */
-	if (s->w && !s->error && !s->capped)
-		s->names_written = kt__names_after(s->names_written, name_cb, s);
-	int retired_seen = 0;
-	for (size_t i = 0; i < s->rings.len; i++) {
-		struct kt__ring *r = s->rings.rings[i];
-		/* Acquire before draining: a retired ring drained after this
-		 * load holds nothing more (pairs with the exit's release). */
-		int retired = atomic_load_explicit(&r->retired, memory_order_acquire);
-		drain(s, r);
-		if (retired) {
-			settle_ring(s, r, 1);
-			retired_seen = 1;
-		}
-	}
-	if (s->crash)
-		crash_commit(s);
-	if (retired_seen)
-		kt__registry_reap();
-}
-
-
-static int is_regular(int fd)
-{
-	struct stat sb;
-	return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-/*
- * After an I/O error, what the current file holds of the @handed bytes
- * written to it: a regular file's size past the trace's start (the io_uring
- * sink cuts the file where the good bytes end); nothing for anything else
- * (a pipe, /dev/full), as recount_after_error() counts no event there.
- */
-static uint64_t bytes_landed(kt_session *s, uint64_t handed)
-{
-	struct stat sb;
-	if (fstat(s->fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size <= s->start_off)
-		return 0;
-	uint64_t n = (uint64_t)sb.st_size - s->start_off;
-	return n < handed ? n : handed;
-}
-
-/*
- * After an I/O error, "written" must mean "in the file": read back the
- * prefix that landed and count each thread's events in it; whatever the
- * session handled beyond that was lost.  A file that cannot be read back
- * proves nothing written: anything but a regular file (opening a pipe's
- * other end would take bytes from its reader, or wait for a writer).
- */
-static void recount_after_error(kt_session *s)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
-	int fd = is_regular(s->fd) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	kt_reader *r = NULL;
-	uint64_t *in_file = calloc(s->nthreads ? s->nthreads : 1, sizeof(*in_file));
-	if (!in_file)
-		return;
-	if (fd >= 0 && kt__reader_open_fd_at(&r, fd, s->start_off, NULL) == 0) {
-		kt_trace_frame f;
-		while (kt_reader_next_frame(r, &f) > 0) {
-			if (f.kind != KT_FRAME_CHUNK)
-				continue;
-			for (size_t i = 0; i < s->nthreads; i++)
-				if (s->threads[i].thread_id == f.u.chunk.thread_id)
-					in_file[i] += f.u.chunk.event_count;
-		}
-		kt_reader_close(r);
-	}
-	if (fd >= 0)
-		close(fd);
-	for (size_t i = 0; i < s->nthreads; i++) {
-		struct sthread *t = &s->threads[i];
-		uint64_t handled = t->written + t->dropped;
-		t->written = in_file[i] < handled ? in_file[i] : handled;
-		t->dropped = handled - t->written;
-	}
-	free(in_file);
-}
-
-/*
- * The end of the file, written by the flusher thread like everything
- * before it: an io_uring request belongs to the task that submitted it, so
- * one thread issues all of a session's I/O and waits for it before exiting.
- */
-static void finish_file(kt_session *s)
-{
-	if (!kt__registry_snapshot(&s->rings))
-		for (size_t i = 0; i < s->rings.len; i++)
-			settle_ring(s, s->rings.rings[i],
-				    /* Acquire: as in drain_all(). */
-				    atomic_load_explicit(&s->rings.rings[i]->retired,
-							 memory_order_acquire));
-	kt__clock_calibrate(&s->c1);
-	if (!s->w)
-		return; /* a segment could not be started: s->error says why */
-	for (size_t i = 0; i < s->nthreads && !s->error; i++) {
-		struct sthread *t = &s->threads[i];
-		if (t->cap_lost)
-			note_error(s, kt_writer_drop(s->w, t->thread_id, t->cap_lost, t->cap_first,
-						     t->cap_last));
-		t->cap_lost = 0;
-	}
-	s->names_written = kt__names_after(s->names_written, name_cb, s);
-	for (size_t i = 0; i < s->nthreads && !s->error; i++)
-		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
-					       s->threads[i].name));
-	kt_file_summary fs;
-	memset(&fs, 0, sizeof(fs));
-	fs.end_wall_ns = kt__wall_ns();
-	fs.end_mono_ns = kt__mono_ns();
-	fs.clock_ticks1 = s->c1.ticks;
-	fs.clock_ns1 = s->c1.mono_ns;
-	fs.io_backend = (uint8_t)s->io_backend;
-	if (!s->error)
-		note_error(s, kt_writer_finish(s->w, &fs));
-	if (!s->error)
-		note_error(s, kt__writer_sync(s->w, 1));
-	uint64_t handed = kt_writer_bytes(s->w);
-	/* Closing waits for every write in flight and reports their errors. */
-	forget_kfd(s);
-	note_error(s, kt_writer_close(s->w));
-	s->w = NULL;
-	s->on_disk = s->seg_bytes + (s->error ? bytes_landed(s, handed) : handed);
-	/* A segmented file cannot be read back whole: its counts stand. */
-	if (s->error && !s->seg)
-		recount_after_error(s);
-}
-
-static void *flusher_main(void *arg)
-{
-	kt_session *s = arg;
-	uint64_t last_sync = kt__mono_ns();
-
-	/* Acquire pairs with the release in kt_session_stop(): once stop is
-	 * seen, everything emitted before the stop call is in the rings. */
-	while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
-		drain_all(s);
-		if (s->fsync_ns && !s->error && kt__mono_ns() - last_sync >= s->fsync_ns) {
-			note_error(s, kt__writer_sync(s->w, 0));
-			last_sync = kt__mono_ns();
-		}
-		/* seq_cst store then load: a producer that bumps the word after
-		 * our load makes the wait return at once; one that read
-		 * sleeping == 0 just before costs at most one period. */
-		atomic_store_explicit(&kt__flusher_sleeping, 1, memory_order_seq_cst);
-		uint32_t seen = atomic_load_explicit(&kt__flusher_word, memory_order_acquire);
-		/* Acquire, as for the loop condition. */
-		if (!atomic_load_explicit(&s->stop, memory_order_acquire))
-			kt__flusher_wait(seen, s->period_ns);
-		/* Relaxed: a producer that still sees 1 only makes a spare wake. */
-		atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
-	}
-	drain_all(s);
-	finish_file(s);
-	struct timespec cpu;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
-		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
-	return NULL;
-}
-
 
 static void session_free(kt_session *s)
 {
-	kt__crash_finish(s->crash);
+	stop_crash(s);
 	if (s->w)
 		kt_writer_close(s->w);
 	if (s->own_fd && s->fd >= 0)
@@ -734,28 +156,6 @@ static void session_free(kt_session *s)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
 	free(s);
-}
-
-/* Keep a copy of the header, strings and all, for the segments to come. */
-static int keep_header(kt_session *s, const kt_header *h)
-{
-	s->hdr = *h;
-	snprintf(s->host, sizeof(s->host), "%s", h->host ? h->host : "");
-	s->hdr.host = s->host;
-	const char **str[3] = { &s->hdr.workload, &s->hdr.run_id, &s->hdr.capture_id };
-	for (size_t i = 0; i < 3; i++)
-		if (*str[i] && !(*str[i] = s->hdr_strings[i] = strdup(*str[i])))
-			return -ENOMEM;
-	if (h->note_count) {
-		s->hdr.note_count = 0;
-		if (!(s->hdr_notes = calloc(h->note_count, sizeof(char *))))
-			return -ENOMEM;
-		s->hdr.notes = (const char *const *)s->hdr_notes;
-		for (uint32_t i = 0; i < h->note_count; i++, s->hdr.note_count++)
-			if (!(s->hdr_notes[i] = strdup(h->notes[i] ? h->notes[i] : "")))
-				return -ENOMEM;
-	}
-	return 0;
 }
 
 /* Say why the start failed, for kt_session_start_error(): "@what: why".
@@ -779,11 +179,6 @@ const char *kt_session_start_error(void)
 static int uses_fd(const kt_session_options *o)
 {
 	return o->use_fd || o->fd > 0;
-}
-
-static uint64_t seg_limit_of(const kt_session_options *o)
-{
-	return o->cap_policy == KT_CAP_KEEP_NEWEST ? o->max_bytes / KT_CAP_SEGMENTS : o->max_bytes;
 }
 
 /* @opts with the environment's KT_IO applied, into *@o, checked. */
@@ -810,7 +205,7 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 	if (o->cap_policy != KT_CAP_STOP && o->cap_policy != KT_CAP_KEEP_NEWEST)
 		return start_fail(-EINVAL, "cap policy %d", o->cap_policy);
 	/* Below 64 KiB a file holds little more than its own end. */
-	if (o->max_bytes && (seg_limit_of(o) < (64u << 10) ||
+	if (o->max_bytes && (kt__cap_seg_limit(o) < (64u << 10) ||
 			     (o->cap_policy == KT_CAP_KEEP_NEWEST && !o->open_segment)))
 		return start_fail(-EINVAL, "byte cap (max_bytes, open_segment)");
 	return 0;
@@ -827,7 +222,7 @@ static kt_session *session_new(const kt_session_options *o)
 	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
 	s->fsync_ns = o->fsync_interval_ns;
 	s->max_bytes = o->max_bytes;
-	s->seg_limit = seg_limit_of(o);
+	s->seg_limit = kt__cap_seg_limit(o);
 	s->cap_policy = o->cap_policy;
 	s->on_cap = o->on_cap;
 	s->open_segment = o->open_segment;
@@ -880,13 +275,16 @@ static int truncate_output(kt_session *s, const char *path)
 	return 0;
 }
 
-/* Crash files, if asked for: the option, else a non-empty KT_CRASH_DIR. */
+/* Crash files, if asked for: the option, else a non-empty KT_CRASH_DIR.
+ * The registry backs every ring with them from then on. */
 static int start_crash(kt_session *s, const kt_session_options *o)
 {
 	const char *dir = o->crash_dir ? o->crash_dir : getenv("KT_CRASH_DIR");
 	if (!dir || (!o->crash_dir && !*dir))
 		return 0;
 	int rc = kt__crash_start(&s->crash, dir, s->fd, s->start_off);
+	if (!rc && (rc = kt__registry_set_backing(kt__crash_backing(s->crash))))
+		stop_crash(s);
 	if (rc)
 		return start_fail(rc, "crash directory in %s (%s)", *dir ? dir : "/dev/shm",
 				  o->crash_dir ? "crash_dir" : "KT_CRASH_DIR");
@@ -948,7 +346,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "trace header (workload, run id, capture id or notes)");
 		goto err;
 	}
-	if ((s->cap_policy == KT_CAP_KEEP_NEWEST && s->max_bytes && (rc = keep_header(s, &h))) ||
+	if ((s->cap_policy == KT_CAP_KEEP_NEWEST && s->max_bytes && (rc = kt__cap_keep_header(s, &h))) ||
 	    (rc = truncate_output(s, path)))
 		goto err;
 	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, s->start_off, &h))) {
@@ -967,7 +365,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 		goto err;
 	}
-	if ((rc = kt__thread_start(&s->thread, flusher_main, s))) {
+	if ((rc = kt__thread_start(&s->thread, kt__flusher_main, s))) {
 		start_fail(rc, "flusher thread");
 		goto err;
 	}
@@ -1015,7 +413,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	current = s;
 	/* Release: a producer that sees the session on also sees the rings
 	 * reset above (it re-reads tail with acquire in any case). */
-	atomic_store_explicit(&kt__active, 1, memory_order_release);
+	kt__store_release(&kt__active, 1);
 	pthread_mutex_unlock(&session_lock);
 	*out = s;
 	return 0;
@@ -1062,10 +460,10 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	s->stopping = 1;
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
-	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
+	kt__store_relaxed(&kt__active, 0);
 	/* Release pairs with the flusher's acquire of stop. */
-	atomic_store_explicit(&s->stop, 1, memory_order_release);
-	kt__flusher_wake();
+	kt__store_release(&s->stop, 1);
+	kt__ring_wake_consumer();
 	/* Not held across the drain: a fork() waits for session_lock (its
 	 * prepare handler), and must not wait for a slow disk.  current stays
 	 * set, so no other session starts meanwhile. */
@@ -1075,8 +473,7 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	kt__registry_reap();
 	kt__registry_set_session(0);
 	/* A clean stop leaves nothing to recover: the directory goes. */
-	kt__crash_finish(s->crash);
-	s->crash = NULL;
+	stop_crash(s);
 	current = NULL;
 	pthread_mutex_unlock(&session_lock);
 

@@ -70,7 +70,6 @@ static void fail(struct uring_sink *u, int err, uint64_t off)
 		u->bad_off = off;
 }
 
-/* Queue a write of slot @i's remaining bytes.  The caller submits. */
 /* A free submission entry, submitting what is queued if none is left;
  * NULL when the ring is dead or still full. */
 static struct io_uring_sqe *get_sqe(struct uring_sink *u)

@@ -10,7 +10,7 @@
 
 #include <xxhash.h>
 
-#include "ring/ring.h"
+#include "ring/private.h"
 
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **by_id;          /* by_id[id], id in [1, count] */
@@ -18,7 +18,7 @@ static size_t *lens;
 static uint32_t count, id_cap;
 static uint32_t *slots;       /* open addressing: id or 0 */
 static size_t slot_cap;       /* power of two */
-static kt__name_fn log_fn;    /* crash files: told of every new name */
+static kt__name_fn log_fn;    /* a backing that keeps names: told of each */
 static void *log_ctx;
 
 static size_t slot_of(const char *s, size_t len)
@@ -86,11 +86,6 @@ uint32_t kt_name(const char *name)
 out:
 	pthread_mutex_unlock(&names_lock);
 	return id;
-}
-
-uint32_t kt__names_each(kt__name_fn fn, void *ctx)
-{
-	return kt__names_after(0, fn, ctx);
 }
 
 uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx)

@@ -1,75 +1,49 @@
 /*
- * Rings and the thread registry: the out-of-line half of the producer path.
- *
- * The inline fast path in katra.h handles the common case.  Everything else
- * lands here: a thread's first event (registration, which takes the
- * registry lock), a record that does not fit below the ring's limit (refresh
- * the tail, drop or block, write a pending drop marker, wake the flusher at
- * the high watermark), and records too large for the ring.
+ * The thread registry: katra's configuration, a ring per thread (made on
+ * its first emit, recycled after it exits), the session generation, and
+ * what fork() does to them.  Everything here takes the registry lock;
+ * nothing runs on the emit path but a thread's first emit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() __asm__ __volatile__("" ::: "memory")
-#endif
+#include "ring/private.h"
 
-#include "ring/crash.h"
-#include "ring/ring.h"
-
-KT_API _Thread_local struct kt__ring_prod *kt__tls_ring __attribute__((tls_model("initial-exec")));
-KT_API _Atomic int kt__active;
+KT_API __thread struct kt__ring_prod *kt__tls_ring __attribute__((tls_model("initial-exec")));
+KT_API int kt__active;
 
 /* Set once this thread's key destructor ran: emits from later destructors
  * are ignored rather than registering a ring nobody will retire.  The
  * thread-locals here are read by emits from signal handlers too: initial-
  * exec, so reaching them never allocates. */
-static _Thread_local int tls_exiting __attribute__((tls_model("initial-exec")));
+static __thread int tls_exiting __attribute__((tls_model("initial-exec")));
 /* Non-zero while this thread is in registry code (it may hold reg_lock):
  * an emit from a signal handler then must not register, or it would wait
  * on a lock its own thread holds. */
-static _Thread_local int tls_in_registry __attribute__((tls_model("initial-exec")));
+static __thread int tls_in_registry __attribute__((tls_model("initial-exec")));
 /* Emits refused for that reason before the thread had a ring; its ring
- * counts them once it has one.  Atomic: handlers may nest. */
-static _Thread_local _Atomic uint64_t tls_refused_early __attribute__((tls_model("initial-exec")));
+ * counts them once it has one.  Accessed atomically: handlers may nest. */
+static __thread uint64_t tls_refused_early __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kt__ring *reg_head;     /* every live or retired ring */
 static struct kt__ring *free_head;    /* recycled rings, ready for reuse */
 static size_t free_count;
 static int reg_session;               /* a session is running */
-/* Bumped per session start.  Relaxed everywhere: a producer that sees a
- * stale value only keeps a pending loss count one session too long. */
-static _Atomic uint64_t session_gen;
+/* Bumped per session start (private.h says why relaxed is enough). */
+uint64_t kt__session_gen;
 static uint32_t next_thread_id = 1;
 static pthread_key_t exit_key;
 static int initialized;
 static kt_config config;
-static struct kt__crash *reg_crash;   /* new rings get crash files here */
-
-_Atomic uint32_t kt__flusher_word;
-_Atomic int kt__flusher_sleeping;
+/* Where new rings' memory lives. */
+static const kt__backing *reg_backing = &kt__memfd_backing;
 
 #define FREE_KEEP 16 /* recycled rings kept mapped; more are unmapped */
-
-static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, (uint32_t *)word, op, val, ts, NULL, 0);
-}
 
 static void thread_exit(void *arg);
 static void fork_prepare(void);
@@ -81,14 +55,14 @@ static void fork_child(void);
 static void reg_take(void)
 {
 	tls_in_registry++;
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	pthread_mutex_lock(&reg_lock);
 }
 
 static void reg_drop(void)
 {
 	pthread_mutex_unlock(&reg_lock);
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	tls_in_registry--;
 }
 
@@ -156,145 +130,6 @@ int kt__overflow_policy(void)
 	return config.overflow;
 }
 
-/* ---- ring memory ------------------------------------------------------ */
-
-size_t kt__ring_page(void)
-{
-	static size_t page;
-	if (!page) {
-		long n = sysconf(_SC_PAGESIZE);
-		page = n >= 4096 ? (size_t)n : 4096;
-	}
-	return page;
-}
-
-/*
- * A ring's page holds a heap pointer (its thread name), and a leak checker
- * scans only the heap, globals and stacks unless told of other roots.
- * Weak: LeakSanitizer's runtime is there only in a program built with it,
- * whether or not libkatra was.
- */
-extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
-extern void __lsan_unregister_root_region(const void *p, size_t size) __attribute__((weak));
-
-static void ring_unmap(struct kt__ring *r)
-{
-	if (__lsan_unregister_root_region)
-		__lsan_unregister_root_region(r, kt__ring_page());
-	munmap(r->prod.base, 2 * r->size);
-	close(r->memfd);
-	free(r->name);
-	munmap(r, kt__ring_page());
-}
-
-/* Map @size bytes of @fd from @off at both halves of the span at @span. */
-static int map_halves(uint8_t *span, uint64_t size, int fd, off_t off)
-{
-	/* MAP_POPULATE pre-faults the pages so a thread's first events do not
-	 * take page faults; the second mapping shares the same pages. */
-	for (int half = 0; half < 2; half++)
-		if (mmap(span + half * size, size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, off) == MAP_FAILED)
-			return -errno;
-	/* A fork()ed child gets no mapping of the bytes at all: shared, they
-	 * would let it write into this process's trace, and copying their
-	 * page tables would slow every fork.  The child handler drops the
-	 * rings that then point nowhere. */
-	if (madvise(span, 2 * size, MADV_DONTFORK) < 0)
-		return -errno;
-	return 0;
-}
-
-/*
- * Create a ring: its struct in a page of its own, and @size bytes mapped
- * twice, back to back, inside one reserved span so nothing else can land
- * between the two halves.  Without crash files one memfd holds both: the
- * page at 0, mapped private so a fork()ed child gets its own head and tail
- * as it did of the heap struct this replaced, then the bytes.  With them,
- * the page is the ring's slot in the control file and the bytes its ring
- * file, both shared.  Under reg_lock.
- */
-static struct kt__ring *ring_map(uint64_t size)
-{
-	int fd = -1, ctl_fd = -1;
-	uint64_t ctl_off = 0;
-	off_t data_off = 0;
-	uint32_t slot = 0;
-	if (reg_crash) {
-		if (kt__crash_slot(reg_crash, size, &fd, &ctl_fd, &ctl_off, &slot))
-			return NULL;
-	} else {
-		fd = ctl_fd = memfd_create("katra-ring", MFD_CLOEXEC);
-		data_off = (off_t)kt__ring_page();
-		if (fd < 0)
-			return NULL;
-		if (ftruncate(fd, data_off + (off_t)size) < 0)
-			goto err_fd;
-	}
-	struct kt__ring *r = mmap(NULL, kt__ring_page(), PROT_READ | PROT_WRITE,
-				  reg_crash ? MAP_SHARED : MAP_PRIVATE, ctl_fd, (off_t)ctl_off);
-	if (r == MAP_FAILED)
-		goto err_fd;
-	uint8_t *span = mmap(NULL, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (span == MAP_FAILED)
-		goto err_page;
-	if (map_halves(span, size, fd, data_off)) {
-		munmap(span, 2 * size);
-		goto err_page;
-	}
-	if (__lsan_register_root_region)
-		__lsan_register_root_region(r, kt__ring_page());
-	r->size = size;
-	r->memfd = fd;
-	r->prod.base = span;
-	r->prod.mask = size - 1;
-	if (reg_crash)
-		kt__crash_stamp(r, slot);
-	return r;
-err_page:
-	munmap(r, kt__ring_page());
-err_fd:
-	close(fd);
-	return NULL;
-}
-
-/*
- * Under reg_lock, with no flusher running: move @r onto a new crash slot
- * in place.  Its page is copied into the slot and the slot mapped over it;
- * the data file is mapped over both halves.  The producer's pointers stay
- * valid; a record racing this may be lost, as any racing a session start.
- */
-static int ring_rebind(struct kt__ring *r)
-{
-	int fd, ctl_fd;
-	uint64_t off;
-	uint32_t slot;
-	size_t page = kt__ring_page();
-	int rc = kt__crash_slot(reg_crash, r->size, &fd, &ctl_fd, &off, &slot);
-	if (rc)
-		return rc;
-	ssize_t n = pwrite(ctl_fd, r, page, (off_t)off);
-	if (n != (ssize_t)page) {
-		rc = n < 0 ? -errno : -EIO;
-		close(fd);
-		return rc;
-	}
-	if (mmap(r, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ctl_fd, (off_t)off) ==
-	    MAP_FAILED) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	if ((rc = map_halves(r->prod.base, r->size, fd, 0))) {
-		close(fd);
-		return rc;
-	}
-	close(r->memfd);
-	r->memfd = fd;
-	kt__crash_stamp(r, slot);
-	return 0;
-}
-
 /* Under reg_lock: a ring for a new thread, recycled when one fits. */
 static struct kt__ring *ring_get(uint64_t size)
 {
@@ -307,7 +142,7 @@ static struct kt__ring *ring_get(uint64_t size)
 			return r;
 		}
 	}
-	return ring_map(size);
+	return kt__ring_map(reg_backing, size);
 }
 
 /* Under reg_lock: a drained, retired ring goes back to the free list. */
@@ -316,7 +151,7 @@ static void ring_put(struct kt__ring *r)
 	free(r->name);
 	r->name = NULL;
 	if (free_count >= FREE_KEEP) {
-		ring_unmap(r);
+		kt__ring_unmap(r);
 		return;
 	}
 	r->next = free_head;
@@ -333,18 +168,7 @@ static void ck_reset(struct kt__ring *r, uint64_t head)
 {
 	for (int i = 0; i < 2; i++)
 		r->ck[i] = (struct kt__ring_ckpt){ head, 0, r->marked, r->refused_seen };
-	atomic_store_explicit(&r->ck_seq, 0, memory_order_relaxed);
-}
-
-void kt__ring_checkpoint(struct kt__ring *r, uint64_t events)
-{
-	/* Relaxed: only the flusher writes ck_seq. */
-	uint64_t seq = atomic_load_explicit(&r->ck_seq, memory_order_relaxed) + 1;
-	r->ck[seq & 1] = (struct kt__ring_ckpt){ r->read_pos, events, r->marked, r->refused_seen };
-	/* Release: the slot's stores come before the index naming it, so a
-	 * process killed between them leaves the index on the older, whole
-	 * slot (the mapping keeps stores in the order they were made). */
-	atomic_store_explicit(&r->ck_seq, seq, memory_order_release);
+	kt__store_relaxed(&r->ck_seq, 0);
 }
 
 /* Under reg_lock: make @r look freshly created for a new thread. */
@@ -352,18 +176,18 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 {
 	/* Relaxed: no other thread can see this ring until it is published
 	 * under reg_lock, whose release orders these stores. */
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
-	atomic_store_explicit(&r->tail, head, memory_order_relaxed);
+	uint64_t head = kt__load_own(&r->prod.head);
+	kt__store_relaxed(&r->tail, head);
 	r->read_pos = head;
 	r->ref_len = 0;
 	/* The first emit takes the slow path and sets it. */
-	atomic_store_explicit(&r->prod.limit, head, memory_order_relaxed);
+	kt__store_relaxed(&r->prod.limit, head);
 	r->pending = 0;
-	r->gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
-	atomic_store_explicit(&r->lost_total, 0, memory_order_relaxed);
-	atomic_store_explicit(&r->refused_total, 0, memory_order_relaxed);
+	r->gen = kt__load_stale(&kt__session_gen);
+	kt__store_relaxed(&r->lost_total, 0);
+	kt__store_relaxed(&r->refused_total, 0);
 	r->refused_base = 0;
-	atomic_store_explicit(&r->retired, 0, memory_order_relaxed);
+	kt__store_relaxed(&r->retired, 0);
 	r->lost_base = 0;
 	r->marked = 0;
 	r->refused_seen = 0;
@@ -377,14 +201,6 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 
 /* ---- registry --------------------------------------------------------- */
 
-static struct kt__ring *tls_full_ring(void)
-{
-	/* prod is the first member: the TLS pointer is the ring itself. */
-	return (struct kt__ring *)(void *)kt__tls_ring;
-}
-
-static void refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts);
-
 /*
  * A ring for the calling thread.  An emit from a signal handler lands
  * here too when its thread has none yet; it may not when the handler
@@ -392,17 +208,17 @@ static void refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts);
  * would take a lock the thread holds or register a second ring: it is
  * refused, and counted once the ring exists.
  */
-static struct kt__ring *register_thread(void)
+struct kt__ring *kt__ring_register(void)
 {
 	if (tls_exiting)
 		return NULL;
 	if (tls_in_registry) {
 		/* Relaxed: a counter of this thread's, RMW against nesting. */
-		atomic_fetch_add_explicit(&tls_refused_early, 1, memory_order_relaxed);
+		kt__add_relaxed(&tls_refused_early, 1);
 		return NULL;
 	}
 	tls_in_registry++;
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	struct kt__ring *r = NULL;
 	if (kt__ensure_init() == 0) {
 		reg_take();
@@ -416,12 +232,12 @@ static struct kt__ring *register_thread(void)
 		}
 		reg_drop();
 	}
-	atomic_signal_fence(memory_order_seq_cst);
+	kt__signal_fence();
 	tls_in_registry--;
 	/* Relaxed: this thread's own counter. */
-	uint64_t early = atomic_exchange_explicit(&tls_refused_early, 0, memory_order_relaxed);
+	uint64_t early = kt__exchange_relaxed(&tls_refused_early, 0);
 	if (r && early)
-		refuse_at(r, early, kt_now());
+		kt__ring_refuse_at(r, early, kt_now());
 	return r;
 }
 
@@ -444,7 +260,7 @@ static void thread_exit(void *arg)
 	/* Release: every record this thread published is ordered before the
 	 * flusher's acquire load of retired, so "retired and drained" means
 	 * nothing is left to read. */
-	atomic_store_explicit(&r->retired, 1, memory_order_release);
+	kt__store_release(&r->retired, 1);
 	if (!reg_session) {
 		unlink_ring(r);
 		ring_put(r);
@@ -485,11 +301,10 @@ size_t kt__registry_reap(void)
 		/* settled: the flusher has counted its losses, refusals and
 		 * name since it saw it retired; a ring that retired after the
 		 * flusher's look waits for the next pass. */
-		if (r->settled && atomic_load_explicit(&r->retired, memory_order_acquire) &&
+		if (r->settled && kt__load_acquire(&r->retired) &&
 		    /* Acquire: the head read after retired is the thread's last;
 		     * relaxed tail: only the flusher, this thread, writes it. */
-		    atomic_load_explicit(&r->prod.head, memory_order_acquire) ==
-			    atomic_load_explicit(&r->tail, memory_order_relaxed)) {
+		    kt__load_acquire(&r->prod.head) == kt__load_own(&r->tail)) {
 			*pp = r->next;
 			ring_put(r);
 			n++;
@@ -511,21 +326,21 @@ void kt__registry_set_session(int running)
 uint64_t kt__registry_reset_for_session(void)
 {
 	reg_take();
-	uint64_t gen = atomic_fetch_add_explicit(&session_gen, 1, memory_order_relaxed) + 1;
+	uint64_t gen = kt__add_relaxed(&kt__session_gen, 1) + 1;
 	for (struct kt__ring *r = reg_head; r; r = r->next) {
 		/* Acquire: the producer's last records are complete before we
 		 * skip over them, and release the space back to it. */
-		uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_acquire);
+		uint64_t head = kt__load_acquire(&r->prod.head);
 		/* Release pairs with the producer's acquire of tail.  No write
 		 * from a ring is in flight: the last session waited for all. */
-		atomic_store_explicit(&r->tail, head, memory_order_release);
+		kt__store_release(&r->tail, head);
 		r->read_pos = head;
 		r->ref_len = 0;
 		/* Relaxed: counters; a loss racing the start may land in
 		 * either session, and is counted once. */
-		r->lost_base = atomic_load_explicit(&r->lost_total, memory_order_relaxed);
+		r->lost_base = kt__load_stale(&r->lost_total);
 		r->marked = 0;
-		r->refused_seen = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
+		r->refused_seen = kt__load_stale(&r->refused_total);
 		r->done_pos = head;
 		ck_reset(r, head);
 	}
@@ -533,24 +348,40 @@ uint64_t kt__registry_reset_for_session(void)
 	return gen;
 }
 
-int kt__registry_set_crash(struct kt__crash *c)
+/* Under reg_lock: tell @b of the threads that have names. */
+static void log_threads(const kt__backing *b)
+{
+	for (struct kt__ring *r = reg_head; r && b->name; r = r->next)
+		if (r->name)
+			b->name(b, KT__NAME_THREAD, r->thread_id, r->name, strlen(r->name));
+}
+
+/* kt__names_set_log()'s callback when a backing keeps names. */
+static void log_name(void *ctx, uint32_t id, const char *s, size_t len)
+{
+	const kt__backing *b = ctx;
+	b->name(b, KT__NAME_INTERNED, id, s, len);
+}
+
+int kt__registry_set_backing(const kt__backing *b)
 {
 	int rc = 0;
+	kt__names_set_log(b && b->name ? log_name : NULL, (void *)b);
 	reg_take();
-	reg_crash = c;
-	if (c) {
-		/* Recycled rings would need slots too; new ones cost as little. */
+	reg_backing = b ? b : &kt__memfd_backing;
+	if (b) {
+		/* Recycled rings would need new files too; new ones cost as
+		 * little. */
 		while (free_head) {
 			struct kt__ring *r = free_head;
 			free_head = r->next;
-			ring_unmap(r);
+			kt__ring_unmap(r);
 		}
 		free_count = 0;
-		for (struct kt__ring *r = reg_head; r && !rc; r = r->next) {
-			rc = ring_rebind(r);
-			if (!rc && r->name)
-				kt__crash_log_thread(c, r->thread_id, r->name);
-		}
+		for (struct kt__ring *r = reg_head; r && !rc; r = r->next)
+			rc = kt__ring_rebind(r, b);
+		if (!rc)
+			log_threads(b);
 	}
 	reg_drop();
 	return rc;
@@ -568,8 +399,8 @@ int kt_thread_name(const char *name)
 {
 	if (!name || strlen(name) > KT_MAX_STRING)
 		return -EINVAL;
-	struct kt__ring *r = tls_full_ring();
-	if (!r && !(r = register_thread()))
+	struct kt__ring *r = kt__tls_full_ring();
+	if (!r && !(r = kt__ring_register()))
 		return -ENOMEM;
 	char *copy = strdup(name);
 	if (!copy)
@@ -577,8 +408,8 @@ int kt_thread_name(const char *name)
 	reg_take();
 	free(r->name);
 	r->name = copy;
-	if (reg_crash)
-		kt__crash_log_thread(reg_crash, r->thread_id, copy);
+	if (reg_backing->name)
+		reg_backing->name(reg_backing, KT__NAME_THREAD, r->thread_id, copy, strlen(copy));
 	reg_drop();
 	return 0;
 }
@@ -594,7 +425,7 @@ int kt_shutdown(void)
 	while (free_head) {
 		struct kt__ring *r = free_head;
 		free_head = r->next;
-		ring_unmap(r);
+		kt__ring_unmap(r);
 	}
 	free_count = 0;
 	reg_drop();
@@ -626,47 +457,26 @@ static void fork_parent(void)
 	reg_drop();
 }
 
-/*
- * fork() called from a signal handler that interrupted an emit: after the
- * handler the emit resumes, in the child too, and writes into its ring.
- * Give it private memory to finish in: a copy of the ring's page (with
- * crash files it is a shared page of the control file) and fresh bytes.
- * The ring is then left alone; it is the child's to leak.
- */
-static void ring_make_private(struct kt__ring *r)
-{
-	size_t page = kt__ring_page();
-	void *copy = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (copy != MAP_FAILED) {
-		memcpy(copy, r, page);
-		mremap(copy, page, page, MREMAP_MAYMOVE | MREMAP_FIXED, r);
-	}
-	mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
-	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	close(r->memfd);
-}
-
 static void drop_rings(struct kt__ring *list, struct kt__ring *keep)
 {
 	while (list) {
 		struct kt__ring *next = list->next;
 		if (list == keep)
-			ring_make_private(list);
+			kt__ring_make_private(list);
 		else
-			ring_unmap(list);
+			kt__ring_unmap(list);
 		list = next;
 	}
 }
 
 static void fork_child(void)
 {
-	struct kt__ring *mine = tls_full_ring();
+	struct kt__ring *mine = kt__tls_full_ring();
 	/* Relaxed: this thread's own field. */
-	int resumes = mine && atomic_load_explicit(&mine->prod.limit, memory_order_relaxed) ==
-				      KT__LIMIT_BUSY;
+	int resumes = mine && kt__load_own(&mine->prod.limit) == KT__LIMIT_BUSY;
 	/* Relaxed: the only thread there is. */
-	atomic_store_explicit(&kt__active, 0, memory_order_relaxed);
-	atomic_store_explicit(&kt__flusher_sleeping, 0, memory_order_relaxed);
+	kt__store_relaxed(&kt__active, 0);
+	kt__ring_consumer_forget();
 	kt__tls_ring = NULL;
 	pthread_setspecific(exit_key, NULL);
 	drop_rings(reg_head, resumes ? mine : NULL);
@@ -674,248 +484,7 @@ static void fork_child(void)
 	reg_head = free_head = NULL;
 	free_count = 0;
 	reg_session = 0;
-	reg_crash = NULL;
+	reg_backing = &kt__memfd_backing;
 	kt__names_fork(2);
 	reg_drop();
-}
-
-/* ---- the slow path ---------------------------------------------------- */
-
-static void wake_flusher(void)
-{
-	/* Relaxed load: a missed wake-up costs at most one flush period, the
-	 * flusher's timeout.  The bump is release so the flusher, seeing the
-	 * new word, also sees the records that crossed the watermark. */
-	if (atomic_load_explicit(&kt__flusher_sleeping, memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&kt__flusher_word, 1, memory_order_release);
-		futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
-	}
-}
-
-void kt__flusher_wake(void)
-{
-	/* Release: the flusher that sees the new word sees what we stored
-	 * before it (the session's stop flag). */
-	atomic_fetch_add_explicit(&kt__flusher_word, 1, memory_order_release);
-	futex(&kt__flusher_word, FUTEX_WAKE_PRIVATE, 1, NULL);
-}
-
-int kt__flusher_wait(uint32_t seen, uint64_t timeout_ns)
-{
-	struct timespec ts = { (time_t)(timeout_ns / 1000000000u),
-			       (long)(timeout_ns % 1000000000u) };
-	return (int)futex(&kt__flusher_word, FUTEX_WAIT_PRIVATE, seen, &ts);
-}
-
-void kt__ring_tail_moved(struct kt__ring *r)
-{
-	/* Release: a producer woken by the new sequence also sees the tail
-	 * stored before it.  seq_cst on waiters would be the textbook pairing;
-	 * the producer re-checks tail with a timeout, so a lost wake-up costs
-	 * at most that timeout, never a hang. */
-	atomic_fetch_add_explicit(&r->tail_seq, 1, memory_order_release);
-	if (atomic_load_explicit(&r->waiters, memory_order_seq_cst))
-		futex(&r->tail_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
-}
-
-/* BLOCK policy: wait until the flusher frees space or the session ends. */
-static void block_wait(struct kt__ring *r, uint64_t need)
-{
-	for (int spin = 0; spin < 2048; spin++) {
-		/* Acquire pairs with the flusher's release of tail (D). */
-		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-		uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
-		if (head + need - tail <= r->size)
-			return;
-		cpu_relax();
-	}
-	wake_flusher();
-	/* Acquire: pairs with the flusher's release bump of tail_seq. */
-	uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
-	/* seq_cst: the flusher's load of waiters must not be ordered before
-	 * our increment, or both could miss each other. */
-	atomic_fetch_add_explicit(&r->waiters, 1, memory_order_seq_cst);
-	/* Acquire tail as at (A); relaxed head: this thread writes it. */
-	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
-	if (head + need - tail > r->size) {
-		struct timespec ts = { 0, 1000000 }; /* re-check at least every 1 ms */
-		futex(&r->tail_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
-	}
-	/* Relaxed: a stale count only costs the flusher one spare wake. */
-	atomic_fetch_sub_explicit(&r->waiters, 1, memory_order_relaxed);
-}
-
-/* Losses and refusals from an earlier session belong to that session.
- * Relaxed: see session_gen. */
-static void sync_gen(struct kt__ring *r)
-{
-	uint64_t gen = atomic_load_explicit(&session_gen, memory_order_relaxed);
-	if (r->gen != gen) {
-		r->pending = 0;
-		r->gen = gen;
-		/* Relaxed: this thread's own counter. */
-		r->refused_base = atomic_load_explicit(&r->refused_total, memory_order_relaxed);
-	}
-}
-
-/*
- * @n records refused at @ts: counted, with their time, for the flusher's
- * drop frame.  A signal handler's nested emit may land here in the middle
- * of another refusal on the same thread, so the count is a read-modify-
- * write (relaxed: the flusher reads it when it settles the ring, after the
- * thread exits or at stop) and nothing else is updated in two steps.
- */
-static void refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts)
-{
-	uint64_t before = atomic_fetch_add_explicit(&r->refused_total, n, memory_order_relaxed);
-	if (before == r->refused_base)
-		atomic_store_explicit(&r->refused_first, ts, memory_order_relaxed);
-	atomic_store_explicit(&r->refused_last, ts, memory_order_relaxed);
-}
-
-static void refuse(struct kt__ring *r)
-{
-	refuse_at(r, 1, kt_now());
-}
-
-/*
- * The slow path's half of the re-entry mark (see kt__ring_prod.limit):
- * the limit to restore on leaving, or KT__LIMIT_BUSY when this call
- * interrupted an emit of its own thread (a signal handler's) and must not
- * touch the ring.  A handler that runs between the load and the store
- * finishes before this call goes on, so what follows reads its results.
- */
-static uint64_t enter(struct kt__ring *r)
-{
-	uint64_t limit = atomic_load_explicit(&r->prod.limit, memory_order_relaxed);
-	if (limit == KT__LIMIT_BUSY)
-		return limit;
-	atomic_store_explicit(&r->prod.limit, KT__LIMIT_BUSY, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-	return limit;
-}
-
-static void leave(struct kt__ring *r, uint64_t limit)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	atomic_store_explicit(&r->prod.limit, limit, memory_order_relaxed);
-}
-
-KT_API void kt__refuse(void)
-{
-	struct kt__ring *r = tls_full_ring();
-	if (!r && !(r = register_thread()))
-		return;
-	uint64_t limit = enter(r);
-	if (limit != KT__LIMIT_BUSY)
-		sync_gen(r);
-	refuse(r);
-	if (limit != KT__LIMIT_BUSY)
-		leave(r, limit);
-}
-
-/* DROP policy, no room: count the loss and come back to the slow path
- * (limit 0) to write a marker with the next record.  Relaxed: only stop
- * reads these, after producers end. */
-static void lose(struct kt__ring *r, uint64_t ts)
-{
-	if (!r->pending++)
-		atomic_store_explicit(&r->pending_first, ts, memory_order_relaxed);
-	atomic_store_explicit(&r->pending_last, ts, memory_order_relaxed);
-	atomic_store_explicit(&r->lost_total,
-			      atomic_load_explicit(&r->lost_total, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-	wake_flusher();
-}
-
-/*
- * Below half full the fast path may run to the half mark, where the next
- * slow call wakes the flusher once; past it, up to the end.
- */
-static uint64_t next_limit(struct kt__ring *r, uint64_t head, uint64_t tail)
-{
-	uint64_t limit = tail + r->size / 2;
-	if (head - tail >= r->size / 2) {
-		wake_flusher();
-		limit = tail + r->size;
-	}
-#if defined(__x86_64__) || defined(__i386__)
-	/* The inline path reads the TSC unconditionally; with another clock
-	 * every record must come through here. */
-	if (!kt__clock_tsc)
-		limit = 0;
-#endif
-	return limit;
-}
-
-/* The slow path proper, marked busy: returns the limit to leave behind. */
-static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, uint32_t id,
-			    uint8_t flags, const void *payload, size_t len)
-{
-	size_t size = 16 + ((len + 7) & ~(size_t)7);
-	sync_gen(r);
-	if (len > 0xffff || size > r->size / 4) {
-		refuse(r);
-		return limit;
-	}
-	uint64_t ts = kt_now();
-	/* Relaxed: head is written only by this thread. */
-	uint64_t head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
-	uint64_t tail;
-	for (;;) {
-		size_t need = size + (r->pending ? KT__DROP_MARK_SIZE : 0);
-		/* Acquire pairs with the flusher's release of tail (D): the
-		 * span we are about to overwrite has been read. */
-		tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (head + need - tail <= r->size)
-			break;
-		if (config.overflow == KT_OVERFLOW_DROP) {
-			lose(r, ts);
-			return 0;
-		}
-		/* Relaxed: a stale "active" only delays noticing the stop by
-		 * one wait, which has a timeout. */
-		if (!atomic_load_explicit(&kt__active, memory_order_relaxed))
-			return limit;
-		block_wait(r, need);
-		ts = kt_now();
-	}
-	uint8_t *p = r->prod.base + (head & r->prod.mask);
-	if (r->pending) {
-		/* Relaxed: this thread wrote them. */
-		uint64_t mark[3] = {
-			r->pending,
-			atomic_load_explicit(&r->pending_first, memory_order_relaxed),
-			atomic_load_explicit(&r->pending_last, memory_order_relaxed),
-		};
-		/* The marker names its session (low bits of the generation):
-		 * a producer that saw a stale generation must not have the
-		 * next session count these losses again. */
-		kt__put_record(p, ts, KT__EV_DROP_MARK, (uint32_t)r->gen, 0, mark, sizeof(mark));
-		p += KT__DROP_MARK_SIZE;
-		head += KT__DROP_MARK_SIZE;
-		r->pending = 0;
-	}
-	kt__put_record(p, ts, type, id, flags, payload, len);
-	head += size;
-	/* Release: pairs with the flusher's acquire of head (B pairs C). */
-	atomic_store_explicit(&r->prod.head, head, memory_order_release);
-	return next_limit(r, head, tail);
-}
-
-KT_API void kt__emit_slow(uint8_t type, uint32_t id, uint8_t flags, const void *payload,
-			  size_t len)
-{
-	struct kt__ring *r = tls_full_ring();
-	if (!r && !(r = register_thread()))
-		return;
-	uint64_t limit = enter(r);
-	if (limit == KT__LIMIT_BUSY) {
-		/* A signal handler's emit inside another emit of its thread:
-		 * the ring is that one's until it returns.  Refused, counted. */
-		refuse(r);
-		return;
-	}
-	leave(r, emit_marked(r, limit, type, id, flags, payload, len));
 }

@@ -1,6 +1,8 @@
 /*
  * ring/ring.h - internal: per-thread rings, the thread registry, name
- * interning and the clock.  Nothing here knows about files.
+ * interning and the clock; the door through which flush/ and recover/
+ * reach ring/.  Nothing here knows about files: where a ring's memory
+ * lives is a backing's business (ring/backing.h).
  *
  * One ring has one producer (its thread) and one consumer (the session's
  * flusher).  Positions are byte counts that only grow; a position p lives at
@@ -8,8 +10,8 @@
  * [p, p + n) are contiguous at base + (p & mask) for any n <= size: no
  * record and no drained span ever wraps.
  *
- *   producer                                  flusher
- *   --------                                  -------
+ *   producer (katra.h, ring/produce.c)        consumer (ring/consume.c)
+ *   ----------------------------------        -------------------------
  *   (A) t = load_acquire(tail)                (C) h = load_acquire(head)
  *       if h + n - t > size: slow path            read records in [tail, h)
  *       write record bytes at h                   write them to the file
@@ -19,113 +21,78 @@
  *   covers it.  D pairs with A: the flusher has finished reading a span
  *   before the producer may overwrite it.
  *
- * head is written only by the producer, tail only by the flusher; each owner
- * reads its own field with a relaxed load.  They sit on separate cache
- * lines so the two threads never write the same line.
+ * head is written only by the producer, tail only by the consumer; each
+ * owner reads its own field with kt__load_own().  They sit on separate
+ * cache lines so the two threads never write the same line.  The
+ * producer's half is katra.h's inline path and ring/produce.c; the
+ * consumer's half is the functions below, which are all the flusher sees
+ * of a ring: spans, records and holds, never the struct (ring/private.h).
  */
 #ifndef KATRA_RING_RING_H
 #define KATRA_RING_RING_H
 
-#include <pthread.h>
-#include <stdalign.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <katra/katra.h>
+#include "ring/backing.h"
 
-#define KT__CACHELINE 64
+/* A ring; its fields are private to ring/ (ring/private.h). */
+struct kt__ring;
 
 /* A ring-only record type: the producer's note that it lost events.  The
- * flusher turns it into a drop frame; it never reaches a file as a record. */
+ * consumer turns it into a drop frame; it never reaches a file as a
+ * record.  Its name id holds the low 32 bits of its session's generation;
+ * its payload is three u64: events lost, first and last timestamp. */
 #define KT__EV_DROP_MARK 0xFE
-#define KT__DROP_MARK_SIZE (16 + 24)
-
-/* Zero-copy writes in flight per ring, at most; more take the copy path. */
-#define KT__RING_REFS 32
-
-struct kt__ring {
-	/* Producer line: written only by the owning thread. */
-	alignas(KT__CACHELINE) struct kt__ring_prod prod;
-	uint64_t size;
-	uint64_t pending;          /* lost since the last drop marker */
-	uint64_t gen;              /* session generation of the pending state */
-	uint64_t refused_base;     /* refused_total when this session began */
-	/* Time range of the pending loss; the flusher reads them at stop for
-	 * losses no marker carried.  Relaxed: producer-written, read late. */
-	_Atomic uint64_t pending_first;
-	_Atomic uint64_t pending_last;
-	/* Read by the flusher at stop: events lost and not yet in a marker,
-	 * events refused as too large.  Relaxed: only the totals matter and
-	 * stop reads them after the producers are done. */
-	_Atomic uint64_t lost_total;
-	_Atomic uint64_t refused_total;
-	_Atomic uint64_t refused_first; /* time range of refusals this session */
-	_Atomic uint64_t refused_last;
-
-	/* Consumer line: written only by the flusher. */
-	alignas(KT__CACHELINE) _Atomic uint64_t tail;
-	_Atomic uint32_t tail_seq; /* futex word: bumped when tail moves */
-	_Atomic uint32_t waiters;  /* BLOCK-policy producers asleep on it */
-	uint64_t lost_base;        /* lost_total when the session started */
-	uint64_t marked;           /* losses the flusher has accounted */
-	/* Zero-copy writes: the flusher has read up to read_pos, but bytes
-	 * still being written straight from the ring stay owned until their
-	 * write completes; tail then moves past them (in order). */
-	uint64_t read_pos;
-	struct kt__ring_ref {
-		struct kt__ring *ring;
-		uint64_t start;
-		int done;
-	} refs[KT__RING_REFS];
-	unsigned ref_head, ref_len;
-	uint64_t refused_seen;     /* refusals the flusher has accounted */
-	int settled;               /* the flusher accounted it after retirement:
-				    * only then may it be recycled */
-	/* Bytes tail may pass: read_pos at once, or, with crash files, only
-	 * once the frames made from them are written (see ring/crash.h). */
-	uint64_t done_pos;
-	/* Crash files: what the trace file holds of this ring, as of the last
-	 * pass whose writes all completed.  Two slots so a process killed
-	 * mid-update leaves the previous one whole; ck_seq names the good one. */
-	struct kt__ring_ckpt {
-		uint64_t tail;     /* done_pos then */
-		uint64_t events;   /* the thread's events in the file then */
-		uint64_t marked;   /* losses in drop frames then */
-		uint64_t refused;  /* refused_seen then */
-	} ck[2];
-	_Atomic uint64_t ck_seq;
-
-	/* Registry: under the registry lock. */
-	alignas(KT__CACHELINE) struct kt__ring *next;
-	_Atomic int retired;       /* the thread exited; release-stored */
-	uint32_t thread_id;
-	uint32_t os_tid;
-	int memfd;                 /* the data's file: a memfd, or a crash file */
-	char *name;                /* thread name or NULL */
-};
+#define KT__DROP_MARK_SIZE (KT_REC_HEAD + 24)
 
 /*
- * kt__ring_page - the page each ring struct has to itself: a private page
- * of the ring's memfd, or with crash files the ring's slot in the control
- * file, mapped shared so
- * head, tail and the checkpoint are in the page cache when the process
- * dies.  A ring moves between the two in place (the page is mapped over),
- * so the producer's pointer to it never changes.
+ * A ring's page as another process may read it, where a backing keeps the
+ * page in a file (recover/'s crash files): the offsets of what it holds,
+ * each a little-endian u64 unless said.  ring/private.h checks them
+ * against the struct; a change here changes the crash files' format.
+ */
+#define KT__PAGE_HEAD 0              /* bytes published */
+#define KT__PAGE_SIZE 32             /* ring bytes, a power of two */
+#define KT__PAGE_PENDING_FIRST 64    /* time range of losses not yet */
+#define KT__PAGE_PENDING_LAST 72     /*   in a drop marker */
+#define KT__PAGE_LOST 80             /* events lost, ever */
+#define KT__PAGE_REFUSED 88          /* records refused, ever */
+#define KT__PAGE_REFUSED_FIRST 96
+#define KT__PAGE_REFUSED_LAST 104
+#define KT__PAGE_TAIL 128            /* bytes the consumer gave back */
+#define KT__PAGE_LOST_BASE 144       /* LOST when the session began */
+#define KT__PAGE_CK 968              /* 2 x {u64 tail, events, marked,
+				      * refused}: see kt__ring_checkpoint() */
+#define KT__PAGE_CK_SEQ 1032         /* CK[seq & 1] is the good one */
+#define KT__PAGE_THREAD 1100         /* u32: katra's thread id */
+#define KT__PAGE_OS_TID 1104         /* u32 */
+#define KT__PAGE_END 2048            /* the struct ends before: a backing
+				      * may keep its own bytes from here */
+
+/*
+ * kt__ring_page - the size of the page each ring struct has to itself: a
+ * page of the ring's backing, mapped private (the default) or shared (a
+ * backing whose file must hold head, tail and the checkpoint when the
+ * process dies).  A ring moves between backings in place (the page is
+ * mapped over), so the producer's pointer to it never changes.
  */
 size_t kt__ring_page(void);
 
+/* ---- configuration and the registry (ring/ring.c) --------------------- */
+
+/* Configuration and state shared by ring/ and flush/. */
+int kt__ensure_init(void);
+uint64_t kt__ring_size(void);
+int kt__overflow_policy(void);
 
 /* What a session's flusher needs from the ring layer. */
 typedef struct kt__ring_list {
 	struct kt__ring **rings;
 	size_t len, cap;
 } kt__ring_list;
-
-/* Configuration and state shared by ring/ and flush/. */
-int kt__ensure_init(void);
-uint64_t kt__ring_size(void);
-int kt__overflow_policy(void);
 
 /* Snapshot every registered ring (retired or not) into @out. */
 int kt__registry_snapshot(kt__ring_list *out);
@@ -138,48 +105,177 @@ void kt__registry_set_session(int running);
  * NULL when it has none (or without memory). */
 char *kt__ring_name_dup(struct kt__ring *r);
 /* Start a new session generation: every ring is emptied (tail = head) and
- * its loss counters rebased.  Called with no flusher running.  Returns the
- * new generation, whose low 32 bits the session's drop markers carry. */
+ * its loss counters rebased.  Called with no consumer running.  Returns
+ * the new generation, whose low 32 bits the session's drop markers carry. */
 uint64_t kt__registry_reset_for_session(void);
-/* Wake a producer blocked on @r after its tail moved. */
-void kt__ring_tail_moved(struct kt__ring *r);
-/* Crash files: record that the file now holds @events of @r's thread and
- * everything below read_pos.  Flusher only. */
+
+/* ---- the consumer side (ring/consume.c) -------------------------------- */
+
+/* Threads: a ring's one consumer (a session's flusher thread) calls these,
+ * one at a time; kt__ring_wake_consumer() and kt__ring_decode() any
+ * thread. */
+
+/* Published bytes the consumer has not read yet: ring positions
+ * [@from, @to), contiguous at @bytes (the ring is mapped twice). */
+typedef struct kt__span {
+	const uint8_t *bytes;
+	uint64_t from, to;
+} kt__span;
+
+/*
+ * kt__ring_peek - the span from what the consumer has read to head (C:
+ * an acquire load of head).  Return: non-zero when it is not empty.
+ */
+int kt__ring_peek(struct kt__ring *r, kt__span *out);
+
+/* One record found in a ring: an event (its bytes, SPEC §4.2) or a drop
+ * marker (count and time range). */
+typedef struct kt__ring_rec {
+	uint64_t pos;               /* ring position */
+	const uint8_t *bytes;       /* the event record; NULL for a marker */
+	size_t size;                /* the bytes it takes in the ring */
+	uint64_t ts;                /* events: the timestamp */
+	uint32_t marker_gen;        /* markers: low bits of their session */
+	uint64_t count, first_ts, last_ts; /* markers: events lost, when */
+	int stale;                  /* markers (kt__ring_next() only): of an
+				     * earlier session, which counted them */
+} kt__ring_rec;
+
+/*
+ * kt__ring_decode - the record at @p, at ring position @pos, of which @left
+ * bytes are at hand.  Checks only the ring's own encoding (a drop marker's
+ * shape); an event's payload rules are the format's (kt__event_check()).
+ * Return: 1 with *@rec filled; 0 when @left bytes do not hold it whole;
+ * -1 for a drop marker katra never writes.  Any thread; bytes only.
+ */
+static inline int kt__ring_decode(const uint8_t *p, size_t left, uint64_t pos, kt__ring_rec *rec)
+{
+	uint16_t len;
+	if (left < KT_REC_HEAD)
+		return 0;
+	memcpy(&len, p + KT_REC_LEN, 2);
+	rec->pos = pos;
+	if (p[KT_REC_TYPE] == KT__EV_DROP_MARK) {
+		if (len != KT__DROP_MARK_SIZE - KT_REC_HEAD || p[KT_REC_FLAGS])
+			return -1;
+		if (left < KT__DROP_MARK_SIZE)
+			return 0;
+		rec->bytes = NULL;
+		rec->size = KT__DROP_MARK_SIZE;
+		memcpy(&rec->marker_gen, p + KT_REC_NAME, 4);
+		memcpy(&rec->count, p + KT_REC_HEAD, 8);
+		memcpy(&rec->first_ts, p + KT_REC_HEAD + 8, 8);
+		memcpy(&rec->last_ts, p + KT_REC_HEAD + 16, 8);
+		return 1;
+	}
+	rec->size = kt_event_size(len);
+	if (rec->size > left)
+		return 0;
+	rec->bytes = p;
+	memcpy(&rec->ts, p + KT_REC_TS, 8);
+	return 1;
+}
+
+/* The consumer's walk over a span it peeked. */
+typedef struct kt__ring_iter {
+	struct kt__ring *ring;
+	kt__span span;
+	uint64_t pos;
+	uint32_t gen;               /* this session's markers carry it */
+} kt__ring_iter;
+
+void kt__ring_iter_init(kt__ring_iter *it, struct kt__ring *r, const kt__span *span);
+/* A drop marker met by kt__ring_next(): sets @rec->stale, counts it. */
+void kt__ring_marker(kt__ring_iter *it, kt__ring_rec *rec);
+
+/*
+ * kt__ring_next - the span's next record: an event, or a drop marker whose
+ * losses (unless @rec->stale) are now counted as carried, so that
+ * kt__ring_settle() does not count them again.  Return: 1, or 0 at the end
+ * of the span.  The span's records are the producer's: whole and valid.
+ */
+static inline int kt__ring_next(kt__ring_iter *it, kt__ring_rec *rec)
+{
+	if (it->pos == it->span.to)
+		return 0;
+	kt__ring_decode(it->span.bytes + (it->pos - it->span.from),
+			(size_t)(it->span.to - it->pos), it->pos, rec);
+	it->pos += rec->size;
+	if (!rec->bytes)
+		kt__ring_marker(it, rec);
+	return 1;
+}
+
+/*
+ * Giving space back.  kt__ring_read() says the consumer has read the ring
+ * up to @to; kt__ring_done() that it is done with every byte read (with
+ * crash files, only once the frames made of them are written); and
+ * kt__ring_release() moves tail over what is done and held by no write
+ * (D: a release store), waking producers the BLOCK policy put to sleep.
+ */
+void kt__ring_read(struct kt__ring *r, uint64_t to);
+void kt__ring_done(struct kt__ring *r);
+void kt__ring_release(struct kt__ring *r);
+
+/*
+ * kt__ring_hold - keep the bytes from @pos on from being given back until
+ * kt__ring_unhold(): a zero-copy write in flight still reads them.  Holds
+ * may end in any order; tail passes them in order.  Return: the hold, or
+ * NULL when KT__RING_REFS are in flight already (copy the bytes instead).
+ */
+struct kt__ring_ref *kt__ring_hold(struct kt__ring *r, uint64_t pos);
+/* kt__ring_unhold - the write reading @h is complete; its space may go. */
+void kt__ring_unhold(struct kt__ring_ref *h);
+
+/* The ring's thread: katra's id and the kernel's. */
+uint32_t kt__ring_thread_id(const struct kt__ring *r);
+uint32_t kt__ring_os_tid(const struct kt__ring *r);
+
+/* kt__ring_retired - whether the ring's thread exited (an acquire load):
+ * once it did, a drain after this call leaves nothing behind. */
+int kt__ring_retired(struct kt__ring *r);
+
+/* Losses a ring holds outside its records: events lost that no marker
+ * carried (the thread lost events and emitted nothing after), records
+ * refused.  Counts of zero mean none. */
+typedef struct kt__ring_losses {
+	uint64_t lost, lost_first, lost_last;
+	uint64_t refused, refused_first, refused_last;
+} kt__ring_losses;
+
+/*
+ * kt__ring_settle - what @r lost outside its records since the last call,
+ * each loss reported once however often it is called.  @retired: the
+ * ring's thread had exited before the consumer's last drain, so the ring
+ * may now be recycled (kt__registry_reap()).
+ */
+void kt__ring_settle(struct kt__ring *r, int retired, kt__ring_losses *out);
+
+/* kt__ring_checkpoint - record in the ring's page that the consumer's
+ * output now holds @events of @r's thread and everything it has read of
+ * the ring (for a backing that keeps the page: recover/'s crash files). */
 void kt__ring_checkpoint(struct kt__ring *r, uint64_t events);
 
-struct kt__crash;
 /*
- * Back every ring with crash files in @c (NULL: stop creating crash-backed
- * rings; existing ones keep their files).  Existing rings move onto the
- * files in place, so producers' pointers stay valid; their contents are
- * not kept (a session start discards them anyway).  Called with no flusher
- * running.  Return: 0 or the first -errno.
+ * Sleeping until there is work: kt__ring_sleep_begin() announces the sleep
+ * and returns the wake-up word, kt__ring_sleep() waits while the word
+ * still has that value (at most @timeout_ns), kt__ring_sleep_end() ends
+ * it.  kt__ring_wake_consumer() wakes the consumer now, asleep or not (the
+ * producers wake it only when it sleeps).  kt__ring_consumer_asleep() is
+ * for tests.
  */
-int kt__registry_set_crash(struct kt__crash *c);
+uint32_t kt__ring_sleep_begin(void);
+void kt__ring_sleep(uint32_t seen, uint64_t timeout_ns);
+void kt__ring_sleep_end(void);
+void kt__ring_wake_consumer(void);
+int kt__ring_consumer_asleep(void);
 
-/* The flusher's wake-up word: producers bump it on crossing a ring's high
- * watermark; the flusher sleeps on it between periods. */
-extern _Atomic uint32_t kt__flusher_word;
-extern _Atomic int kt__flusher_sleeping;
-/* Sleep while the word still equals @seen, at most @timeout_ns. */
-int kt__flusher_wait(uint32_t seen, uint64_t timeout_ns);
-/* Wake the flusher now, whether or not it sleeps. */
-void kt__flusher_wake(void);
+/* ---- interned names (ring/names.c) and the clock (ring/clock.c) -------- */
 
-/* Interned names: copy ids [1, n] under the lock; returns n. */
+/* Interned names: call @fn for ids (@after, n] under the lock; returns n
+ * (or @after).  Cheap when nothing is new. */
 typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len);
-uint32_t kt__names_each(kt__name_fn fn, void *ctx);
-/* The same for the ids above @after only; returns the highest id (or
- * @after).  Cheap when nothing is new. */
 uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx);
-/* Call @fn for every name so far, then for each new one as it is interned,
- * under the names lock; NULL stops it. */
-void kt__names_set_log(kt__name_fn fn, void *ctx);
-void kt__names_free(void);
-/* fork() handlers of the name table, called by the registry's (ring.c):
- * @phase 0 before the fork (takes its lock), 1 in the parent after it,
- * 2 in the child (no crash log there: the parent's session owns it). */
-void kt__names_fork(int phase);
 
 /* The clock. */
 int kt__clock_setup(int requested);

@@ -15,7 +15,8 @@
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
+#include "ring/private.h"
 #include "ring/ring.h"
 
 #define KILLS 30
@@ -314,11 +315,10 @@ static void leftover_child(struct shared *sh, const char *dir, const char *trace
 	 * tail reaches head only then.  Acquire pairs with its release of
 	 * tail; relaxed head: this thread writes it. */
 	struct kt__ring *r = (struct kt__ring *)(void *)kt__tls_ring;
-	for (int i = 0; atomic_load_explicit(&r->tail, memory_order_acquire) !=
-			atomic_load_explicit(&r->prod.head, memory_order_relaxed); i++) {
+	for (int i = 0; kt__load_acquire(&r->tail) != kt__load_own(&r->prod.head); i++) {
 		/* A wake that lands mid-pass is seen only by the next one. */
 		if (i % 100 == 0)
-			kt__flusher_wake();
+			kt__ring_wake_consumer();
 		usleep(1000);
 	}
 	/* Let a pass that a late wake started end before the next batch. */
@@ -384,9 +384,8 @@ static void rebound_child(struct shared *sh, const char *dir, const char *trace)
 	kt_session_options o = { .crash_dir = dir, .flush_period_ns = UINT64_C(60000000000) };
 	if (kt_session_start(trace, &o, &s))
 		_exit(12);
-	/* After the flusher's first pass it sleeps for the whole period.
-	 * Relaxed: only the flag's value matters, no data rides on it. */
-	while (!atomic_load_explicit(&kt__flusher_sleeping, memory_order_relaxed))
+	/* After the flusher's first pass it sleeps for the whole period. */
+	while (!kt__ring_consumer_asleep())
 		usleep(100);
 	for (int64_t v = 0; v < LEFT_IN_RING; v++)
 		kt_counter(id, v);

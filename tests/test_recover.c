@@ -13,12 +13,13 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include <katra/writer.h>
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "ring/ring.h"
 #include "tools/recover.h"
 
@@ -353,6 +354,39 @@ Test(hostile, a_symlink_planted_at_the_temporary_name_is_not_followed)
 	forge_free(&f);
 }
 
+/*
+ * Outputs under /dev were written in place, as /dev/stdout must be; but
+ * /dev/shm is a folder anyone may plant names in (and where the scratch
+ * folders live): a link there was followed, and a longer file kept its
+ * tail after the new trace's end.  (Without /dev/shm the scratch folder is
+ * elsewhere and this checks the ordinary path.)
+ */
+Test(hostile, an_output_under_dev_shm_is_replaced_never_written_through)
+{
+	struct forge f;
+	forge(&f, 1, NULL);
+	char *out = path_in(f.work, "out.katra");
+	cr_assert_eq(symlink(f.victim, out), 0);
+	cr_assert_eq(recover_out(&f, f.dir, NULL), 3, "%s", f.msg);
+	victim_unchanged(&f);
+	struct stat sb;
+	cr_assert_eq(lstat(out, &sb), 0);
+	cr_assert(S_ISREG(sb.st_mode), "OUT is a file of its own");
+	/* Longer than what recover writes: none of it may stay behind. */
+	FILE *junk = fopen(out, "w");
+	cr_assert_not_null(junk);
+	for (int i = 0; i < 1 << 16; i++)
+		fputs("junk", junk);
+	cr_assert_eq(fclose(junk), 0);
+	cr_assert_eq(recover_out(&f, f.dir, NULL), 3, "%s", f.msg);
+	struct outcome o;
+	read_out(out, NULL, &o);
+	cr_assert_eq(o.events, EVENTS);
+	work_holds(&f, "out.katra", NULL);
+	free(out);
+	forge_free(&f);
+}
+
 /* ---- what is opened, what refused ------------------------------------- */
 
 Test(hostile, symbolic_links_are_refused_and_their_targets_never_measured)
@@ -586,7 +620,7 @@ Test(hostile, a_ring_that_shrinks_while_read_never_kills_recover)
 }
 
 /* recover_dir() in this process, with @caps; its messages in f->msg. */
-static int recover_in(struct forge *f, const struct recover_caps *caps)
+static int recover_in(struct forge *f, const struct kt__recover_caps *caps)
 {
 	char *out = path_in(f->work, "out.katra");
 	int fd = memfd_create("recover-out", MFD_CLOEXEC);
@@ -615,7 +649,7 @@ Test(hostile, ring_bytes_past_the_cap_are_not_read)
 	struct forge f;
 	forge(&f, 4, NULL);
 	/* Two rings and half of the third. */
-	struct recover_caps caps = recover_caps;
+	struct kt__recover_caps caps = kt__recover_caps;
 	caps.ring_bytes = 2 * EVENTS * REC + EVENTS / 2 * REC;
 	cr_assert_eq(recover_in(&f, &caps), 3, "%s", f.msg);
 	has(&f, "katra-1/ring-2: position 120: the rings hold more than the 600 bytes read per "
@@ -633,7 +667,7 @@ Test(hostile, names_log_past_the_cap_is_not_read)
 {
 	struct forge f;
 	forge(&f, 1, NULL);
-	struct recover_caps caps = recover_caps;
+	struct kt__recover_caps caps = kt__recover_caps;
 	caps.names_bytes = 12 + 3 + 6; /* the name and half the thread entry */
 	cr_assert_eq(recover_in(&f, &caps), 3, "%s", f.msg);
 	has(&f, "katra-1/names: larger than 21 bytes: the entries past that are not read");

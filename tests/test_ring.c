@@ -549,7 +549,7 @@ static void emit_interrupted(const char *tag, kt_summary *sum)
 		cr_assert_eq(mprotect(trap.page, trap.size, PROT_NONE), 0);
 		kt_message(msg, (const char *)trap.page, TRAP_LEN);
 		if (trap.in_child)
-			_exit(atomic_load(&kt__active) == 0 && kt__tls_ring == NULL ? 0 : 1);
+			_exit(kt__load_stale(&kt__active) == 0 && kt__tls_ring == NULL ? 0 : 1);
 	}
 	cr_assert_eq(trap.runs, TRAP_ROUNDS);
 	cr_assert_eq(kt_session_stop(s, sum), 0);

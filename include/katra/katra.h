@@ -37,10 +37,10 @@
 #ifndef KATRA_KATRA_H
 #define KATRA_KATRA_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <katra/atomic.h>
 #include <katra/error.h>
 #include <katra/trace.h>
 #include <katra/version.h>
@@ -265,14 +265,14 @@ KT_API void kt_summary_release(kt_summary *sum);
  * written only by the owning thread.
  */
 struct kt__ring_prod {
-	_Atomic uint64_t head;  /* bytes published; the flusher acquires it */
+	uint64_t head;          /* bytes published; the flusher acquires it */
 	/* head may reach this without the slow path.  KT__LIMIT_BUSY while
 	 * this thread is inside an emit: a signal handler that interrupts it
 	 * and emits on the same thread is sent to the slow path, which counts
 	 * the nested record as refused instead of writing over this one.
-	 * Atomic only so a handler on this thread may read it: relaxed
-	 * accesses, ordered against the record by signal fences. */
-	_Atomic uint64_t limit;
+	 * Accessed atomically only so a handler on this thread may read it:
+	 * relaxed, ordered against the record by signal fences. */
+	uint64_t limit;
 	uint8_t *base;          /* first of two back-to-back mappings */
 	uint64_t mask;          /* ring size - 1 */
 };
@@ -283,10 +283,10 @@ struct kt__ring_prod {
 #define KT__LIMIT_BUSY 1u
 
 /* The calling thread's ring; NULL until its first emit in a session. */
-extern KT_API _Thread_local struct kt__ring_prod *kt__tls_ring
+extern KT_API __thread struct kt__ring_prod *kt__tls_ring
 	__attribute__((tls_model("initial-exec")));
 /* Non-zero while a session runs. */
-extern KT_API _Atomic int kt__active;
+extern KT_API int kt__active;
 /* Non-zero when timestamps are TSC ticks, zero for CLOCK_MONOTONIC ns. */
 extern KT_API int kt__clock_tsc;
 
@@ -328,7 +328,7 @@ static inline int kt__on(void)
 	/* Relaxed: a stale value only decides whether this one event is
 	 * traced; ordering of the record itself comes from the ring's
 	 * release store of head. */
-	return __builtin_expect(atomic_load_explicit(&kt__active, memory_order_relaxed), 0);
+	return __builtin_expect(kt__load_stale(&kt__active), 0);
 }
 
 /*
@@ -361,7 +361,7 @@ static inline __attribute__((always_inline)) void
 kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t len)
 {
 	struct kt__ring_prod *r = kt__tls_ring;
-	size_t size = 16 + ((len + 7) & ~(size_t)7);
+	size_t size = kt_event_size(len);
 	uint64_t head;
 
 	if (__builtin_expect(r == NULL, 0))
@@ -369,7 +369,7 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 	/* Fixed-size records are far below a quarter of the smallest ring;
 	 * only variable ones pay for this check. */
 	if (!(__builtin_constant_p(len) && len <= 4096) &&
-	    __builtin_expect(size > (r->mask + 1) / 4 || len > 0xffff, 0))
+	    __builtin_expect(size > (r->mask + 1) / 4 || len > KT_REC_MAX_PAYLOAD, 0))
 		goto slow;
 	/*
 	 * Mark the thread busy before reading head, so a signal handler that
@@ -383,14 +383,14 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 	 * here: every limit ever set is at most tail + size for a tail that
 	 * only grows, so an older one still never overwrites unread bytes.
 	 */
-	uint64_t limit = atomic_load_explicit(&r->limit, memory_order_relaxed);
-	atomic_store_explicit(&r->limit, KT__LIMIT_BUSY, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
+	uint64_t limit = kt__load_own(&r->limit);
+	kt__store_relaxed(&r->limit, KT__LIMIT_BUSY);
+	kt__signal_fence();
 	/* Relaxed: head is written only by this thread (and its handlers,
 	 * which the mark keeps out from here on). */
-	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	head = kt__load_own(&r->head);
 	if (__builtin_expect(head + size > limit, 0)) {
-		atomic_store_explicit(&r->limit, limit, memory_order_relaxed);
+		kt__store_relaxed(&r->limit, limit);
 		goto slow;
 	}
 	kt__put_record(r->base + (head & r->mask), kt__fast_now(), type, id, flags, payload,
@@ -398,11 +398,11 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 	/* Release: the record's bytes above become visible to the flusher no
 	 * later than the head that covers them (pairs with the flusher's
 	 * acquire load of head). */
-	atomic_store_explicit(&r->head, head + size, memory_order_release);
+	kt__store_release(&r->head, head + size);
 	/* The mark goes only after head moved: a handler in between is
 	 * refused, never handed the old head. */
-	atomic_signal_fence(memory_order_seq_cst);
-	atomic_store_explicit(&r->limit, limit, memory_order_relaxed);
+	kt__signal_fence();
+	kt__store_relaxed(&r->limit, limit);
 	return;
 slow:
 	kt__emit_slow(type, id, flags, payload, len);
@@ -490,14 +490,14 @@ static inline void kt_emit(uint8_t type, uint32_t id, uint8_t flags, const void 
 	}
 }
 
-static inline uint32_t kt__zone_id(_Atomic uint32_t *cache, const char *literal)
+static inline uint32_t kt__zone_id(uint32_t *cache, const char *literal)
 {
 	/* Relaxed: two threads racing here intern the same string and store
 	 * the same id; nothing else is published through the cache. */
-	uint32_t id = atomic_load_explicit(cache, memory_order_relaxed);
+	uint32_t id = kt__load_stale(cache);
 	if (__builtin_expect(id == 0, 0)) {
 		id = kt_name(literal);
-		atomic_store_explicit(cache, id, memory_order_relaxed);
+		kt__store_relaxed(cache, id);
 	}
 	return id;
 }
@@ -516,7 +516,7 @@ static inline void kt__zone_cleanup(const uint32_t *id)
  * kt_zone_begin() and kt_zone_end() cost.
  */
 #define KT_ZONE(literal)                                                            \
-	static _Atomic uint32_t KT__CAT(kt__zid_, __LINE__);                        \
+	static uint32_t KT__CAT(kt__zid_, __LINE__);                                \
 	const uint32_t KT__CAT(kt__zone_, __LINE__)                                 \
 		__attribute__((cleanup(kt__zone_cleanup), unused)) =                \
 			kt__zone_id(&KT__CAT(kt__zid_, __LINE__), literal);         \

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target over the crash files' reading side (ring/crash_read.c):
+ * libFuzzer target over the crash files' reading side (recover/crash_read.c):
  * the control header, every ring slot it holds, ring records and a
  * /proc/PID/stat line, from arbitrary bytes.  The input is read as a
  * control file, and also as ring bytes: walked whole from position 0, and
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring/crash.h"
+#include "recover/crash.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target over a whole crash directory, read by the real recovery
- * path (recover_dir() of tools/recover.c, with small caps so each input
+ * path (recover_dir() of tools/cmd_recover.c, with small caps so each input
  * costs little).  The input is decoded into a directory in a private
  * temporary folder: well-formed templates (a version 2 control file with
  * up to four slots, ring files, a names log, a trace file its header
@@ -32,7 +32,7 @@
 #include <katra/reader.h>
 #include <katra/writer.h>
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "tools/recover.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -66,7 +66,7 @@ struct dir {
 	int slots;
 };
 
-static const struct recover_caps small = { .slots = 8, .ring_bytes = 4u << 20,
+static const struct kt__recover_caps small = { .slots = 8, .ring_bytes = 4u << 20,
 					   .names_bytes = 64u << 10 };
 
 static void put_path(struct dir *d, const char *name)

@@ -1,17 +1,17 @@
 /*
- * katra recover - rebuild a valid trace from what a dead process left: the
- * complete frames of its trace file, then, from each ring in its crash
- * directory, the published records the file does not hold yet, the names
- * and threads, and a summary marked recovered.  ring/crash.h says where
- * each piece lives and why the checkpoint tells the two apart.
+ * The rebuild engine of `katra recover`: a valid trace from what a dead
+ * process left, the complete frames of its trace file, then, from each
+ * ring in its crash directory, the published records the file does not
+ * hold yet, the names and threads, and a summary marked recovered.
+ * recover/crash.h says where each piece lives and why the checkpoint
+ * tells the two apart.
  *
- * The directory may have been planted by anyone (tools/crashdir.h says
+ * The directory may have been planted by anyone (recover/crashdir.h says
  * what is opened and what refused), so the work per directory has fixed
- * caps, files are read with pread() into bounded buffers (a file that
- * shrinks meanwhile is reported, never a SIGBUS), and every string from
- * it is escaped when printed.  Damage anywhere is reported with its file
- * and offset, and recovery goes on with what is left; OUT is created
- * beside its final name (tools/outfile.h) and renamed when complete.
+ * caps and files are read with pread() into bounded buffers (a file that
+ * shrinks meanwhile is reported, never a SIGBUS).  Damage anywhere is
+ * reported with its file and offset, through the caller's callback (which
+ * escapes it), and recovery goes on with what is left.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,21 +29,16 @@
 #include <katra/writer.h>
 #include "format/format.h"
 #include "format/reader_internal.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
+#include "recover/crashdir.h"
 #include "ring/ring.h"
-#include "tools/crashdir.h"
-#include "tools/outfile.h"
-#include "tools/recover.h"
-#include "tools/text.h"
-
-enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 
 #define CHUNK_MAX (256u << 10)       /* raw bytes per recovered chunk */
 #define WIN_MIN (4u << 10)           /* first read of a ring: a ring of */
 #define WIN_MAX (1u << 20)           /* holes costs little; then doubled */
 
 /* The fixed caps of `katra recover` (--help states them). */
-const struct recover_caps recover_caps = {
+const struct kt__recover_caps kt__recover_caps = {
 	.slots = 4096,
 	.ring_bytes = UINT64_C(1) << 30,
 	.names_bytes = 64u << 20,
@@ -70,14 +65,19 @@ struct rdrop {
 	uint64_t left;
 };
 
-struct rec {
+struct kt__recovery {
 	const char *dir;             /* as typed, for messages */
-	struct recover_caps caps;
-	crashdir cd;
+	struct kt__recover_caps caps;
+	kt__recover_say_fn say;
+	void *say_ctx;
+	kt__crashdir cd;
 	int ctl_fd;
 	int trace_fd;                /* the trace file's, or -1 */
 	const char *trace_path;      /* its path, for messages */
-	int problems;
+	struct stat trace_sb;        /* its stat; st_ino 0 when there is none */
+	kt_reader *r;                /* its reader, or NULL */
+	uint32_t slot_size;
+	unsigned problems;
 	kt_writer *w;
 	unsigned codec;
 	int level;
@@ -100,20 +100,19 @@ struct rec {
 	int werr;
 };
 
-/* A message on stderr, escaped whole: it may hold names from the files. */
-__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+/* A message for the caller's callback (which escapes it whole: it may
+ * hold names from the files). */
+__attribute__((format(printf, 2, 3))) static void say(kt__recovery *R, const char *fmt, ...)
 {
 	char msg[8192];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputs("katra: recover: ", stderr);
-	text_put(stderr, msg, strlen(msg));
-	fputc('\n', stderr);
+	R->say(R->say_ctx, msg);
 }
 
-__attribute__((format(printf, 3, 4))) static void problem(struct rec *R, const char *file,
+__attribute__((format(printf, 3, 4))) static void problem(kt__recovery *R, const char *file,
 							   const char *fmt, ...)
 {
 	char msg[4096];
@@ -121,11 +120,11 @@ __attribute__((format(printf, 3, 4))) static void problem(struct rec *R, const c
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	say("%s/%s: %s", R->dir, file, msg);
+	say(R, "%s/%s: %s", R->dir, file, msg);
 	R->problems++;
 }
 
-static struct rthread *thread(struct rec *R, uint32_t id)
+static struct rthread *thread(kt__recovery *R, uint32_t id)
 {
 	void *t;
 	return kt__idmap_get(&R->threads, id, KT_MAX_SUMMARY_THREADS, &t) < 0 ? NULL : t;
@@ -133,14 +132,14 @@ static struct rthread *thread(struct rec *R, uint32_t id)
 
 /* ---- output ----------------------------------------------------------- */
 
-static int werr(struct rec *R, int rc)
+static int werr(kt__recovery *R, int rc)
 {
 	if (rc && !R->werr)
 		R->werr = rc;
 	return rc;
 }
 
-static void put_name(struct rec *R, uint32_t id, const char *s, size_t len)
+static void put_name(kt__recovery *R, uint32_t id, const char *s, size_t len)
 {
 	int added = kt__idset_add(&R->names, &R->nnames, &R->cap_names, id);
 	if (added < 0)
@@ -163,7 +162,7 @@ static int drop_cmp(const void *a, const void *b)
 
 /* After the trace file: its drop frames sorted, equal ones merged, so that
  * each loss found in a ring finds its match in log time. */
-static void index_drops(struct rec *R)
+static void index_drops(kt__recovery *R)
 {
 	if (!R->ndrops)
 		return;
@@ -180,7 +179,7 @@ static void index_drops(struct rec *R)
 
 /* A loss recovered from a ring: written unless the trace file already
  * holds this very drop frame (the flusher wrote it before the end). */
-static void put_drop(struct rec *R, struct rthread *t, uint64_t count, uint64_t first,
+static void put_drop(kt__recovery *R, struct rthread *t, uint64_t count, uint64_t first,
 		     uint64_t last)
 {
 	struct rdrop key = { t->thread_id, count, first, last, 0 };
@@ -196,7 +195,7 @@ static void put_drop(struct rec *R, struct rthread *t, uint64_t count, uint64_t 
 	}
 }
 
-static void flush_chunk(struct rec *R)
+static void flush_chunk(kt__recovery *R)
 {
 	if (R->chunk_len)
 		werr(R, kt_writer_chunk(R->w, R->t->thread_id, R->codec, R->level, R->chunk,
@@ -206,7 +205,7 @@ static void flush_chunk(struct rec *R)
 
 /* ---- the trace file's prefix ------------------------------------------ */
 
-static int grow_drops(struct rec *R)
+static int grow_drops(kt__recovery *R)
 {
 	if (R->ndrops < R->cap_drops)
 		return 0;
@@ -219,7 +218,7 @@ static int grow_drops(struct rec *R)
 	return 0;
 }
 
-static void copy_chunk(struct rec *R, const kt_trace_frame *f)
+static void copy_chunk(kt__recovery *R, const kt_trace_frame *f)
 {
 	struct rthread *t = thread(R, f->u.chunk.thread_id);
 	if (!t) {
@@ -233,7 +232,7 @@ static void copy_chunk(struct rec *R, const kt_trace_frame *f)
 	}
 }
 
-static void copy_thread(struct rec *R, const kt_trace_frame *f)
+static void copy_thread(kt__recovery *R, const kt_trace_frame *f)
 {
 	struct rthread *t = thread(R, f->u.thread.thread_id);
 	if (!t) {
@@ -244,7 +243,7 @@ static void copy_thread(struct rec *R, const kt_trace_frame *f)
 	werr(R, kt_writer_thread(R->w, t->thread_id, f->u.thread.os_tid, f->u.thread.name));
 }
 
-static void copy_drop(struct rec *R, const kt_trace_frame *f)
+static void copy_drop(kt__recovery *R, const kt_trace_frame *f)
 {
 	struct rthread *t = thread(R, f->u.drop.thread_id);
 	if (!t || grow_drops(R)) {
@@ -260,7 +259,7 @@ static void copy_drop(struct rec *R, const kt_trace_frame *f)
 	}
 }
 
-static void copy_trace(struct rec *R, kt_reader *r, const char *path)
+static void copy_trace(kt__recovery *R, kt_reader *r, const char *path)
 {
 	kt_trace_frame f;
 	int rc;
@@ -281,15 +280,15 @@ static void copy_trace(struct rec *R, kt_reader *r, const char *path)
 		problem(R, "control", "trace file %s: %s: the frames before it are kept", path,
 			kt_reader_last_error(r)->message);
 	else if (st.complete)
-		say("%s: complete (the session had stopped)", path);
+		say(R, "%s: complete (the session had stopped)", path);
 	else
-		say("%s: cut at offset %" PRIu64 " (its writer died): %" PRIu64 " events in %" PRIu64
+		say(R, "%s: cut at offset %" PRIu64 " (its writer died): %" PRIu64 " events in %" PRIu64
 		    " frames kept", path, st.valid_end, st.events, st.frames);
 }
 
 /* ---- the names log ---------------------------------------------------- */
 
-static int names_entry(struct rec *R, uint32_t kind, uint32_t id, const char *s, uint32_t n)
+static int names_entry(kt__recovery *R, uint32_t kind, uint32_t id, const char *s, uint32_t n)
 {
 	if (kind == KT__NAMES_NAME) {
 		put_name(R, id, s, n);
@@ -308,7 +307,7 @@ static int names_entry(struct rec *R, uint32_t kind, uint32_t id, const char *s,
 
 /* The whole entries in @p (@len bytes from log offset @at).  Return: the
  * bytes they take; *@bad when a malformed one ends the log. */
-static size_t names_entries(struct rec *R, const uint8_t *p, size_t len, uint64_t at, int *bad)
+static size_t names_entries(kt__recovery *R, const uint8_t *p, size_t len, uint64_t at, int *bad)
 {
 	size_t off = 0;
 	while (len - off >= 12) {
@@ -331,11 +330,11 @@ static size_t names_entries(struct rec *R, const uint8_t *p, size_t len, uint64_
 	return off;
 }
 
-static void read_names(struct rec *R)
+static void read_names(kt__recovery *R)
 {
 	char why[256];
 	struct stat sb;
-	int fd = crashdir_file(&R->cd, "names", &sb, why, sizeof(why));
+	int fd = kt__crashdir_file(&R->cd, "names", &sb, why, sizeof(why));
 	if (fd < 0) {
 		problem(R, "names", "%s: names interned late are missing", why);
 		return;
@@ -371,7 +370,7 @@ static void read_names(struct rec *R)
 
 static int take_record(void *ctx, const kt__ring_rec *rec)
 {
-	struct rec *R = ctx;
+	kt__recovery *R = ctx;
 	if (!rec->bytes) {
 		/* A marker from an earlier session was counted by that one. */
 		if (R->ctl_ok && rec->marker_gen != (uint32_t)R->ctl.gen)
@@ -414,7 +413,7 @@ static int ring_read(int fd, uint64_t size, uint64_t pos, uint8_t *buf, size_t n
 
 /* How many more ring bytes to read now: the window, the span left and the
  * directory's budget bound it. */
-static size_t ring_want(const struct rec *R, size_t win, size_t have, uint64_t left)
+static size_t ring_want(const kt__recovery *R, size_t win, size_t have, uint64_t left)
 {
 	size_t want = win - have;
 	if (want > left)
@@ -430,7 +429,7 @@ static size_t ring_want(const struct rec *R, size_t win, size_t have, uint64_t l
  * costs one small read.  Return: the position reached; @why says what
  * stopped it when that is not @to.
  */
-static uint64_t walk_ring(struct rec *R, int fd, uint64_t size, uint64_t from, uint64_t to,
+static uint64_t walk_ring(kt__recovery *R, int fd, uint64_t size, uint64_t from, uint64_t to,
 			  char *why, size_t cap)
 {
 	uint64_t pos = from;         /* the position of R->win[0] */
@@ -467,7 +466,7 @@ static uint64_t walk_ring(struct rec *R, int fd, uint64_t size, uint64_t from, u
 
 /* The events of this thread in the trace file beyond the checkpoint's
  * count are the first ones after its tail: skip them. */
-static void set_skip(struct rec *R, const kt__slot *sl, const char *file)
+static void set_skip(kt__recovery *R, const kt__slot *sl, const char *file)
 {
 	R->skip = 0;
 	if (R->t->in_file >= sl->ck_events)
@@ -479,7 +478,7 @@ static void set_skip(struct rec *R, const kt__slot *sl, const char *file)
 }
 
 /* Losses and refusals no marker or drop frame carried yet. */
-static void put_unmarked(struct rec *R, const kt__slot *sl)
+static void put_unmarked(kt__recovery *R, const kt__slot *sl)
 {
 	uint64_t unmarked = sl->lost - sl->lost_base - sl->ck_marked - R->markers;
 	if (unmarked && unmarked >> 63 == 0 && !R->werr)
@@ -489,7 +488,7 @@ static void put_unmarked(struct rec *R, const kt__slot *sl)
 		put_drop(R, R->t, refused, sl->refused_first, sl->refused_last);
 }
 
-static void recover_ring(struct rec *R, const kt__slot *sl)
+static void recover_ring(kt__recovery *R, const kt__slot *sl)
 {
 	char file[32], why[256] = "";
 	snprintf(file, sizeof(file), "ring-%u", sl->index);
@@ -499,7 +498,7 @@ static void recover_ring(struct rec *R, const kt__slot *sl)
 	}
 	R->t->os_tid = sl->os_tid;
 	struct stat sb;
-	int fd = crashdir_file(&R->cd, file, &sb, why, sizeof(why));
+	int fd = kt__crashdir_file(&R->cd, file, &sb, why, sizeof(why));
 	if (fd < 0) {
 		problem(R, file, "%s: thread %u's unflushed records are lost", why, sl->thread_id);
 		return;
@@ -526,7 +525,7 @@ static void recover_ring(struct rec *R, const kt__slot *sl)
 }
 
 /* Slot @i of the control file into @page.  Return: 0, or -1 (reported). */
-static int read_slot(struct rec *R, uint32_t i, uint32_t slot_size, uint8_t *page)
+static int read_slot(kt__recovery *R, uint32_t i, uint32_t slot_size, uint8_t *page)
 {
 	off_t at = (off_t)(i + 1) * slot_size;
 	ssize_t n = pread(R->ctl_fd, page, slot_size, at);
@@ -537,7 +536,7 @@ static int read_slot(struct rec *R, uint32_t i, uint32_t slot_size, uint8_t *pag
 	return -1;
 }
 
-static void recover_rings(struct rec *R, uint32_t slot_size)
+static void recover_rings(kt__recovery *R, uint32_t slot_size)
 {
 	struct stat sb;
 	uint8_t *page = malloc(slot_size);
@@ -578,28 +577,28 @@ static void recover_rings(struct rec *R, uint32_t slot_size)
 /* ---- the inputs ------------------------------------------------------- */
 
 /* Open DIR and its control file, decode the header, refuse a live
- * process.  Return: 0, or the exit status (reported). */
-static int open_dir(struct rec *R, uint32_t *slot_size)
+ * process.  Return: 0, or -1 (said). */
+static int open_dir(kt__recovery *R)
 {
 	char why[256];
 	struct stat sb;
-	if (crashdir_open(&R->cd, AT_FDCWD, R->dir, R->dir, why, sizeof(why)) < 0) {
-		say("%s: %s", R->dir, why);
-		return EXIT_BAD;
+	if (kt__crashdir_open(&R->cd, AT_FDCWD, R->dir, R->dir, why, sizeof(why)) < 0) {
+		say(R, "%s: %s", R->dir, why);
+		return -1;
 	}
-	R->ctl_fd = crashdir_file(&R->cd, "control", &sb, why, sizeof(why));
+	R->ctl_fd = kt__crashdir_file(&R->cd, "control", &sb, why, sizeof(why));
 	if (R->ctl_fd < 0) {
-		say("%s/control: %s: not a katra crash directory it can read", R->dir, why);
-		return EXIT_BAD;
+		say(R, "%s/control: %s: not a katra crash directory it can read", R->dir, why);
+		return -1;
 	}
-	int rc = crashdir_header(R->ctl_fd, &R->ctl, why, sizeof(why));
+	int rc = kt__crashdir_header(R->ctl_fd, &R->ctl, why, sizeof(why));
 	R->ctl_ok = rc >= 0;
-	*slot_size = R->ctl_ok ? R->ctl.slot_size : (uint32_t)kt__ring_page();
-	long pid = crashdir_alive(R->ctl_fd, &R->ctl, R->ctl_ok);
+	R->slot_size = R->ctl_ok ? R->ctl.slot_size : (uint32_t)kt__ring_page();
+	long pid = kt__crashdir_alive(R->ctl_fd, &R->ctl, R->ctl_ok);
 	if (pid) {
-		say("%s: process %ld is alive and holds it: recover only what a dead process left",
-		    R->dir, pid);
-		return EXIT_BAD;
+		say(R, "%s: process %ld is alive and holds it: recover only what a dead process "
+		    "left", R->dir, pid);
+		return -1;
 	}
 	if (rc)
 		problem(R, "control", "%s", why);
@@ -626,7 +625,7 @@ static int open_given(const char *path, struct stat *sb, char *why, size_t cap)
 
 /* The trace file, when its path is known and it opens: *@r, and its stat
  * in *@sb (st_ino 0 when there is none). */
-static void open_trace(struct rec *R, const char *given, kt_reader **r, struct stat *sb)
+static void open_trace(kt__recovery *R, const char *given, kt_reader **r, struct stat *sb)
 {
 	const char *path = given ? given : R->ctl.trace_path;
 	char why[256];
@@ -638,7 +637,7 @@ static void open_trace(struct rec *R, const char *given, kt_reader **r, struct s
 		return;
 	}
 	int fd = given ? open_given(path, sb, why, sizeof(why))
-		       : crashdir_trace(path, sb, why, sizeof(why));
+		       : kt__crashdir_trace(path, sb, why, sizeof(why));
 	R->trace_path = path;
 	kt_reader_error err;
 	int rc = fd < 0 ? 0 : kt__reader_open_fd_at(r, fd, given ? 0 : R->ctl.trace_off, &err);
@@ -658,7 +657,7 @@ static void open_trace(struct rec *R, const char *given, kt_reader **r, struct s
 /* The output's header from the control file's, field by field: a value
  * out of its range (a damaged or forged header) keeps kt_header_init's,
  * so the header written is one every reader accepts. */
-static void header_from_ctl(kt_header *h, const struct rec *R)
+static void header_from_ctl(kt_header *h, const kt__recovery *R)
 {
 	const kt__ctl *c = &R->ctl;
 	kt_header_init(h);
@@ -680,108 +679,19 @@ static void header_from_ctl(kt_header *h, const struct rec *R)
 	h->capture.codec_level = c->level;
 }
 
-/*
- * OUT when not given: the name the user typed for DIR, in the current
- * directory ("/dev/shm/katra-42/" gives "katra-42.recovered.katra"); never
- * a name from the directory's contents.  NULL when DIR has no last name
- * ("/", ".", "..") or out of memory.
- */
-static char *default_out(const char *dir)
-{
-	size_t n = strlen(dir), b;
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	for (b = n; b > 0 && dir[b - 1] != '/'; b--)
-		;
-	const char *base = dir + b;
-	size_t len = n - b;
-	char *out = NULL;
-	if (!len || (len <= 2 && !strncmp(base, "..", len)))
-		return NULL;
-	if (asprintf(&out, "%.*s.recovered.katra", (int)len, base) < 0)
-		return NULL;
-	return out;
-}
-
-/* ---- the command ------------------------------------------------------ */
-
-struct opts {
-	const char *dir, *out, *trace;
-	int list;
-};
-
-static void help(void)
-{
-	printf("usage: katra recover DIR [--out OUT] [--trace TRACE]\n"
-	       "       katra recover --list [PARENT]\n"
-	       "Rebuilds the trace of a process that died from its crash directory\n"
-	       "(PARENT/katra-<pid>, kept when a session runs with crash files):\n"
-	       "the trace file's complete frames, the rings' records it lacks,\n"
-	       "names and threads, and a summary marked recovered.  OUT defaults\n"
-	       "to DIR's last name with .recovered.katra, in the current directory\n"
-	       "(never a name from the directory's files); it is created beside its\n"
-	       "name and renamed when complete.  Refuses the directory of a process\n"
-	       "that still runs.  --trace names the trace file when the control file\n"
-	       "cannot.  --list names the leftovers of dead processes in PARENT\n"
-	       "(default: $KT_CRASH_DIR, else /dev/shm) that you could recover.\n"
-	       "Trust: DIR and its files must be yours, not writable by others, and\n"
-	       "not symbolic links; its files must be regular files (a FIFO is never\n"
-	       "opened).  The trace path its control file names is read only when it\n"
-	       "has no symbolic link, '.' or '..' and names a regular file of yours.\n"
-	       "Caps per directory: %u ring slots, %u MiB of ring bytes, %u MiB\n"
-	       "of names log; the trace file is read once, front to back.\n"
-	       "exit 0: recovered; 3: recovered, with damage reported; 1: nothing\n"
-	       "written; 2: usage.\n",
-	       recover_caps.slots, (unsigned)(recover_caps.ring_bytes >> 20),
-	       recover_caps.names_bytes >> 20);
-}
-
-static int usage(const char *what, const char *arg)
-{
-	fprintf(stderr, "katra: recover: %s", what);
-	text_put(stderr, arg, strlen(arg));
-	fprintf(stderr, "\nTry 'katra recover --help'.\n");
-	return EXIT_USAGE;
-}
-
-/* Return: -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			help();
-			return EXIT_OK;
-		} else if (!strcmp(a, "--list")) {
-			o->list = 1;
-		} else if (!strcmp(a, "--out") || !strcmp(a, "--trace")) {
-			if (++i == argc)
-				return usage(a, " wants a file name");
-			*(!strcmp(a, "--out") ? &o->out : &o->trace) = argv[i];
-		} else if (a[0] == '-' && a[1]) {
-			return usage("unknown option ", a);
-		} else if (o->dir) {
-			return usage("more than one directory: ", a);
-		} else {
-			o->dir = a;
-		}
-	}
-	return -1;
-}
-
 /* Everything after the inputs are open: the output's contents. */
-static void rebuild(struct rec *R, kt_reader *r, uint32_t slot_size)
+static void rebuild(kt__recovery *R)
 {
 	R->chunk = malloc(CHUNK_MAX);
 	R->win = malloc(WIN_MAX);
 	if (!R->chunk || !R->win)
 		werr(R, -ENOMEM);
-	if (r && !R->werr)
-		copy_trace(R, r, R->trace_path);
+	if (R->r && !R->werr)
+		copy_trace(R, R->r, R->trace_path);
 	if (!R->werr)
 		read_names(R);
 	if (!R->werr)
-		recover_rings(R, slot_size);
+		recover_rings(R, R->slot_size);
 	kt__idmap_sort(&R->threads);   /* thread frames in id order, as before */
 	for (size_t i = 0; i < R->threads.len && !R->werr; i++) {
 		struct rthread *t = KT__IDMAP_AT(&R->threads, struct rthread, i);
@@ -793,60 +703,60 @@ static void rebuild(struct rec *R, kt_reader *r, uint32_t slot_size)
 		werr(R, kt_writer_finish(R->w, &sum));
 }
 
-static const char *out_error(int rc)
+/* ---- the engine ------------------------------------------------------ */
+
+int kt__recover_open(kt__recovery **out, const char *dir, const char *trace,
+		     const struct kt__recover_caps *caps, kt__recover_say_fn fn, void *ctx)
 {
-	return rc == -EEXIST ? "it is the trace file being recovered: choose another OUT"
-	       : rc == -EINVAL ? "not a regular file, device or FIFO"
-			       : strerror(-rc);
+	kt__recovery *R = calloc(1, sizeof(*R));
+	*out = R;
+	if (!R) {
+		fn(ctx, "out of memory");
+		return -1;
+	}
+	*R = (kt__recovery){ .dir = dir, .caps = *caps, .say = fn, .say_ctx = ctx,
+			     .cd = { .fd = -1 }, .ctl_fd = -1, .trace_fd = -1 };
+	kt__idmap_init(&R->threads, sizeof(struct rthread));
+	if (open_dir(R))
+		return -1;
+	open_trace(R, trace, &R->r, &R->trace_sb);
+	return 0;
 }
 
-/* Write OUT from the open inputs.  Return: the exit status. */
-static int write_out(struct rec *R, const struct opts *o, kt_reader *r, const struct stat *tsb,
-		     uint32_t slot_size)
+const struct stat *kt__recover_input(const kt__recovery *R)
 {
-	char *out = o->out ? strdup(o->out) : default_out(o->dir);
-	if (!out) {
-		say("%s: no name to make OUT from: give --out", o->dir);
-		return EXIT_BAD;
-	}
+	return R->trace_sb.st_ino ? &R->trace_sb : NULL;
+}
+
+int kt__recover_write(kt__recovery *R, int fd)
+{
 	kt_header h;
-	if (r)
-		h = *kt_reader_header(r);
+	if (R->r)
+		h = *kt_reader_header(R->r);
 	else
 		header_from_ctl(&h, R);
 	R->codec = h.capture.codec;
 	R->level = h.capture.codec_level;
-	outfile of;
-	int rc = outfile_open(&of, out, tsb->st_ino ? tsb : NULL);
-	const char *err = rc ? out_error(rc) : (rc = kt_writer_open_fd(&R->w, of.fd, &h))
-					      ? kt_strerror(rc) : NULL;
-	if (err) {
-		say("%s: %s", out, err);
-		outfile_abort(&of);
-		free(out);
-		return EXIT_BAD;
-	}
-	rebuild(R, r, slot_size);
+	int rc = kt_writer_open_fd(&R->w, fd, &h);
+	if (rc)
+		return rc;
+	rebuild(R);
 	werr(R, kt_writer_close(R->w));
-	if (R->werr || (rc = outfile_commit(&of))) {
-		say("%s: %s", out, R->werr ? kt_strerror(R->werr) : strerror(-rc));
-		outfile_abort(&of);
-		free(out);
-		return EXIT_BAD;
-	}
-	char line[8192];
-	snprintf(line, sizeof(line), "%s: recovered %" PRIu64 " events (%" PRIu64 " from the trace "
-		 "file, %" PRIu64 " from the rings), %" PRIu64 " dropped, %zu threads: %s",
-		 o->dir, R->from_file + R->from_rings, R->from_file, R->from_rings, R->dropped,
-		 R->threads.len, out);
-	text_put(stdout, line, strlen(line));
-	putchar('\n');
-	free(out);
-	return R->problems ? EXIT_PARTIAL : EXIT_OK;
+	R->w = NULL;
+	return R->werr;
 }
 
-static void rec_free(struct rec *R)
+void kt__recover_result_get(const kt__recovery *R, kt__recover_result *res)
 {
+	*res = (kt__recover_result){ R->from_file, R->from_rings, R->dropped, R->threads.len,
+				     R->problems };
+}
+
+void kt__recover_close(kt__recovery *R)
+{
+	if (!R)
+		return;
+	kt_reader_close(R->r);
 	for (size_t i = 0; i < R->threads.len; i++)
 		free(KT__IDMAP_AT(&R->threads, struct rthread, i)->name);
 	kt__idmap_free(&R->threads);
@@ -858,40 +768,6 @@ static void rec_free(struct rec *R)
 		close(R->ctl_fd);
 	if (R->trace_fd >= 0)
 		close(R->trace_fd);
-	crashdir_close(&R->cd);
-}
-
-int recover_dir(const char *dir, const char *out, const char *trace,
-		const struct recover_caps *caps)
-{
-	struct opts o = { .dir = dir, .out = out, .trace = trace };
-	struct rec R = { .dir = dir, .caps = *caps, .cd = { .fd = -1 }, .ctl_fd = -1,
-			 .trace_fd = -1 };
-	kt__idmap_init(&R.threads, sizeof(struct rthread));
-	uint32_t slot_size;
-	kt_reader *r = NULL;
-	struct stat tsb;
-	int rc = open_dir(&R, &slot_size);
-	if (!rc) {
-		open_trace(&R, o.trace, &r, &tsb);
-		rc = write_out(&R, &o, r, &tsb, slot_size);
-	}
-	kt_reader_close(r);
-	rec_free(&R);
-	return rc;
-}
-
-int cmd_recover(int argc, char **argv)
-{
-	struct opts o = { 0 };
-	int rc = parse_args(argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	if (o.list) {
-		const char *env = getenv("KT_CRASH_DIR");
-		return crashdir_list(o.dir ? o.dir : env && *env ? env : "/dev/shm");
-	}
-	if (!o.dir)
-		return usage("missing DIR", "");
-	return recover_dir(o.dir, o.out, o.trace, &recover_caps);
+	kt__crashdir_close(&R->cd);
+	free(R);
 }

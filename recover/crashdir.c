@@ -1,20 +1,19 @@
 /*
- * crashdir.c - opening a crash directory that someone else may have
- * planted; crashdir.h says what is trusted and why.
+ * Opening a crash directory that someone else may have planted, and
+ * listing the leftovers of dead processes; recover/crashdir.h says what is
+ * trusted and why.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/crashdir.h"
-#include "tools/text.h"
+#include "recover/crashdir.h"
 
 /* Set @why (when there is room) to @text; return @rc. */
 static int refuse(char *why, size_t cap, int rc, const char *text)
@@ -77,7 +76,7 @@ static int open_checked(int dfd, const char *name, mode_t kind, struct stat *sb,
 	return fd;
 }
 
-int crashdir_open(crashdir *d, int at, const char *name, const char *path, char *why,
+int kt__crashdir_open(kt__crashdir *d, int at, const char *name, const char *path, char *why,
 		  size_t cap)
 {
 	d->fd = -1;
@@ -98,14 +97,15 @@ int crashdir_open(crashdir *d, int at, const char *name, const char *path, char 
 	return 0;
 }
 
-void crashdir_close(crashdir *d)
+void kt__crashdir_close(kt__crashdir *d)
 {
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
 }
 
-int crashdir_file(const crashdir *d, const char *name, struct stat *sb, char *why, size_t cap)
+int kt__crashdir_file(const kt__crashdir *d, const char *name, struct stat *sb, char *why,
+		      size_t cap)
 {
 	return open_checked(d->fd, name, S_IFREG, sb, why, cap);
 }
@@ -125,7 +125,7 @@ static long component(const char **p, char name[NAME_MAX + 1])
 	return (long)n;
 }
 
-int crashdir_trace(const char *path, struct stat *sb, char *why, size_t cap)
+int kt__crashdir_trace(const char *path, struct stat *sb, char *why, size_t cap)
 {
 	if (path[0] != '/')
 		return refuse(why, cap, -EINVAL, "not an absolute path: not followed");
@@ -154,7 +154,7 @@ int crashdir_trace(const char *path, struct stat *sb, char *why, size_t cap)
 	}
 }
 
-int crashdir_header(int fd, kt__ctl *c, char *why, size_t cap)
+int kt__crashdir_header(int fd, kt__ctl *c, char *why, size_t cap)
 {
 	uint8_t head[KT__CTL_HEADER];
 	ssize_t n = pread(fd, head, sizeof(head), 0);
@@ -174,7 +174,7 @@ static long lock_holder(int fd)
 	return lk.l_pid > 0 ? lk.l_pid : -1;
 }
 
-long crashdir_alive(int fd, const kt__ctl *c, int usable)
+long kt__crashdir_alive(int fd, const kt__ctl *c, int usable)
 {
 	long holder = lock_holder(fd);
 	if (holder)
@@ -197,64 +197,52 @@ long crashdir_alive(int fd, const kt__ctl *c, int usable)
 	return start == c->start_time && !memcmp(boot, c->boot_id, sizeof(boot)) ? pid : 0;
 }
 
-/* One katra-* entry of --list: 1 listed, 0 alive, -1 not ours to list. */
-static int list_one(int pfd, const char *parent, const char *name)
+/* One katra-* entry of a listing: 1 listed, 0 alive, -1 not ours to
+ * list. */
+static int list_one(int pfd, const char *name,
+		    void (*fn)(void *ctx, const char *name, uint64_t pid, const char *trace),
+		    void *ctx)
 {
-	crashdir cd;
+	kt__crashdir cd;
 	struct stat sb;
-	if (crashdir_open(&cd, pfd, name, name, NULL, 0) < 0)
+	if (kt__crashdir_open(&cd, pfd, name, name, NULL, 0) < 0)
 		return -1;
-	int fd = crashdir_file(&cd, "control", &sb, NULL, 0);
-	crashdir_close(&cd);
+	int fd = kt__crashdir_file(&cd, "control", &sb, NULL, 0);
+	kt__crashdir_close(&cd);
 	if (fd < 0)
 		return -1;
 	kt__ctl c;
-	int rc = crashdir_header(fd, &c, NULL, 0);
-	long alive = crashdir_alive(fd, &c, rc >= 0);
+	int rc = kt__crashdir_header(fd, &c, NULL, 0);
+	long alive = kt__crashdir_alive(fd, &c, rc >= 0);
 	close(fd);
 	if (alive)
 		return 0;
-	text_put(stdout, parent, strlen(parent));
-	putchar('/');
-	text_put(stdout, name, strlen(name));
-	printf("\tpid %" PRIu64 "\t", rc >= 0 ? c.pid : 0);
-	if (rc >= 0 && c.trace_path[0])
-		text_put(stdout, c.trace_path, strlen(c.trace_path));
-	else
-		fputs("(no trace path)", stdout);
-	putchar('\n');
+	fn(ctx, name, rc >= 0 ? c.pid : 0, rc >= 0 ? c.trace_path : "");
 	return 1;
 }
 
-int crashdir_list(const char *parent)
+long kt__recover_list(const char *parent,
+		      void (*fn)(void *ctx, const char *name, uint64_t pid, const char *trace),
+		      void *ctx, unsigned long *skipped)
 {
 	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
 	DIR *d = pfd < 0 ? NULL : fdopendir(pfd);
+	*skipped = 0;
 	if (!d) {
-		fprintf(stderr, "katra: recover: ");
-		text_put(stderr, parent, strlen(parent));
-		fprintf(stderr, ": %s\n", strerror(errno));
+		int err = errno;
 		if (pfd >= 0)
 			close(pfd);
-		return 1;
+		return -err;
 	}
-	unsigned long found = 0, skipped = 0;
+	long found = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, "katra-", 6))
 			continue;
-		int rc = list_one(pfd, parent, e->d_name);
+		int rc = list_one(pfd, e->d_name, fn, ctx);
 		found += rc > 0;
-		skipped += rc < 0;
+		*skipped += rc < 0;
 	}
 	closedir(d);
-	if (!found) {
-		fputs("katra: recover: no leftovers of dead processes in ", stderr);
-		text_put(stderr, parent, strlen(parent));
-		fputc('\n', stderr);
-	}
-	if (skipped)
-		fprintf(stderr, "katra: recover: %lu katra-* entries skipped: not yours, not "
-			"crash directories, or unsafe ('katra recover DIR' says why)\n", skipped);
-	return 0;
+	return found;
 }

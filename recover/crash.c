@@ -1,8 +1,10 @@
 /*
- * Crash files, the live side: the directory, the control file's header and
- * slots, the names log.  Layout and the reasoning are in ring/crash.h.
- * Everything here runs at session start and stop or under the registry or
- * names lock; nothing runs on the emit path.
+ * Crash files, the live side: the directory, the control file's header,
+ * and the backing (ring/backing.h) that puts each ring's page in a slot of
+ * the control file and its bytes in a ring file, and logs names.  Layout
+ * and the reasoning are in recover/crash.h.  Everything here runs at
+ * session start and stop or under the registry or names lock; nothing
+ * runs on the emit path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,28 +19,14 @@
 #include <unistd.h>
 
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "ring/ring.h"
 
-/* The offsets crash.h promises, taken from the struct that lives there. */
-_Static_assert(offsetof(struct kt__ring, prod.head) == KT__SLOT_O_HEAD, "slot layout");
-_Static_assert(offsetof(struct kt__ring, size) == KT__SLOT_O_SIZE, "slot layout");
-_Static_assert(offsetof(struct kt__ring, pending_first) == KT__SLOT_O_PENDING_FIRST, "slot layout");
-_Static_assert(offsetof(struct kt__ring, pending_last) == KT__SLOT_O_PENDING_LAST, "slot layout");
-_Static_assert(offsetof(struct kt__ring, lost_total) == KT__SLOT_O_LOST, "slot layout");
-_Static_assert(offsetof(struct kt__ring, refused_total) == KT__SLOT_O_REFUSED, "slot layout");
-_Static_assert(offsetof(struct kt__ring, refused_first) == KT__SLOT_O_REFUSED_FIRST, "slot layout");
-_Static_assert(offsetof(struct kt__ring, refused_last) == KT__SLOT_O_REFUSED_LAST, "slot layout");
-_Static_assert(offsetof(struct kt__ring, tail) == KT__SLOT_O_TAIL, "slot layout");
-_Static_assert(offsetof(struct kt__ring, lost_base) == KT__SLOT_O_LOST_BASE, "slot layout");
-_Static_assert(offsetof(struct kt__ring, ck) == KT__SLOT_O_CK, "slot layout");
-_Static_assert(sizeof(struct kt__ring_ckpt) == 32, "slot layout");
-_Static_assert(offsetof(struct kt__ring, ck_seq) == KT__SLOT_O_CK_SEQ, "slot layout");
-_Static_assert(offsetof(struct kt__ring, thread_id) == KT__SLOT_O_THREAD, "slot layout");
-_Static_assert(offsetof(struct kt__ring, os_tid) == KT__SLOT_O_OS_TID, "slot layout");
-_Static_assert(sizeof(struct kt__ring) <= KT__SLOT_O_MAGIC, "the slot stamp follows the struct");
+/* A slot is a ring's page: the stamp goes after the struct. */
+_Static_assert(KT__SLOT_O_MAGIC >= KT__PAGE_END, "the slot stamp follows the struct");
 
 struct kt__crash {
+	kt__backing backing;   /* first: the callbacks get it as the crash */
 	char *dir;
 	int ctl_fd;
 	int names_fd;
@@ -105,16 +93,16 @@ static void log_entry(int fd, uint32_t kind, uint32_t id, const char *s, size_t 
 		return;
 }
 
-static void log_name(void *ctx, uint32_t id, const char *s, size_t len)
+static void crash_name(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
+		       size_t len)
 {
-	struct kt__crash *c = ctx;
-	log_entry(c->names_fd, KT__NAMES_NAME, id, s, len);
+	const struct kt__crash *c = (const struct kt__crash *)b;
+	log_entry(c->names_fd, kind == KT__NAME_THREAD ? KT__NAMES_THREAD : KT__NAMES_NAME, id, s,
+		  len);
 }
 
-void kt__crash_log_thread(struct kt__crash *c, uint32_t thread_id, const char *name)
-{
-	log_entry(c->names_fd, KT__NAMES_THREAD, thread_id, name, strlen(name));
-}
+static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out);
+static void crash_stamp(const kt__backing *b, void *page, const kt__ring_place *p);
 
 int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 		    uint64_t trace_off)
@@ -123,6 +111,7 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	struct kt__crash *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->backing = (kt__backing){ crash_place, crash_stamp, crash_name };
 	c->ctl_fd = c->names_fd = -1;
 	c->trace_fd = trace_fd;
 	c->trace_off = trace_off;
@@ -147,9 +136,6 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 		rc = -errno;
 		goto err;
 	}
-	kt__names_set_log(log_name, c);
-	if ((rc = kt__registry_set_crash(c)))
-		goto err;
 	*out = c;
 	return 0;
 err:
@@ -252,9 +238,10 @@ int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen)
 	return w == (ssize_t)sizeof(p) ? 0 : w < 0 ? -errno : -EIO;
 }
 
-int kt__crash_slot(struct kt__crash *c, uint64_t size, int *data_fd, int *ctl_fd,
-		   uint64_t *ctl_off, uint32_t *index)
+/* A ring slot: page 1 + i of the control file, and the file ring-<i>. */
+static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 {
+	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
 	char name[32];
 	snprintf(name, sizeof(name), "ring-%u", c->slots);
 	int fd = open_in(c, name, O_RDWR | O_CREAT | O_EXCL);
@@ -267,10 +254,8 @@ int kt__crash_slot(struct kt__crash *c, uint64_t size, int *data_fd, int *ctl_fd
 		unlink_in(c, name);
 		return rc;
 	}
-	*data_fd = fd;
-	*ctl_fd = c->ctl_fd;
-	*ctl_off = off;
-	*index = c->slots++;
+	*out = (kt__ring_place){ .fd = fd, .page_fd = c->ctl_fd, .page_off = (off_t)off,
+				 .shared = 1, .slot = c->slots++ };
 	return 0;
 }
 
@@ -281,12 +266,21 @@ void kt__crash_stamp(void *page, uint32_t index)
 	memcpy(p + KT__SLOT_O_MAGIC, KT__SLOT_MAGIC, 8);
 }
 
+static void crash_stamp(const kt__backing *b, void *page, const kt__ring_place *p)
+{
+	(void)b;
+	kt__crash_stamp(page, p->slot);
+}
+
+const kt__backing *kt__crash_backing(struct kt__crash *c)
+{
+	return &c->backing;
+}
+
 void kt__crash_finish(struct kt__crash *c)
 {
 	if (!c)
 		return;
-	kt__registry_set_crash(NULL);
-	kt__names_set_log(NULL, NULL);
 	/* Rings keep their mappings of the unlinked files: memory like any
 	 * other until they are unmapped. */
 	for (uint32_t i = 0; i < c->slots; i++) {

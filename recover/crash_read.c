@@ -1,6 +1,6 @@
 /*
  * Crash files, the reading side: decode and check a control header, a ring
- * slot and a ring's records from bytes a dead process left (ring/crash.h).
+ * slot and a ring's records from bytes a dead process left (recover/crash.h).
  * No I/O and no trust: every length and position is checked before use,
  * since the bytes may be damaged.  `katra recover` and fuzz_control use it.
  */
@@ -10,10 +10,8 @@
 #include <string.h>
 
 #include "format/format.h"
-#include "ring/crash.h"
+#include "recover/crash.h"
 #include "ring/ring.h"
-
-#define KT__DROP_MARK_PAYLOAD 24
 
 __attribute__((format(printf, 4, 5))) static int say(char *why, size_t cap, int rc,
 						      const char *fmt, ...)
@@ -196,47 +194,23 @@ int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, ch
 	return 0;
 }
 
-/* A drop marker at @p (@left bytes, at least an event head).  Return: 0
- * when whole and valid (@rec filled); 1 with *@end set otherwise. */
-static int marker(const uint8_t *p, size_t left, kt__ring_rec *rec, enum kt__walk_end *end,
-		  char *why, size_t cap)
-{
-	if (kt__get16(p + 14) != KT__DROP_MARK_PAYLOAD || p[13]) {
-		*end = KT__WALK_BAD;
-		return say(why, cap, 1, "position %llu: malformed drop marker",
-			   (unsigned long long)rec->pos);
-	}
-	if (left < KT__DROP_MARK_SIZE) {
-		*end = KT__WALK_MORE;
-		return 1;
-	}
-	rec->marker_gen = kt__get32(p + 8);
-	rec->count = kt__get64(p + 16);
-	rec->first_ts = kt__get64(p + 24);
-	rec->last_ts = kt__get64(p + 32);
-	rec->size = KT__DROP_MARK_SIZE;
-	return 0;
-}
-
-/* One record at @p, @left bytes: as marker(). */
+/* One record at @p, @left bytes.  Return: 0 when whole and valid (@rec
+ * filled); 1 with *@end set otherwise. */
 static int record(const uint8_t *p, size_t left, kt__ring_rec *rec, enum kt__walk_end *end,
 		  char *why, size_t cap)
 {
-	*end = KT__WALK_MORE;
-	if (left < KT__EVENT_HEAD)
+	int rc = kt__ring_decode(p, left, rec->pos, rec);
+	*end = rc < 0 ? KT__WALK_BAD : KT__WALK_MORE;
+	if (rc < 0)
+		return say(why, cap, 1, "position %llu: malformed drop marker",
+			   (unsigned long long)rec->pos);
+	if (rc == 0)
 		return 1;
-	if (p[12] == KT__EV_DROP_MARK)
-		return marker(p, left, rec, end, why, cap);
-	if (kt_event_size(kt__get16(p + 14)) > left)
-		return 1;
-	long sz = kt__event_check(p, left);
-	if (sz < 0) {
+	if (rec->bytes && kt__event_check(p, left) < 0) {
 		*end = KT__WALK_BAD;
 		return say(why, cap, 1, "position %llu: malformed event record",
 			   (unsigned long long)rec->pos);
 	}
-	rec->bytes = p;
-	rec->size = (size_t)sz;
 	return 0;
 }
 

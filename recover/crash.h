@@ -1,6 +1,7 @@
 /*
- * ring/crash.h - internal: crash files, so that what a process emitted
- * before it died can be recovered (`katra recover`).
+ * recover/crash.h - private to recover/ (and its tests): the crash files'
+ * format, so that what a process emitted before it died can be recovered
+ * (`katra recover`).  recover/recover.h is the door to the rest.
  *
  * A session with crash files (kt_session_options.crash_dir, KT_CRASH_DIR)
  * makes a directory PARENT/katra-<pid>/ holding:
@@ -34,20 +35,22 @@
  * checkpoint's tail; the rest, up to head, are recovered from the ring.
  *
  * Every integer is little-endian.  The offsets below are fixed; the build
- * checks those taken from struct kt__ring (ring/crash.c), and changing one
- * means a new KT__CTL_VERSION.  Version 1 had no identity: its trace path
+ * checks those taken from struct kt__ring (ring/private.h), and changing
+ * one means a new KT__CTL_VERSION.  Version 1 had no identity: its trace path
  * was at offset 120 (KT__CTL_V1_O_PATH); the reader still reads it.
  *
  * Nothing in a crash directory is trusted by the reading side: anyone may
- * have written it (tools/crashdir.h says what `katra recover` opens).
+ * have written it (recover/crashdir.h says what `katra recover` opens).
  */
-#ifndef KATRA_RING_CRASH_H
-#define KATRA_RING_CRASH_H
+#ifndef KATRA_RECOVER_CRASH_H
+#define KATRA_RECOVER_CRASH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <katra/trace.h>
+#include "recover/recover.h"
+#include "ring/ring.h"
 
 #define KT__CTL_MAGIC "\x89KTC\r\n\x1a\n"
 #define KT__CTL_VERSION 2u
@@ -86,21 +89,24 @@
 #define KT__CTL_V1_O_PATH 120      /* version 1: the path was here */
 #define KT__CTL_V1_PATH_MAX (KT__CTL_HEADER - KT__CTL_V1_O_PATH)
 
-/* A ring slot (page 1 + i of the control file). */
-#define KT__SLOT_O_HEAD 0          /* u64: bytes published */
-#define KT__SLOT_O_SIZE 32         /* u64: ring bytes, a power of two */
-#define KT__SLOT_O_PENDING_FIRST 64 /* u64: time range of losses not yet */
-#define KT__SLOT_O_PENDING_LAST 72  /*      in a drop marker */
-#define KT__SLOT_O_LOST 80         /* u64: events lost, ever */
-#define KT__SLOT_O_REFUSED 88      /* u64: records refused, ever */
-#define KT__SLOT_O_REFUSED_FIRST 96
-#define KT__SLOT_O_REFUSED_LAST 104
-#define KT__SLOT_O_TAIL 128        /* u64: bytes the flusher gave back */
-#define KT__SLOT_O_LOST_BASE 144   /* u64: LOST when the session began */
-#define KT__SLOT_O_CK 968          /* 2 x {u64 tail, events, marked, refused} */
-#define KT__SLOT_O_CK_SEQ 1032     /* u64: CK[seq & 1] is the good one */
-#define KT__SLOT_O_THREAD 1100     /* u32: katra's thread id */
-#define KT__SLOT_O_OS_TID 1104     /* u32 */
+/* A ring slot (page 1 + i of the control file): the ring's page, laid out
+ * as ring/ring.h's KT__PAGE_* say (and checked against the struct there),
+ * then a stamp past the struct. */
+#define KT__SLOT_O_HEAD KT__PAGE_HEAD                   /* u64: bytes published */
+#define KT__SLOT_O_SIZE KT__PAGE_SIZE                   /* u64: ring bytes, a power of two */
+#define KT__SLOT_O_PENDING_FIRST KT__PAGE_PENDING_FIRST /* u64: time range of losses */
+#define KT__SLOT_O_PENDING_LAST KT__PAGE_PENDING_LAST   /*      not yet in a drop marker */
+#define KT__SLOT_O_LOST KT__PAGE_LOST                   /* u64: events lost, ever */
+#define KT__SLOT_O_REFUSED KT__PAGE_REFUSED             /* u64: records refused, ever */
+#define KT__SLOT_O_REFUSED_FIRST KT__PAGE_REFUSED_FIRST
+#define KT__SLOT_O_REFUSED_LAST KT__PAGE_REFUSED_LAST
+#define KT__SLOT_O_TAIL KT__PAGE_TAIL                   /* u64: bytes the flusher gave back */
+#define KT__SLOT_O_LOST_BASE KT__PAGE_LOST_BASE         /* u64: LOST when the session began */
+#define KT__SLOT_O_CK KT__PAGE_CK                       /* 2 x {u64 tail, events, marked,
+							 * refused} */
+#define KT__SLOT_O_CK_SEQ KT__PAGE_CK_SEQ               /* u64: CK[seq & 1] is the good one */
+#define KT__SLOT_O_THREAD KT__PAGE_THREAD               /* u32: katra's thread id */
+#define KT__SLOT_O_OS_TID KT__PAGE_OS_TID               /* u32 */
 #define KT__SLOT_O_MAGIC 2048      /* 8 bytes: KT__SLOT_MAGIC */
 #define KT__SLOT_O_INDEX 2056      /* u32: i, as in ring-<i> */
 #define KT__SLOT_MAGIC "KTSLOT01"
@@ -108,25 +114,7 @@
 #define KT__NAMES_NAME 1u          /* kinds of a names log entry */
 #define KT__NAMES_THREAD 2u
 
-/* ---- the live side (ring/crash.c) ------------------------------------- */
-
-struct kt__crash;
-
-/*
- * Make PARENT/katra-<pid>/ ("" or NULL: /dev/shm) with its control and
- * names files, take the control file's lock, and back every ring with
- * files there from now on.  @trace_fd is the session's file, starting at
- * @trace_off.  Return: 0 and *@out, or -errno (nothing is left behind).
- */
-int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
-		    uint64_t trace_off);
-/* Write the control header: the session's header values and generation. */
-int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen);
-/* Stop backing new rings with files and remove the directory.  NULL is a
- * no-op.  Call with no flusher running. */
-void kt__crash_finish(struct kt__crash *c);
-/* The directory, for messages and tests. */
-const char *kt__crash_dir(const struct kt__crash *c);
+/* ---- the live side (recover/crash.c) ---------------------------------- */
 
 /*
  * Who process @pid is (0: this process): its start time, field 22 of
@@ -137,16 +125,10 @@ const char *kt__crash_dir(const struct kt__crash *c);
  */
 int kt__proc_identity(long pid, uint64_t *start, uint8_t boot_id[16]);
 
-/* For ring.c, under the registry lock: a new slot for a ring of @size
- * bytes: its data file, and where its page is in the control file. */
-int kt__crash_slot(struct kt__crash *c, uint64_t size, int *data_fd, int *ctl_fd,
-		   uint64_t *ctl_off, uint32_t *index);
 /* Mark a slot page as holding ring @index. */
 void kt__crash_stamp(void *page, uint32_t index);
-/* Log a thread's name (under the registry lock). */
-void kt__crash_log_thread(struct kt__crash *c, uint32_t thread_id, const char *name);
 
-/* ---- the reading side (ring/crash_read.c): bytes in, no I/O ---------- */
+/* ---- the reading side (recover/crash_read.c): bytes in, no I/O ------- */
 
 /* The control header, decoded. */
 typedef struct kt__ctl {
@@ -197,16 +179,6 @@ int kt__stat_start_time(const char *line, size_t len, uint64_t *start);
 int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, char *why,
 		   size_t cap);
 
-/* One record found in a ring: an event (its bytes, SPEC §4.2) or a drop
- * marker (count and time range). */
-typedef struct kt__ring_rec {
-	uint64_t pos;               /* ring position */
-	const uint8_t *bytes;       /* the event record; NULL for a marker */
-	size_t size;
-	uint32_t marker_gen;        /* markers: low bits of their session */
-	uint64_t count, first_ts, last_ts;
-} kt__ring_rec;
-
 /* Why kt__ring_records() stopped. */
 enum kt__walk_end {
 	KT__WALK_MORE,              /* the bytes ran out, maybe inside a record */
@@ -231,4 +203,4 @@ size_t kt__ring_records(const uint8_t *p, size_t len, uint64_t pos,
 /* The longest ring record: an event with a 65535-byte payload, padded. */
 #define KT__RECORD_MAX (16u + 65536u)
 
-#endif /* KATRA_RING_CRASH_H */
+#endif /* KATRA_RECOVER_CRASH_H */

@@ -1,0 +1,363 @@
+/*
+ * The flusher thread: one per session, it wakes every flush period, or
+ * when a producer crosses a ring's high watermark, and drains each ring
+ * through ring/'s consumer side: the records of a span become chunk
+ * frames, cut where a chunk is full and at drop markers, which become
+ * drop frames.  At the stop it settles every ring and writes the end of
+ * the file.
+ *
+ * The writer encodes frames into staging buffers that a sink writes: the
+ * io_uring sink (registered buffers, several writes in flight) or, where
+ * io_uring is refused or not wanted, the pwrite sink.  A raw chunk is
+ * written straight from the ring, which a hold keeps until the write is
+ * done.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lz4.h>
+
+#include <katra/reader.h>
+#include "flush/session_impl.h"
+#include "format/reader_internal.h"
+
+static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
+{
+	struct sthread *t = kt__idtab_get((void **)&s->threads, &s->nthreads, &s->cap_threads,
+					  sizeof(*t), kt__ring_thread_id(r), SIZE_MAX);
+	if (t && !t->os_tid)
+		t->os_tid = kt__ring_os_tid(r);
+	return t;
+}
+
+static void refresh_name(struct sthread *t, struct kt__ring *r)
+{
+	char *name = kt__ring_name_dup(r);
+	if (!name)
+		return;
+	if (t->name && !strcmp(t->name, name)) {
+		free(name);
+		return;
+	}
+	free(t->name);
+	t->name = name;
+}
+
+static void ref_done(void *ctx, int res)
+{
+	(void)res; /* a failed write is the session's error; the space is free either way */
+	kt__ring_unhold(ctx);
+}
+
+/* The records of @span from ring position @pos, @len bytes, as a chunk. */
+static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, const kt__span *span,
+		      uint64_t pos, size_t len, uint32_t count, uint64_t first, uint64_t last)
+{
+	const uint8_t *p = span->bytes + (pos - span->from);
+	size_t bound = s->codec == KT_CODEC_NONE ? len : (size_t)LZ4_compressBound((int)len);
+	struct kt__ring_ref *hold;
+	if (!count)
+		return;
+	if (!s->error && !kt__cap_room(s, 128 + bound)) {
+		t->dropped += count;
+		kt__cap_note(t, count, first, last);
+		return;
+	}
+	if (!s->error && s->codec == KT_CODEC_NONE && (hold = kt__ring_hold(r, pos))) {
+		/* Raw chunks are written straight from the ring; its space
+		 * comes back when the write completes.  Until then nothing
+		 * can change these bytes under the kernel (or between the
+		 * checksum and the write): they are below head, which only
+		 * their thread moves and only forward; the hold keeps tail
+		 * from passing them; a signal handler's emit inside an emit
+		 * is refused (katra.h, kt__emit); and a fork()ed child has no
+		 * mapping of them (ring/memory.c, map_halves). */
+		note_error(s, kt__writer_chunk_ref(s->w, t->thread_id, p, len, count, first, last,
+						   ref_done, hold));
+	} else if (!s->error) {
+		note_error(s, kt__writer_chunk_known(s->w, t->thread_id, (unsigned)s->codec, s->level,
+						     p, len, count, first, last));
+	}
+	if (s->error) {
+		/* The file is gone bad: these events are lost, and say so. */
+		t->dropped += count;
+		return;
+	}
+	t->written += count;
+	s->chunks++;
+	s->bytes_raw += len;
+	kt__cap_seg_saw(s, last);
+}
+
+static void put_drop(kt_session *s, struct sthread *t, uint64_t count, uint64_t first,
+		     uint64_t last)
+{
+	t->dropped += count;
+	if (s->error)
+		return;
+	if (!kt__cap_room(s, 64)) {
+		kt__cap_note(t, count, first, last);
+		return;
+	}
+	note_error(s, kt_writer_drop(s->w, t->thread_id, count, first, last));
+	kt__cap_seg_saw(s, last);
+}
+
+/*
+ * Drain one ring's published span into chunk frames, cut where the chunk
+ * is full and at drop markers, which become drop frames.
+ */
+static void drain(kt_session *s, struct kt__ring *r)
+{
+	kt__span span;
+	if (!kt__ring_peek(r, &span))
+		return;
+	struct sthread *t = thread_of(s, r);
+	if (!t)
+		return; /* out of memory: try again next period */
+	kt__ring_iter it;
+	kt__ring_rec rec;
+	uint64_t start = span.from, first = 0, last = 0;
+	uint32_t count = 0;
+
+	kt__ring_iter_init(&it, r, &span);
+	while (kt__ring_next(&it, &rec)) {
+		uint64_t end = rec.pos + rec.size;
+		if (!rec.bytes) {
+			put_chunk(s, t, r, &span, start, rec.pos - start, count, first, last);
+			count = 0;
+			if (!rec.stale)
+				put_drop(s, t, rec.count, rec.first_ts, rec.last_ts);
+			start = end;
+			continue;
+		}
+		if (!count)
+			first = rec.ts;
+		last = rec.ts;
+		count++;
+		if (end - start >= s->chunk_max) {
+			put_chunk(s, t, r, &span, start, end - start, count, first, last);
+			count = 0;
+			start = end;
+		}
+	}
+	put_chunk(s, t, r, &span, start, span.to - start, count, first, last);
+	kt__ring_read(r, span.to);
+	if (!s->crash)
+		kt__ring_done(r);
+	kt__ring_release(r);
+}
+
+/*
+ * Account what a drained ring holds outside its records: losses no marker
+ * carried, refusals (records emitted and not in the file: losses too, and
+ * a drop record says so), and its name.  Runs for a retired ring before it
+ * is recycled and for every ring at stop.
+ */
+static void settle_ring(kt_session *s, struct kt__ring *r, int retired)
+{
+	struct sthread *t = thread_of(s, r);
+	kt__ring_losses l;
+	if (!t)
+		return;
+	kt__ring_settle(r, retired, &l);
+	if (l.lost)
+		put_drop(s, t, l.lost, l.lost_first, l.lost_last);
+	if (l.refused) {
+		s->refused += l.refused;
+		put_drop(s, t, l.refused, l.refused_first, l.refused_last);
+	}
+	refresh_name(t, r);
+}
+
+/*
+ * Crash files: once every frame so far is written, the rings' space behind
+ * them may be reused, and a checkpoint tells a recovery where the file's
+ * share of each ring ends.
+ */
+static void crash_commit(kt_session *s)
+{
+	if (!s->error)
+		note_error(s, kt__writer_sync(s->w, -1));
+	for (size_t i = 0; i < s->rings.len; i++) {
+		struct kt__ring *r = s->rings.rings[i];
+		struct sthread *t = s->error ? NULL : thread_of(s, r);
+		if (t)
+			kt__ring_checkpoint(r, t->written);
+		kt__ring_done(r);
+		kt__ring_release(r);
+	}
+}
+
+static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
+{
+	kt_session *s = ctx;
+	if (!s->error)
+		note_error(s, kt_writer_name(s->w, id, str, len));
+}
+
+static void drain_all(kt_session *s)
+{
+	/* Completed zero-copy writes give their ring space back here, even
+	 * when no ring has anything new: a BLOCK producer may be waiting on
+	 * exactly that space. */
+	if (s->w)
+		kt__writer_poll(s->w);
+	if (kt__registry_snapshot(&s->rings))
+		return;
+	if (s->max_bytes)
+		kt__cap_update_reserve(s);
+	/* Names as they come, so that a file cut short by a crash still
+	 * names its events; the end of the file adds only the newer ones. */
+	/* Not once capped: the room kept for the end holds the names known
+	 * then, and the end writes whatever is new. */
+	if (s->w && !s->error && !s->capped)
+		s->names_written = kt__names_after(s->names_written, name_cb, s);
+	int retired_seen = 0;
+	for (size_t i = 0; i < s->rings.len; i++) {
+		struct kt__ring *r = s->rings.rings[i];
+		/* Before draining: a retired ring drained after this holds
+		 * nothing more. */
+		int retired = kt__ring_retired(r);
+		drain(s, r);
+		if (retired) {
+			settle_ring(s, r, 1);
+			retired_seen = 1;
+		}
+	}
+	if (s->crash)
+		crash_commit(s);
+	if (retired_seen)
+		kt__registry_reap();
+}
+
+/*
+ * After an I/O error, what the current file holds of the @handed bytes
+ * written to it: a regular file's size past the trace's start (the io_uring
+ * sink cuts the file where the good bytes end); nothing for anything else
+ * (a pipe, /dev/full), as recount_after_error() counts no event there.
+ */
+static uint64_t bytes_landed(kt_session *s, uint64_t handed)
+{
+	struct stat sb;
+	if (fstat(s->fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size <= s->start_off)
+		return 0;
+	uint64_t n = (uint64_t)sb.st_size - s->start_off;
+	return n < handed ? n : handed;
+}
+
+/*
+ * After an I/O error, "written" must mean "in the file": read back the
+ * prefix that landed and count each thread's events in it; whatever the
+ * session handled beyond that was lost.  A file that cannot be read back
+ * proves nothing written: anything but a regular file (opening a pipe's
+ * other end would take bytes from its reader, or wait for a writer).
+ */
+static void recount_after_error(kt_session *s)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
+	int fd = is_regular(s->fd) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	kt_reader *r = NULL;
+	uint64_t *in_file = calloc(s->nthreads ? s->nthreads : 1, sizeof(*in_file));
+	if (!in_file)
+		return;
+	if (fd >= 0 && kt__reader_open_fd_at(&r, fd, s->start_off, NULL) == 0) {
+		kt_trace_frame f;
+		while (kt_reader_next_frame(r, &f) > 0) {
+			if (f.kind != KT_FRAME_CHUNK)
+				continue;
+			for (size_t i = 0; i < s->nthreads; i++)
+				if (s->threads[i].thread_id == f.u.chunk.thread_id)
+					in_file[i] += f.u.chunk.event_count;
+		}
+		kt_reader_close(r);
+	}
+	if (fd >= 0)
+		close(fd);
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sthread *t = &s->threads[i];
+		uint64_t handled = t->written + t->dropped;
+		t->written = in_file[i] < handled ? in_file[i] : handled;
+		t->dropped = handled - t->written;
+	}
+	free(in_file);
+}
+
+/*
+ * The end of the file, written by the flusher thread like everything
+ * before it: an io_uring request belongs to the task that submitted it, so
+ * one thread issues all of a session's I/O and waits for it before exiting.
+ */
+static void finish_file(kt_session *s)
+{
+	if (!kt__registry_snapshot(&s->rings))
+		for (size_t i = 0; i < s->rings.len; i++)
+			settle_ring(s, s->rings.rings[i], kt__ring_retired(s->rings.rings[i]));
+	kt__clock_calibrate(&s->c1);
+	if (!s->w)
+		return; /* a segment could not be started: s->error says why */
+	for (size_t i = 0; i < s->nthreads && !s->error; i++) {
+		struct sthread *t = &s->threads[i];
+		if (t->cap_lost)
+			note_error(s, kt_writer_drop(s->w, t->thread_id, t->cap_lost, t->cap_first,
+						     t->cap_last));
+		t->cap_lost = 0;
+	}
+	s->names_written = kt__names_after(s->names_written, name_cb, s);
+	for (size_t i = 0; i < s->nthreads && !s->error; i++)
+		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
+					       s->threads[i].name));
+	kt_file_summary fs;
+	memset(&fs, 0, sizeof(fs));
+	fs.end_wall_ns = kt__wall_ns();
+	fs.end_mono_ns = kt__mono_ns();
+	fs.clock_ticks1 = s->c1.ticks;
+	fs.clock_ns1 = s->c1.mono_ns;
+	fs.io_backend = (uint8_t)s->io_backend;
+	if (!s->error)
+		note_error(s, kt_writer_finish(s->w, &fs));
+	if (!s->error)
+		note_error(s, kt__writer_sync(s->w, 1));
+	uint64_t handed = kt_writer_bytes(s->w);
+	/* Closing waits for every write in flight and reports their errors. */
+	kt__session_forget_kfd(s);
+	note_error(s, kt_writer_close(s->w));
+	s->w = NULL;
+	s->on_disk = s->seg_bytes + (s->error ? bytes_landed(s, handed) : handed);
+	/* A segmented file cannot be read back whole: its counts stand. */
+	if (s->error && !s->seg)
+		recount_after_error(s);
+}
+
+void *kt__flusher_main(void *arg)
+{
+	kt_session *s = arg;
+	uint64_t last_sync = kt__mono_ns();
+
+	/* Acquire pairs with the release in kt_session_stop(): once stop is
+	 * seen, everything emitted before the stop call is in the rings. */
+	while (!kt__load_acquire(&s->stop)) {
+		drain_all(s);
+		if (s->fsync_ns && !s->error && kt__mono_ns() - last_sync >= s->fsync_ns) {
+			note_error(s, kt__writer_sync(s->w, 0));
+			last_sync = kt__mono_ns();
+		}
+		uint32_t seen = kt__ring_sleep_begin();
+		/* Acquire, as for the loop condition. */
+		if (!kt__load_acquire(&s->stop))
+			kt__ring_sleep(seen, s->period_ns);
+		kt__ring_sleep_end();
+	}
+	drain_all(s);
+	finish_file(s);
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+	return NULL;
+}

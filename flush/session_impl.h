@@ -1,0 +1,125 @@
+/*
+ * flush/session_impl.h - private to flush/: a session's state, shared by
+ * its lifecycle (session.c), its flusher thread (flusher.c) and its byte
+ * cap and segments (cap.c).
+ */
+#ifndef KATRA_FLUSH_SESSION_IMPL_H
+#define KATRA_FLUSH_SESSION_IMPL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <katra/katra.h>
+#include <katra/writer.h>
+#include "flush/flush.h"
+#include "format/format.h"
+#include "recover/recover.h"
+#include "ring/ring.h"
+
+#define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */
+
+struct sthread {
+	uint32_t thread_id;
+	uint32_t os_tid;
+	char *name;
+	uint64_t written;
+	uint64_t dropped;
+	/* Lost to the byte cap and not yet in a drop record. */
+	uint64_t cap_lost, cap_first, cap_last;
+};
+
+struct kt_session {
+	kt_writer *w;
+	int fd;
+	int own_fd;
+	int kfd;                /* the io_uring instance's fd while its sink
+				 * lives, else -1; under fd_lock */
+	pthread_t thread;
+	int stop;
+	int stopping;           /* kt_session_stop() has it; under session_lock */
+	int codec;
+	int level;
+	uint64_t period_ns;
+	uint64_t fsync_ns;
+	int error;              /* first I/O error; then events count as dropped */
+	int io_backend;         /* kt_io_backend that writes the file */
+
+	kt__ring_list rings;
+	struct sthread *threads; /* sorted by thread_id */
+	size_t nthreads, cap_threads;
+
+	kt_clock_calibration c0, c1;
+	uint64_t chunks, bytes_raw, refused, on_disk;
+	uint64_t seg_bytes;     /* written to segments before the current one */
+	uint32_t names_written; /* names [1, n] are in the current file */
+	uint32_t names_sized;   /* names [1, n] are counted in names_bytes */
+	uint64_t names_bytes;   /* what their entries take, for the reserve */
+	uint64_t cpu_ns;        /* the flusher thread's CPU time */
+	uint64_t gen;           /* this session's ring generation */
+	uint64_t start_off;     /* where the trace starts in the file */
+
+	/* The byte cap (kt_session_options.max_bytes) and its segments. */
+	uint64_t max_bytes;     /* 0: none */
+	uint64_t seg_limit;     /* bytes one file (segment) may reach */
+	uint64_t reserve;       /* kept free for the end of the file */
+	size_t chunk_max;       /* raw bytes per chunk */
+	int cap_policy;
+	int capped;
+	uint32_t seg;           /* current segment */
+	uint64_t seg_last[KT_CAP_SEGMENTS]; /* last tick written, by segment % N */
+	void (*on_cap)(void *ctx);
+	int (*open_segment)(void *ctx, uint32_t index);
+	void (*retire_segment)(void *ctx, uint32_t index, uint64_t last_tick);
+	void *cap_ctx;
+	kt_header hdr;          /* for each new segment; strings owned below */
+	char host[256];
+	char *hdr_strings[3];
+	char **hdr_notes;
+
+	struct kt__crash *crash; /* crash files, or NULL */
+};
+
+static inline void note_error(kt_session *s, int rc)
+{
+	if (rc && !s->error)
+		s->error = rc;
+}
+
+static inline int is_regular(int fd)
+{
+	struct stat sb;
+	return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* ---- session.c ----------------------------------------------------------- */
+
+/* The sink is about to close its io_uring instance: a child forked from
+ * now on must not close that fd number, which may soon name another file. */
+void kt__session_forget_kfd(kt_session *s);
+
+/* ---- flusher.c ----------------------------------------------------------- */
+
+/* The flusher thread's body: drain every ring each period until the
+ * session stops, then write the end of the file.  @arg is the session. */
+void *kt__flusher_main(void *arg);
+
+/* ---- cap.c: the byte cap and its segments (kt_session_options.max_bytes)
+ * ------------------------------------------------------------------------ */
+
+/* Events lost to the byte cap, for the drop record at the file's end. */
+void kt__cap_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t last);
+/* Size the room kept for the end of the file, once per pass. */
+void kt__cap_update_reserve(kt_session *s);
+/* Whether a frame of about @need bytes may go into the file under the
+ * cap, starting the next segment if the policy says so. */
+int kt__cap_room(kt_session *s, uint64_t need);
+/* A frame with events up to tick @last went into the current segment. */
+void kt__cap_seg_saw(kt_session *s, uint64_t last);
+/* Keep a copy of the header, strings and all, for the segments to come. */
+int kt__cap_keep_header(kt_session *s, const kt_header *h);
+/* The bytes one file (segment) of a session with options @o may reach. */
+uint64_t kt__cap_seg_limit(const kt_session_options *o);
+
+#endif /* KATRA_FLUSH_SESSION_IMPL_H */

@@ -1,0 +1,63 @@
+/*
+ * ring/backing.h - internal: where a ring's memory lives.  The ring's
+ * protocol (ring.h) is apart from its storage, as LTTng-UST's ring buffer
+ * splits its frontend from its backend.
+ *
+ * A ring is a page (its struct: head, tail, loss counters, checkpoint)
+ * and its bytes, mapped twice back to back.  A backing says which files
+ * hold the two; ring/ maps them.  The default backing keeps both in one
+ * memfd per ring (ring/memory.c); a backing that keeps them in files other
+ * processes can open (recover/'s crash files) lets them be read after
+ * this process died.  Reached through ring.h, which includes this.
+ */
+#ifndef KATRA_RING_BACKING_H
+#define KATRA_RING_BACKING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Where a new ring's page and bytes are. */
+typedef struct kt__ring_place {
+	int fd;             /* the bytes' file: the ring owns it from now on */
+	off_t off;          /* where the bytes start in @fd */
+	int page_fd;        /* the page's file (may be @fd); not the ring's */
+	off_t page_off;     /* where the page starts in @page_fd */
+	int shared;         /* map the page shared, so the file holds it; else
+			     * private, and a fork()ed child gets a copy */
+	uint32_t slot;      /* the backing's own name for the ring */
+} kt__ring_place;
+
+typedef struct kt__backing kt__backing;
+
+/* Every callback runs under the registry lock (@name: the names lock),
+ * never on the emit path. */
+struct kt__backing {
+	/* Files for a ring of @size bytes, the page's zero-filled.
+	 * Return: 0, or -errno (then no ring is made). */
+	int (*place)(const kt__backing *b, uint64_t size, kt__ring_place *out);
+	/* @page, placed at @p, is mapped: the backing may write what it
+	 * keeps beside the struct, at KT__PAGE_END and on.  May be NULL. */
+	void (*stamp)(const kt__backing *b, void *page, const kt__ring_place *p);
+	/* A name was interned (@kind 1) or a thread named (@kind 2), with
+	 * its id; also called for those that exist when the backing is put
+	 * in place.  May be NULL. */
+	void (*name)(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
+		     size_t len);
+};
+
+/* Kinds of kt__backing.name. */
+#define KT__NAME_INTERNED 1u
+#define KT__NAME_THREAD 2u
+
+/*
+ * kt__registry_set_backing - back every ring with @b from now on; NULL
+ * goes back to the default.  Existing rings move onto @b in place (so
+ * producers' pointers stay valid; their contents are not kept: a session
+ * start discards them anyway); with NULL they keep what they have.  Called
+ * with no consumer running.  Return: 0 or the first -errno; after an
+ * error, call it again with NULL.
+ */
+int kt__registry_set_backing(const kt__backing *b);
+
+#endif /* KATRA_RING_BACKING_H */

@@ -1,0 +1,176 @@
+/*
+ * A ring's memory: its page and its bytes mapped onto the files a backing
+ * places them in (ring/backing.h), and the default backing, one memfd per
+ * ring.  Runs under the registry lock, never on the emit path.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ring/private.h"
+
+size_t kt__ring_page(void)
+{
+	static size_t page;
+	if (!page) {
+		long n = sysconf(_SC_PAGESIZE);
+		page = n >= 4096 ? (size_t)n : 4096;
+	}
+	return page;
+}
+
+/*
+ * A ring's page holds a heap pointer (its thread name), and a leak checker
+ * scans only the heap, globals and stacks unless told of other roots.
+ * Weak: LeakSanitizer's runtime is there only in a program built with it,
+ * whether or not libkatra was.
+ */
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+extern void __lsan_unregister_root_region(const void *p, size_t size) __attribute__((weak));
+
+void kt__ring_unmap(struct kt__ring *r)
+{
+	if (__lsan_unregister_root_region)
+		__lsan_unregister_root_region(r, kt__ring_page());
+	munmap(r->prod.base, 2 * r->size);
+	close(r->fd);
+	free(r->name);
+	munmap(r, kt__ring_page());
+}
+
+/* Map @size bytes of @fd from @off at both halves of the span at @span. */
+static int map_halves(uint8_t *span, uint64_t size, int fd, off_t off)
+{
+	/* MAP_POPULATE pre-faults the pages so a thread's first events do not
+	 * take page faults; the second mapping shares the same pages. */
+	for (int half = 0; half < 2; half++)
+		if (mmap(span + half * size, size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, off) == MAP_FAILED)
+			return -errno;
+	/* A fork()ed child gets no mapping of the bytes at all: shared, they
+	 * would let it write into this process's trace, and copying their
+	 * page tables would slow every fork.  The child handler drops the
+	 * rings that then point nowhere. */
+	if (madvise(span, 2 * size, MADV_DONTFORK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int page_flags(const kt__ring_place *pl)
+{
+	return pl->shared ? MAP_SHARED : MAP_PRIVATE;
+}
+
+/*
+ * Create a ring: its struct in a page of its own, and @size bytes mapped
+ * twice, back to back, inside one reserved span so nothing else can land
+ * between the two halves.
+ */
+struct kt__ring *kt__ring_map(const kt__backing *b, uint64_t size)
+{
+	kt__ring_place pl;
+	if (b->place(b, size, &pl))
+		return NULL;
+	struct kt__ring *r = mmap(NULL, kt__ring_page(), PROT_READ | PROT_WRITE, page_flags(&pl),
+				  pl.page_fd, pl.page_off);
+	if (r == MAP_FAILED)
+		goto err_fd;
+	uint8_t *span = mmap(NULL, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (span == MAP_FAILED)
+		goto err_page;
+	if (map_halves(span, size, pl.fd, pl.off)) {
+		munmap(span, 2 * size);
+		goto err_page;
+	}
+	if (__lsan_register_root_region)
+		__lsan_register_root_region(r, kt__ring_page());
+	r->size = size;
+	r->fd = pl.fd;
+	r->prod.base = span;
+	r->prod.mask = size - 1;
+	if (b->stamp)
+		b->stamp(b, r, &pl);
+	return r;
+err_page:
+	munmap(r, kt__ring_page());
+err_fd:
+	close(pl.fd);
+	return NULL;
+}
+
+/*
+ * With no consumer running: move @r onto new files of @b in place.  Its
+ * page is copied into its new file and mapped over the old one; the bytes'
+ * file is mapped over both halves.  The producer's pointers stay valid; a
+ * record racing this may be lost, as any racing a session start.
+ */
+int kt__ring_rebind(struct kt__ring *r, const kt__backing *b)
+{
+	kt__ring_place pl;
+	size_t page = kt__ring_page();
+	int rc = b->place(b, r->size, &pl);
+	if (rc)
+		return rc;
+	ssize_t n = pwrite(pl.page_fd, r, page, pl.page_off);
+	if (n != (ssize_t)page)
+		rc = n < 0 ? -errno : -EIO;
+	else if (mmap(r, page, PROT_READ | PROT_WRITE, page_flags(&pl) | MAP_FIXED, pl.page_fd,
+		      pl.page_off) == MAP_FAILED)
+		rc = -errno;
+	else
+		rc = map_halves(r->prod.base, r->size, pl.fd, pl.off);
+	if (rc) {
+		close(pl.fd);
+		return rc;
+	}
+	close(r->fd);
+	r->fd = pl.fd;
+	if (b->stamp)
+		b->stamp(b, r, &pl);
+	return 0;
+}
+
+/*
+ * fork() called from a signal handler that interrupted an emit: after the
+ * handler the emit resumes, in the child too, and writes into its ring.
+ * Give it private memory to finish in: a copy of the ring's page (it may
+ * be a shared page of a backing's file) and fresh bytes.  The ring is then
+ * left alone; it is the child's to leak.
+ */
+void kt__ring_make_private(struct kt__ring *r)
+{
+	size_t page = kt__ring_page();
+	void *copy = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy != MAP_FAILED) {
+		memcpy(copy, r, page);
+		mremap(copy, page, page, MREMAP_MAYMOVE | MREMAP_FIXED, r);
+	}
+	mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	close(r->fd);
+}
+
+/*
+ * The default backing: one memfd holds the page at 0, mapped private so a
+ * fork()ed child gets its own head and tail as it did of the heap struct
+ * this replaced, then the bytes.
+ */
+static int memfd_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
+{
+	(void)b;
+	int fd = memfd_create("katra-ring", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*out = (kt__ring_place){ .fd = fd, .off = (off_t)kt__ring_page(), .page_fd = fd };
+	if (ftruncate(fd, out->off + (off_t)size) < 0) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return 0;
+}
+
+const kt__backing kt__memfd_backing = { .place = memfd_place };

@@ -1,0 +1,152 @@
+/*
+ * ring/private.h - private to ring/: the ring struct, which is its page
+ * (ring.h, KT__PAGE_*), and what ring's files share.  No other room
+ * includes this; they use ring.h's functions.
+ */
+#ifndef KATRA_RING_PRIVATE_H
+#define KATRA_RING_PRIVATE_H
+
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring/ring.h"
+
+#define KT__CACHELINE 64
+
+/* Zero-copy writes in flight per ring, at most; more take the copy path. */
+#define KT__RING_REFS 32
+
+struct kt__ring {
+	/* Producer line: written only by the owning thread. */
+	alignas(KT__CACHELINE) struct kt__ring_prod prod;
+	uint64_t size;
+	uint64_t pending;          /* lost since the last drop marker */
+	uint64_t gen;              /* session generation of the pending state */
+	uint64_t refused_base;     /* refused_total when this session began */
+	/* Time range of the pending loss; the consumer reads them at stop for
+	 * losses no marker carried.  Relaxed: producer-written, read late. */
+	uint64_t pending_first;
+	uint64_t pending_last;
+	/* Read by the consumer at stop: events lost and not yet in a marker,
+	 * events refused as too large.  Relaxed: only the totals matter and
+	 * stop reads them after the producers are done. */
+	uint64_t lost_total;
+	uint64_t refused_total;
+	uint64_t refused_first;    /* time range of refusals this session */
+	uint64_t refused_last;
+
+	/* Consumer line: written only by the consumer. */
+	alignas(KT__CACHELINE) uint64_t tail;
+	uint32_t tail_seq;         /* futex word: bumped when tail moves */
+	uint32_t waiters;          /* BLOCK-policy producers asleep on it */
+	uint64_t lost_base;        /* lost_total when the session started */
+	uint64_t marked;           /* losses the consumer has accounted */
+	/* Zero-copy writes: the consumer has read up to read_pos, but bytes
+	 * still being written straight from the ring stay held until their
+	 * write completes; tail then moves past them (in order). */
+	uint64_t read_pos;
+	struct kt__ring_ref {
+		struct kt__ring *ring;
+		uint64_t start;
+		int done;
+	} refs[KT__RING_REFS];
+	unsigned ref_head, ref_len;
+	uint64_t refused_seen;     /* refusals the consumer has accounted */
+	int settled;               /* the consumer accounted it after it
+				    * retired: only then may it be recycled */
+	/* Bytes tail may pass: read_pos at once, or, with crash files, only
+	 * once the frames made from them are written (kt__ring_done()). */
+	uint64_t done_pos;
+	/* Crash files: what the trace file holds of this ring, as of the last
+	 * pass whose writes all completed.  Two slots so a process killed
+	 * mid-update leaves the previous one whole; ck_seq names the good one. */
+	struct kt__ring_ckpt {
+		uint64_t tail;     /* read_pos then */
+		uint64_t events;   /* the thread's events in the file then */
+		uint64_t marked;   /* losses in drop frames then */
+		uint64_t refused;  /* refused_seen then */
+	} ck[2];
+	uint64_t ck_seq;
+
+	/* Registry: under the registry lock. */
+	alignas(KT__CACHELINE) struct kt__ring *next;
+	int retired;               /* the thread exited; release-stored */
+	uint32_t thread_id;
+	uint32_t os_tid;
+	int fd;                    /* the bytes' file (kt__ring_place.fd) */
+	char *name;                /* thread name or NULL */
+};
+
+/* The page's layout that ring.h promises, taken from the struct. */
+_Static_assert(offsetof(struct kt__ring, prod.head) == KT__PAGE_HEAD, "page layout");
+_Static_assert(offsetof(struct kt__ring, size) == KT__PAGE_SIZE, "page layout");
+_Static_assert(offsetof(struct kt__ring, pending_first) == KT__PAGE_PENDING_FIRST, "page layout");
+_Static_assert(offsetof(struct kt__ring, pending_last) == KT__PAGE_PENDING_LAST, "page layout");
+_Static_assert(offsetof(struct kt__ring, lost_total) == KT__PAGE_LOST, "page layout");
+_Static_assert(offsetof(struct kt__ring, refused_total) == KT__PAGE_REFUSED, "page layout");
+_Static_assert(offsetof(struct kt__ring, refused_first) == KT__PAGE_REFUSED_FIRST, "page layout");
+_Static_assert(offsetof(struct kt__ring, refused_last) == KT__PAGE_REFUSED_LAST, "page layout");
+_Static_assert(offsetof(struct kt__ring, tail) == KT__PAGE_TAIL, "page layout");
+_Static_assert(offsetof(struct kt__ring, lost_base) == KT__PAGE_LOST_BASE, "page layout");
+_Static_assert(offsetof(struct kt__ring, ck) == KT__PAGE_CK, "page layout");
+_Static_assert(sizeof(struct kt__ring_ckpt) == 32, "page layout");
+_Static_assert(offsetof(struct kt__ring, ck_seq) == KT__PAGE_CK_SEQ, "page layout");
+_Static_assert(offsetof(struct kt__ring, thread_id) == KT__PAGE_THREAD, "page layout");
+_Static_assert(offsetof(struct kt__ring, os_tid) == KT__PAGE_OS_TID, "page layout");
+_Static_assert(sizeof(struct kt__ring) <= KT__PAGE_END, "a backing's bytes follow the struct");
+
+/* The calling thread's ring, or NULL: prod is the first member, so the TLS
+ * pointer is the ring itself. */
+static inline struct kt__ring *kt__tls_full_ring(void)
+{
+	return (struct kt__ring *)(void *)kt__tls_ring;
+}
+
+/* ---- ring/ring.c: the registry ----------------------------------------- */
+
+/* A ring for the calling thread (its first emit, or kt_thread_name()), or
+ * NULL when none can be had now. */
+struct kt__ring *kt__ring_register(void);
+/* The generation of the last session started.  Relaxed everywhere: a
+ * producer that sees a stale value only keeps a pending loss count one
+ * session too long. */
+extern uint64_t kt__session_gen;
+
+/* ---- ring/produce.c: the slow path ------------------------------------- */
+
+/* @n records refused at @ts: counted, with their time, for the consumer. */
+void kt__ring_refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts);
+
+/* ---- ring/consume.c ----------------------------------------------------- */
+
+/* Wake the consumer if it sleeps: a producer crossed a high watermark or
+ * lost an event. */
+void kt__ring_nudge_consumer(void);
+/* The child of a fork() has no consumer. */
+void kt__ring_consumer_forget(void);
+
+/* ---- ring/memory.c: mapping a ring onto its backing --------------------- */
+
+/* The default backing: one memfd per ring, the page private. */
+extern const kt__backing kt__memfd_backing;
+/* A new ring of @size bytes on @b, its page zeroed but for the mapping. */
+struct kt__ring *kt__ring_map(const kt__backing *b, uint64_t size);
+void kt__ring_unmap(struct kt__ring *r);
+/* Move @r onto @b in place; see kt__registry_set_backing(). */
+int kt__ring_rebind(struct kt__ring *r, const kt__backing *b);
+/* In a fork()ed child: give @r private memory to finish an emit in. */
+void kt__ring_make_private(struct kt__ring *r);
+
+/* ---- ring/names.c -------------------------------------------------------- */
+
+/* Call @fn for every name so far, then for each new one as it is interned,
+ * under the names lock; NULL stops it. */
+void kt__names_set_log(kt__name_fn fn, void *ctx);
+void kt__names_free(void);
+/* fork() handlers of the name table, called by the registry's (ring.c):
+ * @phase 0 before the fork (takes its lock), 1 in the parent after it,
+ * 2 in the child (no log there: the parent's session owns it). */
+void kt__names_fork(int phase);
+
+#endif /* KATRA_RING_PRIVATE_H */
