@@ -723,7 +723,7 @@ static int chrome_thread(FILE *f, const struct tables *t, const struct tentry *e
 
 int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
 {
-	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_header(r)->process_id };
+	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_get_header(r)->process_id };
 	int rc = 0;
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	for (size_t i = 0; i < t->nthreads && !rc; i++)

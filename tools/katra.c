@@ -31,7 +31,6 @@
 #include <katra/reader.h>
 #include <katra/writer.h>
 #include "capture/capture_internal.h"
-#include "format/format.h"
 #include "tools/bsearch.h"
 #include "tools/esc.h"
 #include "tools/fmt.h"
@@ -227,7 +226,7 @@ static int input_open(struct input *in, const char *path)
  * memory), else the reader's account. */
 static int pass_failed(const char *path, kt_reader *r, int rc)
 {
-	return read_failed(path, rc, kt_reader_last_error(r));
+	return read_failed(path, rc, kt_reader_get_last_error(r));
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -275,14 +274,14 @@ static void verify_trace(struct input *in, const char *path, struct verdict *v)
 	v->rc = input_open_quiet(in, path, &v->err);
 	if (v->rc == 0) {
 		kt_trace_frame f;
-		v->captured = !!(kt_reader_header(in->r)->flags & KT_HDR_CAPTURE);
+		v->captured = !!(kt_reader_get_header(in->r)->flags & KT_HDR_CAPTURE);
 		progress_init(0, NULL);
 		kt_reader_get_status(in->r, &v->st);
 		while ((v->rc = kt_reader_next_frame(in->r, &f)) > 0)
 			progress(f.offset + 16 + ((f.body_len + 7u) & ~7u), v->st.file_size);
 		progress_end();
 		kt_reader_get_status(in->r, &v->st);
-		v->err = *kt_reader_last_error(in->r);
+		v->err = *kt_reader_get_last_error(in->r);
 	}
 	/* An OS error (missing path, a directory, no memory) says nothing
 	 * about the bytes: no offset, just the reason. */
@@ -657,11 +656,11 @@ static int info_failed(kt_reader *r, int rc)
 {
 	if (!is_corruption(rc)) {
 		printf("status          error: ");
-		put(reason(rc, kt_reader_last_error(r)));
+		put(reason(rc, kt_reader_get_last_error(r)));
 		printf("\n");
 	} else {
 		printf("status          corrupt: ");
-		put(kt_reader_last_error(r)->message);
+		put(kt_reader_get_last_error(r)->message);
 		printf("\n");
 	}
 	return EXIT_BAD;
@@ -709,7 +708,7 @@ static int cmd_info(int argc, char **argv)
 	int rc = input_open(&src, path);
 	if (rc)
 		return rc;
-	const kt_header *h = kt_reader_header(src.r);
+	const kt_header *h = kt_reader_get_header(src.r);
 	struct info in;
 	info_read(src.r, &in);
 	info_header(path, h);
@@ -1062,7 +1061,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 }
 
 /*
- * Copy IN to OUT through kt__rewrite(): chunks re-encoded with @codec (-1:
+ * Copy IN to OUT through kt_rewrite(): chunks re-encoded with @codec (-1:
  * keep each chunk's), events outside @flt dropped, names, threads and drops
  * carried over, the summary recomputed.  IN is opened once (the fd the
  * header was checked on is the one rewritten); OUT is created beside its
@@ -1078,15 +1077,15 @@ static int rewrite(const char *in_path, const char *out, int codec, const struct
 	int result = EXIT_BAD;
 	if (output_open(&of, out, &in) < 0)
 		goto done;
-	kt__rewrite_opts o = {
+	kt_rewrite_options o = {
 		.in_fds = &in.fd, .n_in = 1, .out_fd = of.fd, .codec = codec,
 		.filter = flt->active, .from_ns = flt->from, .to_ns = flt->to,
 		.threads = flt->threads, .nthreads = (size_t)flt->nthreads,
 		.progress = progress_cb,
 	};
-	kt__rewrite_result res;
+	kt_rewrite_result res;
 	progress_init(0, NULL);
-	rc = kt__rewrite(&o, &res);
+	rc = kt_rewrite(&o, &res);
 	progress_end();
 	if (rc < 0 && res.in_index >= 0) {
 		read_failed(in_path, rc, &res.in_err);
