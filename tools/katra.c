@@ -4,8 +4,8 @@
  * Every file and string it reads may be hostile: inputs are opened once,
  * as regular files only (a FIFO never hangs it); outputs are created
  * beside their name and renamed (tools/outfile.h); every string from a
- * file or the command line is escaped on output (tools/text.h,
- * tools/esc.h); time and memory follow the file's size, never a number in
+ * file or the command line is escaped on output (tools/text.h);
+ * time and memory follow the file's size, never a number in
  * it.  Stats and the event formats live in tools/stats.c and tools/fmt.c.
  *
  * Exit codes: 0 success / valid, 1 error (out of memory, I/O) or corrupt
@@ -32,7 +32,6 @@
 #include <katra/writer.h>
 #include "capture/capture_internal.h"
 #include "tools/bsearch.h"
-#include "tools/esc.h"
 #include "tools/fmt.h"
 #include "tools/outfile.h"
 #include "tools/progress.h"
@@ -82,7 +81,7 @@ static void vsay(const char *fmt, va_list ap)
 	char *s = NULL;
 	fprintf(stderr, "%s: ", prog);
 	if (vasprintf(&s, fmt, ap) >= 0)
-		esc_puts(stderr, s);
+		text_puts(stderr, s);
 	else
 		fputs("out of memory", stderr);
 	free(s);
@@ -123,7 +122,7 @@ static void flush_stdout(void)
 /* Printed on stdout: a string from a file or the command line, escaped. */
 static void put(const char *s)
 {
-	esc_puts(stdout, s);
+	text_puts(stdout, s);
 }
 
 /* ---- inputs and why they fail --------------------------------------------- */
@@ -383,7 +382,7 @@ static void verify_sidecar(struct sidecar *s, const char *path, int fd, int capt
 static void verify_json(const char *path, const struct verdict *v, const struct sidecar *s)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "file", esc_json_string(path, strlen(path)));
+	json_object_set_new(o, "file", text_json_string(path, strlen(path)));
 	json_object_set_new(o, "valid", json_boolean(v->rc >= 0 && !v->truncated));
 	json_object_set_new(o, "truncated", json_boolean(v->truncated));
 	json_object_set_new(o, "events", json_integer((json_int_t)v->st.events));
@@ -394,18 +393,18 @@ static void verify_json(const char *path, const struct verdict *v, const struct 
 	if (v->corrupt || v->not_bytes) {
 		const char *msg = v->corrupt ? v->err.message : reason(v->rc, &v->err);
 		json_object_set_new(o, "error", json_string(kt_err_name(v->rc)));
-		json_object_set_new(o, "message", esc_json_string(msg, strlen(msg)));
+		json_object_set_new(o, "message", text_json_string(msg, strlen(msg)));
 	}
 	if (s->state) {
 		json_t *sc = json_object();
 		const char *what = s->state > 0 ? s->sha : s->why;
-		json_object_set_new(sc, "file", esc_json_string(s->path, strlen(s->path)));
+		json_object_set_new(sc, "file", text_json_string(s->path, strlen(s->path)));
 		json_object_set_new(sc, "matches", json_boolean(s->state > 0));
 		json_object_set_new(sc, s->state > 0 ? "sha256" : "problem",
-				    esc_json_string(what, strlen(what)));
+				    text_json_string(what, strlen(what)));
 		json_object_set_new(o, "sidecar", sc);
 	}
-	if (esc_json_print(stdout, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -ENOMEM)
+	if (text_json_print(stdout, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -ENOMEM)
 		say("%s: out of memory", path);
 	json_decref(o);
 }
@@ -606,7 +605,7 @@ static int info_threads(const struct info *in)
 	printf("threads         %zu named\n", t->nthreads);
 	for (size_t i = 0; i < t->nthreads; i++) {
 		const struct tentry *e = &t->threads[i];
-		char *name = e->len ? esc_text(tables_str(t, e), e->len) : strdup("(unnamed)");
+		char *name = e->len ? text_escape(tables_str(t, e), e->len) : strdup("(unnamed)");
 		if (!name)
 			return -ENOMEM;
 		printf("  thread %-6u os tid %-8u %-20s", e->id, e->os_tid, name);
