@@ -32,6 +32,7 @@
 #include <katra/writer.h>
 #include "capture/capture_internal.h"
 #include "tools/bsearch.h"
+#include "tools/cli.h"
 #include "tools/fmt.h"
 #include "tools/outfile.h"
 #include "tools/progress.h"
@@ -39,10 +40,6 @@
 #include "tools/stats.h"
 #include "tools/tables.h"
 #include "tools/text.h"
-
-enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_TRUNC = 3 };
-
-static const char *prog = "katra";
 
 static void usage_main(FILE *f)
 {
@@ -71,161 +68,6 @@ static void usage_main(FILE *f)
 		"\n"
 		"exit: 0 success, 1 error or corrupt file, 2 usage, 3 truncated file.\n"
 		"Strings from files are printed escaped (\\n, \\xNN, ...).\n");
-}
-
-/* "katra: " then the formatted text, escaped, then a newline, on stderr. */
-static void vsay(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-
-static void vsay(const char *fmt, va_list ap)
-{
-	char *s = NULL;
-	fprintf(stderr, "%s: ", prog);
-	if (vasprintf(&s, fmt, ap) >= 0)
-		text_puts(stderr, s);
-	else
-		fputs("out of memory", stderr);
-	free(s);
-	fputc('\n', stderr);
-}
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsay(fmt, ap);
-	va_end(ap);
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsay(fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "Try 'katra --help'.\n");
-	return EXIT_USAGE;
-}
-
-/* The errno of the first flush of stdout that failed, for main() to say. */
-static int stdout_errno;
-
-static void flush_stdout(void)
-{
-	if (fflush(stdout) && !stdout_errno)
-		stdout_errno = errno;
-}
-
-/* Printed on stdout: a string from a file or the command line, escaped. */
-static void put(const char *s)
-{
-	text_puts(stdout, s);
-}
-
-/* ---- inputs and why they fail --------------------------------------------- */
-
-static int is_os_error(int rc)
-{
-	return rc < 0 && rc > -4096;
-}
-
-/* Is @rc a verdict on the bytes (a malformed or inconsistent file)?
- * -errno (no memory, no such file) is not, nor are katra's codes about
- * something else than bytes (a state, or one a newer library adds). */
-static int is_corruption(int rc)
-{
-	return rc <= KT_EMAGIC && rc >= KT_ESUMMARY && rc != KT_ETRUNCATED &&
-	       rc != KT_ENOSESSION && rc != KT_EBUSY && rc != KT_ESTATE;
-}
-
-/* Why reading failed when the bytes are not at fault, in words; @err,
- * when not NULL, is the reader's account. */
-static const char *reason(int rc, const kt_reader_error *err)
-{
-	if (rc == -ENOMEM)
-		return "out of memory";
-	if (rc == -ESPIPE)
-		return "not a regular file (a FIFO, pipe, socket or device); "
-		       "katra reads trace files";
-	if (is_os_error(rc))
-		return strerror(-rc);
-	return err && err->message[0] ? err->message : kt_strerror(rc);
-}
-
-/*
- * Say why reading @path failed with @rc (@err: the reader's account) and
- * return the exit status: 3 for a file cut short, 1 for anything else,
- * worded as corruption only when the bytes are at fault.
- */
-static int read_failed(const char *path, int rc, const kt_reader_error *err)
-{
-	if (rc == KT_ETRUNCATED) {
-		say("%s: %s", path, err->message); /* "offset N: file is truncated: ..." */
-		return EXIT_TRUNC;
-	}
-	if (is_corruption(rc))
-		say("%s: corrupt: %s", path, err->message);
-	else
-		say("%s: %s", path, reason(rc, err));
-	return EXIT_BAD;
-}
-
-/* A trace opened once: every pass and check of a command reads this fd. */
-struct input {
-	kt_reader *r;
-	int fd;
-	struct stat sb;
-};
-
-/*
- * Open @path as a trace.  It is opened non-blocking and must be a regular
- * file, so that a FIFO or a device named as input is refused at once
- * rather than waited on.  Returns 0, or the negative code with @err.
- */
-static int input_open_quiet(struct input *in, const char *path, kt_reader_error *err)
-{
-	memset(in, 0, sizeof(*in));
-	memset(err, 0, sizeof(*err));
-	in->fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (in->fd < 0)
-		return -errno;
-	if (fstat(in->fd, &in->sb) < 0)
-		return -errno;
-	if (S_ISDIR(in->sb.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(in->sb.st_mode))
-		return -ESPIPE;
-	return kt_reader_open_fd(&in->r, in->fd, err);
-}
-
-static void input_close(struct input *in)
-{
-	kt_reader_close(in->r);
-	if (in->fd >= 0)
-		close(in->fd);
-	in->r = NULL;
-	in->fd = -1;
-}
-
-/* As input_open_quiet(), saying why not: 0, or the exit status. */
-static int input_open(struct input *in, const char *path)
-{
-	kt_reader_error err;
-	int rc = input_open_quiet(in, path, &err);
-	if (rc == 0)
-		return 0;
-	input_close(in);
-	return read_failed(path, rc, &err);
-}
-
-/* The failure of a pass over @r: its own code when it is the OS's (out of
- * memory), else the reader's account. */
-static int pass_failed(const char *path, kt_reader *r, int rc)
-{
-	return read_failed(path, rc, kt_reader_get_last_error(r));
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -929,21 +771,6 @@ static int cmd_events(int argc, char **argv, int replay)
 	return result;
 }
 
-/* ---- outputs ----------------------------------------------------------- */
-
-/* Create @out for a command reading @in (outfile.h); say why not. */
-static int output_open(outfile *of, const char *out, const struct input *in)
-{
-	int rc = outfile_open(of, out, &in->sb);
-	if (rc == -EEXIST)
-		say("%s: is the input file; refusing to replace it", out);
-	else if (rc == -EPERM)
-		say("%s: a FIFO of another user; refusing to write into it", out);
-	else if (rc < 0)
-		say("%s: %s", out, reason(rc, NULL));
-	return rc;
-}
-
 /* ---- export --chrome ----------------------------------------------------- */
 
 /* Write the Chrome document of @in into @of.  Returns the pass's result
@@ -1267,8 +1094,8 @@ int main(int argc, char **argv)
 	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		int e = fmt_write_errno() ? fmt_write_errno()
-			: stdout_errno ? stdout_errno : errno ? errno : EIO;
-		fprintf(stderr, "%s: standard output: %s\n", prog, strerror(e));
+			: stdout_errno() ? stdout_errno() : errno ? errno : EIO;
+		fprintf(stderr, "katra: standard output: %s\n", strerror(e));
 		return rc == EXIT_USAGE ? rc : EXIT_BAD;
 	}
 	return rc;
