@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include "tools/bsearch.h"
 #include "tools/cli.h"
 #include "tools/fmt.h"
+#include "tools/opts.h"
 #include "tools/outfile.h"
 #include "tools/progress.h"
 #include "tools/recover.h"
@@ -68,32 +70,6 @@ static void usage_main(FILE *f)
 		"\n"
 		"exit: 0 success, 1 error or corrupt file, 2 usage, 3 truncated file.\n"
 		"Strings from files are printed escaped (\\n, \\xNN, ...).\n");
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-')
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define MAX_THREAD_ARGS 64
-
-/* One more --thread: 0, or the usage error's exit status. */
-static int add_thread_arg(const char *cmd, const char *arg, uint32_t *threads, int *n)
-{
-	uint64_t v;
-	if (*n == MAX_THREAD_ARGS)
-		return usage_error("%s: at most %d --thread options", cmd, MAX_THREAD_ARGS);
-	if (parse_u64(arg, &v) || v == 0 || v > UINT32_MAX)
-		return usage_error("%s: --thread wants a thread id (1 to %" PRIu32 "), not '%s'", cmd,
-				   UINT32_MAX, arg);
-	threads[(*n)++] = (uint32_t)v;
-	return 0;
 }
 
 /* ---- verify ---------------------------------------------------------- */
@@ -285,36 +261,29 @@ static void verify_text(const char *path, const struct verdict *v, const struct 
 	}
 }
 
+static const struct opts_spec verify_spec = {
+	.cmd = "verify", .npos = 1, .unknown = "unknown option",
+	.opts = opts_json,
+	.help = "usage: katra verify FILE [--json]\n"
+		"Checks the header and every frame: heads, lengths, checksums,\n"
+		"chunk contents and the summary's accounting.\n"
+		"exit 0: valid; 1: corrupt (first bad offset and why), or an error\n"
+		"reading it (said as such: out of memory, not a regular file...);\n"
+		"3: truncated (the prefix is valid; events recovered are counted).\n"
+		"--json prints {\"valid\",\"truncated\",\"events\",\"first_bad_offset\"}.\n"
+		"A capture's sidecar (FILE.json with the capture schema, or any\n"
+		"FILE.json when FILE's header says it was captured) is checked too:\n"
+		"its sha256, bytes and file name must match FILE (exit 1 if not,\n"
+		"with the trace's own verdict printed as it is).\n",
+};
+
 static int cmd_verify(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path;
 	int json = 0;
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: katra verify FILE [--json]\n"
-			       "Checks the header and every frame: heads, lengths, checksums,\n"
-			       "chunk contents and the summary's accounting.\n"
-			       "exit 0: valid; 1: corrupt (first bad offset and why), or an error\n"
-			       "reading it (said as such: out of memory, not a regular file...);\n"
-			       "3: truncated (the prefix is valid; events recovered are counted).\n"
-			       "--json prints {\"valid\",\"truncated\",\"events\",\"first_bad_offset\"}.\n"
-			       "A capture's sidecar (FILE.json with the capture schema, or any\n"
-			       "FILE.json when FILE's header says it was captured) is checked too:\n"
-			       "its sha256, bytes and file name must match FILE (exit 1 if not,\n"
-			       "with the trace's own verdict printed as it is).\n");
-			return EXIT_OK;
-		} else if (argv[i][0] == '-' && argv[i][1])
-			return usage_error("verify: unknown option '%s'", argv[i]);
-		else if (path)
-			return usage_error("verify: more than one file ('%s')", argv[i]);
-		else
-			path = argv[i];
-	}
-	if (!path)
-		return usage_error("verify: %s", "missing FILE");
+	int rc = opts_parse(&verify_spec, argc, argv, &json, &path);
+	if (rc != OPTS_GO)
+		return rc;
 
 	struct input in;
 	struct verdict v;
@@ -524,30 +493,23 @@ static int info_status(kt_reader *r, const struct info *in)
 	return rc < 0 ? info_failed(r, rc) : EXIT_OK;
 }
 
+static const struct opts_spec info_spec = {
+	.cmd = "info", .npos = 1, .unknown = "unknown option",
+	.help = "usage: katra info FILE\n"
+		"Prints the header (versions, times, clock calibration, capture\n"
+		"options, workload, host, notes), threads, names, counts, the time\n"
+		"span, codecs, the I/O backend and whether the file is complete.\n"
+		"exit 0: complete; 1: corrupt (or an error reading it); 3: truncated.\n",
+};
+
 static int cmd_info(int argc, char **argv)
 {
-	const char *path = NULL;
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: katra info FILE\n"
-			       "Prints the header (versions, times, clock calibration, capture\n"
-			       "options, workload, host, notes), threads, names, counts, the time\n"
-			       "span, codecs, the I/O backend and whether the file is complete.\n"
-			       "exit 0: complete; 1: corrupt (or an error reading it); 3: truncated.\n");
-			return EXIT_OK;
-		} else if (argv[i][0] == '-' && argv[i][1])
-			return usage_error("info: unknown option '%s'", argv[i]);
-		else if (path)
-			return usage_error("info: more than one file ('%s')", argv[i]);
-		else
-			path = argv[i];
-	}
-	if (!path)
-		return usage_error("info: %s", "missing FILE");
+	const char *path;
+	int rc = opts_parse(&info_spec, argc, argv, NULL, &path);
+	if (rc != OPTS_GO)
+		return rc;
 	struct input src;
-	int rc = input_open(&src, path);
-	if (rc)
+	if ((rc = input_open(&src, path)))
 		return rc;
 	const kt_header *h = kt_reader_get_header(src.r);
 	struct info in;
@@ -645,105 +607,98 @@ static int replay_paced(kt_reader *r, struct fmt *fm, struct pacer *p)
 }
 
 struct events_opts {
-	const char *path;
 	struct fmt_job job;
-	uint32_t threads[MAX_THREAD_ARGS];
+	struct thread_list threads;
 	int paced;
 	struct pacer pacer;
 };
 
-static void events_help(int replay)
+/* --format: text or jsonl.  (text leaves what an earlier --format chose.) */
+static int opt_format(const char *cmd, const struct opt *o, const char *value, void *dst)
 {
-	if (replay)
-		printf("usage: katra replay FILE [--speed X | --max] [--max-gap S]\n"
-		       "                    [--format text|jsonl]\n"
-		       "Prints every event in global timestamp order (ties: thread id,\n"
-		       "then order within the thread), paced to the original timing\n"
-		       "scaled by X (default 1), or as fast as possible with --max.\n"
-		       "No wait between two events is longer than S seconds (default 1;\n"
-		       "'inf' for none); the first one shortened is said on stderr.\n");
-	else
-		printf("usage: katra dump FILE [--format text|jsonl] [--thread T ...]\n"
-		       "                  [--from NS] [--to NS]\n"
-		       "Prints the events of all threads merged in timestamp order.\n"
-		       "Text lines: ns tid thread type name [value...].  NS are\n"
-		       "CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n"
-		       "Names and messages are printed escaped; up to 64 --thread.\n");
-}
-
-/* A non-negative number of seconds (or inf) as ns; -1 when it is not. */
-static double parse_seconds(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	return end == s || *end || !(v >= 0) ? -1 : v * 1e9;
-}
-
-/* dump's and replay's options: 0 to go on, else the exit status (+1). */
-static int events_args(int argc, char **argv, int replay, struct events_opts *o)
-{
-	const char *cmd = replay ? "replay" : "dump";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc, rc;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			events_help(replay);
-			return EXIT_OK + 1;
-		} else if (!strcmp(a, "--format") && more) {
-			a = argv[++i];
-			if (!strcmp(a, "jsonl"))
-				o->job.kind = FMT_JSONL;
-			else if (strcmp(a, "text"))
-				return usage_error("%s: --format wants text or jsonl, not '%s'", cmd, a) + 1;
-		} else if (!replay && !strcmp(a, "--thread") && more) {
-			if ((rc = add_thread_arg(cmd, argv[++i], o->threads, &o->job.nthreads)))
-				return rc + 1;
-		} else if (!replay && (!strcmp(a, "--from") || !strcmp(a, "--to")) && more) {
-			uint64_t v;
-			if (parse_u64(argv[++i], &v))
-				return usage_error("%s: %s wants nanoseconds, not '%s'", cmd, a, argv[i]) + 1;
-			*(a[2] == 'f' ? &o->job.from : &o->job.to) = v;
-		} else if (replay && !strcmp(a, "--speed") && more) {
-			char *end;
-			o->pacer.speed = strtod(argv[++i], &end);
-			if (*end || !(o->pacer.speed > 0) || isinf(o->pacer.speed))
-				return usage_error("%s: --speed wants a positive number, not '%s'", cmd,
-						   argv[i]) + 1;
-		} else if (replay && !strcmp(a, "--max-gap") && more) {
-			if ((o->pacer.max_gap_ns = parse_seconds(argv[++i])) < 0)
-				return usage_error("%s: --max-gap wants seconds (0 or more, or inf), "
-						   "not '%s'", cmd, argv[i]) + 1;
-		} else if (replay && !strcmp(a, "--max")) {
-			o->paced = 0;
-		} else if (a[0] == '-' && a[1]) {
-			return usage_error("%s: unknown option or missing value '%s'", cmd, a) + 1;
-		} else if (o->path) {
-			return usage_error("%s: more than one file ('%s')", cmd, a) + 1;
-		} else {
-			o->path = a;
-		}
-	}
-	if (!o->path)
-		return usage_error("%s: missing FILE", cmd) + 1;
+	if (!strcmp(value, "jsonl"))
+		*(int *)dst = FMT_JSONL;
+	else if (strcmp(value, "text"))
+		return opt_bad(cmd, o, value);
 	return 0;
 }
+
+/* --speed: a positive, finite factor. */
+static int opt_speed(const char *cmd, const struct opt *o, const char *value, void *dst)
+{
+	char *end;
+	double v = strtod(value, &end);
+	if (*end || !(v > 0) || isinf(v))
+		return opt_bad(cmd, o, value);
+	*(double *)dst = v;
+	return 0;
+}
+
+/* --max-gap: a non-negative number of seconds (or inf), kept as ns. */
+static int opt_seconds(const char *cmd, const struct opt *o, const char *value, void *dst)
+{
+	char *end;
+	double v = strtod(value, &end);
+	if (end == value || *end || !(v >= 0))
+		return opt_bad(cmd, o, value);
+	*(double *)dst = v * 1e9;
+	return 0;
+}
+
+#define EVENTS_OPT(field) offsetof(struct events_opts, field)
+
+static const struct opts_spec dump_spec = {
+	.cmd = "dump", .npos = 1, .unknown = "unknown option or missing value",
+	.opts = (const struct opt[]){
+		{ "--format", opt_format, EVENTS_OPT(job.kind), .wants = "text or jsonl" },
+		OPT_THREAD(EVENTS_OPT(threads)),
+		OPT_FROM(EVENTS_OPT(job.from)),
+		OPT_TO(EVENTS_OPT(job.to)),
+		{ NULL } },
+	.help = "usage: katra dump FILE [--format text|jsonl] [--thread T ...]\n"
+		"                  [--from NS] [--to NS]\n"
+		"Prints the events of all threads merged in timestamp order.\n"
+		"Text lines: ns tid thread type name [value...].  NS are\n"
+		"CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n"
+		"Names and messages are printed escaped; up to 64 --thread.\n",
+};
+
+static const struct opts_spec replay_spec = {
+	.cmd = "replay", .npos = 1, .unknown = "unknown option or missing value",
+	.opts = (const struct opt[]){
+		{ "--format", opt_format, EVENTS_OPT(job.kind), .wants = "text or jsonl" },
+		{ "--speed", opt_speed, EVENTS_OPT(pacer.speed), .wants = "a positive number" },
+		{ "--max-gap", opt_seconds, EVENTS_OPT(pacer.max_gap_ns),
+		  .wants = "seconds (0 or more, or inf)" },
+		{ "--max", NULL, EVENTS_OPT(paced), .flag = 0 },
+		{ NULL } },
+	.help = "usage: katra replay FILE [--speed X | --max] [--max-gap S]\n"
+		"                    [--format text|jsonl]\n"
+		"Prints every event in global timestamp order (ties: thread id,\n"
+		"then order within the thread), paced to the original timing\n"
+		"scaled by X (default 1), or as fast as possible with --max.\n"
+		"No wait between two events is longer than S seconds (default 1;\n"
+		"'inf' for none); the first one shortened is said on stderr.\n",
+};
 
 /* dump and replay share their options and their output. */
 static int cmd_events(int argc, char **argv, int replay)
 {
 	struct events_opts o = { .job = { .to = UINT64_MAX }, .paced = replay,
 				 .pacer = { .speed = 1.0, .max_gap_ns = 1e9 } };
-	int rc = events_args(argc, argv, replay, &o);
-	if (rc)
-		return rc - 1;
+	const char *path;
+	int rc = opts_parse(replay ? &replay_spec : &dump_spec, argc, argv, &o, &path);
+	if (rc != OPTS_GO)
+		return rc;
 	struct input in;
-	if ((rc = input_open(&in, o.path)))
+	if ((rc = input_open(&in, path)))
 		return rc;
 	struct tables t;
 	rc = tables_load(in.r, &t);
 	kt_reader_rewind(in.r);
 	o.job.t = &t;
-	o.job.threads = o.threads;
+	o.job.threads = o.threads.ids;
+	o.job.nthreads = o.threads.n;
 	/* The events before a corruption are still printed; then the error.
 	 * A failure that is not the bytes' (no memory for the names) leaves
 	 * nothing to print. */
@@ -758,11 +713,11 @@ static int cmd_events(int argc, char **argv, int replay)
 	progress_end();
 	int result = EXIT_OK;
 	if (rrc < 0 || rc < 0) {
-		result = pass_failed(o.path, in.r, rrc < 0 ? rrc : rc);
+		result = pass_failed(path, in.r, rrc < 0 ? rrc : rc);
 	} else if (!t.have_summary) {
 		kt_reader_status st;
 		kt_reader_get_status(in.r, &st);
-		say("%s: truncated at offset %" PRIu64 "; printed the events before it", o.path,
+		say("%s: truncated at offset %" PRIu64 "; printed the events before it", path,
 		    st.valid_end);
 		result = EXIT_TRUNC;
 	}
@@ -798,45 +753,29 @@ static int export_to(struct input *in, const struct tables *t, outfile *of, int 
 	return rc;
 }
 
-static int export_args(int argc, char **argv, const char **in, const char **out)
-{
-	int chrome = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: katra export --chrome IN OUT.json\n"
-			       "Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
-			       "chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
-			       "s/t/f, frame marks as process-scoped instants, thread names as\n"
-			       "metadata.  Streams the events: memory holds the trace's names and\n"
-			       "threads and a fixed window of events, never all of its events.\n"
-			       "OUT.json is written whole or not at all (a temporary file beside\n"
-			       "it, renamed); IN itself is never replaced.\n");
-			return EXIT_OK + 1;
-		} else if (!strcmp(argv[i], "--chrome")) {
-			chrome = 1;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return usage_error("export: unknown option '%s'", argv[i]) + 1;
-		} else if (!*in) {
-			*in = argv[i];
-		} else if (!*out) {
-			*out = argv[i];
-		} else {
-			return usage_error("export: unexpected argument '%s'", argv[i]) + 1;
-		}
-	}
-	if (!chrome)
-		return usage_error("export: say which format: --chrome") + 1;
-	if (!*in || !*out)
-		return usage_error("export: needs IN and OUT") + 1;
-	return 0;
-}
+static const struct opts_spec export_spec = {
+	.cmd = "export", .npos = 2, .unknown = "unknown option",
+	.opts = (const struct opt[]){
+		{ "--chrome", .flag = 1, .required = "say which format: --chrome" },
+		{ NULL } },
+	.help = "usage: katra export --chrome IN OUT.json\n"
+		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
+		"chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
+		"s/t/f, frame marks as process-scoped instants, thread names as\n"
+		"metadata.  Streams the events: memory holds the trace's names and\n"
+		"threads and a fixed window of events, never all of its events.\n"
+		"OUT.json is written whole or not at all (a temporary file beside\n"
+		"it, renamed); IN itself is never replaced.\n",
+};
 
 static int cmd_export(int argc, char **argv)
 {
-	const char *inp = NULL, *out = NULL;
-	int rc = export_args(argc, argv, &inp, &out);
-	if (rc)
-		return rc - 1;
+	const char *pos[2];
+	int chrome = 0;
+	int rc = opts_parse(&export_spec, argc, argv, &chrome, pos);
+	if (rc != OPTS_GO)
+		return rc;
+	const char *inp = pos[0], *out = pos[1];
 	struct input in;
 	if ((rc = input_open(&in, inp)))
 		return rc;
@@ -873,11 +812,12 @@ done:
 
 /* ---- decompress, compress and slice ----------------------------------- */
 
-struct slice_filter {
-	int active;
-	uint64_t from, to;     /* ns, inclusive */
-	uint32_t threads[MAX_THREAD_ARGS];
-	int nthreads;
+/* What a rewrite keeps and how it encodes it. */
+struct rewrite_args {
+	int codec;              /* kt_codec; -1 keeps each chunk's */
+	int filter;             /* slice: keep only what the next fields say */
+	uint64_t from, to;      /* ns, inclusive */
+	struct thread_list threads;
 };
 
 static void progress_cb(void *ctx, uint64_t done, uint64_t total)
@@ -887,13 +827,13 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 }
 
 /*
- * Copy IN to OUT through kt_rewrite(): chunks re-encoded with @codec (-1:
- * keep each chunk's), events outside @flt dropped, names, threads and drops
+ * Copy IN to OUT through kt_rewrite(): chunks re-encoded with @a's codec,
+ * events outside its filter dropped, names, threads and drops
  * carried over, the summary recomputed.  IN is opened once (the fd the
  * header was checked on is the one rewritten); OUT is created beside its
  * final name and renamed, so it is never left partial and never IN.
  */
-static int rewrite(const char *in_path, const char *out, int codec, const struct slice_filter *flt)
+static int rewrite(const char *in_path, const char *out, const struct rewrite_args *a)
 {
 	struct input in;
 	int rc = input_open(&in, in_path);
@@ -904,9 +844,9 @@ static int rewrite(const char *in_path, const char *out, int codec, const struct
 	if (output_open(&of, out, &in) < 0)
 		goto done;
 	kt_rewrite_options o = {
-		.in_fds = &in.fd, .n_in = 1, .out_fd = of.fd, .codec = codec,
-		.filter = flt->active, .from_ns = flt->from, .to_ns = flt->to,
-		.threads = flt->threads, .nthreads = (size_t)flt->nthreads,
+		.in_fds = &in.fd, .n_in = 1, .out_fd = of.fd, .codec = a->codec,
+		.filter = a->filter, .from_ns = a->from, .to_ns = a->to,
+		.threads = a->threads.ids, .nthreads = (size_t)a->threads.n,
 		.progress = progress_cb,
 	};
 	kt_rewrite_result res;
@@ -932,109 +872,101 @@ done:
 	return result;
 }
 
-static int cmd_recode(int argc, char **argv, int codec)
+/* --codec: lz4-delta or lz4. */
+static int opt_codec(const char *cmd, const struct opt *o, const char *value, void *dst)
 {
-	const char *cmd = codec ? "compress" : "decompress", *in = NULL, *out = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: katra %s IN OUT%s\n"
-			       "Rewrites every chunk %s; everything else is carried over and the\n"
-			       "summary recomputed.  The result verifies and dumps identically.\n"
-			       "OUT is written whole or not at all; IN itself is never replaced.\n",
-			       cmd, codec ? " [--codec lz4-delta|lz4]" : "",
-			       codec ? "LZ4-compressed (lz4-delta, the default: timestamps as\n"
-				       "differences first, about 2.5x smaller than lz4, plain LZ4)"
-				     : "raw");
-			return EXIT_OK;
-		} else if (codec && !strcmp(argv[i], "--codec") && i + 1 < argc) {
-			const char *c = argv[++i];
-			if (!strcmp(c, "lz4"))
-				codec = KT_CODEC_LZ4;
-			else if (!strcmp(c, "lz4-delta"))
-				codec = KT_CODEC_LZ4_DELTA;
-			else
-				return usage_error("compress: --codec wants lz4-delta or lz4, not '%s'", c);
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return usage_error("%s: unknown option '%s'", cmd, argv[i]);
-		} else if (!in) {
-			in = argv[i];
-		} else if (!out) {
-			out = argv[i];
-		} else {
-			return usage_error("%s: unexpected argument '%s'", cmd, argv[i]);
-		}
-	}
-	if (!in || !out)
-		return usage_error("%s: needs IN and OUT", cmd);
-	struct slice_filter none = { 0 };
-	return rewrite(in, out, codec, &none);
+	if (!strcmp(value, "lz4"))
+		*(int *)dst = KT_CODEC_LZ4;
+	else if (!strcmp(value, "lz4-delta"))
+		*(int *)dst = KT_CODEC_LZ4_DELTA;
+	else
+		return opt_bad(cmd, o, value);
+	return 0;
+}
+
+#define RECODE_HELP_TAIL                                                          \
+	"; everything else is carried over and the\n"                             \
+	"summary recomputed.  The result verifies and dumps identically.\n"       \
+	"OUT is written whole or not at all; IN itself is never replaced.\n"
+
+static const struct opts_spec compress_spec = {
+	.cmd = "compress", .npos = 2, .unknown = "unknown option",
+	.opts = (const struct opt[]){
+		{ "--codec", opt_codec, offsetof(struct rewrite_args, codec),
+		  .wants = "lz4-delta or lz4" },
+		{ NULL } },
+	.help = "usage: katra compress IN OUT [--codec lz4-delta|lz4]\n"
+		"Rewrites every chunk LZ4-compressed (lz4-delta, the default: timestamps as\n"
+		"differences first, about 2.5x smaller than lz4, plain LZ4)" RECODE_HELP_TAIL,
+};
+
+static const struct opts_spec decompress_spec = {
+	.cmd = "decompress", .npos = 2, .unknown = "unknown option",
+	.help = "usage: katra decompress IN OUT\n"
+		"Rewrites every chunk raw" RECODE_HELP_TAIL,
+};
+
+static const struct opts_spec slice_spec = {
+	.cmd = "slice", .npos = 2, .unknown = "unknown option or missing value",
+	.opts = (const struct opt[]){
+		OPT_FROM(offsetof(struct rewrite_args, from)),
+		OPT_TO(offsetof(struct rewrite_args, to)),
+		OPT_THREAD(offsetof(struct rewrite_args, threads)),
+		{ NULL } },
+	.help = "usage: katra slice IN OUT [--from NS] [--to NS] [--thread T ...]\n"
+		"Writes a smaller valid trace: the events in [NS, NS] of the chosen\n"
+		"threads (up to 64), the names, those threads' entries and drop\n"
+		"records that overlap, and a recomputed summary.\n",
+};
+
+/* compress, decompress and slice: @a holds the defaults. */
+static int cmd_rewrite(const struct opts_spec *spec, int argc, char **argv,
+		       struct rewrite_args *a)
+{
+	const char *pos[2];
+	int rc = opts_parse(spec, argc, argv, a, pos);
+	return rc != OPTS_GO ? rc : rewrite(pos[0], pos[1], a);
+}
+
+static int cmd_compress(int argc, char **argv)
+{
+	struct rewrite_args a = { .codec = KT_CODEC_LZ4_DELTA };
+	return cmd_rewrite(&compress_spec, argc, argv, &a);
+}
+
+static int cmd_decompress(int argc, char **argv)
+{
+	struct rewrite_args a = { .codec = KT_CODEC_NONE };
+	return cmd_rewrite(&decompress_spec, argc, argv, &a);
 }
 
 static int cmd_slice(int argc, char **argv)
 {
-	const char *in = NULL, *out = NULL;
-	struct slice_filter flt = { .active = 1, .to = UINT64_MAX };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc, rc;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: katra slice IN OUT [--from NS] [--to NS] [--thread T ...]\n"
-			       "Writes a smaller valid trace: the events in [NS, NS] of the chosen\n"
-			       "threads (up to 64), the names, those threads' entries and drop\n"
-			       "records that overlap, and a recomputed summary.\n");
-			return EXIT_OK;
-		} else if ((!strcmp(a, "--from") || !strcmp(a, "--to")) && more) {
-			uint64_t v;
-			if (parse_u64(argv[++i], &v))
-				return usage_error("slice: %s wants nanoseconds, not '%s'", a, argv[i]);
-			*(a[2] == 'f' ? &flt.from : &flt.to) = v;
-		} else if (!strcmp(a, "--thread") && more) {
-			if ((rc = add_thread_arg("slice", argv[++i], flt.threads, &flt.nthreads)))
-				return rc;
-		} else if (a[0] == '-' && a[1]) {
-			return usage_error("slice: unknown option or missing value '%s'", a);
-		} else if (!in) {
-			in = a;
-		} else if (!out) {
-			out = a;
-		} else {
-			return usage_error("slice: unexpected argument '%s'", a);
-		}
-	}
-	if (!in || !out)
-		return usage_error("slice: needs IN and OUT");
-	return rewrite(in, out, -1, &flt);
+	struct rewrite_args a = { .codec = -1, .filter = 1, .to = UINT64_MAX };
+	return cmd_rewrite(&slice_spec, argc, argv, &a);
 }
 
 /* ---- stats ------------------------------------------------------------- */
 
+static const struct opts_spec stats_spec = {
+	.cmd = "stats", .npos = 1, .unknown = "unknown option",
+	.opts = opts_json,
+	.help = "usage: katra stats FILE [--json]\n"
+		"Per thread: events, dropped, time span, rate.  Per name: count and\n"
+		"zone durations (min, p50, p99, max).  Frame times between frame\n"
+		"marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
+		"come from ~3%-wide buckets, min and max are exact.\n",
+};
+
 static int cmd_stats(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path;
 	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: katra stats FILE [--json]\n"
-			       "Per thread: events, dropped, time span, rate.  Per name: count and\n"
-			       "zone durations (min, p50, p99, max).  Frame times between frame\n"
-			       "marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
-			       "come from ~3%%-wide buckets, min and max are exact.\n");
-			return EXIT_OK;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return usage_error("stats: unknown option '%s'", argv[i]);
-		} else if (path) {
-			return usage_error("stats: more than one file ('%s')", argv[i]);
-		} else {
-			path = argv[i];
-		}
-	}
-	if (!path)
-		return usage_error("stats: missing FILE");
+	int rc = opts_parse(&stats_spec, argc, argv, &json, &path);
+	if (rc != OPTS_GO)
+		return rc;
 	struct input in;
-	int rc = input_open(&in, path);
-	if (rc)
+	if ((rc = input_open(&in, path)))
 		return rc;
 	int truncated = 0;
 	progress_init(0, in.r);
@@ -1074,9 +1006,9 @@ static int run(int argc, char **argv)
 	if (!strcmp(cmd, "export"))
 		return cmd_export(argc - 1, argv + 1);
 	if (!strcmp(cmd, "decompress"))
-		return cmd_recode(argc - 1, argv + 1, KT_CODEC_NONE);
+		return cmd_decompress(argc - 1, argv + 1);
 	if (!strcmp(cmd, "compress"))
-		return cmd_recode(argc - 1, argv + 1, KT_CODEC_LZ4_DELTA);
+		return cmd_compress(argc - 1, argv + 1);
 	if (!strcmp(cmd, "slice"))
 		return cmd_slice(argc - 1, argv + 1);
 	if (!strcmp(cmd, "stats"))
