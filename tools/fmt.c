@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/esc.h"
 #include "tools/fmt.h"
 #include "tools/pipe.h"
+#include "tools/text.h"
 
 static const char *const flow_phase[] = { "begin", "step", "end" };
 
@@ -257,7 +257,7 @@ static char *label(const char *s, size_t n, int json, const char *none)
 {
 	if (!s)
 		return strdup(none);
-	return json ? esc_json(s, n) : esc_text(s, n);
+	return json ? text_json(s, n) : text_escape(s, n);
 }
 
 static char *name_label(const struct tables *t, uint32_t id, int json)
@@ -400,7 +400,7 @@ static inline char *put_f64(char *d, double v, int json)
  * nothing lost.  0, or -1 when out of memory. */
 static int o_message(struct out *o, const kt_event *ev)
 {
-	char *lit = esc_json((const char *)ev->payload, ev->payload_len);
+	char *lit = text_json((const char *)ev->payload, ev->payload_len);
 	int rc = lit ? o_mem(o, lit, strlen(lit)) : -1;
 	free(lit);
 	return rc;
@@ -712,7 +712,7 @@ int fmt_write_errno(void)
 static int chrome_thread(FILE *f, const struct tables *t, const struct tentry *e, uint64_t pid,
 			 int first)
 {
-	char *name = esc_json(tables_str(t, e), e->len);
+	char *name = text_json(tables_str(t, e), e->len);
 	if (!name)
 		return -ENOMEM;
 	fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
@@ -723,7 +723,7 @@ static int chrome_thread(FILE *f, const struct tables *t, const struct tentry *e
 
 int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
 {
-	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_header(r)->process_id };
+	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_get_header(r)->process_id };
 	int rc = 0;
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	for (size_t i = 0; i < t->nthreads && !rc; i++)

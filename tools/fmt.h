@@ -3,7 +3,7 @@
  * what `katra dump`, `replay` and `export --chrome` print.
  *
  * Every string from the file goes out escaped: names, thread names and
- * messages as tools/esc.h makes them (a terminal's rules for text names; a
+ * messages as tools/text.h makes them (a terminal's rules for text names; a
  * JSON literal, every byte kept visible, for messages and JSON output), so
  * a hostile trace can neither drive a terminal nor lose a key or a message.
  * Output goes through a buffer of its own with hand-written integer

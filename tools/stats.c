@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/esc.h"
 #include "tools/hist.h"
 #include "tools/idmap.h"
 #include "tools/pipe.h"
 #include "tools/stats.h"
 #include "tools/tables.h"
+#include "tools/text.h"
 
 /* An open zone on a thread's stack. */
 struct zone {
@@ -252,7 +252,7 @@ static void stats_free(struct stats *c)
 /* @n bytes of @s escaped, left-aligned in @width columns.  0 or -ENOMEM. */
 static int put_padded(FILE *f, const char *s, size_t n, int width)
 {
-	char *e = esc_text(s, n);
+	char *e = text_escape(s, n);
 	if (!e)
 		return -ENOMEM;
 	fprintf(f, "%-*s", width, e);
@@ -326,7 +326,7 @@ static void text_frames(FILE *f, const struct hist *h)
 static int print_text(FILE *f, struct stats *c, const struct tables *t, const char *label,
 		      uint64_t dropped, int truncated)
 {
-	if (esc_puts(f, label) < 0)
+	if (text_puts(f, label) < 0)
 		return -EIO;
 	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
 		truncated ? ", truncated" : "");
@@ -348,7 +348,7 @@ static json_t *json_thread(const struct sthread *th, const struct tables *t)
 	double span = (double)(th->last_ns - th->first_ns) / 1e9;
 	json_t *j = json_object();
 	json_object_set_new(j, "tid", json_integer(th->id));
-	json_object_set_new(j, "name", esc_json_string(name ? name : "", n));
+	json_object_set_new(j, "name", text_json_string(name ? name : "", n));
 	json_object_set_new(j, "events", json_integer((json_int_t)th->events));
 	json_object_set_new(j, "dropped", json_integer((json_int_t)th->dropped));
 	json_object_set_new(j, "span_ns", json_integer((json_int_t)(th->last_ns - th->first_ns)));
@@ -363,7 +363,7 @@ static json_t *json_name(const struct sname *nm, const struct tables *t)
 	const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
 	json_t *j = json_object();
 	json_object_set_new(j, "id", json_integer(nm->id));
-	json_object_set_new(j, "name", name ? esc_json_string(name, n) : json_null());
+	json_object_set_new(j, "name", name ? text_json_string(name, n) : json_null());
 	json_object_set_new(j, "count", json_integer((json_int_t)nm->count));
 	if (nm->zone.n) {
 		const struct hist *h = &nm->zone;
@@ -390,7 +390,7 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 {
 	json_t *o = json_object(), *ths = json_array(), *names = json_array(), *fr = json_object();
 	int ok = o && ths && names && fr;
-	json_object_set_new(o, "file", esc_json_string(label, strlen(label)));
+	json_object_set_new(o, "file", text_json_string(label, strlen(label)));
 	json_object_set_new(o, "events", json_integer((json_int_t)c->events));
 	json_object_set_new(o, "dropped", json_integer((json_int_t)dropped));
 	json_object_set_new(o, "truncated", json_boolean(truncated));
@@ -413,7 +413,7 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 	if (c->untimed) /* only then: the keys of an ordinary file stay as they were */
 		json_object_set_new(o, "zones_not_timed", json_integer((json_int_t)c->untimed));
 	int rc = ok && json_complete(o, c->untimed ? 8 : 7) && json_complete(fr, 4)
-			 ? esc_json_print(f, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+			 ? text_json_print(f, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
 			 : -ENOMEM;
 	json_decref(o);
 	return rc;

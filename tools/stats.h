@@ -7,7 +7,7 @@
  * the ids the events use (tools/idmap.h), zones are matched in O(1) each
  * whatever their nesting, and histograms start sparse (tools/hist.h): time
  * and memory follow the file's events, never the values of its ids.
- * Strings from the file are escaped as tools/esc.h says.
+ * Strings from the file are escaped as tools/text.h says.
  *
  * One thread per call (it runs tools/pipe.h's second thread itself).
  */

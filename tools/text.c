@@ -1,12 +1,18 @@
 /*
- * text.c - escaping for terminals and repair for JSON; text.h says why.
+ * text.c - escaping for terminals, repair and escaping for JSON; text.h
+ * says why.
  */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/utf8.h"
 #include "tools/text.h"
+
+static const char hex[] = "0123456789ABCDEF";
 
 static int is_control(uint32_t cp)
 {
@@ -18,7 +24,6 @@ static int is_control(uint32_t cp)
  * the time of printing one. */
 static int put_escape(FILE *f, uint32_t v)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	char b[6] = { '\\' };
 	size_t n = 2;
 	switch (v) {
@@ -83,7 +88,6 @@ char *text_utf8(const char *s, size_t n, size_t *len)
 			memcpy(o, p + i, l);
 			o += l, i += l;
 		} else {
-			static const char hex[] = "0123456789ABCDEF";
 			*o++ = '\\', *o++ = 'x', *o++ = hex[p[i] >> 4], *o++ = hex[p[i] & 15];
 			i++;
 		}
@@ -92,4 +96,96 @@ char *text_utf8(const char *s, size_t n, size_t *len)
 	if (len)
 		*len = (size_t)(o - out);
 	return out;
+}
+
+char *text_escape(const char *s, size_t n)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&out, &len);
+	if (!m)
+		return NULL;
+	/* Only this thread sees the stream: no lock per write. */
+	__fsetlocking(m, FSETLOCKING_BYCALLER);
+	int bad = text_put(m, s, n);
+	if (fclose(m) || bad) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Length of the C1 control (U+0080..U+009F, two bytes) or DEL at @p. */
+static size_t ctl_len(const unsigned char *p)
+{
+	if (p[0] == 0x7F)
+		return 1;
+	return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F ? 2 : 0;
+}
+
+/*
+ * @s (NUL-terminated JSON text from jansson, which is well-formed UTF-8)
+ * with each DEL and C1 control as \u00XX.  Takes @s; returns it or a new
+ * string, NULL when out of memory.
+ */
+static char *ctl_escape(char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t extra = 0, n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		extra += ctl_len(p + i) ? 6 : 0;
+	if (!extra)
+		return s;
+	char *out = malloc(n + extra + 1), *o = out;
+	if (!out) {
+		free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < n;) {
+		size_t l = ctl_len(p + i);
+		if (!l) {
+			*o++ = s[i++];
+			continue;
+		}
+		unsigned cp = l == 1 ? 0x7F : p[i + 1];
+		o += sprintf(o, "\\u%04X", cp);
+		i += l;
+	}
+	*o = 0;
+	free(s);
+	return out;
+}
+
+json_t *text_json_string(const char *s, size_t n)
+{
+	size_t len;
+	char *u = text_utf8(s, n, &len);
+	if (!u)
+		return NULL;
+	json_t *j = json_stringn_nocheck(u, len);
+	free(u);
+	return j;
+}
+
+char *text_json(const char *s, size_t n)
+{
+	json_t *j = text_json_string(s, n);
+	char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	json_decref(j);
+	return out ? ctl_escape(out) : NULL;
+}
+
+int text_json_print(FILE *f, const json_t *o, size_t flags)
+{
+	char *s = json_dumps(o, flags);
+	if (!s || !(s = ctl_escape(s)))
+		return -ENOMEM;
+	int rc = fputs(s, f) < 0 || putc('\n', f) < 0 ? -EIO : 0;
+	free(s);
+	return rc;
+}
+
+int text_puts(FILE *f, const char *s)
+{
+	return text_put(f, s, strlen(s));
 }

@@ -1,9 +1,15 @@
 /*
- * text.h - strings from a trace (names, notes, messages, paths) made safe
- * for the two places the tools print them.  A trace may be hostile: a name
- * holding ESC [ 2 J would clear the user's screen, a "\n" would forge an
- * output line, and bytes that are not UTF-8 make JSON libraries refuse the
- * whole string.
+ * text.h - strings from a trace or from the command line (names, notes,
+ * messages, paths) made safe for the two places the tools print them.  A
+ * trace may be hostile: a name holding ESC [ 2 J would clear the user's
+ * screen, a "\n" would forge an output line, and bytes that are not UTF-8
+ * make JSON libraries refuse the whole string.
+ *
+ * Terminal text: text_put()'s rules, to a stream or as a string in memory.
+ * JSON keeps every byte visible (text_utf8()) and escapes, beyond what JSON
+ * requires, DEL and the C1 controls, so that a JSON line printed on a
+ * terminal cannot drive it either.  The JSON stays equivalent: only
+ * escapes are added.
  *
  * Any thread; no state.
  */
@@ -12,6 +18,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+
+#include <jansson.h>
 
 /*
  * text_put - write @n bytes of @s to @f for a terminal or a text file:
@@ -22,6 +30,13 @@
  */
 int text_put(FILE *f, const char *s, size_t n);
 
+/* text_puts - text_put() of a NUL-terminated string.  Returns as text_put(). */
+int text_puts(FILE *f, const char *s);
+
+/* text_escape - @n bytes of @s as text_put() would write them, NUL-terminated.
+ * Returns the copy (free() it) or NULL when out of memory. */
+char *text_escape(const char *s, size_t n);
+
 /*
  * text_utf8 - a NUL-terminated copy of @s that is well-formed UTF-8, for
  * JSON: each byte that is not part of a well-formed character becomes the
@@ -31,5 +46,17 @@ int text_put(FILE *f, const char *s, size_t n);
  * or NULL when out of memory.
  */
 char *text_utf8(const char *s, size_t n, size_t *len);
+
+/* text_json - @n bytes of @s as a JSON string literal, quotes included.
+ * Returns the literal (free() it) or NULL when out of memory. */
+char *text_json(const char *s, size_t n);
+
+/* text_json_string - @n bytes of @s as a jansson string (text_utf8() first,
+ * so it always exists).  Returns a new reference or NULL when out of memory. */
+json_t *text_json_string(const char *s, size_t n);
+
+/* text_json_print - json_dumps(@o, @flags) with DEL and C1 escaped, and a
+ * newline, to @f.  Returns 0, -ENOMEM, or -EIO when the write failed. */
+int text_json_print(FILE *f, const json_t *o, size_t flags);
 
 #endif

@@ -1,0 +1,44 @@
+/*
+ * cmd_stats.c - `katra stats FILE [--json]`: the command around
+ * tools/stats.h, which counts and prints.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include <katra/reader.h>
+#include "tools/cli.h"
+#include "tools/cmd.h"
+#include "tools/opts.h"
+#include "tools/progress.h"
+#include "tools/stats.h"
+
+static const struct opts_spec stats_spec = {
+	.cmd = "stats", .npos = 1, .unknown = "unknown option",
+	.opts = opts_json,
+	.help = "usage: katra stats FILE [--json]\n"
+		"Per thread: events, dropped, time span, rate.  Per name: count and\n"
+		"zone durations (min, p50, p99, max).  Frame times between frame\n"
+		"marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
+		"come from ~3%-wide buckets, min and max are exact.\n",
+};
+
+int cmd_stats(int argc, char **argv)
+{
+	const char *path;
+	int json = 0;
+	int rc = opts_parse(&stats_spec, argc, argv, &json, &path);
+	if (rc != OPTS_GO)
+		return rc;
+	struct input in;
+	if ((rc = input_open(&in, path)))
+		return rc;
+	int truncated = 0;
+	progress_init(0, in.r);
+	rc = stats_run(in.r, path, json, stdout, &truncated);
+	progress_end();
+	int result = rc == -EIO ? EXIT_BAD	/* stdout: main() says why */
+		   : rc < 0 ? pass_failed(path, in.r, rc)
+		   : truncated ? EXIT_TRUNC : EXIT_OK;
+	input_close(&in);
+	return result;
+}
