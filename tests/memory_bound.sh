@@ -35,7 +35,7 @@ kinds=(
 
 commands=(
   "verify" "info" "stats" "stats --json" "dump" "dump --format jsonl" "replay --max"
-  "export --chrome" "slice" "compress" "decompress"
+  "export --chrome" "export --collapsed" "slice" "compress" "decompress"
 )
 
 bad=0

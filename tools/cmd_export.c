@@ -1,24 +1,51 @@
 /*
  * cmd_export.c - `katra export --chrome IN OUT.json`: the Chrome Trace
- * Event document (tools/fmt.h), written whole or not at all.
+ * Event document (tools/fmt.h); `katra export --collapsed IN OUT.folded`:
+ * collapsed stacks for flame graphs (tools/collapse.h).  Each is written
+ * whole or not at all.
  */
 #include <errno.h>
+#include <stddef.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <katra/reader.h>
 #include "tools/cli.h"
 #include "tools/cmd.h"
+#include "tools/collapse.h"
 #include "tools/fmt.h"
 #include "tools/opts.h"
 #include "tools/outfile.h"
 #include "tools/progress.h"
 #include "tools/tables.h"
 
-/* Write the Chrome document of @in into @of.  Returns the pass's result
+enum { CHROME = 1, COLLAPSED = 2 };
+
+struct export_opts {
+	int chrome, collapsed;
+};
+
+/* Say what the collapsed stacks left out or folded, if anything. */
+static void say_collapsed(const char *in, const struct collapse_result *c)
+{
+	if (c->folded)
+		say("%s: %" PRIu64 " zones past %d deep or %u distinct stacks were folded "
+		    "into their parents' frames (their time is kept there)", in, c->folded,
+		    COLLAPSE_DEPTH, COLLAPSE_STACKS);
+	if (c->untimed)
+		say("%s: %" PRIu64 " zone begins past %u open zones were not timed", in,
+		    c->untimed, COLLAPSE_OPEN);
+	if (c->unended || c->unbegun)
+		say("%s: left out %" PRIu64 " zones still open at the end and %" PRIu64
+		    " ends with no begin", in, c->unended, c->unbegun);
+}
+
+/* Write @in's export in @format into @of.  Returns the pass's result
  * (0 or a reader's code); *@werr gets the errno of a write that failed, or
  * 0: a failed write stops the pass with -EIO. */
-static int export_to(struct input *in, const struct tables *t, outfile *of, int *werr)
+static int export_to(struct input *in, const char *inp, const struct tables *t, int format,
+		     outfile *of, int *werr)
 {
 	static char fbuf[1 << 20];
 	FILE *f = fdopen(of->fd, "w");
@@ -30,38 +57,52 @@ static int export_to(struct input *in, const struct tables *t, outfile *of, int 
 	of->fd = -1; /* the stream owns it now */
 	setvbuf(f, fbuf, _IOFBF, sizeof(fbuf));
 	progress_init(0, in->r);
-	int rc = fmt_chrome(in->r, t, f);
+	struct collapse_result cr;
+	int rc = format == CHROME ? fmt_chrome(in->r, t, f) : collapse_run(in->r, t, f, &cr);
 	progress_end();
 	errno = 0;
+	int fmt_errno = format == CHROME ? fmt_write_errno() : 0;
 	if (fflush(f) != 0 || ferror(f) || rc == -EIO)
-		*werr = fmt_write_errno() ? fmt_write_errno() : errno ? errno : EIO;
+		*werr = fmt_errno ? fmt_errno : errno ? errno : EIO;
 	if (fclose(f) != 0 && !*werr)
 		*werr = errno;
+	if (format == COLLAPSED && !*werr && rc >= 0)
+		say_collapsed(inp, &cr);
 	return rc;
 }
 
 static const struct opts_spec export_spec = {
 	.cmd = "export", .npos = 2, .unknown = "unknown option",
 	.opts = (const struct opt[]){
-		{ "--chrome", .flag = 1, .required = "say which format: --chrome" },
+		{ "--chrome", .offset = offsetof(struct export_opts, chrome), .flag = 1 },
+		{ "--collapsed", .offset = offsetof(struct export_opts, collapsed), .flag = 1 },
 		{ NULL } },
 	.help = "usage: katra export --chrome IN OUT.json\n"
+		"       katra export --collapsed IN OUT.folded\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
 		"chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
 		"s/t/f, frame marks as process-scoped instants, thread names as\n"
 		"metadata.  Streams the events: memory holds the trace's names and\n"
 		"threads and a fixed window of events, never all of its events.\n"
-		"OUT.json is written whole or not at all (a temporary file beside\n"
-		"it, renamed); IN itself is never replaced.\n",
+		"--collapsed writes collapsed stacks for flame graphs (flamegraph.pl,\n"
+		"speedscope, inferno): a line per distinct stack of zones on a thread,\n"
+		"\"THREAD (ID);outer;inner SELF_NS\", self time in nanoseconds; a\n"
+		"thread's lines sum to its outermost zones' time.  Stacks past 256\n"
+		"deep or 1048576 distinct fold into their parents (said on stderr).\n"
+		"OUT is written whole or not at all (a temporary file beside it,\n"
+		"renamed); IN itself is never replaced.\n",
 };
 
 int cmd_export(int argc, char **argv)
 {
 	const char *pos[2];
-	int chrome = 0;
-	int rc = opts_parse(&export_spec, argc, argv, &chrome, pos);
+	struct export_opts o = { 0 };
+	int rc = opts_parse(&export_spec, argc, argv, &o, pos);
 	if (rc != OPTS_GO)
 		return rc;
+	if (o.chrome == o.collapsed)
+		return usage_error("export: say one format: --chrome or --collapsed");
+	int format = o.chrome ? CHROME : COLLAPSED;
 	const char *inp = pos[0], *out = pos[1];
 	struct input in;
 	if ((rc = input_open(&in, inp)))
@@ -77,7 +118,7 @@ int cmd_export(int argc, char **argv)
 	if (output_open(&of, out, &in) < 0)
 		goto done;
 	int werr;
-	rc = export_to(&in, &t, &of, &werr);
+	rc = export_to(&in, inp, &t, format, &of, &werr);
 	if (werr) {
 		say("%s: write failed: %s", out, strerror(werr));
 	} else if (rc < 0) {

@@ -3,7 +3,9 @@
  * names and threads pass, the merged events pass through the pipeline
  * (tools/pipe.h), zone matching, the histograms and both printers.  It
  * must never crash or leak, and what it prints must be inert: valid JSON
- * when it says it printed JSON.
+ * when it says it printed JSON.  The same events then go through the
+ * collapsed stacks of `katra export --collapsed` (tools/collapse.h): every
+ * line must be one stack and a number, with no control byte.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -12,9 +14,52 @@
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
+#include "tools/collapse.h"
 #include "tools/stats.h"
+#include "tools/tables.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Each line of @s: printable bytes (or UTF-8), ending " DIGITS\n". */
+static void check_collapsed(const char *s, size_t len)
+{
+	size_t start = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c != '\n') {
+			if (c < 0x20 || c == 0x7F)
+				__builtin_trap();
+			continue;
+		}
+		size_t k = i;
+		while (k > start && s[k - 1] >= '0' && s[k - 1] <= '9')
+			k--;
+		if (k == i || k == start || s[k - 1] != ' ')
+			__builtin_trap();
+		start = i + 1;
+	}
+	if (start != len)
+		__builtin_trap();
+}
+
+static void collapsed(kt_reader *r)
+{
+	struct tables t;
+	char *text = NULL;
+	size_t len = 0;
+	struct collapse_result res;
+	kt_reader_rewind(r);
+	int rc = tables_load(r, &t);
+	FILE *m = rc >= 0 ? open_memstream(&text, &len) : NULL;
+	if (m) {
+		rc = collapse_run(r, &t, m, &res);
+		fclose(m);
+		if (rc == 0)
+			check_collapsed(text, len);
+	}
+	free(text);
+	tables_free(&t);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,6 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0)
 		must_parse(text, len);
 	free(text);
+	collapsed(r);
 	kt_reader_close(r);
 	return 0;
 }
