@@ -74,9 +74,9 @@ static int export_to(struct input *in, const char *inp, const struct tables *t, 
 static const struct opts_spec export_spec = {
 	.cmd = "export", .npos = 2, .unknown = "unknown option",
 	.opts = (const struct opt[]){
-		{ "--chrome", .offset = offsetof(struct export_opts, chrome), .flag = 1 },
-		{ "--collapsed", .offset = offsetof(struct export_opts, collapsed), .flag = 1 },
-		{ NULL } },
+		{ .name = "--chrome", .offset = offsetof(struct export_opts, chrome), .flag = 1 },
+		{ .name = "--collapsed", .offset = offsetof(struct export_opts, collapsed), .flag = 1 },
+		{ .name = NULL } },
 	.help = "usage: katra export --chrome IN OUT.json\n"
 		"       katra export --collapsed IN OUT.folded\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
