@@ -8,7 +8,7 @@ set(KATRA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/katra)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/katra/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/katra
-  FILES_MATCHING PATTERN "*.h")
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
 
 # Two export sets: the shared library needs nothing but Threads from its
 # consumer, while the static archive carries its private dependencies as

@@ -362,7 +362,7 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 {
 	struct kt__ring_prod *r = kt__tls_ring;
 	size_t size = kt_event_size(len);
-	uint64_t head;
+	uint64_t head, limit; /* declared before the gotos, as C++ requires */
 
 	if (__builtin_expect(r == NULL, 0))
 		goto slow;
@@ -383,7 +383,7 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 	 * here: every limit ever set is at most tail + size for a tail that
 	 * only grows, so an older one still never overwrites unread bytes.
 	 */
-	uint64_t limit = kt__load_own(&r->limit);
+	limit = kt__load_own(&r->limit);
 	kt__store_relaxed(&r->limit, KT__LIMIT_BUSY);
 	kt__signal_fence();
 	/* Relaxed: head is written only by this thread (and its handlers,
@@ -513,16 +513,39 @@ static inline void kt__zone_cleanup(const uint32_t *id)
 /**
  * KT_ZONE("name") - a zone from here to the end of the enclosing block.
  * Interns the name once (a static per call site), then costs what
- * kt_zone_begin() and kt_zone_end() cost.
+ * kt_zone_begin() and kt_zone_end() cost.  In C it ends through the
+ * cleanup attribute; in C++ through a scope guard's destructor (below),
+ * so it also ends when an exception leaves the block.
  */
+#ifndef __cplusplus
 #define KT_ZONE(literal)                                                            \
 	static uint32_t KT__CAT(kt__zid_, __LINE__);                                \
 	const uint32_t KT__CAT(kt__zone_, __LINE__)                                 \
 		__attribute__((cleanup(kt__zone_cleanup), unused)) =                \
 			kt__zone_id(&KT__CAT(kt__zid_, __LINE__), literal);         \
 	kt_zone_begin(KT__CAT(kt__zone_, __LINE__))
+#endif
 
 #ifdef __cplusplus
 }
+
+/* The scope guard behind C++'s KT_ZONE: begins in its constructor, ends
+ * in its destructor; neither throws nor allocates.  katra.hpp names it
+ * katra::zone. */
+struct kt__zone_guard {
+	uint32_t id;
+	explicit kt__zone_guard(uint32_t zone_id) noexcept : id(zone_id)
+	{
+		kt_zone_begin(zone_id);
+	}
+	~kt__zone_guard() { kt_zone_end(id); }
+	kt__zone_guard(const kt__zone_guard &) = delete;
+	kt__zone_guard &operator=(const kt__zone_guard &) = delete;
+};
+
+#define KT_ZONE(literal)                                                            \
+	static uint32_t KT__CAT(kt__zid_, __LINE__);                                \
+	const kt__zone_guard KT__CAT(kt__zone_, __LINE__)(                          \
+		kt__zone_id(&KT__CAT(kt__zid_, __LINE__), literal))
 #endif
 #endif /* KATRA_KATRA_H */

@@ -5,7 +5,10 @@
 # against it three ways and runs each result:
 #   (a) cc $(pkg-config --cflags --libs katra), run with LD_LIBRARY_PATH;
 #   (b) a CMake project: find_package(katra REQUIRED), katra::katra;
-#   (c) the same project's second executable, katra::katra_static.
+#   (c) the same project's second executable, katra::katra_static;
+#   (d) consumer.cpp (katra.hpp) with g++ and clang++, C++17 and C++20,
+#       -pedantic, through pkg-config;
+#   (e) consumer.cpp through find_package(katra), katra::katra_static.
 # SANITIZE (e.g. address,undefined) is passed on as -fsanitize= when the
 # build tree was instrumented.  Any failure fails the test.
 set -euo pipefail
@@ -87,5 +90,39 @@ libs_static=$(ldd "$tmp/proj/build/consumer_static")
 libs_shared=$(ldd "$tmp/proj/build/consumer_shared")
 [[ $libs_static != *libkatra* ]] || fail "consumer_static is linked to libkatra.so"
 [[ $libs_shared == *libkatra.so* ]] || fail "consumer_shared is not linked to libkatra.so"
+
+# C++: katra.hpp over katra.h, every standard and compiler there is.  The
+# same flags a careful C++ project builds with, warnings as errors.
+cxxs=()
+for c in g++ clang++; do command -v "$c" >/dev/null && cxxs+=("$c"); done
+((${#cxxs[@]} > 0)) || fail "no C++ compiler (g++ or clang++)"
+for cxx in "${cxxs[@]}"; do
+  for std in c++17 c++20; do
+    step "(d) C++: $cxx -std=$std -pedantic \$(pkg-config --cflags --libs katra)"
+    # shellcheck disable=SC2086  # pkg-config output is a list of words
+    "$cxx" -std=$std -Wall -Wextra -Werror -pedantic "${cflags[@]}" "$here/consumer.cpp" \
+      -o "$tmp/consumer_cxx" $pc_cflags $pc_libs
+    LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_cxx" ||
+      fail "$cxx -std=$std consumer exited $?"
+  done
+done
+
+step "(e) C++ through find_package(katra): katra::katra_static, C++20"
+mkdir -p "$tmp/projxx"
+cp "$here/consumer.cpp" "$tmp/projxx/"
+cat >"$tmp/projxx/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(katra_consumer_cxx LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+find_package(katra 0.2 REQUIRED COMPONENTS static)
+add_executable(consumer_cxx consumer.cpp)
+target_link_libraries(consumer_cxx PRIVATE katra::katra_static)
+CMAKE
+"$cmake" -S "$tmp/projxx" -B "$tmp/projxx/build" -DCMAKE_CXX_COMPILER="${cxxs[0]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror -pedantic ${cflags[*]}" \
+  -DCMAKE_EXE_LINKER_FLAGS="${cflags[*]}"
+"$cmake" --build "$tmp/projxx/build"
+"$tmp/projxx/build/consumer_cxx" || fail "find_package C++ consumer exited $?"
 
 step "PASS"
