@@ -149,7 +149,8 @@ static const struct opts_spec dump_spec = {
 		{ NULL } },
 	.help = "usage: katra dump FILE [--format text|jsonl] [--thread T ...]\n"
 		"                  [--from NS] [--to NS]\n"
-		"Prints the events of all threads merged in timestamp order.\n"
+		"Prints the events of all threads merged in timestamp order; a\n"
+		"thread whose timestamps go back (verify warns) keeps its own order.\n"
 		"Text lines: ns tid thread type name [value...].  NS are\n"
 		"CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n"
 		"Names and messages are printed escaped; up to 64 --thread.\n",

@@ -23,7 +23,9 @@ struct zone {
 
 struct sthread {
 	uint32_t id;
-	uint64_t events, dropped, first_ns, last_ns;
+	uint64_t events, dropped;
+	uint64_t first_ns, last_ns; /* the earliest and latest, for the span */
+	uint64_t prev_ns;           /* the event before, in the thread's order */
 	struct zone *stack;
 	size_t depth, cap;
 	uint64_t untimed;       /* begins past the cap, still open */
@@ -57,6 +59,8 @@ struct stats {
 	uint64_t events;
 	uint64_t open;          /* zones on every stack */
 	uint64_t untimed;       /* zone begins never put on a stack */
+	uint64_t backwards;     /* events earlier than the one before on their thread */
+	uint64_t negative;      /* durations that ended before they began: 0 */
 };
 
 /*
@@ -111,6 +115,16 @@ static uint64_t tops_key(long thread, uint32_t name)
 	return (uint64_t)thread << 32 | name;
 }
 
+/* The time from @from to @to on one thread.  A thread's timestamps may go
+ * back (SPEC §4.1): then 0, counted, never a wrapped 2^64 - n. */
+static uint64_t elapsed(struct stats *c, uint64_t from, uint64_t to)
+{
+	if (to >= from)
+		return to - from;
+	c->negative++;
+	return 0;
+}
+
 static int zone_begin(struct stats *c, long ti, uint32_t name, uint64_t ns)
 {
 	struct sthread *t = thread_at(c, ti);
@@ -151,7 +165,7 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	if (!top || !*top)
 		return 0;
 	size_t d = *top - 1;
-	if (hist_add(&nm->zone, ns - t->stack[d].ns))
+	if (hist_add(&nm->zone, elapsed(c, t->stack[d].ns, ns)))
 		return -ENOMEM;
 	while (t->depth > d) {
 		struct zone *z = &t->stack[--t->depth];
@@ -171,8 +185,11 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 		return -ENOMEM;
 	struct sthread *t = thread_at(c, ti);
 	if (!t->events)
-		t->first_ns = ns;
-	t->last_ns = ns;
+		t->first_ns = t->last_ns = ns;
+	c->backwards += t->events && ns < t->prev_ns;
+	t->first_ns = ns < t->first_ns ? ns : t->first_ns;
+	t->last_ns = ns > t->last_ns ? ns : t->last_ns;
+	t->prev_ns = ns;
 	t->events++;
 	c->events++;
 	struct sname *nm = name_at(c, ni);
@@ -182,7 +199,7 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	if (ev->type == KT_EV_ZONE_END)
 		return zone_end(c, ti, nm, ns);
 	if (ev->type == KT_EV_FRAME) {
-		if (t->have_frame && hist_add(&c->frames, ns - t->last_frame_ns))
+		if (t->have_frame && hist_add(&c->frames, elapsed(c, t->last_frame_ns, ns)))
 			return -ENOMEM;
 		t->last_frame_ns = ns;
 		t->have_frame = 1;
@@ -335,6 +352,10 @@ static int print_text(FILE *f, struct stats *c, const struct tables *t, const ch
 	if (c->untimed)
 		fprintf(f, "\nzones: %" PRIu64 " begins past %u open zones were not timed\n",
 			c->untimed, MAX_OPEN_ZONES);
+	if (c->backwards)
+		fprintf(f, "\ntime: %" PRIu64 " events earlier than the event before them on "
+			   "their thread; %" PRIu64 " durations ending before they began count as 0\n",
+			c->backwards, c->negative);
 	text_frames(f, &c->frames);
 	return ferror(f) ? -EIO : 0;
 }
@@ -410,9 +431,15 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 	json_object_set_new(o, "threads", ths);
 	json_object_set_new(o, "names", names);
 	json_object_set_new(o, "frames", fr);
-	if (c->untimed) /* only then: the keys of an ordinary file stay as they were */
+	/* Only when there are any: the keys of an ordinary file stay as they were. */
+	if (c->untimed)
 		json_object_set_new(o, "zones_not_timed", json_integer((json_int_t)c->untimed));
-	int rc = ok && json_complete(o, c->untimed ? 8 : 7) && json_complete(fr, 4)
+	if (c->backwards) {
+		json_object_set_new(o, "ts_backwards", json_integer((json_int_t)c->backwards));
+		json_object_set_new(o, "negative_durations", json_integer((json_int_t)c->negative));
+	}
+	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards;
+	int rc = ok && json_complete(o, keys) && json_complete(fr, 4)
 			 ? text_json_print(f, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
 			 : -ENOMEM;
 	json_decref(o);
