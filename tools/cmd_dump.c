@@ -146,7 +146,7 @@ static const struct opts_spec dump_spec = {
 		OPT_THREAD(EVENTS_OPT(threads)),
 		OPT_FROM(EVENTS_OPT(job.from)),
 		OPT_TO(EVENTS_OPT(job.to)),
-		{ NULL } },
+		{ .name = NULL } },
 	.help = "usage: katra dump FILE [--format text|jsonl] [--thread T ...]\n"
 		"                  [--from NS] [--to NS]\n"
 		"Prints the events of all threads merged in timestamp order; a\n"
@@ -164,7 +164,7 @@ static const struct opts_spec replay_spec = {
 		{ "--max-gap", opt_seconds, EVENTS_OPT(pacer.max_gap_ns),
 		  .wants = "seconds (0 or more, or inf)" },
 		{ "--max", NULL, EVENTS_OPT(paced), .flag = 0 },
-		{ NULL } },
+		{ .name = NULL } },
 	.help = "usage: katra replay FILE [--speed X | --max] [--max-gap S]\n"
 		"                    [--format text|jsonl]\n"
 		"Prints every event in global timestamp order (ties: thread id,\n"

@@ -44,7 +44,7 @@ static const struct opts_spec export_spec = {
 	.cmd = "export", .npos = 2, .unknown = "unknown option",
 	.opts = (const struct opt[]){
 		{ "--chrome", .flag = 1, .required = "say which format: --chrome" },
-		{ NULL } },
+		{ .name = NULL } },
 	.help = "usage: katra export --chrome IN OUT.json\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
 		"chrome://tracing): zones as B/E, instants, counters as C, flows as\n"

@@ -97,7 +97,7 @@ static const struct opts_spec compress_spec = {
 	.opts = (const struct opt[]){
 		{ "--codec", opt_codec, offsetof(struct rewrite_args, codec),
 		  .wants = "lz4-delta or lz4" },
-		{ NULL } },
+		{ .name = NULL } },
 	.help = "usage: katra compress IN OUT [--codec lz4-delta|lz4]\n"
 		"Rewrites every chunk LZ4-compressed (lz4-delta, the default: timestamps as\n"
 		"differences first, about 2.5x smaller than lz4, plain LZ4)" RECODE_HELP_TAIL,
@@ -115,7 +115,7 @@ static const struct opts_spec slice_spec = {
 		OPT_FROM(offsetof(struct rewrite_args, from)),
 		OPT_TO(offsetof(struct rewrite_args, to)),
 		OPT_THREAD(offsetof(struct rewrite_args, threads)),
-		{ NULL } },
+		{ .name = NULL } },
 	.help = "usage: katra slice IN OUT [--from NS] [--to NS] [--thread T ...]\n"
 		"Writes a smaller valid trace: the events in [NS, NS] of the chosen\n"
 		"threads (up to 64), the names, those threads' entries and drop\n"

@@ -75,7 +75,7 @@ int opts_parse(const struct opts_spec *s, int argc, char **argv, void *dst, cons
 	return complete(s, pos, seen);
 }
 
-const struct opt opts_json[] = { { "--json", .flag = 1 }, { NULL } };
+const struct opt opts_json[] = { { .name = "--json", .flag = 1 }, { .name = NULL } };
 
 int opt_bad(const char *cmd, const struct opt *o, const char *value)
 {
