@@ -95,6 +95,7 @@ struct kt_manager {
 	struct capture **caps;       /* in start order */
 	size_t ncaps, capcap;
 	struct capture *active;
+	int closing;                 /* kt_manager_close() waits for waiters */
 };
 
 /* ---- names ------------------------------------------------------------ */
@@ -667,6 +668,15 @@ static int finish_ok(const struct capture *c, uint64_t at)
 	return !at || (at <= INT64_MAX && at >= c->st.boundary_start);
 }
 
+/* A thread stops waiting on @c (lock held); a closing manager waits for
+ * the last one before it frees @c, the lock and the condition. */
+static void left_wait(kt_manager *m, struct capture *c)
+{
+	c->waiters--;
+	if (m->closing)
+		pthread_cond_broadcast(&m->cond);
+}
+
 void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_ticket *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -712,7 +722,7 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 		c->waiters++;
 		while (c->running)
 			pthread_cond_wait(&m->cond, &m->lock);
-		c->waiters--;
+		left_wait(m, c);
 	}
 	pthread_cond_broadcast(&m->cond);
 	result_of(c, t);
@@ -1075,8 +1085,8 @@ int kt_manager_await(kt_manager *m, const kt_stop_ticket *t, uint64_t timeout_ns
 		else if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
 			rc = final_state(c->st.state) ? 0 : -ETIMEDOUT;
 	}
-	c->waiters--;
 	*st = c->st;
+	left_wait(m, c);
 	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
@@ -1094,21 +1104,37 @@ int kt_manager_status(kt_manager *m, const char *run_id, uint64_t epoch, kt_capt
 	return c ? 0 : -ENOENT;
 }
 
+static int any_waiter(const kt_manager *m)
+{
+	for (size_t i = 0; i < m->ncaps; i++)
+		if (m->caps[i]->waiters)
+			return 1;
+	return 0;
+}
+
 void kt_manager_close(kt_manager *m)
 {
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	m->closing = 1;
 	for (size_t i = 0; i < m->ncaps; i++)
 		if (m->caps[i]->running)
 			m->caps[i]->abort_req = 1;
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
-	for (size_t i = 0; i < m->ncaps; i++) {
+	for (size_t i = 0; i < m->ncaps; i++)
 		if (m->caps[i]->joinable)
 			pthread_join(m->caps[i]->thread, NULL);
+	/* Every capture is final now: threads that were waiting in await or
+	 * an aborting stop wake up and leave; wait for the last of them. */
+	pthread_mutex_lock(&m->lock);
+	pthread_cond_broadcast(&m->cond);
+	while (any_waiter(m))
+		pthread_cond_wait(&m->cond, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < m->ncaps; i++)
 		free(m->caps[i]);
-	}
 	free(m->caps);
 	if (m->lockfd >= 0)
 		close(m->lockfd);

@@ -816,6 +816,74 @@ Test(trim, inverted_or_huge_boundaries_are_refused)
 	fx_fini(&f);
 }
 
+/* ---- close while others wait --------------------------------------------- */
+
+struct closer_waiter {
+	kt_manager *m;
+	kt_stop_ticket t;
+	atomic_int tid;
+	int rc;
+	kt_capture_status st;
+};
+
+static void *await_thread(void *arg)
+{
+	struct closer_waiter *w = arg;
+	atomic_store(&w->tid, (int)gettid());
+	w->rc = kt_manager_await(w->m, &w->t, UINT64_MAX, &w->st);
+	return NULL;
+}
+
+/* Wait until thread @tid of this process sleeps (in await's wait). */
+static void wait_asleep(int tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		cr_assert_not_null(f);
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		const char *paren = strrchr(buf, ')');
+		if (paren && paren[1] == ' ' && paren[2] == 'S')
+			return;
+		sched_yield();
+	}
+}
+
+/* F17: kt_manager_close() while threads wait in kt_manager_await(): close
+ * waits for them to leave before it frees what they wait on (ASan and
+ * TSan see the use after free this was). */
+Test(close, while_others_await_the_capture, .timeout = 60)
+{
+	for (int round = 0; round < 20; round++) {
+		struct fx f;
+		fx_init(&f);
+		fx_open(&f);
+		kt_start_result r = start(&f, "run", 1, 0);
+		cr_assert_eq(r.state, KT_STATE_CAPTURING);
+		struct closer_waiter w[2] = { { .m = f.m, .t = r }, { .m = f.m, .t = r } };
+		pthread_t th[2];
+		for (int i = 0; i < 2; i++)
+			cr_assert_eq(pthread_create(&th[i], NULL, await_thread, &w[i]), 0);
+		for (int i = 0; i < 2; i++) {
+			while (!atomic_load(&w[i].tid))
+				sched_yield();
+			wait_asleep(atomic_load(&w[i].tid));
+		}
+		kt_manager_close(f.m);
+		f.m = NULL;
+		for (int i = 0; i < 2; i++) {
+			pthread_join(th[i], NULL);
+			cr_assert_eq(w[i].rc, 0);
+			cr_assert_eq(w[i].st.state, KT_STATE_ABORTED, "round %d: %s", round,
+				     kt_capture_state_name(w[i].st.state));
+		}
+		fx_fini(&f);
+	}
+}
+
 /* ---- two processes ------------------------------------------------------- */
 
 static void wait_byte(int fd, char want)

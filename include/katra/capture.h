@@ -327,7 +327,10 @@ KT_API int kt_manager_status(kt_manager *m, const char *run_id, uint64_t epoch,
 
 /**
  * kt_manager_close - abort the active capture, if any, wait for every
- * capture thread, release the owner and free @m.  Any one thread, once.
+ * capture thread, release the owner and free @m.  Threads already waiting
+ * in kt_manager_await() or in an aborting kt_manager_request_stop() return
+ * (the capture aborted) before @m is freed; a call that begins after close
+ * did is not allowed.  Any one thread, once.
  */
 KT_API void kt_manager_close(kt_manager *m);
 
