@@ -302,6 +302,21 @@ Test(cli, usage_errors_exit_2)
 	const char *badopt[] = { "dump", "--format", "xml", GOLDEN, NULL };
 	run_katra(&p, badopt);
 	cr_assert_eq(p.status, 2);
+	/* A window that ends before it starts could only select nothing. */
+	char out[64];
+	snprintf(out, sizeof(out), "/tmp/katra-slice-%d.katra", (int)getpid());
+	const char *slice[] = { "slice", "--from", "5", "--to", "4", GOLDEN, out, NULL };
+	run_katra(&p, slice);
+	cr_assert_eq(p.status, 2);
+	cr_assert_not_null(strstr(p.err, "slice: --from 5 is after --to 4"), "%s", p.err);
+	cr_assert_eq(access(out, F_OK), -1, "nothing is written");
+	const char *dump[] = { "dump", "--from", "5", "--to", "4", GOLDEN, NULL };
+	run_katra(&p, dump);
+	cr_assert_eq(p.status, 2);
+	cr_assert_eq(p.out_len, 0);
+	const char *point[] = { "dump", "--from", "5", "--to", "5", GOLDEN, NULL };
+	run_katra(&p, point);
+	cr_assert_eq(p.status, 0, "a window of one instant is fine");
 	const char *help[] = { "replay", "--help", NULL };
 	run_katra(&p, help);
 	cr_assert_eq(p.status, 0);

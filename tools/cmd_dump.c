@@ -181,6 +181,8 @@ static int events(int argc, char **argv, int replay)
 				 .pacer = { .speed = 1.0, .max_gap_ns = 1e9 } };
 	const char *path;
 	int rc = opts_parse(replay ? &replay_spec : &dump_spec, argc, argv, &o, &path);
+	if (rc == OPTS_GO)
+		rc = opts_window(replay ? "replay" : "dump", o.job.from, o.job.to);
 	if (rc != OPTS_GO)
 		return rc;
 	struct input in;
