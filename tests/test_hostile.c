@@ -938,9 +938,10 @@ Test(outputs, a_failed_write_is_said)
 
 /* ---- time going back within a thread ------------------------------------- */
 
-/* SPEC §4.1 lets a thread's timestamps go back (a signal handler's emit
- * lands before the emit it interrupted): verify counts them as a warning,
- * and stats never turns one into a wrapped or negative duration. */
+/* SPEC §4.1 does not forbid a thread's timestamps to go back (katra's own
+ * producer never writes them so, but the writer API takes any): verify
+ * counts them as a warning, and stats never turns one into a wrapped or
+ * negative duration. */
 #define B0 UINT64_C(4000000) /* ticks; 3 a ns from the header's calibration */
 
 static void backwards_trace(const char *path)
