@@ -1032,3 +1032,33 @@ Test(time, an_ordered_trace_has_no_backwards_keys)
 	cr_assert_null(strstr(p.out, "ts_backwards"));
 	remove_dir();
 }
+
+/* A span or duration past INT64_MAX ns (a clock of 1 GHz and timestamps
+ * from 0 to 2^64 - 1) is INT64_MAX in JSON, never a wrapped negative. */
+Test(time, spans_past_int64_saturate_in_json)
+{
+	fresh_dir();
+	AT(path, "wide.katra");
+	kt_header h;
+	t_header(&h);
+	h.flags = 0;
+	h.run_id = h.capture_id = "";
+	h.epoch = 0;
+	h.clock.tick_hz = 1000000000;
+	h.clock.ticks = h.clock.mono_ns = 0;
+	kt_writer *w;
+	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	w_name(w, 1, "zone");
+	const kt_event evs[] = { { .ts = 0, .name_id = 1, .type = KT_EV_ZONE_BEGIN },
+				 { .ts = UINT64_MAX, .name_id = 1, .type = KT_EV_ZONE_END } };
+	w_events(w, 1, evs, 2);
+	w_close(w);
+	json_t *o = stats_json(path);
+	json_t *t1 = json_array_get(json_object_get(o, "threads"), 0);
+	cr_assert_eq(jint(t1, "span_ns", NULL), INT64_MAX);
+	json_t *zone = json_object_get(name_entry(o, 1), "zone");
+	cr_assert_eq(jint(zone, "max_ns", NULL), INT64_MAX);
+	cr_assert_null(json_object_get(o, "ts_backwards"));
+	json_decref(o);
+	remove_dir();
+}

@@ -362,6 +362,14 @@ static int print_text(FILE *f, struct stats *c, const struct tables *t, const ch
 
 /* ---- JSON ---------------------------------------------------------------- */
 
+/* A count or ns as a JSON integer, which is an int64: values past
+ * INT64_MAX (ns near 2^64 from a crafted clock) saturate, never wrap to
+ * negative numbers. */
+static json_t *json_u64(uint64_t v)
+{
+	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
 static json_t *json_thread(const struct sthread *th, const struct tables *t)
 {
 	size_t n = 0;
@@ -370,9 +378,9 @@ static json_t *json_thread(const struct sthread *th, const struct tables *t)
 	json_t *j = json_object();
 	json_object_set_new(j, "tid", json_integer(th->id));
 	json_object_set_new(j, "name", text_json_string(name ? name : "", n));
-	json_object_set_new(j, "events", json_integer((json_int_t)th->events));
-	json_object_set_new(j, "dropped", json_integer((json_int_t)th->dropped));
-	json_object_set_new(j, "span_ns", json_integer((json_int_t)(th->last_ns - th->first_ns)));
+	json_object_set_new(j, "events", json_u64(th->events));
+	json_object_set_new(j, "dropped", json_u64(th->dropped));
+	json_object_set_new(j, "span_ns", json_u64(th->last_ns - th->first_ns));
 	json_object_set_new(j, "events_per_s",
 			    json_real(span > 0 ? (double)th->events / span : 0));
 	return j;
@@ -385,15 +393,15 @@ static json_t *json_name(const struct sname *nm, const struct tables *t)
 	json_t *j = json_object();
 	json_object_set_new(j, "id", json_integer(nm->id));
 	json_object_set_new(j, "name", name ? text_json_string(name, n) : json_null());
-	json_object_set_new(j, "count", json_integer((json_int_t)nm->count));
+	json_object_set_new(j, "count", json_u64(nm->count));
 	if (nm->zone.n) {
 		const struct hist *h = &nm->zone;
 		json_t *z = json_object();
-		json_object_set_new(z, "count", json_integer((json_int_t)h->n));
-		json_object_set_new(z, "min_ns", json_integer((json_int_t)h->min));
-		json_object_set_new(z, "p50_ns", json_integer((json_int_t)hist_pct(h, 0.5)));
-		json_object_set_new(z, "p99_ns", json_integer((json_int_t)hist_pct(h, 0.99)));
-		json_object_set_new(z, "max_ns", json_integer((json_int_t)h->max));
+		json_object_set_new(z, "count", json_u64(h->n));
+		json_object_set_new(z, "min_ns", json_u64(h->min));
+		json_object_set_new(z, "p50_ns", json_u64(hist_pct(h, 0.5)));
+		json_object_set_new(z, "p99_ns", json_u64(hist_pct(h, 0.99)));
+		json_object_set_new(z, "max_ns", json_u64(h->max));
 		json_object_set_new(j, "zone", z);
 	}
 	return j;
@@ -412,8 +420,8 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 	json_t *o = json_object(), *ths = json_array(), *names = json_array(), *fr = json_object();
 	int ok = o && ths && names && fr;
 	json_object_set_new(o, "file", text_json_string(label, strlen(label)));
-	json_object_set_new(o, "events", json_integer((json_int_t)c->events));
-	json_object_set_new(o, "dropped", json_integer((json_int_t)dropped));
+	json_object_set_new(o, "events", json_u64(c->events));
+	json_object_set_new(o, "dropped", json_u64(dropped));
 	json_object_set_new(o, "truncated", json_boolean(truncated));
 	for (size_t i = 0; i < c->th.n && ok; i++) {
 		json_t *j = json_thread(thread_at(c, (long)i), t);
@@ -424,19 +432,19 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 		json_t *j = json_name(nm, t);
 		ok = json_complete(j, nm->zone.n ? 4 : 3) && !json_array_append_new(names, j);
 	}
-	json_object_set_new(fr, "count", json_integer((json_int_t)c->frames.n));
-	json_object_set_new(fr, "p50_ns", json_integer((json_int_t)hist_pct(&c->frames, 0.5)));
-	json_object_set_new(fr, "p99_ns", json_integer((json_int_t)hist_pct(&c->frames, 0.99)));
-	json_object_set_new(fr, "max_ns", json_integer((json_int_t)c->frames.max));
+	json_object_set_new(fr, "count", json_u64(c->frames.n));
+	json_object_set_new(fr, "p50_ns", json_u64(hist_pct(&c->frames, 0.5)));
+	json_object_set_new(fr, "p99_ns", json_u64(hist_pct(&c->frames, 0.99)));
+	json_object_set_new(fr, "max_ns", json_u64(c->frames.max));
 	json_object_set_new(o, "threads", ths);
 	json_object_set_new(o, "names", names);
 	json_object_set_new(o, "frames", fr);
 	/* Only when there are any: the keys of an ordinary file stay as they were. */
 	if (c->untimed)
-		json_object_set_new(o, "zones_not_timed", json_integer((json_int_t)c->untimed));
+		json_object_set_new(o, "zones_not_timed", json_u64(c->untimed));
 	if (c->backwards) {
-		json_object_set_new(o, "ts_backwards", json_integer((json_int_t)c->backwards));
-		json_object_set_new(o, "negative_durations", json_integer((json_int_t)c->negative));
+		json_object_set_new(o, "ts_backwards", json_u64(c->backwards));
+		json_object_set_new(o, "negative_durations", json_u64(c->negative));
 	}
 	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards;
 	int rc = ok && json_complete(o, keys) && json_complete(fr, 4)
