@@ -10,7 +10,8 @@
 
 /*
  * SHA-256 of everything in @fd (read with pread from offset 0) as 64
- * lowercase hex digits; *@bytes gets the length.  Return: 0 or -errno.
+ * lowercase hex digits; *@bytes gets the length.  Return: 0, -ENOMEM or
+ * -errno of a read.
  */
 int kt__sha256_fd(int fd, char hex[65], uint64_t *bytes);
 

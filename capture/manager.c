@@ -95,6 +95,7 @@ struct kt_manager {
 	struct capture **caps;       /* in start order */
 	size_t ncaps, capcap;
 	struct capture *active;
+	int closing;                 /* kt_manager_close() waits for waiters */
 };
 
 /* ---- names ------------------------------------------------------------ */
@@ -512,8 +513,10 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 	res->code = KT_CODE_RUN_INVALID;
 	size_t len = req->run_id_len ? req->run_id_len : (req->run_id ? strlen(req->run_id) : 0);
 	uint64_t t_req = now(m);
-	/* Epochs above INT64_MAX could not be written as JSON integers. */
-	if (!id_ok(req->run_id, len, KT_CAPTURE_RUN_ID_MAX) || req->epoch > INT64_MAX)
+	/* Epochs and times above INT64_MAX could not be written as JSON
+	 * integers, nor a span between them as an int64. */
+	if (!id_ok(req->run_id, len, KT_CAPTURE_RUN_ID_MAX) || req->epoch > INT64_MAX ||
+	    req->boundary_at > INT64_MAX)
 		return;
 	memcpy(res->run_id, req->run_id, len);
 	res->run_id[len] = 0;
@@ -658,6 +661,22 @@ static int final_state(kt_capture_state s)
 	       s == KT_STATE_SKIPPED;
 }
 
+/* A run's end the capture can use: within INT64_MAX (as the start is) and
+ * not before the run's start; 0 is no end.  Called with the lock held. */
+static int finish_ok(const struct capture *c, uint64_t at)
+{
+	return !at || (at <= INT64_MAX && at >= c->st.boundary_start);
+}
+
+/* A thread stops waiting on @c (lock held); a closing manager waits for
+ * the last one before it frees @c, the lock and the condition. */
+static void left_wait(kt_manager *m, struct capture *c)
+{
+	c->waiters--;
+	if (m->closing)
+		pthread_cond_broadcast(&m->cond);
+}
+
 void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_ticket *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -674,10 +693,22 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 		pthread_mutex_unlock(&m->lock);
 		return;
 	}
+	/* UINT64_MAX says "no end" as 0 does: it must not become a window
+	 * ending 2^64 ns after the epoch (which wraps). */
+	uint64_t finish = req->boundary_at == UINT64_MAX ? 0 : req->boundary_at;
+	if (c->st.state == KT_STATE_CAPTURING && !c->stop_req && !req->abort &&
+	    !finish_ok(c, finish)) {
+		/* Refused whole: an inverted window would publish nothing as
+		 * "complete".  The capture goes on for a good stop or an abort. */
+		result_of(c, t);
+		t->code = KT_CODE_RUN_INVALID;
+		pthread_mutex_unlock(&m->lock);
+		return;
+	}
 	if (c->st.state == KT_STATE_CAPTURING && !c->stop_req) {
 		c->stop_req = 1;
 		c->st.stop_requested_at = now(m);
-		c->st.boundary_finish = req->boundary_at;
+		c->st.boundary_finish = finish_ok(c, finish) ? finish : 0;
 		/* Free text: cut at a character, its stray bytes escaped, so it
 		 * can never fail the sidecar's JSON and with it the publish. */
 		kt__utf8_repair(req->reason ? req->reason : "",
@@ -691,7 +722,7 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 		c->waiters++;
 		while (c->running)
 			pthread_cond_wait(&m->cond, &m->lock);
-		c->waiters--;
+		left_wait(m, c);
 	}
 	pthread_cond_broadcast(&m->cond);
 	result_of(c, t);
@@ -740,6 +771,11 @@ static int write_all(int fd, const char *p, size_t n)
 static uint64_t sub0(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 /*
@@ -791,9 +827,9 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	kt_rewrite_options o = { .in_fds = fds, .n_in = n, .codec = -1, .filter = 1,
 			       .from_ns = 0, .to_ns = UINT64_MAX };
 	if (st->boundary_start)
-		o.from_ns = sub0(st->boundary_start + m0, w0);
+		o.from_ns = sub0(add_sat(st->boundary_start, m0), w0);
 	if (st->boundary_finish)
-		o.to_ns = sub0(st->boundary_finish + m0, w0);
+		o.to_ns = sub0(add_sat(st->boundary_finish, m0), w0);
 	/* The capture covers the run from its start, or from just after the
 	 * last event of the newest segment it let go. */
 	uint64_t covered_from = st->start_completed_at;
@@ -803,7 +839,7 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 		uint64_t cut = kt_ticks_to_ns(&h.clock, NULL, c->retired_tick) + 1;
 		if (cut > o.from_ns)
 			o.from_ns = cut;
-		uint64_t wcut = sub0(cut + w0, m0);
+		uint64_t wcut = sub0(add_sat(cut, w0), m0);
 		if (wcut > covered_from)
 			covered_from = wcut;
 	}
@@ -1049,8 +1085,8 @@ int kt_manager_await(kt_manager *m, const kt_stop_ticket *t, uint64_t timeout_ns
 		else if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
 			rc = final_state(c->st.state) ? 0 : -ETIMEDOUT;
 	}
-	c->waiters--;
 	*st = c->st;
+	left_wait(m, c);
 	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
@@ -1068,21 +1104,37 @@ int kt_manager_status(kt_manager *m, const char *run_id, uint64_t epoch, kt_capt
 	return c ? 0 : -ENOENT;
 }
 
+static int any_waiter(const kt_manager *m)
+{
+	for (size_t i = 0; i < m->ncaps; i++)
+		if (m->caps[i]->waiters)
+			return 1;
+	return 0;
+}
+
 void kt_manager_close(kt_manager *m)
 {
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	m->closing = 1;
 	for (size_t i = 0; i < m->ncaps; i++)
 		if (m->caps[i]->running)
 			m->caps[i]->abort_req = 1;
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
-	for (size_t i = 0; i < m->ncaps; i++) {
+	for (size_t i = 0; i < m->ncaps; i++)
 		if (m->caps[i]->joinable)
 			pthread_join(m->caps[i]->thread, NULL);
+	/* Every capture is final now: threads that were waiting in await or
+	 * an aborting stop wake up and leave; wait for the last of them. */
+	pthread_mutex_lock(&m->lock);
+	pthread_cond_broadcast(&m->cond);
+	while (any_waiter(m))
+		pthread_cond_wait(&m->cond, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < m->ncaps; i++)
 		free(m->caps[i]);
-	}
 	free(m->caps);
 	if (m->lockfd >= 0)
 		close(m->lockfd);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,25 +17,41 @@
 #include <katra/capture.h>
 #include "capture/capture_internal.h"
 
-int kt__sha256_fd(int fd, char hex[65], uint64_t *bytes)
+#define SHA_BUF (1 << 16)
+
+/* Hash all of @fd into @sc through @buf (SHA_BUF bytes); *@off gets its
+ * length.  Return: 0 or -errno. */
+static int hash_all(int fd, struct sha256_ctx *sc, uint8_t *buf, uint64_t *off)
 {
-	static const char digits[] = "0123456789abcdef";
-	static __thread uint8_t buf[1 << 16];
-	struct sha256_ctx sc;
-	uint8_t d[SHA256_DIGEST_SIZE];
-	uint64_t off = 0;
-	sha256_init(&sc);
 	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)off);
+		ssize_t n = pread(fd, buf, SHA_BUF, (off_t)*off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			break;
-		sha256_update(&sc, (size_t)n, buf);
-		off += (uint64_t)n;
+			return 0;
+		sha256_update(sc, (size_t)n, buf);
+		*off += (uint64_t)n;
 	}
+}
+
+int kt__sha256_fd(int fd, char hex[65], uint64_t *bytes)
+{
+	static const char digits[] = "0123456789abcdef";
+	/* On the heap: not a hot path, and 64 KiB of TLS would sit in every
+	 * thread of every program linked with katra (static TLS). */
+	uint8_t *buf = malloc(SHA_BUF);
+	struct sha256_ctx sc;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	uint64_t off = 0;
+	if (!buf)
+		return -ENOMEM;
+	sha256_init(&sc);
+	int rc = hash_all(fd, &sc, buf, &off);
+	free(buf);
+	if (rc)
+		return rc;
 	sha256_digest(&sc, sizeof(d), d);
 	for (size_t i = 0; i < sizeof(d); i++) {
 		hex[2 * i] = digits[d[i] >> 4];

@@ -384,6 +384,13 @@ int kt_reader_skip_events(kt_reader *r, int on)
 	return 0;
 }
 
+uint64_t kt__reader_ts_backwards(const kt_reader *r, uint64_t *first_off)
+{
+	if (first_off)
+		*first_off = r->ts_back_off;
+	return r->ts_back;
+}
+
 int kt__reader_restart(kt_reader *r)
 {
 	r->pos = r->first_frame;
@@ -391,6 +398,7 @@ int kt__reader_restart(kt_reader *r)
 	kt__idmap_clear(&r->acct);
 	r->acct_hint = 0;
 	r->bytes_raw = r->bytes_stored = 0;
+	r->ts_back = r->ts_back_off = 0;
 	uint64_t held = r->st.buffer_bytes, peak = r->st.peak_buffer_bytes;
 	memset(&r->st, 0, sizeof(r->st));
 	r->st.buffer_bytes = held;

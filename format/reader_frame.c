@@ -146,6 +146,14 @@ static int chunk_payload(kt_reader *r, uint64_t off, const uint8_t *payload, chu
 	return 0;
 }
 
+/* Count @n steps back in time in the chunk frame at @off. */
+static void ts_went_back(kt_reader *r, uint64_t off, uint64_t n)
+{
+	if (n && !r->ts_back)
+		r->ts_back_off = off;
+	r->ts_back += n;
+}
+
 /* Walk the decoded records: undo the delta codec, check each record, and
  * hold the count and the first and last timestamps to the fixed fields. */
 static int chunk_records(kt_reader *r, uint64_t off, chunk_t *c)
@@ -153,7 +161,7 @@ static int chunk_records(kt_reader *r, uint64_t off, chunk_t *c)
 	uint64_t boff = off + KT__FRAME_HEAD;
 	const uint8_t *events = c->events;
 	uint32_t raw_len = c->raw_len, n = 0;
-	uint64_t ev_first = 0, ev_last = 0, ts = 0;
+	uint64_t ev_first = 0, ev_last = 0, ts = 0, back = 0;
 	/* With the delta codec, events are our raw_buf, written in place. */
 	uint8_t *undo = c->codec == KT_CODEC_LZ4_DELTA ? r->raw_buf : NULL;
 
@@ -170,9 +178,12 @@ static int chunk_records(kt_reader *r, uint64_t off, chunk_t *c)
 			return kt__rd_stop(r, KT_EEVENT, off,
 					   "chunk of thread %u, event %u at payload byte %zu",
 					   c->thread_id, n, at);
+		uint64_t t = kt__get64(p + KT_REC_TS);
 		if (n == 0)
-			ev_first = kt__get64(p + KT_REC_TS);
-		ev_last = kt__get64(p + KT_REC_TS);
+			ev_first = t;
+		else
+			back += t < ev_last;
+		ev_last = t;
 		at += (size_t)sz;
 	}
 	if (n != c->event_count)
@@ -181,6 +192,8 @@ static int chunk_records(kt_reader *r, uint64_t off, chunk_t *c)
 	if (ev_first != c->first_ts || ev_last != c->last_ts)
 		return kt__rd_stop(r, KT_EFRAME, boff + KT__CHUNK_FIRST,
 				   "first/last ts do not match the events");
+	if (!r->rereading)
+		ts_went_back(r, off, back);
 	return 0;
 }
 
@@ -198,6 +211,9 @@ static int chunk_account(kt_reader *r, uint64_t off, const chunk_t *c)
 				   (unsigned long long)c->seq, (unsigned long long)a->last_seq);
 	a->has_seq = 1;
 	a->last_seq = c->seq;
+	ts_went_back(r, off, a->has_ts && c->first_ts < a->last_ts);
+	a->has_ts = 1;
+	a->last_ts = c->last_ts;
 	a->written += c->event_count;
 	r->bytes_raw += c->raw_len;
 	r->bytes_stored += c->stored_len;

@@ -26,7 +26,8 @@ static int check_preamble(kt_reader *r, kt_reader_error *e, uint32_t *version, u
 		return kt__rd_fail(e, rc, 0, "reading the preamble (%zu bytes)", have);
 	memcpy(pre, *p, have);
 	if (memcmp(pre, KT__MAGIC, have < KT__MAGIC_LEN ? have : KT__MAGIC_LEN))
-		return kt__rd_fail(e, KT_EMAGIC, 0, "the first bytes are not \\x89KTR\\r\\n\\x1a\\n");
+		return kt__rd_fail(e, KT_EMAGIC, 0,
+				   "the first bytes are not the katra magic 89 4B 54 52 0D 0A 1A 0A");
 	if (have < KT__PREAMBLE_LEN)
 		return kt__rd_fail(e, KT_ETRUNCATED, r->size, "the file ends inside the preamble");
 	*version = kt__get32(pre + KT__PRE_VERSION);

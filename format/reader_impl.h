@@ -19,6 +19,8 @@ struct kt__thread_acct {
 	uint32_t thread_id;
 	int has_seq;
 	uint64_t last_seq;
+	int has_ts;
+	uint64_t last_ts;  /* of its last chunk so far */
 	uint64_t written;
 	uint64_t dropped;
 };
@@ -55,6 +57,8 @@ struct kt_reader {
 	size_t rows_bytes;
 
 	kt_reader_status st;
+	uint64_t ts_back;          /* kt__reader_ts_backwards() */
+	uint64_t ts_back_off;
 	kt_reader_error err;
 	int rereading;             /* kt__reader_frame_at(): skip accounting */
 	int headers_only;          /* kt__reader_set_headers_only() */

@@ -57,6 +57,14 @@ void kt__reader_set_headers_only(kt_reader *r, int on);
 const uint8_t *kt__reader_steal_events(kt_reader *r, const kt_trace_frame *f, uint8_t **buf,
 				       size_t *cap);
 
+/*
+ * How many events of the sequential pass so far have a timestamp earlier
+ * than the event before them on their thread (SPEC §4.1 allows it; a
+ * reader counts it, never refuses it), and in *@first_off (when not NULL)
+ * the offset of the first one's chunk frame.  Reset by a rewind.
+ */
+uint64_t kt__reader_ts_backwards(const kt_reader *r, uint64_t *first_off);
+
 /* Back to the first frame, keeping the merge state (kt_reader_rewind()
  * without dropping it).  Return: 0. */
 int kt__reader_restart(kt_reader *r);

@@ -763,6 +763,127 @@ Test(trim, head_loss_and_tail_excess_are_exact)
 	fx_fini(&f);
 }
 
+/* F16: UINT64_MAX as the run's end is no end (as 0): the capture keeps its
+ * events instead of a window that wraps to nothing. */
+Test(trim, an_open_end_keeps_the_capture)
+{
+	struct fx f;
+	fx_init(&f);
+	fx_open(&f);
+	cr_assert_eq(start(&f, "run", 1, T0).state, KT_STATE_CAPTURING);
+	kt_stop_ticket t = stop(&f, "run", 1, UINT64_MAX, 0);
+	cr_assert_eq(t.state, KT_STATE_STOPPING);
+	cr_assert_eq(t.code, KT_CODE_NONE);
+	kt_capture_status st = await_final(&f, &t);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
+	cr_assert_eq(st.events, 22);
+	cr_assert_eq(st.events_trimmed, 0);
+	cr_assert_eq(st.boundary_finish, 0);
+	cr_assert_eq(st.requested_span_ns, 0);
+	cr_assert_eq(st.complete, 0, "no end: the run's span is unknown");
+	fx_fini(&f);
+}
+
+/* F16: an end before the run's start, or past INT64_MAX, is refused and
+ * changes nothing; a start past INT64_MAX starts nothing. */
+Test(trim, inverted_or_huge_boundaries_are_refused)
+{
+	struct fx f;
+	fx_init(&f);
+	fx_open(&f);
+	kt_start_result r = start(&f, "huge", 1, (1ull << 63) + 5);
+	cr_assert_eq(r.state, KT_STATE_SKIPPED);
+	cr_assert_eq(r.code, KT_CODE_RUN_INVALID);
+	cr_assert_str_eq(r.capture_id, "");
+
+	cr_assert_eq(start(&f, "run", 1, T0 + 15 * MS).state, KT_STATE_CAPTURING);
+	const uint64_t bad[] = { T0 + 5 * MS, (1ull << 63) + 5 };
+	for (int i = 0; i < 2; i++) {
+		kt_stop_ticket t = stop(&f, "run", 1, bad[i], 0);
+		cr_assert_eq(t.state, KT_STATE_CAPTURING, "bad end %d", i);
+		cr_assert_eq(t.code, KT_CODE_RUN_INVALID, "bad end %d", i);
+		kt_capture_status st;
+		cr_assert_eq(kt_manager_status(f.m, "run", 1, &st), 0);
+		cr_assert_eq(st.state, KT_STATE_CAPTURING);
+		cr_assert_eq(st.boundary_finish, 0);
+	}
+	kt_stop_ticket t = stop(&f, "run", 1, T0 + 20 * MS, 0);
+	cr_assert_eq(t.state, KT_STATE_STOPPING);
+	kt_capture_status st = await_final(&f, &t);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
+	cr_assert_eq(st.requested_span_ns, 5 * MS);
+	cr_assert_eq(st.events, 12); /* +15 to +20 ms on each of 2 threads */
+	fx_fini(&f);
+}
+
+/* ---- close while others wait --------------------------------------------- */
+
+struct closer_waiter {
+	kt_manager *m;
+	kt_stop_ticket t;
+	atomic_int tid;
+	int rc;
+	kt_capture_status st;
+};
+
+static void *await_thread(void *arg)
+{
+	struct closer_waiter *w = arg;
+	atomic_store(&w->tid, (int)gettid());
+	w->rc = kt_manager_await(w->m, &w->t, UINT64_MAX, &w->st);
+	return NULL;
+}
+
+/* Wait until thread @tid of this process sleeps (in await's wait). */
+static void wait_asleep(int tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		cr_assert_not_null(f);
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		const char *paren = strrchr(buf, ')');
+		if (paren && paren[1] == ' ' && paren[2] == 'S')
+			return;
+		sched_yield();
+	}
+}
+
+/* F17: kt_manager_close() while threads wait in kt_manager_await(): close
+ * waits for them to leave before it frees what they wait on (ASan and
+ * TSan see the use after free this was). */
+Test(close, while_others_await_the_capture, .timeout = 60)
+{
+	for (int round = 0; round < 20; round++) {
+		struct fx f;
+		fx_init(&f);
+		fx_open(&f);
+		kt_start_result r = start(&f, "run", 1, 0);
+		cr_assert_eq(r.state, KT_STATE_CAPTURING);
+		struct closer_waiter w[2] = { { .m = f.m, .t = r }, { .m = f.m, .t = r } };
+		pthread_t th[2];
+		for (int i = 0; i < 2; i++)
+			cr_assert_eq(pthread_create(&th[i], NULL, await_thread, &w[i]), 0);
+		for (int i = 0; i < 2; i++) {
+			while (!atomic_load(&w[i].tid))
+				sched_yield();
+			wait_asleep(atomic_load(&w[i].tid));
+		}
+		kt_manager_close(f.m);
+		f.m = NULL;
+		for (int i = 0; i < 2; i++) {
+			pthread_join(th[i], NULL);
+			cr_assert_eq(w[i].rc, 0);
+			cr_assert_eq(w[i].st.state, KT_STATE_ABORTED, "round %d: %s", round,
+				     kt_capture_state_name(w[i].st.state));
+		}
+		fx_fini(&f);
+	}
+}
+
 /* ---- two processes ------------------------------------------------------- */
 
 static void wait_byte(int fd, char want)

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <criterion/criterion.h>
 
 #include "format/utf8.h"
@@ -118,6 +119,139 @@ Test(outfile, refuses_its_own_input_and_leaves_nothing_on_abort)
 	outfile_abort(&o);
 	cr_assert_eq(access(out, F_OK), -1);
 	unlink(in);
+	cr_assert_eq(rmdir(d), 0, "no temporary file is left behind");
+	free(d);
+}
+
+Test(outfile, a_symlink_to_a_device_is_replaced_not_written_through)
+{
+	char *d = tmpdir(), out[256];
+	snprintf(out, sizeof out, "%s/out", d);
+	cr_assert_eq(symlink("/dev/null", out), 0);
+	outfile o;
+	cr_assert_eq(outfile_open(&o, out, NULL), 0);
+	cr_assert_eq(o.direct, 0, "a link outside /dev is never followed");
+	cr_assert_eq(write(o.fd, "new", 3), 3);
+	cr_assert_eq(outfile_commit(&o), 0);
+	size_t n;
+	uint8_t *got = t_slurp(out, &n);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(memcmp(got, "new", 3), 0);
+	free(got);
+	unlink(out);
+	rmdir(d);
+	free(d);
+}
+
+/* The attacker of the race tests: flips NAME between two files by
+ * rename(), atomically, until told to stop. */
+struct swapper {
+	char name[256], a[256], b[256];
+	int hard;               /* hard links to a and b, else symlinks */
+	volatile int stop;
+};
+
+static void swap_to(const struct swapper *s, const char *target, const char *tmp)
+{
+	unlink(tmp);
+	if (s->hard ? link(target, tmp) : symlink(target, tmp))
+		return;
+	rename(tmp, s->name);
+}
+
+static void *swap_loop(void *arg)
+{
+	struct swapper *s = arg;
+	char tmp[300];
+	snprintf(tmp, sizeof tmp, "%s.swap", s->name);
+	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+		swap_to(s, s->a, tmp);
+		swap_to(s, s->b, tmp);
+	}
+	unlink(tmp);
+	return NULL;
+}
+
+/* Open, write and commit OUT @runs times while @s swaps it; return how
+ * many opens were refused because the name changed under them. */
+static int write_while_swapped(struct swapper *s, int runs, int drain_fd)
+{
+	pthread_t t;
+	int stale = 0;
+	cr_assert_eq(pthread_create(&t, NULL, swap_loop, s), 0);
+	for (int i = 0; i < runs; i++) {
+		outfile o;
+		int rc = outfile_open(&o, s->name, NULL);
+		if (rc == -ESTALE) {
+			stale++;
+			continue;
+		}
+		cr_assert_eq(rc, 0, "run %d: %s", i, strerror(-rc));
+		cr_assert_eq(write(o.fd, "OWNED", 5), 5);
+		outfile_commit(&o);
+		char junk[4096];
+		while (drain_fd >= 0 && read(drain_fd, junk, sizeof junk) > 0)
+			;
+	}
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	return stale;
+}
+
+static void victim_is_intact(const char *victim)
+{
+	size_t n;
+	uint8_t *got = t_slurp(victim, &n);
+	cr_assert_eq(n, 6);
+	cr_assert_eq(memcmp(got, "secret", 6), 0, "the victim was written through OUT");
+	free(got);
+}
+
+static void make_victim(char *victim, size_t cap, const char *d)
+{
+	snprintf(victim, cap, "%s/victim", d);
+	int fd = open(victim, O_CREAT | O_WRONLY | O_EXCL, 0600);
+	cr_assert_eq(write(fd, "secret", 6), 6);
+	close(fd);
+}
+
+/* F1: a link flipped between /dev/null (for the check) and a victim (for
+ * the open) never leads a write into the victim. */
+Test(outfile, a_link_swapped_during_open_never_writes_its_target, .timeout = 120)
+{
+	char *d = tmpdir();
+	struct swapper s = { .hard = 0 };
+	make_victim(s.b, sizeof s.b, d);
+	snprintf(s.a, sizeof s.a, "/dev/null");
+	snprintf(s.name, sizeof s.name, "%s/out", d);
+	write_while_swapped(&s, 1000, -1);
+	victim_is_intact(s.b);
+	unlink(s.name);
+	unlink(s.b);
+	cr_assert_eq(rmdir(d), 0, "no temporary file is left behind");
+	free(d);
+}
+
+/* F1: a FIFO of ours at OUT swapped for a hard link to a victim between the
+ * check and the open: what was opened is not what was checked, refused. */
+Test(outfile, a_fifo_swapped_for_a_hard_link_is_refused, .timeout = 120)
+{
+	char *d = tmpdir();
+	struct swapper s = { .hard = 1 };
+	make_victim(s.b, sizeof s.b, d);
+	snprintf(s.a, sizeof s.a, "%s/fifo", d);
+	snprintf(s.name, sizeof s.name, "%s/out", d);
+	cr_assert_eq(mkfifo(s.a, 0600), 0);
+	/* Held open for reading and writing, so opening it never waits. */
+	int rd = open(s.a, O_RDWR | O_NONBLOCK);
+	cr_assert_geq(rd, 0);
+	int stale = write_while_swapped(&s, 4000, rd);
+	cr_log_info("%d of 4000 opens refused as swapped", stale);
+	victim_is_intact(s.b);
+	close(rd);
+	unlink(s.name);
+	unlink(s.a);
+	unlink(s.b);
 	cr_assert_eq(rmdir(d), 0, "no temporary file is left behind");
 	free(d);
 }

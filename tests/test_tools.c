@@ -212,6 +212,10 @@ static void make_bad_inputs(void)
 	FILE *f = fopen(path, "wb");
 	fwrite(g, 1, len - 100, f);
 	fclose(f);
+	snprintf(path, sizeof(path), "%s/other.katra", bad_dir);
+	f = fopen(path, "wb");
+	fputs("#!/bin/sh\necho this is no trace, and long enough for a header\n", f);
+	fclose(f);
 	snprintf(path, sizeof(path), "%s/corrupt.katra", bad_dir);
 	g[len / 2] ^= 0x20;
 	f = fopen(path, "wb");
@@ -264,15 +268,21 @@ Test(cli, bad_inputs_get_one_clear_line)
 		check_bad(c, "empty.katra", 3, "the file is empty");
 		check_bad(c, "cut.katra", 3, "truncated");
 		check_bad(c, "corrupt.katra", 1, "checksum mismatch");
+		check_bad(c, "other.katra", 1, "not the katra magic 89 4B 54 52 0D 0A 1A 0A");
 	}
 	check_bad("verify", "/nonexistent/x.katra", 1, "No such file or directory");
 	check_bad("verify", "/tmp", 1, "Is a directory");
 	check_bad("verify", "empty.katra", 3, "truncated at offset 0");
 	check_bad("verify", "cut.katra", 3, "truncated at offset");
 	check_bad("verify", "corrupt.katra", 1, "checksum mismatch");
+	/* Said once, not escaped twice ("\\x89" on the terminal). */
+	check_bad("verify", "other.katra", 1,
+		  "corrupt: offset 0: not a katra trace (bad magic): the first bytes are "
+		  "not the katra magic 89 4B 54 52 0D 0A 1A 0A\n");
 	unlink(bad_out);
-	static const char *const made[] = { "empty.katra", "cut.katra", "corrupt.katra" };
-	for (size_t i = 0; i < 3; i++) {
+	static const char *const made[] = { "empty.katra", "cut.katra", "corrupt.katra",
+					    "other.katra" };
+	for (size_t i = 0; i < 4; i++) {
 		char path[128];
 		snprintf(path, sizeof(path), "%s/%s", bad_dir, made[i]);
 		unlink(path);
@@ -292,6 +302,21 @@ Test(cli, usage_errors_exit_2)
 	const char *badopt[] = { "dump", "--format", "xml", GOLDEN, NULL };
 	run_katra(&p, badopt);
 	cr_assert_eq(p.status, 2);
+	/* A window that ends before it starts could only select nothing. */
+	char out[64];
+	snprintf(out, sizeof(out), "/tmp/katra-slice-%d.katra", (int)getpid());
+	const char *slice[] = { "slice", "--from", "5", "--to", "4", GOLDEN, out, NULL };
+	run_katra(&p, slice);
+	cr_assert_eq(p.status, 2);
+	cr_assert_not_null(strstr(p.err, "slice: --from 5 is after --to 4"), "%s", p.err);
+	cr_assert_eq(access(out, F_OK), -1, "nothing is written");
+	const char *dump[] = { "dump", "--from", "5", "--to", "4", GOLDEN, NULL };
+	run_katra(&p, dump);
+	cr_assert_eq(p.status, 2);
+	cr_assert_eq(p.out_len, 0);
+	const char *point[] = { "dump", "--from", "5", "--to", "5", GOLDEN, NULL };
+	run_katra(&p, point);
+	cr_assert_eq(p.status, 0, "a window of one instant is fine");
 	const char *help[] = { "replay", "--help", NULL };
 	run_katra(&p, help);
 	cr_assert_eq(p.status, 0);

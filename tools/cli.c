@@ -145,6 +145,8 @@ int output_open(outfile *of, const char *out, const struct input *in)
 		say("%s: is the input file; refusing to replace it", out);
 	else if (rc == -EPERM)
 		say("%s: a FIFO of another user; refusing to write into it", out);
+	else if (rc == -ESTALE)
+		say("%s: replaced while it was opened; refusing to write into it", out);
 	else if (rc < 0)
 		say("%s: %s", out, reason(rc, NULL));
 	return rc;

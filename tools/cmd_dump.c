@@ -149,7 +149,8 @@ static const struct opts_spec dump_spec = {
 		{ .name = NULL } },
 	.help = "usage: katra dump FILE [--format text|jsonl] [--thread T ...]\n"
 		"                  [--from NS] [--to NS]\n"
-		"Prints the events of all threads merged in timestamp order.\n"
+		"Prints the events of all threads merged in timestamp order; a\n"
+		"thread whose timestamps go back (verify warns) keeps its own order.\n"
 		"Text lines: ns tid thread type name [value...].  NS are\n"
 		"CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n"
 		"Names and messages are printed escaped; up to 64 --thread.\n",
@@ -180,6 +181,8 @@ static int events(int argc, char **argv, int replay)
 				 .pacer = { .speed = 1.0, .max_gap_ns = 1e9 } };
 	const char *path;
 	int rc = opts_parse(replay ? &replay_spec : &dump_spec, argc, argv, &o, &path);
+	if (rc == OPTS_GO)
+		rc = opts_window(replay ? "replay" : "dump", o.job.from, o.job.to);
 	if (rc != OPTS_GO)
 		return rc;
 	struct input in;

@@ -131,6 +131,7 @@ static const char *out_error(int rc)
 {
 	return rc == -EEXIST ? "it is the trace file being recovered: choose another OUT"
 	       : rc == -EINVAL ? "not a regular file, device or FIFO"
+	       : rc == -ESTALE ? "replaced while it was opened; refusing to write into it"
 			       : strerror(-rc);
 }
 

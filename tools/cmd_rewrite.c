@@ -128,6 +128,8 @@ static int cmd_rewrite(const struct opts_spec *spec, int argc, char **argv,
 {
 	const char *pos[2];
 	int rc = opts_parse(spec, argc, argv, a, pos);
+	if (rc == OPTS_GO)
+		rc = opts_window(spec->cmd, a->from, a->to);
 	return rc != OPTS_GO ? rc : rewrite(pos[0], pos[1], a);
 }
 

@@ -16,6 +16,7 @@
 #include <katra/capture.h>
 #include <katra/reader.h>
 #include "capture/capture_internal.h"
+#include "format/reader_internal.h"
 #include "tools/cli.h"
 #include "tools/cmd.h"
 #include "tools/opts.h"
@@ -30,6 +31,8 @@ struct verdict {
 	int not_bytes;         /* it failed, but not for its bytes (no memory...) */
 	int truncated, corrupt;
 	uint64_t cut;          /* truncated: where */
+	uint64_t back;         /* events earlier than the one before on their thread */
+	uint64_t back_off;     /* the chunk frame of the first of them */
 };
 
 static void verify_trace(struct input *in, const char *path, struct verdict *v)
@@ -47,6 +50,7 @@ static void verify_trace(struct input *in, const char *path, struct verdict *v)
 		progress_end();
 		kt_reader_get_status(in->r, &v->st);
 		v->err = *kt_reader_get_last_error(in->r);
+		v->back = kt__reader_ts_backwards(in->r, &v->back_off);
 	}
 	/* An OS error (missing path, a directory, no memory) says nothing
 	 * about the bytes: no offset, just the reason. */
@@ -156,6 +160,8 @@ static void verify_json(const char *path, const struct verdict *v, const struct 
 			    v->corrupt ? json_integer((json_int_t)v->err.offset) : json_null());
 	if (v->truncated)
 		json_object_set_new(o, "truncated_at", json_integer((json_int_t)v->cut));
+	if (v->back) /* only then: the keys of an ordinary file stay as they were */
+		json_object_set_new(o, "ts_backwards", json_integer((json_int_t)v->back));
 	if (v->corrupt || v->not_bytes) {
 		const char *msg = v->corrupt ? v->err.message : reason(v->rc, &v->err);
 		json_object_set_new(o, "error", json_string(kt_err_name(v->rc)));
@@ -194,6 +200,12 @@ static void verify_text(const char *path, const struct verdict *v, const struct 
 			       " dropped, %" PRIu64 " bytes\n",
 			       v->st.frames, v->st.events, v->st.dropped, v->st.file_size);
 		}
+		if (v->back && !v->corrupt) {
+			put(path);
+			printf(": warning: %" PRIu64 " events are earlier than the event before "
+			       "them on their thread (the first in the chunk at offset %" PRIu64
+			       "); durations ending there count as 0\n", v->back, v->back_off);
+		}
 	}
 	if (s->state) {
 		put(s->path);
@@ -219,6 +231,8 @@ static const struct opts_spec verify_spec = {
 		"reading it (said as such: out of memory, not a regular file...);\n"
 		"3: truncated (the prefix is valid; events recovered are counted).\n"
 		"--json prints {\"valid\",\"truncated\",\"events\",\"first_bad_offset\"}.\n"
+		"Timestamps going back within a thread are allowed (the format does not\n"
+		"forbid them) but counted: a warning, and \"ts_backwards\" in JSON.\n"
 		"A capture's sidecar (FILE.json with the capture schema, or any\n"
 		"FILE.json when FILE's header says it was captured) is checked too:\n"
 		"its sha256, bytes and file name must match FILE (exit 1 if not,\n"

@@ -2,6 +2,7 @@
  * opts.c - reading a subcommand's arguments; opts.h says how.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,13 @@ int opts_parse(const struct opts_spec *s, int argc, char **argv, void *dst, cons
 }
 
 const struct opt opts_json[] = { { .name = "--json", .flag = 1 }, { .name = NULL } };
+
+int opts_window(const char *cmd, uint64_t from, uint64_t to)
+{
+	if (from <= to)
+		return OPTS_GO;
+	return usage_error("%s: --from %" PRIu64 " is after --to %" PRIu64, cmd, from, to);
+}
 
 int opt_bad(const char *cmd, const struct opt *o, const char *value)
 {

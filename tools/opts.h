@@ -64,6 +64,10 @@ int opt_bad(const char *cmd, const struct opt *o, const char *value);
 /* opt_ns - a uint64_t of nanoseconds, in decimal. */
 opt_read_fn opt_ns;
 
+/* opts_window - a usage error when --from @from is after --to @to, which
+ * could only select nothing.  Returns OPTS_GO or EXIT_USAGE. */
+int opts_window(const char *cmd, uint64_t from, uint64_t to);
+
 #define MAX_THREAD_ARGS 64
 
 /* Thread ids given with --thread, in order. */

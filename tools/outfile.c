@@ -29,17 +29,34 @@ static int system_path(const char *path)
 	return !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
 }
 
-static int open_direct(outfile *o, const char *path)
+/*
+ * The name checked must be the file opened: a name swapped between the
+ * check and open() (for a hard link to someone's file, say) is refused
+ * before a byte is written.  open() without O_TRUNC changed nothing.
+ */
+static int same_file(int fd, const struct stat *want)
 {
-	o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	struct stat got;
+	if (fstat(fd, &got) < 0)
+		return -errno;
+	if (got.st_dev != want->st_dev || got.st_ino != want->st_ino ||
+	    (got.st_mode & S_IFMT) != (want->st_mode & S_IFMT))
+		return -ESTALE;
+	return 0;
+}
+
+static int open_direct(outfile *o, const char *path, const struct stat *sb, int follow)
+{
+	o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
 	if (o->fd < 0)
 		return -errno;
+	int rc = same_file(o->fd, sb);
 	o->direct = 1;
-	if (!(o->path = strdup(path))) {
+	if (rc == 0 && !(o->path = strdup(path)))
+		rc = -ENOMEM;
+	if (rc < 0)
 		outfile_abort(o);
-		return -ENOMEM;
-	}
-	return 0;
+	return rc;
 }
 
 static int open_tmp(outfile *o, const char *path)
@@ -65,23 +82,34 @@ static int open_tmp(outfile *o, const char *path)
 	return err;
 }
 
+/* Does @path (followed: a link to the input counts) name the input @in? */
+static int names_input(const char *path, const struct stat *in)
+{
+	struct stat sb;
+	return in && stat(path, &sb) == 0 && sb.st_dev == in->st_dev && sb.st_ino == in->st_ino;
+}
+
 int outfile_open(outfile *o, const char *path, const struct stat *in)
 {
 	*o = (outfile){ .fd = -1 };
+	int sys = system_path(path);
+	/* Only /dev and /proc names are followed (/dev/stdout is a link and
+	 * nobody plants names there); anywhere else a link at @path is
+	 * replaced by the rename, never written through. */
 	struct stat sb;
-	int exists = stat(path, &sb) == 0;
-	if (exists && in && sb.st_dev == in->st_dev && sb.st_ino == in->st_ino)
+	int exists = (sys ? stat(path, &sb) : lstat(path, &sb)) == 0;
+	if (names_input(path, in))
 		return -EEXIST;
 	if (exists && S_ISDIR(sb.st_mode))
 		return -EISDIR;
 	/* A FIFO someone else made where the output goes (in /tmp, say)
 	 * would hand them the output, or hang us until they read. */
-	if (exists && S_ISFIFO(sb.st_mode) && sb.st_uid != geteuid() && !system_path(path))
+	if (exists && S_ISFIFO(sb.st_mode) && sb.st_uid != geteuid() && !sys)
 		return -EPERM;
 	if (exists && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode) ||
-		       (S_ISREG(sb.st_mode) && system_path(path))))
-		return open_direct(o, path);
-	if (exists && !S_ISREG(sb.st_mode))
+		       (S_ISREG(sb.st_mode) && sys)))
+		return open_direct(o, path, &sb, sys);
+	if (exists && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
 		return -EINVAL;
 	int rc = open_tmp(o, path);
 	if (rc == 0 && !(o->path = strdup(path)))

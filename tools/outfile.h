@@ -7,7 +7,10 @@
  * once it is complete.  rename() replaces a symlink at the final name, never
  * its target, and an output that is the command's own input is refused.
  * A character device or FIFO named as the output (/dev/null, a pipe the user
- * made) is written directly, since it cannot be replaced.
+ * made) is written directly, since it cannot be replaced: it is opened with
+ * O_NOFOLLOW and must be the very file checked.  Symbolic links are followed
+ * only under /dev and /proc (/dev/stdout), where nobody else makes names;
+ * anywhere else a link at the output's name is replaced, never followed.
  *
  * Single-threaded: each function is called by the thread that owns @o.
  */
@@ -28,7 +31,8 @@ typedef struct outfile {
  * is the stat of the command's input: an output naming the same file is
  * refused with -EEXIST (nothing is created).  A directory at @path gives
  * -EISDIR; a socket or block device -EINVAL; a FIFO owned by another user
- * (outside /dev and /proc) -EPERM.
+ * (outside /dev and /proc) -EPERM; a device or FIFO replaced between the
+ * check and the open -ESTALE (nothing was written).
  *
  * Returns 0, with o->fd open for writing (mode 0666 less the umask), or a
  * negative errno with @o closed.

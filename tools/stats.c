@@ -23,7 +23,9 @@ struct zone {
 
 struct sthread {
 	uint32_t id;
-	uint64_t events, dropped, first_ns, last_ns;
+	uint64_t events, dropped;
+	uint64_t first_ns, last_ns; /* the earliest and latest, for the span */
+	uint64_t prev_ns;           /* the event before, in the thread's order */
 	struct zone *stack;
 	size_t depth, cap;
 	uint64_t untimed;       /* begins past the cap, still open */
@@ -57,6 +59,8 @@ struct stats {
 	uint64_t events;
 	uint64_t open;          /* zones on every stack */
 	uint64_t untimed;       /* zone begins never put on a stack */
+	uint64_t backwards;     /* events earlier than the one before on their thread */
+	uint64_t negative;      /* durations that ended before they began: 0 */
 };
 
 /*
@@ -111,6 +115,16 @@ static uint64_t tops_key(long thread, uint32_t name)
 	return (uint64_t)thread << 32 | name;
 }
 
+/* The time from @from to @to on one thread.  A thread's timestamps may go
+ * back (SPEC §4.1): then 0, counted, never a wrapped 2^64 - n. */
+static uint64_t elapsed(struct stats *c, uint64_t from, uint64_t to)
+{
+	if (to >= from)
+		return to - from;
+	c->negative++;
+	return 0;
+}
+
 static int zone_begin(struct stats *c, long ti, uint32_t name, uint64_t ns)
 {
 	struct sthread *t = thread_at(c, ti);
@@ -151,7 +165,7 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	if (!top || !*top)
 		return 0;
 	size_t d = *top - 1;
-	if (hist_add(&nm->zone, ns - t->stack[d].ns))
+	if (hist_add(&nm->zone, elapsed(c, t->stack[d].ns, ns)))
 		return -ENOMEM;
 	while (t->depth > d) {
 		struct zone *z = &t->stack[--t->depth];
@@ -171,8 +185,11 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 		return -ENOMEM;
 	struct sthread *t = thread_at(c, ti);
 	if (!t->events)
-		t->first_ns = ns;
-	t->last_ns = ns;
+		t->first_ns = t->last_ns = ns;
+	c->backwards += t->events && ns < t->prev_ns;
+	t->first_ns = ns < t->first_ns ? ns : t->first_ns;
+	t->last_ns = ns > t->last_ns ? ns : t->last_ns;
+	t->prev_ns = ns;
 	t->events++;
 	c->events++;
 	struct sname *nm = name_at(c, ni);
@@ -182,7 +199,7 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	if (ev->type == KT_EV_ZONE_END)
 		return zone_end(c, ti, nm, ns);
 	if (ev->type == KT_EV_FRAME) {
-		if (t->have_frame && hist_add(&c->frames, ns - t->last_frame_ns))
+		if (t->have_frame && hist_add(&c->frames, elapsed(c, t->last_frame_ns, ns)))
 			return -ENOMEM;
 		t->last_frame_ns = ns;
 		t->have_frame = 1;
@@ -335,11 +352,23 @@ static int print_text(FILE *f, struct stats *c, const struct tables *t, const ch
 	if (c->untimed)
 		fprintf(f, "\nzones: %" PRIu64 " begins past %u open zones were not timed\n",
 			c->untimed, MAX_OPEN_ZONES);
+	if (c->backwards)
+		fprintf(f, "\ntime: %" PRIu64 " events earlier than the event before them on "
+			   "their thread; %" PRIu64 " durations ending before they began count as 0\n",
+			c->backwards, c->negative);
 	text_frames(f, &c->frames);
 	return ferror(f) ? -EIO : 0;
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
+
+/* A count or ns as a JSON integer, which is an int64: values past
+ * INT64_MAX (ns near 2^64 from a crafted clock) saturate, never wrap to
+ * negative numbers. */
+static json_t *json_u64(uint64_t v)
+{
+	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
 
 static json_t *json_thread(const struct sthread *th, const struct tables *t)
 {
@@ -349,9 +378,9 @@ static json_t *json_thread(const struct sthread *th, const struct tables *t)
 	json_t *j = json_object();
 	json_object_set_new(j, "tid", json_integer(th->id));
 	json_object_set_new(j, "name", text_json_string(name ? name : "", n));
-	json_object_set_new(j, "events", json_integer((json_int_t)th->events));
-	json_object_set_new(j, "dropped", json_integer((json_int_t)th->dropped));
-	json_object_set_new(j, "span_ns", json_integer((json_int_t)(th->last_ns - th->first_ns)));
+	json_object_set_new(j, "events", json_u64(th->events));
+	json_object_set_new(j, "dropped", json_u64(th->dropped));
+	json_object_set_new(j, "span_ns", json_u64(th->last_ns - th->first_ns));
 	json_object_set_new(j, "events_per_s",
 			    json_real(span > 0 ? (double)th->events / span : 0));
 	return j;
@@ -364,15 +393,15 @@ static json_t *json_name(const struct sname *nm, const struct tables *t)
 	json_t *j = json_object();
 	json_object_set_new(j, "id", json_integer(nm->id));
 	json_object_set_new(j, "name", name ? text_json_string(name, n) : json_null());
-	json_object_set_new(j, "count", json_integer((json_int_t)nm->count));
+	json_object_set_new(j, "count", json_u64(nm->count));
 	if (nm->zone.n) {
 		const struct hist *h = &nm->zone;
 		json_t *z = json_object();
-		json_object_set_new(z, "count", json_integer((json_int_t)h->n));
-		json_object_set_new(z, "min_ns", json_integer((json_int_t)h->min));
-		json_object_set_new(z, "p50_ns", json_integer((json_int_t)hist_pct(h, 0.5)));
-		json_object_set_new(z, "p99_ns", json_integer((json_int_t)hist_pct(h, 0.99)));
-		json_object_set_new(z, "max_ns", json_integer((json_int_t)h->max));
+		json_object_set_new(z, "count", json_u64(h->n));
+		json_object_set_new(z, "min_ns", json_u64(h->min));
+		json_object_set_new(z, "p50_ns", json_u64(hist_pct(h, 0.5)));
+		json_object_set_new(z, "p99_ns", json_u64(hist_pct(h, 0.99)));
+		json_object_set_new(z, "max_ns", json_u64(h->max));
 		json_object_set_new(j, "zone", z);
 	}
 	return j;
@@ -391,8 +420,8 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 	json_t *o = json_object(), *ths = json_array(), *names = json_array(), *fr = json_object();
 	int ok = o && ths && names && fr;
 	json_object_set_new(o, "file", text_json_string(label, strlen(label)));
-	json_object_set_new(o, "events", json_integer((json_int_t)c->events));
-	json_object_set_new(o, "dropped", json_integer((json_int_t)dropped));
+	json_object_set_new(o, "events", json_u64(c->events));
+	json_object_set_new(o, "dropped", json_u64(dropped));
 	json_object_set_new(o, "truncated", json_boolean(truncated));
 	for (size_t i = 0; i < c->th.n && ok; i++) {
 		json_t *j = json_thread(thread_at(c, (long)i), t);
@@ -403,16 +432,22 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 		json_t *j = json_name(nm, t);
 		ok = json_complete(j, nm->zone.n ? 4 : 3) && !json_array_append_new(names, j);
 	}
-	json_object_set_new(fr, "count", json_integer((json_int_t)c->frames.n));
-	json_object_set_new(fr, "p50_ns", json_integer((json_int_t)hist_pct(&c->frames, 0.5)));
-	json_object_set_new(fr, "p99_ns", json_integer((json_int_t)hist_pct(&c->frames, 0.99)));
-	json_object_set_new(fr, "max_ns", json_integer((json_int_t)c->frames.max));
+	json_object_set_new(fr, "count", json_u64(c->frames.n));
+	json_object_set_new(fr, "p50_ns", json_u64(hist_pct(&c->frames, 0.5)));
+	json_object_set_new(fr, "p99_ns", json_u64(hist_pct(&c->frames, 0.99)));
+	json_object_set_new(fr, "max_ns", json_u64(c->frames.max));
 	json_object_set_new(o, "threads", ths);
 	json_object_set_new(o, "names", names);
 	json_object_set_new(o, "frames", fr);
-	if (c->untimed) /* only then: the keys of an ordinary file stay as they were */
-		json_object_set_new(o, "zones_not_timed", json_integer((json_int_t)c->untimed));
-	int rc = ok && json_complete(o, c->untimed ? 8 : 7) && json_complete(fr, 4)
+	/* Only when there are any: the keys of an ordinary file stay as they were. */
+	if (c->untimed)
+		json_object_set_new(o, "zones_not_timed", json_u64(c->untimed));
+	if (c->backwards) {
+		json_object_set_new(o, "ts_backwards", json_u64(c->backwards));
+		json_object_set_new(o, "negative_durations", json_u64(c->negative));
+	}
+	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards;
+	int rc = ok && json_complete(o, keys) && json_complete(fr, 4)
 			 ? text_json_print(f, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
 			 : -ENOMEM;
 	json_decref(o);

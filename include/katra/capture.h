@@ -202,7 +202,8 @@ typedef struct kt_start_request {
 	uint64_t epoch;
 	const char *state;        /* the run's own state; recorded nowhere */
 	const char *validity;     /* must be "valid" */
-	uint64_t boundary_at;     /* the run's start; 0: the capture's start */
+	uint64_t boundary_at;     /* the run's start, wall ns; 0: the capture's
+				   * start; above INT64_MAX: run-invalid */
 } kt_start_request;
 
 /**
@@ -228,7 +229,8 @@ typedef struct kt_stop_request {
 	const char *reason;       /* free text, kept in the status: at most 63
 				   * bytes, cut at a character; bytes that are
 				   * not UTF-8 become "\xNN" */
-	uint64_t boundary_at;     /* the run's end; 0: the capture's stop */
+	uint64_t boundary_at;     /* the run's end, wall ns; 0 or UINT64_MAX:
+				   * no end (the capture's stop); see below */
 	int abort;                /* discard instead of publishing */
 } kt_stop_request;
 
@@ -282,8 +284,9 @@ KT_API int kt_manager_new(const kt_manager_options *opts, kt_manager **out);
  * Fills @res: capturing; replayed (this run and epoch were started before:
  * the result names that capture); or skipped / failed with the code:
  * run-invalid (a bad run id - 1 to 128 bytes of [A-Za-z0-9._-], not
- * starting with '.' or '-', no ".." - validity not "valid", or an epoch
- * older than one already seen for the run), profiler-busy, disk-budget,
+ * starting with '.' or '-', no ".." - validity not "valid", an epoch
+ * older than one already seen for the run, or an epoch or boundary_at
+ * above INT64_MAX), profiler-busy, disk-budget,
  * artifact-create-failed, start-failed.  A skipped start names no capture
  * (capture_id ""): nothing started.  Any thread.
  */
@@ -295,7 +298,11 @@ KT_API void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_star
  * Fills @ticket: stopping (publishing continues on the capture's thread);
  * aborted (with @req->abort: the capture is stopped and its files removed
  * before this returns); the capture's current state if it already stopped;
- * or state none with code no-active-capture.  Any thread.
+ * or state none with code no-active-capture.  A stop (not an abort) whose
+ * @req->boundary_at lies before the run's start, or above INT64_MAX other
+ * than UINT64_MAX, changes nothing: the ticket says capturing with code
+ * run-invalid, and the capture goes on until a valid stop or an abort.
+ * Any thread.
  */
 KT_API void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req,
 				    kt_stop_ticket *ticket);
@@ -320,7 +327,10 @@ KT_API int kt_manager_status(kt_manager *m, const char *run_id, uint64_t epoch,
 
 /**
  * kt_manager_close - abort the active capture, if any, wait for every
- * capture thread, release the owner and free @m.  Any one thread, once.
+ * capture thread, release the owner and free @m.  Threads already waiting
+ * in kt_manager_await() or in an aborting kt_manager_request_stop() return
+ * (the capture aborted) before @m is freed; a call that begins after close
+ * did is not allowed.  Any one thread, once.
  */
 KT_API void kt_manager_close(kt_manager *m);
 
