@@ -109,8 +109,9 @@ static void register_fork(void)
  * Pipes, sockets and append-mode files take the pwrite sink, which writes
  * in order.
  */
-static int new_sink(int fd, int io, kt__sink **out)
+static int new_sink(kt_session *s, int io, kt__sink **out)
 {
+	int fd = s->fd;
 	struct stat sb;
 	int flags = fcntl(fd, F_GETFL);
 	int positional = fstat(fd, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode)) &&
@@ -123,8 +124,11 @@ static int new_sink(int fd, int io, kt__sink **out)
 		if (rc && io == KT_IO_URING)
 			return rc;
 	}
-	if (!*out && !(*out = kt__fd_sink_new(fd)))
-		return -ENOMEM;
+	if (!*out) {
+		if (!(*out = kt__fd_sink_new(fd)))
+			return -ENOMEM;
+		kt__fd_sink_set_timeout(*out, s->io_timeout, &s->stop_at);
+	}
 	return 0;
 }
 
@@ -221,6 +225,9 @@ static kt_session *session_new(const kt_session_options *o)
 	s->level = o->codec_level > 0 ? o->codec_level : 1;
 	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
 	s->fsync_ns = o->fsync_interval_ns;
+	s->io_timeout = o->io_timeout_ns ? o->io_timeout_ns : KT_IO_TIMEOUT_DEFAULT_NS;
+	if (s->io_timeout == UINT64_MAX)
+		s->io_timeout = 0;
 	s->max_bytes = o->max_bytes;
 	s->seg_limit = kt__cap_seg_limit(o);
 	s->cap_policy = o->cap_policy;
@@ -334,7 +341,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	kt__sink *sink = NULL;
 	int rc;
 
-	if ((rc = new_sink(s->fd, o->io, &sink)))
+	if ((rc = new_sink(s, o->io, &sink)))
 		return start_fail(rc, "I/O backend (io_uring set-up)");
 	s->io_backend = sink->backend;
 	kt__registry_set_session(1);
@@ -461,6 +468,9 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
 	kt__store_relaxed(&kt__active, 0);
+	/* Relaxed: a deadline alone, which the flusher's next wait reads. */
+	if (s->io_timeout)
+		kt__store_relaxed(&s->stop_at, kt__mono_ns() + s->io_timeout);
 	/* Release pairs with the flusher's acquire of stop. */
 	kt__store_release(&s->stop, 1);
 	kt__ring_wake_consumer();

@@ -174,7 +174,20 @@ typedef struct kt_session_options {
 	 * process that died.  NULL: the environment's KT_CRASH_DIR, if set
 	 * and not empty; otherwise off.  The emit path costs the same. */
 	const char *crash_dir;
+
+	/* How long a write to a pipe, socket or terminal may wait for its
+	 * reader to make room (a reader stopped, paused in a pager, stuck)
+	 * before the session gives up on the file: its I/O error is then
+	 * -ETIMEDOUT and every event not yet written is counted dropped.
+	 * The same bound holds from kt_session_stop() on, so stop returns
+	 * within it even while the reader trickles.  Default
+	 * KT_IO_TIMEOUT_DEFAULT_NS; UINT64_MAX waits for ever.  Regular
+	 * files and devices are not affected. */
+	uint64_t io_timeout_ns;
 } kt_session_options;
+
+/** kt_session_options.io_timeout_ns's default: 10 s. */
+#define KT_IO_TIMEOUT_DEFAULT_NS UINT64_C(10000000000)
 
 /** What a session with a byte cap does when it is reached. */
 typedef enum kt_cap_policy {
