@@ -447,6 +447,10 @@ int kt__writer_release(struct kt_writer *w, kt__sink **sink);
 /* Let the writer's sink handle completed writes (kt__sink.poll). */
 void kt__writer_poll(struct kt_writer *w);
 
+/* The kt_io_backend that writes now: a sink may change it (io_uring
+ * refused after set-up goes on with pwrite). */
+int kt__writer_backend(const struct kt_writer *w);
+
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);
 

@@ -614,6 +614,11 @@ void kt__writer_poll(kt_writer *w)
 		w->sink->poll(w->sink);
 }
 
+int kt__writer_backend(const kt_writer *w)
+{
+	return w->sink->backend;
+}
+
 int kt__writer_sync(kt_writer *w, int wait)
 {
 	int rc = flush_buf(w);
