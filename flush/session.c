@@ -273,6 +273,23 @@ static int open_output(kt_session *s, const char *path, const kt_session_options
 	return 0;
 }
 
+/*
+ * Where the trace starts in its file: the fd's offset, but the file's end
+ * for O_APPEND, where every write lands whatever its offset (pwrite too,
+ * on Linux).  The crash control, the recount after an error and
+ * bytes_on_disk all count from here.  fstat, not lseek: the caller's
+ * offset stays as it was.
+ */
+static uint64_t trace_start(int fd)
+{
+	struct stat sb;
+	int fl = fcntl(fd, F_GETFL);
+	off_t start = lseek(fd, 0, SEEK_CUR);
+	if (fl >= 0 && (fl & O_APPEND) && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
+		start = sb.st_size;
+	return start > 0 ? (uint64_t)start : 0;
+}
+
 /* What O_TRUNC would have done at the open, now that nothing can fail
  * short of the file itself. */
 static int truncate_output(kt_session *s, const char *path)
@@ -405,8 +422,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	else if (!(s = session_new(&o)))
 		rc = start_fail(-ENOMEM, "session");
 	else if (!(rc = open_output(s, path, &o, &created))) {
-		off_t start = lseek(s->fd, 0, SEEK_CUR);
-		s->start_off = start > 0 ? (uint64_t)start : 0;
+		s->start_off = trace_start(s->fd);
 		rc = start_locked(s, path, &o);
 	}
 	if (rc) {

@@ -558,17 +558,26 @@ Test(errors, file_size_limit_uring_leaves_a_valid_prefix, .timeout = 120)
 	check_fsize(KT_IO_URING);
 }
 
-/* A session may start part way into a caller's file: after a failure the
- * recount must read the trace where it starts, not at offset 0. */
-Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
+/*
+ * A session may start part way into a caller's file: after a failure the
+ * recount must read the trace where it starts, not at offset 0, and
+ * bytes_on_disk count from there.  With @append the fd is O_APPEND and
+ * its offset still 0: the trace starts where the file ends.
+ */
+static void recount_mid_file(int append)
 {
 	char path[128];
-	snprintf(path, sizeof(path), "/tmp/katra-offset-%d.bin", (int)getpid());
+	snprintf(path, sizeof(path), "/tmp/katra-offset-%d-%d.bin", append, (int)getpid());
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	cr_assert_geq(fd, 0);
 	static char lead[4096];
 	memset(lead, 'x', sizeof(lead));
 	cr_assert_eq(write(fd, lead, sizeof(lead)), (ssize_t)sizeof(lead));
+	if (append) {
+		close(fd);
+		fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		cr_assert_geq(fd, 0);
+	}
 	signal(SIGXFSZ, SIG_IGN);
 	struct rlimit old, lim;
 	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -581,9 +590,28 @@ Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
 	cr_assert_eq(rc, -EFBIG);
 	cr_assert_gt(sum.events_written, 0, "the prefix after the lead-in was not found");
 	cr_assert_eq(sum.events_written + sum.events_dropped, 2 * 300000);
+	struct stat sb;
+	cr_assert_eq(fstat(fd, &sb), 0);
+	cr_assert_eq(sum.bytes_on_disk, (uint64_t)sb.st_size - sizeof(lead));
 	kt_summary_release(&sum);
+	/* The lead-in is untouched. */
+	char back[sizeof(lead)];
+	int rfd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(pread(rfd, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	cr_assert_eq(memcmp(back, lead, sizeof(lead)), 0);
+	close(rfd);
 	close(fd);
 	unlink(path);
+}
+
+Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
+{
+	recount_mid_file(0);
+}
+
+Test(errors, an_o_append_fd_starts_the_trace_at_the_end_of_the_file, .timeout = 120)
+{
+	recount_mid_file(1);
 }
 
 /* How many of @want's names a (possibly cut) trace at @path holds. */

@@ -118,7 +118,9 @@ typedef struct kt_session kt_session;
 /** How a session writes its file.  Zero means "the default" in every field. */
 typedef struct kt_session_options {
 	int fd;                     /* with @use_fd, or when > 0: write here
-				     * instead of @path */
+				     * instead of @path, from its offset; an
+				     * O_APPEND fd from the file's end (nothing
+				     * else may write the file meanwhile) */
 	int use_fd;                 /* @fd is set, whatever its value: 0 is a
 				     * valid fd (a daemon whose stdin is closed
 				     * gets it from open()), so it alone cannot
