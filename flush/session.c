@@ -401,7 +401,7 @@ err:
 	return rc;
 }
 
-int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+static int session_start(const char *path, const kt_session_options *opts, kt_session **out)
 {
 	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	kt_session_options o;
@@ -469,7 +469,7 @@ static void fill_summary(const kt_session *s, kt_summary *sum)
 	}
 }
 
-int kt_session_stop(kt_session *s, kt_summary *sum)
+static int session_stop(kt_session *s, kt_summary *sum)
 {
 	if (sum)
 		memset(sum, 0, sizeof(*sum));
@@ -507,6 +507,32 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	if (sum)
 		fill_summary(s, sum);
 	session_free(s);
+	return rc;
+}
+
+/*
+ * A deferred pthread_cancel() acts at a cancellation point: open(),
+ * fdatasync(), pthread_join()... all of which a start or a stop makes,
+ * some under session_lock.  Acting there would leave the lock held for
+ * ever (every later start, stop and fork() waits on it) or a session half
+ * stopped.  So none acts inside; a pending cancel acts at the caller's
+ * next cancellation point.
+ */
+int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+{
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	int rc = session_start(path, opts, out);
+	pthread_setcancelstate(old, NULL);
+	return rc;
+}
+
+int kt_session_stop(kt_session *s, kt_summary *sum)
+{
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	int rc = session_stop(s, sum);
+	pthread_setcancelstate(old, NULL);
 	return rc;
 }
 

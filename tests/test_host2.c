@@ -62,3 +62,67 @@ Test(stall, a_pipe_nobody_reads_bounds_block_emitters_and_stop, .timeout = 60)
 {
 	stalled_reader(KT_OVERFLOW_BLOCK);
 }
+
+/* ---- a thread cancelled inside katra ---------------------------------------- */
+
+struct cancelled {
+	const char *path;
+	kt_session *s;      /* in: the session to stop; out: the one started */
+	int rc;
+};
+
+/* Cancelled before it starts a session: the cancel is pending, and the
+ * first cancellation point acts on it (open() under katra's lock, before). */
+static void *start_cancelled(void *arg)
+{
+	struct cancelled *c = arg;
+	pthread_cancel(pthread_self());
+	c->rc = kt_session_start(c->path, NULL, &c->s);
+	pthread_testcancel();
+	return NULL;
+}
+
+/* The same for a stop (pthread_join inside it, before). */
+static void *stop_cancelled(void *arg)
+{
+	struct cancelled *c = arg;
+	pthread_cancel(pthread_self());
+	c->rc = kt_session_stop(c->s, NULL);
+	pthread_testcancel();
+	return NULL;
+}
+
+static void run_cancelled(void *(*fn)(void *), struct cancelled *c)
+{
+	pthread_t th;
+	void *ret = NULL;
+	cr_assert_eq(pthread_create(&th, NULL, fn, c), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(c->rc, 0);
+}
+
+/*
+ * pthread_cancel() of a thread inside kt_session_start() or
+ * kt_session_stop() (a deferred cancel, the default) acts only once the
+ * call is done: no katra lock dies with the thread (before, every later
+ * start, stop and fork() waited for ever on session_lock), and no session
+ * is left half stopped.  The next start and stop then work.
+ */
+Test(cancel, a_cancelled_start_and_stop_leave_no_lock_held, .timeout = 30)
+{
+	char dir[] = "/tmp/kt-cancel-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.katra", dir);
+	cr_assert_eq(kt_init(NULL), 0);
+	struct cancelled c = { .path = path, .rc = -1 };
+	run_cancelled(start_cancelled, &c);
+	cr_assert_not_null(c.s);
+	c.rc = -1;
+	run_cancelled(stop_cancelled, &c);
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	unlink(path);
+	rmdir(dir);
+}

@@ -240,7 +240,9 @@ typedef struct kt_summary {
  * on a pipe, socket or O_APPEND file, where writes at offsets cannot
  * work); -errno from creating or writing the file, from creating the crash
  * directory or its files, or from io_uring set-up when KT_IO_URING is
- * forced.  kt_session_start_error() then says which.  Any thread.
+ * forced.  kt_session_start_error() then says which.  Any thread; a
+ * pthread_cancel() of it acts only after the call (no cancellation point
+ * acts inside).
  */
 KT_API int kt_session_start(const char *path, const kt_session_options *opts,
 			    kt_session **out);
@@ -265,7 +267,9 @@ KT_API const char *kt_session_start_error(void);
  * counted as dropped.  Events racing with the call may land in neither and
  * are counted nowhere.  Writes the names, threads, drops and summary, and
  * fdatasyncs.  Return: 0, or the session's first I/O error (-errno): the
- * file then holds a valid prefix.  Call it from any one thread.
+ * file then holds a valid prefix; -ETIMEDOUT when a pipe or socket's
+ * reader took nothing for io_timeout_ns.  Call it from any one thread; a
+ * pthread_cancel() of it acts only after the call.
  */
 KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
 
