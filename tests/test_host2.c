@@ -126,3 +126,38 @@ Test(cancel, a_cancelled_start_and_stop_leave_no_lock_held, .timeout = 30)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* ---- a library unloaded under a live thread --------------------------------- */
+
+/*
+ * A plugin host dlopen()s libkatra, traces from a thread, stops and
+ * dlclose()s it; the thread exits after.  Its ring's key destructor is in
+ * the library, which therefore must stay mapped (-z nodelete).  Before,
+ * the library went and the host died with SIGSEGV.  The probe runs with
+ * room for libkatra's initial-exec TLS, which a dlopen() needs (F7).
+ */
+Test(unload, dlclose_then_a_traced_thread_exits, .timeout = 60)
+{
+	char dir[] = "/tmp/kt-dlclose-XXXXXX", trace[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(trace, sizeof(trace), "%s/t.katra", dir);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=200000", 1);
+		execl(KT_BIN_DIR "/tests/dlclose_probe", "dlclose_probe", KT_BIN_DIR "/libkatra.so",
+		      trace, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "the host died by signal %d", WTERMSIG(st));
+	cr_assert_eq(WEXITSTATUS(st), 0, "probe step %d failed", WEXITSTATUS(st));
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, trace, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_close(r);
+	unlink(trace);
+	rmdir(dir);
+}
