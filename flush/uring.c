@@ -470,9 +470,14 @@ static int u_write_ref(kt__sink *base, const uint8_t *head, size_t head_len, con
 		       void (*done)(void *ctx, int res), void *ctx)
 {
 	struct uring_sink *u = (struct uring_sink *)base;
-	if (u->pw && !u->base.error)
-		return u->pw->write_ref(u->pw, head, head_len, body, body_len, tail, tail_len, off,
-					done, ctx);
+	if (u->pw && !u->base.error) {
+		/* The error is the sink's too: nothing is written after it. */
+		int rc = u->pw->write_ref(u->pw, head, head_len, body, body_len, tail, tail_len,
+					  off, done, ctx);
+		if (rc)
+			fail(u, rc, off);
+		return rc;
+	}
 	if (head_len > sizeof(u->refs[0].head) || tail_len > sizeof(u->refs[0].tail)) {
 		done(ctx, -EINVAL);
 		return -EINVAL;
