@@ -188,8 +188,8 @@ typedef struct kt_session_options {
 	uint64_t io_timeout_ns;
 } kt_session_options;
 
-/** kt_session_options.io_timeout_ns's default: 10 s. */
-#define KT_IO_TIMEOUT_DEFAULT_NS UINT64_C(10000000000)
+/** kt_session_options.io_timeout_ns's default: 5 s. */
+#define KT_IO_TIMEOUT_DEFAULT_NS UINT64_C(5000000000)
 
 /** What a session with a byte cap does when it is reached. */
 typedef enum kt_cap_policy {
