@@ -319,6 +319,7 @@ static void finish_file(kt_session *s)
 	fs.end_mono_ns = kt__mono_ns();
 	fs.clock_ticks1 = s->c1.ticks;
 	fs.clock_ns1 = s->c1.mono_ns;
+	s->io_backend = kt__writer_backend(s->w);
 	fs.io_backend = (uint8_t)s->io_backend;
 	if (!s->error)
 		note_error(s, kt_writer_finish(s->w, &fs));

@@ -109,8 +109,9 @@ static void register_fork(void)
  * Pipes, sockets and append-mode files take the pwrite sink, which writes
  * in order.
  */
-static int new_sink(int fd, int io, kt__sink **out)
+static int new_sink(kt_session *s, int io, kt__sink **out)
 {
+	int fd = s->fd;
 	struct stat sb;
 	int flags = fcntl(fd, F_GETFL);
 	int positional = fstat(fd, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode)) &&
@@ -123,8 +124,11 @@ static int new_sink(int fd, int io, kt__sink **out)
 		if (rc && io == KT_IO_URING)
 			return rc;
 	}
-	if (!*out && !(*out = kt__fd_sink_new(fd)))
-		return -ENOMEM;
+	if (!*out) {
+		if (!(*out = kt__fd_sink_new(fd)))
+			return -ENOMEM;
+		kt__fd_sink_set_timeout(*out, s->io_timeout, &s->stop_at);
+	}
 	return 0;
 }
 
@@ -221,6 +225,9 @@ static kt_session *session_new(const kt_session_options *o)
 	s->level = o->codec_level > 0 ? o->codec_level : 1;
 	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
 	s->fsync_ns = o->fsync_interval_ns;
+	s->io_timeout = o->io_timeout_ns ? o->io_timeout_ns : KT_IO_TIMEOUT_DEFAULT_NS;
+	if (s->io_timeout == UINT64_MAX)
+		s->io_timeout = 0;
 	s->max_bytes = o->max_bytes;
 	s->seg_limit = kt__cap_seg_limit(o);
 	s->cap_policy = o->cap_policy;
@@ -264,6 +271,23 @@ static int open_output(kt_session *s, const char *path, const kt_session_options
 	if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return start_fail(-errno, "trace file %s", path);
 	return 0;
+}
+
+/*
+ * Where the trace starts in its file: the fd's offset, but the file's end
+ * for O_APPEND, where every write lands whatever its offset (pwrite too,
+ * on Linux).  The crash control, the recount after an error and
+ * bytes_on_disk all count from here.  fstat, not lseek: the caller's
+ * offset stays as it was.
+ */
+static uint64_t trace_start(int fd)
+{
+	struct stat sb;
+	int fl = fcntl(fd, F_GETFL);
+	off_t start = lseek(fd, 0, SEEK_CUR);
+	if (fl >= 0 && (fl & O_APPEND) && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
+		start = sb.st_size;
+	return start > 0 ? (uint64_t)start : 0;
 }
 
 /* What O_TRUNC would have done at the open, now that nothing can fail
@@ -334,7 +358,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	kt__sink *sink = NULL;
 	int rc;
 
-	if ((rc = new_sink(s->fd, o->io, &sink)))
+	if ((rc = new_sink(s, o->io, &sink)))
 		return start_fail(rc, "I/O backend (io_uring set-up)");
 	s->io_backend = sink->backend;
 	kt__registry_set_session(1);
@@ -377,7 +401,7 @@ err:
 	return rc;
 }
 
-int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+static int session_start(const char *path, const kt_session_options *opts, kt_session **out)
 {
 	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	kt_session_options o;
@@ -398,8 +422,7 @@ int kt_session_start(const char *path, const kt_session_options *opts, kt_sessio
 	else if (!(s = session_new(&o)))
 		rc = start_fail(-ENOMEM, "session");
 	else if (!(rc = open_output(s, path, &o, &created))) {
-		off_t start = lseek(s->fd, 0, SEEK_CUR);
-		s->start_off = start > 0 ? (uint64_t)start : 0;
+		s->start_off = trace_start(s->fd);
 		rc = start_locked(s, path, &o);
 	}
 	if (rc) {
@@ -446,7 +469,7 @@ static void fill_summary(const kt_session *s, kt_summary *sum)
 	}
 }
 
-int kt_session_stop(kt_session *s, kt_summary *sum)
+static int session_stop(kt_session *s, kt_summary *sum)
 {
 	if (sum)
 		memset(sum, 0, sizeof(*sum));
@@ -461,6 +484,9 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
 	kt__store_relaxed(&kt__active, 0);
+	/* Relaxed: a deadline alone, which the flusher's next wait reads. */
+	if (s->io_timeout)
+		kt__store_relaxed(&s->stop_at, kt__mono_ns() + s->io_timeout);
 	/* Release pairs with the flusher's acquire of stop. */
 	kt__store_release(&s->stop, 1);
 	kt__ring_wake_consumer();
@@ -481,6 +507,32 @@ int kt_session_stop(kt_session *s, kt_summary *sum)
 	if (sum)
 		fill_summary(s, sum);
 	session_free(s);
+	return rc;
+}
+
+/*
+ * A deferred pthread_cancel() acts at a cancellation point: open(),
+ * fdatasync(), pthread_join()... all of which a start or a stop makes,
+ * some under session_lock.  Acting there would leave the lock held for
+ * ever (every later start, stop and fork() waits on it) or a session half
+ * stopped.  So none acts inside; a pending cancel acts at the caller's
+ * next cancellation point.
+ */
+int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+{
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	int rc = session_start(path, opts, out);
+	pthread_setcancelstate(old, NULL);
+	return rc;
+}
+
+int kt_session_stop(kt_session *s, kt_summary *sum)
+{
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	int rc = session_stop(s, sum);
+	pthread_setcancelstate(old, NULL);
 	return rc;
 }
 

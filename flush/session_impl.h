@@ -43,6 +43,9 @@ struct kt_session {
 	int level;
 	uint64_t period_ns;
 	uint64_t fsync_ns;
+	uint64_t io_timeout;    /* kt_session_options.io_timeout_ns; 0: none */
+	uint64_t stop_at;       /* io_timeout past the stop call, once it is
+				 * made; the fd sink reads it (atomic) */
 	int error;              /* first I/O error; then events count as dropped */
 	int io_backend;         /* kt_io_backend that writes the file */
 

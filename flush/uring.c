@@ -6,6 +6,11 @@
  * through the ring too (IORING_OP_FSYNC with DATASYNC, drained behind the
  * writes before it).
  *
+ * A policy may allow io_uring at set-up and refuse io_uring_enter later
+ * (a seccomp filter installed once the program runs): from the first
+ * refusal the sink writes with the pwrite sink instead, the writes the
+ * kernel never saw included, so nothing is lost.
+ *
  * Only the flusher thread calls into a sink, so nothing here is shared.
  */
 #define _GNU_SOURCE
@@ -15,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "flush/flush.h"
@@ -33,7 +39,9 @@ struct ref_op {
 	uint64_t off;
 	void (*cb)(void *ctx, int res);
 	void *ctx;
-	int busy;
+	int busy;            /* taken: being set up, or queued */
+	int queued;          /* a write of it is in flight */
+	int sent;            /* the kernel took it (an io_uring_enter worked) */
 };
 
 struct slot {
@@ -42,6 +50,7 @@ struct slot {
 	size_t done;    /* bytes written so far */
 	int busy;       /* out of the pool: with the writer or in flight */
 	int queued;     /* a write of it is in flight */
+	int sent;       /* the kernel took it (an io_uring_enter worked) */
 };
 
 struct uring_sink {
@@ -58,9 +67,21 @@ struct uring_sink {
 	uint64_t bad_off;    /* lowest offset a failed write covered */
 	struct ref_op refs[REF_OPS];
 	unsigned refs_busy;
+	unsigned syncs_unsent; /* fsyncs queued since the last submit */
 	int dead;            /* the ring failed; nothing more is submitted */
+	int closed;          /* io_uring_queue_exit() done */
 	int regular;         /* a regular file: truncate past a failure */
+	kt__sink *pw;        /* io_uring_enter refused: the pwrite sink */
 };
+
+static void submit(struct uring_sink *u);
+static void go_pwrite(struct uring_sink *u);
+
+/* io_uring_enter's answer under a policy that refuses it. */
+static int refused(int rc)
+{
+	return rc == -EPERM || rc == -ENOSYS || rc == -EACCES;
+}
 
 static void fail(struct uring_sink *u, int err, uint64_t off)
 {
@@ -78,8 +99,8 @@ static struct io_uring_sqe *get_sqe(struct uring_sink *u)
 		return NULL;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe) {
-		io_uring_submit(&u->ring);
-		sqe = io_uring_get_sqe(&u->ring);
+		submit(u);
+		sqe = u->dead ? NULL : io_uring_get_sqe(&u->ring);
 	}
 	return sqe;
 }
@@ -111,13 +132,99 @@ static int queue_ref(struct uring_sink *u, unsigned i)
 static void ref_finish(struct uring_sink *u, struct ref_op *op, int res)
 {
 	op->busy = 0;
+	op->queued = 0;
 	u->refs_busy--;
 	op->cb(op->ctx, res);
+}
+
+static void slot_free(struct uring_sink *u, unsigned i)
+{
+	u->slots[i].busy = 0;
+	u->slots[i].queued = 0;
+	u->free_stack[u->nfree++] = i;
+}
+
+/* Slot @i's remaining bytes, written at once by the pwrite sink. */
+static void slot_now(struct uring_sink *u, unsigned i)
+{
+	struct slot *s = &u->slots[i];
+	int rc = u->base.error;
+	if (!rc)
+		rc = u->pw->write(u->pw, u->mem + (size_t)i * u->bufsz + s->done, s->len - s->done,
+				  s->off + s->done);
+	if (rc)
+		fail(u, rc, s->off + s->done);
+	slot_free(u, i);
+}
+
+/* Write slot @i's remaining bytes: on the ring, or at once once
+ * io_uring_enter is refused (perhaps by the submit a full queue makes). */
+static void start_slot(struct uring_sink *u, unsigned i)
+{
+	struct slot *s = &u->slots[i];
+	int rc = u->pw ? 0 : queue_write(u, i);
+	if (u->pw) {
+		slot_now(u, i);
+		return;
+	}
+	if (rc) {
+		fail(u, rc, s->off + s->done);
+		slot_free(u, i);
+		return;
+	}
+	s->queued = 1;
+	s->sent = 0;
+	u->inflight++;
+	submit(u);
+}
+
+static void store_res(void *ctx, int res)
+{
+	*(int *)ctx = res;
+}
+
+/* Zero-copy op @i's remaining iovecs, written at once by the pwrite sink. */
+static void ref_now(struct uring_sink *u, unsigned i)
+{
+	struct ref_op *op = &u->refs[i];
+	const struct iovec *v = op->iov;
+	size_t len[3];
+	int res = u->base.error;
+	/* Those before first are written; first steps over what was. */
+	for (int k = 0; k < 3; k++)
+		len[k] = k < op->first || k >= op->niov ? 0 : v[k].iov_len;
+	if (!res)
+		u->pw->write_ref(u->pw, v[0].iov_base, len[0], v[1].iov_base, len[1], v[2].iov_base,
+				 len[2], op->off + op->done, store_res, &res);
+	if (res < 0)
+		fail(u, res, op->off + op->done);
+	ref_finish(u, op, res < 0 ? res : (int)op->total);
+}
+
+/* Write zero-copy op @i's remaining iovecs, as start_slot() does. */
+static void start_ref(struct uring_sink *u, unsigned i)
+{
+	struct ref_op *op = &u->refs[i];
+	int rc = u->pw ? 0 : queue_ref(u, i);
+	if (u->pw) {
+		ref_now(u, i);
+		return;
+	}
+	if (rc) {
+		fail(u, rc, op->off + op->done);
+		ref_finish(u, op, rc);
+		return;
+	}
+	op->queued = 1;
+	op->sent = 0;
+	u->inflight++;
+	submit(u);
 }
 
 static void complete_ref(struct uring_sink *u, unsigned i, int res)
 {
 	struct ref_op *op = &u->refs[i];
+	op->queued = 0;
 	if (res < 0) {
 		fail(u, res, op->off + op->done);
 		ref_finish(u, op, res);
@@ -134,20 +241,16 @@ static void complete_ref(struct uring_sink *u, unsigned i, int res)
 		k -= op->iov[op->first++].iov_len;
 	op->iov[op->first].iov_base = (uint8_t *)op->iov[op->first].iov_base + k;
 	op->iov[op->first].iov_len -= k;
-	if (res > 0 && !u->base.error && queue_ref(u, i) == 0) {
-		u->inflight++;
-		io_uring_submit(&u->ring);
+	if (res > 0 && !u->base.error) {
+		start_ref(u, i);
 		return;
 	}
 	fail(u, u->base.error ? u->base.error : -EIO, op->off + op->done);
 	ref_finish(u, op, u->base.error);
 }
 
-static void complete(struct uring_sink *u, struct io_uring_cqe *cqe)
+static void complete(struct uring_sink *u, uint64_t tag, int res)
 {
-	uint64_t tag = io_uring_cqe_get_data64(cqe);
-	int res = cqe->res;
-
 	u->inflight--;
 	if (tag == FSYNC_TAG) {
 		/* A file that cannot be synced (a pipe, /dev/null) is not an
@@ -161,6 +264,7 @@ static void complete(struct uring_sink *u, struct io_uring_cqe *cqe)
 		return;
 	}
 	struct slot *s = &u->slots[tag];
+	s->queued = 0; /* not in flight: a resubmission queues it again */
 	if (res < 0) {
 		fail(u, res, s->off + s->done);
 	} else {
@@ -168,17 +272,14 @@ static void complete(struct uring_sink *u, struct io_uring_cqe *cqe)
 		if (s->done < s->len) {
 			/* Short write: queue the rest, unless it made no progress
 			 * or something already failed. */
-			if (res > 0 && !u->base.error && queue_write(u, (unsigned)tag) == 0) {
-				u->inflight++;
-				io_uring_submit(&u->ring);
+			if (res > 0 && !u->base.error) {
+				start_slot(u, (unsigned)tag);
 				return;
 			}
 			fail(u, u->base.error ? u->base.error : -EIO, s->off + s->done);
 		}
 	}
-	s->busy = 0;
-	s->queued = 0;
-	u->free_stack[u->nfree++] = (unsigned)tag;
+	slot_free(u, (unsigned)tag);
 }
 
 /*
@@ -195,21 +296,30 @@ static void ring_dead(struct uring_sink *u, int rc)
 		if (u->slots[i].queued && u->slots[i].off + u->slots[i].done < low)
 			low = u->slots[i].off + u->slots[i].done;
 	for (unsigned i = 0; i < REF_OPS; i++)
-		if (u->refs[i].busy && u->refs[i].off + u->refs[i].done < low)
+		if (u->refs[i].queued && u->refs[i].off + u->refs[i].done < low)
 			low = u->refs[i].off + u->refs[i].done;
 	fail(u, rc, low);
 	io_uring_queue_exit(&u->ring);
-	u->dead = 1;
+	u->dead = u->closed = 1;
 	u->inflight = 0;
+	u->syncs_unsent = 0;
 	for (unsigned i = 0; i < u->nbuf; i++)
-		if (u->slots[i].queued) {
-			u->slots[i].queued = 0;
-			u->slots[i].busy = 0;
-			u->free_stack[u->nfree++] = i;
-		}
+		if (u->slots[i].queued)
+			slot_free(u, i);
 	for (unsigned i = 0; i < REF_OPS; i++)
-		if (u->refs[i].busy)
+		if (u->refs[i].queued)
 			ref_finish(u, &u->refs[i], rc);
+}
+
+/* Take one completion off the ring and handle it.  Seen first: handling
+ * it may reap again (a short write's resubmission that finds
+ * io_uring_enter refused), which must not see it twice. */
+static void take(struct uring_sink *u, struct io_uring_cqe *cqe)
+{
+	uint64_t tag = io_uring_cqe_get_data64(cqe);
+	int res = cqe->res;
+	io_uring_cqe_seen(&u->ring, cqe);
+	complete(u, tag, res);
 }
 
 /* Reap completions; with @wait, block for at least one. */
@@ -224,16 +334,99 @@ static void reap(struct uring_sink *u, int wait)
 			rc = io_uring_wait_cqe(&u->ring, &cqe);
 		while (rc == -EINTR);
 		if (rc < 0) {
-			ring_dead(u, rc);
+			if (refused(rc))
+				go_pwrite(u);
+			else
+				ring_dead(u, rc);
 			return;
 		}
-		complete(u, cqe);
-		io_uring_cqe_seen(&u->ring, cqe);
+		take(u, cqe);
 	}
-	while (io_uring_peek_cqe(&u->ring, &cqe) == 0) {
-		complete(u, cqe);
-		io_uring_cqe_seen(&u->ring, cqe);
+	while (!u->dead && io_uring_peek_cqe(&u->ring, &cqe) == 0)
+		take(u, cqe);
+}
+
+/* Hand what is queued to the kernel; a refusal moves to the pwrite sink. */
+static void submit(struct uring_sink *u)
+{
+	int rc = io_uring_submit(&u->ring);
+	if (rc >= 0) {
+		for (unsigned i = 0; i < u->nbuf; i++)
+			u->slots[i].sent = u->slots[i].queued;
+		for (unsigned i = 0; i < REF_OPS; i++)
+			u->refs[i].sent = u->refs[i].queued;
+		u->syncs_unsent = 0;
+	} else if (refused(rc)) {
+		go_pwrite(u);
 	}
+}
+
+/* Requests in flight that the kernel never took. */
+static unsigned unsent(const struct uring_sink *u)
+{
+	unsigned n = u->syncs_unsent;
+	for (unsigned i = 0; i < u->nbuf; i++)
+		n += u->slots[i].queued && !u->slots[i].sent;
+	for (unsigned i = 0; i < REF_OPS; i++)
+		n += u->refs[i].queued && !u->refs[i].sent;
+	return n;
+}
+
+/*
+ * Wait, without io_uring_enter, for what the kernel took: its completions
+ * land in the shared ring, and a completion the kernel hands to this
+ * thread as task work runs when nanosleep() returns.  After ~10 s the
+ * ring is given up as dead, as when waiting on it fails.
+ */
+static void wait_taken(struct uring_sink *u)
+{
+	static const struct timespec ms = { 0, 1000000 };
+	for (unsigned waited = 0; !u->dead && u->inflight > unsent(u); waited++) {
+		if (waited == 10000) {
+			ring_dead(u, -ETIMEDOUT);
+			return;
+		}
+		nanosleep(&ms, NULL);
+		reap(u, 0);
+	}
+}
+
+/*
+ * io_uring_enter was refused (a seccomp filter installed after set-up):
+ * the pwrite sink writes from now on, first what the kernel never saw.
+ * The ring stays open until close, as the session knows its fd.
+ */
+static void go_pwrite(struct uring_sink *u)
+{
+	if (u->pw || u->dead)
+		return;
+	if (!(u->pw = kt__fd_sink_new(u->fd))) {
+		ring_dead(u, -ENOMEM);
+		return;
+	}
+	u->base.backend = KT_IO_PWRITE;
+	reap(u, 0);
+	wait_taken(u);
+	if (u->dead)
+		return;
+	u->dead = 1;
+	for (unsigned i = 0; i < u->nbuf; i++)
+		if (u->slots[i].queued) {
+			u->inflight--;
+			slot_now(u, i);
+		}
+	for (unsigned i = 0; i < REF_OPS; i++)
+		if (u->refs[i].queued) {
+			u->inflight--;
+			ref_now(u, i);
+		}
+	u->inflight -= u->syncs_unsent;
+	if (u->syncs_unsent && !u->base.error) {
+		int rc = u->pw->sync(u->pw, 1);
+		if (rc)
+			fail(u, rc, UINT64_MAX);
+	}
+	u->syncs_unsent = 0;
 }
 
 static uint8_t *u_acquire(kt__sink *base, size_t *cap)
@@ -268,17 +461,8 @@ static int u_write(kt__sink *base, uint8_t *buf, size_t len, uint64_t off)
 		u->free_stack[u->nfree++] = i;
 		return u->base.error;
 	}
-	int rc = queue_write(u, i);
-	if (rc) {
-		fail(u, rc, off);
-		s->busy = 0;
-		u->free_stack[u->nfree++] = i;
-		return rc;
-	}
-	s->queued = 1;
-	u->inflight++;
-	io_uring_submit(&u->ring);
-	return 0;
+	start_slot(u, i);
+	return u->base.error;
 }
 
 static int u_write_ref(kt__sink *base, const uint8_t *head, size_t head_len, const void *body,
@@ -286,6 +470,14 @@ static int u_write_ref(kt__sink *base, const uint8_t *head, size_t head_len, con
 		       void (*done)(void *ctx, int res), void *ctx)
 {
 	struct uring_sink *u = (struct uring_sink *)base;
+	if (u->pw && !u->base.error) {
+		/* The error is the sink's too: nothing is written after it. */
+		int rc = u->pw->write_ref(u->pw, head, head_len, body, body_len, tail, tail_len,
+					  off, done, ctx);
+		if (rc)
+			fail(u, rc, off);
+		return rc;
+	}
 	if (head_len > sizeof(u->refs[0].head) || tail_len > sizeof(u->refs[0].tail)) {
 		done(ctx, -EINVAL);
 		return -EINVAL;
@@ -314,15 +506,9 @@ static int u_write_ref(kt__sink *base, const uint8_t *head, size_t head_len, con
 	op->ctx = ctx;
 	op->busy = 1;
 	u->refs_busy++;
-	int rc = queue_ref(u, i);
-	if (rc) {
-		fail(u, rc, off);
-		ref_finish(u, op, rc);
-		return rc;
-	}
-	u->inflight++;
-	io_uring_submit(&u->ring);
-	return 0;
+	start_ref(u, i);
+	/* Still busy: in flight, @done runs later.  Else it has run. */
+	return op->busy ? 0 : u->base.error;
 }
 
 static void u_poll(kt__sink *base)
@@ -352,10 +538,17 @@ static int u_sync(kt__sink *base, int wait)
 			io_uring_sqe_set_flags(sqe, IOSQE_IO_DRAIN);
 			io_uring_sqe_set_data64(sqe, FSYNC_TAG);
 			u->inflight++;
-			io_uring_submit(&u->ring);
-		} else {
+			u->syncs_unsent++;
+			submit(u);
+		} else if (!u->pw) {
 			fail(u, -EBUSY, UINT64_MAX);
 		}
+	}
+	/* Refused, now or before: the pwrite sink syncs at once. */
+	if (u->pw && !u->base.error) {
+		int rc = u->pw->sync(u->pw, 1);
+		if (rc)
+			fail(u, rc, UINT64_MAX);
 	}
 	if (wait)
 		wait_all(u);
@@ -372,12 +565,11 @@ static int u_retarget(kt__sink *base, int fd)
 	/* Nothing is in flight now: a buffer still out is one the released
 	 * writer took and never filled.  It comes back to the pool. */
 	for (unsigned i = 0; i < u->nbuf; i++)
-		if (u->slots[i].busy) {
-			u->slots[i].busy = 0;
-			u->slots[i].queued = 0;
-			u->free_stack[u->nfree++] = i;
-		}
+		if (u->slots[i].busy)
+			slot_free(u, i);
 	u->fd = fd;
+	if (u->pw)
+		u->pw->retarget(u->pw, fd);
 	u->regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
 	return u->base.error;
 }
@@ -391,10 +583,12 @@ static void u_close(kt__sink *base)
 	 * valid prefix. */
 	if (u->base.error && u->regular && u->bad_off != UINT64_MAX)
 		(void)ftruncate(u->fd, (off_t)u->bad_off);
-	if (!u->dead) {
+	if (!u->closed) {
 		io_uring_unregister_buffers(&u->ring);
 		io_uring_queue_exit(&u->ring);
 	}
+	if (u->pw)
+		u->pw->close(u->pw);
 	munmap(u->mem, (size_t)u->nbuf * u->bufsz);
 	free(u->slots);
 	free(u->free_stack);

@@ -409,6 +409,16 @@ struct kt__sink {
 kt__sink *kt__fd_sink_new(int fd);
 
 /*
+ * Bound how long the fd sink @s waits for a pipe, socket or terminal to
+ * take bytes: a write that makes no progress for @timeout_ns, or is still
+ * waiting past *@stop_at (CLOCK_MONOTONIC ns, 0 = not set; read as it
+ * changes, from any thread), fails with -ETIMEDOUT.  @timeout_ns 0: wait
+ * as long as it takes (the default).  Regular files are not affected.
+ * Call before the first write; the thread that writes.
+ */
+void kt__fd_sink_set_timeout(kt__sink *s, uint64_t timeout_ns, const uint64_t *stop_at);
+
+/*
  * Open a writer over @sink, which it owns from success on (closed by
  * kt_writer_close()); the header goes at file offset @off.  @fd is closed
  * with the writer when @own_fd.  On failure the caller keeps both.
@@ -436,6 +446,10 @@ int kt__writer_release(struct kt_writer *w, kt__sink **sink);
 
 /* Let the writer's sink handle completed writes (kt__sink.poll). */
 void kt__writer_poll(struct kt_writer *w);
+
+/* The kt_io_backend that writes now: a sink may change it (io_uring
+ * refused after set-up goes on with pwrite). */
+int kt__writer_backend(const struct kt_writer *w);
 
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);

@@ -270,19 +270,45 @@ Test(e2e, lz4_uring)
 
 /* ---- io_uring refused ---------------------------------------------------- */
 
-/* A seccomp filter that fails io_uring_setup with EPERM, as container
- * runtimes' default profiles do, and allows everything else. */
-static void deny_io_uring(void)
+/* A seccomp filter that fails system call @nr with EPERM, as container
+ * runtimes' default profiles do for io_uring, and allows everything else;
+ * @flags SECCOMP_FILTER_FLAG_TSYNC puts it on every thread. */
+static void deny_syscall(int nr, unsigned flags)
 {
 	struct sock_filter prog[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog fprog = { .len = sizeof(prog) / sizeof(prog[0]), .filter = prog };
 	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	cr_assert_eq(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog), 0);
+	cr_assert_eq(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog), 0);
+}
+
+static void deny_io_uring(void)
+{
+	deny_syscall(__NR_io_uring_setup, 0);
+}
+
+/* The trace at @path is complete, holds @events events and says @backend
+ * wrote it. */
+static void check_backend_trace(const char *path, uint64_t events, int backend)
+{
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	kt_trace_frame f;
+	int rc, seen = -1;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0)
+		if (f.kind == KT_FRAME_SUMMARY)
+			seen = f.u.summary.io_backend;
+	cr_assert_eq(rc, 0);
+	kt_reader_status rs;
+	kt_reader_get_status(r, &rs);
+	cr_assert_eq(rs.complete, 1);
+	cr_assert_eq(rs.events, events);
+	cr_assert_eq(seen, backend);
+	kt_reader_close(r);
 }
 
 Test(fallback, seccomp_refusing_io_uring_falls_back_to_pwrite)
@@ -313,20 +339,55 @@ Test(fallback, seccomp_refusing_io_uring_falls_back_to_pwrite)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st), "child died");
 	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
-	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	kt_trace_frame f;
-	int rc, backend = -1;
-	while ((rc = kt_reader_next_frame(r, &f)) > 0)
-		if (f.kind == KT_FRAME_SUMMARY)
-			backend = f.u.summary.io_backend;
-	cr_assert_eq(rc, 0);
-	kt_reader_status rs;
-	kt_reader_get_status(r, &rs);
-	cr_assert_eq(rs.complete, 1);
-	cr_assert_eq(rs.events, 100000);
-	cr_assert_eq(backend, KT_IO_PWRITE);
-	kt_reader_close(r);
+	check_backend_trace(path, 100000, KT_IO_PWRITE);
+	unlink(path);
+}
+
+#define LATE_EVENTS 100000
+
+/*
+ * io_uring allowed at set-up, io_uring_enter refused once the session
+ * runs (a filter the program installs later, on every thread): the sink
+ * goes on with pwrite, writing what the kernel never saw first, and
+ * nothing is lost.  Before, every later write failed (stop -EPERM, the
+ * trace lost).
+ */
+Test(fallback, io_uring_enter_refused_mid_session_goes_on_with_pwrite, .timeout = 120)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-seccomp-late-%d.katra", (int)getpid());
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(100); /* a hung child must not outlive the test */
+		kt_config cfg = { .ring_size = 1 << 20, .overflow = KT_OVERFLOW_BLOCK };
+		if (kt_init(&cfg) != 0)
+			_exit(10);
+		kt_session *s;
+		kt_session_options forced = { .io = KT_IO_URING };
+		if (kt_session_start(path, &forced, &s) != 0)
+			_exit(11);
+		uint32_t id = kt_name("c");
+		for (int64_t i = 0; i < LATE_EVENTS; i++)
+			kt_counter(id, i);
+		usleep(20000); /* let io_uring write some of them */
+		deny_syscall(__NR_io_uring_enter, SECCOMP_FILTER_FLAG_TSYNC);
+		for (int64_t i = 0; i < LATE_EVENTS; i++)
+			kt_counter(id, i);
+		kt_summary sum;
+		int rc = kt_session_stop(s, &sum);
+		if (rc != 0)
+			_exit(rc == -EPERM ? 12 : 13);
+		if (sum.events_written != 2 * LATE_EVENTS || sum.events_dropped != 0)
+			_exit(14);
+		_exit(sum.io_backend == KT_IO_PWRITE ? 0 : 15);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died");
+	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+	check_backend_trace(path, 2 * LATE_EVENTS, KT_IO_PWRITE);
 	unlink(path);
 }
 
@@ -497,17 +558,26 @@ Test(errors, file_size_limit_uring_leaves_a_valid_prefix, .timeout = 120)
 	check_fsize(KT_IO_URING);
 }
 
-/* A session may start part way into a caller's file: after a failure the
- * recount must read the trace where it starts, not at offset 0. */
-Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
+/*
+ * A session may start part way into a caller's file: after a failure the
+ * recount must read the trace where it starts, not at offset 0, and
+ * bytes_on_disk count from there.  With @append the fd is O_APPEND and
+ * its offset still 0: the trace starts where the file ends.
+ */
+static void recount_mid_file(int append)
 {
 	char path[128];
-	snprintf(path, sizeof(path), "/tmp/katra-offset-%d.bin", (int)getpid());
+	snprintf(path, sizeof(path), "/tmp/katra-offset-%d-%d.bin", append, (int)getpid());
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	cr_assert_geq(fd, 0);
 	static char lead[4096];
 	memset(lead, 'x', sizeof(lead));
 	cr_assert_eq(write(fd, lead, sizeof(lead)), (ssize_t)sizeof(lead));
+	if (append) {
+		close(fd);
+		fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		cr_assert_geq(fd, 0);
+	}
 	signal(SIGXFSZ, SIG_IGN);
 	struct rlimit old, lim;
 	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -520,9 +590,28 @@ Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
 	cr_assert_eq(rc, -EFBIG);
 	cr_assert_gt(sum.events_written, 0, "the prefix after the lead-in was not found");
 	cr_assert_eq(sum.events_written + sum.events_dropped, 2 * 300000);
+	struct stat sb;
+	cr_assert_eq(fstat(fd, &sb), 0);
+	cr_assert_eq(sum.bytes_on_disk, (uint64_t)sb.st_size - sizeof(lead));
 	kt_summary_release(&sum);
+	/* The lead-in is untouched. */
+	char back[sizeof(lead)];
+	int rfd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(pread(rfd, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	cr_assert_eq(memcmp(back, lead, sizeof(lead)), 0);
+	close(rfd);
 	close(fd);
 	unlink(path);
+}
+
+Test(errors, recount_reads_a_trace_that_starts_mid_file, .timeout = 120)
+{
+	recount_mid_file(0);
+}
+
+Test(errors, an_o_append_fd_starts_the_trace_at_the_end_of_the_file, .timeout = 120)
+{
+	recount_mid_file(1);
 }
 
 /* How many of @want's names a (possibly cut) trace at @path holds. */

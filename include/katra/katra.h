@@ -118,7 +118,9 @@ typedef struct kt_session kt_session;
 /** How a session writes its file.  Zero means "the default" in every field. */
 typedef struct kt_session_options {
 	int fd;                     /* with @use_fd, or when > 0: write here
-				     * instead of @path */
+				     * instead of @path, from its offset; an
+				     * O_APPEND fd from the file's end (nothing
+				     * else may write the file meanwhile) */
 	int use_fd;                 /* @fd is set, whatever its value: 0 is a
 				     * valid fd (a daemon whose stdin is closed
 				     * gets it from open()), so it alone cannot
@@ -174,7 +176,20 @@ typedef struct kt_session_options {
 	 * process that died.  NULL: the environment's KT_CRASH_DIR, if set
 	 * and not empty; otherwise off.  The emit path costs the same. */
 	const char *crash_dir;
+
+	/* How long a write to a pipe, socket or terminal may wait for its
+	 * reader to make room (a reader stopped, paused in a pager, stuck)
+	 * before the session gives up on the file: its I/O error is then
+	 * -ETIMEDOUT and every event not yet written is counted dropped.
+	 * The same bound holds from kt_session_stop() on, so stop returns
+	 * within it even while the reader trickles.  Default
+	 * KT_IO_TIMEOUT_DEFAULT_NS; UINT64_MAX waits for ever.  Regular
+	 * files and devices are not affected. */
+	uint64_t io_timeout_ns;
 } kt_session_options;
+
+/** kt_session_options.io_timeout_ns's default: 5 s. */
+#define KT_IO_TIMEOUT_DEFAULT_NS UINT64_C(5000000000)
 
 /** What a session with a byte cap does when it is reached. */
 typedef enum kt_cap_policy {
@@ -225,7 +240,9 @@ typedef struct kt_summary {
  * on a pipe, socket or O_APPEND file, where writes at offsets cannot
  * work); -errno from creating or writing the file, from creating the crash
  * directory or its files, or from io_uring set-up when KT_IO_URING is
- * forced.  kt_session_start_error() then says which.  Any thread.
+ * forced.  kt_session_start_error() then says which.  Any thread; a
+ * pthread_cancel() of it acts only after the call (no cancellation point
+ * acts inside).
  */
 KT_API int kt_session_start(const char *path, const kt_session_options *opts,
 			    kt_session **out);
@@ -250,7 +267,9 @@ KT_API const char *kt_session_start_error(void);
  * counted as dropped.  Events racing with the call may land in neither and
  * are counted nowhere.  Writes the names, threads, drops and summary, and
  * fdatasyncs.  Return: 0, or the session's first I/O error (-errno): the
- * file then holds a valid prefix.  Call it from any one thread.
+ * file then holds a valid prefix; -ETIMEDOUT when a pipe or socket's
+ * reader took nothing for io_timeout_ns.  Call it from any one thread; a
+ * pthread_cancel() of it acts only after the call.
  */
 KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
 
