@@ -38,6 +38,7 @@ static int reg_session;               /* a session is running */
 uint64_t kt__session_gen;
 static uint32_t next_thread_id = 1;
 static pthread_key_t exit_key;
+static int key_made;                  /* exit_key exists */
 static int initialized;
 static kt_config config;
 /* Where new rings' memory lives. */
@@ -46,6 +47,7 @@ static const kt__backing *reg_backing = &kt__memfd_backing;
 #define FREE_KEEP 16 /* recycled rings kept mapped; more are unmapped */
 
 static void thread_exit(void *arg);
+static void retire(struct kt__ring *r);
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -68,6 +70,24 @@ static void reg_drop(void)
 
 /* ---- configuration --------------------------------------------------- */
 
+/*
+ * glibc keeps a thread's values of its first 32 keys inline and calloc()s
+ * a block for the others on the thread's first set.  A signal handler's
+ * first emit sets katra's key, and the handler may have interrupted that
+ * allocator holding its lock: so the key is made at load, before the
+ * host's main can make keys of its own, and gets a low index.
+ */
+static void make_key(void)
+{
+	if (!key_made && pthread_key_create(&exit_key, thread_exit) == 0)
+		key_made = 1;
+}
+
+__attribute__((constructor)) static void ring_load(void)
+{
+	make_key();
+}
+
 static int apply_config(const kt_config *cfg)
 {
 	kt_config c = { 0 };
@@ -88,16 +108,14 @@ static int apply_config(const kt_config *cfg)
 	if (rc)
 		return rc;
 	if (!initialized) {
-		rc = pthread_key_create(&exit_key, thread_exit);
-		if (rc)
-			return -rc;
+		make_key(); /* only if the load's attempt failed */
+		if (!key_made)
+			return -EAGAIN;
 		/* Before any ring exists, so no child of a fork() ever sees one
 		 * without the handlers that take it away. */
 		rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
-		if (rc) {
-			pthread_key_delete(exit_key);
+		if (rc)
 			return -rc;
-		}
 		initialized = 1;
 	}
 	config = c;
@@ -227,11 +245,17 @@ struct kt__ring *kt__ring_register(void)
 			ring_reset(r, next_thread_id++);
 			r->next = reg_head;
 			reg_head = r;
-			pthread_setspecific(exit_key, r);
-			kt__tls_ring = &r->prod;
 		}
 		reg_drop();
 	}
+	/* Outside the lock: should it allocate after all (a key past 32),
+	 * no other thread waits on this one. */
+	if (r && pthread_setspecific(exit_key, r)) {
+		retire(r);
+		r = NULL;
+	}
+	if (r)
+		kt__tls_ring = &r->prod;
 	kt__signal_fence();
 	tls_in_registry--;
 	/* Relaxed: this thread's own counter. */
@@ -252,10 +276,14 @@ static void unlink_ring(struct kt__ring *r)
 
 static void thread_exit(void *arg)
 {
-	struct kt__ring *r = arg;
-
 	tls_exiting = 1;
 	kt__tls_ring = NULL;
+	retire(arg);
+}
+
+/* @r's thread writes to it no more. */
+static void retire(struct kt__ring *r)
+{
 	reg_take();
 	/* Release: every record this thread published is ordered before the
 	 * flusher's acquire load of retired, so "retired and drained" means

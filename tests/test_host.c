@@ -499,3 +499,86 @@ Test(pipes, the_peer_of_a_socket_leaves_mid_session, .timeout = 300)
 		reader_leaves(fds, 1);
 	}
 }
+
+/* ---- a handler's first emit on a thread ------------------------------------------ */
+
+#if !T_SANITIZED
+/*
+ * Count the allocations a thread makes while t_watch is set, by standing
+ * in for the allocator (exported, so glibc's own calls reach these too).  Not under the
+ * sanitizers, whose allocators these would bypass.
+ */
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t n);
+static __thread volatile int t_watch, t_allocs;
+
+__attribute__((visibility("default"))) void *malloc(size_t n)
+{
+	t_allocs += t_watch;
+	return __libc_malloc(n);
+}
+
+__attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
+{
+	t_allocs += t_watch;
+	return __libc_calloc(n, size);
+}
+
+__attribute__((visibility("default"))) void *realloc(void *p, size_t n)
+{
+	t_allocs += t_watch;
+	return __libc_realloc(p, n);
+}
+
+static uint32_t first_emit_id;
+static int handler_allocs = -1;
+
+static void first_emit_handler(int sig)
+{
+	(void)sig;
+	t_watch = 1;
+	kt_counter(first_emit_id, 7);
+	t_watch = 0;
+	handler_allocs = t_allocs;
+}
+
+static void *signal_self(void *arg)
+{
+	(void)arg;
+	pthread_kill(pthread_self(), SIGUSR1);
+	return NULL;
+}
+
+/*
+ * The host made 40 thread keys before katra's first session (C++ runtimes
+ * and plugins do): a handler's first emit on a fresh thread must still not
+ * call the allocator, which the handler may have interrupted holding its
+ * lock.
+ */
+Test(signals, a_handlers_first_emit_allocates_nothing_after_the_host_made_keys)
+{
+	pthread_key_t keys[40];
+	for (int i = 0; i < 40; i++)
+		cr_assert_eq(pthread_key_create(&keys[i], NULL), 0);
+	char dir[64], path[128];
+	tmp_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/first.katra", dir);
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0, "%s", kt_session_start_error());
+	first_emit_id = kt_name("count");
+	struct sigaction sa = { .sa_handler = first_emit_handler };
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, signal_self, NULL), 0);
+	pthread_join(th, NULL);
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(handler_allocs, 0);
+	cr_assert_eq(sum.events_written, 1);
+	cr_assert_eq(sum.events_refused, 0);
+	kt_summary_release(&sum);
+	rm_tree(dir);
+}
+#endif
