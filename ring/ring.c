@@ -39,6 +39,7 @@ uint64_t kt__session_gen;
 static uint32_t next_thread_id = 1;
 static pthread_key_t exit_key;
 static int key_made;                  /* exit_key exists */
+static int forks_handled;             /* the pthread_atfork handlers are */
 static int initialized;
 static kt_config config;
 /* Where new rings' memory lives. */
@@ -71,21 +72,28 @@ static void reg_drop(void)
 /* ---- configuration --------------------------------------------------- */
 
 /*
- * glibc keeps a thread's values of its first 32 keys inline and calloc()s
- * a block for the others on the thread's first set.  A signal handler's
- * first emit sets katra's key, and the handler may have interrupted that
- * allocator holding its lock: so the key is made at load, before the
- * host's main can make keys of its own, and gets a low index.
+ * What must exist before any katra lock is taken, so made at load:
+ *
+ * - The thread key.  glibc keeps a thread's values of its first 32 keys
+ *   inline and calloc()s a block for the others on the thread's first set.
+ *   A signal handler's first emit sets katra's key, and the handler may
+ *   have interrupted that allocator holding its lock: made before the
+ *   host's main can make keys of its own, the key gets a low index.
+ * - The fork() handlers.  Registered later, a fork() while another thread
+ *   held the names lock (kt_name before any session) or the registry lock
+ *   (the first kt_init) gave a child whose katra calls waited forever.
  */
-static void make_key(void)
+static void load_once(void)
 {
 	if (!key_made && pthread_key_create(&exit_key, thread_exit) == 0)
 		key_made = 1;
+	if (!forks_handled && pthread_atfork(fork_prepare, fork_parent, fork_child) == 0)
+		forks_handled = 1;
 }
 
 __attribute__((constructor)) static void ring_load(void)
 {
-	make_key();
+	load_once();
 }
 
 static int apply_config(const kt_config *cfg)
@@ -108,14 +116,12 @@ static int apply_config(const kt_config *cfg)
 	if (rc)
 		return rc;
 	if (!initialized) {
-		make_key(); /* only if the load's attempt failed */
-		if (!key_made)
+		/* Only if the load's attempt failed (ENOMEM).  Before any
+		 * ring exists, so no child of a fork() ever sees one without
+		 * the handlers that take it away. */
+		load_once();
+		if (!key_made || !forks_handled)
 			return -EAGAIN;
-		/* Before any ring exists, so no child of a fork() ever sees one
-		 * without the handlers that take it away. */
-		rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
-		if (rc)
-			return -rc;
 		initialized = 1;
 	}
 	config = c;

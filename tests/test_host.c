@@ -20,6 +20,8 @@
 
 #include <katra/katra.h>
 
+#include "ring/private.h"
+
 /* Under ThreadSanitizer a child of a multi-threaded fork() dies when it
  * starts a thread, unless told otherwise; these children start sessions. */
 #if defined(__SANITIZE_THREAD__)
@@ -582,3 +584,51 @@ Test(signals, a_handlers_first_emit_allocates_nothing_after_the_host_made_keys)
 	rm_tree(dir);
 }
 #endif
+
+/* ---- fork before katra's first initialisation ------------------------------------ */
+
+static atomic_int fork_begun, in_log;
+
+/* The names log runs under the names lock: hold it there until the main
+ * thread is about to fork. */
+static void slow_log(void *ctx, uint32_t id, const char *s, size_t len)
+{
+	(void)ctx, (void)id, (void)s, (void)len;
+	atomic_store(&in_log, 1);
+	while (!atomic_load(&fork_begun))
+		usleep(1000);
+	usleep(50000); /* let fork() start: only makes the old failure likelier */
+}
+
+static void *name_once(void *arg)
+{
+	(void)arg;
+	kt_name("first pass");
+	return NULL;
+}
+
+/*
+ * A fork() while another thread interns a name, before any kt_init or
+ * session: the child must not inherit the names lock held.  Its kt_name,
+ * kt_init and a session of its own all work.
+ */
+Test(fork, before_the_first_init_while_a_name_is_interned)
+{
+	kt__names_set_log(slow_log, NULL);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, name_once, NULL), 0);
+	while (!atomic_load(&in_log))
+		usleep(1000);
+	atomic_store(&fork_begun, 1);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(10); /* a child that hangs fails instead of hanging the test */
+		_exit(kt_name("child") != 0 && kt_init(NULL) == 0 ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	pthread_join(th, NULL);
+	kt__names_set_log(NULL, NULL);
+}
