@@ -124,10 +124,8 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0 ||
 	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0)
 		goto err;
-	if (ftruncate(c->ctl_fd, (off_t)c->page) < 0) {
-		rc = -errno;
+	if ((rc = kt__file_grow(c->ctl_fd, (off_t)c->page)))
 		goto err;
-	}
 	/* Held until the process ends: `katra recover` refuses a directory
 	 * whose lock is still held.  Not inherited by fork(), so a child that
 	 * outlives us does not keep it. */
@@ -248,8 +246,10 @@ static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 	if (fd < 0)
 		return fd;
 	uint64_t off = (uint64_t)(c->slots + 1) * c->page;
-	if (ftruncate(fd, (off_t)size) < 0 || ftruncate(c->ctl_fd, (off_t)(off + c->page)) < 0) {
-		int rc = -errno;
+	int rc = kt__file_grow(fd, (off_t)size);
+	if (!rc)
+		rc = kt__file_grow(c->ctl_fd, (off_t)(off + c->page));
+	if (rc) {
 		close(fd);
 		unlink_in(c, name);
 		return rc;

@@ -51,6 +51,13 @@ struct kt__backing {
 #define KT__NAME_THREAD 2u
 
 /*
+ * kt__file_grow - set @fd's size to @size for a backing, on a host thread:
+ * never raises SIGXFSZ in the host.  Return: 0 or -errno (-EFBIG past
+ * RLIMIT_FSIZE).  Any thread.
+ */
+int kt__file_grow(int fd, off_t size);
+
+/*
  * kt__registry_set_backing - back every ring with @b from now on; NULL
  * goes back to the default.  Existing rings move onto @b in place (so
  * producers' pointers stay valid; their contents are not kept: a session

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -154,6 +155,28 @@ void kt__ring_make_private(struct kt__ring *r)
 }
 
 /*
+ * Past RLIMIT_FSIZE the kernel answers EFBIG and sends this thread
+ * SIGXFSZ, whose default action ends the host.  It stays blocked here,
+ * and one it raised is taken back; one the host had pending stays.
+ */
+int kt__file_grow(int fd, off_t size)
+{
+	sigset_t xfsz, old, pending;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	sigpending(&pending);
+	int had = sigismember(&pending, SIGXFSZ);
+	int rc = ftruncate(fd, size) < 0 ? -errno : 0;
+	if (rc == -EFBIG && !had) {
+		struct timespec now = { 0, 0 };
+		sigtimedwait(&xfsz, NULL, &now);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/*
  * The default backing: one memfd holds the page at 0, mapped private so a
  * fork()ed child gets its own head and tail as it did of the heap struct
  * this replaced, then the bytes.
@@ -165,12 +188,10 @@ static int memfd_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 	if (fd < 0)
 		return -errno;
 	*out = (kt__ring_place){ .fd = fd, .off = (off_t)kt__ring_page(), .page_fd = fd };
-	if (ftruncate(fd, out->off + (off_t)size) < 0) {
-		int rc = -errno;
+	int rc = kt__file_grow(fd, out->off + (off_t)size);
+	if (rc)
 		close(fd);
-		return rc;
-	}
-	return 0;
+	return rc;
 }
 
 const kt__backing kt__memfd_backing = { .place = memfd_place };

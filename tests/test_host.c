@@ -632,3 +632,51 @@ Test(fork, before_the_first_init_while_a_name_is_interned)
 	pthread_join(th, NULL);
 	kt__names_set_log(NULL, NULL);
 }
+
+/* ---- the host's resource limits ---------------------------------------------------- */
+
+#include <sys/resource.h>
+
+/*
+ * In a child under RLIMIT_FSIZE of @limit bytes (the trace's header fits,
+ * a ring does not): start a session (crash files in @crash_dir if set),
+ * emit from this thread and stop.  Returns the child's wait status.  It
+ * must live: katra's own file growth may not raise SIGXFSZ in the host.
+ */
+static int emit_under_fsize(const char *dir, const char *crash_dir, rlim_t limit)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(20);
+		struct rlimit rl = { limit, limit };
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(10);
+		char path[128];
+		snprintf(path, sizeof(path), "%s/fsize-%s.katra", dir, crash_dir ? "crash" : "memfd");
+		kt_session *s;
+		if (kt_session_start(path, &(kt_session_options){ .crash_dir = crash_dir }, &s))
+			_exit(11);
+		uint32_t id = kt_name("count");
+		for (int64_t i = 0; i < 100; i++)
+			kt_counter(id, i);
+		kt_summary sum;
+		if (kt_session_stop(s, &sum))
+			_exit(12);
+		_exit(sum.events_written == 0 ? 0 : 13);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+Test(limits, a_file_size_limit_below_the_ring_size_never_kills_the_host)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	int st = emit_under_fsize(dir, NULL, 100000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "memfd rings: status %#x", st);
+	st = emit_under_fsize(dir, dir, 100000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crash files: status %#x", st);
+	rm_tree(dir);
+}
