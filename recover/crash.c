@@ -124,7 +124,7 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0 ||
 	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0)
 		goto err;
-	if ((rc = kt__file_grow(c->ctl_fd, (off_t)c->page)))
+	if ((rc = kt__file_reserve(c->ctl_fd, 0, (off_t)c->page)))
 		goto err;
 	/* Held until the process ends: `katra recover` refuses a directory
 	 * whose lock is still held.  Not inherited by fork(), so a child that
@@ -246,9 +246,9 @@ static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 	if (fd < 0)
 		return fd;
 	uint64_t off = (uint64_t)(c->slots + 1) * c->page;
-	int rc = kt__file_grow(fd, (off_t)size);
+	int rc = kt__file_reserve(fd, 0, (off_t)size);
 	if (!rc)
-		rc = kt__file_grow(c->ctl_fd, (off_t)(off + c->page));
+		rc = kt__file_reserve(c->ctl_fd, (off_t)off, (off_t)c->page);
 	if (rc) {
 		close(fd);
 		unlink_in(c, name);

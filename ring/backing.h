@@ -51,11 +51,12 @@ struct kt__backing {
 #define KT__NAME_THREAD 2u
 
 /*
- * kt__file_grow - set @fd's size to @size for a backing, on a host thread:
- * never raises SIGXFSZ in the host.  Return: 0 or -errno (-EFBIG past
- * RLIMIT_FSIZE).  Any thread.
+ * kt__file_reserve - give @fd blocks for [@off, @off + @len), growing it
+ * if need be, for a backing on a host thread: a mapping of them never
+ * raises SIGBUS, and this never raises SIGXFSZ.  Return: 0 or -errno
+ * (-ENOSPC, -EFBIG past RLIMIT_FSIZE).  Any thread.
  */
-int kt__file_grow(int fd, off_t size);
+int kt__file_reserve(int fd, off_t off, off_t len);
 
 /*
  * kt__registry_set_backing - back every ring with @b from now on; NULL

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,11 +156,14 @@ void kt__ring_make_private(struct kt__ring *r)
 }
 
 /*
- * Past RLIMIT_FSIZE the kernel answers EFBIG and sends this thread
- * SIGXFSZ, whose default action ends the host.  It stays blocked here,
- * and one it raised is taken back; one the host had pending stays.
+ * Blocks for every byte, before anything maps them: a file left sparse
+ * on a full tmpfs (/dev/shm) answers the first store to a page it cannot
+ * back with SIGBUS in the emitting thread.  Reserved now, that is ENOSPC
+ * here.  Past RLIMIT_FSIZE the kernel answers EFBIG and sends this
+ * thread SIGXFSZ, whose default action ends the host: it stays blocked
+ * here, and one it raised is taken back; one the host had pending stays.
  */
-int kt__file_grow(int fd, off_t size)
+int kt__file_reserve(int fd, off_t off, off_t len)
 {
 	sigset_t xfsz, old, pending;
 	sigemptyset(&xfsz);
@@ -167,7 +171,7 @@ int kt__file_grow(int fd, off_t size)
 	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
 	sigpending(&pending);
 	int had = sigismember(&pending, SIGXFSZ);
-	int rc = ftruncate(fd, size) < 0 ? -errno : 0;
+	int rc = -posix_fallocate(fd, off, len);
 	if (rc == -EFBIG && !had) {
 		struct timespec now = { 0, 0 };
 		sigtimedwait(&xfsz, NULL, &now);
@@ -188,7 +192,7 @@ static int memfd_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 	if (fd < 0)
 		return -errno;
 	*out = (kt__ring_place){ .fd = fd, .off = (off_t)kt__ring_page(), .page_fd = fd };
-	int rc = kt__file_grow(fd, out->off + (off_t)size);
+	int rc = kt__file_reserve(fd, 0, out->off + (off_t)size);
 	if (rc)
 		close(fd);
 	return rc;

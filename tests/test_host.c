@@ -680,3 +680,61 @@ Test(limits, a_file_size_limit_below_the_ring_size_never_kills_the_host)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crash files: status %#x", st);
 	rm_tree(dir);
 }
+
+#include <sched.h>
+#include <sys/mount.h>
+
+#define SHM_THREADS 4
+#define SHM_EVENTS 20000 /* each thread writes its 64 KiB ring round many times */
+
+static void *emit_many(void *arg)
+{
+	for (int64_t i = 0; i < SHM_EVENTS; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+/*
+ * In a child with a 128 KiB tmpfs of its own (a mount namespace) as the
+ * crash directory, SHM_THREADS threads with 64 KiB rings emit: the files
+ * of the first ring fit, the second's do not.  Exit status 0 when the
+ * session stopped whole, 77 when no tmpfs could be mounted.
+ */
+static int small_tmpfs_child(const char *dir)
+{
+	alarm(30);
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", dir, "tmpfs", 0, "size=128k"))
+		return 77;
+	kt_config cfg = { .ring_size = 64 << 10 };
+	if (kt_init(&cfg))
+		return 10;
+	kt_session *s;
+	if (kt_session_start("/dev/null", &(kt_session_options){ .crash_dir = dir }, &s))
+		return 11;
+	uint32_t id = kt_name("count");
+	for (int t = 0; t < SHM_THREADS; t++) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, emit_many, &id))
+			return 12;
+		pthread_join(th, NULL);
+	}
+	kt_summary sum;
+	return kt_session_stop(s, &sum) ? 13 : 0;
+}
+
+Test(limits, a_full_crash_directory_never_raises_sigbus)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(small_tmpfs_child(dir));
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	rm_tree(dir);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		cr_skip_test("no tmpfs could be mounted: not root or no mount namespace");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+}
