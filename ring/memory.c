@@ -37,7 +37,8 @@ void kt__ring_unmap(struct kt__ring *r)
 {
 	if (__lsan_unregister_root_region)
 		__lsan_unregister_root_region(r, kt__ring_page());
-	munmap(r->prod.base, 2 * r->size);
+	if (r->size)
+		munmap(r->prod.base, 2 * r->size);
 	close(r->fd);
 	free(r->name);
 	munmap(r, kt__ring_page());
@@ -104,6 +105,24 @@ err_fd:
 }
 
 /*
+ * A ring with no bytes, for a thread whose ring could not be made (ENOMEM,
+ * EMFILE, ENOSPC, EFBIG): every record is too large for it, so refused
+ * and counted under the thread's id like any other refusal, and the
+ * summary stays exact.  Its page is anonymous: no backing knows of it.
+ */
+struct kt__ring *kt__ring_map_stub(void)
+{
+	struct kt__ring *r = mmap(NULL, kt__ring_page(), PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r == MAP_FAILED)
+		return NULL;
+	if (__lsan_register_root_region)
+		__lsan_register_root_region(r, kt__ring_page());
+	r->fd = -1;
+	return r;
+}
+
+/*
  * With no consumer running: move @r onto new files of @b in place.  Its
  * page is copied into its new file and mapped over the old one; the bytes'
  * file is mapped over both halves.  The producer's pointers stay valid; a
@@ -113,6 +132,8 @@ int kt__ring_rebind(struct kt__ring *r, const kt__backing *b)
 {
 	kt__ring_place pl;
 	size_t page = kt__ring_page();
+	if (!r->size)
+		return 0; /* a stub has nothing to move */
 	int rc = b->place(b, r->size, &pl);
 	if (rc)
 		return rc;
@@ -150,8 +171,9 @@ void kt__ring_make_private(struct kt__ring *r)
 		memcpy(copy, r, page);
 		mremap(copy, page, page, MREMAP_MAYMOVE | MREMAP_FIXED, r);
 	}
-	mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
-	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (r->size)
+		mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	close(r->fd);
 }
 

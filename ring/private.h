@@ -132,6 +132,8 @@ void kt__ring_consumer_forget(void);
 extern const kt__backing kt__memfd_backing;
 /* A new ring of @size bytes on @b, its page zeroed but for the mapping. */
 struct kt__ring *kt__ring_map(const kt__backing *b, uint64_t size);
+/* A ring of size 0 that refuses every record: see memory.c. */
+struct kt__ring *kt__ring_map_stub(void);
 void kt__ring_unmap(struct kt__ring *r);
 /* Move @r onto @b in place; see kt__registry_set_backing(). */
 int kt__ring_rebind(struct kt__ring *r, const kt__backing *b);

@@ -166,7 +166,8 @@ static struct kt__ring *ring_get(uint64_t size)
 			return r;
 		}
 	}
-	return kt__ring_map(reg_backing, size);
+	struct kt__ring *r = kt__ring_map(reg_backing, size);
+	return r ? r : kt__ring_map_stub();
 }
 
 /* Under reg_lock: a drained, retired ring goes back to the free list. */
@@ -174,7 +175,7 @@ static void ring_put(struct kt__ring *r)
 {
 	free(r->name);
 	r->name = NULL;
-	if (free_count >= FREE_KEEP) {
+	if (free_count >= FREE_KEEP || !r->size) {
 		kt__ring_unmap(r);
 		return;
 	}

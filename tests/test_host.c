@@ -637,6 +637,18 @@ Test(fork, before_the_first_init_while_a_name_is_interned)
 
 #include <sys/resource.h>
 
+/* Run @fn(@arg) in a child of fork() and return its wait status. */
+static int in_child(int (*fn)(const char *), const char *arg)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(fn(arg));
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
 /*
  * In a child under RLIMIT_FSIZE of @limit bytes (the trace's header fits,
  * a ring does not): start a session (crash files in @crash_dir if set),
@@ -727,14 +739,65 @@ Test(limits, a_full_crash_directory_never_raises_sigbus)
 {
 	char dir[64];
 	tmp_dir(dir, sizeof(dir));
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(small_tmpfs_child(dir));
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	int st = in_child(small_tmpfs_child, dir);
 	rm_tree(dir);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
 		cr_skip_test("no tmpfs could be mounted: not root or no mount namespace");
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+}
+
+static void *emit_hundred(void *arg)
+{
+	for (int64_t i = 0; i < 100; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+/* The child of lost_emits_are_counted: 0 when its summary is exact. */
+static int fsize_accounting_child(const char *path)
+{
+	alarm(20);
+	struct rlimit rl = { 100000, 100000 };
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 10;
+	kt_session *s;
+	if (kt_session_start(path, NULL, &s))
+		return 11;
+	uint32_t id = kt_name("count");
+	pthread_t th[3];
+	for (int t = 0; t < 3; t++)
+		if (pthread_create(&th[t], NULL, emit_hundred, &id))
+			return 12;
+	for (int t = 0; t < 3; t++)
+		pthread_join(th[t], NULL);
+	kt_summary sum;
+	if (kt_session_stop(s, &sum))
+		return 13;
+	if (sum.events_written != 0 || sum.events_dropped != 300 || sum.events_refused != 300)
+		return 14;
+	return sum.thread_count == 3 ? 0 : 15;
+}
+
+/*
+ * Threads whose rings cannot be made (here: RLIMIT_FSIZE below the ring
+ * size) lose their events: the summary and the file count every one, as
+ * refused and dropped, under each thread.
+ */
+Test(limits, emits_of_threads_without_a_ring_are_counted)
+{
+	char dir[64], path[128];
+	tmp_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/lost.katra", dir);
+	int st = in_child(fsize_accounting_child, path);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_status st2;
+	kt_reader_get_status(r, &st2);
+	cr_assert_eq(st2.complete, 1);
+	cr_assert_eq(st2.events, 0);
+	cr_assert_eq(st2.dropped, 300);
+	kt_reader_close(r);
+	rm_tree(dir);
 }

@@ -190,7 +190,9 @@ typedef struct kt_summary {
 	uint64_t events_written;
 	uint64_t events_dropped;
 	uint64_t events_refused;    /* records refused (over a quarter of the
-				     * ring, or malformed): also in dropped */
+				     * ring, malformed, or emitted by a thread
+				     * whose ring could not be made): also in
+				     * dropped */
 	uint64_t chunks;
 	uint64_t bytes_raw;
 	uint64_t bytes_on_disk;      /* written, over every segment of the session */
