@@ -68,8 +68,7 @@ static int open_in(const struct kt__crash *c, const char *name, int flags)
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s/%s", c->dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	int fd = open(path, flags | O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
+	return kt__fd_high(open(path, flags | O_CLOEXEC, 0600));
 }
 
 static void unlink_in(const struct kt__crash *c, const char *name)

@@ -19,7 +19,7 @@
 
 /* Where a new ring's page and bytes are. */
 typedef struct kt__ring_place {
-	int fd;             /* the bytes' file: the ring owns it from now on */
+	int fd;             /* the bytes' file: closed once mapped */
 	off_t off;          /* where the bytes start in @fd */
 	int page_fd;        /* the page's file (may be @fd); not the ring's */
 	off_t page_off;     /* where the page starts in @page_fd */
@@ -49,6 +49,13 @@ struct kt__backing {
 /* Kinds of kt__backing.name. */
 #define KT__NAME_INTERNED 1u
 #define KT__NAME_THREAD 2u
+
+/*
+ * kt__fd_high - @fd, just returned by open() or the like, moved to a
+ * number >= 3 (close-on-exec) if it was 0, 1 or 2.  Return: the fd, or
+ * -errno (also when @fd < 0: errno then is the opener's).  Any thread.
+ */
+int kt__fd_high(int fd);
 
 /*
  * kt__file_reserve - give @fd blocks for [@off, @off + @len), growing it

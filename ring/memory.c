@@ -39,7 +39,6 @@ void kt__ring_unmap(struct kt__ring *r)
 		__lsan_unregister_root_region(r, kt__ring_page());
 	if (r->size)
 		munmap(r->prod.base, 2 * r->size);
-	close(r->fd);
 	free(r->name);
 	munmap(r, kt__ring_page());
 }
@@ -88,10 +87,12 @@ struct kt__ring *kt__ring_map(const kt__backing *b, uint64_t size)
 		munmap(span, 2 * size);
 		goto err_page;
 	}
+	/* The mappings keep the memory: a descriptor per thread would cost
+	 * the host its own (EMFILE). */
+	close(pl.fd);
 	if (__lsan_register_root_region)
 		__lsan_register_root_region(r, kt__ring_page());
 	r->size = size;
-	r->fd = pl.fd;
 	r->prod.base = span;
 	r->prod.mask = size - 1;
 	if (b->stamp)
@@ -118,7 +119,6 @@ struct kt__ring *kt__ring_map_stub(void)
 		return NULL;
 	if (__lsan_register_root_region)
 		__lsan_register_root_region(r, kt__ring_page());
-	r->fd = -1;
 	return r;
 }
 
@@ -145,12 +145,9 @@ int kt__ring_rebind(struct kt__ring *r, const kt__backing *b)
 		rc = -errno;
 	else
 		rc = map_halves(r->prod.base, r->size, pl.fd, pl.off);
-	if (rc) {
-		close(pl.fd);
+	close(pl.fd);
+	if (rc)
 		return rc;
-	}
-	close(r->fd);
-	r->fd = pl.fd;
 	if (b->stamp)
 		b->stamp(b, r, &pl);
 	return 0;
@@ -174,7 +171,20 @@ void kt__ring_make_private(struct kt__ring *r)
 	if (r->size)
 		mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	close(r->fd);
+}
+
+int kt__fd_high(int fd)
+{
+	if (fd < 0)
+		return -errno;
+	if (fd > 2)
+		return fd;
+	/* A daemon with 0-2 closed: its stderr (or a library's) would write
+	 * into this file. */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int rc = high < 0 ? -errno : high;
+	close(fd);
+	return rc;
 }
 
 /*
@@ -210,9 +220,9 @@ int kt__file_reserve(int fd, off_t off, off_t len)
 static int memfd_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 {
 	(void)b;
-	int fd = memfd_create("katra-ring", MFD_CLOEXEC);
+	int fd = kt__fd_high(memfd_create("katra-ring", MFD_CLOEXEC));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	*out = (kt__ring_place){ .fd = fd, .off = (off_t)kt__ring_page(), .page_fd = fd };
 	int rc = kt__file_reserve(fd, 0, out->off + (off_t)size);
 	if (rc)

@@ -74,7 +74,6 @@ struct kt__ring {
 	int retired;               /* the thread exited; release-stored */
 	uint32_t thread_id;
 	uint32_t os_tid;
-	int fd;                    /* the bytes' file (kt__ring_place.fd) */
 	char *name;                /* thread name or NULL */
 };
 

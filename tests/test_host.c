@@ -801,3 +801,85 @@ Test(limits, emits_of_threads_without_a_ring_are_counted)
 	kt_reader_close(r);
 	rm_tree(dir);
 }
+
+/* ---- descriptors ----------------------------------------------------------------- */
+
+#define FD_THREADS 8
+
+static pthread_barrier_t fd_barrier;
+static int stdio_crash; /* closed_stdio_child uses crash files */
+
+static void *emit_and_wait(void *arg)
+{
+	kt_counter(*(uint32_t *)arg, 1);
+	pthread_barrier_wait(&fd_barrier); /* emitted */
+	pthread_barrier_wait(&fd_barrier); /* looked at */
+	return NULL;
+}
+
+/* 1 when the fd list has a ring's file (memfd or crash file) open, or a
+ * crash directory's file at fd 0, 1 or 2. */
+static int ring_fds_held(void)
+{
+	int bad = 0;
+	for (int fd = 0; fd < 1024 && !bad; fd++) {
+		char link[64], target[512];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = 0;
+		bad = strstr(target, "katra-ring") || strstr(target, "/ring-") ||
+		      (fd < 3 && strstr(target, "/katra-"));
+	}
+	return bad;
+}
+
+/*
+ * A daemon with fds 0-2 closed: FD_THREADS threads emit and stay alive.
+ * No ring keeps a descriptor (EMFILE for a host with many threads), and
+ * nothing of katra's crash files lands on 0-2, where the host's stderr
+ * would write into it.  Exit status 0 when so.
+ */
+static int closed_stdio_child(const char *dir)
+{
+	alarm(20);
+	close(0);
+	close(1);
+	close(2);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/stdio.katra", dir);
+	kt_session *s;
+	if (kt_session_start(path, &(kt_session_options){ .crash_dir = stdio_crash ? dir : NULL },
+			     &s))
+		return 10;
+	uint32_t id = kt_name("count");
+	pthread_barrier_init(&fd_barrier, NULL, FD_THREADS + 1);
+	pthread_t th[FD_THREADS];
+	for (int t = 0; t < FD_THREADS; t++)
+		if (pthread_create(&th[t], NULL, emit_and_wait, &id))
+			return 11;
+	pthread_barrier_wait(&fd_barrier);
+	int held = ring_fds_held();
+	pthread_barrier_wait(&fd_barrier);
+	for (int t = 0; t < FD_THREADS; t++)
+		pthread_join(th[t], NULL);
+	kt_summary sum;
+	if (kt_session_stop(s, &sum))
+		return 12;
+	if (held)
+		return 13;
+	return sum.events_written == FD_THREADS ? 0 : 14;
+}
+
+Test(fds, rings_keep_no_descriptor_and_none_lands_on_stdio)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	for (stdio_crash = 0; stdio_crash < 2; stdio_crash++) {
+		int st = in_child(closed_stdio_child, dir);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crash files %d: status %#x",
+			  stdio_crash, st);
+	}
+	rm_tree(dir);
+}
