@@ -44,6 +44,10 @@ struct kt__backing {
 	 * in place.  May be NULL. */
 	void (*name)(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
 		     size_t len);
+	/* @page, a ring @b placed, is about to be unmapped for good, its
+	 * bytes read: the backing may remove its files and reuse its place.
+	 * Never from a signal handler.  May be NULL. */
+	void (*retire)(const kt__backing *b, void *page);
 };
 
 /* Kinds of kt__backing.name. */

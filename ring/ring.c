@@ -176,6 +176,10 @@ static void ring_put(struct kt__ring *r)
 	free(r->name);
 	r->name = NULL;
 	if (free_count >= FREE_KEEP || !r->size) {
+		/* Every ring but a stub is the backing's in place: those from
+		 * before it were moved onto it (kt__registry_set_backing). */
+		if (r->size && reg_backing->retire)
+			reg_backing->retire(reg_backing, r);
 		kt__ring_unmap(r);
 		return;
 	}

@@ -780,3 +780,83 @@ Test(recover, version_1_control_files_are_still_read)
 	free(ctl);
 	leftover_free(&l);
 }
+
+/* ---- thread churn with crash files ------------------------------------------------ */
+
+#define CHURN_WAVES 6
+#define CHURN_THREADS 40
+#define CHURN_KEEP 16 /* rings the registry keeps mapped for reuse */
+
+static void *emit_few(void *arg)
+{
+	for (int64_t i = 0; i < 10; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+/* The ring files in @parent's only crash directory; its control file's
+ * size in *@ctl_size. */
+static int ring_files(const char *parent, off_t *ctl_size)
+{
+	DIR *d = opendir(parent);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	char dir[512] = "";
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "katra-", 6))
+			snprintf(dir, sizeof(dir), "%s/%s", parent, e->d_name);
+	closedir(d);
+	cr_assert_neq(dir[0], 0);
+	char *ctl = path_in(dir, "control");
+	struct stat sb;
+	cr_assert_eq(stat(ctl, &sb), 0);
+	*ctl_size = sb.st_size;
+	free(ctl);
+	int n = 0;
+	cr_assert_not_null(d = opendir(dir));
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, "ring-", 5);
+	closedir(d);
+	return n;
+}
+
+/*
+ * Waves of short-lived threads: once the flusher has reaped a wave, the
+ * ring files of rings it did not keep for reuse are gone, and their slots
+ * are reused, so neither the files nor the control file grow with churn.
+ */
+Test(crash, ring_files_of_retired_rings_are_removed_and_slots_reused, .timeout = 120)
+{
+	char *dir = scratch();
+	kt_config cfg = { .ring_size = 64 << 10 };
+	cr_assert_eq(kt_init(&cfg), 0);
+	char *trace = path_in(dir, "churn.katra");
+	kt_session *s;
+	cr_assert_eq(kt_session_start(trace, &(kt_session_options){ .crash_dir = dir }, &s), 0);
+	uint32_t id = kt_name("count");
+	off_t ctl = 0;
+	for (int w = 0; w < CHURN_WAVES; w++) {
+		pthread_t th[CHURN_THREADS];
+		for (int t = 0; t < CHURN_THREADS; t++)
+			cr_assert_eq(pthread_create(&th[t], NULL, emit_few, &id), 0);
+		for (int t = 0; t < CHURN_THREADS; t++)
+			pthread_join(th[t], NULL);
+		/* The flusher reaps retired rings on its next passes: wait for
+		 * it (bounded), then count. */
+		int n = 0;
+		for (int tries = 0; tries < 2000; tries++) {
+			if ((n = ring_files(dir, &ctl)) <= CHURN_KEEP)
+				break;
+			usleep(10000);
+		}
+		cr_assert_leq(n, CHURN_KEEP, "wave %d: %d ring files", w, n);
+	}
+	/* At most a wave and the kept rings ever existed at once. */
+	cr_assert_leq(ctl, (off_t)(1 + CHURN_THREADS + CHURN_KEEP) * (off_t)kt__ring_page());
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.events_written, (uint64_t)CHURN_WAVES * CHURN_THREADS * 10);
+	kt_summary_release(&sum);
+	free(trace);
+	rm_rf(dir);
+}
