@@ -118,7 +118,11 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	c->trace_fd = trace_fd;
 	c->trace_off = trace_off;
 	c->page = kt__ring_page();
-	int rc = make_dir(parent && *parent ? parent : "/dev/shm", &c->dir);
+	/* Absolute once and for all: rings are made (and the directory
+	 * removed) by path, and the host may chdir() meanwhile. */
+	char *abs = realpath(parent && *parent ? parent : "/dev/shm", NULL);
+	int rc = abs ? make_dir(abs, &c->dir) : -errno;
+	free(abs);
 	if (rc) {
 		free(c);
 		return rc;

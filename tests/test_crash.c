@@ -860,3 +860,59 @@ Test(crash, ring_files_of_retired_rings_are_removed_and_slots_reused, .timeout =
 	free(trace);
 	rm_rf(dir);
 }
+
+/* ---- a relative crash directory --------------------------------------------------- */
+
+static void *emit_thousand(void *arg)
+{
+	for (int64_t i = 0; i < 1000; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/*
+ * crash_dir "crash", relative, and the host chdir()s mid-session (daemons
+ * do): a thread's ring made after that still goes into the same crash
+ * directory, no event is lost, and the clean stop removes the directory.
+ */
+Test(crash, a_relative_crash_dir_survives_chdir)
+{
+	char *dir = scratch();
+	char *crash = path_in(dir, "crash");
+	cr_assert_eq(mkdir(crash, 0700), 0);
+	char *trace = path_in(dir, "rel.katra");
+	char cwd[4096];
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	cr_assert_eq(chdir(dir), 0);
+	kt_session *s;
+	cr_assert_eq(kt_session_start(trace, &(kt_session_options){ .crash_dir = "crash" }, &s), 0,
+		     "%s", kt_session_start_error());
+	uint32_t id = kt_name("count");
+	emit_thousand(&id);
+	cr_assert_eq(chdir("/"), 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, emit_thousand, &id), 0);
+	pthread_join(th, NULL);
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.events_written, 2000);
+	cr_assert_eq(sum.events_dropped, 0);
+	kt_summary_release(&sum);
+	cr_assert_eq(entries(crash), 0);
+	cr_assert_eq(chdir(cwd), 0);
+	free(trace);
+	free(crash);
+	rm_rf(dir);
+}
