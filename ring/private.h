@@ -144,7 +144,6 @@ void kt__ring_make_private(struct kt__ring *r);
 /* Call @fn for every name so far, then for each new one as it is interned,
  * under the names lock; NULL stops it. */
 void kt__names_set_log(kt__name_fn fn, void *ctx);
-void kt__names_free(void);
 /* fork() handlers of the name table, called by the registry's (ring.c):
  * @phase 0 before the fork (takes its lock), 1 in the parent after it,
  * 2 in the child (no log there: the parent's session owns it). */

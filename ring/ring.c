@@ -468,7 +468,8 @@ int kt_shutdown(void)
 	}
 	free_count = 0;
 	reg_drop();
-	kt__names_free();
+	/* Names stay: kt_name() promises one id per string for the process's
+	 * life, and the program keeps ids (KT_ZONE's statics). */
 	return 0;
 }
 

@@ -628,3 +628,19 @@ Test(signals, fork_from_a_handler_inside_an_emit)
 	cr_assert_eq(waitpid(trap.child, &st, 0), trap.child);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
 }
+
+/*
+ * kt_name's promise holds across kt_shutdown: ids the program kept
+ * (KT_ZONE's static caches) still name their strings, and no new string
+ * gets an old id.
+ */
+Test(ring, name_ids_survive_shutdown)
+{
+	uint32_t parse = kt_name("parse"), emit = kt_name("emit");
+	cr_assert_eq(kt_shutdown(), 0);
+	uint32_t other = kt_name("something else");
+	cr_assert_neq(other, parse);
+	cr_assert_neq(other, emit);
+	cr_assert_eq(kt_name("parse"), parse);
+	cr_assert_eq(kt_name("emit"), emit);
+}

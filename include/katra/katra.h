@@ -89,8 +89,10 @@ typedef struct kt_config {
 KT_API int kt_init(const kt_config *cfg);
 
 /**
- * kt_shutdown - release every ring and name.  Stops nothing: call it with no
- * session active (KT_EBUSY otherwise) and when no thread emits any more.
+ * kt_shutdown - release every ring no thread holds.  Interned names stay,
+ * so ids handed out keep naming their strings.  Stops nothing: call it
+ * with no session active (KT_EBUSY otherwise) and when no thread emits
+ * any more.
  * Return: 0 or KT_EBUSY.
  */
 KT_API int kt_shutdown(void);
