@@ -441,6 +441,11 @@ int kt_thread_name(const char *name)
 	struct kt__ring *r = kt__tls_full_ring();
 	if (!r && !(r = kt__ring_register()))
 		return -ENOMEM;
+	/* Unchanged: nothing to record, and the crash names log would grow
+	 * with every call of a worker that names itself per job.  No lock:
+	 * only this thread sets its ring's name while it lives. */
+	if (r->name && !strcmp(r->name, name))
+		return 0;
 	char *copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;

@@ -794,19 +794,28 @@ static void *emit_few(void *arg)
 	return NULL;
 }
 
-/* The ring files in @parent's only crash directory; its control file's
- * size in *@ctl_size. */
-static int ring_files(const char *parent, off_t *ctl_size)
+/* @parent's only crash directory, in @dir. */
+static void crash_dir_in(const char *parent, char *dir, size_t cap)
 {
 	DIR *d = opendir(parent);
 	cr_assert_not_null(d);
 	struct dirent *e;
-	char dir[512] = "";
+	dir[0] = 0;
 	while ((e = readdir(d)))
 		if (!strncmp(e->d_name, "katra-", 6))
-			snprintf(dir, sizeof(dir), "%s/%s", parent, e->d_name);
+			snprintf(dir, cap, "%s/%s", parent, e->d_name);
 	closedir(d);
 	cr_assert_neq(dir[0], 0);
+}
+
+/* The ring files in @parent's only crash directory; its control file's
+ * size in *@ctl_size. */
+static int ring_files(const char *parent, off_t *ctl_size)
+{
+	char dir[512];
+	crash_dir_in(parent, dir, sizeof(dir));
+	struct dirent *e;
+	DIR *d;
 	char *ctl = path_in(dir, "control");
 	struct stat sb;
 	cr_assert_eq(stat(ctl, &sb), 0);
@@ -914,5 +923,38 @@ Test(crash, a_relative_crash_dir_survives_chdir)
 	cr_assert_eq(chdir(cwd), 0);
 	free(trace);
 	free(crash);
+	rm_rf(dir);
+}
+
+/* ---- the names log ------------------------------------------------------------------ */
+
+static off_t names_log_size(const char *parent)
+{
+	char dir[512];
+	crash_dir_in(parent, dir, sizeof(dir));
+	char *path = path_in(dir, "names");
+	struct stat sb;
+	cr_assert_eq(stat(path, &sb), 0);
+	free(path);
+	return sb.st_size;
+}
+
+/* A worker that names itself per job logs its name once, not per call;
+ * a name that changes is logged again. */
+Test(crash, the_names_log_grows_only_when_a_name_changes)
+{
+	char *dir = scratch();
+	char *trace = path_in(dir, "names.katra");
+	kt_session *s;
+	cr_assert_eq(kt_session_start(trace, &(kt_session_options){ .crash_dir = dir }, &s), 0);
+	cr_assert_eq(kt_thread_name("worker"), 0);
+	off_t once = names_log_size(dir);
+	for (int i = 0; i < 1000; i++)
+		cr_assert_eq(kt_thread_name("worker"), 0);
+	cr_assert_eq(names_log_size(dir), once);
+	cr_assert_eq(kt_thread_name("idle"), 0);
+	cr_assert_eq(names_log_size(dir), once + 12 + 4); /* an entry: 12 bytes, then the name */
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	free(trace);
 	rm_rf(dir);
 }
