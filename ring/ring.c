@@ -91,7 +91,10 @@ static void load_once(void)
 		forks_handled = 1;
 }
 
-__attribute__((constructor)) static void ring_load(void)
+/* Priority 101, the first an application may use: a room whose own fork
+ * handlers take a lock taken before reg_lock (flush/'s session_lock) must
+ * register them after these, so a later priority. */
+__attribute__((constructor(101))) static void ring_load(void)
 {
 	load_once();
 }
