@@ -35,6 +35,7 @@ struct kt__crash {
 	uint32_t slots;        /* ring-0 .. ring-(slots-1) were made */
 	uint32_t *free_slots;  /* of those, retired ones, to reuse */
 	uint32_t nfree, free_cap;
+	uint64_t thread_names;  /* bytes of thread-name entries logged */
 	size_t page;
 };
 
@@ -97,7 +98,12 @@ static void log_entry(int fd, uint32_t kind, uint32_t id, const char *s, size_t 
 static void crash_name(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
 		       size_t len)
 {
-	const struct kt__crash *c = (const struct kt__crash *)b;
+	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
+	if (kind == KT__NAME_THREAD) {
+		if (c->thread_names + 12 + len > KT__NAMES_THREAD_CAP)
+			return;
+		c->thread_names += 12 + len;
+	}
 	log_entry(c->names_fd, kind == KT__NAME_THREAD ? KT__NAMES_THREAD : KT__NAMES_NAME, id, s,
 		  len);
 }

@@ -940,7 +940,7 @@ static off_t names_log_size(const char *parent)
 }
 
 /* A worker that names itself per job logs its name once, not per call;
- * a name that changes is logged again. */
+ * a name that changes is logged again, up to a cap. */
 Test(crash, the_names_log_grows_only_when_a_name_changes)
 {
 	char *dir = scratch();
@@ -954,6 +954,13 @@ Test(crash, the_names_log_grows_only_when_a_name_changes)
 	cr_assert_eq(names_log_size(dir), once);
 	cr_assert_eq(kt_thread_name("idle"), 0);
 	cr_assert_eq(names_log_size(dir), once + 12 + 4); /* an entry: 12 bytes, then the name */
+	/* A name per job, each new: logged up to a cap (2 MiB uncapped). */
+	char job[32];
+	for (int i = 0; i < 100000; i++) {
+		snprintf(job, sizeof(job), "job-%06d", i);
+		cr_assert_eq(kt_thread_name(job), 0);
+	}
+	cr_assert_leq(names_log_size(dir), once + KT__NAMES_THREAD_CAP);
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	free(trace);
 	rm_rf(dir);
