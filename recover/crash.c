@@ -32,7 +32,10 @@ struct kt__crash {
 	int names_fd;
 	int trace_fd;
 	uint64_t trace_off;
-	uint32_t slots;        /* ring-0 .. ring-(slots-1) exist */
+	uint32_t slots;        /* ring-0 .. ring-(slots-1) were made */
+	uint32_t *free_slots;  /* of those, retired ones, to reuse */
+	uint32_t nfree, free_cap;
+	uint64_t thread_names;  /* bytes of thread-name entries logged */
 	size_t page;
 };
 
@@ -68,8 +71,7 @@ static int open_in(const struct kt__crash *c, const char *name, int flags)
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s/%s", c->dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	int fd = open(path, flags | O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
+	return kt__fd_high(open(path, flags | O_CLOEXEC, 0600));
 }
 
 static void unlink_in(const struct kt__crash *c, const char *name)
@@ -96,13 +98,19 @@ static void log_entry(int fd, uint32_t kind, uint32_t id, const char *s, size_t 
 static void crash_name(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
 		       size_t len)
 {
-	const struct kt__crash *c = (const struct kt__crash *)b;
+	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
+	if (kind == KT__NAME_THREAD) {
+		if (c->thread_names + 12 + len > KT__NAMES_THREAD_CAP)
+			return;
+		c->thread_names += 12 + len;
+	}
 	log_entry(c->names_fd, kind == KT__NAME_THREAD ? KT__NAMES_THREAD : KT__NAMES_NAME, id, s,
 		  len);
 }
 
 static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out);
 static void crash_stamp(const kt__backing *b, void *page, const kt__ring_place *p);
+static void crash_retire(const kt__backing *b, void *page);
 
 int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 		    uint64_t trace_off)
@@ -111,12 +119,16 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	struct kt__crash *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->backing = (kt__backing){ crash_place, crash_stamp, crash_name };
+	c->backing = (kt__backing){ crash_place, crash_stamp, crash_name, crash_retire };
 	c->ctl_fd = c->names_fd = -1;
 	c->trace_fd = trace_fd;
 	c->trace_off = trace_off;
 	c->page = kt__ring_page();
-	int rc = make_dir(parent && *parent ? parent : "/dev/shm", &c->dir);
+	/* Absolute once and for all: rings are made (and the directory
+	 * removed) by path, and the host may chdir() meanwhile. */
+	char *abs = realpath(parent && *parent ? parent : "/dev/shm", NULL);
+	int rc = abs ? make_dir(abs, &c->dir) : -errno;
+	free(abs);
 	if (rc) {
 		free(c);
 		return rc;
@@ -124,10 +136,8 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0 ||
 	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0)
 		goto err;
-	if (ftruncate(c->ctl_fd, (off_t)c->page) < 0) {
-		rc = -errno;
+	if ((rc = kt__file_reserve(c->ctl_fd, 0, (off_t)c->page)))
 		goto err;
-	}
 	/* Held until the process ends: `katra recover` refuses a directory
 	 * whose lock is still held.  Not inherited by fork(), so a child that
 	 * outlives us does not keep it. */
@@ -238,25 +248,72 @@ int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen)
 	return w == (ssize_t)sizeof(p) ? 0 : w < 0 ? -errno : -EIO;
 }
 
+/* A reused slot's page holds its last ring: zero it, as place promises.
+ * No allocation: a signal handler's first emit may land here. */
+static int zero_page(const struct kt__crash *c, off_t off)
+{
+	static const uint8_t zero[4096];
+	for (size_t done = 0; done < c->page; done += sizeof(zero))
+		if (pwrite(c->ctl_fd, zero, sizeof(zero), off + (off_t)done) != sizeof(zero))
+			return -EIO;
+	return 0;
+}
+
 /* A ring slot: page 1 + i of the control file, and the file ring-<i>. */
 static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 {
 	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
+	int reuse = c->nfree > 0;
+	uint32_t slot = reuse ? c->free_slots[c->nfree - 1] : c->slots;
 	char name[32];
-	snprintf(name, sizeof(name), "ring-%u", c->slots);
+	snprintf(name, sizeof(name), "ring-%u", slot);
 	int fd = open_in(c, name, O_RDWR | O_CREAT | O_EXCL);
 	if (fd < 0)
 		return fd;
-	uint64_t off = (uint64_t)(c->slots + 1) * c->page;
-	if (ftruncate(fd, (off_t)size) < 0 || ftruncate(c->ctl_fd, (off_t)(off + c->page)) < 0) {
-		int rc = -errno;
+	off_t off = (off_t)(slot + 1) * (off_t)c->page;
+	int rc = kt__file_reserve(fd, 0, (off_t)size);
+	if (!rc)
+		rc = reuse ? zero_page(c, off) : kt__file_reserve(c->ctl_fd, off, (off_t)c->page);
+	if (rc) {
 		close(fd);
 		unlink_in(c, name);
 		return rc;
 	}
-	*out = (kt__ring_place){ .fd = fd, .page_fd = c->ctl_fd, .page_off = (off_t)off,
-				 .shared = 1, .slot = c->slots++ };
+	if (reuse)
+		c->nfree--;
+	else
+		c->slots++;
+	*out = (kt__ring_place){ .fd = fd, .page_fd = c->ctl_fd, .page_off = off, .shared = 1,
+				 .slot = slot };
 	return 0;
+}
+
+/*
+ * A ring gone for good (its bytes all in the trace file): its file goes,
+ * so thread churn does not fill /dev/shm, and its slot is reused, so the
+ * control file does not grow either.  The slot mark goes first: a
+ * recovery never pairs the slot with a missing or newer file.
+ */
+static void crash_retire(const kt__backing *b, void *page)
+{
+	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
+	uint8_t *p = page;
+	uint32_t slot = kt__get32(p + KT__SLOT_O_INDEX);
+	if (slot >= c->slots)
+		return;
+	if (c->nfree == c->free_cap) {
+		uint32_t cap = c->free_cap ? c->free_cap * 2 : 64;
+		uint32_t *n = realloc(c->free_slots, cap * sizeof(*n));
+		if (!n)
+			return; /* the file stays until the session ends */
+		c->free_slots = n;
+		c->free_cap = cap;
+	}
+	memset(p + KT__SLOT_O_MAGIC, 0, 8);
+	char name[32];
+	snprintf(name, sizeof(name), "ring-%u", slot);
+	unlink_in(c, name);
+	c->free_slots[c->nfree++] = slot;
 }
 
 void kt__crash_stamp(void *page, uint32_t index)
@@ -296,6 +353,7 @@ void kt__crash_finish(struct kt__crash *c)
 	/* Closing drops the lock, after the files are gone. */
 	if (c->ctl_fd >= 0)
 		close(c->ctl_fd);
+	free(c->free_slots);
 	free(c->dir);
 	free(c);
 }

@@ -113,6 +113,10 @@
 
 #define KT__NAMES_NAME 1u          /* kinds of a names log entry */
 #define KT__NAMES_THREAD 2u
+/* Bytes of thread-name entries a session logs, at most: a thread renamed
+ * per job (a new name each time) would grow the log without bound.  Past
+ * it a recovery may show a thread's older name. */
+#define KT__NAMES_THREAD_CAP (1u << 20)
 
 /* ---- the live side (recover/crash.c) ---------------------------------- */
 

@@ -19,7 +19,7 @@
 
 /* Where a new ring's page and bytes are. */
 typedef struct kt__ring_place {
-	int fd;             /* the bytes' file: the ring owns it from now on */
+	int fd;             /* the bytes' file: closed once mapped */
 	off_t off;          /* where the bytes start in @fd */
 	int page_fd;        /* the page's file (may be @fd); not the ring's */
 	off_t page_off;     /* where the page starts in @page_fd */
@@ -44,11 +44,30 @@ struct kt__backing {
 	 * in place.  May be NULL. */
 	void (*name)(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
 		     size_t len);
+	/* @page, a ring @b placed, is about to be unmapped for good, its
+	 * bytes read: the backing may remove its files and reuse its place.
+	 * Never from a signal handler.  May be NULL. */
+	void (*retire)(const kt__backing *b, void *page);
 };
 
 /* Kinds of kt__backing.name. */
 #define KT__NAME_INTERNED 1u
 #define KT__NAME_THREAD 2u
+
+/*
+ * kt__fd_high - @fd, just returned by open() or the like, moved to a
+ * number >= 3 (close-on-exec) if it was 0, 1 or 2.  Return: the fd, or
+ * -errno (also when @fd < 0: errno then is the opener's).  Any thread.
+ */
+int kt__fd_high(int fd);
+
+/*
+ * kt__file_reserve - give @fd blocks for [@off, @off + @len), growing it
+ * if need be, for a backing on a host thread: a mapping of them never
+ * raises SIGBUS, and this never raises SIGXFSZ.  Return: 0 or -errno
+ * (-ENOSPC, -EFBIG past RLIMIT_FSIZE).  Any thread.
+ */
+int kt__file_reserve(int fd, off_t off, off_t len);
 
 /*
  * kt__registry_set_backing - back every ring with @b from now on; NULL

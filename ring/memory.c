@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,8 +37,8 @@ void kt__ring_unmap(struct kt__ring *r)
 {
 	if (__lsan_unregister_root_region)
 		__lsan_unregister_root_region(r, kt__ring_page());
-	munmap(r->prod.base, 2 * r->size);
-	close(r->fd);
+	if (r->size)
+		munmap(r->prod.base, 2 * r->size);
 	free(r->name);
 	munmap(r, kt__ring_page());
 }
@@ -85,10 +87,12 @@ struct kt__ring *kt__ring_map(const kt__backing *b, uint64_t size)
 		munmap(span, 2 * size);
 		goto err_page;
 	}
+	/* The mappings keep the memory: a descriptor per thread would cost
+	 * the host its own (EMFILE). */
+	close(pl.fd);
 	if (__lsan_register_root_region)
 		__lsan_register_root_region(r, kt__ring_page());
 	r->size = size;
-	r->fd = pl.fd;
 	r->prod.base = span;
 	r->prod.mask = size - 1;
 	if (b->stamp)
@@ -102,6 +106,23 @@ err_fd:
 }
 
 /*
+ * A ring with no bytes, for a thread whose ring could not be made (ENOMEM,
+ * EMFILE, ENOSPC, EFBIG): every record is too large for it, so refused
+ * and counted under the thread's id like any other refusal, and the
+ * summary stays exact.  Its page is anonymous: no backing knows of it.
+ */
+struct kt__ring *kt__ring_map_stub(void)
+{
+	struct kt__ring *r = mmap(NULL, kt__ring_page(), PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r == MAP_FAILED)
+		return NULL;
+	if (__lsan_register_root_region)
+		__lsan_register_root_region(r, kt__ring_page());
+	return r;
+}
+
+/*
  * With no consumer running: move @r onto new files of @b in place.  Its
  * page is copied into its new file and mapped over the old one; the bytes'
  * file is mapped over both halves.  The producer's pointers stay valid; a
@@ -111,6 +132,8 @@ int kt__ring_rebind(struct kt__ring *r, const kt__backing *b)
 {
 	kt__ring_place pl;
 	size_t page = kt__ring_page();
+	if (!r->size)
+		return 0; /* a stub has nothing to move */
 	int rc = b->place(b, r->size, &pl);
 	if (rc)
 		return rc;
@@ -122,12 +145,9 @@ int kt__ring_rebind(struct kt__ring *r, const kt__backing *b)
 		rc = -errno;
 	else
 		rc = map_halves(r->prod.base, r->size, pl.fd, pl.off);
-	if (rc) {
-		close(pl.fd);
+	close(pl.fd);
+	if (rc)
 		return rc;
-	}
-	close(r->fd);
-	r->fd = pl.fd;
 	if (b->stamp)
 		b->stamp(b, r, &pl);
 	return 0;
@@ -148,9 +168,48 @@ void kt__ring_make_private(struct kt__ring *r)
 		memcpy(copy, r, page);
 		mremap(copy, page, page, MREMAP_MAYMOVE | MREMAP_FIXED, r);
 	}
-	mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
-	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	close(r->fd);
+	if (r->size)
+		mmap(r->prod.base, 2 * r->size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
+int kt__fd_high(int fd)
+{
+	if (fd < 0)
+		return -errno;
+	if (fd > 2)
+		return fd;
+	/* A daemon with 0-2 closed: its stderr (or a library's) would write
+	 * into this file. */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int rc = high < 0 ? -errno : high;
+	close(fd);
+	return rc;
+}
+
+/*
+ * Blocks for every byte, before anything maps them: a file left sparse
+ * on a full tmpfs (/dev/shm) answers the first store to a page it cannot
+ * back with SIGBUS in the emitting thread.  Reserved now, that is ENOSPC
+ * here.  Past RLIMIT_FSIZE the kernel answers EFBIG and sends this
+ * thread SIGXFSZ, whose default action ends the host: it stays blocked
+ * here, and one it raised is taken back; one the host had pending stays.
+ */
+int kt__file_reserve(int fd, off_t off, off_t len)
+{
+	sigset_t xfsz, old, pending;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	sigpending(&pending);
+	int had = sigismember(&pending, SIGXFSZ);
+	int rc = -posix_fallocate(fd, off, len);
+	if (rc == -EFBIG && !had) {
+		struct timespec now = { 0, 0 };
+		sigtimedwait(&xfsz, NULL, &now);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 /*
@@ -161,16 +220,14 @@ void kt__ring_make_private(struct kt__ring *r)
 static int memfd_place(const kt__backing *b, uint64_t size, kt__ring_place *out)
 {
 	(void)b;
-	int fd = memfd_create("katra-ring", MFD_CLOEXEC);
+	int fd = kt__fd_high(memfd_create("katra-ring", MFD_CLOEXEC));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	*out = (kt__ring_place){ .fd = fd, .off = (off_t)kt__ring_page(), .page_fd = fd };
-	if (ftruncate(fd, out->off + (off_t)size) < 0) {
-		int rc = -errno;
+	int rc = kt__file_reserve(fd, 0, out->off + (off_t)size);
+	if (rc)
 		close(fd);
-		return rc;
-	}
-	return 0;
+	return rc;
 }
 
 const kt__backing kt__memfd_backing = { .place = memfd_place };

@@ -108,22 +108,6 @@ void kt__names_set_log(kt__name_fn fn, void *ctx)
 	pthread_mutex_unlock(&names_lock);
 }
 
-void kt__names_free(void)
-{
-	pthread_mutex_lock(&names_lock);
-	for (uint32_t id = 1; id <= count; id++)
-		free(by_id[id]);
-	free(by_id);
-	free(lens);
-	free(slots);
-	by_id = NULL;
-	lens = NULL;
-	slots = NULL;
-	count = id_cap = 0;
-	slot_cap = 0;
-	pthread_mutex_unlock(&names_lock);
-}
-
 void kt__names_fork(int phase)
 {
 	if (phase == 0) {

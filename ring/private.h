@@ -74,7 +74,6 @@ struct kt__ring {
 	int retired;               /* the thread exited; release-stored */
 	uint32_t thread_id;
 	uint32_t os_tid;
-	int fd;                    /* the bytes' file (kt__ring_place.fd) */
 	char *name;                /* thread name or NULL */
 };
 
@@ -132,6 +131,8 @@ void kt__ring_consumer_forget(void);
 extern const kt__backing kt__memfd_backing;
 /* A new ring of @size bytes on @b, its page zeroed but for the mapping. */
 struct kt__ring *kt__ring_map(const kt__backing *b, uint64_t size);
+/* A ring of size 0 that refuses every record: see memory.c. */
+struct kt__ring *kt__ring_map_stub(void);
 void kt__ring_unmap(struct kt__ring *r);
 /* Move @r onto @b in place; see kt__registry_set_backing(). */
 int kt__ring_rebind(struct kt__ring *r, const kt__backing *b);
@@ -143,7 +144,6 @@ void kt__ring_make_private(struct kt__ring *r);
 /* Call @fn for every name so far, then for each new one as it is interned,
  * under the names lock; NULL stops it. */
 void kt__names_set_log(kt__name_fn fn, void *ctx);
-void kt__names_free(void);
 /* fork() handlers of the name table, called by the registry's (ring.c):
  * @phase 0 before the fork (takes its lock), 1 in the parent after it,
  * 2 in the child (no log there: the parent's session owns it). */

@@ -38,6 +38,8 @@ static int reg_session;               /* a session is running */
 uint64_t kt__session_gen;
 static uint32_t next_thread_id = 1;
 static pthread_key_t exit_key;
+static int key_made;                  /* exit_key exists */
+static int forks_handled;             /* the pthread_atfork handlers are */
 static int initialized;
 static kt_config config;
 /* Where new rings' memory lives. */
@@ -46,6 +48,7 @@ static const kt__backing *reg_backing = &kt__memfd_backing;
 #define FREE_KEEP 16 /* recycled rings kept mapped; more are unmapped */
 
 static void thread_exit(void *arg);
+static void retire(struct kt__ring *r);
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -68,6 +71,34 @@ static void reg_drop(void)
 
 /* ---- configuration --------------------------------------------------- */
 
+/*
+ * What must exist before any katra lock is taken, so made at load:
+ *
+ * - The thread key.  glibc keeps a thread's values of its first 32 keys
+ *   inline and calloc()s a block for the others on the thread's first set.
+ *   A signal handler's first emit sets katra's key, and the handler may
+ *   have interrupted that allocator holding its lock: made before the
+ *   host's main can make keys of its own, the key gets a low index.
+ * - The fork() handlers.  Registered later, a fork() while another thread
+ *   held the names lock (kt_name before any session) or the registry lock
+ *   (the first kt_init) gave a child whose katra calls waited forever.
+ */
+static void load_once(void)
+{
+	if (!key_made && pthread_key_create(&exit_key, thread_exit) == 0)
+		key_made = 1;
+	if (!forks_handled && pthread_atfork(fork_prepare, fork_parent, fork_child) == 0)
+		forks_handled = 1;
+}
+
+/* Priority 101, the first an application may use: a room whose own fork
+ * handlers take a lock taken before reg_lock (flush/'s session_lock) must
+ * register them after these, so a later priority. */
+__attribute__((constructor(101))) static void ring_load(void)
+{
+	load_once();
+}
+
 static int apply_config(const kt_config *cfg)
 {
 	kt_config c = { 0 };
@@ -88,16 +119,12 @@ static int apply_config(const kt_config *cfg)
 	if (rc)
 		return rc;
 	if (!initialized) {
-		rc = pthread_key_create(&exit_key, thread_exit);
-		if (rc)
-			return -rc;
-		/* Before any ring exists, so no child of a fork() ever sees one
-		 * without the handlers that take it away. */
-		rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
-		if (rc) {
-			pthread_key_delete(exit_key);
-			return -rc;
-		}
+		/* Only if the load's attempt failed (ENOMEM).  Before any
+		 * ring exists, so no child of a fork() ever sees one without
+		 * the handlers that take it away. */
+		load_once();
+		if (!key_made || !forks_handled)
+			return -EAGAIN;
 		initialized = 1;
 	}
 	config = c;
@@ -142,7 +169,8 @@ static struct kt__ring *ring_get(uint64_t size)
 			return r;
 		}
 	}
-	return kt__ring_map(reg_backing, size);
+	struct kt__ring *r = kt__ring_map(reg_backing, size);
+	return r ? r : kt__ring_map_stub();
 }
 
 /* Under reg_lock: a drained, retired ring goes back to the free list. */
@@ -150,7 +178,11 @@ static void ring_put(struct kt__ring *r)
 {
 	free(r->name);
 	r->name = NULL;
-	if (free_count >= FREE_KEEP) {
+	if (free_count >= FREE_KEEP || !r->size) {
+		/* Every ring but a stub is the backing's in place: those from
+		 * before it were moved onto it (kt__registry_set_backing). */
+		if (r->size && reg_backing->retire)
+			reg_backing->retire(reg_backing, r);
 		kt__ring_unmap(r);
 		return;
 	}
@@ -227,11 +259,17 @@ struct kt__ring *kt__ring_register(void)
 			ring_reset(r, next_thread_id++);
 			r->next = reg_head;
 			reg_head = r;
-			pthread_setspecific(exit_key, r);
-			kt__tls_ring = &r->prod;
 		}
 		reg_drop();
 	}
+	/* Outside the lock: should it allocate after all (a key past 32),
+	 * no other thread waits on this one. */
+	if (r && pthread_setspecific(exit_key, r)) {
+		retire(r);
+		r = NULL;
+	}
+	if (r)
+		kt__tls_ring = &r->prod;
 	kt__signal_fence();
 	tls_in_registry--;
 	/* Relaxed: this thread's own counter. */
@@ -252,10 +290,14 @@ static void unlink_ring(struct kt__ring *r)
 
 static void thread_exit(void *arg)
 {
-	struct kt__ring *r = arg;
-
 	tls_exiting = 1;
 	kt__tls_ring = NULL;
+	retire(arg);
+}
+
+/* @r's thread writes to it no more. */
+static void retire(struct kt__ring *r)
+{
 	reg_take();
 	/* Release: every record this thread published is ordered before the
 	 * flusher's acquire load of retired, so "retired and drained" means
@@ -402,6 +444,11 @@ int kt_thread_name(const char *name)
 	struct kt__ring *r = kt__tls_full_ring();
 	if (!r && !(r = kt__ring_register()))
 		return -ENOMEM;
+	/* Unchanged: nothing to record, and the crash names log would grow
+	 * with every call of a worker that names itself per job.  No lock:
+	 * only this thread sets its ring's name while it lives. */
+	if (r->name && !strcmp(r->name, name))
+		return 0;
 	char *copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;
@@ -429,7 +476,8 @@ int kt_shutdown(void)
 	}
 	free_count = 0;
 	reg_drop();
-	kt__names_free();
+	/* Names stay: kt_name() promises one id per string for the process's
+	 * life, and the program keeps ids (KT_ZONE's statics). */
 	return 0;
 }
 

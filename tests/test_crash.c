@@ -780,3 +780,188 @@ Test(recover, version_1_control_files_are_still_read)
 	free(ctl);
 	leftover_free(&l);
 }
+
+/* ---- thread churn with crash files ------------------------------------------------ */
+
+#define CHURN_WAVES 6
+#define CHURN_THREADS 40
+#define CHURN_KEEP 16 /* rings the registry keeps mapped for reuse */
+
+static void *emit_few(void *arg)
+{
+	for (int64_t i = 0; i < 10; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+/* @parent's only crash directory, in @dir. */
+static void crash_dir_in(const char *parent, char *dir, size_t cap)
+{
+	DIR *d = opendir(parent);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	dir[0] = 0;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "katra-", 6))
+			snprintf(dir, cap, "%s/%s", parent, e->d_name);
+	closedir(d);
+	cr_assert_neq(dir[0], 0);
+}
+
+/* The ring files in @parent's only crash directory; its control file's
+ * size in *@ctl_size. */
+static int ring_files(const char *parent, off_t *ctl_size)
+{
+	char dir[512];
+	crash_dir_in(parent, dir, sizeof(dir));
+	struct dirent *e;
+	DIR *d;
+	char *ctl = path_in(dir, "control");
+	struct stat sb;
+	cr_assert_eq(stat(ctl, &sb), 0);
+	*ctl_size = sb.st_size;
+	free(ctl);
+	int n = 0;
+	cr_assert_not_null(d = opendir(dir));
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, "ring-", 5);
+	closedir(d);
+	return n;
+}
+
+/*
+ * Waves of short-lived threads: once the flusher has reaped a wave, the
+ * ring files of rings it did not keep for reuse are gone, and their slots
+ * are reused, so neither the files nor the control file grow with churn.
+ */
+Test(crash, ring_files_of_retired_rings_are_removed_and_slots_reused, .timeout = 120)
+{
+	char *dir = scratch();
+	kt_config cfg = { .ring_size = 64 << 10 };
+	cr_assert_eq(kt_init(&cfg), 0);
+	char *trace = path_in(dir, "churn.katra");
+	kt_session *s;
+	cr_assert_eq(kt_session_start(trace, &(kt_session_options){ .crash_dir = dir }, &s), 0);
+	uint32_t id = kt_name("count");
+	off_t ctl = 0;
+	for (int w = 0; w < CHURN_WAVES; w++) {
+		pthread_t th[CHURN_THREADS];
+		for (int t = 0; t < CHURN_THREADS; t++)
+			cr_assert_eq(pthread_create(&th[t], NULL, emit_few, &id), 0);
+		for (int t = 0; t < CHURN_THREADS; t++)
+			pthread_join(th[t], NULL);
+		/* The flusher reaps retired rings on its next passes: wait for
+		 * it (bounded), then count. */
+		int n = 0;
+		for (int tries = 0; tries < 2000; tries++) {
+			if ((n = ring_files(dir, &ctl)) <= CHURN_KEEP)
+				break;
+			usleep(10000);
+		}
+		cr_assert_leq(n, CHURN_KEEP, "wave %d: %d ring files", w, n);
+	}
+	/* At most a wave and the kept rings ever existed at once. */
+	cr_assert_leq(ctl, (off_t)(1 + CHURN_THREADS + CHURN_KEEP) * (off_t)kt__ring_page());
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.events_written, (uint64_t)CHURN_WAVES * CHURN_THREADS * 10);
+	kt_summary_release(&sum);
+	free(trace);
+	rm_rf(dir);
+}
+
+/* ---- a relative crash directory --------------------------------------------------- */
+
+static void *emit_thousand(void *arg)
+{
+	for (int64_t i = 0; i < 1000; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/*
+ * crash_dir "crash", relative, and the host chdir()s mid-session (daemons
+ * do): a thread's ring made after that still goes into the same crash
+ * directory, no event is lost, and the clean stop removes the directory.
+ */
+Test(crash, a_relative_crash_dir_survives_chdir)
+{
+	char *dir = scratch();
+	char *crash = path_in(dir, "crash");
+	cr_assert_eq(mkdir(crash, 0700), 0);
+	char *trace = path_in(dir, "rel.katra");
+	char cwd[4096];
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	cr_assert_eq(chdir(dir), 0);
+	kt_session *s;
+	cr_assert_eq(kt_session_start(trace, &(kt_session_options){ .crash_dir = "crash" }, &s), 0,
+		     "%s", kt_session_start_error());
+	uint32_t id = kt_name("count");
+	emit_thousand(&id);
+	cr_assert_eq(chdir("/"), 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, emit_thousand, &id), 0);
+	pthread_join(th, NULL);
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.events_written, 2000);
+	cr_assert_eq(sum.events_dropped, 0);
+	kt_summary_release(&sum);
+	cr_assert_eq(entries(crash), 0);
+	cr_assert_eq(chdir(cwd), 0);
+	free(trace);
+	free(crash);
+	rm_rf(dir);
+}
+
+/* ---- the names log ------------------------------------------------------------------ */
+
+static off_t names_log_size(const char *parent)
+{
+	char dir[512];
+	crash_dir_in(parent, dir, sizeof(dir));
+	char *path = path_in(dir, "names");
+	struct stat sb;
+	cr_assert_eq(stat(path, &sb), 0);
+	free(path);
+	return sb.st_size;
+}
+
+/* A worker that names itself per job logs its name once, not per call;
+ * a name that changes is logged again, up to a cap. */
+Test(crash, the_names_log_grows_only_when_a_name_changes)
+{
+	char *dir = scratch();
+	char *trace = path_in(dir, "names.katra");
+	kt_session *s;
+	cr_assert_eq(kt_session_start(trace, &(kt_session_options){ .crash_dir = dir }, &s), 0);
+	cr_assert_eq(kt_thread_name("worker"), 0);
+	off_t once = names_log_size(dir);
+	for (int i = 0; i < 1000; i++)
+		cr_assert_eq(kt_thread_name("worker"), 0);
+	cr_assert_eq(names_log_size(dir), once);
+	cr_assert_eq(kt_thread_name("idle"), 0);
+	cr_assert_eq(names_log_size(dir), once + 12 + 4); /* an entry: 12 bytes, then the name */
+	/* A name per job, each new: logged up to a cap (2 MiB uncapped). */
+	char job[32];
+	for (int i = 0; i < 100000; i++) {
+		snprintf(job, sizeof(job), "job-%06d", i);
+		cr_assert_eq(kt_thread_name(job), 0);
+	}
+	cr_assert_leq(names_log_size(dir), once + KT__NAMES_THREAD_CAP);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	free(trace);
+	rm_rf(dir);
+}

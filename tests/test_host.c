@@ -20,6 +20,8 @@
 
 #include <katra/katra.h>
 
+#include "ring/private.h"
+
 /* Under ThreadSanitizer a child of a multi-threaded fork() dies when it
  * starts a thread, unless told otherwise; these children start sessions. */
 #if defined(__SANITIZE_THREAD__)
@@ -498,4 +500,390 @@ Test(pipes, the_peer_of_a_socket_leaves_mid_session, .timeout = 300)
 		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
 		reader_leaves(fds, 1);
 	}
+}
+
+/* ---- a handler's first emit on a thread ------------------------------------------ */
+
+#if !T_SANITIZED
+/*
+ * Count the allocations a thread makes while t_watch is set, by standing
+ * in for the allocator (exported, so glibc's own calls reach these too).  Not under the
+ * sanitizers, whose allocators these would bypass.
+ */
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t n);
+static __thread volatile int t_watch, t_allocs;
+
+__attribute__((visibility("default"))) void *malloc(size_t n)
+{
+	t_allocs += t_watch;
+	return __libc_malloc(n);
+}
+
+__attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
+{
+	t_allocs += t_watch;
+	return __libc_calloc(n, size);
+}
+
+__attribute__((visibility("default"))) void *realloc(void *p, size_t n)
+{
+	t_allocs += t_watch;
+	return __libc_realloc(p, n);
+}
+
+static uint32_t first_emit_id;
+static int handler_allocs = -1;
+
+static void first_emit_handler(int sig)
+{
+	(void)sig;
+	t_watch = 1;
+	kt_counter(first_emit_id, 7);
+	t_watch = 0;
+	handler_allocs = t_allocs;
+}
+
+static void *signal_self(void *arg)
+{
+	(void)arg;
+	pthread_kill(pthread_self(), SIGUSR1);
+	return NULL;
+}
+
+/*
+ * The host made 40 thread keys before katra's first session (C++ runtimes
+ * and plugins do): a handler's first emit on a fresh thread must still not
+ * call the allocator, which the handler may have interrupted holding its
+ * lock.
+ */
+Test(signals, a_handlers_first_emit_allocates_nothing_after_the_host_made_keys)
+{
+	pthread_key_t keys[40];
+	for (int i = 0; i < 40; i++)
+		cr_assert_eq(pthread_key_create(&keys[i], NULL), 0);
+	char dir[64], path[128];
+	tmp_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/first.katra", dir);
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0, "%s", kt_session_start_error());
+	first_emit_id = kt_name("count");
+	struct sigaction sa = { .sa_handler = first_emit_handler };
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, signal_self, NULL), 0);
+	pthread_join(th, NULL);
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(handler_allocs, 0);
+	cr_assert_eq(sum.events_written, 1);
+	cr_assert_eq(sum.events_refused, 0);
+	kt_summary_release(&sum);
+	rm_tree(dir);
+}
+#endif
+
+/* ---- fork before katra's first initialisation ------------------------------------ */
+
+static atomic_int fork_begun, in_log;
+
+/* The names log runs under the names lock: hold it there until the main
+ * thread is about to fork. */
+static void slow_log(void *ctx, uint32_t id, const char *s, size_t len)
+{
+	(void)ctx, (void)id, (void)s, (void)len;
+	atomic_store(&in_log, 1);
+	while (!atomic_load(&fork_begun))
+		usleep(1000);
+	usleep(50000); /* let fork() start: only makes the old failure likelier */
+}
+
+static void *name_once(void *arg)
+{
+	(void)arg;
+	kt_name("first pass");
+	return NULL;
+}
+
+/*
+ * A fork() while another thread interns a name, before any kt_init or
+ * session: the child must not inherit the names lock held.  Its kt_name,
+ * kt_init and a session of its own all work.
+ */
+Test(fork, before_the_first_init_while_a_name_is_interned)
+{
+	kt__names_set_log(slow_log, NULL);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, name_once, NULL), 0);
+	while (!atomic_load(&in_log))
+		usleep(1000);
+	atomic_store(&fork_begun, 1);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(10); /* a child that hangs fails instead of hanging the test */
+		_exit(kt_name("child") != 0 && kt_init(NULL) == 0 ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	pthread_join(th, NULL);
+	kt__names_set_log(NULL, NULL);
+}
+
+/* ---- the host's resource limits ---------------------------------------------------- */
+
+#include <sys/resource.h>
+
+/* Run @fn(@arg) in a child of fork() and return its wait status. */
+static int in_child(int (*fn)(const char *), const char *arg)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(fn(arg));
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+/*
+ * In a child under RLIMIT_FSIZE of @limit bytes (the trace's header fits,
+ * a ring does not): start a session (crash files in @crash_dir if set),
+ * emit from this thread and stop.  Returns the child's wait status.  It
+ * must live: katra's own file growth may not raise SIGXFSZ in the host.
+ */
+static int emit_under_fsize(const char *dir, const char *crash_dir, rlim_t limit)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(20);
+		struct rlimit rl = { limit, limit };
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(10);
+		char path[128];
+		snprintf(path, sizeof(path), "%s/fsize-%s.katra", dir, crash_dir ? "crash" : "memfd");
+		kt_session *s;
+		if (kt_session_start(path, &(kt_session_options){ .crash_dir = crash_dir }, &s))
+			_exit(11);
+		uint32_t id = kt_name("count");
+		for (int64_t i = 0; i < 100; i++)
+			kt_counter(id, i);
+		kt_summary sum;
+		if (kt_session_stop(s, &sum))
+			_exit(12);
+		_exit(sum.events_written == 0 ? 0 : 13);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+Test(limits, a_file_size_limit_below_the_ring_size_never_kills_the_host)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	int st = emit_under_fsize(dir, NULL, 100000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "memfd rings: status %#x", st);
+	st = emit_under_fsize(dir, dir, 100000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crash files: status %#x", st);
+	rm_tree(dir);
+}
+
+#include <sched.h>
+#include <sys/mount.h>
+
+#define SHM_THREADS 4
+#define SHM_EVENTS 20000 /* each thread writes its 64 KiB ring round many times */
+
+static void *emit_many(void *arg)
+{
+	for (int64_t i = 0; i < SHM_EVENTS; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+/*
+ * In a child with a 128 KiB tmpfs of its own (a mount namespace) as the
+ * crash directory, SHM_THREADS threads with 64 KiB rings emit: the files
+ * of the first ring fit, the second's do not.  Exit status 0 when the
+ * session stopped whole with every event accounted, 77 when no tmpfs
+ * could be mounted.
+ */
+static int small_tmpfs_child(const char *dir)
+{
+	alarm(30);
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", dir, "tmpfs", 0, "size=128k"))
+		return 77;
+	kt_config cfg = { .ring_size = 64 << 10 };
+	if (kt_init(&cfg))
+		return 10;
+	kt_session *s;
+	if (kt_session_start("/dev/null", &(kt_session_options){ .crash_dir = dir }, &s))
+		return 11;
+	uint32_t id = kt_name("count");
+	for (int t = 0; t < SHM_THREADS; t++) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, emit_many, &id))
+			return 12;
+		pthread_join(th, NULL);
+	}
+	kt_summary sum;
+	if (kt_session_stop(s, &sum))
+		return 13;
+	/* Rings that could not be had refused their events: still counted. */
+	return sum.events_written + sum.events_dropped == SHM_THREADS * SHM_EVENTS ? 0 : 14;
+}
+
+Test(limits, a_full_crash_directory_never_raises_sigbus)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	int st = in_child(small_tmpfs_child, dir);
+	rm_tree(dir);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		cr_skip_test("no tmpfs could be mounted: not root or no mount namespace");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+}
+
+static void *emit_hundred(void *arg)
+{
+	for (int64_t i = 0; i < 100; i++)
+		kt_counter(*(uint32_t *)arg, i);
+	return NULL;
+}
+
+/* The child of lost_emits_are_counted: 0 when its summary is exact. */
+static int fsize_accounting_child(const char *path)
+{
+	alarm(20);
+	struct rlimit rl = { 100000, 100000 };
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 10;
+	kt_session *s;
+	if (kt_session_start(path, NULL, &s))
+		return 11;
+	uint32_t id = kt_name("count");
+	pthread_t th[3];
+	for (int t = 0; t < 3; t++)
+		if (pthread_create(&th[t], NULL, emit_hundred, &id))
+			return 12;
+	for (int t = 0; t < 3; t++)
+		pthread_join(th[t], NULL);
+	kt_summary sum;
+	if (kt_session_stop(s, &sum))
+		return 13;
+	if (sum.events_written != 0 || sum.events_dropped != 300 || sum.events_refused != 300)
+		return 14;
+	return sum.thread_count == 3 ? 0 : 15;
+}
+
+/*
+ * Threads whose rings cannot be made (here: RLIMIT_FSIZE below the ring
+ * size) lose their events: the summary and the file count every one, as
+ * refused and dropped, under each thread.
+ */
+Test(limits, emits_of_threads_without_a_ring_are_counted)
+{
+	char dir[64], path[128];
+	tmp_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/lost.katra", dir);
+	int st = in_child(fsize_accounting_child, path);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_status st2;
+	kt_reader_get_status(r, &st2);
+	cr_assert_eq(st2.complete, 1);
+	cr_assert_eq(st2.events, 0);
+	cr_assert_eq(st2.dropped, 300);
+	kt_reader_close(r);
+	rm_tree(dir);
+}
+
+/* ---- descriptors ----------------------------------------------------------------- */
+
+#define FD_THREADS 8
+
+static pthread_barrier_t fd_barrier;
+static int stdio_crash; /* closed_stdio_child uses crash files */
+
+static void *emit_and_wait(void *arg)
+{
+	kt_counter(*(uint32_t *)arg, 1);
+	pthread_barrier_wait(&fd_barrier); /* emitted */
+	pthread_barrier_wait(&fd_barrier); /* looked at */
+	return NULL;
+}
+
+/* 1 when the fd list has a ring's file (memfd or crash file) open, or a
+ * crash directory's file at fd 0, 1 or 2. */
+static int ring_fds_held(void)
+{
+	int bad = 0;
+	for (int fd = 0; fd < 1024 && !bad; fd++) {
+		char link[64], target[512];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = 0;
+		bad = strstr(target, "katra-ring") || strstr(target, "/ring-") ||
+		      (fd < 3 && strstr(target, "/katra-"));
+	}
+	return bad;
+}
+
+/*
+ * A daemon with fds 0-2 closed: FD_THREADS threads emit and stay alive.
+ * No ring keeps a descriptor (EMFILE for a host with many threads), and
+ * nothing of katra's crash files lands on 0-2, where the host's stderr
+ * would write into it.  Exit status 0 when so.
+ */
+static int closed_stdio_child(const char *dir)
+{
+	alarm(20);
+	close(0);
+	close(1);
+	close(2);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/stdio.katra", dir);
+	kt_session *s;
+	if (kt_session_start(path, &(kt_session_options){ .crash_dir = stdio_crash ? dir : NULL },
+			     &s))
+		return 10;
+	uint32_t id = kt_name("count");
+	pthread_barrier_init(&fd_barrier, NULL, FD_THREADS + 1);
+	pthread_t th[FD_THREADS];
+	for (int t = 0; t < FD_THREADS; t++)
+		if (pthread_create(&th[t], NULL, emit_and_wait, &id))
+			return 11;
+	pthread_barrier_wait(&fd_barrier);
+	int held = ring_fds_held();
+	pthread_barrier_wait(&fd_barrier);
+	for (int t = 0; t < FD_THREADS; t++)
+		pthread_join(th[t], NULL);
+	kt_summary sum;
+	if (kt_session_stop(s, &sum))
+		return 12;
+	if (held)
+		return 13;
+	return sum.events_written == FD_THREADS ? 0 : 14;
+}
+
+Test(fds, rings_keep_no_descriptor_and_none_lands_on_stdio)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	for (stdio_crash = 0; stdio_crash < 2; stdio_crash++) {
+		int st = in_child(closed_stdio_child, dir);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crash files %d: status %#x",
+			  stdio_crash, st);
+	}
+	rm_tree(dir);
 }

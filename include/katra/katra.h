@@ -89,8 +89,10 @@ typedef struct kt_config {
 KT_API int kt_init(const kt_config *cfg);
 
 /**
- * kt_shutdown - release every ring and name.  Stops nothing: call it with no
- * session active (KT_EBUSY otherwise) and when no thread emits any more.
+ * kt_shutdown - release every ring no thread holds.  Interned names stay,
+ * so ids handed out keep naming their strings.  Stops nothing: call it
+ * with no session active (KT_EBUSY otherwise) and when no thread emits
+ * any more.
  * Return: 0 or KT_EBUSY.
  */
 KT_API int kt_shutdown(void);
@@ -205,7 +207,9 @@ typedef struct kt_summary {
 	uint64_t events_written;
 	uint64_t events_dropped;
 	uint64_t events_refused;    /* records refused (over a quarter of the
-				     * ring, or malformed): also in dropped */
+				     * ring, malformed, or emitted by a thread
+				     * whose ring could not be made): also in
+				     * dropped */
 	uint64_t chunks;
 	uint64_t bytes_raw;
 	uint64_t bytes_on_disk;      /* written, over every segment of the session */

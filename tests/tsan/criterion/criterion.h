@@ -67,6 +67,8 @@ t_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 #define cr_assert_str_eq(a, b, ...) T_CHECK(strcmp((a), (b)) == 0, #a " eq " #b, __VA_ARGS__)
 #define cr_assert_fail(...) T_CHECK(0, "cr_assert_fail", __VA_ARGS__)
 #define cr_log_info(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr))
+/* A skipped test passes here, with its reason on stderr. */
+#define cr_skip_test(...) (fprintf(stderr, "skipped: " __VA_ARGS__), fputc('\n', stderr), exit(0))
 
 int main(int argc, char **argv)
 {
