@@ -93,11 +93,16 @@ static void fork_child(void)
 	pthread_mutex_unlock(&session_lock);
 }
 
-static void register_fork(void)
+/*
+ * At load, before any thread can hold session_lock: registered later at
+ * run time, a fork() racing the registration could run ring's handlers
+ * without these, and the child would inherit session_lock held.  Priority
+ * 102, after ring.c's 101, so these run first before a fork and last
+ * after: session_lock, then the registry's, the order every other path
+ * takes them in.
+ */
+__attribute__((constructor(102))) static void register_fork(void)
 {
-	/* Registered after ring.c's (kt__ensure_init() runs first), so these
-	 * run first before a fork and last after: session_lock, then the
-	 * registry's, the order every other path takes them in. */
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
@@ -266,6 +271,10 @@ static int open_output(kt_session *s, const char *path, const kt_session_options
 		s->fd = open(path, flags | O_CREAT, 0644);
 	if (s->fd < 0)
 		return start_fail(-errno, "trace file %s", path);
+	/* Not at 0-2 in a daemon with them closed: its stderr would write
+	 * into the trace. */
+	if ((s->fd = kt__fd_high(s->fd)) < 0)
+		return start_fail(s->fd, "trace file %s", path);
 	s->own_fd = 1;
 	int fl = fcntl(s->fd, F_GETFL);
 	if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
@@ -403,7 +412,6 @@ err:
 
 static int session_start(const char *path, const kt_session_options *opts, kt_session **out)
 {
-	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	kt_session_options o;
 	int rc, created = 0;
 
@@ -413,7 +421,6 @@ static int session_start(const char *path, const kt_session_options *opts, kt_se
 		return rc;
 	if ((rc = kt__ensure_init()))
 		return start_fail(rc, "katra's configuration");
-	pthread_once(&fork_once, register_fork);
 
 	pthread_mutex_lock(&session_lock);
 	kt_session *s = NULL;

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
@@ -621,6 +622,31 @@ int kt__uring_sink_fd(const kt__sink *s)
 	return ((const struct uring_sink *)s)->ring.ring_fd;
 }
 
+/*
+ * io_uring_queue_init() with the instance's fd at 3 or above: in a daemon
+ * with fds 0-2 closed it would take one of them, and the daemon's next
+ * write to stderr would go to io_uring.  liburing keeps the fd inside its
+ * struct, so it cannot be moved after; the free low numbers are held with
+ * /dev/null while the instance is made, then let go.
+ */
+static int queue_init_high(unsigned entries, struct io_uring *ring)
+{
+	int held[3], n = 0;
+	for (;;) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fd > 2) {
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		held[n++] = fd;
+	}
+	int rc = io_uring_queue_init(entries, ring, 0);
+	while (n > 0)
+		close(held[--n]);
+	return rc;
+}
+
 int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
 {
 	*out = NULL;
@@ -633,7 +659,7 @@ int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
 	u->bad_off = UINT64_MAX;
 	struct stat sb;
 	u->regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-	int rc = io_uring_queue_init(2 * nbuf + 4, &u->ring, 0);
+	int rc = queue_init_high(2 * nbuf + 4, &u->ring);
 	if (rc < 0)
 		goto err_free;
 	rc = -ENOMEM;

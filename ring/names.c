@@ -53,6 +53,10 @@ uint32_t kt_name(const char *name)
 
 	if (len == 0 || len > KT_MAX_STRING)
 		return 0;
+	/* The crash names log's writev() is a cancellation point: a cancel
+	 * acting there would leave names_lock held for ever. */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	pthread_mutex_lock(&names_lock);
 	if ((size_t)(count + 1) * 2 > slot_cap && rehash(slot_cap ? slot_cap * 2 : 256))
 		goto out;
@@ -85,6 +89,7 @@ uint32_t kt_name(const char *name)
 		log_fn(log_ctx, id, copy, len);
 out:
 	pthread_mutex_unlock(&names_lock);
+	pthread_setcancelstate(cancel, NULL);
 	return id;
 }
 

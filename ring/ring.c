@@ -25,6 +25,10 @@ static __thread int tls_exiting __attribute__((tls_model("initial-exec")));
  * an emit from a signal handler then must not register, or it would wait
  * on a lock its own thread holds. */
 static __thread int tls_in_registry __attribute__((tls_model("initial-exec")));
+/* reg_takes not yet dropped on this thread, and the cancel state the
+ * outermost found (restored when the last is dropped). */
+static __thread int tls_locks __attribute__((tls_model("initial-exec")));
+static __thread int tls_cancel_state __attribute__((tls_model("initial-exec")));
 /* Emits refused for that reason before the thread had a ring; its ring
  * counts them once it has one.  Accessed atomically: handlers may nest. */
 static __thread uint64_t tls_refused_early __attribute__((tls_model("initial-exec")));
@@ -57,6 +61,12 @@ static void fork_child(void);
  * (the signal fences keep the mark around the lock in program order). */
 static void reg_take(void)
 {
+	/* No cancellation point may act while reg_lock is held (a crash
+	 * slot's open(), a thread name's writev()): the lock would die with
+	 * the thread and every later first emit would wait for ever.  A
+	 * cancel that arrives meanwhile acts at the thread's next point. */
+	if (!tls_locks++)
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &tls_cancel_state);
 	tls_in_registry++;
 	kt__signal_fence();
 	pthread_mutex_lock(&reg_lock);
@@ -67,6 +77,8 @@ static void reg_drop(void)
 	pthread_mutex_unlock(&reg_lock);
 	kt__signal_fence();
 	tls_in_registry--;
+	if (!--tls_locks)
+		pthread_setcancelstate(tls_cancel_state, NULL);
 }
 
 /* ---- configuration --------------------------------------------------- */

@@ -127,6 +127,104 @@ Test(cancel, a_cancelled_start_and_stop_leave_no_lock_held, .timeout = 30)
 	rmdir(dir);
 }
 
+/* With a cancel pending, a new name (its crash-log writev() under the
+ * names lock) and a first emit (its crash ring file's open() under the
+ * registry lock): both cancellation points, neither may act in there. */
+static void *emit_cancelled(void *arg)
+{
+	(void)arg;
+	pthread_cancel(pthread_self());
+	kt_instant(kt_name("named while a cancel is pending"));
+	pthread_testcancel();
+	return NULL;
+}
+
+/*
+ * The same for the ring's locks, with crash files (whose writes and opens
+ * happen under them): 50 threads, each cancelled inside its first name and
+ * its first emit, die only at their own cancellation point.  Before, the
+ * first one died holding the names lock or the registry's, and every
+ * later name, first emit, flusher pass and stop waited for ever.
+ */
+Test(cancel, a_cancelled_first_emit_leaves_no_ring_lock_held, .timeout = 60)
+{
+	char dir[] = "/tmp/kt-cancel-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.katra", dir);
+	kt_session *s;
+	kt_session_options o = { .crash_dir = dir };
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
+	for (int i = 0; i < 50; i++) {
+		pthread_t th;
+		void *ret = NULL;
+		cr_assert_eq(pthread_create(&th, NULL, emit_cancelled, NULL), 0);
+		cr_assert_eq(pthread_join(th, &ret), 0);
+		cr_assert_eq(ret, PTHREAD_CANCELED);
+	}
+	kt_instant(kt_name("after the cancels"));
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	/* Every cancelled thread's one instant, and this thread's. */
+	cr_assert_eq(sum.events_written, 51);
+	cr_assert_eq(sum.events_dropped, 0);
+	kt_summary_release(&sum);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- a daemon with fds 0-2 closed ------------------------------------------- */
+
+/* In a child with 0, 1 and 2 closed: a session by path, with crash files.
+ * Exit status: 0, or the step that failed. */
+static int closed_stdio_child(const char *dir)
+{
+	close(0);
+	close(1);
+	close(2);
+	char path[96];
+	snprintf(path, sizeof(path), "%s/t.katra", dir);
+	kt_session *s;
+	kt_session_options o = { .crash_dir = dir };
+	if (kt_session_start(path, &o, &s))
+		return 10;
+	kt_instant(kt_name("daemon"));
+	/* None of katra's descriptors (trace file, io_uring, crash files,
+	 * rings) may sit where the daemon's next stderr write would go. */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			return 20 + fd;
+	kt_summary sum;
+	if (kt_session_stop(s, &sum))
+		return 30;
+	int ok = sum.events_written == 1;
+	kt_summary_release(&sum);
+	return ok ? 0 : 31;
+}
+
+/*
+ * A daemon with stdin, stdout and stderr closed traces: katra's files all
+ * land on fd 3 or above.  Before, the trace file took fd 0 (and the
+ * io_uring instance fd 1), so the daemon's next write to stderr went into
+ * katra's files.
+ */
+Test(fds, a_daemon_with_stdio_closed_gets_no_katra_fd_at_0_to_2, .timeout = 60)
+{
+	char dir[] = "/tmp/kt-daemon-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(closed_stdio_child(dir));
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 /* ---- a library unloaded under a live thread --------------------------------- */
 
 /*
