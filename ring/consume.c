@@ -32,7 +32,9 @@ int kt__ring_peek(struct kt__ring *r, kt__span *out)
 	uint64_t head = kt__load_acquire(&r->prod.head);
 	out->from = r->read_pos;
 	out->to = head;
-	out->bytes = r->prod.base + (r->read_pos & r->prod.mask);
+	/* A stub ring (no memory: every record refused) has no base, and
+	 * never anything to read. */
+	out->bytes = head != r->read_pos ? r->prod.base + (r->read_pos & r->prod.mask) : NULL;
 	return head != r->read_pos;
 }
 
