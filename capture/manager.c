@@ -38,93 +38,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include <katra/capture.h>
 #include <katra/reader.h>
 #include <katra/writer.h>
 #include "capture/capture_internal.h"
 #include "flush/flush.h"
 #include "format/utf8.h"
-
-#define TMP_PREFIX ".katra-tmp-"
-#define LOCK_NAME ".katra.lock"
-#define NSEG (KT_CAP_SEGMENTS + 1) /* slots: a new segment opens before the old retires */
-#define MAX_RECORDS 4096             /* captures remembered for status and replay */
-
-struct capture {
-	kt_capture_status st;        /* under m->lock */
-	int stop_req, abort_req, capped; /* under m->lock */
-	int running;                 /* its thread has not finished; under m->lock */
-	int waiters;                 /* threads waiting on it: not to be freed */
-	pthread_t thread;
-	int joinable;
-
-	/* Owned by the capture's thread (and, until the backend stops, by the
-	 * backend's callbacks, which the stop waits for). */
-	kt_manager *m;
-	void *handle;
-	char base[96];               /* .katra-tmp-<pid>-<capture id> */
-	int seg_fd[NSEG];            /* by segment index % NSEG; -1 when closed */
-	uint32_t seg_lo, seg_hi;     /* segments kept: [lo, hi] */
-	int retired;
-	uint64_t retired_tick;       /* last tick of the newest retired segment */
-	/* Retired segments the capture's thread still has to delete: an
-	 * unlink of a big file takes milliseconds the flusher cannot spare.
-	 * Under m->lock. */
-	uint32_t unlink_q[8];
-	unsigned unlink_n;
-	kt_session_options so;
-};
-
-struct kt_manager {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;         /* on CLOCK_MONOTONIC */
-	int rootfd;
-	int lockfd;                  /* the default owner's lock file */
-	kt_capture_backend backend;
-	kt_capture_owner owner;
-	kt_capture_hooks hooks;
-	kt_session_options session;
-	uint64_t duration_ns, max_bytes, min_free;
-	int cap_policy;
-	uint64_t (*now)(void *);
-	void *now_ctx;
-	int (*new_id)(void *, char *, size_t);
-	void *id_ctx;
-	struct capture **caps;       /* in start order */
-	size_t ncaps, capcap;
-	struct capture *active;
-	int closing;                 /* kt_manager_close() waits for waiters */
-};
-
-/* ---- names ------------------------------------------------------------ */
-
-static const char *const state_names[] = {
-#define KT__STATE_NAME(name, value, text) [name] = text,
-	KT_CAPTURE_STATES(KT__STATE_NAME)
-#undef KT__STATE_NAME
-};
-
-static const char *const code_names[] = {
-#define KT__CODE_NAME(name, value, text) [name] = text,
-	KT_CAPTURE_CODES(KT__CODE_NAME)
-#undef KT__CODE_NAME
-};
-
-const char *kt_capture_state_name(kt_capture_state state)
-{
-	if ((unsigned)state < sizeof(state_names) / sizeof(*state_names) && state_names[state])
-		return state_names[state];
-	return "";
-}
-
-const char *kt_capture_code_name(kt_capture_code code)
-{
-	if ((unsigned)code < sizeof(code_names) / sizeof(*code_names) && code_names[code])
-		return code_names[code];
-	return "";
-}
+#include "capture/manager_impl.h"
 
 /*
  * A run id or capture id: 1 to @max bytes of [A-Za-z0-9._-], no leading
@@ -248,7 +168,7 @@ static int session_stop(void *ctx, void *handle)
 /* Whether a temporary file's process is gone: .katra-tmp-<pid>-... */
 static int tmp_is_stale(const char *name)
 {
-	const char *p = name + strlen(TMP_PREFIX);
+	const char *p = name + strlen(KT__MGR_TMP_PREFIX);
 	char *end;
 	errno = 0;
 	unsigned long pid = strtoul(p, &end, 10);
@@ -276,7 +196,7 @@ static void clean_root(kt_manager *m)
 	while ((e = readdir(d))) {
 		const char *n = e->d_name;
 		size_t len = strlen(n);
-		if (!strncmp(n, TMP_PREFIX, strlen(TMP_PREFIX))) {
+		if (!strncmp(n, KT__MGR_TMP_PREFIX, strlen(KT__MGR_TMP_PREFIX))) {
 			if (tmp_is_stale(n))
 				unlinkat(m->rootfd, n, 0);
 		} else if (owned && len > 11 && !strcmp(n + len - 11, ".katra.json")) {
@@ -346,7 +266,7 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	if (opts->owner) {
 		m->owner = *opts->owner;
 	} else {
-		int fd = open_beneath(rootfd, LOCK_NAME, O_RDWR | O_CREAT, 0644);
+		int fd = open_beneath(rootfd, KT__MGR_LOCK_NAME, O_RDWR | O_CREAT, 0644);
 		if (fd < 0) {
 			close(rootfd);
 			free(m);
@@ -389,7 +309,7 @@ static struct capture *find(kt_manager *m, const char *run_id, uint64_t epoch)
 /* Forget the oldest finished capture when the table is full. */
 static int remember(kt_manager *m, struct capture *c)
 {
-	if (m->ncaps == MAX_RECORDS) {
+	if (m->ncaps == KT__MGR_MAX_RECORDS) {
 		for (size_t i = 0; i < m->ncaps; i++) {
 			struct capture *o = m->caps[i];
 			if (o->running || o->waiters)
@@ -401,7 +321,7 @@ static int remember(kt_manager *m, struct capture *c)
 			m->ncaps--;
 			break;
 		}
-		if (m->ncaps == MAX_RECORDS)
+		if (m->ncaps == KT__MGR_MAX_RECORDS)
 			return -ENOMEM;
 	}
 	if (m->ncaps == m->capcap) {
@@ -429,9 +349,9 @@ static void remove_temps(struct capture *c)
 {
 	char name[128];
 	for (uint32_t i = c->seg_lo; i <= c->seg_hi; i++) {
-		if (c->seg_fd[i % NSEG] >= 0)
-			close(c->seg_fd[i % NSEG]);
-		c->seg_fd[i % NSEG] = -1;
+		if (c->seg_fd[i % KT__MGR_NSEG] >= 0)
+			close(c->seg_fd[i % KT__MGR_NSEG]);
+		c->seg_fd[i % KT__MGR_NSEG] = -1;
 		seg_name(c, i, name, sizeof(name));
 		unlinkat(c->m->rootfd, name, 0);
 	}
@@ -460,7 +380,7 @@ static int cb_open_segment(void *ctx, uint32_t index)
 	seg_name(c, index, name, sizeof(name));
 	int fd = open_beneath(c->m->rootfd, name, O_RDWR | O_CREAT | O_EXCL, 0644);
 	if (fd >= 0) {
-		c->seg_fd[index % NSEG] = fd;
+		c->seg_fd[index % KT__MGR_NSEG] = fd;
 		c->seg_hi = index;
 	}
 	return fd;
@@ -472,8 +392,8 @@ static void cb_retire_segment(void *ctx, uint32_t index, uint64_t last_tick)
 	char name[128];
 	if (index < c->seg_lo || index > c->seg_hi)
 		return;
-	close(c->seg_fd[index % NSEG]);
-	c->seg_fd[index % NSEG] = -1;
+	close(c->seg_fd[index % KT__MGR_NSEG]);
+	c->seg_fd[index % KT__MGR_NSEG] = -1;
 	c->seg_lo = index + 1;
 	pthread_mutex_lock(&c->m->lock);
 	int queued = c->unlink_n < sizeof(c->unlink_q) / sizeof(*c->unlink_q);
@@ -528,7 +448,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		return;
 	}
 	c->m = m;
-	for (size_t i = 0; i < NSEG; i++)
+	for (size_t i = 0; i < KT__MGR_NSEG; i++)
 		c->seg_fd[i] = -1;
 	snprintf(c->st.run_id, sizeof(c->st.run_id), "%s", res->run_id);
 	c->st.epoch = req->epoch;
@@ -586,7 +506,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		c->st.capture_id[0] = 0;
 		c->st.code = KT_CODE_PROFILER_BUSY;
 	} else {
-		snprintf(c->base, sizeof(c->base), TMP_PREFIX "%ld-%s", (long)getpid(),
+		snprintf(c->base, sizeof(c->base), KT__MGR_TMP_PREFIX "%ld-%s", (long)getpid(),
 			 c->st.capture_id);
 		c->seg_fd[0] = cb_open_segment(c, 0);
 		if (c->seg_fd[0] < 0) {
@@ -804,11 +724,11 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 {
 	kt_manager *m = c->m;
 	char json_tmp[128], out_tmp[128];
-	int fds[NSEG];
+	int fds[KT__MGR_NSEG];
 	size_t n = 0;
 	for (uint32_t i = c->seg_lo; i <= c->seg_hi; i++)
-		if (c->seg_fd[i % NSEG] >= 0)
-			fds[n++] = c->seg_fd[i % NSEG];
+		if (c->seg_fd[i % KT__MGR_NSEG] >= 0)
+			fds[n++] = c->seg_fd[i % KT__MGR_NSEG];
 	snprintf(out_tmp, sizeof(out_tmp), "%s.out", c->base);
 	snprintf(json_tmp, sizeof(json_tmp), "%s.json", c->base);
 
@@ -1142,89 +1062,4 @@ void kt_manager_close(kt_manager *m)
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
-}
-
-/* ---- JSON ----------------------------------------------------------------- */
-
-/* RFC 3339 in UTC with the fraction's trailing zeros cut, as Go writes a
- * time.Time: 2026-11-30T05:00:00.12Z. */
-static void rfc3339(uint64_t ns, char *buf, size_t size)
-{
-	time_t sec = (time_t)(ns / 1000000000u);
-	unsigned frac = (unsigned)(ns % 1000000000u);
-	struct tm tm;
-	gmtime_r(&sec, &tm);
-	size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (frac) {
-		char f[16];
-		snprintf(f, sizeof(f), ".%09u", frac);
-		size_t l = strlen(f);
-		while (l > 2 && f[l - 1] == '0')
-			f[--l] = 0;
-		snprintf(buf + n, size - n, "%sZ", f);
-	} else {
-		snprintf(buf + n, size - n, "Z");
-	}
-}
-
-/* A string of the status as JSON.  A caller may fill a status with any
- * bytes: those that are not UTF-8 are escaped, never a reason to fail. */
-static int set_str(json_t *o, const char *key, const char *v, int omit_empty)
-{
-	if (omit_empty && !v[0])
-		return 0;
-	json_t *j = json_string(v);
-	if (!j) {
-		size_t n = strlen(v), cap = 4 * n + 1;
-		char *fixed = malloc(cap);
-		if (!fixed)
-			return -1;
-		kt__utf8_repair(v, n, fixed, cap);
-		j = json_string(fixed);
-		free(fixed);
-	}
-	return json_object_set_new(o, key, j);
-}
-
-static int set_time(json_t *o, const char *key, uint64_t ns)
-{
-	char buf[64];
-	if (!ns)
-		return 0;
-	rfc3339(ns, buf, sizeof(buf));
-	return json_object_set_new(o, key, json_string(buf));
-}
-
-char *kt_capture_status_json(const kt_capture_status *st)
-{
-	json_t *o = json_object();
-	if (!o)
-		return NULL;
-	int e = 0;
-	e |= set_str(o, "schema", KT_CAPTURE_SCHEMA, 0);
-	e |= set_str(o, "run_id", st->run_id, 0);
-	e |= json_object_set_new(o, "epoch", json_integer((json_int_t)st->epoch));
-	e |= set_str(o, "capture_id", st->capture_id, 0);
-	e |= set_str(o, "state", kt_capture_state_name(st->state), 0);
-	e |= set_str(o, "code", kt_capture_code_name(st->code), 1);
-	e |= set_str(o, "file", st->file, 1);
-	e |= set_str(o, "sha256", st->sha256, 1);
-	if (st->bytes)
-		e |= json_object_set_new(o, "bytes", json_integer((json_int_t)st->bytes));
-	e |= set_str(o, "sidecar", st->sidecar, 1);
-	e |= set_time(o, "boundary_start", st->boundary_start);
-	e |= set_time(o, "boundary_finish", st->boundary_finish);
-	e |= set_time(o, "start_requested_at", st->start_requested_at);
-	e |= set_time(o, "start_completed_at", st->start_completed_at);
-	e |= set_time(o, "stop_requested_at", st->stop_requested_at);
-	e |= set_time(o, "stop_completed_at", st->stop_completed_at);
-	e |= set_str(o, "stop_reason", st->stop_reason, 1);
-	e |= json_object_set_new(o, "requested_span_ns", json_integer(st->requested_span_ns));
-	e |= json_object_set_new(o, "capture_span_ns", json_integer(st->capture_span_ns));
-	e |= json_object_set_new(o, "head_loss_ns", json_integer(st->head_loss_ns));
-	e |= json_object_set_new(o, "tail_excess_ns", json_integer(st->tail_excess_ns));
-	e |= json_object_set_new(o, "complete", json_boolean(st->complete));
-	char *s = e ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
 }
