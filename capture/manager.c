@@ -20,21 +20,15 @@
  * component of a checked alphabet, so nothing is written outside it.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,176 +39,6 @@
 #include "flush/flush.h"
 #include "format/utf8.h"
 #include "capture/manager_impl.h"
-
-/*
- * A run id or capture id: 1 to @max bytes of [A-Za-z0-9._-], no leading
- * dot and no "..", so that it is one harmless path component; no leading
- * dash, so that a file name made from it never reads as an option on a
- * command line.
- */
-static int id_ok(const char *s, size_t len, size_t max)
-{
-	if (!s || len == 0 || len > max || s[0] == '.' || s[0] == '-')
-		return 0;
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return 0;
-		if (ch == '.' && i + 1 < len && s[i + 1] == '.')
-			return 0;
-	}
-	return 1;
-}
-
-/* ---- files below the root -------------------------------------------- */
-
-static int open_beneath(int rootfd, const char *name, int flags, mode_t mode)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
-	};
-	long fd = syscall(SYS_openat2, rootfd, name, &how, sizeof(how));
-	if (fd >= 0)
-		return (int)fd;
-	/* ENOSYS before Linux 5.6; EPERM from a seccomp filter that does
-	 * not know openat2. */
-	if (errno != ENOSYS && errno != EPERM)
-		return -errno;
-	/* Before Linux 5.6: every name here is one checked component, so
-	 * refusing a symlink in its place is the same confinement. */
-	if (strchr(name, '/'))
-		return -EINVAL;
-	int f = openat(rootfd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode);
-	return f >= 0 ? f : -errno;
-}
-
-static int do_fsync(kt_manager *m, int fd)
-{
-	if (m->hooks.fsync)
-		return m->hooks.fsync(m->hooks.ctx, fd);
-	return fsync(fd) < 0 ? -errno : 0;
-}
-
-static int do_rename(kt_manager *m, const char *from, const char *to)
-{
-	if (m->hooks.renameat)
-		return m->hooks.renameat(m->hooks.ctx, m->rootfd, from, to);
-	return renameat(m->rootfd, from, m->rootfd, to) < 0 ? -errno : 0;
-}
-
-static uint64_t now(kt_manager *m)
-{
-	return m->now(m->now_ctx);
-}
-
-static uint64_t realtime_ns(void *ctx)
-{
-	(void)ctx;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int random_id(void *ctx, char *buf, size_t size)
-{
-	(void)ctx;
-	uint8_t b[8];
-	if (size < 17 || getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
-		return -EIO;
-	for (size_t i = 0; i < 8; i++)
-		snprintf(buf + 2 * i, 3, "%02x", b[i]);
-	return 0;
-}
-
-/* ---- the default owner and backend ------------------------------------ */
-
-static int flock_acquire(void *ctx, const char *capture_id)
-{
-	(void)capture_id;
-	kt_manager *m = ctx;
-	return flock(m->lockfd, LOCK_EX | LOCK_NB) == 0;
-}
-
-static void flock_release(void *ctx, const char *capture_id)
-{
-	(void)capture_id;
-	kt_manager *m = ctx;
-	flock(m->lockfd, LOCK_UN);
-}
-
-static int session_start(void *ctx, const kt_backend_args *a, void **handle)
-{
-	(void)ctx;
-	kt_session *s = NULL;
-	int rc = kt_session_start(NULL, a->session, &s);
-	*handle = s;
-	return rc;
-}
-
-static int session_stop(void *ctx, void *handle)
-{
-	(void)ctx;
-	kt_summary sum;
-	int rc = kt_session_stop(handle, &sum);
-	kt_summary_release(&sum);
-	return rc;
-}
-
-/* ---- leftovers --------------------------------------------------------- */
-
-/* Whether a temporary file's process is gone: .katra-tmp-<pid>-... */
-static int tmp_is_stale(const char *name)
-{
-	const char *p = name + strlen(KT__MGR_TMP_PREFIX);
-	char *end;
-	errno = 0;
-	unsigned long pid = strtoul(p, &end, 10);
-	if (end == p || *end != '-' || errno || pid == 0 || pid > INT32_MAX)
-		return 1; /* not a name the manager makes: nobody owns it */
-	if ((pid_t)pid == getpid())
-		return 0; /* another manager of this process may be using it */
-	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
-}
-
-static void clean_root(kt_manager *m)
-{
-	int dfd = openat(m->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return;
-	}
-	/* Orphan sidecars only while no manager anywhere holds the root:
-	 * otherwise one may be between its two renames. */
-	int owned = m->owner.acquire(m->owner.ctx, "");
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		const char *n = e->d_name;
-		size_t len = strlen(n);
-		if (!strncmp(n, KT__MGR_TMP_PREFIX, strlen(KT__MGR_TMP_PREFIX))) {
-			if (tmp_is_stale(n))
-				unlinkat(m->rootfd, n, 0);
-		} else if (owned && len > 11 && !strcmp(n + len - 11, ".katra.json")) {
-			char trace[256];
-			struct stat sb;
-			if (len - 5 < sizeof(trace)) {
-				memcpy(trace, n, len - 5);
-				trace[len - 5] = 0;
-				if (fstatat(m->rootfd, trace, &sb, AT_SYMLINK_NOFOLLOW) < 0 &&
-				    errno == ENOENT)
-					unlinkat(m->rootfd, n, 0);
-			}
-		}
-	}
-	if (owned)
-		m->owner.release(m->owner.ctx, "");
-	closedir(d);
-}
 
 /* ---- manager ------------------------------------------------------------ */
 
@@ -247,9 +71,9 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	m->max_bytes = opts->max_bytes ? opts->max_bytes : KT_CAPTURE_DEFAULT_MAX_BYTES;
 	m->min_free = opts->min_free ? opts->min_free : KT_CAPTURE_MIN_FREE;
 	m->cap_policy = opts->cap_policy;
-	m->now = opts->now ? opts->now : realtime_ns;
+	m->now = opts->now ? opts->now : kt__mgr_realtime_ns;
 	m->now_ctx = opts->now_ctx;
-	m->new_id = opts->new_id ? opts->new_id : random_id;
+	m->new_id = opts->new_id ? opts->new_id : kt__mgr_random_id;
 	m->id_ctx = opts->id_ctx;
 	/* Captures are bounded in bytes: without a template, delta-coded LZ4
 	 * chunks, 2.5x smaller than plain LZ4 (SPEC §4.1). */
@@ -262,18 +86,16 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	if (opts->backend)
 		m->backend = *opts->backend;
 	else
-		m->backend = (kt_capture_backend){ session_start, session_stop, NULL };
+		m->backend = kt__mgr_default_backend();
 	if (opts->owner) {
 		m->owner = *opts->owner;
 	} else {
-		int fd = open_beneath(rootfd, KT__MGR_LOCK_NAME, O_RDWR | O_CREAT, 0644);
-		if (fd < 0) {
+		int rc = kt__mgr_default_owner(m);
+		if (rc < 0) {
 			close(rootfd);
 			free(m);
-			return fd;
+			return rc;
 		}
-		m->lockfd = fd;
-		m->owner = (kt_capture_owner){ flock_acquire, flock_release, m };
 	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -281,7 +103,7 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	pthread_cond_init(&m->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&m->lock, NULL);
-	clean_root(m);
+	kt__mgr_clean_root(m);
 	*out = m;
 	return 0;
 }
@@ -336,81 +158,6 @@ static int remember(kt_manager *m, struct capture *c)
 	return 0;
 }
 
-static void seg_name(const struct capture *c, uint32_t index, char *buf, size_t size)
-{
-	if (index == 0)
-		snprintf(buf, size, "%s.katra", c->base);
-	else
-		snprintf(buf, size, "%s.seg%" PRIu32, c->base, index);
-}
-
-/* Close and delete every file of @c that is not published. */
-static void remove_temps(struct capture *c)
-{
-	char name[128];
-	for (uint32_t i = c->seg_lo; i <= c->seg_hi; i++) {
-		if (c->seg_fd[i % KT__MGR_NSEG] >= 0)
-			close(c->seg_fd[i % KT__MGR_NSEG]);
-		c->seg_fd[i % KT__MGR_NSEG] = -1;
-		seg_name(c, i, name, sizeof(name));
-		unlinkat(c->m->rootfd, name, 0);
-	}
-	static const char *const other[] = { "out", "json" };
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(name, sizeof(name), "%s.%s", c->base, other[i]);
-		unlinkat(c->m->rootfd, name, 0);
-	}
-}
-
-/* ---- the backend's callbacks (the flusher's thread) ------------------- */
-
-static void cb_on_cap(void *ctx)
-{
-	struct capture *c = ctx;
-	pthread_mutex_lock(&c->m->lock);
-	c->capped = 1;
-	pthread_cond_broadcast(&c->m->cond);
-	pthread_mutex_unlock(&c->m->lock);
-}
-
-static int cb_open_segment(void *ctx, uint32_t index)
-{
-	struct capture *c = ctx;
-	char name[128];
-	seg_name(c, index, name, sizeof(name));
-	int fd = open_beneath(c->m->rootfd, name, O_RDWR | O_CREAT | O_EXCL, 0644);
-	if (fd >= 0) {
-		c->seg_fd[index % KT__MGR_NSEG] = fd;
-		c->seg_hi = index;
-	}
-	return fd;
-}
-
-static void cb_retire_segment(void *ctx, uint32_t index, uint64_t last_tick)
-{
-	struct capture *c = ctx;
-	char name[128];
-	if (index < c->seg_lo || index > c->seg_hi)
-		return;
-	close(c->seg_fd[index % KT__MGR_NSEG]);
-	c->seg_fd[index % KT__MGR_NSEG] = -1;
-	c->seg_lo = index + 1;
-	pthread_mutex_lock(&c->m->lock);
-	int queued = c->unlink_n < sizeof(c->unlink_q) / sizeof(*c->unlink_q);
-	if (queued) {
-		c->unlink_q[c->unlink_n++] = index;
-		pthread_cond_broadcast(&c->m->cond);
-	}
-	pthread_mutex_unlock(&c->m->lock);
-	if (!queued) {
-		seg_name(c, index, name, sizeof(name));
-		unlinkat(c->m->rootfd, name, 0);
-	}
-	if (!c->retired || last_tick > c->retired_tick)
-		c->retired_tick = last_tick;
-	c->retired = 1;
-}
-
 /* ---- start ------------------------------------------------------------- */
 
 static void result_of(const struct capture *c, kt_capture_ref *res)
@@ -423,7 +170,6 @@ static void result_of(const struct capture *c, kt_capture_ref *res)
 }
 
 static void *capture_main(void *arg);
-static void unlink_retired(struct capture *c);
 
 void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res)
 {
@@ -432,10 +178,10 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 	res->state = KT_STATE_SKIPPED;
 	res->code = KT_CODE_RUN_INVALID;
 	size_t len = req->run_id_len ? req->run_id_len : (req->run_id ? strlen(req->run_id) : 0);
-	uint64_t t_req = now(m);
+	uint64_t t_req = kt__mgr_now(m);
 	/* Epochs and times above INT64_MAX could not be written as JSON
 	 * integers, nor a span between them as an int64. */
-	if (!id_ok(req->run_id, len, KT_CAPTURE_RUN_ID_MAX) || req->epoch > INT64_MAX ||
+	if (!kt__mgr_id_ok(req->run_id, len, KT_CAPTURE_RUN_ID_MAX) || req->epoch > INT64_MAX ||
 	    req->boundary_at > INT64_MAX)
 		return;
 	memcpy(res->run_id, req->run_id, len);
@@ -496,7 +242,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		   (uint64_t)vfs.f_bavail * vfs.f_frsize < disk_needed(m)) {
 		c->st.code = KT_CODE_DISK_BUDGET;
 	} else if (m->new_id(m->id_ctx, c->st.capture_id, sizeof(c->st.capture_id)) ||
-		   !id_ok(c->st.capture_id, strnlen(c->st.capture_id, sizeof(c->st.capture_id)),
+		   !kt__mgr_id_ok(c->st.capture_id, strnlen(c->st.capture_id, sizeof(c->st.capture_id)),
 			  KT_CAPTURE_ID_MAX)) {
 		c->st.capture_id[0] = 0;
 		c->st.state = KT_STATE_FAILED;
@@ -508,7 +254,7 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 	} else {
 		snprintf(c->base, sizeof(c->base), KT__MGR_TMP_PREFIX "%ld-%s", (long)getpid(),
 			 c->st.capture_id);
-		c->seg_fd[0] = cb_open_segment(c, 0);
+		c->seg_fd[0] = kt__mgr_open_segment(c, 0);
 		if (c->seg_fd[0] < 0) {
 			c->seg_fd[0] = -1;
 			c->st.state = KT_STATE_FAILED;
@@ -525,9 +271,9 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		c->so.max_bytes = m->max_bytes;
 		c->so.cap_policy = m->cap_policy;
 		c->so.max_duration_ns = m->duration_ns;
-		c->so.on_cap = cb_on_cap;
-		c->so.open_segment = cb_open_segment;
-		c->so.retire_segment = cb_retire_segment;
+		c->so.on_cap = kt__mgr_on_cap;
+		c->so.open_segment = kt__mgr_open_segment;
+		c->so.retire_segment = kt__mgr_retire_segment;
 		c->so.cap_ctx = c;
 		kt_backend_args a = { c->seg_fd[0], c->st.run_id, c->st.capture_id, c->st.epoch,
 				      m->max_bytes, &c->so };
@@ -541,10 +287,10 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 			c->st.code = KT_CODE_START_FAILED;
 		}
 		if (rc)
-			remove_temps(c);
+			kt__mgr_remove_temps(c);
 	}
 	if (c->seg_fd[0] >= 0 && !rc) {
-		c->st.start_completed_at = now(m);
+		c->st.start_completed_at = kt__mgr_now(m);
 		c->st.state = KT_STATE_CAPTURING;
 		c->st.code = KT_CODE_NONE;
 		c->running = 1;
@@ -558,8 +304,8 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 			pthread_mutex_unlock(&m->lock);
 			m->backend.stop(m->backend.ctx, c->handle);
 			pthread_mutex_lock(&m->lock);
-			unlink_retired(c);
-			remove_temps(c);
+			kt__mgr_unlink_retired(c);
+			kt__mgr_remove_temps(c);
 			c->running = 0;
 			m->active = NULL;
 			pthread_cond_broadcast(&m->cond);
@@ -603,7 +349,7 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 	t->epoch = req->epoch;
 	t->code = KT_CODE_NO_ACTIVE_CAPTURE;
 	size_t len = req->run_id_len ? req->run_id_len : (req->run_id ? strlen(req->run_id) : 0);
-	if (!id_ok(req->run_id, len, KT_CAPTURE_RUN_ID_MAX))
+	if (!kt__mgr_id_ok(req->run_id, len, KT_CAPTURE_RUN_ID_MAX))
 		return;
 	memcpy(t->run_id, req->run_id, len);
 	t->run_id[len] = 0;
@@ -627,7 +373,7 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 	}
 	if (c->st.state == KT_STATE_CAPTURING && !c->stop_req) {
 		c->stop_req = 1;
-		c->st.stop_requested_at = now(m);
+		c->st.stop_requested_at = kt__mgr_now(m);
 		c->st.boundary_finish = finish_ok(c, finish) ? finish : 0;
 		/* Free text: cut at a character, its stray bytes escaped, so it
 		 * can never fail the sidecar's JSON and with it the publish. */
@@ -738,7 +484,7 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	kt_header h;
 	if (!n || kt_reader_open_fd(&hr, fds[0], NULL) < 0) {
 		kt_reader_close(hr);
-		remove_temps(c);
+		kt__mgr_remove_temps(c);
 		*code = KT_CODE_STOP_FAILED;
 		return KT_STATE_FAILED;
 	}
@@ -772,7 +518,7 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	o.extra_notes = notes;
 	o.n_extra_notes = 1;
 
-	int out = open_beneath(m->rootfd, out_tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
+	int out = kt__mgr_open_beneath(m->rootfd, out_tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
 	int jfd = -1;
 	char *json = NULL;
 	kt_capture_state state = KT_STATE_FAILED;
@@ -787,7 +533,7 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 		*code = KT_CODE_OUTPUT_TOO_LARGE;
 		goto fail;
 	}
-	if (do_fsync(m, out) < 0) {
+	if (kt__mgr_fsync(m, out) < 0) {
 		*code = KT_CODE_DURABILITY_UNKNOWN;
 		goto fail;
 	}
@@ -798,17 +544,17 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	snprintf(st->file, sizeof(st->file), "%s.%" PRIu64 ".%s.katra", st->run_id, st->epoch,
 		 st->capture_id);
 	snprintf(st->sidecar, sizeof(st->sidecar), "%s.json", st->file);
-	st->stop_completed_at = now(m);
+	st->stop_completed_at = kt__mgr_now(m);
 	st->state = KT_STATE_PUBLISHED;
 	st->complete = st->boundary_start && st->boundary_finish && !st->head_loss_ns &&
 		       st->stop_requested_at >= st->boundary_finish &&
 		       st->code != KT_CODE_OUTPUT_TOO_LARGE;
 	if (!(json = kt_capture_status_json(st)))
 		goto fail;
-	jfd = open_beneath(m->rootfd, json_tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	jfd = kt__mgr_open_beneath(m->rootfd, json_tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	if (jfd < 0 || write_all(jfd, json, strlen(json)) < 0 || write_all(jfd, "\n", 1) < 0)
 		goto fail;
-	if (do_fsync(m, jfd) < 0) {
+	if (kt__mgr_fsync(m, jfd) < 0) {
 		*code = KT_CODE_DURABILITY_UNKNOWN;
 		goto fail;
 	}
@@ -824,26 +570,26 @@ static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_cap
 	 * run, epoch and id): its trace goes first, so that no moment shows
 	 * it beside the new sidecar. */
 	if (unlinkat(m->rootfd, st->file, 0) == 0)
-		do_fsync(m, m->rootfd);
-	if (do_rename(m, json_tmp, st->sidecar) < 0)
+		kt__mgr_fsync(m, m->rootfd);
+	if (kt__mgr_rename(m, json_tmp, st->sidecar) < 0)
 		goto fail;
-	if (do_fsync(m, m->rootfd) < 0) {
+	if (kt__mgr_fsync(m, m->rootfd) < 0) {
 		*code = KT_CODE_DURABILITY_UNKNOWN;
 		unlinkat(m->rootfd, st->sidecar, 0);
 		goto fail;
 	}
-	if (do_rename(m, out_tmp, st->file) < 0) {
+	if (kt__mgr_rename(m, out_tmp, st->file) < 0) {
 		unlinkat(m->rootfd, st->sidecar, 0);
 		goto fail;
 	}
 	*code = st->code;
 	state = KT_STATE_PUBLISHED;
-	if (do_fsync(m, m->rootfd) < 0)
+	if (kt__mgr_fsync(m, m->rootfd) < 0)
 		*code = KT_CODE_DURABILITY_UNKNOWN; /* in place; whether it lasts is unknown */
 	close(out);
 	close(jfd);
 	free(json);
-	remove_temps(c);
+	kt__mgr_remove_temps(c);
 	return state;
 fail:
 	if (out >= 0)
@@ -854,25 +600,8 @@ fail:
 	st->file[0] = st->sidecar[0] = st->sha256[0] = 0;
 	st->bytes = 0;
 	st->complete = 0;
-	remove_temps(c);
+	kt__mgr_remove_temps(c);
 	return state;
-}
-
-/* Delete the retired segments queued for it; called and returns with the
- * lock held, and drops it meanwhile. */
-static void unlink_retired(struct capture *c)
-{
-	uint32_t q[sizeof(c->unlink_q) / sizeof(*c->unlink_q)];
-	unsigned n = c->unlink_n;
-	memcpy(q, c->unlink_q, n * sizeof(*q));
-	c->unlink_n = 0;
-	pthread_mutex_unlock(&c->m->lock);
-	for (unsigned i = 0; i < n; i++) {
-		char name[128];
-		seg_name(c, q[i], name, sizeof(name));
-		unlinkat(c->m->rootfd, name, 0);
-	}
-	pthread_mutex_lock(&c->m->lock);
 }
 
 static void *capture_main(void *arg)
@@ -891,7 +620,7 @@ static void *capture_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	while (!c->stop_req && !c->capped && !c->abort_req) {
 		if (c->unlink_n) {
-			unlink_retired(c);
+			kt__mgr_unlink_retired(c);
 			continue;
 		}
 		if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
@@ -900,11 +629,11 @@ static void *capture_main(void *arg)
 	if (!c->stop_req && c->abort_req) {
 		/* Closing the manager: no reason, nothing will be published. */
 		c->stop_req = 1;
-		c->st.stop_requested_at = now(m);
+		c->st.stop_requested_at = kt__mgr_now(m);
 	} else if (!c->stop_req) {
 		/* It stops itself: at the byte cap, or at its duration. */
 		c->stop_req = 1;
-		c->st.stop_requested_at = now(m);
+		c->st.stop_requested_at = kt__mgr_now(m);
 		int cap = c->capped;
 		snprintf(c->st.stop_reason, sizeof(c->st.stop_reason), "%s",
 			 cap ? KT_CAPTURE_REASON_MAX_BYTES : KT_CAPTURE_REASON_MAX_DURATION);
@@ -914,11 +643,11 @@ static void *capture_main(void *arg)
 	pthread_mutex_unlock(&m->lock);
 
 	/* Without the lock: stopping a session waits for its flusher, which
-	 * may be inside cb_on_cap() waiting for the lock. */
+	 * may be inside kt__mgr_on_cap() waiting for the lock. */
 	int rc = m->backend.stop(m->backend.ctx, c->handle);
 
 	pthread_mutex_lock(&m->lock);
-	unlink_retired(c);
+	kt__mgr_unlink_retired(c);
 	kt_capture_status st = c->st;
 	int abort_now = c->abort_req;
 	/* A KEEP_NEWEST cap that could not rotate, or a STOP cap reached as
@@ -930,11 +659,11 @@ static void *capture_main(void *arg)
 	kt_capture_code code;
 	kt_capture_state state;
 	if (abort_now) {
-		remove_temps(c);
+		kt__mgr_remove_temps(c);
 		state = KT_STATE_ABORTED;
 		code = KT_CODE_ABORTED;
 	} else if (rc) {
-		remove_temps(c);
+		kt__mgr_remove_temps(c);
 		state = KT_STATE_FAILED;
 		code = KT_CODE_STOP_FAILED;
 	} else {
@@ -949,7 +678,7 @@ static void *capture_main(void *arg)
 		st.complete = 0;
 	}
 	if (!st.stop_completed_at)
-		st.stop_completed_at = now(m);
+		st.stop_completed_at = kt__mgr_now(m);
 	st.state = state;
 	st.code = code;
 	if (state != KT_STATE_PUBLISHED)

@@ -66,4 +66,66 @@ struct kt_manager {
 	int closing;                 /* kt_manager_close() waits for waiters */
 };
 
+/* ---- root.c: files below the root, defaults, clocks and ids ----------- */
+
+/*
+ * Whether @s[0..@len) is a run id or capture id: 1 to @max bytes of
+ * [A-Za-z0-9._-], no leading dot or dash, no "..".  Return: 1 or 0.
+ */
+int kt__mgr_id_ok(const char *s, size_t len, size_t max);
+
+/*
+ * Open @name below @rootfd, never through a symlink nor out of the root
+ * (openat2, or O_NOFOLLOW on one component before Linux 5.6); O_CLOEXEC
+ * is added.  Return: the fd or -errno.
+ */
+int kt__mgr_open_beneath(int rootfd, const char *name, int flags, mode_t mode);
+
+/* fsync(@fd), or the hook that stands for it.  Return: 0 or -errno. */
+int kt__mgr_fsync(kt_manager *m, int fd);
+
+/* Rename @from to @to within the root, or the hook.  Return: 0 or -errno. */
+int kt__mgr_rename(kt_manager *m, const char *from, const char *to);
+
+/* The manager's wall clock in ns (the default is CLOCK_REALTIME). */
+uint64_t kt__mgr_now(kt_manager *m);
+
+/* The default clock: CLOCK_REALTIME in ns; @ctx unused. */
+uint64_t kt__mgr_realtime_ns(void *ctx);
+
+/* The default capture id: 16 random hex digits.  Return: 0 or -EIO. */
+int kt__mgr_random_id(void *ctx, char *buf, size_t size);
+
+/* The default backend: a katra session per capture. */
+kt_capture_backend kt__mgr_default_backend(void);
+
+/*
+ * The default owner: flock() on the lock file below the root, which this
+ * opens (or creates) into m->lockfd.  Return: 0 or -errno.
+ */
+int kt__mgr_default_owner(kt_manager *m);
+
+/*
+ * Remove a gone process's temporary files, and, when no manager holds the
+ * root, sidecars whose trace is missing.  Called by kt_manager_new().
+ */
+void kt__mgr_clean_root(kt_manager *m);
+
+/* Close and delete every file of @c that is not published. */
+void kt__mgr_remove_temps(struct capture *c);
+
+/*
+ * The backend's callbacks, on the flusher's thread (and open_segment once
+ * by the start, for segment 0): the byte cap is reached; open segment
+ * @index (return: its fd or -errno); segment @index retires, its last
+ * event at @last_tick.  @ctx is the capture.
+ */
+void kt__mgr_on_cap(void *ctx);
+int kt__mgr_open_segment(void *ctx, uint32_t index);
+void kt__mgr_retire_segment(void *ctx, uint32_t index, uint64_t last_tick);
+
+/* Delete the retired segments queued for @c; called and returns with the
+ * lock held, and drops it meanwhile. */
+void kt__mgr_unlink_retired(struct capture *c);
+
 #endif
