@@ -1,28 +1,15 @@
 /*
- * The capture manager: one capture at a time per root, each with a thread
- * that waits for its stop (requested, at its duration, or at its byte cap),
- * stops the backend, trims the trace to the run's boundaries and publishes
- * it.
- *
- * Publishing is ordered so that a crash at any instant leaves no trace in
- * place without its sidecar and no sidecar that lies about its trace:
- *   1. the trimmed trace is written to a temporary name and fsynced;
- *   2. its SHA-256 is taken from the bytes read back, and checked to parse;
- *   3. the sidecar is written to a temporary name and fsynced;
- *   4. the sidecar is renamed into place, then the directory fsynced;
- *   5. the trace is renamed into place, then the directory fsynced.
- * A crash between 4 and 5 leaves a sidecar whose trace is missing; the
- * next manager over the root removes it, with every temporary file of a
- * process that is gone (they are named .katra-tmp-<pid>-...).
- *
- * Every file is opened below the root with openat2(RESOLVE_BENEATH |
- * RESOLVE_NO_SYMLINKS), and every name the manager makes is one path
- * component of a checked alphabet, so nothing is written outside it.
+ * The capture manager's lifecycle: one capture at a time per root.  A
+ * manager is made and closed here; a start passes an admission ladder and
+ * starts the backend and the capture's thread (publish.c), which waits for
+ * its stop, trims and publishes; a stop asks it, an await waits for the
+ * final status, and captures are remembered for status and for replaying
+ * a start of the same run and epoch.  Files below the root, the default
+ * owner and backend are in root.c; the status JSON in status_json.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +20,6 @@
 #include <unistd.h>
 
 #include <katra/capture.h>
-#include <katra/reader.h>
-#include <katra/writer.h>
-#include "capture/capture_internal.h"
 #include "flush/flush.h"
 #include "format/utf8.h"
 #include "capture/manager_impl.h"
@@ -169,8 +153,6 @@ static void result_of(const struct capture *c, kt_capture_ref *res)
 	res->code = c->st.code;
 }
 
-static void *capture_main(void *arg);
-
 void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -295,9 +277,9 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		c->st.code = KT_CODE_NONE;
 		c->running = 1;
 		m->active = c;
-		if (kt__thread_start(&c->thread, capture_main, c)) {
+		if (kt__thread_start(&c->thread, kt__mgr_capture_main, c)) {
 			/* No thread to stop it: stop it here, and without the
-			 * lock, as capture_main() does (the flusher may wait for
+			 * lock, as kt__mgr_capture_main() does (the flusher may wait for
 			 * it in a callback).  It stays active meanwhile. */
 			c->st.state = KT_STATE_FAILED;
 			c->st.code = KT_CODE_START_FAILED;
@@ -395,304 +377,6 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* ---- publish (the capture's thread) ------------------------------------ */
-
-/* SHA-256 of the whole of @fd, and a check that it parses to its summary. */
-static int digest_and_check(int fd, char hex[65], uint64_t *events)
-{
-	uint64_t bytes;
-	int rc = kt__sha256_fd(fd, hex, &bytes);
-	if (rc)
-		return rc;
-	kt_reader *r = NULL;
-	rc = kt_reader_open_fd(&r, fd, NULL);
-	if (rc < 0)
-		return rc;
-	kt_trace_frame f;
-	int have_summary = 0;
-	*events = 0;
-	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
-		if (f.kind == KT_FRAME_CHUNK)
-			*events += f.u.chunk.event_count;
-		have_summary |= f.kind == KT_FRAME_SUMMARY;
-	}
-	kt_reader_close(r);
-	return rc < 0 ? rc : have_summary ? 0 : KT_ETRUNCATED;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static uint64_t sub0(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-/*
- * The spans, from the boundaries and the window the file covers:
- * [@from, @to] in wall ns (0 when the side is open).
- */
-static void spans(kt_capture_status *st, uint64_t from, uint64_t to)
-{
-	uint64_t bs = st->boundary_start, bf = st->boundary_finish;
-	st->requested_span_ns = bs && bf ? (int64_t)sub0(bf, bs) : 0;
-	/* Without a run start the capture's own start stands for it: a
-	 * keep-newest capture still reports the head it let go. */
-	st->head_loss_ns = (int64_t)sub0(from, bs ? bs : st->start_completed_at);
-	st->tail_excess_ns = bf ? (int64_t)sub0(st->stop_requested_at, bf) : 0;
-	uint64_t a = from > bs ? from : bs;
-	uint64_t b = bf && bf < to ? bf : to;
-	st->capture_span_ns = (int64_t)sub0(b, a);
-}
-
-/*
- * Trim, check and publish.  Returns the final state and sets *@code;
- * called without the lock, on the capture's thread.  @st is the thread's
- * copy of the status, filled in as it goes.
- */
-static kt_capture_state publish(struct capture *c, kt_capture_status *st, kt_capture_code *code)
-{
-	kt_manager *m = c->m;
-	char json_tmp[128], out_tmp[128];
-	int fds[KT__MGR_NSEG];
-	size_t n = 0;
-	for (uint32_t i = c->seg_lo; i <= c->seg_hi; i++)
-		if (c->seg_fd[i % KT__MGR_NSEG] >= 0)
-			fds[n++] = c->seg_fd[i % KT__MGR_NSEG];
-	snprintf(out_tmp, sizeof(out_tmp), "%s.out", c->base);
-	snprintf(json_tmp, sizeof(json_tmp), "%s.json", c->base);
-
-	/* The window, in the trace's monotonic ns, from the run's wall-clock
-	 * boundaries and the header's pair of start times. */
-	kt_reader *hr = NULL;
-	kt_header h;
-	if (!n || kt_reader_open_fd(&hr, fds[0], NULL) < 0) {
-		kt_reader_close(hr);
-		kt__mgr_remove_temps(c);
-		*code = KT_CODE_STOP_FAILED;
-		return KT_STATE_FAILED;
-	}
-	h = *kt_reader_header(hr);
-	uint64_t w0 = h.start_wall_ns, m0 = h.start_mono_ns;
-	kt_rewrite_options o = { .in_fds = fds, .n_in = n, .codec = -1, .filter = 1,
-			       .from_ns = 0, .to_ns = UINT64_MAX };
-	if (st->boundary_start)
-		o.from_ns = sub0(add_sat(st->boundary_start, m0), w0);
-	if (st->boundary_finish)
-		o.to_ns = sub0(add_sat(st->boundary_finish, m0), w0);
-	/* The capture covers the run from its start, or from just after the
-	 * last event of the newest segment it let go. */
-	uint64_t covered_from = st->start_completed_at;
-	char note[160];
-	const char *notes[1] = { note };
-	if (c->retired) {
-		uint64_t cut = kt_ticks_to_ns(&h.clock, NULL, c->retired_tick) + 1;
-		if (cut > o.from_ns)
-			o.from_ns = cut;
-		uint64_t wcut = sub0(add_sat(cut, w0), m0);
-		if (wcut > covered_from)
-			covered_from = wcut;
-	}
-	kt_reader_close(hr);
-	spans(st, covered_from, st->stop_requested_at);
-	snprintf(note, sizeof(note),
-		 "katra.capture: trimmed to [%" PRIu64 ", %" PRIu64 "] ns; head_loss_ns=%" PRId64
-		 " tail_excess_ns=%" PRId64,
-		 o.from_ns, o.to_ns, st->head_loss_ns, st->tail_excess_ns);
-	o.extra_notes = notes;
-	o.n_extra_notes = 1;
-
-	int out = kt__mgr_open_beneath(m->rootfd, out_tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
-	int jfd = -1;
-	char *json = NULL;
-	kt_capture_state state = KT_STATE_FAILED;
-	*code = KT_CODE_PUBLISH_FAILED;
-	if (out < 0)
-		goto fail;
-	o.out_fd = out;
-	kt_rewrite_result rr;
-	if (kt_rewrite(&o, &rr) < 0)
-		goto fail;
-	if (rr.bytes > m->max_bytes) {
-		*code = KT_CODE_OUTPUT_TOO_LARGE;
-		goto fail;
-	}
-	if (kt__mgr_fsync(m, out) < 0) {
-		*code = KT_CODE_DURABILITY_UNKNOWN;
-		goto fail;
-	}
-	if (digest_and_check(out, st->sha256, &st->events) < 0)
-		goto fail;
-	st->events_trimmed = rr.events_in - rr.events_out;
-	st->bytes = rr.bytes;
-	snprintf(st->file, sizeof(st->file), "%s.%" PRIu64 ".%s.katra", st->run_id, st->epoch,
-		 st->capture_id);
-	snprintf(st->sidecar, sizeof(st->sidecar), "%s.json", st->file);
-	st->stop_completed_at = kt__mgr_now(m);
-	st->state = KT_STATE_PUBLISHED;
-	st->complete = st->boundary_start && st->boundary_finish && !st->head_loss_ns &&
-		       st->stop_requested_at >= st->boundary_finish &&
-		       st->code != KT_CODE_OUTPUT_TOO_LARGE;
-	if (!(json = kt_capture_status_json(st)))
-		goto fail;
-	jfd = kt__mgr_open_beneath(m->rootfd, json_tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-	if (jfd < 0 || write_all(jfd, json, strlen(json)) < 0 || write_all(jfd, "\n", 1) < 0)
-		goto fail;
-	if (kt__mgr_fsync(m, jfd) < 0) {
-		*code = KT_CODE_DURABILITY_UNKNOWN;
-		goto fail;
-	}
-	pthread_mutex_lock(&m->lock);
-	int abort_now = c->abort_req;
-	pthread_mutex_unlock(&m->lock);
-	if (abort_now) {
-		*code = KT_CODE_ABORTED;
-		state = KT_STATE_ABORTED;
-		goto fail;
-	}
-	/* A pair already under these names (a restarted process replaying a
-	 * run, epoch and id): its trace goes first, so that no moment shows
-	 * it beside the new sidecar. */
-	if (unlinkat(m->rootfd, st->file, 0) == 0)
-		kt__mgr_fsync(m, m->rootfd);
-	if (kt__mgr_rename(m, json_tmp, st->sidecar) < 0)
-		goto fail;
-	if (kt__mgr_fsync(m, m->rootfd) < 0) {
-		*code = KT_CODE_DURABILITY_UNKNOWN;
-		unlinkat(m->rootfd, st->sidecar, 0);
-		goto fail;
-	}
-	if (kt__mgr_rename(m, out_tmp, st->file) < 0) {
-		unlinkat(m->rootfd, st->sidecar, 0);
-		goto fail;
-	}
-	*code = st->code;
-	state = KT_STATE_PUBLISHED;
-	if (kt__mgr_fsync(m, m->rootfd) < 0)
-		*code = KT_CODE_DURABILITY_UNKNOWN; /* in place; whether it lasts is unknown */
-	close(out);
-	close(jfd);
-	free(json);
-	kt__mgr_remove_temps(c);
-	return state;
-fail:
-	if (out >= 0)
-		close(out);
-	if (jfd >= 0)
-		close(jfd);
-	free(json);
-	st->file[0] = st->sidecar[0] = st->sha256[0] = 0;
-	st->bytes = 0;
-	st->complete = 0;
-	kt__mgr_remove_temps(c);
-	return state;
-}
-
-static void *capture_main(void *arg)
-{
-	struct capture *c = arg;
-	kt_manager *m = c->m;
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += (time_t)(m->duration_ns / 1000000000u);
-	dl.tv_nsec += (long)(m->duration_ns % 1000000000u);
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-
-	pthread_mutex_lock(&m->lock);
-	while (!c->stop_req && !c->capped && !c->abort_req) {
-		if (c->unlink_n) {
-			kt__mgr_unlink_retired(c);
-			continue;
-		}
-		if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
-			break;
-	}
-	if (!c->stop_req && c->abort_req) {
-		/* Closing the manager: no reason, nothing will be published. */
-		c->stop_req = 1;
-		c->st.stop_requested_at = kt__mgr_now(m);
-	} else if (!c->stop_req) {
-		/* It stops itself: at the byte cap, or at its duration. */
-		c->stop_req = 1;
-		c->st.stop_requested_at = kt__mgr_now(m);
-		int cap = c->capped;
-		snprintf(c->st.stop_reason, sizeof(c->st.stop_reason), "%s",
-			 cap ? KT_CAPTURE_REASON_MAX_BYTES : KT_CAPTURE_REASON_MAX_DURATION);
-		c->st.code = cap ? KT_CODE_OUTPUT_TOO_LARGE : KT_CODE_DURATION_COMPLETE;
-		c->st.state = KT_STATE_STOPPING;
-	}
-	pthread_mutex_unlock(&m->lock);
-
-	/* Without the lock: stopping a session waits for its flusher, which
-	 * may be inside kt__mgr_on_cap() waiting for the lock. */
-	int rc = m->backend.stop(m->backend.ctx, c->handle);
-
-	pthread_mutex_lock(&m->lock);
-	kt__mgr_unlink_retired(c);
-	kt_capture_status st = c->st;
-	int abort_now = c->abort_req;
-	/* A KEEP_NEWEST cap that could not rotate, or a STOP cap reached as
-	 * the stop was asked for: the file lacks events either way. */
-	if (c->capped && st.code == KT_CODE_NONE)
-		st.code = c->st.code = KT_CODE_OUTPUT_TOO_LARGE;
-	pthread_mutex_unlock(&m->lock);
-
-	kt_capture_code code;
-	kt_capture_state state;
-	if (abort_now) {
-		kt__mgr_remove_temps(c);
-		state = KT_STATE_ABORTED;
-		code = KT_CODE_ABORTED;
-	} else if (rc) {
-		kt__mgr_remove_temps(c);
-		state = KT_STATE_FAILED;
-		code = KT_CODE_STOP_FAILED;
-	} else {
-		state = publish(c, &st, &code);
-	}
-
-	pthread_mutex_lock(&m->lock);
-	if (state != KT_STATE_PUBLISHED) {
-		/* What publish() filled stays out of a status without a file. */
-		st.file[0] = st.sidecar[0] = st.sha256[0] = 0;
-		st.bytes = 0;
-		st.complete = 0;
-	}
-	if (!st.stop_completed_at)
-		st.stop_completed_at = kt__mgr_now(m);
-	st.state = state;
-	st.code = code;
-	if (state != KT_STATE_PUBLISHED)
-		spans(&st, st.start_completed_at, st.stop_requested_at);
-	c->st = st;
-	c->running = 0;
-	if (m->active == c)
-		m->active = NULL;
-	m->owner.release(m->owner.ctx, c->st.capture_id);
-	pthread_cond_broadcast(&m->cond);
-	pthread_mutex_unlock(&m->lock);
-	return NULL;
-}
-
 /* ---- await, status, close ---------------------------------------------- */
 
 int kt_manager_await(kt_manager *m, const kt_stop_ticket *t, uint64_t timeout_ns,
@@ -708,16 +392,8 @@ int kt_manager_await(kt_manager *m, const kt_stop_ticket *t, uint64_t timeout_ns
 		return 0;
 	}
 	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
 	int forever = timeout_ns == UINT64_MAX;
-	if (!forever) {
-		dl.tv_sec += (time_t)(timeout_ns / 1000000000u);
-		dl.tv_nsec += (long)(timeout_ns % 1000000000u);
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-	}
+	kt__mgr_deadline(&dl, forever ? 0 : timeout_ns);
 	int rc = 0;
 	pthread_mutex_lock(&m->lock);
 	struct capture *c = find(m, t->run_id, t->epoch);

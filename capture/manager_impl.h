@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <katra/capture.h>
 #include <katra/katra.h>
@@ -90,6 +91,9 @@ int kt__mgr_rename(kt_manager *m, const char *from, const char *to);
 /* The manager's wall clock in ns (the default is CLOCK_REALTIME). */
 uint64_t kt__mgr_now(kt_manager *m);
 
+/* *@dl = now on CLOCK_MONOTONIC (the clock of m->cond) plus @ns. */
+void kt__mgr_deadline(struct timespec *dl, uint64_t ns);
+
 /* The default clock: CLOCK_REALTIME in ns; @ctx unused. */
 uint64_t kt__mgr_realtime_ns(void *ctx);
 
@@ -127,5 +131,14 @@ void kt__mgr_retire_segment(void *ctx, uint32_t index, uint64_t last_tick);
 /* Delete the retired segments queued for @c; called and returns with the
  * lock held, and drops it meanwhile. */
 void kt__mgr_unlink_retired(struct capture *c);
+
+/* ---- publish.c: the capture's thread ----------------------------------- */
+
+/*
+ * The thread of capture @arg, started by kt_manager_start(): waits for its
+ * stop, stops the backend, publishes (or cleans up), and leaves the final
+ * status in the capture.  Return: NULL.
+ */
+void *kt__mgr_capture_main(void *arg);
 
 #endif

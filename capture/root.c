@@ -113,6 +113,17 @@ int kt__mgr_random_id(void *ctx, char *buf, size_t size)
 	return 0;
 }
 
+void kt__mgr_deadline(struct timespec *dl, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, dl);
+	dl->tv_sec += (time_t)(ns / 1000000000u);
+	dl->tv_nsec += (long)(ns % 1000000000u);
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
 /* ---- the default owner and backend ------------------------------------ */
 
 static int flock_acquire(void *ctx, const char *capture_id)
