@@ -153,6 +153,200 @@ static void result_of(const struct capture *c, kt_capture_ref *res)
 	res->code = c->st.code;
 }
 
+static struct capture *new_capture(kt_manager *m, const kt_start_request *req, const char *run_id,
+				   uint64_t t_req)
+{
+	struct capture *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->m = m;
+	for (size_t i = 0; i < KT__MGR_NSEG; i++)
+		c->seg_fd[i] = -1;
+	snprintf(c->st.run_id, sizeof(c->st.run_id), "%s", run_id);
+	c->st.epoch = req->epoch;
+	c->st.start_requested_at = t_req;
+	c->st.boundary_start = req->boundary_at;
+	c->st.state = KT_STATE_SKIPPED;
+	return c;
+}
+
+/*
+ * Replay a start already seen, or remember @c (lock held).  Return: 1
+ * when the start is over with *@res filled and @c not kept, else 0.
+ */
+static int replay_or_remember(kt_manager *m, struct capture *c, kt_start_result *res)
+{
+	struct capture *old = find(m, c->st.run_id, c->st.epoch);
+	if (old && old->st.state != KT_STATE_SKIPPED) {
+		result_of(old, res);
+		res->state = KT_STATE_REPLAYED;
+		res->code = KT_CODE_NONE;
+		return 1;
+	}
+	/* Finished captures' threads are joined here, so that a long-lived
+	 * manager does not keep their stacks. */
+	for (size_t i = 0; i < m->ncaps; i++)
+		if (m->caps[i]->joinable && !m->caps[i]->running) {
+			pthread_join(m->caps[i]->thread, NULL);
+			m->caps[i]->joinable = 0;
+		}
+	/* Remembered from here on, even when skipped, for kt_manager_status(); a
+	 * later start of the same run and epoch finds this newer record first. */
+	if (remember(m, c)) {
+		res->state = KT_STATE_FAILED;
+		res->code = KT_CODE_START_FAILED;
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the admission ladder: each rung refuses (1, the code set) or lets
+ * the start on (0); the lock is held throughout. */
+
+struct admission {
+	kt_manager *m;
+	struct capture *c;
+	const kt_start_request *req;
+	int owned;                   /* the owner was acquired */
+};
+
+/* Not a valid run, or a newer epoch of it has been seen. */
+static int refuse_invalid(struct admission *a)
+{
+	kt_manager *m = a->m;
+	int newer_seen = 0;
+	for (size_t i = 0; i < m->ncaps; i++)
+		if (m->caps[i]->st.epoch > a->req->epoch &&
+		    !strcmp(m->caps[i]->st.run_id, a->c->st.run_id))
+			newer_seen = 1;
+	if (!a->req->validity || strcmp(a->req->validity, "valid") || newer_seen) {
+		a->c->st.code = KT_CODE_RUN_INVALID;
+		return 1;
+	}
+	return 0;
+}
+
+static int refuse_busy(struct admission *a)
+{
+	if (!a->m->active)
+		return 0;
+	a->c->st.code = KT_CODE_PROFILER_BUSY;
+	return 1;
+}
+
+static int refuse_disk(struct admission *a)
+{
+	struct statvfs vfs;
+	if (fstatvfs(a->m->rootfd, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < disk_needed(a->m)) {
+		a->c->st.code = KT_CODE_DISK_BUDGET;
+		return 1;
+	}
+	return 0;
+}
+
+static int take_id(struct admission *a)
+{
+	kt_capture_status *st = &a->c->st;
+	if (a->m->new_id(a->m->id_ctx, st->capture_id, sizeof(st->capture_id)) ||
+	    !kt__mgr_id_ok(st->capture_id, strnlen(st->capture_id, sizeof(st->capture_id)),
+			   KT_CAPTURE_ID_MAX)) {
+		st->capture_id[0] = 0;
+		st->state = KT_STATE_FAILED;
+		st->code = KT_CODE_ARTIFACT_CREATE_FAILED;
+		return 1;
+	}
+	return 0;
+}
+
+static int take_owner(struct admission *a)
+{
+	if ((a->owned = a->m->owner.acquire(a->m->owner.ctx, a->c->st.capture_id)))
+		return 0;
+	/* The id was only asked for: nothing started under it. */
+	a->c->st.capture_id[0] = 0;
+	a->c->st.code = KT_CODE_PROFILER_BUSY;
+	return 1;
+}
+
+static int open_first_segment(struct admission *a)
+{
+	struct capture *c = a->c;
+	snprintf(c->base, sizeof(c->base), KT__MGR_TMP_PREFIX "%ld-%s", (long)getpid(),
+		 c->st.capture_id);
+	c->seg_fd[0] = kt__mgr_open_segment(c, 0);
+	if (c->seg_fd[0] >= 0)
+		return 0;
+	c->seg_fd[0] = -1;
+	c->st.state = KT_STATE_FAILED;
+	c->st.code = KT_CODE_ARTIFACT_CREATE_FAILED;
+	return 1;
+}
+
+static int (*const ladder[])(struct admission *) = {
+	refuse_invalid, refuse_busy, refuse_disk, take_id, take_owner, open_first_segment,
+};
+
+/* Start the backend on segment 0 (lock held).  Return: 0, or its error
+ * with the capture's code set and its files removed. */
+static int start_backend(kt_manager *m, struct capture *c)
+{
+	c->so = m->session;
+	c->so.fd = c->seg_fd[0];
+	c->so.use_fd = 1; /* fd 0 too, in a process whose stdin is closed */
+	c->so.run_id = c->st.run_id;
+	c->so.capture_id = c->st.capture_id;
+	c->so.epoch = c->st.epoch;
+	c->so.max_bytes = m->max_bytes;
+	c->so.cap_policy = m->cap_policy;
+	c->so.max_duration_ns = m->duration_ns;
+	c->so.on_cap = kt__mgr_on_cap;
+	c->so.open_segment = kt__mgr_open_segment;
+	c->so.retire_segment = kt__mgr_retire_segment;
+	c->so.cap_ctx = c;
+	kt_backend_args a = { c->seg_fd[0], c->st.run_id, c->st.capture_id, c->st.epoch,
+			      m->max_bytes, &c->so };
+	int rc = m->backend.start(m->backend.ctx, &a, &c->handle);
+	if (rc == KT_EBUSY) {
+		/* Another katra session in this process holds the rings. */
+		c->st.code = KT_CODE_PROFILER_BUSY;
+		c->st.capture_id[0] = 0;
+	} else if (rc) {
+		c->st.state = KT_STATE_FAILED;
+		c->st.code = KT_CODE_START_FAILED;
+	}
+	if (rc)
+		kt__mgr_remove_temps(c);
+	return rc;
+}
+
+/* The capture is on: make it active and start its thread (lock held). */
+static void start_thread(kt_manager *m, struct capture *c)
+{
+	c->st.start_completed_at = kt__mgr_now(m);
+	c->st.state = KT_STATE_CAPTURING;
+	c->st.code = KT_CODE_NONE;
+	c->running = 1;
+	m->active = c;
+	if (kt__thread_start(&c->thread, kt__mgr_capture_main, c) == 0) {
+		c->joinable = 1;
+		return;
+	}
+	/* No thread to stop it: stop it here, and without the lock, as
+	 * kt__mgr_capture_main() does (the flusher may wait for it in a
+	 * callback).  It stays active meanwhile. */
+	c->st.state = KT_STATE_FAILED;
+	c->st.code = KT_CODE_START_FAILED;
+	pthread_mutex_unlock(&m->lock);
+	m->backend.stop(m->backend.ctx, c->handle);
+	pthread_mutex_lock(&m->lock);
+	kt__mgr_unlink_retired(c);
+	kt__mgr_remove_temps(c);
+	c->running = 0;
+	m->active = NULL;
+	pthread_cond_broadcast(&m->cond);
+}
+
 void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -168,134 +362,25 @@ void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_resul
 		return;
 	memcpy(res->run_id, req->run_id, len);
 	res->run_id[len] = 0;
-
-	struct capture *c = calloc(1, sizeof(*c));
+	struct capture *c = new_capture(m, req, res->run_id, t_req);
 	if (!c) {
 		res->code = KT_CODE_START_FAILED;
 		res->state = KT_STATE_FAILED;
 		return;
 	}
-	c->m = m;
-	for (size_t i = 0; i < KT__MGR_NSEG; i++)
-		c->seg_fd[i] = -1;
-	snprintf(c->st.run_id, sizeof(c->st.run_id), "%s", res->run_id);
-	c->st.epoch = req->epoch;
-	c->st.start_requested_at = t_req;
-	c->st.boundary_start = req->boundary_at;
-	c->st.state = KT_STATE_SKIPPED;
-
 	pthread_mutex_lock(&m->lock);
-	struct capture *old = find(m, res->run_id, req->epoch);
-	if (old && old->st.state != KT_STATE_SKIPPED) {
-		result_of(old, res);
-		res->state = KT_STATE_REPLAYED;
-		res->code = KT_CODE_NONE;
+	if (replay_or_remember(m, c, res)) {
 		pthread_mutex_unlock(&m->lock);
 		free(c);
 		return;
 	}
-	/* Finished captures' threads are joined here, so that a long-lived
-	 * manager does not keep their stacks. */
-	for (size_t i = 0; i < m->ncaps; i++)
-		if (m->caps[i]->joinable && !m->caps[i]->running) {
-			pthread_join(m->caps[i]->thread, NULL);
-			m->caps[i]->joinable = 0;
-		}
-	/* Remembered from here on, even when skipped, for kt_manager_status(); a
-	 * later start of the same run and epoch finds this newer record first. */
-	if (remember(m, c)) {
-		pthread_mutex_unlock(&m->lock);
-		free(c);
-		res->state = KT_STATE_FAILED;
-		res->code = KT_CODE_START_FAILED;
-		return;
-	}
-	int newer_seen = 0;
-	for (size_t i = 0; i < m->ncaps; i++)
-		if (m->caps[i]->st.epoch > req->epoch && !strcmp(m->caps[i]->st.run_id, res->run_id))
-			newer_seen = 1;
-	struct statvfs vfs;
-	int owned = 0, rc = 0;
-	if (!req->validity || strcmp(req->validity, "valid") || newer_seen) {
-		c->st.code = KT_CODE_RUN_INVALID;
-	} else if (m->active) {
-		c->st.code = KT_CODE_PROFILER_BUSY;
-	} else if (fstatvfs(m->rootfd, &vfs) == 0 &&
-		   (uint64_t)vfs.f_bavail * vfs.f_frsize < disk_needed(m)) {
-		c->st.code = KT_CODE_DISK_BUDGET;
-	} else if (m->new_id(m->id_ctx, c->st.capture_id, sizeof(c->st.capture_id)) ||
-		   !kt__mgr_id_ok(c->st.capture_id, strnlen(c->st.capture_id, sizeof(c->st.capture_id)),
-			  KT_CAPTURE_ID_MAX)) {
-		c->st.capture_id[0] = 0;
-		c->st.state = KT_STATE_FAILED;
-		c->st.code = KT_CODE_ARTIFACT_CREATE_FAILED;
-	} else if (!(owned = m->owner.acquire(m->owner.ctx, c->st.capture_id))) {
-		/* The id was only asked for: nothing started under it. */
-		c->st.capture_id[0] = 0;
-		c->st.code = KT_CODE_PROFILER_BUSY;
-	} else {
-		snprintf(c->base, sizeof(c->base), KT__MGR_TMP_PREFIX "%ld-%s", (long)getpid(),
-			 c->st.capture_id);
-		c->seg_fd[0] = kt__mgr_open_segment(c, 0);
-		if (c->seg_fd[0] < 0) {
-			c->seg_fd[0] = -1;
-			c->st.state = KT_STATE_FAILED;
-			c->st.code = KT_CODE_ARTIFACT_CREATE_FAILED;
-		}
-	}
-	if (c->seg_fd[0] >= 0) {
-		c->so = m->session;
-		c->so.fd = c->seg_fd[0];
-		c->so.use_fd = 1; /* fd 0 too, in a process whose stdin is closed */
-		c->so.run_id = c->st.run_id;
-		c->so.capture_id = c->st.capture_id;
-		c->so.epoch = c->st.epoch;
-		c->so.max_bytes = m->max_bytes;
-		c->so.cap_policy = m->cap_policy;
-		c->so.max_duration_ns = m->duration_ns;
-		c->so.on_cap = kt__mgr_on_cap;
-		c->so.open_segment = kt__mgr_open_segment;
-		c->so.retire_segment = kt__mgr_retire_segment;
-		c->so.cap_ctx = c;
-		kt_backend_args a = { c->seg_fd[0], c->st.run_id, c->st.capture_id, c->st.epoch,
-				      m->max_bytes, &c->so };
-		rc = m->backend.start(m->backend.ctx, &a, &c->handle);
-		if (rc == KT_EBUSY) {
-			/* Another katra session in this process holds the rings. */
-			c->st.code = KT_CODE_PROFILER_BUSY;
-			c->st.capture_id[0] = 0;
-		} else if (rc) {
-			c->st.state = KT_STATE_FAILED;
-			c->st.code = KT_CODE_START_FAILED;
-		}
-		if (rc)
-			kt__mgr_remove_temps(c);
-	}
-	if (c->seg_fd[0] >= 0 && !rc) {
-		c->st.start_completed_at = kt__mgr_now(m);
-		c->st.state = KT_STATE_CAPTURING;
-		c->st.code = KT_CODE_NONE;
-		c->running = 1;
-		m->active = c;
-		if (kt__thread_start(&c->thread, kt__mgr_capture_main, c)) {
-			/* No thread to stop it: stop it here, and without the
-			 * lock, as kt__mgr_capture_main() does (the flusher may wait for
-			 * it in a callback).  It stays active meanwhile. */
-			c->st.state = KT_STATE_FAILED;
-			c->st.code = KT_CODE_START_FAILED;
-			pthread_mutex_unlock(&m->lock);
-			m->backend.stop(m->backend.ctx, c->handle);
-			pthread_mutex_lock(&m->lock);
-			kt__mgr_unlink_retired(c);
-			kt__mgr_remove_temps(c);
-			c->running = 0;
-			m->active = NULL;
-			pthread_cond_broadcast(&m->cond);
-		} else {
-			c->joinable = 1;
-		}
-	}
-	if (owned && c->st.state != KT_STATE_CAPTURING)
+	struct admission a = { m, c, req, 0 };
+	for (size_t i = 0; i < sizeof(ladder) / sizeof(*ladder); i++)
+		if (ladder[i](&a))
+			break;
+	if (c->seg_fd[0] >= 0 && start_backend(m, c) == 0)
+		start_thread(m, c);
+	if (a.owned && c->st.state != KT_STATE_CAPTURING)
 		m->owner.release(m->owner.ctx, c->st.capture_id);
 	result_of(c, res);
 	pthread_mutex_unlock(&m->lock);
