@@ -77,8 +77,8 @@ int kt__mgr_id_ok(const char *s, size_t len, size_t max);
 
 /*
  * Open @name below @rootfd, never through a symlink nor out of the root
- * (openat2, or O_NOFOLLOW on one component before Linux 5.6); O_CLOEXEC
- * is added.  Return: the fd or -errno.
+ * (openat2, or O_NOFOLLOW on one component where openat2 is missing or
+ * filtered); O_CLOEXEC is added.  Return: the fd or -errno.
  */
 int kt__mgr_open_beneath(int rootfd, const char *name, int flags, mode_t mode);
 

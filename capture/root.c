@@ -89,6 +89,8 @@ int kt__mgr_rename(kt_manager *m, const char *from, const char *to)
 	return renameat(m->rootfd, from, m->rootfd, to) < 0 ? -errno : 0;
 }
 
+/* ---- clocks and ids --------------------------------------------------- */
+
 uint64_t kt__mgr_now(kt_manager *m)
 {
 	return m->now(m->now_ctx);
@@ -225,6 +227,8 @@ void kt__mgr_clean_root(kt_manager *m)
 		m->owner.release(m->owner.ctx, "");
 	closedir(d);
 }
+
+/* ---- a capture's segments and temporary files ------------------------ */
 
 static void seg_name(const struct capture *c, uint32_t index, char *buf, size_t size)
 {
