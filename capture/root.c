@@ -1,0 +1,323 @@
+/*
+ * What a capture manager keeps below its root, and its defaults: every
+ * file is opened below the root with openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS), and every name the manager makes is one path
+ * component of a checked alphabet, so nothing is written outside it.
+ * Here are those opens, the fsync and rename hooks, the cleaning of a
+ * dead process's leftovers, a capture's segments and temporary files (and
+ * the backend's callbacks that open and retire segments), the default
+ * owner (a lock file) and backend (a katra session), clocks and ids.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <katra/capture.h>
+#include <katra/katra.h>
+#include "capture/manager_impl.h"
+
+/*
+ * A run id or capture id: 1 to @max bytes of [A-Za-z0-9._-], no leading
+ * dot and no "..", so that it is one harmless path component; no leading
+ * dash, so that a file name made from it never reads as an option on a
+ * command line.
+ */
+int kt__mgr_id_ok(const char *s, size_t len, size_t max)
+{
+	if (!s || len == 0 || len > max || s[0] == '.' || s[0] == '-')
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return 0;
+		if (ch == '.' && i + 1 < len && s[i + 1] == '.')
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- files below the root -------------------------------------------- */
+
+int kt__mgr_open_beneath(int rootfd, const char *name, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+	};
+	long fd = syscall(SYS_openat2, rootfd, name, &how, sizeof(how));
+	if (fd >= 0)
+		return (int)fd;
+	/* ENOSYS before Linux 5.6; EPERM from a seccomp filter that does
+	 * not know openat2. */
+	if (errno != ENOSYS && errno != EPERM)
+		return -errno;
+	/* Before Linux 5.6: every name here is one checked component, so
+	 * refusing a symlink in its place is the same confinement. */
+	if (strchr(name, '/'))
+		return -EINVAL;
+	int f = openat(rootfd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	return f >= 0 ? f : -errno;
+}
+
+int kt__mgr_fsync(kt_manager *m, int fd)
+{
+	if (m->hooks.fsync)
+		return m->hooks.fsync(m->hooks.ctx, fd);
+	return fsync(fd) < 0 ? -errno : 0;
+}
+
+int kt__mgr_rename(kt_manager *m, const char *from, const char *to)
+{
+	if (m->hooks.renameat)
+		return m->hooks.renameat(m->hooks.ctx, m->rootfd, from, to);
+	return renameat(m->rootfd, from, m->rootfd, to) < 0 ? -errno : 0;
+}
+
+/* ---- clocks and ids --------------------------------------------------- */
+
+uint64_t kt__mgr_now(kt_manager *m)
+{
+	return m->now(m->now_ctx);
+}
+
+uint64_t kt__mgr_realtime_ns(void *ctx)
+{
+	(void)ctx;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int kt__mgr_random_id(void *ctx, char *buf, size_t size)
+{
+	(void)ctx;
+	uint8_t b[8];
+	if (size < 17 || getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return -EIO;
+	for (size_t i = 0; i < 8; i++)
+		snprintf(buf + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+void kt__mgr_deadline(struct timespec *dl, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, dl);
+	dl->tv_sec += (time_t)(ns / 1000000000u);
+	dl->tv_nsec += (long)(ns % 1000000000u);
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
+/* ---- the default owner and backend ------------------------------------ */
+
+static int flock_acquire(void *ctx, const char *capture_id)
+{
+	(void)capture_id;
+	kt_manager *m = ctx;
+	return flock(m->lockfd, LOCK_EX | LOCK_NB) == 0;
+}
+
+static void flock_release(void *ctx, const char *capture_id)
+{
+	(void)capture_id;
+	kt_manager *m = ctx;
+	flock(m->lockfd, LOCK_UN);
+}
+
+static int session_start(void *ctx, const kt_backend_args *a, void **handle)
+{
+	(void)ctx;
+	kt_session *s = NULL;
+	int rc = kt_session_start(NULL, a->session, &s);
+	*handle = s;
+	return rc;
+}
+
+static int session_stop(void *ctx, void *handle)
+{
+	(void)ctx;
+	kt_summary sum;
+	int rc = kt_session_stop(handle, &sum);
+	kt_summary_release(&sum);
+	return rc;
+}
+
+kt_capture_backend kt__mgr_default_backend(void)
+{
+	return (kt_capture_backend){ session_start, session_stop, NULL };
+}
+
+int kt__mgr_default_owner(kt_manager *m)
+{
+	int fd = kt__mgr_open_beneath(m->rootfd, KT__MGR_LOCK_NAME, O_RDWR | O_CREAT, 0644);
+	if (fd < 0)
+		return fd;
+	m->lockfd = fd;
+	m->owner = (kt_capture_owner){ flock_acquire, flock_release, m };
+	return 0;
+}
+
+/* ---- leftovers --------------------------------------------------------- */
+
+/* Whether a temporary file's process is gone: .katra-tmp-<pid>-... */
+static int tmp_is_stale(const char *name)
+{
+	const char *p = name + strlen(KT__MGR_TMP_PREFIX);
+	char *end;
+	errno = 0;
+	unsigned long pid = strtoul(p, &end, 10);
+	if (end == p || *end != '-' || errno || pid == 0 || pid > INT32_MAX)
+		return 1; /* not a name the manager makes: nobody owns it */
+	if ((pid_t)pid == getpid())
+		return 0; /* another manager of this process may be using it */
+	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+void kt__mgr_clean_root(kt_manager *m)
+{
+	int dfd = openat(m->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	/* Orphan sidecars only while no manager anywhere holds the root:
+	 * otherwise one may be between its two renames. */
+	int owned = m->owner.acquire(m->owner.ctx, "");
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+		size_t len = strlen(n);
+		if (!strncmp(n, KT__MGR_TMP_PREFIX, strlen(KT__MGR_TMP_PREFIX))) {
+			if (tmp_is_stale(n))
+				unlinkat(m->rootfd, n, 0);
+		} else if (owned && len > 11 && !strcmp(n + len - 11, ".katra.json")) {
+			char trace[256];
+			struct stat sb;
+			if (len - 5 < sizeof(trace)) {
+				memcpy(trace, n, len - 5);
+				trace[len - 5] = 0;
+				if (fstatat(m->rootfd, trace, &sb, AT_SYMLINK_NOFOLLOW) < 0 &&
+				    errno == ENOENT)
+					unlinkat(m->rootfd, n, 0);
+			}
+		}
+	}
+	if (owned)
+		m->owner.release(m->owner.ctx, "");
+	closedir(d);
+}
+
+/* ---- a capture's segments and temporary files ------------------------ */
+
+static void seg_name(const struct capture *c, uint32_t index, char *buf, size_t size)
+{
+	if (index == 0)
+		snprintf(buf, size, "%s.katra", c->base);
+	else
+		snprintf(buf, size, "%s.seg%" PRIu32, c->base, index);
+}
+
+/* Close and delete every file of @c that is not published. */
+void kt__mgr_remove_temps(struct capture *c)
+{
+	char name[128];
+	for (uint32_t i = c->seg_lo; i <= c->seg_hi; i++) {
+		if (c->seg_fd[i % KT__MGR_NSEG] >= 0)
+			close(c->seg_fd[i % KT__MGR_NSEG]);
+		c->seg_fd[i % KT__MGR_NSEG] = -1;
+		seg_name(c, i, name, sizeof(name));
+		unlinkat(c->m->rootfd, name, 0);
+	}
+	static const char *const other[] = { "out", "json" };
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%s.%s", c->base, other[i]);
+		unlinkat(c->m->rootfd, name, 0);
+	}
+}
+
+/* ---- the backend's callbacks (the flusher's thread) ------------------- */
+
+void kt__mgr_on_cap(void *ctx)
+{
+	struct capture *c = ctx;
+	pthread_mutex_lock(&c->m->lock);
+	c->capped = 1;
+	pthread_cond_broadcast(&c->m->cond);
+	pthread_mutex_unlock(&c->m->lock);
+}
+
+int kt__mgr_open_segment(void *ctx, uint32_t index)
+{
+	struct capture *c = ctx;
+	char name[128];
+	seg_name(c, index, name, sizeof(name));
+	int fd = kt__mgr_open_beneath(c->m->rootfd, name, O_RDWR | O_CREAT | O_EXCL, 0644);
+	if (fd >= 0) {
+		c->seg_fd[index % KT__MGR_NSEG] = fd;
+		c->seg_hi = index;
+	}
+	return fd;
+}
+
+void kt__mgr_retire_segment(void *ctx, uint32_t index, uint64_t last_tick)
+{
+	struct capture *c = ctx;
+	char name[128];
+	if (index < c->seg_lo || index > c->seg_hi)
+		return;
+	close(c->seg_fd[index % KT__MGR_NSEG]);
+	c->seg_fd[index % KT__MGR_NSEG] = -1;
+	c->seg_lo = index + 1;
+	pthread_mutex_lock(&c->m->lock);
+	int queued = c->unlink_n < sizeof(c->unlink_q) / sizeof(*c->unlink_q);
+	if (queued) {
+		c->unlink_q[c->unlink_n++] = index;
+		pthread_cond_broadcast(&c->m->cond);
+	}
+	pthread_mutex_unlock(&c->m->lock);
+	if (!queued) {
+		seg_name(c, index, name, sizeof(name));
+		unlinkat(c->m->rootfd, name, 0);
+	}
+	if (!c->retired || last_tick > c->retired_tick)
+		c->retired_tick = last_tick;
+	c->retired = 1;
+}
+
+/* Delete the retired segments queued for it; called and returns with the
+ * lock held, and drops it meanwhile. */
+void kt__mgr_unlink_retired(struct capture *c)
+{
+	uint32_t q[sizeof(c->unlink_q) / sizeof(*c->unlink_q)];
+	unsigned n = c->unlink_n;
+	memcpy(q, c->unlink_q, n * sizeof(*q));
+	c->unlink_n = 0;
+	pthread_mutex_unlock(&c->m->lock);
+	for (unsigned i = 0; i < n; i++) {
+		char name[128];
+		seg_name(c, q[i], name, sizeof(name));
+		unlinkat(c->m->rootfd, name, 0);
+	}
+	pthread_mutex_lock(&c->m->lock);
+}
