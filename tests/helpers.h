@@ -206,6 +206,18 @@ static inline void t_set_version(uint8_t *file, uint32_t version, uint64_t hash)
 	kt__put64(file + sum_at, kt__xxh3(file + 8, sum_at - 8));
 }
 
+/* The committed golden file @path, malloc'd, and *@glen; NULL if missing.
+ * With KT_REGEN_GOLDEN set, the @len bytes at @p are written there first. */
+static inline uint8_t *t_golden(const char *path, const void *p, size_t len, size_t *glen)
+{
+	if (getenv("KT_REGEN_GOLDEN")) {
+		FILE *f = fopen(path, "wb");
+		if (!f || fwrite(p, 1, len, f) != len || fclose(f))
+			return NULL;
+	}
+	return t_slurp(path, glen);
+}
+
 /* Read every frame; returns the last kt_reader_next_frame() result. */
 static inline int t_drain(kt_reader *r, uint64_t *frames)
 {

@@ -268,6 +268,21 @@ Test(e2e, lz4_uring)
 	run_e2e(KT_CODEC_LZ4, KT_IO_URING);
 }
 
+Test(e2e, compact_pwrite)
+{
+	run_e2e(KT_CODEC_COMPACT, KT_IO_PWRITE);
+}
+
+Test(e2e, compact_uring)
+{
+	run_e2e(KT_CODEC_COMPACT, KT_IO_URING);
+}
+
+Test(e2e, compact_zstd_uring)
+{
+	run_e2e(KT_CODEC_COMPACT_ZSTD, KT_IO_URING);
+}
+
 /* ---- io_uring refused ---------------------------------------------------- */
 
 /* A seccomp filter that fails system call @nr with EPERM, as container
