@@ -234,6 +234,11 @@ static void drain_all(kt_session *s)
 	}
 	if (s->crash)
 		crash_commit(s);
+	else if (s->w && !s->error)
+		/* Encoded chunks, names and drops wait in the writer's buffer
+		 * (raw chunks go straight from the rings): hand them over each
+		 * period, so a process that dies leaves them in its file. */
+		note_error(s, kt__writer_push(s->w));
 	if (retired_seen)
 		kt__registry_reap();
 }

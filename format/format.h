@@ -462,6 +462,10 @@ int kt__writer_backend(const struct kt_writer *w);
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);
 
+/* Hand buffered bytes to the sink without waiting for them.  0 or the
+ * writer's error. */
+int kt__writer_push(struct kt_writer *w);
+
 /* The old names of kt_rewrite() and its structs (katra/writer.h), for the
  * callers that still use them (tools/). */
 typedef kt_rewrite_options kt__rewrite_opts;

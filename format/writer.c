@@ -721,6 +721,11 @@ int kt__writer_backend(const kt_writer *w)
 	return w->sink->backend;
 }
 
+int kt__writer_push(kt_writer *w)
+{
+	return flush_buf(w);
+}
+
 int kt__writer_sync(kt_writer *w, int wait)
 {
 	int rc = flush_buf(w);

@@ -649,8 +649,8 @@ static int names_in(const char *path, const char *const *want, int n)
 
 /* A process that dies without stopping its session leaves a trace cut
  * short: its names are in it all the same, written as they were interned,
- * so the events it holds are named. */
-Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
+ * so the events it holds are named.  @o: the session's options. */
+static void cut_short_names_its_events(const kt_session_options *o)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/tmp/katra-cutnames-%d.katra", (int)getpid());
@@ -660,7 +660,7 @@ Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
 	if (pid == 0) {
 		alarm(30);
 		kt_session *s;
-		if (kt_session_start(path, NULL, &s))
+		if (kt_session_start(path, o, &s))
 			_exit(10);
 		for (int i = 0; i < 2; i++) {
 			uint32_t id = kt_name(want[i]);
@@ -693,6 +693,19 @@ Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
 	 * the zones either with them or just after. */
 	cr_assert_leq(events, 4);
 	unlink(path);
+}
+
+Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
+{
+	cut_short_names_its_events(NULL);
+}
+
+/* Encoded chunks and names wait in the writer's buffer, not raw chunks:
+ * the flusher hands it over each period all the same. */
+Test(names, a_trace_cut_short_names_its_events_lz4_delta, .timeout = 60)
+{
+	kt_session_options o = { .codec = KT_CODEC_LZ4_DELTA };
+	cut_short_names_its_events(&o);
 }
 
 /* ---- bytes on disk after a failure ---------------------------------------- */
