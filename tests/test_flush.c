@@ -168,15 +168,17 @@ static void check_event(struct expect *x, const struct names *n, const kt_event 
 	}
 }
 
-static void run_e2e(int codec, int io)
+/* A session of codec option @opt and backend @io, read back exactly; its
+ * chunks and header say @codec. */
+static void run_e2e_as(int opt, int codec, int io)
 {
 	kt_config cfg = { .ring_size = 64 << 10, .overflow = KT_OVERFLOW_BLOCK };
 	cr_assert_eq(kt_init(&cfg), 0);
 	struct names n;
 	intern(&n);
 	char path[128];
-	snprintf(path, sizeof(path), "/tmp/katra-e2e-%d-%d-%d.katra", codec, io, (int)getpid());
-	kt_session_options o = { .codec = codec, .io = io, .fsync_interval_ns = 5000000 };
+	snprintf(path, sizeof(path), "/tmp/katra-e2e-%d-%d-%d.katra", opt, io, (int)getpid());
+	kt_session_options o = { .codec = opt, .io = io, .fsync_interval_ns = 5000000 };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0);
 	struct prod p[THREADS];
@@ -248,14 +250,25 @@ static void run_e2e(int codec, int io)
 	unlink(path);
 }
 
+static void run_e2e(int codec, int io)
+{
+	run_e2e_as(codec, codec, io);
+}
+
 Test(e2e, raw_pwrite)
 {
-	run_e2e(KT_CODEC_NONE, KT_IO_PWRITE);
+	run_e2e_as(KT_SESSION_CODEC_RAW, KT_CODEC_NONE, KT_IO_PWRITE);
 }
 
 Test(e2e, raw_uring)
 {
-	run_e2e(KT_CODEC_NONE, KT_IO_URING);
+	run_e2e_as(KT_SESSION_CODEC_RAW, KT_CODEC_NONE, KT_IO_URING);
+}
+
+/* Zeroed options write compact chunks. */
+Test(e2e, default_codec_is_compact)
+{
+	run_e2e_as(0, KT_CODEC_COMPACT, KT_IO_PWRITE);
 }
 
 Test(e2e, lz4_pwrite)
