@@ -590,7 +590,7 @@ static long compact_payload(kt_writer *w, unsigned *codec, int level, const uint
 		if ((rc = czstd_enc(w, raw_len, level)))
 			return rc;
 		n = kt__czstd_encode(w->zenc, ev, raw_len, payload, raw_len);
-		level = 1;
+		level = 1; /* it was zstd's: codec 3 takes its default */
 	}
 	if (n == -ERANGE) {
 		*codec = KT_CODEC_COMPACT;
