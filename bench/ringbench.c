@@ -122,9 +122,20 @@ static double pct(struct stats *s, double p)
 	return s->v[(size_t)(p * (double)(s->n - 1) + 0.5)];
 }
 
+/* --codec's names, by kt_codec. */
+static const char *const codec_names[] = { "none", "lz4", "lz4-delta", "compact",
+					   "compact-zstd" };
+
 static const char *codec_name(int codec)
 {
-	return codec == KT_CODEC_LZ4_DELTA ? "lz4-delta" : codec == KT_CODEC_LZ4 ? "lz4" : "none";
+	return codec >= 0 && codec <= KT_CODEC_COMPACT_ZSTD ? codec_names[codec] : "?";
+}
+
+/* A session's codec for ringbench's @codec: raw is asked for by name (0
+ * there is the session's default, compact). */
+static int session_codec(int codec)
+{
+	return codec == KT_CODEC_NONE ? KT_SESSION_CODEC_RAW : codec;
 }
 
 static const char *io_name(int io)
@@ -454,7 +465,7 @@ static int producer_only(const struct opts *o)
 	char crash_dir[4096];
 	snprintf(crash_dir, sizeof(crash_dir), "%s", env ? env : "");
 	unsetenv("KT_CRASH_DIR");
-	kt_session_options so = { .codec = o->codec, .io = o->io };
+	kt_session_options so = { .codec = session_codec(o->codec), .io = o->io };
 	kt_session_options so_crash = so;
 	so_crash.crash_dir = crash_dir;
 	kt_summary sum = { 0 };
@@ -762,7 +773,7 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 		kt_name("submit"), kt_name("job"), kt_name("draw_calls"),
 		kt_name("frame_time_ms"), kt_name("main->render"),
 	};
-	kt_session_options so = { .codec = o->codec, .io = o->io,
+	kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
 				  .workload = "ringbench frame loop" };
 	kt_session *s = NULL;
 	memset(out, 0, sizeof(*out));
@@ -893,7 +904,7 @@ static int frame_loop(const struct opts *o)
 	} else {
 		if (capture_root(o, root, sizeof(root)))
 			return 1;
-		kt_session_options so = { .codec = o->codec, .io = o->io,
+		kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
 					  .workload = "ringbench frame loop" };
 		kt_capture_backend be = { bench_start, bench_stop, &bb };
 		double dur = o->duration > 0 ? o->duration : o->seconds + 5 < 30 ? o->seconds + 5 : 30;
@@ -1059,14 +1070,16 @@ static int max_rate_table(const struct opts *o)
 		for (int lz = 0; lz <= 1; lz++)
 			for (int io = KT_IO_URING; io <= KT_IO_PWRITE; io++) {
 				/* The compressed rows use the codec a session would:
-				 * the one --codec names, or lz4-delta. */
-				int codec = lz ? (o->codec ? o->codec : KT_CODEC_LZ4_DELTA) : KT_CODEC_NONE;
+				 * the one --codec names, or compact. */
+				int codec = lz ? (o->codec ? o->codec : KT_CODEC_COMPACT) : KT_CODEC_NONE;
 				c.codec = codec;
 				c.io = io;
 				if (find_max_rate(&c, threads, path, &mr[n]))
 					return 1;
 				rows[n] = (struct row){
-					.name = codec ? "katra_max_rate_lz4" : "katra_max_rate_raw",
+					.name = !codec ? "katra_max_rate_raw"
+						: codec >= KT_CODEC_COMPACT ? "katra_max_rate_compact"
+									     : "katra_max_rate_lz4",
 					.threads = threads, .events = mr[n].events,
 					.seconds = mr[n].rate > 0 ? (double)mr[n].events / mr[n].rate : 0,
 					.bytes = mr[n].bytes, .codec = codec_name(codec),
@@ -1097,8 +1110,9 @@ static void usage(FILE *f)
 		"                      ~10M events/s in total for 5 s, written to a trace\n"
 		"  --seconds S         run time of the frame loop (default 5)\n"
 		"  --rate R|max        total events/s of the frame loop (default 10000000)\n"
-		"  --codec C           chunk codec: none, lz4, or lz4-delta (the default:\n"
-		"                      timestamps delta-coded, then LZ4)\n"
+		"  --codec C           chunk codec: none, lz4, lz4-delta, compact (the\n"
+		"                      default: fields predicted, misses stored) or\n"
+		"                      compact-zstd\n"
 		"  --policy drop|block overflow policy (default drop)\n"
 		"  --io uring|pwrite|auto  I/O backend (default auto: io_uring where allowed)\n"
 		"  --ring-size BYTES   per-thread ring, a power of two (default 4 MiB;\n"
@@ -1114,7 +1128,7 @@ static void usage(FILE *f)
 		"  --peer lttng        add an LTTng-UST tracepoint row recording to disk (needs\n"
 		"                      liblttng-ust-dev at build time and lttng-tools)\n"
 		"  --find-max-rate     highest rate held with 0 drops for --seconds, for 1 and 2\n"
-		"                      threads, raw and lz4, io_uring and pwrite\n"
+		"                      threads, raw and --codec, io_uring and pwrite\n"
 		"  --report-rss        print resident memory at 5 s and at the end\n"
 		"  --events M          the frame loop stops after M events instead of --seconds;\n"
 		"                      with --producer-only, events per row (default 20000000)\n"
@@ -1151,7 +1165,7 @@ static int parse_size(const char *s, size_t *out)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_LZ4_DELTA,
+	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_COMPACT,
 			  .policy = KT_OVERFLOW_DROP, .events = 20000000, .threads = 3,
 			  .run_id = "ringbench", .epoch = 1, .max_bytes = KT_CAPTURE_MAX_BYTES,
 			  .cap_policy = KT_CAP_KEEP_NEWEST };
@@ -1204,15 +1218,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'c':
-			if (!strcmp(optarg, "none"))
-				o.codec = KT_CODEC_NONE;
-			else if (!strcmp(optarg, "lz4"))
-				o.codec = KT_CODEC_LZ4;
-			else if (!strcmp(optarg, "lz4-delta"))
-				o.codec = KT_CODEC_LZ4_DELTA;
-			else {
-				fprintf(stderr, "ringbench: --codec wants none, lz4 or lz4-delta, got '%s'\n",
-					optarg);
+			o.codec = -1;
+			for (int i = 0; i <= KT_CODEC_COMPACT_ZSTD; i++)
+				if (!strcmp(optarg, codec_names[i]))
+					o.codec = i;
+			if (o.codec < 0) {
+				fprintf(stderr, "ringbench: --codec wants none, lz4, lz4-delta, compact or "
+						"compact-zstd, got '%s'\n", optarg);
 				return 2;
 			}
 			break;

@@ -59,12 +59,9 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	m->now_ctx = opts->now_ctx;
 	m->new_id = opts->new_id ? opts->new_id : kt__mgr_random_id;
 	m->id_ctx = opts->id_ctx;
-	/* Captures are bounded in bytes: without a template, delta-coded LZ4
-	 * chunks, 2.5x smaller than plain LZ4 (SPEC §4.1). */
+	/* Without a template, the session defaults: compact chunks. */
 	if (opts->session)
 		m->session = *opts->session;
-	else
-		m->session.codec = KT_CODEC_LZ4_DELTA;
 	if (opts->hooks)
 		m->hooks = *opts->hooks;
 	if (opts->backend)

@@ -59,7 +59,9 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 		      uint64_t pos, size_t len, uint32_t count, uint64_t first, uint64_t last)
 {
 	const uint8_t *p = span->bytes + (pos - span->from);
-	size_t bound = s->codec == KT_CODEC_NONE ? len : (size_t)LZ4_compressBound((int)len);
+	size_t bound = s->codec == KT_CODEC_LZ4 || s->codec == KT_CODEC_LZ4_DELTA
+			       ? (size_t)LZ4_compressBound((int)len)
+			       : len; /* raw, or compact: never more than raw */
 	struct kt__ring_ref *hold;
 	if (!count)
 		return;
@@ -232,6 +234,11 @@ static void drain_all(kt_session *s)
 	}
 	if (s->crash)
 		crash_commit(s);
+	else if (s->w && !s->error)
+		/* Encoded chunks, names and drops wait in the writer's buffer
+		 * (raw chunks go straight from the rings): hand them over each
+		 * period, so a process that dies leaves them in its file. */
+		note_error(s, kt__writer_push(s->w));
 	if (retired_seen)
 		kt__registry_reap();
 }

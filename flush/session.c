@@ -194,7 +194,12 @@ static int uses_fd(const kt_session_options *o)
 static int check_options(const char *path, const kt_session_options *opts, kt_session_options *o)
 {
 	*o = opts ? *opts : (kt_session_options){ 0 };
-	if (o->codec < KT_CODEC_NONE || o->codec > KT_CODEC_LZ4_DELTA)
+	/* Zero is the default, compact; raw is asked for by name. */
+	if (o->codec == KT_SESSION_CODEC_RAW)
+		o->codec = KT_CODEC_NONE;
+	else if (o->codec == KT_CODEC_NONE)
+		o->codec = KT_CODEC_COMPACT;
+	else if (o->codec < KT_CODEC_LZ4 || o->codec > KT_CODEC_COMPACT_ZSTD)
 		return start_fail(-EINVAL, "codec %d", o->codec);
 	const char *env = getenv("KT_IO");
 	if (env && *env) {

@@ -92,6 +92,10 @@ int kt__compact_dec_new(kt__compact_dec **out);
 /* kt__compact_dec_free - release; NULL is a no-op. */
 void kt__compact_dec_free(kt__compact_dec *d);
 
+/* kt__compact_dec_bytes - the bytes @d holds now (0 for NULL), for a
+ * reader's accounting of its memory. */
+size_t kt__compact_dec_bytes(const kt__compact_dec *d);
+
 /*
  * kt__compact_decode - decode @len bytes at @in, which nothing vouches
  * for, into exactly @count records filling exactly @raw_len bytes at @out.
@@ -140,6 +144,8 @@ long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint
  * Return: 0 and *@out; -ENOMEM. */
 int kt__czstd_dec_new(kt__czstd_dec **out);
 void kt__czstd_dec_free(kt__czstd_dec *d);
+/* The bytes @d holds now, zstd's context included (0 for NULL). */
+size_t kt__czstd_dec_bytes(const kt__czstd_dec *d);
 
 /* As kt__compact_decode(), for a zstd frame of a compact payload: the
  * frame must decode to at most @raw_len bytes (KT_EFRAME otherwise, or

@@ -38,6 +38,11 @@ void kt__compact_dec_free(kt__compact_dec *d)
 	free(d);
 }
 
+size_t kt__compact_dec_bytes(const kt__compact_dec *d)
+{
+	return d ? sizeof(*d) + d->cap : 0;
+}
+
 /* A stream being read: [p, end). */
 struct in {
 	const uint8_t *p, *end;

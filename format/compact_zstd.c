@@ -99,6 +99,13 @@ void kt__czstd_dec_free(kt__czstd_dec *d)
 	free(d);
 }
 
+size_t kt__czstd_dec_bytes(const kt__czstd_dec *d)
+{
+	if (!d)
+		return 0;
+	return sizeof(*d) + d->cap + kt__compact_dec_bytes(d->dec) + ZSTD_sizeof_DCtx(d->dc);
+}
+
 int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *out,
 		     size_t raw_len, uint32_t count)
 {

@@ -1,4 +1,4 @@
-/* The byte encoder for format/SPEC.md version 2. */
+/* The byte encoder for format/SPEC.md version 3. */
 #include <errno.h>
 #include <string.h>
 
@@ -8,8 +8,8 @@
 #include <katra/writer.h>
 #include "format/format.h"
 
-/* SPEC §6: one line naming every field, hashed into the header.  Version
- * 1's line differs only in its number. */
+/* SPEC §6: one line naming every field, hashed into the header.  Versions
+ * 1 and 2's lines differ only in their number. */
 #define KT__SCHEMA_TAIL                                                          \
 	";hdr:u32 version,u32 flags,u64 schema,u64 wall,u64 mono,"               \
 	"u64 pid,u8 clk,u8[7],u64 hz,u64 t0,u64 ns0,u64 ring,u8 ovf,u8 codec,"   \
@@ -23,7 +23,8 @@
 	"summary=5:u32 flags,u32 nthr,u64 w,u64 d,u64 chunks,u64 raw,"           \
 	"u64 stored,u64 wall,u64 mono,u64 t1,u64 ns1,u8 io,u8[3],i32 err,"       \
 	"{u32 tid,u32,u64 w,u64 d}*"
-const char kt__schema_string[] = "katra-trace/2" KT__SCHEMA_TAIL;
+const char kt__schema_string[] = "katra-trace/3" KT__SCHEMA_TAIL;
+const char kt__schema_string_v2[] = "katra-trace/2" KT__SCHEMA_TAIL;
 const char kt__schema_string_v1[] = "katra-trace/1" KT__SCHEMA_TAIL;
 
 uint64_t kt__xxh3(const void *p, size_t n)

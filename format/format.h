@@ -129,11 +129,19 @@
 #define KT__SUMMARY_ROW 24
 
 /* XXH3 of the schema string in SPEC §6, for the version written and for
- * version 1; test_format.c recomputes both. */
-#define KT__SCHEMA_HASH UINT64_C(0xe89f64418cadbe8d)
+ * versions 1 and 2; test_format.c recomputes them. */
+#define KT__SCHEMA_HASH UINT64_C(0xf5f0996189c5e77d)
+#define KT__SCHEMA_HASH_V2 UINT64_C(0xe89f64418cadbe8d)
 #define KT__SCHEMA_HASH_V1 UINT64_C(0xe9c05376473abc76)
 extern const char kt__schema_string[];
+extern const char kt__schema_string_v2[];
 extern const char kt__schema_string_v1[];
+
+/* The schema hash a file of @version (one this library reads) carries. */
+static inline uint64_t kt__schema_hash(uint32_t version)
+{
+	return version == 1 ? KT__SCHEMA_HASH_V1 : version == 2 ? KT__SCHEMA_HASH_V2 : KT__SCHEMA_HASH;
+}
 
 static inline size_t kt__align8(size_t n)
 {
@@ -189,7 +197,7 @@ static inline int kt__frame_kind_known(unsigned kind)
 /* The highest chunk codec a file of @version may use (SPEC §4.1, §8). */
 static inline unsigned kt__max_codec(uint32_t version)
 {
-	return version >= 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
+	return version >= 3 ? KT_CODEC_COMPACT_ZSTD : version == 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
 }
 
 /* Total bytes a frame with a @body_len body occupies. */
@@ -453,6 +461,10 @@ int kt__writer_backend(const struct kt_writer *w);
 
 /* Hand buffered bytes to the sink and sync: wait as for kt__sink.sync. */
 int kt__writer_sync(struct kt_writer *w, int wait);
+
+/* Hand buffered bytes to the sink without waiting for them.  0 or the
+ * writer's error. */
+int kt__writer_push(struct kt_writer *w);
 
 /* The old names of kt_rewrite() and its structs (katra/writer.h), for the
  * callers that still use them (tools/). */

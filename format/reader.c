@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <katra/reader.h>
+#include "format/compact.h"
 #include "format/reader_impl.h"
 
 int kt__rd_vfail(kt_reader_error *e, int code, uint64_t off, const char *fmt, va_list ap)
@@ -282,6 +283,8 @@ void kt_reader_close(kt_reader *r)
 	free(r->frame_buf);
 	free(r->win);
 	free(r->raw_buf);
+	kt__compact_dec_free(r->cdec);
+	kt__czstd_dec_free(r->zdec);
 	free(r->str_buf);
 	kt__idmap_free(&r->acct);
 	free(r->rows);

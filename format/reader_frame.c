@@ -12,6 +12,7 @@
 
 #include <lz4.h>
 
+#include "format/compact.h"
 #include "format/reader_impl.h"
 
 /* ---- per-thread accounting ------------------------------------------- */
@@ -102,8 +103,9 @@ static int chunk_fields(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 		return kt__rd_stop(r, KT_EFRAME, boff + KT__CHUNK_TID, "chunk thread_id is 0");
 	if (c->codec > kt__max_codec(version))
 		return kt__rd_stop(r, KT_ECODEC, boff + KT__CHUNK_CODEC,
-				   "codec %u (version %u knows: 0 none, 1 lz4%s)", c->codec, version,
-				   version > 1 ? ", 2 lz4 delta" : "");
+				   "codec %u (version %u knows: 0 none, 1 lz4%s%s)", c->codec, version,
+				   version > 1 ? ", 2 lz4 delta" : "",
+				   version > 2 ? ", 3 compact, 4 compact-zstd" : "");
 	if (nonzero(b + KT__CHUNK_PAD, KT__CHUNK_SEQ - KT__CHUNK_PAD))
 		return kt__rd_stop(r, KT_ERESERVED, boff + KT__CHUNK_PAD, "chunk reserved bytes");
 	if (c->event_count == 0)
@@ -117,6 +119,49 @@ static int chunk_fields(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	return 0;
 }
 
+/* Codec @codec's decoder (3 or 4), made on first use: 0 or -ENOMEM. */
+static int compact_decoder(kt_reader *r, unsigned codec)
+{
+	if (codec == KT_CODEC_COMPACT)
+		return r->cdec ? 0 : kt__compact_dec_new(&r->cdec);
+	return r->zdec ? 0 : kt__czstd_dec_new(&r->zdec);
+}
+
+/* A compact payload (codec 3, or 4 under zstd) into r->raw_buf.  The
+ * bound on the ratio comes first: past it a few stored bytes could ask
+ * for 64 MiB of decoding. */
+static int chunk_compact(kt_reader *r, uint64_t off, const uint8_t *payload, chunk_t *c)
+{
+	uint64_t raw_at = off + KT__FRAME_HEAD + KT__CHUNK_RAW;
+	uint32_t raw_len = c->raw_len, stored = c->stored_len;
+	int rc;
+
+	if (!kt__compact_ratio_ok(raw_len, stored))
+		return kt__rd_stop(r, KT_ERAWLEN, raw_at,
+				   "raw_len %u is more than 1024 x %u + 4096 compact bytes may give",
+				   raw_len, stored);
+	if (kt__rd_grow(r, (void **)&r->raw_buf, &r->raw_cap, raw_len) ||
+	    compact_decoder(r, c->codec))
+		return kt__rd_stop(r, -ENOMEM, off, "decoded chunk buffer");
+	if (c->codec == KT_CODEC_COMPACT)
+		rc = kt__compact_decode(r->cdec, payload, stored, r->raw_buf, raw_len,
+					c->event_count);
+	else
+		rc = kt__czstd_decode(r->zdec, payload, stored, r->raw_buf, raw_len,
+				      c->event_count);
+	size_t held = kt__compact_dec_bytes(r->cdec) + kt__czstd_dec_bytes(r->zdec);
+	kt__reader_account(r, (int64_t)held - (int64_t)r->dec_bytes);
+	r->dec_bytes = held;
+	if (rc == -ENOMEM)
+		return kt__rd_stop(r, rc, off, "the compact decoder's buffers");
+	if (rc)
+		return kt__rd_stop(r, rc, off + KT__FRAME_HEAD + KT__CHUNK_FIXED,
+				   "codec %u payload of %u bytes (%u events, raw_len %u)", c->codec,
+				   stored, c->event_count, raw_len);
+	c->events = r->raw_buf;
+	return 0;
+}
+
 /* The payload at @payload as records: in place when raw, else decoded
  * into r->raw_buf.  Sets c->events. */
 static int chunk_payload(kt_reader *r, uint64_t off, const uint8_t *payload, chunk_t *c)
@@ -124,6 +169,8 @@ static int chunk_payload(kt_reader *r, uint64_t off, const uint8_t *payload, chu
 	uint64_t raw_at = off + KT__FRAME_HEAD + KT__CHUNK_RAW;
 	uint32_t raw_len = c->raw_len, stored = c->stored_len;
 
+	if (c->codec >= KT_CODEC_COMPACT)
+		return chunk_compact(r, off, payload, c);
 	if (c->codec == KT_CODEC_NONE) {
 		if (stored != raw_len)
 			return kt__rd_stop(r, KT_ERAWLEN, raw_at, "raw_len %u but %u payload bytes",

@@ -74,7 +74,7 @@ static int parse_identity(kt_header *h, const uint8_t *b, uint32_t version, kt_r
 		return kt__rd_fail(e, KT_ERESERVED, base + KT__HDR_FLAGS, "unknown header flags 0x%x",
 				   h->flags);
 	h->schema_hash = kt__get64(b + KT__HDR_SCHEMA);
-	if (h->schema_hash != (version == 1 ? KT__SCHEMA_HASH_V1 : KT__SCHEMA_HASH))
+	if (h->schema_hash != kt__schema_hash(version))
 		return kt__rd_fail(e, KT_EVERSION, base + KT__HDR_SCHEMA,
 				   "schema hash %016llx is not version %u's",
 				   (unsigned long long)h->schema_hash, version);

@@ -46,6 +46,9 @@ struct kt_reader {
 	uint64_t win_off;      /* file offset of win[0] */
 	uint8_t *raw_buf;      /* one decoded LZ4 chunk */
 	size_t raw_cap;
+	struct kt__compact_dec *cdec;  /* codec 3's decoder, made on first use */
+	struct kt__czstd_dec *zdec;    /* codec 4's */
+	size_t dec_bytes;      /* both decoders' memory, counted in st.buffer_bytes */
 	char *str_buf;         /* a name or thread name plus NUL */
 	size_t str_cap;
 

@@ -241,8 +241,14 @@ static int out_header(const kt_rewrite_options *o, kt_reader *hr, kt_header *h, 
 {
 	*h = *kt_reader_get_header(hr);
 	*notes = NULL;
-	if (o->codec >= 0)
+	if (o->codec >= 0 && o->codec != h->capture.codec) {
 		h->capture.codec = (uint8_t)o->codec;
+		/* The level means something else to each compact codec:
+		 * take its default (compact: LZ4 on the payload bytes;
+		 * zstd: level 3) rather than the input's. */
+		if (o->codec >= KT_CODEC_COMPACT)
+			h->capture.codec_level = 0;
+	}
 	if (!o->n_extra_notes)
 		return 0;
 	if (h->note_count + o->n_extra_notes > KT_MAX_NOTES)

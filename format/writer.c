@@ -20,6 +20,7 @@
 
 #include <katra/atomic.h>
 #include <katra/writer.h>
+#include "format/compact.h"
 #include "format/format.h"
 
 struct wthread {
@@ -44,12 +45,24 @@ struct kt_writer {
 	size_t frame_cap;
 	uint8_t *delta;     /* scratch for KT_CODEC_LZ4_DELTA's transform */
 	size_t delta_cap;
+	kt__compact_enc *cenc;  /* KT_CODEC_COMPACT's encoder, made on first use */
+	size_t cenc_max;        /* the largest raw_len it takes */
+	unsigned cenc_streams;  /* the streams it tries LZ4 on */
+	kt__czstd_enc *zenc;    /* KT_CODEC_COMPACT_ZSTD's */
+	size_t zenc_max;
+	int zenc_level;
 
 	struct kt__idmap threads; /* struct wthread, ids in any order */
 	uint64_t chunks, events, dropped, bytes_raw, bytes_stored;
 };
 
 #define OUT_BUF (256u << 10)
+/* The compact encoders are first made for the flusher's largest chunk
+ * (CHUNK_MAX, 256 KiB, plus one record), and re-made for a larger one up
+ * to COMPACT_MAX.  Their scratch is about 5 times that, so a chunk above
+ * it (only kt_writer_chunk()'s callers make them) is stored as codec 2. */
+#define COMPACT_FIRST ((256u << 10) + KT_REC_HEAD + KT_MAX_STRING + 1)
+#define COMPACT_MAX (4u << 20)
 
 static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
@@ -478,7 +491,7 @@ int kt_writer_chunk(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 		return KT_ESTATE;
 	if (w->error)
 		return w->error;
-	if (thread_id == 0 || codec > KT_CODEC_LZ4_DELTA || raw_len == 0 || raw_len % 8)
+	if (thread_id == 0 || codec > KT_CODEC_COMPACT_ZSTD || raw_len == 0 || raw_len % 8)
 		return -EINVAL;
 	if (raw_len > KT_MAX_RAW)
 		return KT_ETOOBIG;
@@ -517,6 +530,82 @@ static int delta_copy(kt_writer *w, const uint8_t *ev, size_t raw_len)
 	return 0;
 }
 
+/* The raw_len the compact encoders are made for, to take @raw_len. */
+static size_t compact_size(size_t raw_len)
+{
+	return raw_len > COMPACT_FIRST ? raw_len : COMPACT_FIRST;
+}
+
+/* KT_CODEC_COMPACT's encoder, for @raw_len bytes, trying LZ4 on the
+ * payload bytes at @level 1 (or below) and on every stream from 2: the
+ * smaller output costs the flusher ~30% more encoding (format/SPEC.md).
+ * 0 or -ENOMEM. */
+static int compact_enc(kt_writer *w, size_t raw_len, int level)
+{
+	unsigned streams = level >= 2 ? KT__COMPACT_ALL : KT__COMPACT_P;
+	int rc;
+	if (!w->cenc || raw_len > w->cenc_max) {
+		kt__compact_enc_free(w->cenc);
+		w->cenc = NULL;
+		if ((rc = kt__compact_enc_new(&w->cenc, compact_size(raw_len))))
+			return rc;
+		w->cenc_max = compact_size(raw_len);
+		w->cenc_streams = KT__COMPACT_P;
+	}
+	if (streams != w->cenc_streams && (rc = kt__compact_enc_lz4(w->cenc, streams, 1)))
+		return rc;
+	w->cenc_streams = streams;
+	return 0;
+}
+
+/* KT_CODEC_COMPACT_ZSTD's encoder, for @raw_len bytes at zstd @level
+ * (below 1: 3, the level SPEC.md's figures are for).  0 or -ENOMEM. */
+static int czstd_enc(kt_writer *w, size_t raw_len, int level)
+{
+	level = level < 1 ? 3 : level > 19 ? 19 : level;
+	if (w->zenc && raw_len <= w->zenc_max && level == w->zenc_level)
+		return 0;
+	kt__czstd_enc_free(w->zenc);
+	w->zenc = NULL;
+	int rc = kt__czstd_enc_new(&w->zenc, compact_size(raw_len), level);
+	if (rc)
+		return rc;
+	w->zenc_max = compact_size(raw_len);
+	w->zenc_level = level;
+	return 0;
+}
+
+/*
+ * The payload of a codec 3 or 4 chunk into @payload, which has room for
+ * @raw_len bytes: its length, and in *@codec the codec it took.  A chunk
+ * the archival codec would shrink past the format's bound goes as codec
+ * 3, and one that no codec shrinks (-ENOSPC) is stored raw.
+ */
+static long compact_payload(kt_writer *w, unsigned *codec, int level, const uint8_t *ev,
+			    size_t raw_len, uint8_t *payload)
+{
+	long n = -ERANGE;
+	int rc;
+	if (*codec == KT_CODEC_COMPACT_ZSTD) {
+		if ((rc = czstd_enc(w, raw_len, level)))
+			return rc;
+		n = kt__czstd_encode(w->zenc, ev, raw_len, payload, raw_len);
+		level = 1; /* it was zstd's: codec 3 takes its default */
+	}
+	if (n == -ERANGE) {
+		*codec = KT_CODEC_COMPACT;
+		if ((rc = compact_enc(w, raw_len, level)))
+			return rc;
+		n = kt__compact_encode(w->cenc, ev, raw_len, payload, raw_len);
+	}
+	if (n == -ENOSPC) {
+		*codec = KT_CODEC_NONE;
+		memcpy(payload, ev, raw_len);
+		n = (long)raw_len;
+	}
+	return n;
+}
+
 int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 			   const void *events, size_t raw_len, uint32_t count, uint64_t first,
 			   uint64_t last)
@@ -532,7 +621,15 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 	if (!t)
 		return -ENOMEM;
 
-	size_t bound = codec != KT_CODEC_NONE ? (size_t)LZ4_compressBound((int)raw_len) : raw_len;
+	if (codec >= KT_CODEC_COMPACT && raw_len > COMPACT_MAX) {
+		codec = KT_CODEC_LZ4_DELTA;
+		level = 1;
+	}
+	/* The compact codecs never store more than raw_len: the chunk goes
+	 * raw first. */
+	size_t bound = codec == KT_CODEC_LZ4 || codec == KT_CODEC_LZ4_DELTA
+			       ? (size_t)LZ4_compressBound((int)raw_len)
+			       : raw_len;
 	/* Build the frame straight in the output buffer when it fits there,
 	 * so LZ4 compresses into the bytes that get written. */
 	uint8_t *f = reserve(w, kt__frame_size(KT__CHUNK_FIXED + bound));
@@ -551,7 +648,12 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 			return rc;
 		ev = w->delta;
 	}
-	if (codec != KT_CODEC_NONE) {
+	if (codec >= KT_CODEC_COMPACT) {
+		long n = compact_payload(w, &codec, level, ev, raw_len, payload);
+		if (n < 0)
+			return (int)n;
+		stored = (uint32_t)n;
+	} else if (codec != KT_CODEC_NONE) {
 		int n = LZ4_compress_fast((const char *)ev, (char *)payload, (int)raw_len,
 					  (int)bound, level < 1 ? 1 : level);
 		if (n <= 0)
@@ -617,6 +719,11 @@ void kt__writer_poll(kt_writer *w)
 int kt__writer_backend(const kt_writer *w)
 {
 	return w->sink->backend;
+}
+
+int kt__writer_push(kt_writer *w)
+{
+	return flush_buf(w);
 }
 
 int kt__writer_sync(kt_writer *w, int wait)
@@ -760,6 +867,8 @@ int kt_writer_close(kt_writer *w)
 		rc = -errno;
 	free(w->frame);
 	free(w->delta);
+	kt__compact_enc_free(w->cenc);
+	kt__czstd_enc_free(w->zenc);
 	kt__idmap_free(&w->threads);
 	free(w);
 	return rc;

@@ -672,7 +672,7 @@ static void header_from_ctl(kt_header *h, const kt__recovery *R)
 	h->capture.ring_size = c->ring_size;
 	if (c->overflow <= KT_OVERFLOW_BLOCK)
 		h->capture.overflow = c->overflow;
-	if (c->codec <= KT_CODEC_LZ4_DELTA)
+	if (c->codec <= KT_CODEC_COMPACT_ZSTD)
 		h->capture.codec = c->codec;
 	if (c->io <= KT_IO_PWRITE)
 		h->capture.io = c->io;

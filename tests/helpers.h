@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <katra/reader.h>
+#include "format/format.h"
 
 /* Sanitizers map shadow memory as a program runs, so /proc/self/maps
  * counts mean nothing under them. */
@@ -167,6 +168,54 @@ static inline uint8_t *t_sample(size_t *len, int finish)
 	uint8_t *p = t_slurp_fd(fd, len);
 	close(fd);
 	return p;
+}
+
+/* A file of one chunk of thread 7 written with @codec at @level, and the
+ * summary: its bytes (malloc'd) and *@len; NULL if the writer refused. */
+static inline uint8_t *t_one_chunk_file(unsigned codec, int level, const uint8_t *ev, size_t n,
+					size_t *len)
+{
+	kt_header h;
+	t_header(&h);
+	int fd = memfd_create("katra-one-chunk", MFD_CLOEXEC);
+	kt_writer *w;
+	if (fd < 0 || kt_writer_open_fd(&w, fd, &h))
+		return NULL;
+	int rc = kt_writer_chunk(w, 7, codec, level, ev, n);
+	if (!rc)
+		rc = kt_writer_finish(w, NULL);
+	if (kt_writer_close(w) || rc) {
+		close(fd);
+		return NULL;
+	}
+	uint8_t *p = t_slurp_fd(fd, len);
+	close(fd);
+	return p;
+}
+
+/* Make the file at @file one of format @version: the number in the
+ * preamble and the header, that version's schema @hash, and the header
+ * checksum again (format/format.h's layout). */
+static inline void t_set_version(uint8_t *file, uint32_t version, uint64_t hash)
+{
+	uint32_t hlen = kt__get32(file + 12);
+	size_t sum_at = 16 + kt__align8(hlen);
+	kt__put32(file + 8, version);
+	kt__put32(file + 16, version);
+	kt__put64(file + 24, hash);
+	kt__put64(file + sum_at, kt__xxh3(file + 8, sum_at - 8));
+}
+
+/* The committed golden file @path, malloc'd, and *@glen; NULL if missing.
+ * With KT_REGEN_GOLDEN set, the @len bytes at @p are written there first. */
+static inline uint8_t *t_golden(const char *path, const void *p, size_t len, size_t *glen)
+{
+	if (getenv("KT_REGEN_GOLDEN")) {
+		FILE *f = fopen(path, "wb");
+		if (!f || fwrite(p, 1, len, f) != len || fclose(f))
+			return NULL;
+	}
+	return t_slurp(path, glen);
 }
 
 /* Read every frame; returns the last kt_reader_next_frame() result. */

@@ -975,7 +975,8 @@ static void *produce(void *arg)
 /* @boundary: give the run's start (else the capture's start stands in). */
 static kt_capture_status capped_capture(int policy, int io, int boundary, int64_t *last)
 {
-	kt_session_options so = { .io = io };
+	/* Raw chunks: the cap is counted in 24-byte records. */
+	kt_session_options so = { .io = io, .codec = KT_SESSION_CODEC_RAW };
 	kt_config cfg = { .overflow = KT_OVERFLOW_BLOCK, .ring_size = 1u << 20 };
 	cr_assert_eq(kt_init(&cfg), 0);
 	struct fx f;

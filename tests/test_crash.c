@@ -206,7 +206,7 @@ static void kill_and_recover(int policy, int codec)
 {
 	char *dir = scratch(), out_buf[8192];
 	struct shared *sh = shared_page();
-	unsigned seed = 8 + (unsigned)policy * 1000 + (unsigned)codec;
+	unsigned seed = 8 + (unsigned)policy * 1000 + (unsigned)(codec > 0 ? codec : 0);
 	for (int round = 0; round < KILLS; round++) {
 		char *trace = path_in(dir, "trace-%d.katra", round);
 		char *out = path_in(dir, "out-%d.katra", round);
@@ -275,7 +275,7 @@ static void kill_and_recover(int policy, int codec)
 
 Test(crash, block_policy_killed_30_times_recovers_gapless)
 {
-	kill_and_recover(KT_OVERFLOW_BLOCK, KT_CODEC_NONE);
+	kill_and_recover(KT_OVERFLOW_BLOCK, KT_SESSION_CODEC_RAW);
 }
 
 Test(crash, drop_policy_killed_30_times_gaps_are_drops)

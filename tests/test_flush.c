@@ -168,15 +168,17 @@ static void check_event(struct expect *x, const struct names *n, const kt_event 
 	}
 }
 
-static void run_e2e(int codec, int io)
+/* A session of codec option @opt and backend @io, read back exactly; its
+ * chunks and header say @codec. */
+static void run_e2e_as(int opt, int codec, int io)
 {
 	kt_config cfg = { .ring_size = 64 << 10, .overflow = KT_OVERFLOW_BLOCK };
 	cr_assert_eq(kt_init(&cfg), 0);
 	struct names n;
 	intern(&n);
 	char path[128];
-	snprintf(path, sizeof(path), "/tmp/katra-e2e-%d-%d-%d.katra", codec, io, (int)getpid());
-	kt_session_options o = { .codec = codec, .io = io, .fsync_interval_ns = 5000000 };
+	snprintf(path, sizeof(path), "/tmp/katra-e2e-%d-%d-%d.katra", opt, io, (int)getpid());
+	kt_session_options o = { .codec = opt, .io = io, .fsync_interval_ns = 5000000 };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0);
 	struct prod p[THREADS];
@@ -248,14 +250,25 @@ static void run_e2e(int codec, int io)
 	unlink(path);
 }
 
+static void run_e2e(int codec, int io)
+{
+	run_e2e_as(codec, codec, io);
+}
+
 Test(e2e, raw_pwrite)
 {
-	run_e2e(KT_CODEC_NONE, KT_IO_PWRITE);
+	run_e2e_as(KT_SESSION_CODEC_RAW, KT_CODEC_NONE, KT_IO_PWRITE);
 }
 
 Test(e2e, raw_uring)
 {
-	run_e2e(KT_CODEC_NONE, KT_IO_URING);
+	run_e2e_as(KT_SESSION_CODEC_RAW, KT_CODEC_NONE, KT_IO_URING);
+}
+
+/* Zeroed options write compact chunks. */
+Test(e2e, default_codec_is_compact)
+{
+	run_e2e_as(0, KT_CODEC_COMPACT, KT_IO_PWRITE);
 }
 
 Test(e2e, lz4_pwrite)
@@ -266,6 +279,21 @@ Test(e2e, lz4_pwrite)
 Test(e2e, lz4_uring)
 {
 	run_e2e(KT_CODEC_LZ4, KT_IO_URING);
+}
+
+Test(e2e, compact_pwrite)
+{
+	run_e2e(KT_CODEC_COMPACT, KT_IO_PWRITE);
+}
+
+Test(e2e, compact_uring)
+{
+	run_e2e(KT_CODEC_COMPACT, KT_IO_URING);
+}
+
+Test(e2e, compact_zstd_uring)
+{
+	run_e2e(KT_CODEC_COMPACT_ZSTD, KT_IO_URING);
 }
 
 /* ---- io_uring refused ---------------------------------------------------- */
@@ -634,8 +662,8 @@ static int names_in(const char *path, const char *const *want, int n)
 
 /* A process that dies without stopping its session leaves a trace cut
  * short: its names are in it all the same, written as they were interned,
- * so the events it holds are named. */
-Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
+ * so the events it holds are named.  @o: the session's options. */
+static void cut_short_names_its_events(const kt_session_options *o)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/tmp/katra-cutnames-%d.katra", (int)getpid());
@@ -645,7 +673,7 @@ Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
 	if (pid == 0) {
 		alarm(30);
 		kt_session *s;
-		if (kt_session_start(path, NULL, &s))
+		if (kt_session_start(path, o, &s))
 			_exit(10);
 		for (int i = 0; i < 2; i++) {
 			uint32_t id = kt_name(want[i]);
@@ -678,6 +706,19 @@ Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
 	 * the zones either with them or just after. */
 	cr_assert_leq(events, 4);
 	unlink(path);
+}
+
+Test(names, a_trace_cut_short_names_its_events, .timeout = 60)
+{
+	cut_short_names_its_events(NULL);
+}
+
+/* Encoded chunks and names wait in the writer's buffer, not raw chunks:
+ * the flusher hands it over each period all the same. */
+Test(names, a_trace_cut_short_names_its_events_lz4_delta, .timeout = 60)
+{
+	kt_session_options o = { .codec = KT_CODEC_LZ4_DELTA };
+	cut_short_names_its_events(&o);
 }
 
 /* ---- bytes on disk after a failure ---------------------------------------- */

@@ -8,15 +8,20 @@
 
 #include "format/format.h"
 
-#define GOLDEN KT_TEST_DATA "/golden_v2.katra"
+#define GOLDEN KT_TEST_DATA "/golden_v3.katra"
+#define GOLDEN_V2 KT_TEST_DATA "/golden_v2.katra"
 #define GOLDEN_V1 KT_TEST_DATA "/golden_v1.katra"
-#define DELTA_FIXTURE KT_TEST_DATA "/delta_v2.katra"
+#define DELTA_FIXTURE KT_TEST_DATA "/delta_v3.katra"
+#define DELTA_V2 KT_TEST_DATA "/delta_v2.katra"
 
 Test(format, schema_hash_matches_spec_string)
 {
 	cr_assert_eq(XXH3_64bits(kt__schema_string, strlen(kt__schema_string)),
 		     KT__SCHEMA_HASH);
-	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xe89f64418cadbe8d));
+	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xf5f0996189c5e77d));
+	cr_assert_eq(XXH3_64bits(kt__schema_string_v2, strlen(kt__schema_string_v2)),
+		     KT__SCHEMA_HASH_V2);
+	cr_assert_eq(KT__SCHEMA_HASH_V2, UINT64_C(0xe89f64418cadbe8d));
 	cr_assert_eq(XXH3_64bits(kt__schema_string_v1, strlen(kt__schema_string_v1)),
 		     KT__SCHEMA_HASH_V1);
 	cr_assert_eq(KT__SCHEMA_HASH_V1, UINT64_C(0xe9c05376473abc76));
@@ -32,7 +37,7 @@ Test(format, header_round_trip)
 	const kt_header *h = kt_reader_get_header(r);
 	kt_header want;
 	t_header(&want);
-	cr_assert_eq(h->format_version, 2);
+	cr_assert_eq(h->format_version, 3);
 	cr_assert_eq(h->flags, KT_HDR_CAPTURE);
 	cr_assert_eq(h->schema_hash, KT__SCHEMA_HASH);
 	cr_assert_eq(h->start_wall_ns, want.start_wall_ns);
@@ -219,13 +224,7 @@ Test(format, output_matches_committed_golden_file)
 {
 	size_t len, glen;
 	uint8_t *buf = t_sample(&len, 1);
-	if (getenv("KT_REGEN_GOLDEN")) {
-		FILE *f = fopen(GOLDEN, "wb");
-		cr_assert_not_null(f);
-		cr_assert_eq(fwrite(buf, 1, len, f), len);
-		fclose(f);
-	}
-	uint8_t *golden = t_slurp(GOLDEN, &glen);
+	uint8_t *golden = t_golden(GOLDEN, buf, len, &glen);
 	cr_assert_not_null(golden, "missing %s", GOLDEN);
 	cr_assert_eq(len, glen, "size %zu, golden %zu", len, glen);
 	for (size_t i = 0; i < len; i++)
@@ -256,10 +255,10 @@ static int open_patched_version(uint32_t version, kt_reader_error *err)
 Test(format, other_versions_are_refused_by_number)
 {
 	kt_reader_error err;
-	cr_assert_eq(open_patched_version(3, &err), KT_EVERSION);
+	cr_assert_eq(open_patched_version(4, &err), KT_EVERSION);
 	cr_assert_eq(err.offset, 8);
-	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 3; "
-				      "this reader reads versions 1 to 2");
+	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 4; "
+				      "this reader reads versions 1 to 3");
 	cr_assert_eq(open_patched_version(0, &err), KT_EVERSION);
 	cr_assert_eq(err.code, KT_EVERSION);
 }
@@ -350,7 +349,7 @@ Test(format, writer_refuses_what_the_format_cannot_hold)
 	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 16), -EINVAL);
 	ev[12] = KT_EV_ZONE_BEGIN;
 	cr_assert_eq(kt_writer_chunk(w, 0, KT_CODEC_NONE, 1, ev, 16), -EINVAL);
-	cr_assert_eq(kt_writer_chunk(w, 1, 3, 1, ev, 16), -EINVAL);
+	cr_assert_eq(kt_writer_chunk(w, 1, 5, 1, ev, 16), -EINVAL);
 	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, 12), -EINVAL);
 	cr_assert_eq(kt_writer_name(w, 0, "x", 1), -EINVAL);
 	cr_assert_eq(kt_writer_name(w, 1, "a\0b", 3), -EINVAL);
@@ -478,18 +477,19 @@ Test(format, record_rules_follow_the_spec_table)
 	}
 }
 
-/* ---- version 1 files, and version 2's delta codec ------------------------ */
+/* ---- version 1 and 2 files, and version 2's delta codec ----------------- */
 
-/* The version 1 golden file (written before version 2) reads as the same
- * events, header fields and summary as today's version 2 output. */
-Test(format, version_1_file_reads_as_before)
+/* The golden file @old, written by format version @old_version, reads as
+ * the same events, header fields and summary as @now, of @now_version. */
+static void reads_as(const char *old, uint32_t old_version, uint64_t old_hash, const char *now,
+		     uint32_t now_version)
 {
 	kt_reader *a, *b;
-	cr_assert_eq(kt_reader_open(&a, GOLDEN_V1, NULL), 0);
-	cr_assert_eq(kt_reader_open(&b, GOLDEN, NULL), 0);
-	cr_assert_eq(kt_reader_get_header(a)->format_version, 1);
-	cr_assert_eq(kt_reader_get_header(a)->schema_hash, KT__SCHEMA_HASH_V1);
-	cr_assert_eq(kt_reader_get_header(b)->format_version, 2);
+	cr_assert_eq(kt_reader_open(&a, old, NULL), 0);
+	cr_assert_eq(kt_reader_open(&b, now, NULL), 0);
+	cr_assert_eq(kt_reader_get_header(a)->format_version, old_version);
+	cr_assert_eq(kt_reader_get_header(a)->schema_hash, old_hash);
+	cr_assert_eq(kt_reader_get_header(b)->format_version, now_version);
 	cr_assert_str_eq(kt_reader_get_header(a)->workload, kt_reader_get_header(b)->workload);
 	kt_event x, y;
 	int ra, rb, n = 0;
@@ -515,6 +515,20 @@ Test(format, version_1_file_reads_as_before)
 	kt_reader_close(b);
 }
 
+/* The version 1 golden file (written before version 2) reads as its
+ * version 2 twin. */
+Test(format, version_1_file_reads_as_before)
+{
+	reads_as(GOLDEN_V1, 1, KT__SCHEMA_HASH_V1, GOLDEN_V2, 2);
+}
+
+/* The version 2 golden file (written before version 3) reads as today's
+ * output, the same frames written by version 3. */
+Test(format, version_2_file_reads_as_before)
+{
+	reads_as(GOLDEN_V2, 2, KT__SCHEMA_HASH_V2, GOLDEN, 3);
+}
+
 /* 2000 zones 97 ticks apart, then one of every type: what a frame loop's
  * chunk looks like, and every payload shape. */
 static size_t delta_events(uint8_t *buf, size_t cap)
@@ -528,43 +542,18 @@ static size_t delta_events(uint8_t *buf, size_t cap)
 	return n + t_events_all_types(buf + n, cap - n, 5000000 + 2000 * 97, 3);
 }
 
-/* The stored bytes of the chunks of a one-chunk file written with @codec. */
 static uint8_t *one_chunk_file(unsigned codec, const uint8_t *ev, size_t n, size_t *len)
 {
-	kt_header h;
-	t_header(&h);
-	int fd = memfd_create("katra-delta", MFD_CLOEXEC);
-	kt_writer *w;
-	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
-	cr_assert_eq(kt_writer_chunk(w, 7, codec, 1, ev, n), 0);
-	cr_assert_eq(kt_writer_finish(w, NULL), 0);
-	cr_assert_eq(kt_writer_close(w), 0);
-	uint8_t *p = t_slurp_fd(fd, len);
-	close(fd);
+	uint8_t *p = t_one_chunk_file(codec, 1, ev, n, len);
+	cr_assert_not_null(p);
 	return p;
 }
 
-Test(format, delta_codec_round_trips_and_is_smaller)
+/* The @len bytes at @file hold one chunk, of @codec, that decodes to the
+ * @n bytes of records at @ev. */
+static void one_chunk_reads_as(const uint8_t *file, size_t len, unsigned codec,
+			       const uint8_t *ev, size_t n)
 {
-	static uint8_t ev[65536];
-	size_t n = delta_events(ev, sizeof(ev));
-	size_t len, lz4_len;
-	uint8_t *file = one_chunk_file(KT_CODEC_LZ4_DELTA, ev, n, &len);
-	uint8_t *lz4 = one_chunk_file(KT_CODEC_LZ4, ev, n, &lz4_len);
-	if (getenv("KT_REGEN_GOLDEN")) {
-		FILE *f = fopen(DELTA_FIXTURE, "wb");
-		cr_assert_not_null(f);
-		cr_assert_eq(fwrite(file, 1, len, f), len);
-		fclose(f);
-	}
-	/* The bytes are pinned, as the golden file's are. */
-	size_t glen;
-	uint8_t *golden = t_slurp(DELTA_FIXTURE, &glen);
-	cr_assert_not_null(golden, "missing %s", DELTA_FIXTURE);
-	cr_assert_eq(glen, len);
-	cr_assert_eq(memcmp(golden, file, len), 0);
-	free(golden);
-
 	kt_reader *r;
 	cr_assert_eq(kt_reader_open_mem(&r, file, len, NULL), 0);
 	kt_trace_frame f;
@@ -573,7 +562,7 @@ Test(format, delta_codec_round_trips_and_is_smaller)
 		if (f.kind != KT_FRAME_CHUNK)
 			continue;
 		chunks++;
-		cr_assert_eq(f.u.chunk.codec, KT_CODEC_LZ4_DELTA);
+		cr_assert_eq(f.u.chunk.codec, codec);
 		cr_assert_eq(f.u.chunk.event_count, 2000 + T_EVENTS_PER_SET);
 		cr_assert_eq(f.u.chunk.raw_len, n);
 		cr_assert_eq(memcmp(f.u.chunk.events, ev, n), 0, "decoded events differ");
@@ -583,6 +572,29 @@ Test(format, delta_codec_round_trips_and_is_smaller)
 	kt_reader_get_status(r, &st);
 	cr_assert_eq(st.complete, 1);
 	kt_reader_close(r);
+}
+
+Test(format, delta_codec_round_trips_and_is_smaller)
+{
+	static uint8_t ev[65536];
+	size_t n = delta_events(ev, sizeof(ev));
+	size_t len, lz4_len;
+	uint8_t *file = one_chunk_file(KT_CODEC_LZ4_DELTA, ev, n, &len);
+	uint8_t *lz4 = one_chunk_file(KT_CODEC_LZ4, ev, n, &lz4_len);
+	/* The bytes are pinned, as the golden file's are. */
+	size_t glen;
+	uint8_t *golden = t_golden(DELTA_FIXTURE, file, len, &glen);
+	cr_assert_not_null(golden, "missing %s", DELTA_FIXTURE);
+	cr_assert_eq(glen, len);
+	cr_assert_eq(memcmp(golden, file, len), 0);
+	free(golden);
+	one_chunk_reads_as(file, len, KT_CODEC_LZ4_DELTA, ev, n);
+	/* The same chunk written by version 2 reads as before. */
+	golden = t_slurp(DELTA_V2, &glen);
+	cr_assert_not_null(golden, "missing %s", DELTA_V2);
+	cr_assert_eq(kt__get32(golden + 8), 2);
+	one_chunk_reads_as(golden, glen, KT_CODEC_LZ4_DELTA, ev, n);
+	free(golden);
 	/* Deltas of 97 leave six zero bytes in each timestamp. */
 	cr_assert_lt(len * 2, lz4_len, "delta %zu bytes, lz4 %zu", len, lz4_len);
 	free(file);
@@ -596,14 +608,7 @@ Test(format, delta_codec_in_a_version_1_file_is_refused)
 	size_t n = delta_events(ev, sizeof(ev));
 	size_t len;
 	uint8_t *file = one_chunk_file(KT_CODEC_LZ4_DELTA, ev, n, &len);
-	/* Make it a version 1 file: the number in the preamble and the
-	 * header, version 1's schema hash, and the header checksum again. */
-	uint32_t hlen = kt__get32(file + 12);
-	size_t sum_at = 16 + kt__align8(hlen);
-	kt__put32(file + 8, 1);
-	kt__put32(file + 16, 1);
-	kt__put64(file + 24, KT__SCHEMA_HASH_V1);
-	kt__put64(file + sum_at, kt__xxh3(file + 8, sum_at - 8));
+	t_set_version(file, 1, KT__SCHEMA_HASH_V1);
 	kt_reader *r;
 	kt_reader_error err;
 	cr_assert_eq(kt_reader_open_mem(&r, file, len, &err), 0);

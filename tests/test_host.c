@@ -342,7 +342,7 @@ static void timer_run(int run, const char *dir)
 	snprintf(path, sizeof(path), "%s/timer-%d.katra", dir, run);
 	/* Raw chunks through io_uring are written straight from the ring:
 	 * the bytes the kernel reads must be the ones checksummed. */
-	kt_session_options o = { .codec = run % 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_NONE,
+	kt_session_options o = { .codec = run % 2 ? KT_CODEC_LZ4_DELTA : KT_SESSION_CODEC_RAW,
 				 .io = run % 2 ? KT_IO_PWRITE : KT_IO_AUTO };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0);

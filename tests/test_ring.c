@@ -202,12 +202,12 @@ static uint64_t stress_events(void)
 
 Test(stress, drop_policy_accounts_for_every_event, .timeout = 900)
 {
-	run_stress(KT_OVERFLOW_DROP, KT_CODEC_NONE, stress_events());
+	run_stress(KT_OVERFLOW_DROP, KT_SESSION_CODEC_RAW, stress_events());
 }
 
 Test(stress, block_policy_loses_nothing, .timeout = 900)
 {
-	run_stress(KT_OVERFLOW_BLOCK, KT_CODEC_NONE, stress_events());
+	run_stress(KT_OVERFLOW_BLOCK, KT_SESSION_CODEC_RAW, stress_events());
 }
 
 Test(stress, drop_policy_with_lz4, .timeout = 900)

@@ -386,6 +386,15 @@ static void dump_to(const char *file, struct proc *p)
 	cr_assert_eq(p->status, 0, "dump %s: %s", file, p->err);
 }
 
+/* The file at @file dumps as @ref's output. */
+static void dumps_as(const char *file, const struct proc *ref)
+{
+	static struct proc got;
+	dump_to(file, &got);
+	cr_assert_eq(got.out_len, ref->out_len, "%s", file);
+	cr_assert_eq(memcmp(got.out, ref->out, ref->out_len), 0, "%s", file);
+}
+
 static int count_codec(const char *file, int codec)
 {
 	kt_reader *r;
@@ -403,7 +412,7 @@ Test(cli, decompress_and_compress_round_trip_dump_identically)
 	char d[128], c[128];
 	snprintf(d, sizeof(d), "/tmp/katra-d-%d.katra", (int)getpid());
 	snprintf(c, sizeof(c), "/tmp/katra-c-%d.katra", (int)getpid());
-	struct proc p, ref, got;
+	struct proc p, ref;
 	const char *dec[] = { "decompress", GOLDEN, d, NULL };
 	run_katra(&p, dec);
 	cr_assert_eq(p.status, 0, "%s", p.err);
@@ -420,7 +429,7 @@ Test(cli, decompress_and_compress_round_trip_dump_identically)
 	run_katra(&p, com1);
 	cr_assert_eq(p.status, 0, "%s", p.err);
 	cr_assert_eq(count_codec(c1, KT_CODEC_LZ4), 4);
-	const char *bad[] = { "compress", d, "/tmp/katra-never.katra", "--codec", "zstd", NULL };
+	const char *bad[] = { "compress", d, "/tmp/katra-never.katra", "--codec", "lz5", NULL };
 	run_katra(&p, bad);
 	cr_assert_eq(p.status, 2);
 	for (int i = 0; i < 2; i++) {
@@ -429,18 +438,42 @@ Test(cli, decompress_and_compress_round_trip_dump_identically)
 		cr_assert_eq(p.status, 0, "%s", p.out);
 	}
 	dump_to(GOLDEN, &ref);
-	dump_to(d, &got);
-	cr_assert_eq(got.out_len, ref.out_len);
-	cr_assert_eq(memcmp(got.out, ref.out, ref.out_len), 0);
-	dump_to(c, &got);
-	cr_assert_eq(got.out_len, ref.out_len);
-	cr_assert_eq(memcmp(got.out, ref.out, ref.out_len), 0);
-	dump_to(c1, &got);
-	cr_assert_eq(got.out_len, ref.out_len);
-	cr_assert_eq(memcmp(got.out, ref.out, ref.out_len), 0);
+	dumps_as(d, &ref);
+	dumps_as(c, &ref);
+	dumps_as(c1, &ref);
 	unlink(d);
 	unlink(c);
 	unlink(c1);
+}
+
+/* compress --codec compact and zstd: every chunk in that codec, and the
+ * same dump; decompressed again, the same records as before. */
+Test(cli, compress_compact_and_zstd_round_trip)
+{
+	static const char *const names[] = { "compact", "zstd" };
+	static const int codecs[] = { KT_CODEC_COMPACT, KT_CODEC_COMPACT_ZSTD };
+	struct proc p, ref;
+	char c[64], d[64];
+	dump_to(GOLDEN, &ref);
+	for (int i = 0; i < 2; i++) {
+		snprintf(c, sizeof(c), "/tmp/katra-%s-%d.katra", names[i], (int)getpid());
+		snprintf(d, sizeof(d), "/tmp/katra-%s-d-%d.katra", names[i], (int)getpid());
+		const char *com[] = { "compress", GOLDEN, c, "--codec", names[i], NULL };
+		run_katra(&p, com);
+		cr_assert_eq(p.status, 0, "%s", p.err);
+		cr_assert_eq(count_codec(c, codecs[i]), 4, "%s", names[i]);
+		const char *dec[] = { "decompress", c, d, NULL };
+		run_katra(&p, dec);
+		cr_assert_eq(p.status, 0, "%s", p.err);
+		cr_assert_eq(count_codec(d, KT_CODEC_NONE), 4);
+		const char *v[] = { "verify", c, NULL };
+		run_katra(&p, v);
+		cr_assert_eq(p.status, 0, "%s", p.out);
+		dumps_as(c, &ref);
+		dumps_as(d, &ref);
+		unlink(c);
+		unlink(d);
+	}
 }
 
 Test(cli, slice_keeps_the_chosen_thread_and_time)

@@ -17,7 +17,8 @@
 
 static const char *codec_name(unsigned c)
 {
-	return c == 0 ? "none" : c == 1 ? "lz4" : c == 2 ? "lz4-delta" : "unknown";
+	static const char *const names[] = { "none", "lz4", "lz4-delta", "compact", "compact-zstd" };
+	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
 }
 
 static const char *io_name(unsigned io, int requested)
@@ -33,7 +34,7 @@ static const char *io_name(unsigned io, int requested)
 /* What info gathers in its one pass. */
 struct info {
 	struct tables t;
-	uint64_t raw_chunks, lz4_chunks, delta_chunks;
+	uint64_t codec_chunks[KT_CODEC_COMPACT_ZSTD + 1]; /* by codec */
 	uint64_t ts_min, ts_max;
 	kt_file_summary sum;   /* its rows point into the reader: print first */
 	int have_sum, rc;
@@ -47,12 +48,7 @@ static void info_read(kt_reader *r, struct info *in)
 	in->ts_min = UINT64_MAX;
 	while ((in->rc = kt_reader_next_frame(r, &f)) > 0) {
 		if (f.kind == KT_FRAME_CHUNK) {
-			if (f.u.chunk.codec == KT_CODEC_LZ4_DELTA)
-				in->delta_chunks++;
-			else if (f.u.chunk.codec)
-				in->lz4_chunks++;
-			else
-				in->raw_chunks++;
+			in->codec_chunks[f.u.chunk.codec]++; /* the reader checked it */
 			if (f.u.chunk.first_ts < in->ts_min)
 				in->ts_min = f.u.chunk.first_ts;
 			if (f.u.chunk.last_ts > in->ts_max)
@@ -150,9 +146,10 @@ static void info_counts(const kt_header *h, const struct info *in)
 	const kt_file_summary *sum = in->have_sum ? &in->sum : NULL;
 	printf("names           %zu\n", in->t.nnames);
 	printf("chunks          %" PRIu64 " (%" PRIu64 " raw, %" PRIu64 " lz4", in->st.chunks,
-	       in->raw_chunks, in->lz4_chunks);
-	if (in->delta_chunks)
-		printf(", %" PRIu64 " lz4-delta", in->delta_chunks);
+	       in->codec_chunks[KT_CODEC_NONE], in->codec_chunks[KT_CODEC_LZ4]);
+	for (unsigned c = KT_CODEC_LZ4_DELTA; c <= KT_CODEC_COMPACT_ZSTD; c++)
+		if (in->codec_chunks[c])
+			printf(", %" PRIu64 " %s", in->codec_chunks[c], codec_name(c));
 	printf(")\n");
 	printf("events          %" PRIu64 "\n", in->st.events);
 	printf("dropped         %" PRIu64 "\n", in->st.dropped);

@@ -189,7 +189,7 @@ typedef struct kt_manager_options {
 	void *id_ctx;
 	const kt_session_options *session; /* template for the default backend:
 					    * codec, io, flush period, ...; NULL:
-					    * the defaults with KT_CODEC_LZ4_DELTA */
+					    * the session defaults (KT_CODEC_COMPACT) */
 	const kt_capture_hooks *hooks;
 } kt_manager_options;
 

@@ -117,6 +117,10 @@ KT_API int kt_thread_name(const char *name);
 
 typedef struct kt_session kt_session;
 
+/** kt_session_options.codec for raw chunks: 0 there is the default codec,
+ * KT_CODEC_COMPACT, not KT_CODEC_NONE. */
+#define KT_SESSION_CODEC_RAW (-1)
+
 /** How a session writes its file.  Zero means "the default" in every field. */
 typedef struct kt_session_options {
 	int fd;                     /* with @use_fd, or when > 0: write here
@@ -127,11 +131,14 @@ typedef struct kt_session_options {
 				     * valid fd (a daemon whose stdin is closed
 				     * gets it from open()), so it alone cannot
 				     * mean "write to fd 0" in zeroed options */
-	int codec;                  /* kt_codec; default KT_CODEC_NONE (raw chunks
-				     * written straight from the rings);
-				     * KT_CODEC_LZ4_DELTA writes ~2.5x fewer bytes
-				     * than KT_CODEC_LZ4 for less flusher CPU */
-	int codec_level;            /* LZ4 acceleration; default 1 */
+	int codec;                  /* kt_codec; default (0) KT_CODEC_COMPACT:
+				     * ~1 byte per event for less flusher CPU
+				     * than any LZ4 codec; KT_SESSION_CODEC_RAW
+				     * for raw chunks (written straight from the
+				     * rings, ~17 bytes per event) */
+	int codec_level;            /* default 1: LZ4 acceleration for the LZ4
+				     * codecs; kt_writer_chunk() says what it
+				     * means for the compact ones */
 	int io;                     /* kt_io_backend; default KT_IO_AUTO: io_uring
 				     * for a regular file or block device (not
 				     * O_APPEND), pwrite otherwise */

@@ -41,6 +41,8 @@ typedef enum kt_codec {
 	KT_CODEC_NONE = 0,
 	KT_CODEC_LZ4 = 1,
 	KT_CODEC_LZ4_DELTA = 2, /* format version 2: timestamps as deltas, then LZ4 */
+	KT_CODEC_COMPACT = 3,   /* format version 3: fields predicted, misses stored */
+	KT_CODEC_COMPACT_ZSTD = 4, /* format version 3: a compact payload, then zstd */
 } kt_codec;
 
 /** Clock sources. */

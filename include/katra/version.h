@@ -41,8 +41,9 @@ extern "C" {
 	KT__STR(KT_VERSION_MAJOR) "." KT__STR(KT_VERSION_MINOR) "." KT__STR(KT_VERSION_PATCH)
 
 /** The trace format version this library writes (format/SPEC.md). */
-#define KT_FORMAT_VERSION 2u
-/** The oldest version it still reads: version 1 lacks codec 2 only. */
+#define KT_FORMAT_VERSION 3u
+/** The oldest version it still reads: version 1 lacks codecs 2-4 only,
+ * version 2 codecs 3 and 4. */
 #define KT_FORMAT_VERSION_MIN 1u
 
 /**
