@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tools/collapse.h"
+#include "tools/grow.h"
 #include "tools/idmap.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
@@ -53,23 +54,9 @@ struct collapse {
 	struct collapse_result *res;
 };
 
-/* Room for one more of @size bytes in *@a (holding @n of *@cap).  0 or -ENOMEM. */
-static int grow(void **a, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *p = reallocarray(*a, c, size);
-	if (!p)
-		return -ENOMEM;
-	*a = p;
-	*cap = c;
-	return 0;
-}
-
 static long node_new(struct collapse *c, uint32_t parent, uint32_t name)
 {
-	if (grow((void **)&c->nodes, &c->nodes_cap, c->nnodes, sizeof(*c->nodes)))
+	if (grow_array((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof(*c->nodes)))
 		return -ENOMEM;
 	uint32_t depth = parent == NO_NODE ? 0 : c->nodes[parent].depth + 1;
 	c->nodes[c->nnodes] = (struct node){ parent, name, depth, 0 };
@@ -87,7 +74,7 @@ static struct cthread *thread_of(struct collapse *c, uint32_t tid)
 		return &c->threads[*slot];
 	long root = node_new(c, NO_NODE, tid);
 	if (root < 0 ||
-	    grow((void **)&c->threads, &c->threads_cap, c->nthreads, sizeof(*c->threads)))
+	    grow_array((void **)&c->threads, &c->threads_cap, c->nthreads + 1, sizeof(*c->threads)))
 		return NULL; /* the map's entry points past the end: the pass ends here */
 	c->threads[c->nthreads] = (struct cthread){ .root = (uint32_t)root };
 	return &c->threads[c->nthreads++];
@@ -120,7 +107,7 @@ static int zone_open(struct collapse *c, struct cthread *t, uint32_t ti, uint32_
 	}
 	uint32_t parent = t->depth ? t->stack[t->depth - 1].node : t->root;
 	long node = child_of(c, parent, name);
-	if (node < 0 || grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
+	if (node < 0 || grow_array((void **)&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack)))
 		return -ENOMEM;
 	int added;
 	uint32_t *inner = idmap_slot(&c->inner, (uint64_t)ti << 32 | name, 0, &added);

@@ -6,31 +6,14 @@
 #include <string.h>
 
 #include "tools/bsearch.h"
+#include "tools/grow.h"
 #include "tools/tables.h"
-
-/* Grow @*p (of @*cap elements of @size bytes) to hold @need; 0 or -ENOMEM. */
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	if (n > SIZE_MAX / size)
-		return -ENOMEM;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 static int add(struct tables *t, struct tentry **arr, size_t *n, size_t *cap, uint32_t id,
 	       uint32_t os_tid, const char *s, uint32_t len)
 {
-	if (grow((void **)arr, cap, *n + 1, sizeof(**arr)) ||
-	    grow((void **)&t->arena, &t->arena_cap, t->arena_len + len + 1, 1))
+	if (grow_array((void **)arr, cap, *n + 1, sizeof(**arr)) ||
+	    grow_array((void **)&t->arena, &t->arena_cap, t->arena_len + len + 1, 1))
 		return -ENOMEM;
 	memcpy(t->arena + t->arena_len, s, len);
 	t->arena[t->arena_len + len] = 0;
