@@ -512,6 +512,73 @@ Test(cli, slice_keeps_the_chosen_thread_and_time)
 	unlink(out);
 }
 
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* A time with a unit or a '+' is from the trace's start (the header's
+ * monotonic start, 123456789 ns in the golden file): the same lines as
+ * the absolute nanoseconds. */
+Test(cli, dump_relative_window_is_the_absolute_one)
+{
+	struct proc want, got;
+	const char *abs[] = { "dump", GOLDEN, "--from", "123789400", "--to", "123789401", NULL };
+	const char *rel[] = { "dump", GOLDEN, "--window", "332.611us..+332612", NULL };
+	run_katra(&want, abs);
+	run_katra(&got, rel);
+	cr_assert_eq(got.status, 0, "%s", got.err);
+	cr_assert_eq(count_lines(want.out), 6);
+	cr_assert_str_eq(got.out, want.out);
+}
+
+/* --frames 102..111: from frame 101's mark (123789368 ns) to frame 111's
+ * (124122701 ns), ends included: 24 of the 44 events. */
+Test(cli, slice_by_frames_keeps_the_frames_window)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-sf-%d.katra", (int)getpid());
+	struct proc p, want, got;
+	const char *sl[] = { "slice", GOLDEN, out, "--frames", "102..111", NULL };
+	run_katra(&p, sl);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	const char *abs[] = { "dump", GOLDEN, "--from", "123789368", "--to", "124122701", NULL };
+	run_katra(&want, abs);
+	cr_assert_eq(count_lines(want.out), 24);
+	dump_to(out, &got);
+	cr_assert_str_eq(got.out, want.out);
+	unlink(out);
+}
+
+Test(cli, window_words_that_select_nothing_are_usage_errors)
+{
+	static const char *const bad[][6] = {
+		{ "--frames", "200..300", NULL }, /* frames the trace lacks */
+		{ "--frames", "5..3", NULL },
+		{ "--frames", "1..3", "--from", "5", NULL },
+		{ "--from", "1.5", NULL },        /* a fraction of a ns */
+		{ "--window", "2s", NULL },
+		{ "--from", "+1s", "--to", "+0.5s", NULL },
+	};
+	static const char *const said[] = {
+		"has no frames 200..300", "--frames wants frame numbers A..B, not '5..3'",
+		"--frames takes no --from", "--from wants a time", "--window wants A..B",
+		"is after --to",
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		const char *args[9] = { "dump", GOLDEN };
+		for (int w = 0; bad[k][w]; w++)
+			args[2 + w] = bad[k][w];
+		struct proc p;
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 2, "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.err, said[k]), "%zu: %s", k, p.err);
+	}
+}
+
 /* ---- stats ---------------------------------------------------------------- */
 
 Test(cli, stats_text_matches_golden)
