@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <criterion/criterion.h>
@@ -243,7 +244,8 @@ static void check_bad(const char *cmd, const char *file, int want_status, const 
 	 * gives the frames before the cut. */
 	if (writes)
 		cr_assert_eq(access(bad_out, F_OK),
-			     want_status == 3 && strcmp(file, "empty.katra") ? 0 : -1,
+			     (want_status == 3 && strcmp(file, "empty.katra")) || want_status == 4
+				     ? 0 : -1,
 			     "katra %s %s: output presence", cmd, file);
 	cr_assert_eq(p.status, want_status, "katra %s %s: exit %d", cmd, file, p.status);
 	const char *text = p.err_len ? p.err : p.out;
@@ -267,7 +269,10 @@ Test(cli, bad_inputs_get_one_clear_line)
 		 * verify; nothing to write. */
 		check_bad(c, "empty.katra", 3, "the file is empty");
 		check_bad(c, "cut.katra", 3, "truncated");
-		check_bad(c, "corrupt.katra", 1, "checksum mismatch");
+		/* stats and export skip the damaged frame (exit 4, partial);
+		 * the others stop at it. */
+		int salvages = !strcmp(c, "stats") || !strcmp(c, "export");
+		check_bad(c, "corrupt.katra", salvages ? 4 : 1, "checksum mismatch");
 		check_bad(c, "other.katra", 1, "not the katra magic 89 4B 54 52 0D 0A 1A 0A");
 	}
 	check_bad("verify", "/nonexistent/x.katra", 1, "No such file or directory");
@@ -577,6 +582,83 @@ Test(cli, window_words_that_select_nothing_are_usage_errors)
 		cr_assert_eq(p.status, 2, "%zu: %s", k, p.err);
 		cr_assert_not_null(strstr(p.err, said[k]), "%zu: %s", k, p.err);
 	}
+}
+
+/* ---- salvage: a damaged chunk in the middle -------------------------------- */
+
+/* The @nth chunk of @path: its offset, its frame's size and its events. */
+static void nth_chunk(const char *path, int nth, uint64_t *off, uint64_t *size, uint32_t *n)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	int seen = 0;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	while (kt_reader_next_frame(r, &f) > 0 && !(f.kind == KT_FRAME_CHUNK && seen++ == nth))
+		;
+	*off = f.offset;
+	*n = f.u.chunk.event_count;
+	cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+	*size = f.offset - *off;
+	kt_reader_close(r);
+}
+
+/* golden_v3 with one byte of its second chunk flipped at @at (from the
+ * frame's start), in a file of its own. */
+static void damaged_copy(const char *out, uint64_t off, uint64_t at)
+{
+	size_t len = 0;
+	uint8_t *g = t_slurp(KT_TEST_DATA "/golden_v3.katra", &len);
+	cr_assert_not_null(g);
+	g[off + at] ^= 0x40;
+	FILE *f = fopen(out, "wb");
+	cr_assert_eq(fwrite(g, 1, len, f), len);
+	fclose(f);
+	free(g);
+}
+
+/* stats and export skip the damaged chunk, say where, how much and why,
+ * show every other event, and exit 4 (partial).  A flipped body byte
+ * fails the checksum and the frame's own length skips it; a flipped
+ * length byte fails the head check, and the reader finds the next frame
+ * by its head.  Both skip exactly that frame. */
+Test(cli, stats_and_export_skip_a_damaged_chunk_and_say_so)
+{
+	uint64_t off, size;
+	uint32_t n;
+	nth_chunk(KT_TEST_DATA "/golden_v3.katra", 1, &off, &size, &n);
+	cr_assert_gt(n, 0);
+	char bad[128], out[160], want_err[256], want_events[64];
+	snprintf(bad, sizeof(bad), "/tmp/katra-salvage-%d.katra", (int)getpid());
+	snprintf(out, sizeof(out), "%s.folded", bad);
+	snprintf(want_events, sizeof(want_events), "\"events\": %u,", 44 - n);
+	static const struct { uint64_t at; const char *why; } cases[] = {
+		{ 40, "frame checksum mismatch" },
+		{ 1, "frame head check mismatch (length or kind corrupt)" },
+	};
+	for (size_t k = 0; k < 2; k++) {
+		damaged_copy(bad, off, cases[k].at);
+		snprintf(want_err, sizeof(want_err),
+			 "skipped 1 damaged frame (%" PRIu64 " bytes), the first at offset %" PRIu64
+			 " (%s)", size, off, cases[k].why);
+		struct proc p;
+		const char *st[] = { "stats", "--json", bad, NULL };
+		run_katra(&p, st);
+		cr_assert_eq(p.status, 4, "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.err, want_err), "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.out, want_events), "%zu: %s", k, p.out);
+		unlink(out);
+		const char *ex[] = { "export", "--collapsed", bad, out, NULL };
+		run_katra(&p, ex);
+		cr_assert_eq(p.status, 4, "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.err, want_err), "%zu: %s", k, p.err);
+		cr_assert_eq(access(out, F_OK), 0);
+		/* verify still judges the file: corrupt, not partial. */
+		const char *v[] = { "verify", bad, NULL };
+		run_katra(&p, v);
+		cr_assert_eq(p.status, 1);
+	}
+	unlink(out);
+	unlink(bad);
 }
 
 /* ---- stats ---------------------------------------------------------------- */

@@ -90,7 +90,8 @@ static const struct opts_spec export_spec = {
 		"thread's lines sum to its outermost zones' time.  Stacks past 256\n"
 		"deep or 1048576 distinct fold into their parents (said on stderr).\n"
 		"OUT is written whole or not at all (a temporary file beside it,\n"
-		"renamed); IN itself is never replaced.\n",
+		"renamed); IN itself is never replaced.  Damaged frames of IN are\n"
+		"skipped and said on stderr; the exit status is then 4 (partial).\n",
 };
 
 int cmd_export(int argc, char **argv)
@@ -110,6 +111,7 @@ int cmd_export(int argc, char **argv)
 	struct tables t;
 	outfile of;
 	int result = EXIT_BAD;
+	kt_reader_set_salvage(in.r, 1);
 	if ((rc = tables_load(in.r, &t)) < 0) {
 		result = pass_failed(inp, in.r, rc);
 		goto done;
@@ -127,9 +129,9 @@ int cmd_export(int argc, char **argv)
 		say("%s: %s", out, reason(rc, NULL));
 	} else if (!t.have_summary) {
 		say("%s: truncated: exported the events before the cut", inp);
-		result = EXIT_TRUNC;
+		result = salvage_said(inp, in.r, EXIT_TRUNC);
 	} else {
-		result = EXIT_OK;
+		result = salvage_said(inp, in.r, EXIT_OK);
 	}
 	outfile_abort(&of);
 done:

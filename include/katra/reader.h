@@ -184,6 +184,38 @@ KT_API int kt_reader_skip_events(kt_reader *r, int on);
  */
 KT_API int kt_reader_rewind(kt_reader *r);
 
+/** What kt_reader_set_salvage() skipped in this pass. */
+typedef struct kt_reader_skipped {
+	uint64_t frames;         /* frames (and chunks whose events failed) */
+	uint64_t bytes;          /* file bytes they and any resync covered (a
+				  * chunk skipped when the merge loads it
+				  * counts in frames only) */
+	uint64_t first_offset;   /* where the first one was */
+	int first_error;         /* and why (a KT_E* code); 0 when none */
+} kt_reader_skipped;
+
+/**
+ * kt_reader_set_salvage - with @on non-zero, a frame that fails its checks
+ * (a head, a checksum, a body, a chunk's events, a summary that disagrees
+ * with the frames skipped before it) is skipped instead of ending the pass:
+ * reading goes on at the next frame, found by its length or, when the
+ * head itself is bad, by the next 8-byte boundary whose head checks.
+ * kt_reader_next() skips a chunk whose events fail the same way.  What was
+ * skipped is counted (kt_reader_get_skipped()); an I/O error, no memory, a
+ * stated limit and a cut file still end the pass as without salvage.  Once
+ * a frame was skipped, the summary's totals and rows are taken as written
+ * (they count what the skipped frames held) instead of being checked.
+ * For tools that should show what they can (katra stats, export); a reader
+ * that judges a file (katra verify) leaves it off.
+ *
+ * Threads: the reader's owner, before or between passes.
+ * Return: 0.
+ */
+KT_API int kt_reader_set_salvage(kt_reader *r, int on);
+
+/** kt_reader_get_skipped - what salvage skipped since the pass began. */
+KT_API void kt_reader_get_skipped(const kt_reader *r, kt_reader_skipped *out);
+
 /** kt_reader_get_status - copy what the reader has seen so far into @st. */
 KT_API void kt_reader_get_status(const kt_reader *r, kt_reader_status *st);
 
