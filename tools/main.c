@@ -9,7 +9,8 @@
  * never a number in it.
  *
  * Exit codes: 0 success / valid, 1 error (out of memory, I/O) or corrupt
- * file, 2 usage error, 3 truncated file (a valid prefix).
+ * file, 2 usage error, 3 truncated file (a valid prefix), 4 partial (stats
+ * and export skipped damaged frames).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -80,7 +81,8 @@ static void usage_main(FILE *f)
 	      "  -h, --help           this text; `katra <command> --help` for one command\n"
 	      "  -V, --version        the tool, library and format versions\n"
 	      "\n"
-	      "exit: 0 success, 1 error or corrupt file, 2 usage, 3 truncated file.\n"
+	      "exit: 0 success, 1 error or corrupt file, 2 usage, 3 truncated file,\n"
+	      "4 partial (stats and export skipped damaged frames, said on stderr).\n"
 	      "Strings from files are printed escaped (\\n, \\xNN, ...).\n",
 	      f);
 }
