@@ -22,6 +22,14 @@ int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out);
 int kt__uring_sink_fd(const kt__sink *s);
 
 /*
+ * @fn(@ctx) runs, on the calling thread, just before @s (an io_uring
+ * sink; any other sink ignores it) closes its instance's fd, also when a
+ * failed ring is closed in the middle of a session: whoever keeps that fd
+ * number must let go of it then, since it may soon name a file of the host.
+ */
+void kt__uring_sink_on_close(kt__sink *s, void (*fn)(void *ctx), void *ctx);
+
+/*
  * pthread_create() for katra's own threads (the flusher, a capture's
  * thread): every asynchronous signal is blocked in them, so the host's
  * handlers (a profiling timer's SIGPROF, SIGALRM, SIGCHLD, ...) run on

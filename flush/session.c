@@ -58,6 +58,11 @@ void kt__session_forget_kfd(kt_session *s)
 	pthread_mutex_unlock(&fd_lock);
 }
 
+static void forget_kfd(void *s)
+{
+	kt__session_forget_kfd(s);
+}
+
 /* ---- fork -------------------------------------------------------------- */
 
 /*
@@ -392,6 +397,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		goto err;
 	}
 	s->kfd = kt__uring_sink_fd(sink);
+	kt__uring_sink_on_close(sink, forget_kfd, s);
 	sink = NULL;
 	/* Crash files: the header is on disk before any event can be. */
 	if (s->crash && (rc = kt__writer_sync(s->w, -1))) {
