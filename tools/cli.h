@@ -23,9 +23,10 @@
 #include "tools/text.h"
 
 /* 0 success / valid, 1 error (out of memory, I/O) or corrupt file, 2 usage
- * error, 3 truncated file (a valid prefix), 4 partial: a command that
- * salvages (stats, export) skipped damaged frames and did the rest. */
-enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_TRUNC = 3, EXIT_PARTIAL = 4 };
+ * error, 3 partial: a truncated file (a valid prefix), or damaged frames
+ * that a command which salvages (stats, export) skipped, doing the rest;
+ * as `katra recover` says of a rebuild that met damage. */
+enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_TRUNC = 3, EXIT_PARTIAL = 3 };
 
 /* say - "katra: ", the formatted text escaped, and a newline, on stderr. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -91,7 +91,7 @@ static const struct opts_spec export_spec = {
 		"deep or 1048576 distinct fold into their parents (said on stderr).\n"
 		"OUT is written whole or not at all (a temporary file beside it,\n"
 		"renamed); IN itself is never replaced.  Damaged frames of IN are\n"
-		"skipped and said on stderr; the exit status is then 4 (partial).\n",
+		"skipped and said on stderr; the exit status is then 3 (partial).\n",
 };
 
 int cmd_export(int argc, char **argv)

@@ -21,7 +21,7 @@ static const struct opts_spec stats_spec = {
 		"marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
 		"come from ~3%-wide buckets, min and max are exact.\n"
 		"Damaged frames are skipped and said on stderr; the exit status is then\n"
-		"4 (partial).\n",
+		"3 (partial), as for a truncated file.\n",
 };
 
 int cmd_stats(int argc, char **argv)

@@ -9,8 +9,8 @@
  * never a number in it.
  *
  * Exit codes: 0 success / valid, 1 error (out of memory, I/O) or corrupt
- * file, 2 usage error, 3 truncated file (a valid prefix), 4 partial (stats
- * and export skipped damaged frames).
+ * file, 2 usage error, 3 partial: a truncated file (a valid prefix), or
+ * damaged frames stats and export skipped.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -81,8 +81,8 @@ static void usage_main(FILE *f)
 	      "  -h, --help           this text; `katra <command> --help` for one command\n"
 	      "  -V, --version        the tool, library and format versions\n"
 	      "\n"
-	      "exit: 0 success, 1 error or corrupt file, 2 usage, 3 truncated file,\n"
-	      "4 partial (stats and export skipped damaged frames, said on stderr).\n"
+	      "exit: 0 success, 1 error or corrupt file, 2 usage, 3 partial (a\n"
+	      "truncated file; damaged frames stats and export skipped, said on stderr).\n"
 	      "Strings from files are printed escaped (\\n, \\xNN, ...).\n",
 	      f);
 }
