@@ -49,7 +49,7 @@ static inline void t_synth_zone(struct t_synth *s, uint32_t name, uint64_t begin
 }
 
 /* Open a trace at @path with names 1..@n (@names[i - 1]) and, if @run_id
- * is not NULL, that run id and @epoch in its header. */
+ * is not NULL, that run id and @epoch in its header; else no capture's. */
 static inline kt_writer *t_synth_open(const char *path, const char *const *names, uint32_t n,
 				      const char *run_id, uint64_t epoch)
 {
@@ -58,6 +58,10 @@ static inline kt_writer *t_synth_open(const char *path, const char *const *names
 	if (run_id) {
 		h.run_id = run_id;
 		h.epoch = epoch;
+	} else {
+		h.flags &= ~KT_HDR_CAPTURE;
+		h.run_id = h.capture_id = NULL;
+		h.epoch = 0;
 	}
 	kt_writer *w;
 	cr_assert_eq(kt_writer_open(&w, path, &h), 0, "open %s", path);
