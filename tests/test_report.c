@@ -238,6 +238,14 @@ Test(report, numbers_match_stats_json_for_frames_zones_and_flame)
 	cr_assert_eq(json_array_size(counters), 1);
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(counters, 0), "name")),
 			 "fps");
+	/* Its values over time: 60 down to the last frame's 11. */
+	json_t *v = json_object_get(json_array_get(counters, 0), "v");
+	cr_assert_eq(json_real_value(json_array_get(v, 0)), 60);
+	size_t last = json_array_size(v);
+	while (last > 0 && json_is_null(json_array_get(v, last - 1)))
+		last--;
+	cr_assert_gt(last, 1);
+	cr_assert_eq(json_real_value(json_array_get(v, last - 1)), 11);
 	json_decref(data);
 	free(html);
 	unlink(path);

@@ -174,7 +174,8 @@ int report_collect(kt_reader *r, struct report *rep)
 	rep->flame = collapse_new(&rep->flame_res);
 	if (!rep->flame)
 		return -ENOMEM;
-	struct stats_hooks hooks = { .event = on_event, .frame = on_frame, .ctx = rep };
+	struct stats_hooks hooks = { .event = on_event, .frame = on_frame, .ctx = rep,
+				     .payloads = 1 };
 	int rc = stats_collect(r, &hooks, &rep->stats);
 	collapse_end(rep->flame);
 	return rc;

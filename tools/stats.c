@@ -505,7 +505,8 @@ json_t *stats_json(const struct stats *c, const char *label)
 
 int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **out)
 {
-	static const struct pipe_client client = { .event = stats_event };
+	const struct pipe_client client = { .event = stats_event,
+					    .payloads = hooks && hooks->payloads };
 	struct stats *c = calloc(1, sizeof(*c));
 	*out = c;
 	if (!c)

@@ -42,6 +42,7 @@ struct stats_hooks {
 	/* A frame mark after the first on its thread: the interval before it. */
 	int (*frame)(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval);
 	void *ctx;
+	int payloads;   /* the event hook needs payloads (counter values) */
 };
 
 /*
