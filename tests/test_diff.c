@@ -197,11 +197,22 @@ Test(diff, captures_pair_by_run_id_and_epoch)
 	/* Both sides pool two runs: 1600 zones and 400 frame times each. */
 	cr_assert_not_null(strstr(p.out, "\n(frame time)                   400       400 "), "%s",
 			   p.out);
-	/* The same capture twice would count its zones twice. */
-	const char *twice[] = { "diff", a1, "--", b1, a1, NULL };
+	/* The same capture twice on one side would count its zones twice. */
+	const char *twice[] = { "diff", a1, a1, "--", b1, NULL };
 	run_katra(&p, twice);
 	cr_assert_eq(p.status, 2);
-	cr_assert_not_null(strstr(p.err, "are the same capture (run base, epoch 1)"), "%s", p.err);
+	cr_assert_not_null(strstr(p.err, "are the same capture (run base, epoch 1) on one side"),
+			   "%s", p.err);
+	/* On both sides, it is said and compared. */
+	const char *both[] = { "diff", a1, b1, a1, "--", b2, NULL };
+	run_katra(&p, both);
+	cr_assert_eq(p.status, 2, "a1 twice on side A: %s", p.err);
+	const char *across[] = { "diff", a1, a1, NULL };
+	run_katra(&p, across);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	cr_assert_not_null(strstr(p.err, "warning: "), "%s", p.err);
+	cr_assert_not_null(strstr(p.out, "\nverdict: no change (0 slower, 0 faster, 2 no change)\n"),
+			   "%s", p.out);
 	unlink(a1);
 	unlink(a2);
 	unlink(b1);

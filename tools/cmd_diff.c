@@ -5,8 +5,8 @@
  * Each run is read once (tools/diff_run.h), the sides' samples of each
  * zone name are pooled (names are matched by their bytes: ids differ
  * between files) and compared (tools/diff.h).  Runs that are captures are
- * ordered and paired by run id and epoch; the same capture given twice is
- * refused, since its zones would count twice.
+ * ordered and paired by run id and epoch; the same capture twice on one
+ * side is refused, since its zones would count twice.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,7 +47,8 @@ static const char diff_help[] =
 	"their samples.  At most 64 runs per side and 1024 zone names sampled\n"
 	"per run (16 KiB each at most); zones of further names are counted.\n"
 	"Runs that are captures (a run id in the header) are paired by run id\n"
-	"and epoch; the same capture given twice is refused.\n"
+	"and epoch; the same capture twice on one side is refused (its zones\n"
+	"would count twice), on both sides said.\n"
 	"\n"
 	"exit: 0 compared, 4 a verdict --fail-on names, 1 error or corrupt file,\n"
 	"2 usage, 3 an input is truncated (compared all the same).\n";
@@ -117,7 +118,8 @@ static int diff_args(int argc, char **argv, struct diff_opts *o, struct diff_run
 		} else if (*n == 2 * DIFF_MAX_RUNS) {
 			return usage_error("diff: at most %d runs per side", DIFF_MAX_RUNS);
 		} else {
-			runs[(*n)++] = (struct diff_run){ .path = a, .side = side };
+			runs[*n] = (struct diff_run){ .path = a, .side = side, .order = (int)*n };
+			++*n;
 		}
 	}
 	if (!dashes && *n == 2)

@@ -44,7 +44,14 @@ static int by_run(const void *x, const void *y)
 		return c;
 	if (a->captured && a->epoch != b->epoch)
 		return a->epoch < b->epoch ? -1 : 1;
-	return a->path < b->path ? -1 : a->path > b->path; /* argv order */
+	return a->order - b->order; /* as given */
+}
+
+/* Are @a and @b the same capture (run id, epoch and capture id)? */
+static int same_capture(const struct diff_run *a, const struct diff_run *b)
+{
+	return a->captured && b->captured && !strcmp(a->run_id, b->run_id) &&
+	       a->epoch == b->epoch && !strcmp(a->capture_id, b->capture_id);
 }
 
 int diff_pairs(struct diff_run *runs, size_t n)
@@ -52,12 +59,16 @@ int diff_pairs(struct diff_run *runs, size_t n)
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n; j++) {
 			const struct diff_run *a = &runs[i], *b = &runs[j];
-			if (a->captured && b->captured && !strcmp(a->run_id, b->run_id) &&
-			    a->epoch == b->epoch && !strcmp(a->capture_id, b->capture_id)) {
-				usage_error("diff: %s and %s are the same capture (run %s, epoch %" PRIu64
-					    ")", a->path, b->path, a->run_id, a->epoch);
-				return EXIT_USAGE;
+			if (!same_capture(a, b))
+				continue;
+			if (a->side != b->side) {
+				say("diff: warning: %s and %s are the same capture (run %s, epoch %"
+				    PRIu64 ")", a->path, b->path, a->run_id, a->epoch);
+				continue;
 			}
+			usage_error("diff: %s and %s are the same capture (run %s, epoch %" PRIu64
+				    ") on one side", a->path, b->path, a->run_id, a->epoch);
+			return EXIT_USAGE;
 		}
 	qsort(runs, n, sizeof(*runs), by_run);
 	return 0;

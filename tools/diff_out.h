@@ -46,7 +46,8 @@ int diff_sides_check(const struct diff_run *runs, size_t n, int dashes);
 /*
  * diff_pairs - order each side's runs by run id and epoch (captures first,
  * then the others as given), refusing (said) the same capture - run id,
- * epoch and capture id - given twice.  Returns 0 or EXIT_USAGE.
+ * epoch and capture id - twice on one side; on both sides it is a warning.
+ * Returns 0 or EXIT_USAGE.
  */
 int diff_pairs(struct diff_run *runs, size_t n);
 

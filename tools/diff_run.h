@@ -28,6 +28,7 @@ struct diff_name {
 struct diff_run {
 	const char *path;
 	int side;                  /* 0: A, 1: B */
+	int order;                 /* its place on the command line */
 	int captured;              /* the header names a run id */
 	char run_id[129], capture_id[65];
 	uint64_t epoch;
