@@ -268,3 +268,38 @@ Test(report, nested_zones_and_the_golden_trace_match_stats)
 	cr_assert_str_eq(json_string_value(json_object_get(h, "run_id")), "run-1");
 	json_decref(data);
 }
+
+/* A capture's sidecar beside the trace: its window and head loss reach the
+ * page's header, its strings as data; one that is a symbolic link, or not
+ * a capture's, is not read. */
+Test(report, the_sidecar_is_read_as_hostile)
+{
+	char path[128], side[160], other[160];
+	tmp_path(path, sizeof(path), "side");
+	write_nested(path);
+	snprintf(side, sizeof(side), "%s.json", path);
+	snprintf(other, sizeof(other), "%s.other", path);
+	FILE *f = fopen(other, "w");
+	cr_assert_not_null(f);
+	fputs("{\"schema\":\"katra.capture-status/v1\",\"state\":\"</script><b>x\","
+	      "\"head_loss_ns\":1500,\"complete\":false,\"sha256\":\"ignored\"}", f);
+	fclose(f);
+	cr_assert_eq(symlink(other, side), 0);
+	json_t *data = report_of(path, NULL);
+	cr_assert(json_is_null(json_object_get(json_object_get(data, "header"), "sidecar")),
+		  "a link is not followed");
+	json_decref(data);
+	unlink(side);
+	cr_assert_eq(rename(other, side), 0);
+	char *html;
+	data = report_of(path, &html);
+	json_t *sc = json_object_get(json_object_get(data, "header"), "sidecar");
+	cr_assert_str_eq(json_string_value(json_object_get(sc, "state")), "</script><b>x");
+	cr_assert_eq(json_integer_value(json_object_get(sc, "head_loss_ns")), 1500);
+	cr_assert_null(json_object_get(sc, "sha256"), "only the fields the page shows");
+	cr_assert_null(strstr(html, "<b>x"));
+	json_decref(data);
+	free(html);
+	unlink(side);
+	unlink(path);
+}
