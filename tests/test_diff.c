@@ -232,3 +232,45 @@ Test(diff, usage_errors)
 	cr_assert_not_null(strstr(p.err, "--threshold wants a percentage (5%), not 'lots'"), "%s",
 			   p.err);
 }
+
+/* Write 200 "outer" zones of 2 us, each holding an "inner" of @inner ns. */
+static void write_nested_run(const char *path, uint64_t inner)
+{
+	static const char *const nested[] = { "outer", "inner" };
+	kt_writer *w = t_synth_open(path, nested, 2, NULL, 0);
+	struct t_synth s = { 0 };
+	for (uint64_t k = 0; k < 200; k++) {
+		uint64_t t = 1000 + k * 5000;
+		t_synth_add(&s, KT_EV_ZONE_BEGIN, 1, t, 0);
+		t_synth_zone(&s, 2, t + 100, inner);
+		t_synth_add(&s, KT_EV_ZONE_END, 1, t + 2000, 0);
+	}
+	t_synth_flush(w, 1, "main", &s);
+	t_synth_close(w);
+}
+
+Test(diff, self_time_moves_when_a_child_grows)
+{
+	char a[128], b[128];
+	tmp_path(a, sizeof(a), "self-a");
+	tmp_path(b, sizeof(b), "self-b");
+	write_nested_run(a, 1000);
+	write_nested_run(b, 1500);
+	struct proc p;
+	const char *args[] = { "diff", a, b, "--json", NULL };
+	json_t *o = run_json(&p, args);
+	cr_assert_not_null(o, "exit %d: %s", p.status, p.err);
+	json_t *outer = zone_row(o, "outer"), *inner = zone_row(o, "inner");
+	/* The outer zone lasts as long; its own time halves, 1000 -> 500 ns. */
+	cr_assert_str_eq(verdict_of(outer), "no change");
+	cr_assert_eq(json_real_value(json_object_get(json_object_get(outer, "a"), "self_mean_ns")),
+		     1000);
+	cr_assert_eq(json_real_value(json_object_get(json_object_get(outer, "b"), "self_mean_ns")),
+		     500);
+	cr_assert_eq(json_real_value(json_object_get(outer, "self_mean_change")), -0.5);
+	cr_assert_str_eq(verdict_of(inner), "slower");
+	cr_assert_eq(json_real_value(json_object_get(inner, "self_mean_change")), 0.5);
+	json_decref(o);
+	unlink(a);
+	unlink(b);
+}

@@ -32,6 +32,7 @@ struct diff_sample {
 	uint32_t n, cap;
 	uint64_t seen;        /* every value offered */
 	double sum;           /* of every value offered, for the exact mean */
+	double self_sum;      /* the caller's: the self times of the same zones */
 	uint64_t rng;
 };
 
@@ -52,11 +53,13 @@ struct diff_side {
 	uint64_t count;       /* values offered, over every run */
 	size_t sampled;       /* values in the pooled sample */
 	double p50, p99, mean;
+	double self_mean;     /* exact, over every run; 0 for frame times */
 };
 
 struct diff_row {
 	struct diff_side a, b;
 	struct diff_change p50, p99, mean;
+	double self_change;        /* of the exact self means (no interval) */
 	enum diff_verdict verdict; /* from the p50's interval, see diff_compare() */
 };
 

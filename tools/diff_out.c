@@ -107,8 +107,10 @@ static struct pool_entry *pool_entries(const struct diff_run *runs, size_t n, si
 }
 
 /* Pool @n samples (of one side) into one array.  NULL: no memory. */
-static uint64_t *pool(const struct diff_sample *const *s, size_t n, size_t *len, uint64_t *count)
+static uint64_t *pool(const struct diff_sample *const *s, size_t n, size_t *len, uint64_t *count,
+		      double *self_mean)
 {
+	double self = 0;
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
 		total += s[i]->n;
@@ -119,7 +121,9 @@ static uint64_t *pool(const struct diff_sample *const *s, size_t n, size_t *len,
 		memcpy(p, s[i]->v, s[i]->n * sizeof(*v));
 		p += s[i]->n;
 		*count += s[i]->seen;
+		self += s[i]->self_sum;
 	}
+	*self_mean = *count ? self / (double)*count : 0;
 	return v;
 }
 
@@ -129,11 +133,15 @@ static int compare(const struct diff_sample *const *s, size_t na, size_t nb,
 {
 	size_t la, lb;
 	uint64_t ca, cb;
-	uint64_t *a = pool(s, na, &la, &ca), *b = pool(s + na, nb, &lb, &cb);
+	double sa, sb;
+	uint64_t *a = pool(s, na, &la, &ca, &sa), *b = pool(s + na, nb, &lb, &cb, &sb);
 	int rc = a && b ? diff_compare(a, la, b, lb, o->confidence, o->threshold, &r->row)
 			: -ENOMEM;
 	r->row.a.count = ca;
 	r->row.b.count = cb;
+	r->row.a.self_mean = sa;
+	r->row.b.self_mean = sb;
+	r->row.self_change = sa > 0 ? sb / sa - 1 : 0;
 	r->only = !la && lb ? 2 : la && !lb ? 1 : 0;
 	free(a);
 	free(b);

@@ -77,6 +77,10 @@ static int put_row(FILE *f, const struct diff_result *r)
 	put_change(f, &r->row.p50, 26);
 	put_change(f, &r->row.p99, 26);
 	put_change(f, &r->row.mean, 26);
+	if (r->name)
+		fprintf(f, " %+10.1f%%", r->row.self_change * 100);
+	else
+		fprintf(f, " %11s", "-");
 	fprintf(f, " %s\n", diff_verdict_name(r->row.verdict));
 	return 0;
 }
@@ -99,9 +103,9 @@ int diff_print_text(FILE *f, const struct diff_run *runs, size_t n,
 	fprintf(f, "bootstrap of the median, p99 and mean: %d resamples of up to %d durations "
 		   "per name per run, %g%% intervals, threshold %g%%\n\n", DIFF_RESAMPLES, DIFF_SAMPLE,
 		o->confidence * 100, o->threshold * 100);
-	fprintf(f, "%-24s %9s %9s %10s %10s %-26s %-26s %-26s %s\n", "zone", "count A", "count B",
-		"p50 A ns", "p50 B ns", " p50 change [interval]", " p99 change", " mean change",
-		"verdict");
+	fprintf(f, "%-24s %9s %9s %10s %10s %-26s %-26s %-26s %11s %s\n", "zone", "count A",
+		"count B", "p50 A ns", "p50 B ns", " p50 change [interval]", " p99 change",
+		" mean change", "self mean", "verdict");
 	for (size_t i = 0; i < nres; i++)
 		if (put_row(f, &res[i]))
 			return -ENOMEM;
@@ -127,16 +131,18 @@ static json_t *json_change(const struct diff_change *c)
 
 static json_t *json_side(const struct diff_side *s)
 {
-	return json_pack("{s:I,s:I,s:o,s:o,s:o}", "count", (json_int_t)(s->count > INT64_MAX
+	return json_pack("{s:I,s:I,s:o,s:o,s:o,s:o}", "count", (json_int_t)(s->count > INT64_MAX
 		? INT64_MAX : s->count), "sampled", (json_int_t)s->sampled, "p50_ns", json_num(s->p50),
-		"p99_ns", json_num(s->p99), "mean_ns", json_num(s->mean));
+		"p99_ns", json_num(s->p99), "mean_ns", json_num(s->mean), "self_mean_ns",
+		json_num(s->self_mean));
 }
 
 static json_t *json_row(const struct diff_result *r)
 {
-	json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:s}", "a", json_side(&r->row.a), "b",
+	json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "a", json_side(&r->row.a), "b",
 			      json_side(&r->row.b), "p50", json_change(&r->row.p50), "p99",
-			      json_change(&r->row.p99), "mean", json_change(&r->row.mean), "verdict",
+			      json_change(&r->row.p99), "mean", json_change(&r->row.mean),
+			      "self_mean_change", json_num(r->row.self_change), "verdict",
 			      r->only ? (r->only == 1 ? "only in A" : "only in B")
 				      : diff_verdict_name(r->row.verdict));
 	if (j && r->name && json_object_set_new(j, "name", text_json_string(r->name, r->len)))

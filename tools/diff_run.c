@@ -11,7 +11,8 @@
 #include "tools/grow.h"
 #include "tools/progress.h"
 
-static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, uint64_t dur)
+static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, uint64_t dur,
+		   uint64_t self)
 {
 	struct diff_run *run = ctx;
 	(void)thread;
@@ -28,7 +29,9 @@ static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, ui
 			return -ENOMEM;
 		run->names[run->nnames++] = (struct diff_name){ .id = name };
 	}
-	return diff_sample_add(&run->names[*found].s, dur);
+	struct diff_sample *s = &run->names[*found].s;
+	s->self_sum += (double)self;
+	return diff_sample_add(s, dur);
 }
 
 static int on_frame(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval)

@@ -184,14 +184,15 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 		*idmap_find(&c->tops, tops_key(ti, p->name)) = p->below;
 		c->open--;
 	}
+	uint64_t self = dur > z.child ? dur - z.child : 0;
 	nm->total_ns += dur;
-	nm->self_ns += dur > z.child ? dur - z.child : 0;
+	nm->self_ns += self;
 	if (t->depth)
 		t->stack[t->depth - 1].child += dur;
 	else
 		t->zones_ns += dur;
 	if (c->hooks && c->hooks->zone)
-		return c->hooks->zone(c->hooks->ctx, t->id, nm->id, z.ns, dur);
+		return c->hooks->zone(c->hooks->ctx, t->id, nm->id, z.ns, dur, self);
 	return 0;
 }
 

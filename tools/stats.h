@@ -37,8 +37,9 @@ struct stats;
 struct stats_hooks {
 	/* Every event, before it is counted. */
 	int (*event)(void *ctx, const kt_event *ev, uint64_t ns);
-	/* A zone that ended: its thread, name id, begin and duration. */
-	int (*zone)(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, uint64_t dur);
+	/* A zone that ended: its thread, name id, begin, duration and self time. */
+	int (*zone)(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, uint64_t dur,
+		    uint64_t self);
 	/* A frame mark after the first on its thread: the interval before it. */
 	int (*frame)(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval);
 	void *ctx;
