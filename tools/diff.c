@@ -25,29 +25,33 @@ static uint64_t below(uint64_t *state, uint64_t n)
 	return (uint64_t)(((unsigned __int128)next_random(state) * n) >> 64);
 }
 
-int diff_sample_add(struct diff_sample *s, uint64_t v)
+int diff_sample_add(struct diff_sample *s, uint64_t v, uint64_t self)
 {
 	if (!s->seen)
 		s->rng = DIFF_SEED;
 	if (s->n < DIFF_SAMPLE) {
-		size_t cap = s->cap;
-		if (grow_array((void **)&s->v, &cap, (size_t)s->n + 1, sizeof(*s->v)))
+		size_t cap = s->cap, cap2 = s->cap;
+		if (grow_array((void **)&s->v, &cap, (size_t)s->n + 1, sizeof(*s->v)) ||
+		    grow_array((void **)&s->self, &cap2, (size_t)s->n + 1, sizeof(*s->self)))
 			return -ENOMEM;
 		s->cap = (uint32_t)cap;
+		s->self[s->n] = self;
 		s->v[s->n++] = v;
 	} else {
 		uint64_t j = below(&s->rng, s->seen + 1);
-		if (j < DIFF_SAMPLE)
+		if (j < DIFF_SAMPLE) {
 			s->v[j] = v;
+			s->self[j] = self;
+		}
 	}
 	s->seen++;
-	s->sum += (double)v;
 	return 0;
 }
 
 void diff_sample_free(struct diff_sample *s)
 {
 	free(s->v);
+	free(s->self);
 	memset(s, 0, sizeof(*s));
 }
 

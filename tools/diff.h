@@ -11,9 +11,12 @@
  * Hodges-Lehmann shift only a location change.  The resampling uses a fixed
  * seed, so the same inputs always give the same intervals and verdicts.
  *
- * Memory: a sample holds at most DIFF_SAMPLE durations (reservoir sampling,
- * Algorithm R, with a fixed seed), so a zone costs at most 16 KiB per run
- * whatever the trace's length; its count and mean are exact.
+ * Memory: a sample holds at most DIFF_SAMPLE durations and their self
+ * times (reservoir sampling, Algorithm R, with a fixed seed), so a zone
+ * costs at most 32 KiB per run whatever the trace's length; its count is
+ * exact.  Every statistic, the mean and self mean too, is the sample's: a
+ * mean over every zone would swing with the rare long zone (a preemption)
+ * that its interval, from the sample, could not show.
  *
  * Not shared: one thread per sample and per comparison.
  */
@@ -29,15 +32,15 @@
 
 struct diff_sample {
 	uint64_t *v;          /* up to DIFF_SAMPLE values, in arrival order */
+	uint64_t *self;       /* the self time that came with each value */
 	uint32_t n, cap;
 	uint64_t seen;        /* every value offered */
-	double sum;           /* of every value offered, for the exact mean */
-	double self_sum;      /* the caller's: the self times of the same zones */
 	uint64_t rng;
 };
 
-/* diff_sample_add - offer @v to @s.  Returns 0 or -ENOMEM (@s unchanged). */
-int diff_sample_add(struct diff_sample *s, uint64_t v);
+/* diff_sample_add - offer @v, with its self time @self, to @s.  Returns 0
+ * or -ENOMEM (@s unchanged). */
+int diff_sample_add(struct diff_sample *s, uint64_t v, uint64_t self);
 
 void diff_sample_free(struct diff_sample *s);
 
@@ -53,13 +56,13 @@ struct diff_side {
 	uint64_t count;       /* values offered, over every run */
 	size_t sampled;       /* values in the pooled sample */
 	double p50, p99, mean;
-	double self_mean;     /* exact, over every run; 0 for frame times */
+	double self_mean;     /* of the sample's self times; 0 for frame times */
 };
 
 struct diff_row {
 	struct diff_side a, b;
 	struct diff_change p50, p99, mean;
-	double self_change;        /* of the exact self means (no interval) */
+	double self_change;        /* of the self means (no interval) */
 	enum diff_verdict verdict; /* from the p50's interval, see diff_compare() */
 };
 

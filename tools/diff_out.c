@@ -119,11 +119,12 @@ static uint64_t *pool(const struct diff_sample *const *s, size_t n, size_t *len,
 	*count = 0;
 	for (size_t i = 0; v && i < n; i++) {
 		memcpy(p, s[i]->v, s[i]->n * sizeof(*v));
+		for (uint32_t k = 0; k < s[i]->n; k++)
+			self += (double)s[i]->self[k];
 		p += s[i]->n;
 		*count += s[i]->seen;
-		self += s[i]->self_sum;
 	}
-	*self_mean = *count ? self / (double)*count : 0;
+	*self_mean = total ? self / (double)total : 0;
 	return v;
 }
 

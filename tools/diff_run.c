@@ -29,9 +29,7 @@ static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, ui
 			return -ENOMEM;
 		run->names[run->nnames++] = (struct diff_name){ .id = name };
 	}
-	struct diff_sample *s = &run->names[*found].s;
-	s->self_sum += (double)self;
-	return diff_sample_add(s, dur);
+	return diff_sample_add(&run->names[*found].s, dur, self);
 }
 
 static int on_frame(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval)
@@ -39,7 +37,7 @@ static int on_frame(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval)
 	struct diff_run *run = ctx;
 	(void)thread;
 	(void)ns;
-	return diff_sample_add(&run->frames, interval);
+	return diff_sample_add(&run->frames, interval, 0);
 }
 
 /* The header's run id, epoch and capture id, copied. */

@@ -4,7 +4,7 @@
  * and of its frame times (tools/diff.h), from the stats pass
  * (tools/stats.h).
  *
- * Bounded: at most DIFF_NAMES names are sampled per run (16 KiB each at
+ * Bounded: at most DIFF_NAMES names are sampled per run (32 KiB each at
  * most); the zones of names past that are counted, not compared.
  *
  * The command's one thread.
