@@ -51,7 +51,8 @@ static const struct opts_spec report_spec = {
 		"64 threads and 32 counters over time, 5000 flame graph stacks (the\n"
 		"smaller fold into their parents, time kept).  Durations are those of\n"
 		"`katra stats --json`, which the page embeds.  OUT is written whole or\n"
-		"not at all; IN itself is never replaced.\n",
+		"not at all; IN itself is never replaced.  Exit 3 when IN is truncated\n"
+		"(the page shows its valid prefix and says so).\n",
 };
 
 /* The capture's status beside @path, its fields kept as the page shows
