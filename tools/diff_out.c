@@ -118,6 +118,8 @@ static uint64_t *pool(const struct diff_sample *const *s, size_t n, size_t *len,
 	*len = total;
 	*count = 0;
 	for (size_t i = 0; v && i < n; i++) {
+		if (!s[i]->n)
+			continue; /* no values, and no array to copy from */
 		memcpy(p, s[i]->v, s[i]->n * sizeof(*v));
 		for (uint32_t k = 0; k < s[i]->n; k++)
 			self += (double)s[i]->self[k];
