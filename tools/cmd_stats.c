@@ -17,7 +17,9 @@ static const struct opts_spec stats_spec = {
 	.opts = opts_json,
 	.help = "usage: katra stats FILE [--json]\n"
 		"Per thread: events, dropped, time span, rate.  Per name: count and\n"
-		"zone durations (min, p50, p99, max).  Frame times between frame\n"
+		"zone durations (min, p50, p99, max, total, and self: the total less\n"
+		"the zones that ended inside them on their thread; a zone whose end\n"
+		"is missing stays in its parent's self time).  Frame times between frame\n"
 		"marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
 		"come from ~3%-wide buckets, min and max are exact.\n"
 		"Damaged frames are skipped and said on stderr; the exit status is then\n"

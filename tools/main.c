@@ -37,6 +37,12 @@ static const struct command commands[] = {
 	  "exit 0 valid, 1 corrupt, 3 truncated (valid prefix)" },
 	{ "stats", cmd_stats, "stats FILE [--json]",
 	  "per thread, per name (zone durations), frame times" },
+	{ "report", cmd_report, "report IN [-o OUT.html]",
+	  "one self-contained HTML page: frame times,\n"
+	  "zones, flame graph of self time, threads, counters" },
+	{ "diff", cmd_diff, "diff A B [--json]",
+	  "zone and frame times of B against A: change,\n"
+	  "interval, verdict [--fail-on slower --threshold 5%]" },
 	{ "dump", cmd_dump, "dump FILE",
 	  "events of all threads in timestamp order\n"
 	  "[--format text|jsonl] [--thread T] [--from NS --to NS]" },
