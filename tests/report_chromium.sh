@@ -21,7 +21,9 @@ browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
   sudo=()
   ((EUID != 0)) && sudo=(sudo)
-  "${sudo[@]}" apt-get install -y chromium >/dev/null
+  # A fresh machine has no package lists yet.
+  "${sudo[@]}" apt-get update -qq >/dev/null
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   browser=$(command -v chromium)
 fi
 
