@@ -39,6 +39,7 @@ struct fx {
 	const struct tables *t;
 	uint64_t pid;
 	struct idmap strings;   /* name id -> string index */
+	uint16_t direct[4096];  /* small name id -> string index, or 0 */
 	uint32_t next_string;
 	uint64_t w[MAX_WORDS];  /* the record being built */
 	size_t n;               /* its words */
@@ -155,7 +156,10 @@ static void put_thread(struct fx *x, struct xthread *t)
  * the table, 0 (the caller writes it inline). */
 static uint32_t name_ref(struct fx *x, uint32_t id)
 {
-	uint32_t *found = idmap_find(&x->strings, id);
+	int small = id < sizeof(x->direct) / sizeof(x->direct[0]);
+	if (small && x->direct[id])
+		return x->direct[id];
+	uint32_t *found = small ? NULL : idmap_find(&x->strings, id);
 	if (found)
 		return *found;
 	int added;
@@ -171,6 +175,8 @@ static uint32_t name_ref(struct fx *x, uint32_t id)
 	}
 	put_string(x, x->next_string, u, len);
 	free(u);
+	if (small)
+		x->direct[id] = (uint16_t)x->next_string;
 	return x->next_string++;
 }
 

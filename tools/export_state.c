@@ -74,7 +74,7 @@ uint32_t export_os_tid(const struct tables *t, uint32_t id)
 		? t->threads[i].os_tid : id;
 }
 
-struct xthread *xstate_thread(struct xstate *s, uint32_t id, int *fresh)
+struct xthread *xstate_thread_add(struct xstate *s, uint32_t id, int *fresh)
 {
 	int added;
 	*fresh = 0;
@@ -91,10 +91,12 @@ struct xthread *xstate_thread(struct xstate *s, uint32_t id, int *fresh)
 	s->threads[s->nthreads] = (struct xthread){ .id = id, .index = (uint32_t)s->nthreads,
 						    .drop_next = d, .drop_end = e };
 	*fresh = 1;
+	if (id < EXPORT_DIRECT)
+		s->direct[id] = (uint32_t)s->nthreads + 1;
 	return &s->threads[s->nthreads++];
 }
 
-const struct xdrop *xstate_drop_due(struct xstate *s, struct xthread *t, uint64_t ts)
+const struct xdrop *xstate_drop_take(struct xstate *s, struct xthread *t, uint64_t ts)
 {
 	if (t->drop_next >= t->drop_end || s->drops[t->drop_next].first_ts > ts)
 		return NULL;

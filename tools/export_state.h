@@ -34,6 +34,7 @@
 
 #define EXPORT_OPEN (1u << 20)
 #define EXPORT_DROPS (1u << 16)
+#define EXPORT_DIRECT 1024u /* thread ids below this are found without a hash */
 
 /* A drop record: @count events of @thread_id lost between two ticks. */
 struct xdrop {
@@ -72,6 +73,7 @@ struct xstate {
 	struct xthread *threads;
 	size_t nthreads, threads_cap;
 	struct idmap tids;      /* thread id -> index */
+	uint32_t direct[EXPORT_DIRECT]; /* small thread id -> 1 + index, or 0 */
 	struct idmap inner;     /* index << 32 | name -> 1 + innermost open of that name */
 	size_t open;
 	struct xdrop *drops;    /* sorted by thread, then first_ts */
@@ -94,11 +96,26 @@ uint32_t export_os_tid(const struct tables *t, uint32_t id);
 
 /* xstate_thread - the thread @id, added (and *@fresh set) on first sight;
  * NULL when out of memory or past KT_MAX_SUMMARY_THREADS threads. */
-struct xthread *xstate_thread(struct xstate *s, uint32_t id, int *fresh);
+struct xthread *xstate_thread_add(struct xstate *s, uint32_t id, int *fresh);
+
+static inline struct xthread *xstate_thread(struct xstate *s, uint32_t id, int *fresh)
+{
+	if (id < EXPORT_DIRECT && s->direct[id]) {
+		*fresh = 0;
+		return &s->threads[s->direct[id] - 1];
+	}
+	return xstate_thread_add(s, id, fresh);
+}
 
 /* xstate_drop_due - @t's next unmarked drop record that began at or before
  * @ts (ticks), taken; NULL when none. */
-const struct xdrop *xstate_drop_due(struct xstate *s, struct xthread *t, uint64_t ts);
+const struct xdrop *xstate_drop_take(struct xstate *s, struct xthread *t, uint64_t ts);
+
+static inline const struct xdrop *xstate_drop_due(struct xstate *s, struct xthread *t,
+						  uint64_t ts)
+{
+	return t->drop_next < t->drop_end ? xstate_drop_take(s, t, ts) : NULL;
+}
 
 /* xstate_begin - open zone @name on @t.  Returns 1 when it opened (write
  * its begin), 0 when skipped past EXPORT_OPEN, -ENOMEM. */
