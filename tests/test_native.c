@@ -16,6 +16,10 @@
 
 #include <katra/reader.h>
 #include <katra/writer.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "tools/export_perfetto.h"
 #include "tools/perfetto_trace.pb-c.h"
 
 #define GOLDEN KT_TEST_DATA "/golden_v1.katra"
@@ -600,4 +604,85 @@ Test(fxt, unmatched_ends_are_skipped_and_open_zones_closed)
 	cr_assert_eq(f.ev[5].ts, f.ev[4].ts, "d closes at its thread's last event");
 	free(got);
 	unlink(path);
+}
+
+/* ---- compressed batches ---- */
+
+static uint64_t get_varint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7F) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	cr_assert_fail("a varint runs off the end");
+	return 0;
+}
+
+/* Unwrap @got: each Trace.packet must be one field @field holding
+ * compressed packets; their decompressed bytes, concatenated. */
+static uint8_t *unwrap(const uint8_t *got, size_t len, unsigned field, size_t *out_len)
+{
+	size_t cap = 1 << 24, n = 0;
+	uint8_t *out = malloc(cap);
+	const uint8_t *p = got, *end = got + len;
+	int batches = 0;
+	while (p < end) {
+		cr_assert_eq(*p++, 1 << 3 | 2, "not a Trace.packet");
+		uint64_t plen = get_varint(&p, end);
+		cr_assert_leq(plen, (uint64_t)(end - p));
+		const uint8_t *pend = p + plen;
+		cr_assert_eq(get_varint(&p, pend), (uint64_t)field << 3 | 2, "not field %u", field);
+		size_t clen = get_varint(&p, pend);
+		cr_assert_eq(p + clen, pend, "one field per packet");
+		size_t got_n;
+		if (field == 133) {
+			got_n = ZSTD_decompress(out + n, cap - n, p, clen);
+			cr_assert(!ZSTD_isError(got_n));
+		} else {
+			uLongf dl = cap - n;
+			cr_assert_eq(uncompress(out + n, &dl, p, clen), Z_OK);
+			got_n = dl;
+		}
+		cr_assert_leq(got_n, PERFETTO_BATCH);
+		n += got_n;
+		p = pend;
+		batches++;
+	}
+	cr_assert_geq(batches, 1);
+	*out_len = n;
+	return out;
+}
+
+Test(perfetto, zstd_and_deflate_batches_hold_exactly_the_plain_packets)
+{
+	struct proc p;
+	size_t plain_len;
+	uint8_t *plain = export_as("--perfetto", GOLDEN, &plain_len, &p);
+	char out[160];
+	static const struct { const char *flag; unsigned field; } codecs[] = {
+		{ "--zstd", 133 }, { "--deflate", 50 } };
+	uint8_t *packed[2], *unpacked[2];
+	size_t lens[2], ulens[2];
+	for (int i = 0; i < 2; i++) {
+		snprintf(out, sizeof(out), "/tmp/katra-native-%d-%s", (int)getpid(), codecs[i].flag + 2);
+		unlink(out);
+		const char *args[] = { "export", "--perfetto", codecs[i].flag, GOLDEN, out, NULL };
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 0, "%s", p.err);
+		packed[i] = t_slurp(out, &lens[i]);
+		cr_assert_not_null(packed[i]);
+		unlink(out);
+		unpacked[i] = unwrap(packed[i], lens[i], codecs[i].field, &ulens[i]);
+		cr_assert_eq(ulens[i], plain_len, "%s: not the plain export's bytes", codecs[i].flag);
+		cr_assert_eq(memcmp(unpacked[i], plain, plain_len), 0, "%s", codecs[i].flag);
+		free(unpacked[i]);
+		free(packed[i]);
+	}
+	const char *bad[] = { "export", "--fxt", "--zstd", GOLDEN, "x", NULL };
+	run_katra(&p, bad);
+	cr_assert_eq(p.status, 2, "--zstd is for --perfetto only");
+	free(plain);
 }

@@ -26,7 +26,7 @@
 enum { CHROME = 1, COLLAPSED = 2, PERFETTO = 3, FXT = 4 };
 
 struct export_opts {
-	int chrome, collapsed, perfetto, fxt;
+	int chrome, collapsed, perfetto, fxt, zstd, deflate;
 };
 
 /* Say what a binary export changed to keep its zones balanced, if anything. */
@@ -46,7 +46,7 @@ static void say_export(const char *in, const struct export_result *x)
 }
 
 static int run_format(int format, struct input *in, const struct tables *t, FILE *f,
-		      struct collapse_result *cr, struct export_result *xr)
+		      struct collapse_result *cr, struct export_result *xr, int codec)
 {
 	switch (format) {
 	case CHROME:
@@ -54,7 +54,7 @@ static int run_format(int format, struct input *in, const struct tables *t, FILE
 	case COLLAPSED:
 		return collapse_run(in->r, t, f, cr);
 	case PERFETTO:
-		return perfetto_run(in->r, t, f, xr);
+		return perfetto_run(in->r, t, f, codec, xr);
 	default:
 		return fxt_run(in->r, t, f, xr);
 	}
@@ -79,7 +79,7 @@ static void say_collapsed(const char *in, const struct collapse_result *c)
  * (0 or a reader's code); *@werr gets the errno of a write that failed, or
  * 0: a failed write stops the pass with -EIO. */
 static int export_to(struct input *in, const char *inp, const struct tables *t, int format,
-		     outfile *of, int *werr)
+		     int codec, outfile *of, int *werr)
 {
 	static char fbuf[1 << 20];
 	FILE *f = fdopen(of->fd, "w");
@@ -93,7 +93,7 @@ static int export_to(struct input *in, const char *inp, const struct tables *t, 
 	progress_init(0, in->r);
 	struct collapse_result cr;
 	struct export_result xr;
-	int rc = run_format(format, in, t, f, &cr, &xr);
+	int rc = run_format(format, in, t, f, &cr, &xr, codec);
 	progress_end();
 	errno = 0;
 	int fmt_errno = format == CHROME ? fmt_write_errno() : 0;
@@ -115,10 +115,12 @@ static const struct opts_spec export_spec = {
 		{ .name = "--collapsed", .offset = offsetof(struct export_opts, collapsed), .flag = 1 },
 		{ .name = "--perfetto", .offset = offsetof(struct export_opts, perfetto), .flag = 1 },
 		{ .name = "--fxt", .offset = offsetof(struct export_opts, fxt), .flag = 1 },
+		{ .name = "--zstd", .offset = offsetof(struct export_opts, zstd), .flag = 1 },
+		{ .name = "--deflate", .offset = offsetof(struct export_opts, deflate), .flag = 1 },
 		{ .name = NULL } },
 	.help = "usage: katra export --chrome IN OUT.json\n"
 		"       katra export --collapsed IN OUT.folded\n"
-		"       katra export --perfetto IN OUT.pftrace\n"
+		"       katra export --perfetto [--zstd | --deflate] IN OUT.pftrace\n"
 		"       katra export --fxt IN OUT.fxt\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
 		"chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
@@ -132,7 +134,9 @@ static const struct opts_spec export_spec = {
 		"deep or 1048576 distinct fold into their parents (said on stderr).\n"
 		"--perfetto writes Perfetto's protobuf trace (ui.perfetto.dev: open the\n"
 		"file): a packet sequence per thread, names interned, timestamps as\n"
-		"deltas.  --fxt writes the Fuchsia trace format (Perfetto's UI,\n"
+		"deltas; --zstd or --deflate compress it in batches (zstd: Perfetto\n"
+		"v58 and later; deflate: every version).  --fxt writes the Fuchsia\n"
+		"trace format (Perfetto's UI,\n"
 		"Tracy's tracy-import-fuchsia), timestamps in katra's own ticks.  Both\n"
 		"keep zones balanced (an end with no begin is skipped, zones left open\n"
 		"are closed, said on stderr) and mark each drop record on its thread.\n"
@@ -150,6 +154,9 @@ int cmd_export(int argc, char **argv)
 	if (o.chrome + o.collapsed + o.perfetto + o.fxt != 1)
 		return usage_error("export: say one format: --chrome, --collapsed, --perfetto or --fxt");
 	int format = o.chrome ? CHROME : o.collapsed ? COLLAPSED : o.perfetto ? PERFETTO : FXT;
+	if (o.zstd + o.deflate > (format == PERFETTO))
+		return usage_error("export: --zstd or --deflate, one, and with --perfetto only");
+	int codec = o.zstd ? PERFETTO_ZSTD : o.deflate ? PERFETTO_DEFLATE : PERFETTO_PLAIN;
 	const char *inp = pos[0], *out = pos[1];
 	struct input in;
 	if ((rc = input_open(&in, inp)))
@@ -165,7 +172,7 @@ int cmd_export(int argc, char **argv)
 	if (output_open(&of, out, &in) < 0)
 		goto done;
 	int werr;
-	rc = export_to(&in, inp, &t, format, &of, &werr);
+	rc = export_to(&in, inp, &t, format, codec, &of, &werr);
 	if (werr) {
 		say("%s: write failed: %s", out, strerror(werr));
 	} else if (rc < 0) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tools/export_perfetto.h"
+#include "tools/perfetto_pack.h"
 #include "tools/perfetto_trace.pb-c.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
@@ -552,16 +553,24 @@ static void put_trace_end(struct pf *p)
 	put_packet(p, &pk);
 }
 
-int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, struct export_result *res)
+int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
+		 struct export_result *res)
 {
 	struct pf p = { .r = r, .t = t };
+	struct perfetto_pack *pack = NULL;
 	idmap_init(&p.interned);
 	idmap_init(&p.counters);
 	int rc = xstate_init(&p.xs, r, res);
 	if (!rc && !(p.seen = calloc((size_t)SEEN_THREADS * SEEN_NAMES / 64, sizeof(*p.seen))))
 		rc = -ENOMEM;
 	if (!rc)
-		rc = xout_init(&p.out, out, 1 << 20);
+		rc = xout_init(&p.out, out, codec == PERFETTO_PLAIN ? 1u << 20 : PERFETTO_BATCH);
+	if (!rc && codec != PERFETTO_PLAIN) {
+		if (!(pack = perfetto_pack_new(out, codec, PERFETTO_BATCH)))
+			rc = -ENOMEM;
+		p.out.sink = perfetto_pack_write;
+		p.out.ctx = pack;
+	}
 	if (!rc) {
 		put_trace_start(&p);
 		static const struct pipe_client client = { .event = on_event, .payloads = 1 };
@@ -573,6 +582,7 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, struct export_
 		rc = p.err;
 	if (xout_free(&p.out) && rc >= 0)
 		rc = -EIO;
+	perfetto_pack_free(pack);
 	xstate_free(&p.xs);
 	idmap_free(&p.interned);
 	idmap_free(&p.counters);

@@ -44,14 +44,24 @@
 #include "tools/tables.h"
 
 #define PERFETTO_INTERNED (1u << 22)
+#define PERFETTO_BATCH (256u << 10) /* packets compressed together, at most */
+
+/* How the packets go out: as they are, or in batches of PERFETTO_BATCH
+ * bytes, each one TracePacket holding them compressed: zstd in
+ * zstd_compressed_packets (field 133: Perfetto v58 and later read it;
+ * older ones see an empty trace) or zlib's deflate in compressed_packets
+ * (field 50, read by every Perfetto). */
+enum { PERFETTO_PLAIN, PERFETTO_ZSTD, PERFETTO_DEFLATE };
 
 /*
- * perfetto_run - every event of @r as above, to @out.  @t names names and
- * threads (and says whether the file has its summary).
+ * perfetto_run - every event of @r as above, to @out, packed as @codec
+ * says (PERFETTO_*).  @t names names and threads (and says whether the
+ * file has its summary).
  *
  * Return: 0; a reader's negative code (what came before it is written);
  * -ENOMEM; -EIO when a write to @out failed.  *@res is filled in every case.
  */
-int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, struct export_result *res);
+int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
+		 struct export_result *res);
 
 #endif

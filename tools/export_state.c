@@ -160,7 +160,9 @@ int xout_init(struct xout *o, FILE *f, size_t cap)
 
 static void xout_flush(struct xout *o)
 {
-	if (o->len && !o->failed && fwrite(o->buf, 1, o->len, o->f) != o->len)
+	if (o->len && !o->failed &&
+	    (o->sink ? o->sink(o->ctx, o->buf, o->len) != 0
+		     : fwrite(o->buf, 1, o->len, o->f) != o->len))
 		o->failed = 1;
 	o->len = 0;
 }

@@ -142,6 +142,10 @@ struct xout {
 	uint8_t *buf;
 	size_t len, cap;
 	int failed;
+	/* Optional: where a full buffer goes instead of @f (whole records:
+	 * a buffer is flushed only between two xout_room() calls); 0 or -1. */
+	int (*sink)(void *ctx, const uint8_t *buf, size_t len);
+	void *ctx;
 };
 
 /* xout_init - a buffer of @cap bytes over @f.  Returns 0 or -ENOMEM. */
