@@ -26,14 +26,15 @@ katra=$PWD/build-rel/katra
 events=$("$katra" info "$trace" | awk '$1 == "events" { print $2 }')
 tmp=$(mktemp -d "$(dirname "$trace")/katra-exports.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-formats=(chrome collapsed perfetto fxt)
+formats=(chrome collapsed perfetto perfetto+zstd fxt) # + joins a format and its option
 declare -A wall cpu rss bytes
 
 for ((r = 0; r < reps; r++)); do
   for f in "${formats[@]}"; do
     rm -f "$tmp/out"
-    /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$katra" export "--$f" "$trace" "$tmp/out" \
-      2>/dev/null || { echo "exports.sh: export --$f failed" >&2; exit 1; }
+    read -ra args <<<"--${f//+/ --}"
+    /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$katra" export "${args[@]}" "$trace" "$tmp/out" \
+      2>/dev/null || { echo "exports.sh: export ${args[*]} failed" >&2; exit 1; }
     read -r e u s m <"$tmp/time"
     wall[$f]+="$e "
     cpu[$f]+="$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') "
@@ -47,11 +48,11 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { prin
 
 echo "# katra export, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# trace: $trace, $events events; median of $reps run(s) each"
-printf '%-10s %14s %8s %9s %12s %9s %10s\n' format bytes "B/event" "wall s" "Mevents/s" "cpu s" "rss MiB"
+printf '%-14s %14s %8s %9s %12s %9s %10s\n' format bytes "B/event" "wall s" "Mevents/s" "cpu s" "rss MiB"
 for f in "${formats[@]}"; do
   w=$(median <<<"${wall[$f]}")
   c=$(median <<<"${cpu[$f]}")
   m=$(median <<<"${rss[$f]}")
   awk -v f="$f" -v b="${bytes[$f]}" -v n="$events" -v w="$w" -v c="$c" -v m="$m" 'BEGIN {
-    printf "%-10s %14d %8.2f %9.2f %12.1f %9.2f %10.1f\n", f, b, b / n, w, n / w / 1e6, c, m / 1024 }'
+    printf "%-14s %14.0f %8.2f %9.2f %12.1f %9.2f %10.1f\n", f, b, b / n, w, n / w / 1e6, c, m / 1024 }'
 done

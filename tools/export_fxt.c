@@ -392,7 +392,8 @@ int fxt_run(kt_reader *r, const struct tables *t, FILE *out, struct export_resul
 		rc = xout_init(&x->out, out, 1 << 20);
 	if (!rc) {
 		put_header(x);
-		static const struct pipe_client client = { .event = on_event, .payloads = 1 };
+		static const struct pipe_client client = { .event = on_event, .payloads = 1,
+							   .merge_ns = 1 };
 		rc = pipe_run(r, &client, x);
 		if (rc >= 0 && !x->err)
 			put_trace_end(x);

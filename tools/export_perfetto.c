@@ -573,7 +573,8 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	}
 	if (!rc) {
 		put_trace_start(&p);
-		static const struct pipe_client client = { .event = on_event, .payloads = 1 };
+		static const struct pipe_client client = { .event = on_event, .payloads = 1,
+							   .merge_ns = 1 };
 		rc = pipe_run(r, &client, &p);
 		if (rc >= 0 && !p.err)
 			put_trace_end(&p);
