@@ -686,3 +686,45 @@ Test(perfetto, zstd_and_deflate_batches_hold_exactly_the_plain_packets)
 	cr_assert_eq(p.status, 2, "--zstd is for --perfetto only");
 	free(plain);
 }
+
+/* ---- a file cut short ---- */
+
+Test(native, a_file_cut_short_ends_with_a_mark_in_both_formats)
+{
+	size_t len;
+	uint8_t *whole = t_slurp(GOLDEN, &len);
+	cr_assert_not_null(whole);
+	char cut[96], out[112];
+	snprintf(cut, sizeof(cut), "/tmp/katra-native-%d-cut.katra", (int)getpid());
+	FILE *f = fopen(cut, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(whole, 1, 1500, f), 1500); /* inside the second thread's chunk */
+	fclose(f);
+	free(whole);
+	for (int fxt = 0; fxt < 2; fxt++) {
+		snprintf(out, sizeof(out), "%s.out", cut);
+		unlink(out);
+		const char *args[] = { "export", fxt ? "--fxt" : "--perfetto", cut, out, NULL };
+		struct proc p;
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 3, "truncated: %s", p.err);
+		size_t n;
+		uint8_t *got = t_slurp(out, &n);
+		cr_assert_not_null(got);
+		unlink(out);
+		if (fxt) {
+			static struct fxt r;
+			read_fxt(&r, got, n);
+			cr_assert_geq(r.nev, 1);
+			cr_assert_str_eq(r.ev[r.nev - 1].name,
+					 "katra: the file was cut short here; later events are lost");
+		} else {
+			char *text = filter("protoc --decode=perfetto.protos.Trace --proto_path="
+					    KT_SRC_DIR "/tools perfetto_trace.proto", got, n);
+			cr_assert_eq(count(text, "name: \"katra: the file was cut short here"), 1);
+			free(text);
+		}
+		free(got);
+	}
+	unlink(cut);
+}
