@@ -28,9 +28,9 @@ enum { OBJ_PROCESS = 1, OBJ_THREAD = 2 };
 #define MAX_WORDS 4095u /* a record's size field: 12 bits */
 
 /* The fixed strings, at these indices of the string table. */
-enum { S_CAT = 1, S_VALUE, S_FRAME, S_SUBTYPE, S_BYTES, S_MESSAGE, S_PROCESS, S_CLOSED, S_FIRST };
+enum { S_CAT = 1, S_VALUE, S_FRAME, S_SUBTYPE, S_BYTES, S_EVENT, S_PROCESS, S_CLOSED, S_FIRST };
 static const char *const fixed[S_FIRST] = { NULL, "katra", "value", "frame", "subtype",
-					    "bytes", "message", "process", "closed" };
+					    "bytes", "event", "process", "closed" };
 
 struct fx {
 	struct xstate xs;
@@ -211,7 +211,7 @@ static uint64_t ev_start(struct fx *x, struct xthread *t, unsigned type, uint64_
 		}
 		free(u);
 	} else if (!id && text) {
-		size_t len = strlen(text); /* our own, short */
+		size_t len = strlen(text); /* ours, or cut to FXT_TEXT */
 		rec_bytes(x, text, len);
 		ref = INLINE_STR | len;
 	}
@@ -234,15 +234,6 @@ static void arg_u64(struct fx *x, unsigned type, uint32_t name, uint64_t v)
 {
 	x->w[x->n++] = type | bits(2, 4) | bits(name, 16);
 	x->w[x->n++] = v;
-	x->nargs++;
-}
-
-/* A string argument, its value inline (@n bytes, at most FXT_TEXT). */
-static void arg_str(struct fx *x, uint32_t name, const char *s, size_t n)
-{
-	size_t at = x->n++;
-	rec_bytes(x, s, n);
-	x->w[at] = ARG_STR | bits(x->n - at, 4) | bits(name, 16) | bits(INLINE_STR | n, 32);
 	x->nargs++;
 }
 
@@ -277,15 +268,21 @@ static void put_drops(struct fx *x, struct xthread *t, uint64_t ts)
 	}
 }
 
+/* A message as Tracy's importer reads one: an instant whose name is the
+ * text (inline), the event's own name in the argument "event". */
 static void on_message(struct fx *x, struct xthread *t, const kt_event *ev)
 {
 	size_t len;
+	uint64_t ref = ev->name_id ? name_ref(x, ev->name_id) : 0;
 	char *u = utf8(x, (const char *)ev->payload, ev->payload_len, &len);
 	if (!u)
 		return;
-	uint64_t h = ev_start(x, t, EV_INSTANT, ev->ts, ev->name_id, NULL);
-	if (x->n + 1 + (len + 7) / 8 < MAX_WORDS) /* a name inline may have taken the room */
-		arg_str(x, S_MESSAGE, u, len);
+	u[len] = 0;
+	uint64_t h = ev_start(x, t, EV_INSTANT, ev->ts, 0, u);
+	if (ref) {
+		x->w[x->n++] = ARG_STR | bits(1, 4) | bits(S_EVENT, 16) | bits(ref, 32);
+		x->nargs++;
+	}
 	ev_put(x, h);
 	free(u);
 }
@@ -298,9 +295,12 @@ static void on_other(struct fx *x, struct xthread *t, const kt_event *ev)
 	switch (ev->type) {
 	case KT_EV_COUNTER_I64:
 	case KT_EV_COUNTER_F64:
+		/* Tracy plots a counter by its argument's name, Perfetto by
+		 * "NAME:ARGUMENT": the argument is named as the counter. */
 		h = ev_start(x, t, EV_COUNTER, ev->ts, ev->name_id, NULL);
-		arg_u64(x, ev->type == KT_EV_COUNTER_I64 ? ARG_I64 : ARG_F64, S_VALUE,
-			payload_u64(ev));
+		uint32_t arg = (uint32_t)(h >> 48);
+		arg_u64(x, ev->type == KT_EV_COUNTER_I64 ? ARG_I64 : ARG_F64,
+			!arg || (arg & INLINE_STR) ? S_VALUE : arg, payload_u64(ev));
 		x->w[x->n++] = ev->name_id; /* the counter's id */
 		break;
 	case KT_EV_FLOW:

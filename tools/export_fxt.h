@@ -17,12 +17,14 @@
  *    katra's id when the file has none);
  *  - zones as duration begin / end events, balanced as export_state.h
  *    says (a forced end has the argument closed = 1); counters as counter
- *    events (counter id: the name id) with one argument "value" (int64 or
- *    double); instants as instant events; frame marks as instants with a
+ *    events (counter id: the name id) with one argument named as the counter
+ *    (int64 or double; "value" when the name is inline); instants as
+ *    instant events; frame marks as instants with a
  *    uint64 argument "frame"; flows as flow begin / step / end events
  *    (flow id: the payload) inside the zone around them; messages as
- *    instants with a string argument "message" (cut at FXT_TEXT bytes, a
- *    record's limit); user records as instants with uint32 arguments
+ *    instants named by their text (cut at FXT_TEXT bytes, a record's
+ *    limit: Tracy shows an instant's name as the message), the event's
+ *    name in a string argument "event"; user records as instants with uint32 arguments
  *    "subtype" and "bytes"; each drop record as an instant
  *    "katra: N events dropped" on its thread where the loss began; a file
  *    cut short ends with an instant saying so.
