@@ -59,8 +59,10 @@ int xstate_init(struct xstate *s, kt_reader *r, struct export_result *res)
 
 void xstate_free(struct xstate *s)
 {
-	for (size_t i = 0; i < s->nthreads; i++)
+	for (size_t i = 0; i < s->nthreads; i++) {
 		free(s->threads[i].stack);
+		free(s->threads[i].small);
+	}
 	free(s->threads);
 	free(s->drops);
 	idmap_free(&s->tids);
@@ -104,6 +106,20 @@ const struct xdrop *xstate_drop_take(struct xstate *s, struct xthread *t, uint64
 	return &s->drops[t->drop_next++];
 }
 
+/* Where @t keeps 1 + its innermost open zone of @name (0: none open):
+ * made when @make; NULL when not made, or out of memory. */
+static uint32_t *inner_of(struct xstate *s, struct xthread *t, uint32_t name, int make)
+{
+	if (name < EXPORT_SMALL_NAMES && t->index < EXPORT_SMALL_THREADS) {
+		if (!t->small && make)
+			t->small = calloc(EXPORT_SMALL_NAMES, sizeof(*t->small));
+		return t->small ? &t->small[name] : NULL;
+	}
+	uint64_t key = (uint64_t)t->index << 32 | name;
+	int added;
+	return make ? idmap_slot(&s->inner, key, 0, &added) : idmap_find(&s->inner, key);
+}
+
 int xstate_begin(struct xstate *s, struct xthread *t, uint32_t name)
 {
 	if (s->open >= EXPORT_OPEN) {
@@ -112,8 +128,7 @@ int xstate_begin(struct xstate *s, struct xthread *t, uint32_t name)
 	}
 	if (grow_array((void **)&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack)))
 		return -ENOMEM;
-	int added;
-	uint32_t *inner = idmap_slot(&s->inner, (uint64_t)t->index << 32 | name, 0, &added);
+	uint32_t *inner = inner_of(s, t, name, 1);
 	if (!inner)
 		return -ENOMEM;
 	t->stack[t->depth] = (struct xzone){ name, *inner };
@@ -125,13 +140,13 @@ int xstate_begin(struct xstate *s, struct xthread *t, uint32_t name)
 static void pop(struct xstate *s, struct xthread *t)
 {
 	struct xzone *z = &t->stack[--t->depth];
-	*idmap_find(&s->inner, (uint64_t)t->index << 32 | z->name) = z->below;
+	*inner_of(s, t, z->name, 0) = z->below; /* made when the zone opened */
 	s->open--;
 }
 
 size_t xstate_end(struct xstate *s, struct xthread *t, uint32_t name)
 {
-	uint32_t *inner = idmap_find(&s->inner, (uint64_t)t->index << 32 | name);
+	uint32_t *inner = inner_of(s, t, name, 0);
 	if (!inner || !*inner) {
 		s->res->unbegun++;
 		return 0;

@@ -35,6 +35,11 @@
 #define EXPORT_OPEN (1u << 20)
 #define EXPORT_DROPS (1u << 16)
 #define EXPORT_DIRECT 1024u /* thread ids below this are found without a hash */
+/* On the first EXPORT_SMALL_THREADS threads, the innermost open zone of
+ * each name below EXPORT_SMALL_NAMES is kept in a table of the thread's
+ * (1 KiB, made on its first zone) rather than the hash. */
+#define EXPORT_SMALL_THREADS 1024u
+#define EXPORT_SMALL_NAMES 256u
 
 /* A drop record: @count events of @thread_id lost between two ticks. */
 struct xdrop {
@@ -52,6 +57,7 @@ struct xthread {
 	uint32_t index;           /* order of first sight, from 0 */
 	struct xzone *stack;
 	size_t depth, cap;
+	uint32_t *small;          /* name -> 1 + innermost open, or NULL */
 	uint64_t last_ts;         /* ticks of its last event */
 	uint64_t last_out;        /* the exporter's own: the last time it wrote */
 	size_t drop_next, drop_end; /* its drops not yet marked, in xstate.drops */
