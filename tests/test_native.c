@@ -387,7 +387,7 @@ static void read_fxt(struct fxt *f, const uint8_t *bytes, size_t len)
 {
 	memset(f, 0, sizeof(*f));
 	cr_assert_eq(len % 8, 0, "FXT is whole words");
-	f->w = (const uint64_t *)bytes;
+	f->w = (const void *)bytes; /* t_slurp()'s malloc: aligned for words */
 	f->n = len / 8;
 	cr_assert(f->n && f->w[0] == UINT64_C(0x0016547846040010), "no magic record first");
 	for (size_t at = 1; at < f->n;) {
