@@ -478,9 +478,12 @@ Test(fxt, golden_reads_back_record_by_record_and_matches_the_events)
 	cr_assert_eq(f.pid, 4242);
 	cr_assert_eq(f.nthread_names, 2);
 	size_t dlen;
-	char *dump = (char *)t_slurp(KT_TEST_DATA "/golden_v1.dump.txt", &dlen);
-	cr_assert_not_null(dump);
-	char *line = dump;
+	uint8_t *raw = t_slurp(KT_TEST_DATA "/golden_v1.dump.txt", &dlen);
+	cr_assert_not_null(raw);
+	char *dump = malloc(dlen + 1), *line = dump; /* NUL-terminated for sscanf */
+	memcpy(dump, raw, dlen);
+	dump[dlen] = 0;
+	free(raw);
 	kt_event ev;
 	int i = 0, marks = 0;
 	while (kt_reader_next(r, &ev) > 0) {
