@@ -35,7 +35,8 @@ kinds=(
 
 commands=(
   "verify" "info" "stats" "stats --json" "dump" "dump --format jsonl" "replay --max"
-  "export --chrome" "export --collapsed" "slice" "compress" "decompress" "report" "diff"
+  "export --chrome" "export --collapsed" "export --perfetto" "export --fxt" "slice" "compress"
+  "decompress" "report" "diff"
 )
 
 bad=0

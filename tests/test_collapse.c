@@ -187,9 +187,9 @@ Test(collapse, one_format_must_be_said)
 	const char *both[] = { "export", "--chrome", "--collapsed", "a", "b", NULL };
 	run_katra(&p, both);
 	cr_assert_eq(p.status, 2);
-	cr_assert_not_null(strstr(p.err, "say one format: --chrome or --collapsed"));
+	cr_assert_not_null(strstr(p.err, "say one format: --chrome, --collapsed, --perfetto or --fxt"));
 	const char *none[] = { "export", "a", "b", NULL };
 	run_katra(&p, none);
 	cr_assert_eq(p.status, 2);
-	cr_assert_not_null(strstr(p.err, "say one format: --chrome or --collapsed"));
+	cr_assert_not_null(strstr(p.err, "say one format: --chrome, --collapsed, --perfetto or --fxt"));
 }

@@ -50,7 +50,8 @@ static const struct command commands[] = {
 	  "the same, paced to the original timing\n"
 	  "[--speed X | --max] [--max-gap S] [--format text|jsonl]" },
 	{ "export", cmd_export, "export --chrome IN OUT.json",
-	  "Chrome Trace Event Format (Perfetto UI)" },
+	  "Chrome Trace Event Format (Perfetto UI)\n"
+	  "[--collapsed | --perfetto | --fxt] IN OUT" },
 	{ "decompress", cmd_decompress, "decompress IN OUT", "rewrite LZ4 chunks raw" },
 	{ "compress", cmd_compress, "compress IN OUT",
 	  "rewrite chunks with LZ4 (timestamps delta-coded)" },
