@@ -279,7 +279,17 @@ static int start(kt_reader *r, struct kt__merge *m)
 	return rc;
 }
 
+static int next_merged(kt_reader *r, kt_event *ev);
+
 int kt_reader_next(kt_reader *r, kt_event *ev)
+{
+	int rc;
+	while ((rc = next_merged(r, ev)) > 0 && !kt__reader_keeps(r, ev))
+		;
+	return rc;
+}
+
+static int next_merged(kt_reader *r, kt_event *ev)
 {
 	struct kt__merge *m = kt__reader_merge(r);
 	int rc;

@@ -408,6 +408,30 @@ int kt__reader_salvage(kt_reader *r, int code, uint64_t off, uint64_t bytes)
 	return 1;
 }
 
+int kt_reader_set_filter(kt_reader *r, const kt_reader_filter *f)
+{
+	r->filtered = f != NULL;
+	if (f)
+		r->filter = *f;
+	return 0;
+}
+
+int kt__reader_keeps(kt_reader *r, const kt_event *ev)
+{
+	const kt_reader_filter *f = &r->filter;
+	if (!r->filtered)
+		return 1;
+	uint64_t ns = kt_reader_ticks_to_ns(r, ev->ts);
+	if (ns < f->from_ns || ns > f->to_ns)
+		return 0;
+	if (!f->threads || !f->nthreads)
+		return 1;
+	for (size_t i = 0; i < f->nthreads; i++)
+		if (f->threads[i] == ev->thread_id)
+			return 1;
+	return 0;
+}
+
 int kt_reader_skip_events(kt_reader *r, int on)
 {
 	kt__reader_set_headers_only(r, on != 0);

@@ -53,6 +53,10 @@ void kt__reader_set_headers_only(kt_reader *r, int on);
  */
 int kt__reader_salvage(kt_reader *r, int code, uint64_t off, uint64_t bytes);
 
+/* kt__reader_keeps - whether kt_reader_set_filter()'s filter (if any)
+ * keeps @ev. */
+int kt__reader_keeps(kt_reader *r, const kt_event *ev);
+
 /*
  * Take ownership of the decoded events of chunk @f (just returned by
  * kt__reader_frame_at(), which never leaves them in the sequential pass's

@@ -22,12 +22,29 @@
 #include "tools/outfile.h"
 #include "tools/progress.h"
 #include "tools/tables.h"
+#include "tools/when.h"
 
 enum { CHROME = 1, COLLAPSED = 2, PERFETTO = 3, FXT = 4 };
 
 struct export_opts {
 	int chrome, collapsed, perfetto, fxt, zstd, deflate;
+	struct when_window win;
+	struct thread_list threads;
 };
+
+/* --from/--to/--window/--frames and --thread: the reader keeps only the
+ * events they select (zones cut by the window are balanced by the
+ * exports as any cut zone is).  Returns OPTS_GO or the status said. */
+static int cut_window(struct export_opts *o, const char *inp, kt_reader *r)
+{
+	kt_reader_filter f = { 0, UINT64_MAX, o->threads.ids, (size_t)o->threads.n };
+	if (!o->win.from.given && !o->win.to.given && !o->threads.n)
+		return OPTS_GO;
+	int rc = when_resolve("export", inp, &o->win, r, &f.from_ns, &f.to_ns);
+	if (rc == OPTS_GO)
+		kt_reader_set_filter(r, &f);
+	return rc;
+}
 
 /* Say what a binary export changed to keep its zones balanced, if anything. */
 static void say_export(const char *in, const struct export_result *x)
@@ -117,11 +134,15 @@ static const struct opts_spec export_spec = {
 		{ .name = "--fxt", .offset = offsetof(struct export_opts, fxt), .flag = 1 },
 		{ .name = "--zstd", .offset = offsetof(struct export_opts, zstd), .flag = 1 },
 		{ .name = "--deflate", .offset = offsetof(struct export_opts, deflate), .flag = 1 },
+		WHEN_OPTS(offsetof(struct export_opts, win)),
+		OPT_THREAD(offsetof(struct export_opts, threads)),
 		{ .name = NULL } },
 	.help = "usage: katra export --chrome IN OUT.json\n"
 		"       katra export --collapsed IN OUT.folded\n"
 		"       katra export --perfetto [--zstd | --deflate] IN OUT.pftrace\n"
 		"       katra export --fxt IN OUT.fxt\n"
+		"       (each also [--from T] [--to T] [--window T..T] [--frames A..B]\n"
+		"       [--thread ID ...])\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
 		"chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
 		"s/t/f, frame marks as process-scoped instants, thread names as\n"
@@ -142,7 +163,8 @@ static const struct opts_spec export_spec = {
 		"are closed, said on stderr) and mark each drop record on its thread.\n"
 		"OUT is written whole or not at all (a temporary file beside it,\n"
 		"renamed); IN itself is never replaced.  Damaged frames of IN are\n"
-		"skipped and said on stderr; the exit status is then 3 (partial).\n",
+		"skipped and said on stderr; the exit status is then 3 (partial).\n"
+		"A window or --thread (up to 64) keeps only those events.\n" WHEN_HELP,
 };
 
 int cmd_export(int argc, char **argv)
@@ -158,10 +180,16 @@ int cmd_export(int argc, char **argv)
 	if (o.zstd + o.deflate > (format == PERFETTO))
 		return usage_error("export: --zstd or --deflate, one, and with --perfetto only");
 	int codec = o.zstd ? PERFETTO_ZSTD : o.deflate ? PERFETTO_DEFLATE : PERFETTO_PLAIN;
+	if ((rc = when_early("export", &o.win)) != OPTS_GO)
+		return rc;
 	const char *inp = pos[0], *out = pos[1];
 	struct input in;
 	if ((rc = input_open(&in, inp)))
 		return rc;
+	if ((rc = cut_window(&o, inp, in.r)) != OPTS_GO) {
+		input_close(&in);
+		return rc;
+	}
 	struct tables t;
 	outfile of;
 	int result = EXIT_BAD;

@@ -253,6 +253,25 @@ KT_API void kt_chunk_iter_init(kt_chunk_iter *it, const kt_trace_frame *frame);
  */
 KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
 
+/** Which events kt_reader_next() returns (kt_reader_set_filter()). */
+typedef struct kt_reader_filter {
+	uint64_t from_ns, to_ns;  /* CLOCK_MONOTONIC ns, both included */
+	const uint32_t *threads;  /* thread ids; NULL or 0 of them: all */
+	size_t nthreads;
+} kt_reader_filter;
+
+/**
+ * kt_reader_set_filter - from now on, kt_reader_next() returns only the
+ * events whose time (kt_reader_ticks_to_ns()) lies in [from_ns, to_ns] and
+ * whose thread is one of @f's threads (all when it names none).  @f is
+ * copied; its thread array must stay valid while the filter is set.  NULL
+ * removes the filter.  kt_reader_rewind() keeps it.
+ *
+ * Threads: the reader's owner.
+ * Return: 0.
+ */
+KT_API int kt_reader_set_filter(kt_reader *r, const kt_reader_filter *f);
+
 /**
  * kt_reader_next - the next event of any thread, in timestamp order.
  * @ev: receives the event; its payload stays valid until the next call.
@@ -264,6 +283,8 @@ KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
  * thread, so two passes give the same order.  Uses the reader's own pass:
  * do not mix with kt_reader_next_frame() before kt_reader_rewind(), which
  * starts over.
+ *
+ * With a filter (kt_reader_set_filter()), only the events it keeps.
  *
  * Return: 1 with an event; 0 after the last (a truncated file ends after
  * its last complete chunk); a negative code after the last event before a
