@@ -164,6 +164,8 @@ static void session_free(kt_session *s)
 	for (uint32_t i = 0; s->hdr_notes && i < s->hdr.note_count; i++)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
+	pthread_mutex_destroy(&s->snap_lock);
+	pthread_cond_destroy(&s->snap_done);
 	free(s);
 }
 
@@ -214,6 +216,10 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 	}
 	if (o->io != KT_IO_AUTO && o->io != KT_IO_URING && o->io != KT_IO_PWRITE)
 		return start_fail(-EINVAL, "I/O backend %d", o->io);
+	if (o->mode != KT_SESSION_NORMAL && o->mode != KT_SESSION_FLIGHT)
+		return start_fail(-EINVAL, "session mode %d", o->mode);
+	if (o->mode == KT_SESSION_FLIGHT)
+		return 0; /* no file: the rest is about writing one */
 	if (uses_fd(o) ? o->fd < 0 : !path)
 		return start_fail(-EINVAL, "no trace file (a path, or an fd with use_fd)");
 	if (o->cap_policy != KT_CAP_STOP && o->cap_policy != KT_CAP_KEEP_NEWEST)
@@ -231,6 +237,9 @@ static kt_session *session_new(const kt_session_options *o)
 	if (!s)
 		return NULL;
 	s->fd = s->kfd = -1;
+	s->flight = o->mode == KT_SESSION_FLIGHT;
+	pthread_mutex_init(&s->snap_lock, NULL);
+	pthread_cond_init(&s->snap_done, NULL);
 	s->codec = o->codec;
 	s->level = o->codec_level > 0 ? o->codec_level : 1;
 	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
@@ -415,6 +424,28 @@ err:
 	return rc;
 }
 
+/*
+ * A flight session: the header is kept for the snapshots, the rings are
+ * reset and switched to overwriting; no file, no flusher.  Under
+ * session_lock.
+ */
+static int start_flight(kt_session *s, const kt_session_options *o)
+{
+	char host[256] = "";
+	kt_header h;
+	gethostname(host, sizeof(host) - 1);
+	build_header(s, o, &h, host);
+	int rc = kt__header_validate(&h);
+	if (!rc)
+		rc = kt__cap_keep_header(s, &h);
+	if (rc)
+		return start_fail(rc, "trace header (workload, run id, capture id or notes)");
+	kt__registry_set_session(1);
+	kt__ring_set_flight(1);
+	s->gen = kt__registry_reset_for_session();
+	return 0;
+}
+
 static int session_start(const char *path, const kt_session_options *opts, kt_session **out)
 {
 	kt_session_options o;
@@ -433,6 +464,8 @@ static int session_start(const char *path, const kt_session_options *opts, kt_se
 		rc = start_fail(KT_EBUSY, "this process");
 	else if (!(s = session_new(&o)))
 		rc = start_fail(-ENOMEM, "session");
+	else if (s->flight)
+		rc = start_flight(s, &o);
 	else if (!(rc = open_output(s, path, &o, &created))) {
 		s->start_off = trace_start(s->fd);
 		rc = start_locked(s, path, &o);
@@ -481,6 +514,61 @@ static void fill_summary(const kt_session *s, kt_summary *sum)
 	}
 }
 
+int kt__session_snap_enter(kt_session *s)
+{
+	pthread_mutex_lock(&session_lock);
+	int ok = s && s == current && !s->stopping && s->flight;
+	if (ok)
+		s->snap_users++;
+	pthread_mutex_unlock(&session_lock);
+	if (!ok)
+		return KT_ENOSESSION;
+	/* Not under session_lock: a snapshot may take a while, and a fork()
+	 * or a stop must not wait for it holding that. */
+	pthread_mutex_lock(&s->snap_lock);
+	return 0;
+}
+
+void kt__session_snap_leave(kt_session *s)
+{
+	pthread_mutex_unlock(&s->snap_lock);
+	pthread_mutex_lock(&session_lock);
+	if (!--s->snap_users)
+		pthread_cond_broadcast(&s->snap_done);
+	pthread_mutex_unlock(&session_lock);
+}
+
+/*
+ * A flight session stops: once the snapshots in progress are done, every
+ * ring is given back and settled (its refusals and losses counted), so
+ * retired ones can be recycled.  Called with session_lock, s->stopping set.
+ */
+static int stop_flight(kt_session *s, kt_summary *sum)
+{
+	while (s->snap_users)
+		pthread_cond_wait(&s->snap_done, &session_lock);
+	kt__ring_set_flight(0);
+	if (!kt__registry_snapshot(&s->rings)) {
+		for (size_t i = 0; i < s->rings.len; i++) {
+			struct kt__ring *r = s->rings.rings[i];
+			kt__ring_losses l;
+			int retired = kt__ring_retired(r);
+			kt__ring_flight_discard(r);
+			kt__ring_settle(r, retired, &l);
+			s->refused += l.refused;
+		}
+	}
+	kt__registry_reap();
+	kt__registry_set_session(0);
+	kt__clock_calibrate(&s->c1);
+	current = NULL;
+	pthread_mutex_unlock(&session_lock);
+	if (sum)
+		fill_summary(s, sum);
+	session_free(s);
+	return 0;
+}
+
 static int session_stop(kt_session *s, kt_summary *sum)
 {
 	if (sum)
@@ -496,6 +584,8 @@ static int session_stop(kt_session *s, kt_summary *sum)
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
 	kt__store_relaxed(&kt__active, 0);
+	if (s->flight)
+		return stop_flight(s, sum);
 	/* Relaxed: a deadline alone, which the flusher's next wait reads. */
 	if (s->io_timeout)
 		kt__store_relaxed(&s->stop_at, kt__mono_ns() + s->io_timeout);

@@ -82,6 +82,14 @@ struct kt_session {
 	char **hdr_notes;
 
 	struct kt__crash *crash; /* crash files, or NULL */
+
+	/* Flight mode (KT_SESSION_FLIGHT): no file, no flusher; snapshots
+	 * (snapshot.c) run one at a time under snap_lock, and stop waits
+	 * until snap_users, under session.c's session_lock, is back to 0. */
+	int flight;
+	int snap_users;
+	pthread_mutex_t snap_lock;
+	pthread_cond_t snap_done;
 };
 
 static inline void note_error(kt_session *s, int rc)
@@ -101,6 +109,12 @@ static inline int is_regular(int fd)
 /* The sink is about to close its io_uring instance: a child forked from
  * now on must not close that fd number, which may soon name another file. */
 void kt__session_forget_kfd(kt_session *s);
+
+/* A snapshot of @s begins: KT_ENOSESSION unless it is the running flight
+ * session; then the caller has the session's snapshot lock until
+ * kt__session_snap_leave(), and the session cannot stop meanwhile. */
+int kt__session_snap_enter(kt_session *s);
+void kt__session_snap_leave(kt_session *s);
 
 /* ---- flusher.c ----------------------------------------------------------- */
 
