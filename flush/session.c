@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -164,6 +165,8 @@ static void session_free(kt_session *s)
 	for (uint32_t i = 0; s->hdr_notes && i < s->hdr.note_count; i++)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
+	if (s->snap_arena)
+		munmap(s->snap_arena, s->snap_arena_len);
 	pthread_mutex_destroy(&s->snap_lock);
 	pthread_cond_destroy(&s->snap_done);
 	free(s);

@@ -90,6 +90,8 @@ struct kt_session {
 	int snap_users;
 	pthread_mutex_t snap_lock;
 	pthread_cond_t snap_done;
+	uint8_t *snap_arena;     /* the copies' memory, kept between snapshots */
+	size_t snap_arena_len;
 };
 
 static inline void note_error(kt_session *s, int rc)

@@ -14,116 +14,137 @@
 
 #include "flush/session_impl.h"
 
+/* With a byte limit, every STRIDE-th record's offset is indexed: enough to
+ * find a cut with a binary search and a short walk, for 1/STRIDE of the
+ * records' memory.  Without one each ring is walked once, from its start
+ * to its cut and on through what is written. */
+#define STRIDE 64
+
 /* One ring's copy and the records in it. */
 struct snap_ring {
 	struct kt__ring *ring;
-	uint8_t *buf;              /* mmap()ed, buf_len bytes */
-	size_t buf_len;
 	kt__flight_span span;
-	uint32_t *offs;            /* where each record starts in span */
-	size_t n;                  /* records (drop markers included) */
-	size_t cut;                /* the first record kept */
+	uint32_t *offs;            /* offs[k]: where record k * STRIDE starts;
+				    * NULL: not indexed */
+	size_t n;                  /* records (drop markers included), when
+				    * indexed */
+	size_t cut, cut_off;       /* the first record kept, and where */
 };
 
 struct snap {
 	kt_session *s;
 	struct snap_ring *rings;
-	size_t n, cap;
-	uint64_t newest;           /* the newest timestamp copied */
+	size_t n;
+	uint64_t now;              /* the clock when the copies were done */
 };
 
-static uint64_t rec_ts(const struct snap_ring *t, size_t i)
+static uint64_t ts_at(const struct snap_ring *t, size_t off)
 {
 	uint64_t ts;
-	memcpy(&ts, t->span.bytes + t->offs[i] + KT_REC_TS, 8);
+	memcpy(&ts, t->span.bytes + off + KT_REC_TS, 8);
 	return ts;
 }
 
-/* Index the records of a copied span: they are the producer's, whole and
- * valid, so the walk only stops early if memory runs out. */
+/* The size of the record at @off: the records are the producer's, whole
+ * and valid; 0 past the end. */
+static size_t size_at(const struct snap_ring *t, size_t off)
+{
+	kt__ring_rec rec;
+	if (off >= t->span.len ||
+	    kt__ring_decode(t->span.bytes + off, t->span.len - off, 0, &rec) != 1)
+		return 0;
+	return rec.size;
+}
+
 static int index_records(struct snap_ring *t)
 {
-	size_t cap = t->span.len / KT_REC_HEAD + 1;
+	size_t cap = t->span.len / KT_REC_HEAD / STRIDE + 1, size, pos = 0;
 	if (!(t->offs = malloc(cap * sizeof(*t->offs))))
 		return -ENOMEM;
-	kt__ring_rec rec;
-	size_t pos = 0;
-	while (pos < t->span.len && t->n < cap &&
-	       kt__ring_decode(t->span.bytes + pos, t->span.len - pos, 0, &rec) == 1) {
-		t->offs[t->n++] = (uint32_t)pos;
-		pos += rec.size;
+	while ((size = size_at(t, pos))) {
+		if (t->n % STRIDE == 0)
+			t->offs[t->n / STRIDE] = (uint32_t)pos;
+		t->n++;
+		pos += size;
 	}
 	return 0;
 }
 
-/* Memory for a ring's copy, its pages faulted in now rather than during
- * the copy, which would then take longer and lap more. */
-static uint8_t *copy_buf(size_t len)
+/* Memory for every ring's copy: kept by the session from one snapshot to
+ * the next, so only the first pays to fault it in, and never during a
+ * copy (which would then take longer and lap more). */
+static uint8_t *arena(kt_session *s, size_t len)
 {
+	if (s->snap_arena_len >= len)
+		return s->snap_arena;
+	if (s->snap_arena)
+		munmap(s->snap_arena, s->snap_arena_len);
+	s->snap_arena_len = 0;
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 		       -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return s->snap_arena = NULL;
+	s->snap_arena_len = len;
+	return s->snap_arena = p;
 }
 
 /*
- * Copy every ring, back to back once all the memory is ready: the copies
- * end at nearly the same time, so the threads' windows overlap as much as
- * they can.  Rings with nothing left are skipped.
+ * Copy every ring, back to back once the memory is ready: the copies end
+ * at nearly the same time, so the threads' windows overlap as much as
+ * they can.  Rings with nothing left are dropped from the list.
  */
-static int copy_rings(struct snap *sn, const kt__ring_list *list)
+static int copy_rings(struct snap *sn, const kt__ring_list *list, int index)
 {
+	size_t total = 0;
 	if (!(sn->rings = calloc(list->len ? list->len : 1, sizeof(*sn->rings))))
 		return -ENOMEM;
-	sn->cap = list->len;
-	for (size_t i = 0; i < list->len; i++) {
-		struct snap_ring *t = &sn->rings[i];
-		t->ring = list->rings[i];
-		t->buf_len = kt__ring_bytes(t->ring);
-		if (!(t->buf = copy_buf(t->buf_len)))
-			return -ENOMEM;
-	}
 	for (size_t i = 0; i < list->len; i++)
-		kt__ring_flight_copy(sn->rings[i].ring, sn->rings[i].buf, &sn->rings[i].span);
+		total += kt__ring_bytes(list->rings[i]);
+	uint8_t *buf = arena(sn->s, total ? total : 1);
+	if (!buf)
+		return -ENOMEM;
 	for (size_t i = 0; i < list->len; i++) {
-		struct snap_ring *t = &sn->rings[i];
-		if (!t->span.len)
-			continue;
-		if (i != sn->n) {
-			sn->rings[sn->n] = *t;
-			*t = (struct snap_ring){ 0 };
-			t = &sn->rings[sn->n];
-		}
-		sn->n++;
-		if (index_records(t))
-			return -ENOMEM;
-		if (t->n && rec_ts(t, t->n - 1) > sn->newest)
-			sn->newest = rec_ts(t, t->n - 1);
+		struct snap_ring *t = &sn->rings[sn->n];
+		t->ring = list->rings[i];
+		kt__ring_flight_copy(t->ring, buf, &t->span);
+		buf += kt__ring_bytes(t->ring);
+		sn->n += t->span.len > 0;
 	}
+	sn->now = kt_now();
+	for (size_t i = 0; index && i < sn->n; i++)
+		if (index_records(&sn->rings[i]))
+			return -ENOMEM;
 	return 0;
 }
 
 static void free_snap(struct snap *sn)
 {
-	for (size_t i = 0; i < sn->cap; i++) {
-		if (sn->rings[i].buf)
-			munmap(sn->rings[i].buf, sn->rings[i].buf_len);
+	for (size_t i = 0; sn->rings && i < sn->n; i++)
 		free(sn->rings[i].offs);
-	}
 	free(sn->rings);
 }
 
-/* The first record of @t at or after @ts (timestamps grow along a ring). */
-static size_t lower_bound(const struct snap_ring *t, uint64_t ts)
+/* The first record of @t at or after @ts into *@idx and *@off
+ * (timestamps grow along a ring). */
+static void lower_bound(const struct snap_ring *t, uint64_t ts, size_t *idx, size_t *off)
 {
-	size_t lo = 0, hi = t->n;
+	size_t lo = 0, hi = t->offs ? (t->n + STRIDE - 1) / STRIDE : 0;
+	/* The first indexed record at or after @ts... */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (rec_ts(t, mid) < ts)
+		if (ts_at(t, t->offs[mid]) < ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo;
+	/* ...and the ones before it, back to the indexed one before. */
+	*idx = lo ? (lo - 1) * STRIDE : 0;
+	*off = lo ? t->offs[lo - 1] : 0;
+	size_t size;
+	while ((size = size_at(t, *off)) && ts_at(t, *off) < ts) {
+		*off += size;
+		(*idx)++;
+	}
 }
 
 /* Ring bytes kept if the window starts at @ts. */
@@ -131,9 +152,9 @@ static uint64_t bytes_from(const struct snap *sn, uint64_t ts)
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < sn->n; i++) {
-		const struct snap_ring *t = &sn->rings[i];
-		size_t k = lower_bound(t, ts);
-		sum += k < t->n ? t->span.len - t->offs[k] : 0;
+		size_t idx, off;
+		lower_bound(&sn->rings[i], ts, &idx, &off);
+		sum += sn->rings[i].span.len - off;
 	}
 	return sum;
 }
@@ -153,18 +174,18 @@ static uint64_t ticks_to_ns(uint64_t ticks, uint64_t hz)
 /*
  * Where the window starts: no earlier than the latest first event of a
  * ring that lost its head (before it, that thread has a hole), nor than
- * @max_age_ns before the newest event, and late enough for @max_bytes.
+ * @max_age_ns before the copies, and late enough for @max_bytes.
  */
 static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_bytes,
 			     kt_snapshot_result *res)
 {
-	uint64_t hz = sn->s->c0.tick_hz, w = 0;
+	uint64_t hz = sn->s->c0.tick_hz, w = 0, newest = sn->now;
 	for (size_t i = 0; i < sn->n; i++)
-		if (!sn->rings[i].span.whole && sn->rings[i].n && rec_ts(&sn->rings[i], 0) > w)
-			w = rec_ts(&sn->rings[i], 0);
+		if (!sn->rings[i].span.whole && ts_at(&sn->rings[i], 0) > w)
+			w = ts_at(&sn->rings[i], 0);
 	if (max_age_ns) {
 		uint64_t age = ns_to_ticks(max_age_ns, hz);
-		uint64_t want = sn->newest > age ? sn->newest - age : 0;
+		uint64_t want = newest > age ? newest - age : 0;
 		if (w > want)
 			res->head_loss_ns = ticks_to_ns(w - want, hz);
 		else
@@ -173,7 +194,7 @@ static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_
 	if (max_bytes && bytes_from(sn, w) > max_bytes) {
 		/* The earliest start that fits: bytes_from() only falls as
 		 * the start moves later. */
-		uint64_t lo = w, hi = sn->newest + 1;
+		uint64_t lo = w, hi = newest + 1;
 		while (lo < hi) {
 			uint64_t mid = lo + (hi - lo) / 2;
 			if (bytes_from(sn, mid) > max_bytes)
@@ -192,6 +213,7 @@ struct out {
 	kt_writer *w;
 	int rc;                    /* first error */
 	uint64_t events, chunks, bytes_raw;
+	uint64_t newest;           /* the last event's timestamp */
 };
 
 static void put(struct out *o, int rc)
@@ -207,41 +229,51 @@ static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
 		put(o, kt_writer_name(o->w, id, str, len));
 }
 
-/* Records [@from, @to) of @t (events only) as one chunk. */
-static void put_chunk(struct out *o, const struct snap_ring *t, size_t from, size_t to)
+/* The @count events at [@from, @to) of @t as one chunk. */
+static void put_chunk(struct out *o, const struct snap_ring *t, size_t from, size_t to,
+		      uint32_t count, uint64_t first, uint64_t last)
 {
-	if (from == to || o->rc)
+	if (!count || o->rc)
 		return;
-	size_t end = to < t->n ? t->offs[to] : t->span.len;
 	put(o, kt__writer_chunk_known(o->w, kt__ring_thread_id(t->ring), (unsigned)o->s->codec,
-				      o->s->level, t->span.bytes + t->offs[from],
-				      end - t->offs[from], (uint32_t)(to - from),
-				      rec_ts(t, from), rec_ts(t, to - 1)));
-	o->events += to - from;
+				      o->s->level, t->span.bytes + from, to - from, count, first,
+				      last));
+	o->events += count;
 	o->chunks++;
-	o->bytes_raw += end - t->offs[from];
+	if (last > o->newest)
+		o->newest = last;
+	o->bytes_raw += to - from;
 }
 
 /* The kept records of one ring: chunks cut where they are full and at
  * drop markers, which become drop frames (those of this session). */
 static void put_ring(struct out *o, const struct snap_ring *t)
 {
-	size_t start = t->cut;
+	size_t start = t->cut_off, pos = t->cut_off;
+	uint32_t count = 0;
+	uint64_t first = 0, last = 0;
 	kt__ring_rec rec;
-	for (size_t i = t->cut; i < t->n && !o->rc; i++) {
-		kt__ring_decode(t->span.bytes + t->offs[i], t->span.len - t->offs[i], 0, &rec);
+	while (pos < t->span.len && !o->rc &&
+	       kt__ring_decode(t->span.bytes + pos, t->span.len - pos, 0, &rec) == 1) {
 		if (!rec.bytes) {
-			put_chunk(o, t, start, i);
-			start = i + 1;
+			put_chunk(o, t, start, pos, count, first, last);
+			count = 0;
+			start = pos + rec.size;
 			if (rec.marker_gen == (uint32_t)o->s->gen)
 				put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), rec.count,
 						      rec.first_ts, rec.last_ts));
-		} else if (t->offs[i] + rec.size - t->offs[start] >= CHUNK_MAX) {
-			put_chunk(o, t, start, i + 1);
-			start = i + 1;
+		} else {
+			first = count++ ? first : rec.ts;
+			last = rec.ts;
+		}
+		pos += rec.size;
+		if (pos - start >= CHUNK_MAX) {
+			put_chunk(o, t, start, pos, count, first, last);
+			count = 0;
+			start = pos;
 		}
 	}
-	put_chunk(o, t, start, t->n);
+	put_chunk(o, t, start, pos, count, first, last);
 	if (o->rc)
 		return;
 	char *name = kt__ring_name_dup(t->ring);
@@ -279,6 +311,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 	res->bytes_on_disk = kt_writer_get_bytes(o.w);
 	put(&o, kt_writer_close(o.w));
 	res->events = o.events;
+	res->window_end = o.newest;
 	return o.rc;
 }
 
@@ -288,16 +321,11 @@ static void cut_rings(struct snap *sn, uint64_t w, kt_snapshot_result *res)
 	res->window_start = UINT64_MAX;
 	for (size_t i = 0; i < sn->n; i++) {
 		struct snap_ring *t = &sn->rings[i];
-		t->cut = lower_bound(t, w);
+		lower_bound(t, w, &t->cut, &t->cut_off);
 		res->events_trimmed += t->cut;
 		res->bytes_lapped += t->span.lapped;
-		if (t->cut < t->n) {
-			uint64_t first = rec_ts(t, t->cut), last = rec_ts(t, t->n - 1);
-			if (first < res->window_start)
-				res->window_start = first;
-			if (last > res->window_end)
-				res->window_end = last;
-		}
+		if (t->cut_off < t->span.len && ts_at(t, t->cut_off) < res->window_start)
+			res->window_start = ts_at(t, t->cut_off);
 	}
 	if (res->window_start == UINT64_MAX)
 		res->window_start = 0;
@@ -319,7 +347,7 @@ static int snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns
 	kt__ring_list list = { 0 };
 	int rc = kt__registry_snapshot(&list);
 	if (!rc)
-		rc = copy_rings(&sn, &list);
+		rc = copy_rings(&sn, &list, max_bytes != 0);
 	free(list.rings);
 	if (!rc) {
 		cut_rings(&sn, window_start(&sn, max_age_ns, max_bytes, res), res);

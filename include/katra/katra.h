@@ -329,8 +329,8 @@ typedef struct kt_snapshot_result {
  * @path:       the file to create (never an existing one: -EEXIST; never
  *              through a final symlink); NULL to write to @fd instead.
  * @fd:         with @path NULL: where to write, from its offset; not closed.
- * @max_age_ns: keep only events at most this old (against the newest one);
- *              0: no limit.
+ * @max_age_ns: keep only events at most this old (when the rings were
+ *              copied); 0: no limit.
  * @max_bytes:  keep at most this many bytes of events (as the rings hold
  *              them; the file is smaller); 0: no limit.
  * @res:        optional; what was written.
@@ -341,7 +341,8 @@ typedef struct kt_snapshot_result {
  * surviving events.  The file is a normal trace (names, threads, summary)
  * and `katra verify` passes on it.  Snapshots of one session are taken one
  * at a time (a second caller waits); kt_session_stop() waits for one in
- * progress.
+ * progress.  The first snapshot maps memory as large as all the rings
+ * together, kept for the next ones until the session stops.
  *
  * Return: 0; KT_ENOSESSION when @s is not a running flight session;
  * -EINVAL for no @path and a negative @fd; -EEXIST, -ENOMEM, -errno from
