@@ -324,6 +324,7 @@ static void cut_rings(struct snap *sn, uint64_t w, kt_snapshot_result *res)
 		lower_bound(t, w, &t->cut, &t->cut_off);
 		res->events_trimmed += t->cut;
 		res->bytes_lapped += t->span.lapped;
+		res->bytes_overwritten += t->span.from - t->span.origin;
 		if (t->cut_off < t->span.len && ts_at(t, t->cut_off) < res->window_start)
 			res->window_start = ts_at(t, t->cut_off);
 	}

@@ -133,6 +133,7 @@ void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	uint64_t start = first_start(r, lo > origin ? lo : origin, h, origin);
 	out->whole = start == origin;
+	out->origin = origin;
 	if (start == h || !r->prod.base)
 		return;
 	racy_copy(buf, r->prod.base + (start & r->prod.mask), (size_t)(h - start));

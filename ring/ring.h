@@ -284,6 +284,8 @@ typedef struct kt__flight_span {
 	size_t len;
 	uint64_t from;
 	uint64_t lapped;
+	uint64_t origin;            /* where the ring's session started: the
+				     * bytes in [origin, from) are gone */
 	int whole;                  /* it starts where the ring's session
 				     * did: nothing of it was overwritten */
 } kt__flight_span;

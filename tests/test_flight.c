@@ -170,6 +170,8 @@ Test(flight, keeps_newest_not_oldest)
 	cr_assert_eq(v.last[0], 100000);
 	cr_assert_gt(v.first[0], 90000);
 	cr_assert_eq(v.dropped, 0);
+	/* Everything else was overwritten: 24 bytes an event. */
+	cr_assert_eq(res.bytes_overwritten, (100000 - res.events - res.events_trimmed) * 24);
 	/* At least the ring less two sub-buffers (16ths) is kept. */
 	cr_assert_geq(res.events * 24, KT_RING_MIN - 2 * (KT_RING_MIN / 16) - 24);
 	fx_end(s);
@@ -185,6 +187,7 @@ Test(flight, unwrapped_ring_is_whole)
 	cr_assert_eq(res.events, 100);
 	cr_assert_eq(res.events_trimmed, 0);
 	cr_assert_eq(res.bytes_lapped, 0);
+	cr_assert_eq(res.bytes_overwritten, 0);
 	/* A second snapshot of the same session, to an fd, sees more. */
 	emit_seq(id, 5);
 	int fd = open(tmp_path("b.katra"), O_WRONLY | O_CREAT | O_EXCL, 0600);

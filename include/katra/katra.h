@@ -318,6 +318,10 @@ typedef struct kt_snapshot_result {
 				     * limits */
 	uint64_t bytes_lapped;      /* ring bytes overwritten while they were
 				     * copied, and so left out */
+	uint64_t bytes_overwritten; /* ring bytes the threads wrote in this
+				     * session and no longer held: their
+				     * oldest events, overwritten (the lapped
+				     * ones included) */
 	uint64_t bytes_on_disk;     /* the file's size */
 	uint32_t thread_count;      /* threads with events in the file */
 } kt_snapshot_result;
