@@ -90,6 +90,10 @@ static void fork_child(void)
 	/* Closed only after current is cleared (kt_session_stop()). */
 	if (s && s->own_fd)
 		close(s->fd);
+	/* The parent's listening socket: the child has no thread to serve
+	 * it, and must not remove it. */
+	if (s && s->ctl_fd >= 0)
+		close(s->ctl_fd);
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
 }
@@ -152,6 +156,7 @@ static void stop_crash(kt_session *s)
 static void session_free(kt_session *s)
 {
 	stop_crash(s);
+	kt__control_stop(s);
 	if (s->w)
 		kt_writer_close(s->w);
 	if (s->own_fd && s->fd >= 0)
@@ -241,6 +246,7 @@ static kt_session *session_new(const kt_session_options *o)
 		return NULL;
 	s->fd = s->kfd = -1;
 	s->flight = o->mode == KT_SESSION_FLIGHT;
+	s->ctl_fd = -1;
 	pthread_mutex_init(&s->snap_lock, NULL);
 	pthread_cond_init(&s->snap_done, NULL);
 	s->codec = o->codec;
@@ -443,6 +449,8 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 		rc = kt__cap_keep_header(s, &h);
 	if (rc)
 		return start_fail(rc, "trace header (workload, run id, capture id or notes)");
+	if (o->listen && (rc = kt__control_start(s)))
+		return start_fail(rc, "snapshot socket");
 	kt__registry_set_session(1);
 	kt__ring_set_flight(1);
 	s->gen = kt__registry_reset_for_session();
@@ -587,8 +595,13 @@ static int session_stop(kt_session *s, kt_summary *sum)
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
 	kt__store_relaxed(&kt__active, 0);
-	if (s->flight)
+	if (s->flight) {
+		/* Not under session_lock: a request in progress takes it. */
+		pthread_mutex_unlock(&session_lock);
+		kt__control_stop(s);
+		pthread_mutex_lock(&session_lock);
 		return stop_flight(s, sum);
+	}
 	/* Relaxed: a deadline alone, which the flusher's next wait reads. */
 	if (s->io_timeout)
 		kt__store_relaxed(&s->stop_at, kt__mono_ns() + s->io_timeout);

@@ -92,6 +92,12 @@ struct kt_session {
 	pthread_cond_t snap_done;
 	uint8_t *snap_arena;     /* the copies' memory, kept between snapshots */
 	size_t snap_arena_len;
+	/* Requests from outside (control.c): the listening socket, or -1. */
+	int ctl_fd;
+	int ctl_stop;            /* atomic: the thread ends */
+	int ctl_running;
+	pthread_t ctl_thread;
+	char ctl_path[108];
 };
 
 static inline void note_error(kt_session *s, int rc)
@@ -117,6 +123,15 @@ void kt__session_forget_kfd(kt_session *s);
  * kt__session_snap_leave(), and the session cannot stop meanwhile. */
 int kt__session_snap_enter(kt_session *s);
 void kt__session_snap_leave(kt_session *s);
+
+/* ---- control.c: snapshot requests from outside --------------------------- */
+
+/* Listen for `katra snapshot PID` (kt_session_options.listen).  0 or
+ * -errno. */
+int kt__control_start(kt_session *s);
+/* Stop listening and remove the socket; without session_lock held (a
+ * request being served takes it).  Does nothing when not listening. */
+void kt__control_stop(kt_session *s);
 
 /* ---- flusher.c ----------------------------------------------------------- */
 

@@ -13,11 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
+#include "flush/flush.h"
 #include "ring/ring.h"
 
 /* What one snapshot file holds, as read back. */
@@ -268,6 +272,89 @@ Test(flight, lapped_during_copy)
 	/* 1536 x 24 bytes came in; a sub-buffer's rounding more may go. */
 	cr_assert_geq(res.bytes_lapped, 1536 * 24 - KT_RING_MIN / 16);
 	cr_assert_leq(res.events * 24, KT_RING_MIN - 1536 * 24);
+	fx_end(s);
+}
+
+/* ---- `katra snapshot PID` ------------------------------------------------ */
+
+/* Run `katra snapshot PID --out @out` as user @uid (when not our own):
+ * its exit status, or -1. */
+static int run_cli(uid_t uid, const char *out)
+{
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	pid_t c = fork();
+	if (c == 0) {
+		if (uid != geteuid() && (setgid(uid) || setuid(uid)))
+			_exit(100);
+		execl(KT_BIN_DIR "/katra", "katra", "snapshot", pid, "--out", out, (char *)NULL);
+		_exit(101);
+	}
+	int st;
+	if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static kt_session *fx_listen(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	return s;
+}
+
+Test(flight, snapshot_pid_from_cli)
+{
+	kt_session *s = fx_listen();
+	emit_seq(kt_name("seq"), 1000);
+	cr_assert_eq(run_cli(geteuid(), tmp_path("a.katra")), 0);
+	struct seen v;
+	read_back(tmp_path("a.katra"), &v);
+	cr_assert_eq(v.rc, 0);
+	cr_assert(v.complete);
+	cr_assert_eq(v.events, 1000);
+	cr_assert_eq(v.gaps, 0);
+	cr_assert_eq(v.last[0], 1000);
+	/* A second request, a second file. */
+	emit_seq(kt_name("seq"), 1);
+	cr_assert_eq(run_cli(geteuid(), tmp_path("b.katra")), 0);
+	read_back(tmp_path("b.katra"), &v);
+	cr_assert_eq(v.events, 1001);
+	fx_end(s);
+	/* Stopped: the socket is gone, and the command says so. */
+	cr_assert_not_null(mkdtemp(strcpy(dir, "/tmp/kt_flightXXXXXX")));
+	cr_assert_eq(run_cli(geteuid(), tmp_path("a.katra")), 1);
+	cr_assert_eq(access(tmp_path("a.katra"), F_OK), -1);
+	rmdir(dir);
+}
+
+Test(flight, snapshot_pid_refuses_other_user)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root, to be another user");
+	kt_session *s = fx_listen();
+	emit_seq(kt_name("seq"), 10);
+	/* nobody may write in /tmp, not in our directory */
+	char out[64];
+	snprintf(out, sizeof(out), "/tmp/kt_flight_nobody_%ld.katra", (long)getpid());
+	cr_assert_eq(run_cli(65534, out), 1);
+	cr_assert_eq(access(out, F_OK), -1);
+	/* Nor can it reach the socket itself. */
+	pid_t c = fork();
+	if (c == 0) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		if (kt__control_path((long)getppid(), a.sun_path, sizeof(a.sun_path)) ||
+		    setgid(65534) || setuid(65534))
+			_exit(100);
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		_exit(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(c, &st, 0), c);
+	cr_assert(WIFEXITED(st));
+	cr_assert_eq(WEXITSTATUS(st), 1);
 	fx_end(s);
 }
 

@@ -207,6 +207,11 @@ typedef struct kt_session_options {
 	 * are the snapshots'.
 	 */
 	int mode;
+	/* KT_SESSION_FLIGHT only: take snapshots asked for by `katra
+	 * snapshot PID`, from processes of this user only, over a socket in
+	 * $XDG_RUNTIME_DIR/katra/ (or /tmp/katra-UID/, made 0700), served by
+	 * a thread of katra's until the session stops. */
+	int listen;
 } kt_session_options;
 
 /** kt_session_options.mode. */
