@@ -199,18 +199,18 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 	/* Relaxed: head is written only by this thread. */
 	uint64_t head = kt__load_own(&r->prod.head);
 	uint64_t tail;
-	/* Relaxed: a stale mode costs this one record the other policy
-	 * (both keep the bytes a reader may read intact). */
-	if (kt__load_stale(&kt__flight)) {
-		/* Flight mode overwrites the oldest bytes: no tail to wait for,
-		 * only the bound a snapshot checks its copy against. */
-		size_t need = size + (r->pending ? KT__DROP_MARK_SIZE : 0);
-		limit = kt__flight_reserve(r, head, head + need);
-		put_publish(r, head, ts, type, id, flags, payload, len);
-		return clock_limit(limit);
-	}
 	for (;;) {
 		size_t need = size + (r->pending ? KT__DROP_MARK_SIZE : 0);
+		/* Relaxed: a stale mode costs this one record the other
+		 * policy (both keep the bytes a reader may read intact); read
+		 * on every pass, so a BLOCK wait never outlasts it. */
+		if (kt__load_stale(&kt__flight)) {
+			/* Flight mode overwrites the oldest bytes: no tail to
+			 * wait for, only the bound a snapshot checks against. */
+			limit = kt__flight_reserve(r, head, head + need);
+			put_publish(r, head, ts, type, id, flags, payload, len);
+			return clock_limit(limit);
+		}
 		/* Acquire pairs with the flusher's release of tail (D): the
 		 * span we are about to overwrite has been read. */
 		tail = kt__load_acquire(&r->tail);
