@@ -202,9 +202,11 @@ typedef struct kt_session_options {
 	 * the codec's I/O options, the byte cap and crash files are not
 	 * used); each thread's ring keeps its newest events, a full ring
 	 * overwriting its oldest instead of dropping the newest (the emit
-	 * path costs the same), and kt_session_snapshot() writes the newest
-	 * window to a trace file whenever asked.  @codec and @codec_level
-	 * are the snapshots'.
+	 * path costs the same; kt_config.overflow does not apply), and
+	 * kt_session_snapshot() writes the newest window to a trace file
+	 * whenever asked.  @codec and @codec_level are the snapshots'.  The
+	 * rings of threads that exit stay (their events in snapshots) until
+	 * the session stops.
 	 */
 	int mode;
 	/* KT_SESSION_FLIGHT only: take snapshots asked for by `katra
