@@ -121,21 +121,24 @@ static uint64_t lapped_below(struct kt__ring *r, uint64_t bound)
 	return bound > r->size ? bound - r->size : 0;
 }
 
-void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
+/* One try of kt__ring_flight_copy(): 0 when the producer lapped all of
+ * it, and another try may do better. */
+static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 {
-	*out = (kt__flight_span){ 0 };
-	/* Acquire pairs with the producer's release of head: every record
-	 * below it is whole. */
-	uint64_t h = kt__load_acquire(&r->prod.head);
 	/* Relaxed: tail is the session's first position here, set before the
 	 * session started (or at the ring's registration), never moved. */
 	uint64_t origin = kt__load_stale(&r->tail);
+	/* The bound before head: a bound read late, after the producer ran
+	 * on, would put the start past head (a stale one only starts the
+	 * copy early, and the check below cuts it). */
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
+	/* Acquire pairs with the producer's release of head: every record
+	 * below it is whole. */
+	uint64_t h = kt__load_acquire(&r->prod.head);
 	uint64_t start = first_start(r, lo > origin ? lo : origin, h, origin);
-	out->whole = start == origin;
-	out->origin = origin;
+	*out = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin };
 	if (start == h || !r->prod.base)
-		return;
+		return 1;
 	racy_copy(buf, r->prod.base + (start & r->prod.mask), (size_t)(h - start));
 	/* Acquire fence: pairs with kt__flight_reserve()'s release fence. */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -148,6 +151,21 @@ void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out
 	out->from = keep;
 	out->lapped = keep - start;
 	out->whole = keep == origin;
+	return keep < h;
+}
+
+void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
+{
+	/* A copy lapped whole (the caller was descheduled in the middle of
+	 * it) is tried again, a few times: only this thread waits. */
+	uint64_t lapped = 0;
+	for (int i = 0; i < 4; i++) {
+		int done = copy_once(r, buf, out);
+		lapped += out->lapped;
+		if (done)
+			break;
+	}
+	out->lapped = lapped;
 }
 
 void kt__ring_flight_discard(struct kt__ring *r)
