@@ -135,6 +135,10 @@ static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 	/* Acquire pairs with the producer's release of head: every record
 	 * below it is whole. */
 	uint64_t h = kt__load_acquire(&r->prod.head);
+	/* A stale bound may be a lap or more behind head: the copy never
+	 * takes more than the ring (nor more than the buffer holds). */
+	if (lo < lapped_below(r, h))
+		lo = lapped_below(r, h);
 	uint64_t start = first_start(r, lo > origin ? lo : origin, h, origin);
 	*out = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin };
 	if (start == h || !r->prod.base)

@@ -148,7 +148,8 @@ static void fx_end(kt_session *s)
 static void snap_check(kt_session *s, const char *name, uint64_t max_age_ns, uint64_t max_bytes,
 		       kt_snapshot_result *res, struct seen *v)
 {
-	cr_assert_eq(kt_session_snapshot(s, tmp_path(name), -1, max_age_ns, max_bytes, res), 0);
+	int rc = kt_session_snapshot(s, tmp_path(name), -1, max_age_ns, max_bytes, res);
+	cr_assert_eq(rc, 0, "%s", kt_strerror(rc));
 	check_snapshot(tmp_path(name), res, v);
 }
 
