@@ -57,6 +57,9 @@ static const struct command commands[] = {
 	  "rewrite chunks with LZ4 (timestamps delta-coded)" },
 	{ "slice", cmd_slice, "slice IN OUT",
 	  "a smaller valid trace [--from NS] [--to NS] [--thread T]" },
+	{ "snapshot", cmd_snapshot, "snapshot PID [--out OUT]",
+	  "ask a running process's flight session for its\n"
+	  "newest window (your own processes only)" },
 	{ "recover", cmd_recover, "recover DIR [--out OUT]",
 	  "rebuild the trace of a process that died from\n"
 	  "its crash directory; --list finds leftovers" },
