@@ -411,8 +411,10 @@ static void log_threads(const kt__backing *b)
 }
 
 /* kt__names_set_log()'s callback when a backing keeps names. */
-static void log_name(void *ctx, uint32_t id, const char *s, size_t len)
+static void log_name(void *ctx, uint32_t id, const char *s, size_t len, const kt_srcloc *loc)
 {
+	(void)loc; /* the crash names log keeps names only: a recovered
+		    * trace names its zones but has no locations */
 	const kt__backing *b = ctx;
 	b->name(b, KT__NAME_INTERNED, id, s, len);
 }

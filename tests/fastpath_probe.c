@@ -7,6 +7,8 @@
 
 void kt_probe_zone_begin(uint32_t id);
 void kt_probe_counter(uint32_t id, int64_t v);
+void kt_probe_site(void);
+void kt_probe_site_category(void);
 
 void kt_probe_zone_begin(uint32_t id)
 {
@@ -16,4 +18,17 @@ void kt_probe_zone_begin(uint32_t id)
 void kt_probe_counter(uint32_t id, int64_t v)
 {
 	kt_counter(id, v);
+}
+
+/* A call site once its id is cached: the same path as kt_probe_zone_begin,
+ * begin and end, with the site's first pass in the cold part. */
+void kt_probe_site(void)
+{
+	KT_ZONE("probe");
+}
+
+/* A site in a category: the flag check adds two loads and a branch. */
+void kt_probe_site_category(void)
+{
+	KT_ZONE_C("probe_category", "probe");
 }

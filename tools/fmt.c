@@ -274,12 +274,37 @@ static char *thread_label(const struct tables *t, uint32_t id, int json)
 	return label(s, n, json, json ? "null" : "");
 }
 
-/* The Chrome middle of @ev after its head (@head, @nm the name literal). */
-static int chrome_mid(char **buf, const char *head, const char *nm, const kt_event *ev)
+/*
+ * Where a zone's begin came from (SPEC §4.7), as its line shows it: "" when
+ * the file gives no location for @ev's name or @ev is no zone begin, else
+ * @pre, then "file:line" escaped for a terminal or as a JSON literal, then
+ * @post.  A malloc'd string, NULL when out of memory.
+ */
+static char *loc_label(const struct tables *t, const kt_event *ev, int json, const char *pre,
+		       const char *post)
+{
+	const struct tloc *l = ev->type == KT_EV_ZONE_BEGIN ? tables_loc(t, ev->name_id) : NULL;
+	char *raw = NULL, *lit = NULL, *out = NULL;
+	if (!l)
+		return strdup("");
+	if (asprintf(&raw, "%s:%u", tloc_file(t, l), l->line) < 0)
+		return NULL;
+	lit = label(raw, strlen(raw), json, "");
+	if (lit && asprintf(&out, "%s%s%s", pre, lit, post) < 0)
+		out = NULL;
+	free(raw);
+	free(lit);
+	return out;
+}
+
+/* The Chrome middle of @ev after its head (@head, @nm the name literal,
+ * @loc its location's args or ""). */
+static int chrome_mid(char **buf, const char *head, const char *nm, const char *loc,
+		      const kt_event *ev)
 {
 	switch (ev->type) {
 	case KT_EV_ZONE_BEGIN:
-		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s}", head, nm);
+		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s%s}", head, nm, loc);
 	case KT_EV_ZONE_END:
 		return asprintf(buf, "%s\"ph\":\"E\",\"name\":%s}", head, nm);
 	case KT_EV_INSTANT:
@@ -309,23 +334,27 @@ static int build_mid(char **buf, size_t *split, const struct fmt_job *j, const k
 	int json = j->kind != FMT_TEXT, n = -1;
 	char *nm = name_label(j->t, ev->name_id, json);
 	char *th = j->kind == FMT_CHROME ? NULL : thread_label(j->t, ev->thread_id, json);
+	char *loc = j->kind == FMT_CHROME ? loc_label(j->t, ev, 1, ",\"args\":{\"loc\":", "}")
+		    : j->kind == FMT_JSONL ? loc_label(j->t, ev, 1, ",\"loc\":", "")
+					   : loc_label(j->t, ev, 0, " @", "");
 	*split = 0;
-	if (!nm || (j->kind != FMT_CHROME && !th)) {
+	if (!nm || !loc || (j->kind != FMT_CHROME && !th)) {
 		/* out of memory: n stays -1 */
 	} else if (j->kind == FMT_JSONL) {
-		n = asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s",
-			     ev->thread_id, th, type, nm);
+		n = asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s%s",
+			     ev->thread_id, th, type, nm, loc);
 	} else if (j->kind == FMT_CHROME) {
 		char head[64];
 		int h = snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":",
 				 j->pid, ev->thread_id);
 		*split = (size_t)h;
-		n = chrome_mid(buf, head, nm, ev);
+		n = chrome_mid(buf, head, nm, loc, ev);
 	} else {
-		n = asprintf(buf, " %u %s %s %s", ev->thread_id, th, type, nm);
+		n = asprintf(buf, " %u %s %s %s%s", ev->thread_id, th, type, nm, loc);
 	}
 	free(nm);
 	free(th);
+	free(loc);
 	return n;
 }
 

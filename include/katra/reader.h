@@ -84,6 +84,11 @@ typedef struct kt_trace_frame {
 			uint64_t last_ts;
 		} drop;
 		kt_file_summary summary;
+		kt_srcloc srcloc;          /* strings valid as name.str */
+		struct {
+			uint32_t id;           /* the category's name id */
+			uint32_t flags;        /* KT_CATEGORY_ON_* */
+		} category;
 	} u;
 } kt_trace_frame;
 

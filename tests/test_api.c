@@ -1,0 +1,381 @@
+/*
+ * The profiler API (issue #15): call sites with source locations,
+ * categories, zone arguments, message severities and named frames - from
+ * the producer through a session's file to the reader and the tools.
+ */
+#include "helpers.h"
+#include "cli.h"
+
+#include <errno.h>
+
+#include <katra/katra.h>
+#include <katra/reader.h>
+#include <katra/writer.h>
+
+#include "format/format.h"
+
+/* What a session's file holds, gathered by one pass of frames. */
+struct seen {
+	kt_event ev[64];
+	size_t nev;
+	kt_srcloc loc[16];
+	char file[16][128], func[16][64];
+	size_t nloc;
+	uint32_t cat_id[16], cat_flags[16];
+	size_t ncat;
+	uint8_t payload[64][32];
+};
+
+static void t_path(char *buf, size_t n, const char *tag)
+{
+	snprintf(buf, n, "/tmp/katra-api-%s-%d.katra", tag, (int)getpid());
+}
+
+static void add_loc(struct seen *s, const kt_srcloc *l)
+{
+	cr_assert_lt(s->nloc, 16);
+	s->loc[s->nloc] = *l;
+	snprintf(s->file[s->nloc], 128, "%s", l->file);
+	snprintf(s->func[s->nloc], 64, "%s", l->function);
+	s->nloc++;
+}
+
+static void add_events(struct seen *s, const kt_trace_frame *f)
+{
+	kt_chunk_iter it;
+	kt_event ev;
+	kt_chunk_iter_init(&it, f);
+	while (kt_chunk_next(&it, &ev) > 0) {
+		cr_assert_lt(s->nev, 64);
+		if (ev.payload_len)
+			memcpy(s->payload[s->nev], ev.payload,
+			       ev.payload_len < 32 ? ev.payload_len : 32);
+		ev.payload = s->payload[s->nev];
+		s->ev[s->nev++] = ev;
+	}
+}
+
+static void read_back(const char *path, struct seen *s)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	memset(s, 0, sizeof(*s));
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	while (kt_reader_next_frame(r, &f) > 0) {
+		if (f.kind == KT_FRAME_CHUNK)
+			add_events(s, &f);
+		else if (f.kind == KT_FRAME_SRCLOC)
+			add_loc(s, &f.u.srcloc);
+		else if (f.kind == KT_FRAME_CATEGORY && s->ncat < 16) {
+			s->cat_id[s->ncat] = f.u.category.id;
+			s->cat_flags[s->ncat++] = f.u.category.flags;
+		}
+	}
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert(st.complete, "%s", kt_reader_get_last_error(r)->message);
+	kt_reader_close(r);
+}
+
+static const kt_srcloc *loc_of(const struct seen *s, uint32_t id, size_t *idx)
+{
+	for (size_t i = 0; i < s->nloc; i++)
+		if (s->loc[i].id == id) {
+			*idx = i;
+			return &s->loc[i];
+		}
+	return NULL;
+}
+
+static kt_session *start(const char *path)
+{
+	kt_session *s;
+	unlink(path);
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	return s;
+}
+
+static void stop(kt_session *s)
+{
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+}
+
+/* ---- source locations ------------------------------------------------ */
+
+static int zone_line;
+
+static void draw_fn(void)
+{
+	zone_line = __LINE__ + 1;
+	KT_ZONE("draw");
+}
+
+Test(srcloc, zone_records_name_file_line_function_once)
+{
+	char path[128];
+	t_path(path, sizeof(path), "loc");
+	kt_session *s = start(path);
+	for (int i = 0; i < 3; i++)
+		draw_fn();
+	stop(s);
+	struct seen sn;
+	read_back(path, &sn);
+	cr_assert_eq(sn.nev, 6);
+	uint32_t id = sn.ev[0].name_id;
+	cr_assert_eq(sn.ev[0].type, KT_EV_ZONE_BEGIN);
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_eq(sn.ev[i].name_id, id);
+	/* One location entry for the site, however often it ran. */
+	cr_assert_eq(sn.nloc, 1);
+	size_t k;
+	const kt_srcloc *l = loc_of(&sn, id, &k);
+	cr_assert_not_null(l);
+	cr_assert_str_eq(sn.file[k], __FILE__);
+	cr_assert_str_eq(sn.func[k], "draw_fn");
+	cr_assert_eq(l->line, (uint32_t)zone_line);
+	cr_assert_eq(l->category, 0);
+	cr_assert_eq(l->file_len, strlen(__FILE__));
+	/* The site's id is not the plain name's: kt_name("draw") names no
+	 * location. */
+	cr_assert_neq(kt_name("draw"), id);
+	unlink(path);
+}
+
+Test(srcloc, equal_sites_share_an_id_and_different_ones_do_not)
+{
+	kt_site a = { "z", "f.c", "fn", NULL, 10, 0, &kt__flag_on };
+	kt_site b = a, c = a;
+	c.line = 11;
+	uint32_t ia = kt_site_id(&a), ib = kt_site_id(&b), ic = kt_site_id(&c);
+	cr_assert_neq(ia, 0);
+	cr_assert_eq(ia, ib);
+	cr_assert_neq(ia, ic);
+	cr_assert_eq(a.id, ia);
+	kt_site empty = { "", "f.c", "fn", NULL, 1, 0, &kt__flag_on };
+	cr_assert_eq(kt_site_id(&empty), 0);
+	cr_assert_eq(empty.id, 0);
+}
+
+/* A writer over a memfd with the tests' fixed header; *@fd is the memfd. */
+static kt_writer *mem_writer(int *fd)
+{
+	kt_header h;
+	kt_writer *w;
+	t_header(&h);
+	*fd = memfd_create("api", MFD_CLOEXEC);
+	cr_assert_eq(kt_writer_open_fd(&w, *fd, &h), 0);
+	return w;
+}
+
+/* The bytes of @fd (malloc'd), which is closed. */
+static uint8_t *slurp_close(int fd, size_t *len)
+{
+	uint8_t *p = t_slurp_fd(fd, len);
+	close(fd);
+	cr_assert_not_null(p);
+	return p;
+}
+
+Test(srcloc, writer_and_reader_round_trip_and_refuse_bad_entries)
+{
+	int fd;
+	kt_writer *w = mem_writer(&fd);
+	kt_srcloc l = { .id = 9, .line = 77, .category = 3, .file = "a/b.c", .file_len = 5,
+			.function = "main", .function_len = 4 };
+	cr_assert_eq(kt_writer_srcloc(w, &l), 0);
+	kt_srcloc bad = l;
+	bad.id = 0;
+	cr_assert_eq(kt_writer_srcloc(w, &bad), -EINVAL);
+	bad = l;
+	bad.file = "a\0b";
+	bad.file_len = 3;
+	cr_assert_eq(kt_writer_srcloc(w, &bad), -EINVAL);
+	cr_assert_eq(kt_writer_category(w, 3, KT_CATEGORY_ON_STOP), 0);
+	cr_assert_eq(kt_writer_category(w, 3, 4), -EINVAL);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	size_t len = 0;
+	uint8_t *file = slurp_close(fd, &len);
+	kt_reader *r;
+	kt_trace_frame f;
+	cr_assert_eq(kt_reader_open_mem(&r, file, len, NULL), 0);
+	cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+	cr_assert_eq(f.kind, KT_FRAME_SRCLOC);
+	cr_assert_eq(f.u.srcloc.id, 9);
+	cr_assert_eq(f.u.srcloc.line, 77);
+	cr_assert_eq(f.u.srcloc.category, 3);
+	cr_assert_str_eq(f.u.srcloc.file, "a/b.c");
+	cr_assert_str_eq(f.u.srcloc.function, "main");
+	cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+	cr_assert_eq(f.kind, KT_FRAME_CATEGORY);
+	cr_assert_eq(f.u.category.id, 3);
+	cr_assert_eq(f.u.category.flags, KT_CATEGORY_ON_STOP);
+	kt_reader_close(r);
+	free(file);
+}
+
+/* Patch a byte of the first frame's body and fix its checksum: the
+ * reader must refuse it with @code. */
+static void refuse_patched(uint8_t *file, size_t len, size_t body_at, uint32_t v, int code)
+{
+	uint32_t hlen = kt__get32(file + 12);
+	size_t frame = 24 + kt__align8(hlen);
+	uint32_t blen = kt__get32(file + frame);
+	uint8_t *copy = malloc(len);
+	memcpy(copy, file, len);
+	kt__put32(copy + frame + 8 + body_at, v);
+	size_t sum = frame + 8 + kt__align8(blen);
+	kt__put64(copy + sum, kt__xxh3(copy + frame, sum - frame));
+	kt_reader *r;
+	kt_trace_frame f;
+	cr_assert_eq(kt_reader_open_mem(&r, copy, len, NULL), 0);
+	cr_assert_eq(kt_reader_next_frame(r, &f), code, "body byte %zu = %u", body_at, v);
+	kt_reader_close(r);
+	free(copy);
+}
+
+Test(srcloc, reader_refuses_bad_lengths_ids_and_reserved_bytes)
+{
+	int fd;
+	kt_writer *w = mem_writer(&fd);
+	kt_srcloc l = { .id = 9, .line = 1, .file = "x.c", .file_len = 3, .function = "f",
+			.function_len = 1 };
+	cr_assert_eq(kt_writer_srcloc(w, &l), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	size_t len = 0;
+	uint8_t *file = slurp_close(fd, &len);
+	refuse_patched(file, len, KT__LOC_ID, 0, KT_EFRAME);
+	refuse_patched(file, len, KT__LOC_FILE_LEN, 4, KT_EFRAME);
+	refuse_patched(file, len, KT__LOC_FUNC_LEN, 0xffffffffu, KT_EFRAME);
+	refuse_patched(file, len, KT__LOC_PAD, 1, KT_ERESERVED);
+	refuse_patched(file, len, KT__LOC_FIXED, 0x0000632e, KT_EFRAME); /* a zero byte */
+	free(file);
+}
+
+Test(srcloc, dump_stats_and_chrome_show_the_location)
+{
+	char path[128], out[160];
+	t_path(path, sizeof(path), "tools");
+	snprintf(out, sizeof(out), "%s.json", path);
+	kt_session *s = start(path);
+	draw_fn();
+	stop(s);
+	char want[256];
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "dump", path, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	snprintf(want, sizeof(want), "zone_begin draw @%s:%d\n", __FILE__, zone_line);
+	cr_assert_not_null(memmem(p.out, p.out_len, want, strlen(want)), "%.*s", (int)p.out_len,
+			   p.out);
+	run_katra(&p, (const char *const[]){ "stats", path, NULL });
+	snprintf(want, sizeof(want), "  %s:%d draw_fn\n", __FILE__, zone_line);
+	cr_assert_not_null(memmem(p.out, p.out_len, want, strlen(want)), "%.*s", (int)p.out_len,
+			   p.out);
+	cr_assert_not_null(memmem(p.out, p.out_len, "  location\n", 11));
+	run_katra(&p, (const char *const[]){ "stats", "--json", path, NULL });
+	snprintf(want, sizeof(want), "\"line\": %d", zone_line);
+	cr_assert_not_null(memmem(p.out, p.out_len, want, strlen(want)), "%.*s", (int)p.out_len,
+			   p.out);
+	cr_assert_not_null(memmem(p.out, p.out_len, "\"function\": \"draw_fn\"", 21));
+	unlink(out);
+	run_katra(&p, (const char *const[]){ "export", "--chrome", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	size_t n;
+	char *json = (char *)t_slurp(out, &n);
+	snprintf(want, sizeof(want), "\"ph\":\"B\",\"name\":\"draw\",\"args\":{\"loc\":\"%s:%d\"}}",
+		 __FILE__, zone_line);
+	cr_assert_not_null(memmem(json, n, want, strlen(want)), "%.*s", (int)n, json);
+	free(json);
+	unlink(out);
+	unlink(path);
+}
+
+/* ---- categories ------------------------------------------------------ */
+
+static void render_fn(void)
+{
+	KT_ZONE_C("render", "draw_c");
+}
+
+Test(category, a_disabled_category_emits_nothing_and_the_trace_says_so)
+{
+	char path[128];
+	t_path(path, sizeof(path), "cat");
+	kt_session *s = start(path);
+	render_fn();                                  /* on: a zone */
+	cr_assert_eq(kt_category_enable("render", 0), 0);
+	cr_assert_eq(kt_category_enabled("render"), 0);
+	render_fn();                                  /* off: nothing */
+	render_fn();
+	stop(s);
+	struct seen sn;
+	read_back(path, &sn);
+	cr_assert_eq(sn.nev, 2);
+	size_t k;
+	const kt_srcloc *l = loc_of(&sn, sn.ev[0].name_id, &k);
+	cr_assert_not_null(l);
+	cr_assert_eq(l->category, kt_name("render"));
+	cr_assert_eq(sn.ncat, 1);
+	cr_assert_eq(sn.cat_id[0], kt_name("render"));
+	cr_assert_eq(sn.cat_flags[0], KT_CATEGORY_ON_START);
+	unlink(path);
+}
+
+/* A zone begun while its category was on ends even when the category goes
+ * off inside it; one begun while off never ends. */
+static void toggle_inside(int on_at_begin)
+{
+	kt_category_enable("physics", on_at_begin);
+	KT_ZONE_C("physics", "step");
+	kt_category_enable("physics", !on_at_begin);
+}
+
+Test(category, switching_inside_a_zone_keeps_begins_and_ends_paired)
+{
+	char path[128];
+	t_path(path, sizeof(path), "pair");
+	kt_session *s = start(path);
+	toggle_inside(1);
+	toggle_inside(0);
+	stop(s);
+	struct seen sn;
+	read_back(path, &sn);
+	cr_assert_eq(sn.nev, 2);
+	cr_assert_eq(sn.ev[0].type, KT_EV_ZONE_BEGIN);
+	cr_assert_eq(sn.ev[1].type, KT_EV_ZONE_END);
+	/* Named during the session: "at start" is its state when named. */
+	cr_assert_eq(sn.cat_flags[0], KT_CATEGORY_ON_START | KT_CATEGORY_ON_STOP);
+	unlink(path);
+}
+
+Test(category, environment_list_enables_only_named_ones)
+{
+	setenv("KT_CATEGORIES", "alpha,-beta", 1);
+	cr_assert_eq(kt_category_enabled("alpha"), 1);
+	cr_assert_eq(kt_category_enabled("beta"), 0);
+	cr_assert_eq(kt_category_enabled("gamma"), 0);
+	/* Code overrides the environment. */
+	cr_assert_eq(kt_category_enable("gamma", 1), 0);
+	cr_assert_eq(kt_category_enabled("gamma"), 1);
+	cr_assert_eq(*kt_category("gamma"), 1);
+}
+
+Test(category, environment_with_only_exclusions_keeps_the_rest_on)
+{
+	setenv("KT_CATEGORIES", "-physics", 1);
+	cr_assert_eq(kt_category_enabled("physics"), 0);
+	cr_assert_eq(kt_category_enabled("render"), 1);
+	cr_assert_eq(kt_category_enabled(""), -EINVAL);
+	cr_assert_eq(kt_category(NULL), &kt__flag_on);
+}
+
+Test(category, the_table_is_bounded)
+{
+	char name[32];
+	for (unsigned i = 0; i < KT_MAX_CATEGORIES; i++) {
+		snprintf(name, sizeof(name), "c%u", i);
+		cr_assert_eq(kt_category_enable(name, 0), 0);
+	}
+	cr_assert_eq(kt_category_enable("one-too-many", 0), -ENOSPC);
+	cr_assert_eq(kt_category("one-too-many"), &kt__flag_on);
+}
