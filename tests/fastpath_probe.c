@@ -9,6 +9,7 @@ void kt_probe_zone_begin(uint32_t id);
 void kt_probe_counter(uint32_t id, int64_t v);
 void kt_probe_site(void);
 void kt_probe_site_category(void);
+void kt_probe_arg(uint32_t id, int64_t v);
 
 void kt_probe_zone_begin(uint32_t id)
 {
@@ -31,4 +32,10 @@ void kt_probe_site(void)
 void kt_probe_site_category(void)
 {
 	KT_ZONE_C("probe_category", "probe");
+}
+
+/* A zone argument: a counter's path with its own type. */
+void kt_probe_arg(uint32_t id, int64_t v)
+{
+	kt_arg_i64(id, v);
 }

@@ -10,6 +10,7 @@ extern "C" void kt_probe_zone_begin(std::uint32_t id);
 extern "C" void kt_probe_counter(std::uint32_t id, std::int64_t v);
 extern "C" void kt_probe_site(void);
 extern "C" void kt_probe_site_category(void);
+extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v);
 
 extern "C" void kt_probe_zone_begin(std::uint32_t id)
 {
@@ -30,4 +31,9 @@ extern "C" void kt_probe_site(void)
 extern "C" void kt_probe_site_category(void)
 {
 	KT_ZONE_C("probe_category", "probe");
+}
+
+extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v)
+{
+	kt_arg_i64(id, v);
 }

@@ -100,6 +100,17 @@ static void stop(kt_session *s)
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 }
 
+/* A session around @fn into @path (tagged @tag), and in @out a name for
+ * an export of it. */
+static void traced(char path[128], char out[160], const char *tag, void (*fn)(void))
+{
+	t_path(path, 128, tag);
+	snprintf(out, 160, "%s.json", path);
+	kt_session *s = start(path);
+	fn();
+	stop(s);
+}
+
 /* ---- source locations ------------------------------------------------ */
 
 static int zone_line;
@@ -255,11 +266,7 @@ Test(srcloc, reader_refuses_bad_lengths_ids_and_reserved_bytes)
 Test(srcloc, dump_stats_and_chrome_show_the_location)
 {
 	char path[128], out[160];
-	t_path(path, sizeof(path), "tools");
-	snprintf(out, sizeof(out), "%s.json", path);
-	kt_session *s = start(path);
-	draw_fn();
-	stop(s);
+	traced(path, out, "tools", draw_fn);
 	char want[256];
 	struct proc p;
 	run_katra(&p, (const char *const[]){ "dump", path, NULL });
@@ -280,7 +287,7 @@ Test(srcloc, dump_stats_and_chrome_show_the_location)
 	unlink(out);
 	run_katra(&p, (const char *const[]){ "export", "--chrome", path, out, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
-	size_t n;
+	size_t n = 0;
 	char *json = (char *)t_slurp(out, &n);
 	snprintf(want, sizeof(want), "\"ph\":\"B\",\"name\":\"draw\",\"args\":{\"loc\":\"%s:%d\"}}",
 		 __FILE__, zone_line);
@@ -378,4 +385,115 @@ Test(category, the_table_is_bounded)
 	}
 	cr_assert_eq(kt_category_enable("one-too-many", 0), -ENOSPC);
 	cr_assert_eq(kt_category("one-too-many"), &kt__flag_on);
+}
+
+/* ---- zone arguments, severities, named frames ------------------------ */
+
+static void args_fn(void)
+{
+	KT_ZONE("work");
+	kt_zone_value_i64(-5);
+	kt_zone_value_u64(UINT64_MAX);
+	kt_zone_value_f64(0.5);
+	kt_zone_text("hi", 2);
+	KT_ARG_I64("items", 42);
+	KT_ARG_F64("ratio", 1.25);
+	KT_ARG_STR("mode", "fast", 4);
+	kt_message_sev(kt_name("log"), KT_SEV_WARN, "careful", 7);
+	kt_message_sev(kt_name("log"), (kt_severity)7, "refused", 7);
+	kt_frame_begin(kt_name("load"), 3);
+	kt_frame_end(kt_name("load"), 3);
+}
+
+Test(args, arguments_follow_their_zone_begin_with_their_values)
+{
+	char path[128];
+	t_path(path, sizeof(path), "args");
+	kt_session *s = start(path);
+	args_fn();
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.events_refused, 1);
+	kt_summary_release(&sum);
+	struct seen sn;
+	read_back(path, &sn);
+	static const uint8_t types[] = { KT_EV_ZONE_BEGIN, KT_EV_ARG_I64, KT_EV_ARG_U64,
+					 KT_EV_ARG_F64, KT_EV_ARG_STR, KT_EV_ARG_I64,
+					 KT_EV_ARG_F64, KT_EV_ARG_STR, KT_EV_MESSAGE,
+					 KT_EV_FRAME, KT_EV_FRAME, KT_EV_ZONE_END };
+	cr_assert_eq(sn.nev, sizeof(types));
+	for (size_t i = 0; i < sizeof(types); i++)
+		cr_assert_eq(sn.ev[i].type, types[i], "event %zu", i);
+	int64_t i64;
+	uint64_t u64;
+	double f64;
+	memcpy(&i64, sn.ev[1].payload, 8);
+	cr_assert_eq(i64, -5);
+	memcpy(&u64, sn.ev[2].payload, 8);
+	cr_assert_eq(u64, UINT64_MAX);
+	memcpy(&f64, sn.ev[3].payload, 8);
+	cr_assert_eq(f64, 0.5);
+	cr_assert_eq(sn.ev[4].payload_len, 2);
+	cr_assert_eq(memcmp(sn.ev[4].payload, "hi", 2), 0);
+	for (size_t i = 1; i <= 4; i++)
+		cr_assert_eq(sn.ev[i].name_id, 0, "the zone's own value has no name");
+	cr_assert_eq(sn.ev[5].name_id, kt_name("items"));
+	memcpy(&i64, sn.ev[5].payload, 8);
+	cr_assert_eq(i64, 42);
+	cr_assert_eq(sn.ev[7].name_id, kt_name("mode"));
+	cr_assert_eq(sn.ev[8].flags, KT_SEV_WARN);
+	cr_assert_eq(sn.ev[9].flags, KT_FRAME_PHASE_BEGIN);
+	cr_assert_eq(sn.ev[10].flags, KT_FRAME_PHASE_END);
+	memcpy(&u64, sn.ev[10].payload, 8);
+	cr_assert_eq(u64, 3);
+	unlink(path);
+}
+
+/* Each of @n strings must be in @buf. */
+static void has_all(const char *buf, size_t len, const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_assert_not_null(memmem(buf, len, want[i], strlen(want[i])), "no %s in\n%.*s",
+				   want[i], (int)len, buf);
+}
+
+Test(args, dump_and_chrome_show_arguments_severities_and_frames)
+{
+	char path[128], out[160];
+	traced(path, out, "argtools", args_fn);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "dump", path, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	static const char *const text[] = {
+		" arg_i64 - -5\n", " arg_u64 - 18446744073709551615\n", " arg_f64 - 0.5\n",
+		" arg_str - \"hi\"\n", " arg_i64 items 42\n", " arg_f64 ratio 1.25\n",
+		" arg_str mode \"fast\"\n", " message log [warn] \"careful\"\n",
+		" frame load begin 3\n", " frame load end 3\n",
+	};
+	has_all(p.out, p.out_len, text, sizeof(text) / sizeof(*text));
+	run_katra(&p, (const char *const[]){ "dump", "--format", "jsonl", path, NULL });
+	static const char *const jsonl[] = {
+		"\"type\":\"arg_i64\",\"name\":null,\"value\":-5}",
+		"\"type\":\"arg_str\",\"name\":\"mode\",\"text\":\"fast\"}",
+		"\"name\":\"log\",\"severity\":\"warn\",\"text\":\"careful\"}",
+		"\"name\":\"load\",\"phase\":\"begin\",\"frame\":3}",
+	};
+	has_all(p.out, p.out_len, jsonl, sizeof(jsonl) / sizeof(*jsonl));
+	unlink(out);
+	run_katra(&p, (const char *const[]){ "export", "--chrome", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	size_t n = 0;
+	char *json = (char *)t_slurp(out, &n);
+	static const char *const chrome[] = {
+		"\"name\":\"value\",\"cat\":\"arg\",\"args\":{\"value\":-5}}",
+		"\"name\":\"text\",\"cat\":\"arg\",\"args\":{\"text\":\"hi\"}}",
+		"\"name\":\"items\",\"cat\":\"arg\",\"args\":{\"items\":42}}",
+		"\"name\":\"log\",\"args\":{\"severity\":\"warn\",\"text\":\"careful\"}}",
+		"\"ph\":\"b\",\"name\":\"load\",\"cat\":\"frame\",\"id\":3}",
+		"\"ph\":\"e\",\"name\":\"load\",\"cat\":\"frame\",\"id\":3}",
+	};
+	has_all(json, n, chrome, sizeof(chrome) / sizeof(*chrome));
+	free(json);
+	unlink(out);
+	unlink(path);
 }

@@ -274,11 +274,19 @@ static char *thread_label(const struct tables *t, uint32_t id, int json)
 	return label(s, n, json, json ? "null" : "");
 }
 
+static const char *const severity[] = { "", "trace", "debug", "info", "warn", "error", "fatal" };
+static const char *const frame_phase[] = { "mark", "begin", "end" };
+
+static int is_arg(uint8_t type)
+{
+	return type >= KT_EV_ARG_I64 && type <= KT_EV_ARG_STR;
+}
+
 /*
- * Where a zone's begin came from (SPEC §4.7), as its line shows it: "" when
- * the file gives no location for @ev's name or @ev is no zone begin, else
- * @pre, then "file:line" escaped for a terminal or as a JSON literal, then
- * @post.  A malloc'd string, NULL when out of memory.
+ * Where a zone's begin came from (SPEC §4.7): "" when the file gives no
+ * location for @ev's name or @ev is no zone begin, else @pre, then
+ * "file:line" escaped for a terminal or as a JSON literal, then @post.  A
+ * malloc'd string, NULL when out of memory.
  */
 static char *loc_label(const struct tables *t, const kt_event *ev, int json, const char *pre,
 		       const char *post)
@@ -297,14 +305,50 @@ static char *loc_label(const struct tables *t, const kt_event *ev, int json, con
 	return out;
 }
 
+/* What the middle of @ev adds after its name for @kind: a zone begin's
+ * location, a message's severity, a named frame's phase.  Malloc'd. */
+static char *mid_extra(const struct tables *t, const kt_event *ev, int kind)
+{
+	int json = kind != FMT_TEXT;
+	char *out = NULL;
+	if (ev->type == KT_EV_MESSAGE && ev->flags && ev->flags <= KT_SEV_FATAL) {
+		const char *sev = severity[ev->flags];
+		if (asprintf(&out, kind == FMT_CHROME ? "\"severity\":\"%s\"," :
+				   json ? ",\"severity\":\"%s\"" : " [%s]", sev) < 0)
+			out = NULL;
+		return out;
+	}
+	if (ev->type == KT_EV_FRAME && kind != FMT_CHROME && ev->flags &&
+	    ev->flags <= KT_FRAME_PHASE_END) {
+		if (asprintf(&out, json ? ",\"phase\":\"%s\"" : " %s", frame_phase[ev->flags]) < 0)
+			out = NULL;
+		return out;
+	}
+	if (kind == FMT_CHROME)
+		return loc_label(t, ev, 1, ",\"args\":{\"loc\":", "}");
+	return json ? loc_label(t, ev, 1, ",\"loc\":", "") : loc_label(t, ev, 0, " @", "");
+}
+
 /* The Chrome middle of @ev after its head (@head, @nm the name literal,
- * @loc its location's args or ""). */
-static int chrome_mid(char **buf, const char *head, const char *nm, const char *loc,
+ * @extra mid_extra()'s). */
+static int chrome_mid(char **buf, const char *head, const char *nm, const char *extra,
 		      const kt_event *ev)
 {
+	if (is_arg(ev->type)) {
+		/* The zone's own value or text has no name: its key says which. */
+		const char *key = ev->name_id ? nm : ev->type == KT_EV_ARG_STR ? "\"text\"" : "\"value\"";
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"cat\":\"arg\",\"args\":{%s:",
+				head, ev->name_id ? nm : key, key);
+	}
+	if (ev->type == KT_EV_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END)
+		return asprintf(buf, "%s\"ph\":\"%s\",\"name\":%s,\"cat\":\"frame\",\"id\":", head,
+				ev->flags == KT_FRAME_PHASE_BEGIN ? "b" : "e", nm);
 	switch (ev->type) {
 	case KT_EV_ZONE_BEGIN:
-		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s%s}", head, nm, loc);
+		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s%s}", head, nm, extra);
+	case KT_EV_MESSAGE:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{%s", head, nm,
+				extra);
 	case KT_EV_ZONE_END:
 		return asprintf(buf, "%s\"ph\":\"E\",\"name\":%s}", head, nm);
 	case KT_EV_INSTANT:
@@ -332,11 +376,11 @@ static int build_mid(char **buf, size_t *split, const struct fmt_job *j, const k
 {
 	const char *type = kt_event_type_name(ev->type);
 	int json = j->kind != FMT_TEXT, n = -1;
-	char *nm = name_label(j->t, ev->name_id, json);
+	/* An argument without a name is its zone's own value or text. */
+	char *nm = is_arg(ev->type) && !ev->name_id ? strdup(json ? "null" : "-")
+						    : name_label(j->t, ev->name_id, json);
 	char *th = j->kind == FMT_CHROME ? NULL : thread_label(j->t, ev->thread_id, json);
-	char *loc = j->kind == FMT_CHROME ? loc_label(j->t, ev, 1, ",\"args\":{\"loc\":", "}")
-		    : j->kind == FMT_JSONL ? loc_label(j->t, ev, 1, ",\"loc\":", "")
-					   : loc_label(j->t, ev, 0, " @", "");
+	char *loc = mid_extra(j->t, ev, j->kind);
 	*split = 0;
 	if (!nm || !loc || (j->kind != FMT_CHROME && !th)) {
 		/* out of memory: n stays -1 */
@@ -391,7 +435,9 @@ mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t 
 static inline const struct prefix *mid_of(struct fmt_cache *c, const struct fmt_job *j,
 					  const kt_event *ev)
 {
-	uint8_t flags = j->kind == FMT_CHROME && ev->type == KT_EV_FLOW ? ev->flags : 0;
+	/* The middle depends on the flags of these (phase, severity). */
+	uint8_t flags = ev->type == KT_EV_FLOW || ev->type == KT_EV_FRAME ||
+				ev->type == KT_EV_MESSAGE ? ev->flags : 0;
 	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u ^
 		      flags * 31u) & (MID_SLOTS - 1);
 	struct prefix *p = &c->mids[h];
@@ -492,10 +538,16 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 	case KT_EV_INSTANT:
 		break;
 	case KT_EV_COUNTER_I64:
+	case KT_EV_ARG_I64:
 		memcpy(&i64, ev->payload, 8);
 		d = put_i64(put_key(d, jsonl, KEY(",\"value\":")), i64);
 		break;
+	case KT_EV_ARG_U64:
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(put_key(d, jsonl, KEY(",\"value\":")), u64);
+		break;
 	case KT_EV_COUNTER_F64:
+	case KT_EV_ARG_F64:
 		memcpy(&f64, ev->payload, 8);
 		d = put_f64(put_key(d, jsonl, KEY(",\"value\":")), f64, jsonl);
 		break;
@@ -515,6 +567,7 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 		break;
 	}
 	case KT_EV_MESSAGE:
+	case KT_EV_ARG_STR:
 		o_commit(o, put_key(d, jsonl, KEY(",\"text\":")));
 		if (o_message(o, ev) || !(d = o_room(o, 2)))
 			goto fail;
@@ -564,27 +617,39 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 	case KT_EV_INSTANT:
 		break;
 	case KT_EV_COUNTER_I64:
+	case KT_EV_ARG_I64:
 		memcpy(&i64, ev->payload, 8);
 		d = put_i64(d, i64);
 		memcpy(d, "}}", 2);
 		d += 2;
 		break;
 	case KT_EV_COUNTER_F64:
+	case KT_EV_ARG_F64:
 		memcpy(&f64, ev->payload, 8);
 		d = put_f64(d, f64, 1);
 		memcpy(d, "}}", 2);
 		d += 2;
 		break;
+	case KT_EV_ARG_U64:
 	case KT_EV_FRAME:
 		memcpy(&u64, ev->payload, 8);
 		d = put_u64(d, u64);
+		/* A named frame's number is its async id: no args to close. */
+		int named = ev->type == KT_EV_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END;
 		memcpy(d, "}}", 2);
-		d += 2;
+		d += named ? 1 : 2;
 		break;
 	case KT_EV_FLOW:
 		memcpy(&u64, ev->payload, 8);
 		d = put_u64(d, u64);
 		*d++ = '}';
+		break;
+	case KT_EV_ARG_STR:
+		o_commit(o, d);
+		if (o_message(o, ev) || !(d = o_room(o, 2)))
+			goto fail;
+		memcpy(d, "}}", 2);
+		d += 2;
 		break;
 	case KT_EV_MESSAGE:
 		memcpy(d, "\"text\":", 7);

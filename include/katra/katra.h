@@ -634,4 +634,6 @@ struct kt__zone_guard_c {
 	KT__SITE(KT__CAT(kt__site_, __LINE__), cat, literal);                       \
 	const kt__zone_guard_c KT__CAT(kt__zone_, __LINE__)(&KT__CAT(kt__site_, __LINE__))
 #endif
+
+#include <katra/args.h>
 #endif /* KATRA_KATRA_H */
