@@ -486,6 +486,7 @@ Test(args, dump_and_chrome_show_arguments_severities_and_frames)
 	char *json = (char *)t_slurp(out, &n);
 	static const char *const chrome[] = {
 		"\"name\":\"value\",\"cat\":\"arg\",\"args\":{\"value\":-5}}",
+		"\"args\":{\"value\":\"18446744073709551615\"}}",
 		"\"name\":\"text\",\"cat\":\"arg\",\"args\":{\"text\":\"hi\"}}",
 		"\"name\":\"items\",\"cat\":\"arg\",\"args\":{\"items\":42}}",
 		"\"name\":\"log\",\"args\":{\"severity\":\"warn\",\"text\":\"careful\"}}",

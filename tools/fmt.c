@@ -633,7 +633,15 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 	case KT_EV_ARG_U64:
 	case KT_EV_FRAME:
 		memcpy(&u64, ev->payload, 8);
-		d = put_u64(d, u64);
+		/* An argument past INT64_MAX as a string: JSON readers (jansson,
+		 * viewers' doubles) lose or refuse larger integers. */
+		if (ev->type == KT_EV_ARG_U64 && u64 > INT64_MAX) {
+			*d++ = '"';
+			d = put_u64(d, u64);
+			*d++ = '"';
+		} else {
+			d = put_u64(d, u64);
+		}
 		/* A named frame's number is its async id: no args to close. */
 		int named = ev->type == KT_EV_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END;
 		memcpy(d, "}}", 2);
