@@ -10,6 +10,12 @@
  * Each costs what kt_counter() costs: one record of 24 bytes, or 16 plus
  * the text's length rounded up to 8.
  *
+ * An argument knows nothing of its zone's category: inside a KT_ZONE_C
+ * whose category is off it is still written, and a reader gives it to the
+ * enclosing zone.  Guard such arguments with the category's flag:
+ *     static const uint8_t *on;  ...  if (*(on ? on : (on = kt_category("render")))) ...
+ * (a zone that records arguments per call is rarely one to switch off).
+ *
  * Threads: any thread, and async-signal-safe as katra.h's emits are.
  */
 #ifndef KATRA_ARGS_H
