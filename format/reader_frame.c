@@ -459,6 +459,11 @@ static int decode_srcloc(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t 
 	return 0;
 }
 
+const kt_srcloc *kt_trace_frame_get_srcloc(const kt_trace_frame *f)
+{
+	return f && f->kind == KT_FRAME_SRCLOC ? &f->u.srcloc : NULL;
+}
+
 static int decode_category(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
 			   kt_trace_frame *f)
 {

@@ -189,6 +189,19 @@ KT_API int kt_reader_skip_events(kt_reader *r, int on);
  */
 KT_API int kt_reader_rewind(kt_reader *r);
 
+/**
+ * kt_trace_frame_get_srcloc - the source location (SPEC §4.7) a frame
+ * holds: where the events named @return->id were emitted (file, line,
+ * function) and the name id of their category.  Its strings stay valid
+ * as the frame's do (until the next call on the reader).  A trace gives
+ * each id's location once, usually near the id's name entry; keep what
+ * you need of it, as `katra stats` does (tools/tables.h).
+ *
+ * Return: the location, or NULL when @f is not a KT_FRAME_SRCLOC frame.
+ * Any thread that may use @f.
+ */
+KT_API const kt_srcloc *kt_trace_frame_get_srcloc(const kt_trace_frame *f);
+
 /** kt_reader_get_status - copy what the reader has seen so far into @st. */
 KT_API void kt_reader_get_status(const kt_reader *r, kt_reader_status *st);
 
