@@ -486,6 +486,7 @@ Test(args, dump_and_chrome_show_arguments_severities_and_frames)
 	size_t n = 0;
 	char *json = (char *)t_slurp(out, &n);
 	static const char *const chrome[] = {
+		"\"ph\":\"B\",\"name\":\"work\",\"args\":{\"loc\":",
 		"\"name\":\"value\",\"cat\":\"arg\",\"args\":{\"value\":-5}}",
 		"\"args\":{\"value\":\"18446744073709551615\"}}",
 		"\"name\":\"text\",\"cat\":\"arg\",\"args\":{\"text\":\"hi\"}}",
@@ -637,4 +638,23 @@ Test(golden, api_dump_and_stats_match_committed_text)
 {
 	cli_golden("dump", API_DUMP);
 	cli_golden("stats", KT_TEST_DATA "/api_v3.stats.txt");
+}
+
+/* The category of a zone's site is its Chrome "cat", beside its location. */
+Test(golden, chrome_zone_has_its_category_and_location)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-api-chrome-%d.json", (int)getpid());
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--chrome", "api_v3.katra", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	size_t n = 0;
+	char *json = (char *)t_slurp(out, &n);
+	static const char *const want[] = {
+		"\"ph\":\"B\",\"name\":\"draw\",\"cat\":\"render\",\"args\":{\"loc\":\"game/render.cpp:42\"}}",
+	};
+	has_all(json, n, want, 1);
+	free(json);
+	unlink(out);
 }

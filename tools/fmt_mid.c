@@ -64,6 +64,20 @@ static char *loc_label(const struct tables *t, const kt_event *ev, int json, con
 	return out;
 }
 
+/* A Chrome zone begin's extras: its category as "cat" (the viewer's
+ * filter) and its location as args.loc; "" when the file gives neither. */
+static char *chrome_loc(const struct tables *t, const kt_event *ev)
+{
+	const struct tloc *l = ev->type == KT_EV_ZONE_BEGIN ? tables_loc(t, ev->name_id) : NULL;
+	char *cat = l && l->category ? name_label(t, l->category, 1) : strdup("");
+	char *loc = loc_label(t, ev, 1, ",\"args\":{\"loc\":", "}"), *out = NULL;
+	if (cat && loc && asprintf(&out, "%s%s%s", *cat ? ",\"cat\":" : "", cat, loc) < 0)
+		out = NULL;
+	free(cat);
+	free(loc);
+	return out;
+}
+
 /* What the middle of @ev adds after its name for @kind: a zone begin's
  * location, a message's severity, a named frame's phase.  Malloc'd. */
 static char *mid_extra(const struct tables *t, const kt_event *ev, int kind)
@@ -84,7 +98,7 @@ static char *mid_extra(const struct tables *t, const kt_event *ev, int kind)
 		return out;
 	}
 	if (kind == FMT_CHROME)
-		return loc_label(t, ev, 1, ",\"args\":{\"loc\":", "}");
+		return chrome_loc(t, ev);
 	return json ? loc_label(t, ev, 1, ",\"loc\":", "") : loc_label(t, ev, 0, " @", "");
 }
 
