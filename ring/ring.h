@@ -287,6 +287,10 @@ uint32_t kt__intern(const char *key, size_t len);
  * call @fn with each one's name id and KT_CATEGORY_ON_* flags. */
 void kt__categories_start(void);
 void kt__categories_each(void (*fn)(void *ctx, uint32_t id, uint32_t flags), void *ctx);
+/* fork(): 0 before (takes the categories' lock, after the names'), 1 in
+ * the parent and 2 in the child after (releases it), so a child never
+ * inherits it held by a thread it does not have. */
+void kt__categories_fork(int phase);
 
 /* The clock. */
 int kt__clock_setup(int requested);

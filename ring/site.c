@@ -109,6 +109,14 @@ void kt__categories_start(void)
 	pthread_mutex_unlock(&cat_lock);
 }
 
+void kt__categories_fork(int phase)
+{
+	if (phase == 0)
+		pthread_mutex_lock(&cat_lock);
+	else
+		pthread_mutex_unlock(&cat_lock);
+}
+
 void kt__categories_each(void (*fn)(void *ctx, uint32_t id, uint32_t flags), void *ctx)
 {
 	pthread_mutex_lock(&cat_lock);

@@ -7,12 +7,16 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include <katra/writer.h>
 
 #include "format/format.h"
+#include "ring/ring.h"
 
 /* What a session's file holds, gathered by one pass of frames. */
 struct seen {
@@ -375,6 +379,47 @@ Test(category, environment_with_only_exclusions_keeps_the_rest_on)
 	cr_assert_eq(kt_category_enabled("render"), 1);
 	cr_assert_eq(kt_category_enabled(""), -EINVAL);
 	cr_assert_eq(kt_category(NULL), &kt__flag_on);
+}
+
+static atomic_int cat_fork_begun, in_each;
+
+/* Runs under the categories' lock: hold it until the main thread forks. */
+static void slow_each(void *ctx, uint32_t id, uint32_t flags)
+{
+	(void)ctx, (void)id, (void)flags;
+	atomic_store(&in_each, 1);
+	while (!atomic_load(&cat_fork_begun))
+		usleep(1000);
+	usleep(50000); /* let fork() start */
+}
+
+static void *each_once(void *arg)
+{
+	(void)arg;
+	kt__categories_each(slow_each, NULL);
+	return NULL;
+}
+
+/* A fork() while another thread holds the categories' lock: the child
+ * does not inherit it held, and can switch a category. */
+Test(category, fork_while_another_thread_reads_the_categories)
+{
+	cr_assert_eq(kt_category_enable("held", 1), 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, each_once, NULL), 0);
+	while (!atomic_load(&in_each))
+		usleep(1000);
+	atomic_store(&cat_fork_begun, 1);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(10); /* a child that hangs fails instead of hanging the test */
+		_exit(kt_category_enable("child", 0) == 0 ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	pthread_join(th, NULL);
 }
 
 Test(category, the_table_is_bounded)
