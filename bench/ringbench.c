@@ -38,6 +38,7 @@
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include "bench/ringbench_api.h"
+#include "bench/ringbench_flight.h"
 
 struct opts {
 	double seconds;
@@ -57,6 +58,7 @@ struct opts {
 	int threads;
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
+	int flight;            /* --flight N: snapshots (ringbench_flight.c) */
 	/* The capture manager's options (the frame loop without --out). */
 	const char *capture_root;
 	const char *run_id;
@@ -1124,6 +1126,8 @@ static void usage(FILE *f)
 		"                      of the capture manager\n"
 		"  --threads N         producer threads of the frame loop (default 3; roles\n"
 		"                      main, render, worker repeat)\n"
+		"  --flight N          a flight session: 2 producers at full rate, N\n"
+		"                      snapshots 1 s apart (64 MiB rings unless --ring-size)\n"
 		"  --producer-only     emit cost alone: katra, katra_crashfiles, floor and\n"
 		"                      katra_disabled rows\n"
 		"  --baselines         those rows plus clock_gettime, mutex_write (a shared\n"
@@ -1181,6 +1185,7 @@ int main(int argc, char **argv)
 		{ "io", required_argument, NULL, 'I' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "producer-only", no_argument, NULL, 'P' },
+		{ "flight", required_argument, NULL, 'W' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "find-max-rate", no_argument, NULL, 'F' },
@@ -1263,6 +1268,7 @@ int main(int argc, char **argv)
 			break;
 		case 'o': o.out = optarg; break;
 		case 'P': o.producer_only = 1; break;
+		case 'W': o.flight = atoi(optarg); break;
 		case 'e':
 			o.events = strtoull(optarg, &end, 10);
 			if (*end || o.events < 10 * BATCH) {
@@ -1346,6 +1352,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ringbench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (o.flight > 0)
+		return ringbench_flight(o.ring_size ? o.ring_size : 64u << 20, 2, o.flight,
+					session_codec(o.codec));
 	if (o.producer_only) {
 		if (!o.ring_size)
 			o.ring_size = 64u << 20;

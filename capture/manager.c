@@ -5,7 +5,7 @@
  * its stop, trims and publishes; a stop asks it, an await waits for the
  * final status, and captures are remembered for status and for replaying
  * a start of the same run and epoch.  Files below the root, the default
- * owner and backend are in root.c; the status JSON in status_json.c.
+ * owner and backend are in root.c; the status JSON in sidecar.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>

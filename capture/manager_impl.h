@@ -2,7 +2,7 @@
  * capture/manager_impl.h - private to capture/: a manager's and a capture's
  * state, shared by the lifecycle (manager.c), the files below the root
  * (root.c), the capture's thread and its publishing (publish.c) and the
- * status JSON (status_json.c).  Nothing outside capture/ includes it.
+ * status JSON (sidecar.c).  Nothing outside capture/ includes it.
  */
 #ifndef KATRA_CAPTURE_MANAGER_IMPL_H
 #define KATRA_CAPTURE_MANAGER_IMPL_H

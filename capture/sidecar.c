@@ -1,65 +1,131 @@
 /*
- * Reading a published capture back: the SHA-256 of a trace and the check
- * of its sidecar, shared by the manager (which writes them) and `katra
- * verify` (which trusts neither).
+ * The sidecar, both ways: a capture's status as the JSON of its sidecar
+ * and of `katra capture status` (format/SPEC.md section 9), with the names
+ * of states and codes it uses, and the check `katra verify` makes of a
+ * sidecar it did not write.  Writer and checker live here together so the
+ * fields they agree on are read in one file.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 #include <jansson.h>
-#include <nettle/sha2.h>
 
 #include <katra/capture.h>
 #include "capture/capture_internal.h"
+#include "format/utf8.h"
 
-#define SHA_BUF (1 << 16)
+static const char *const state_names[] = {
+#define KT__STATE_NAME(name, value, text) [name] = text,
+	KT_CAPTURE_STATES(KT__STATE_NAME)
+#undef KT__STATE_NAME
+};
 
-/* Hash all of @fd into @sc through @buf (SHA_BUF bytes); *@off gets its
- * length.  Return: 0 or -errno. */
-static int hash_all(int fd, struct sha256_ctx *sc, uint8_t *buf, uint64_t *off)
+static const char *const code_names[] = {
+#define KT__CODE_NAME(name, value, text) [name] = text,
+	KT_CAPTURE_CODES(KT__CODE_NAME)
+#undef KT__CODE_NAME
+};
+
+const char *kt_capture_state_name(kt_capture_state state)
 {
-	for (;;) {
-		ssize_t n = pread(fd, buf, SHA_BUF, (off_t)*off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		sha256_update(sc, (size_t)n, buf);
-		*off += (uint64_t)n;
+	if ((unsigned)state < sizeof(state_names) / sizeof(*state_names) && state_names[state])
+		return state_names[state];
+	return "";
+}
+
+const char *kt_capture_code_name(kt_capture_code code)
+{
+	if ((unsigned)code < sizeof(code_names) / sizeof(*code_names) && code_names[code])
+		return code_names[code];
+	return "";
+}
+
+/* RFC 3339 in UTC with the fraction's trailing zeros cut, as Go writes a
+ * time.Time: 2026-11-30T05:00:00.12Z. */
+static void rfc3339(uint64_t ns, char *buf, size_t size)
+{
+	time_t sec = (time_t)(ns / 1000000000u);
+	unsigned frac = (unsigned)(ns % 1000000000u);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (frac) {
+		char f[16];
+		snprintf(f, sizeof(f), ".%09u", frac);
+		size_t l = strlen(f);
+		while (l > 2 && f[l - 1] == '0')
+			f[--l] = 0;
+		snprintf(buf + n, size - n, "%sZ", f);
+	} else {
+		snprintf(buf + n, size - n, "Z");
 	}
 }
 
-int kt__sha256_fd(int fd, char hex[65], uint64_t *bytes)
+/* A string of the status as JSON.  A caller may fill a status with any
+ * bytes: those that are not UTF-8 are escaped, never a reason to fail. */
+static int set_str(json_t *o, const char *key, const char *v, int omit_empty)
 {
-	static const char digits[] = "0123456789abcdef";
-	/* On the heap: not a hot path, and 64 KiB of TLS would sit in every
-	 * thread of every program linked with katra (static TLS). */
-	uint8_t *buf = malloc(SHA_BUF);
-	struct sha256_ctx sc;
-	uint8_t d[SHA256_DIGEST_SIZE];
-	uint64_t off = 0;
-	if (!buf)
-		return -ENOMEM;
-	sha256_init(&sc);
-	int rc = hash_all(fd, &sc, buf, &off);
-	free(buf);
-	if (rc)
-		return rc;
-	sha256_digest(&sc, sizeof(d), d);
-	for (size_t i = 0; i < sizeof(d); i++) {
-		hex[2 * i] = digits[d[i] >> 4];
-		hex[2 * i + 1] = digits[d[i] & 15];
+	if (omit_empty && !v[0])
+		return 0;
+	json_t *j = json_string(v);
+	if (!j) {
+		size_t n = strlen(v), cap = 4 * n + 1;
+		char *fixed = malloc(cap);
+		if (!fixed)
+			return -1;
+		kt__utf8_repair(v, n, fixed, cap);
+		j = json_string(fixed);
+		free(fixed);
 	}
-	hex[64] = 0;
-	*bytes = off;
-	return 0;
+	return json_object_set_new(o, key, j);
+}
+
+static int set_time(json_t *o, const char *key, uint64_t ns)
+{
+	char buf[64];
+	if (!ns)
+		return 0;
+	rfc3339(ns, buf, sizeof(buf));
+	return json_object_set_new(o, key, json_string(buf));
+}
+
+char *kt_capture_status_json(const kt_capture_status *st)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	int e = 0;
+	e |= set_str(o, "schema", KT_CAPTURE_SCHEMA, 0);
+	e |= set_str(o, "run_id", st->run_id, 0);
+	e |= json_object_set_new(o, "epoch", json_integer((json_int_t)st->epoch));
+	e |= set_str(o, "capture_id", st->capture_id, 0);
+	e |= set_str(o, "state", kt_capture_state_name(st->state), 0);
+	e |= set_str(o, "code", kt_capture_code_name(st->code), 1);
+	e |= set_str(o, "file", st->file, 1);
+	e |= set_str(o, "sha256", st->sha256, 1);
+	if (st->bytes)
+		e |= json_object_set_new(o, "bytes", json_integer((json_int_t)st->bytes));
+	e |= set_str(o, "sidecar", st->sidecar, 1);
+	e |= set_time(o, "boundary_start", st->boundary_start);
+	e |= set_time(o, "boundary_finish", st->boundary_finish);
+	e |= set_time(o, "start_requested_at", st->start_requested_at);
+	e |= set_time(o, "start_completed_at", st->start_completed_at);
+	e |= set_time(o, "stop_requested_at", st->stop_requested_at);
+	e |= set_time(o, "stop_completed_at", st->stop_completed_at);
+	e |= set_str(o, "stop_reason", st->stop_reason, 1);
+	e |= json_object_set_new(o, "requested_span_ns", json_integer(st->requested_span_ns));
+	e |= json_object_set_new(o, "capture_span_ns", json_integer(st->capture_span_ns));
+	e |= json_object_set_new(o, "head_loss_ns", json_integer(st->head_loss_ns));
+	e |= json_object_set_new(o, "tail_excess_ns", json_integer(st->tail_excess_ns));
+	e |= json_object_set_new(o, "complete", json_boolean(st->complete));
+	char *s = e ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
 }
 
 static const char *str_of(json_t *o, const char *key)

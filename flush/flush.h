@@ -7,6 +7,8 @@
 #define KATRA_FLUSH_FLUSH_H
 
 #include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "format/format.h"
 
@@ -22,6 +24,14 @@ int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out);
 int kt__uring_sink_fd(const kt__sink *s);
 
 /*
+ * @fn(@ctx) runs, on the calling thread, just before @s (an io_uring
+ * sink; any other sink ignores it) closes its instance's fd, also when a
+ * failed ring is closed in the middle of a session: whoever keeps that fd
+ * number must let go of it then, since it may soon name a file of the host.
+ */
+void kt__uring_sink_on_close(kt__sink *s, void (*fn)(void *ctx), void *ctx);
+
+/*
  * pthread_create() for katra's own threads (the flusher, a capture's
  * thread): every asynchronous signal is blocked in them, so the host's
  * handlers (a profiling timer's SIGPROF, SIGALRM, SIGCHLD, ...) run on
@@ -29,5 +39,25 @@ int kt__uring_sink_fd(const kt__sink *s);
  * the process with SIGPIPE.  Return: 0 or -errno.
  */
 int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/*
+ * Snapshot requests (flush/control.c, tools/cmd_snapshot.c): the client
+ * sends KT__CTL_REQ_WORDS u64 { KT__CTL_MAGIC, max_age_ns, max_bytes }
+ * with the output file's descriptor (SCM_RIGHTS); the process answers
+ * KT__CTL_REP_WORDS u64 { rc, window_start, window_end, head_loss_ns,
+ * events, events_trimmed, bytes_lapped, bytes_overwritten, bytes_on_disk,
+ * thread_count }, in host byte order (both ends are on one machine).
+ */
+#define KT__CTL_MAGIC UINT64_C(0x31706e736172746b) /* "ktrasnp1" */
+#define KT__CTL_REQ_WORDS 3
+#define KT__CTL_REP_WORDS 10
+
+/*
+ * kt__control_path - the socket of process @pid's flight session:
+ * $XDG_RUNTIME_DIR/katra/PID.sock, or /tmp/katra-UID/PID.sock, the
+ * directory made (0700) if missing and refused (-EPERM) unless it is the
+ * caller's and closed to others.  Return: 0, or -errno.  Any thread.
+ */
+int kt__control_path(long pid, char *buf, size_t cap);
 
 #endif

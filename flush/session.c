@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,11 @@ void kt__session_forget_kfd(kt_session *s)
 	pthread_mutex_unlock(&fd_lock);
 }
 
+static void forget_kfd(void *s)
+{
+	kt__session_forget_kfd(s);
+}
+
 /* ---- fork -------------------------------------------------------------- */
 
 /*
@@ -89,6 +95,10 @@ static void fork_child(void)
 	/* Closed only after current is cleared (kt_session_stop()). */
 	if (s && s->own_fd)
 		close(s->fd);
+	/* The parent's listening socket: the child has no thread to serve
+	 * it, and must not remove it. */
+	if (s && s->ctl_fd >= 0)
+		close(s->ctl_fd);
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
 }
@@ -151,6 +161,7 @@ static void stop_crash(kt_session *s)
 static void session_free(kt_session *s)
 {
 	stop_crash(s);
+	kt__control_stop(s);
 	if (s->w)
 		kt_writer_close(s->w);
 	if (s->own_fd && s->fd >= 0)
@@ -164,6 +175,10 @@ static void session_free(kt_session *s)
 	for (uint32_t i = 0; s->hdr_notes && i < s->hdr.note_count; i++)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
+	if (s->snap_arena)
+		munmap(s->snap_arena, s->snap_arena_len);
+	pthread_mutex_destroy(&s->snap_lock);
+	pthread_cond_destroy(&s->snap_done);
 	free(s);
 }
 
@@ -214,6 +229,10 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 	}
 	if (o->io != KT_IO_AUTO && o->io != KT_IO_URING && o->io != KT_IO_PWRITE)
 		return start_fail(-EINVAL, "I/O backend %d", o->io);
+	if (o->mode != KT_SESSION_NORMAL && o->mode != KT_SESSION_FLIGHT)
+		return start_fail(-EINVAL, "session mode %d", o->mode);
+	if (o->mode == KT_SESSION_FLIGHT)
+		return 0; /* no file: the rest is about writing one */
 	if (uses_fd(o) ? o->fd < 0 : !path)
 		return start_fail(-EINVAL, "no trace file (a path, or an fd with use_fd)");
 	if (o->cap_policy != KT_CAP_STOP && o->cap_policy != KT_CAP_KEEP_NEWEST)
@@ -231,6 +250,10 @@ static kt_session *session_new(const kt_session_options *o)
 	if (!s)
 		return NULL;
 	s->fd = s->kfd = -1;
+	s->flight = o->mode == KT_SESSION_FLIGHT;
+	s->ctl_fd = -1;
+	pthread_mutex_init(&s->snap_lock, NULL);
+	pthread_cond_init(&s->snap_done, NULL);
 	s->codec = o->codec;
 	s->level = o->codec_level > 0 ? o->codec_level : 1;
 	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
@@ -393,6 +416,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		goto err;
 	}
 	s->kfd = kt__uring_sink_fd(sink);
+	kt__uring_sink_on_close(sink, forget_kfd, s);
 	sink = NULL;
 	/* Crash files: the header is on disk before any event can be. */
 	if (s->crash && (rc = kt__writer_sync(s->w, -1))) {
@@ -416,6 +440,30 @@ err:
 	return rc;
 }
 
+/*
+ * A flight session: the header is kept for the snapshots, the rings are
+ * reset and switched to overwriting; no file, no flusher.  Under
+ * session_lock.
+ */
+static int start_flight(kt_session *s, const kt_session_options *o)
+{
+	char host[256] = "";
+	kt_header h;
+	gethostname(host, sizeof(host) - 1);
+	build_header(s, o, &h, host);
+	int rc = kt__header_validate(&h);
+	if (!rc)
+		rc = kt__cap_keep_header(s, &h);
+	if (rc)
+		return start_fail(rc, "trace header (workload, run id, capture id or notes)");
+	if (o->listen && (rc = kt__control_start(s)))
+		return start_fail(rc, "snapshot socket");
+	kt__registry_set_session(1);
+	kt__ring_set_flight(1);
+	s->gen = kt__registry_reset_for_session();
+	return 0;
+}
+
 static int session_start(const char *path, const kt_session_options *opts, kt_session **out)
 {
 	kt_session_options o;
@@ -434,6 +482,8 @@ static int session_start(const char *path, const kt_session_options *opts, kt_se
 		rc = start_fail(KT_EBUSY, "this process");
 	else if (!(s = session_new(&o)))
 		rc = start_fail(-ENOMEM, "session");
+	else if (s->flight)
+		rc = start_flight(s, &o);
 	else if (!(rc = open_output(s, path, &o, &created))) {
 		s->start_off = trace_start(s->fd);
 		rc = start_locked(s, path, &o);
@@ -482,6 +532,61 @@ static void fill_summary(const kt_session *s, kt_summary *sum)
 	}
 }
 
+int kt__session_snap_enter(kt_session *s)
+{
+	pthread_mutex_lock(&session_lock);
+	int ok = s && s == current && !s->stopping && s->flight;
+	if (ok)
+		s->snap_users++;
+	pthread_mutex_unlock(&session_lock);
+	if (!ok)
+		return KT_ENOSESSION;
+	/* Not under session_lock: a snapshot may take a while, and a fork()
+	 * or a stop must not wait for it holding that. */
+	pthread_mutex_lock(&s->snap_lock);
+	return 0;
+}
+
+void kt__session_snap_leave(kt_session *s)
+{
+	pthread_mutex_unlock(&s->snap_lock);
+	pthread_mutex_lock(&session_lock);
+	if (!--s->snap_users)
+		pthread_cond_broadcast(&s->snap_done);
+	pthread_mutex_unlock(&session_lock);
+}
+
+/*
+ * A flight session stops: once the snapshots in progress are done, every
+ * ring is given back and settled (its refusals and losses counted), so
+ * retired ones can be recycled.  Called with session_lock, s->stopping set.
+ */
+static int stop_flight(kt_session *s, kt_summary *sum)
+{
+	while (s->snap_users)
+		pthread_cond_wait(&s->snap_done, &session_lock);
+	kt__ring_set_flight(0);
+	if (!kt__registry_snapshot(&s->rings)) {
+		for (size_t i = 0; i < s->rings.len; i++) {
+			struct kt__ring *r = s->rings.rings[i];
+			kt__ring_losses l;
+			int retired = kt__ring_retired(r);
+			kt__ring_flight_discard(r);
+			kt__ring_settle(r, retired, &l);
+			s->refused += l.refused;
+		}
+	}
+	kt__registry_reap();
+	kt__registry_set_session(0);
+	kt__clock_calibrate(&s->c1);
+	current = NULL;
+	pthread_mutex_unlock(&session_lock);
+	if (sum)
+		fill_summary(s, sum);
+	session_free(s);
+	return 0;
+}
+
 static int session_stop(kt_session *s, kt_summary *sum)
 {
 	if (sum)
@@ -497,6 +602,13 @@ static int session_stop(kt_session *s, kt_summary *sum)
 	/* Relaxed: producers that still see it on write into their rings,
 	 * which the final drain reads or the next session discards. */
 	kt__store_relaxed(&kt__active, 0);
+	if (s->flight) {
+		/* Not under session_lock: a request in progress takes it. */
+		pthread_mutex_unlock(&session_lock);
+		kt__control_stop(s);
+		pthread_mutex_lock(&session_lock);
+		return stop_flight(s, sum);
+	}
 	/* Relaxed: a deadline alone, which the flusher's next wait reads. */
 	if (s->io_timeout)
 		kt__store_relaxed(&s->stop_at, kt__mono_ns() + s->io_timeout);

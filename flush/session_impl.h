@@ -82,6 +82,22 @@ struct kt_session {
 	char **hdr_notes;
 
 	struct kt__crash *crash; /* crash files, or NULL */
+
+	/* Flight mode (KT_SESSION_FLIGHT): no file, no flusher; snapshots
+	 * (snapshot.c) run one at a time under snap_lock, and stop waits
+	 * until snap_users, under session.c's session_lock, is back to 0. */
+	int flight;
+	int snap_users;
+	pthread_mutex_t snap_lock;
+	pthread_cond_t snap_done;
+	uint8_t *snap_arena;     /* the copies' memory, kept between snapshots */
+	size_t snap_arena_len;
+	/* Requests from outside (control.c): the listening socket, or -1. */
+	int ctl_fd;
+	int ctl_stop;            /* atomic: the thread ends */
+	int ctl_running;
+	pthread_t ctl_thread;
+	char ctl_path[108];
 };
 
 static inline void note_error(kt_session *s, int rc)
@@ -101,6 +117,21 @@ static inline int is_regular(int fd)
 /* The sink is about to close its io_uring instance: a child forked from
  * now on must not close that fd number, which may soon name another file. */
 void kt__session_forget_kfd(kt_session *s);
+
+/* A snapshot of @s begins: KT_ENOSESSION unless it is the running flight
+ * session; then the caller has the session's snapshot lock until
+ * kt__session_snap_leave(), and the session cannot stop meanwhile. */
+int kt__session_snap_enter(kt_session *s);
+void kt__session_snap_leave(kt_session *s);
+
+/* ---- control.c: snapshot requests from outside --------------------------- */
+
+/* Listen for `katra snapshot PID` (kt_session_options.listen).  0 or
+ * -errno. */
+int kt__control_start(kt_session *s);
+/* Stop listening and remove the socket; without session_lock held (a
+ * request being served takes it).  Does nothing when not listening. */
+void kt__control_stop(kt_session *s);
 
 /* ---- flusher.c ----------------------------------------------------------- */
 

@@ -73,6 +73,8 @@ struct uring_sink {
 	int closed;          /* io_uring_queue_exit() done */
 	int regular;         /* a regular file: truncate past a failure */
 	kt__sink *pw;        /* io_uring_enter refused: the pwrite sink */
+	void (*on_close)(void *ctx); /* kt__uring_sink_on_close() */
+	void *on_close_ctx;
 };
 
 static void submit(struct uring_sink *u);
@@ -290,6 +292,15 @@ static void complete(struct uring_sink *u, uint64_t tag, int res)
  * waits for them before it lets go of their pages; only then do the
  * callers get their memory back, each exactly once.
  */
+/* Close the instance, telling whoever keeps its fd number first. */
+static void queue_exit(struct uring_sink *u)
+{
+	if (u->on_close)
+		u->on_close(u->on_close_ctx);
+	io_uring_queue_exit(&u->ring);
+	u->closed = 1;
+}
+
 static void ring_dead(struct uring_sink *u, int rc)
 {
 	uint64_t low = UINT64_MAX;
@@ -300,8 +311,8 @@ static void ring_dead(struct uring_sink *u, int rc)
 		if (u->refs[i].queued && u->refs[i].off + u->refs[i].done < low)
 			low = u->refs[i].off + u->refs[i].done;
 	fail(u, rc, low);
-	io_uring_queue_exit(&u->ring);
-	u->dead = u->closed = 1;
+	queue_exit(u);
+	u->dead = 1;
 	u->inflight = 0;
 	u->syncs_unsent = 0;
 	for (unsigned i = 0; i < u->nbuf; i++)
@@ -586,7 +597,7 @@ static void u_close(kt__sink *base)
 		(void)ftruncate(u->fd, (off_t)u->bad_off);
 	if (!u->closed) {
 		io_uring_unregister_buffers(&u->ring);
-		io_uring_queue_exit(&u->ring);
+		queue_exit(u);
 	}
 	if (u->pw)
 		u->pw->close(u->pw);
@@ -613,6 +624,14 @@ static int no_fork_copy(struct uring_sink *u)
 	     madvise(r->cq.ring_ptr, r->cq.ring_sz, MADV_DONTFORK) < 0))
 		return -errno;
 	return 0;
+}
+
+void kt__uring_sink_on_close(kt__sink *s, void (*fn)(void *ctx), void *ctx)
+{
+	if (s->backend != KT_IO_URING)
+		return;
+	((struct uring_sink *)s)->on_close = fn;
+	((struct uring_sink *)s)->on_close_ctx = ctx;
 }
 
 int kt__uring_sink_fd(const kt__sink *s)

@@ -84,7 +84,7 @@ int kt__compact_enc_new(kt__compact_enc **out, size_t max_raw)
 	*out = NULL;
 	if (max_raw == 0 || max_raw % 8 || max_raw > KT_MAX_RAW)
 		return -EINVAL;
-	kt__compact_enc *e = calloc(1, sizeof(*e));
+	kt__compact_enc *e = kt__calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	stream_caps(max_raw, e->cap);
@@ -93,8 +93,8 @@ int kt__compact_enc_new(kt__compact_enc **out, size_t max_raw)
 	e->lz4 = KT__COMPACT_P;
 	e->accel = 1;
 	e->zcap = zbuf_size(e->cap, e->lz4);
-	e->buf = malloc(total);
-	e->zbuf = malloc(e->zcap);
+	e->buf = kt__malloc(total);
+	e->zbuf = kt__malloc(e->zcap);
 	if (!e->buf || !e->zbuf) {
 		kt__compact_enc_free(e);
 		return -ENOMEM;
@@ -121,7 +121,7 @@ int kt__compact_enc_lz4(kt__compact_enc *e, unsigned streams, int accel)
 		return -EINVAL;
 	size_t need = zbuf_size(e->cap, streams);
 	if (need > e->zcap) {
-		uint8_t *z = malloc(need);
+		uint8_t *z = kt__malloc(need);
 		if (!z)
 			return -ENOMEM;
 		free(e->zbuf);

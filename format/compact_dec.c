@@ -26,7 +26,7 @@ struct kt__compact_dec {
 
 int kt__compact_dec_new(kt__compact_dec **out)
 {
-	*out = calloc(1, sizeof(**out));
+	*out = kt__calloc(1, sizeof(**out));
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -282,7 +282,7 @@ static int dec_room(kt__compact_dec *d, size_t need)
 {
 	if (need <= d->cap)
 		return 0;
-	uint8_t *b = realloc(d->buf, need);
+	uint8_t *b = kt__realloc(d->buf, need);
 	if (!b)
 		return -ENOMEM;
 	d->buf = b;

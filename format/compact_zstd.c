@@ -32,14 +32,14 @@ int kt__czstd_enc_new(kt__czstd_enc **out, size_t max_raw, int level)
 	*out = NULL;
 	if (level < 0 || level > 19)
 		return -EINVAL;
-	kt__czstd_enc *e = calloc(1, sizeof(*e));
+	kt__czstd_enc *e = kt__calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	int rc = kt__compact_enc_new(&e->enc, max_raw);
 	if (!rc)
 		rc = kt__compact_enc_lz4(e->enc, 0, 1);
 	e->cc = ZSTD_createCCtx();
-	e->buf = malloc(max_raw ? max_raw : 1);
+	e->buf = kt__malloc(max_raw ? max_raw : 1);
 	if (!rc && (!e->cc || !e->buf))
 		rc = -ENOMEM;
 	if (rc) {
@@ -77,7 +77,7 @@ long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint
 int kt__czstd_dec_new(kt__czstd_dec **out)
 {
 	*out = NULL;
-	kt__czstd_dec *d = calloc(1, sizeof(*d));
+	kt__czstd_dec *d = kt__calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	d->dc = ZSTD_createDCtx();
@@ -114,7 +114,7 @@ int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *o
 	if (raw_len > KT_MAX_RAW || !kt__compact_ratio_ok(raw_len, len))
 		return KT_ERAWLEN;
 	if (raw_len > d->cap) {
-		uint8_t *b = realloc(d->buf, raw_len);
+		uint8_t *b = kt__realloc(d->buf, raw_len);
 		if (!b)
 			return -ENOMEM;
 		d->buf = b;

@@ -279,7 +279,17 @@ static int start(kt_reader *r, struct kt__merge *m)
 	return rc;
 }
 
+static int next_merged(kt_reader *r, kt_event *ev);
+
 int kt_reader_next(kt_reader *r, kt_event *ev)
+{
+	int rc;
+	while ((rc = next_merged(r, ev)) > 0 && !kt__reader_keeps(r, ev))
+		;
+	return rc;
+}
+
+static int next_merged(kt_reader *r, kt_event *ev)
 {
 	struct kt__merge *m = kt__reader_merge(r);
 	int rc;
@@ -294,8 +304,11 @@ int kt_reader_next(kt_reader *r, kt_event *ev)
 	while (m->nheap) {
 		struct cursor *c = cursor_at(m, m->heap[0].cursor);
 		if (!c->loaded) {
-			if ((rc = load(r, c, &m->refs[c->next])))
+			if ((rc = load(r, c, &m->refs[c->next])) &&
+			    !kt__reader_salvage(r, rc, m->refs[c->next].offset, 0))
 				return m->fatal = rc;
+			if (rc) /* salvaged: the thread goes on at its next chunk */
+				c->next = m->refs[c->next].next;
 			if (!c->loaded) /* cannot be: the reader checked every
 					 * chunk holds an event */
 				spent(r, m, c);

@@ -381,6 +381,57 @@ void kt__reader_set_headers_only(kt_reader *r, int on)
 	r->headers_only = on;
 }
 
+int kt_reader_set_salvage(kt_reader *r, int on)
+{
+	r->salvage = on != 0;
+	return 0;
+}
+
+void kt_reader_get_skipped(const kt_reader *r, kt_reader_skipped *out)
+{
+	*out = r->skipped;
+}
+
+int kt__reader_salvage(kt_reader *r, int code, uint64_t off, uint64_t bytes)
+{
+	/* Verdicts on bytes only: a stated limit, a cut, I/O and memory end
+	 * the pass whatever salvage says. */
+	int bytes_fault = (code <= KT_EFRAMEHEAD && code >= KT_EORDER && code != KT_ETOOBIG &&
+			   code != KT_ETRUNCATED) || code == KT_ESUMMARY;
+	if (!r->salvage || !bytes_fault)
+		return 0;
+	if (!r->skipped.frames++) {
+		r->skipped.first_offset = off;
+		r->skipped.first_error = code;
+	}
+	r->skipped.bytes += bytes;
+	return 1;
+}
+
+int kt_reader_set_filter(kt_reader *r, const kt_reader_filter *f)
+{
+	r->filtered = f != NULL;
+	if (f)
+		r->filter = *f;
+	return 0;
+}
+
+int kt__reader_keeps(kt_reader *r, const kt_event *ev)
+{
+	const kt_reader_filter *f = &r->filter;
+	if (!r->filtered)
+		return 1;
+	uint64_t ns = kt_reader_ticks_to_ns(r, ev->ts);
+	if (ns < f->from_ns || ns > f->to_ns)
+		return 0;
+	if (!f->threads || !f->nthreads)
+		return 1;
+	for (size_t i = 0; i < f->nthreads; i++)
+		if (f->threads[i] == ev->thread_id)
+			return 1;
+	return 0;
+}
+
 int kt_reader_skip_events(kt_reader *r, int on)
 {
 	kt__reader_set_headers_only(r, on != 0);
@@ -402,6 +453,7 @@ int kt__reader_restart(kt_reader *r)
 	r->acct_hint = 0;
 	r->bytes_raw = r->bytes_stored = 0;
 	r->ts_back = r->ts_back_off = 0;
+	memset(&r->skipped, 0, sizeof(r->skipped));
 	uint64_t held = r->st.buffer_bytes, peak = r->st.peak_buffer_bytes;
 	memset(&r->st, 0, sizeof(r->st));
 	r->st.buffer_bytes = held;

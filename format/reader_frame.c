@@ -290,6 +290,14 @@ static int decode_chunk(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 
 /* The summary's fixed part, checked on its own and against the totals of
  * the file. */
+/* Frames were skipped before the summary (kt_reader_set_salvage()): its
+ * totals count what was written, which the file no longer holds whole, so
+ * they are taken as they are rather than held to the frames read. */
+static int salvaged(const kt_reader *r)
+{
+	return r->salvage && r->skipped.frames;
+}
+
 static int summary_fields(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
 			  kt_file_summary *s)
 {
@@ -320,9 +328,10 @@ static int summary_fields(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t
 	if (s->io_backend > KT_IO_PWRITE)
 		return kt__rd_stop(r, KT_EFRAME, boff + KT__SUM_IO, "io_backend %u", s->io_backend);
 	s->io_error = (int32_t)kt__get32(b + KT__SUM_IO_ERROR);
-	if (s->events_written != r->st.events || s->chunks != r->st.chunks ||
+	if (!salvaged(r) &&
+	    (s->events_written != r->st.events || s->chunks != r->st.chunks ||
 	    s->bytes_raw != r->bytes_raw || s->bytes_stored != r->bytes_stored ||
-	    s->events_dropped != r->st.dropped)
+	    s->events_dropped != r->st.dropped))
 		return kt__rd_stop(
 			r, KT_ESUMMARY, boff + KT__SUM_WRITTEN,
 			"totals %llu written/%llu dropped/%llu chunks; the file holds %llu/%llu/%llu",
@@ -338,7 +347,7 @@ static int summary_rows(kt_reader *r, uint64_t off, const uint8_t *b, kt_file_su
 {
 	uint64_t boff = off + KT__FRAME_HEAD;
 
-	if (s->thread_count != r->acct.len)
+	if (!salvaged(r) && s->thread_count != r->acct.len)
 		return kt__rd_stop(r, KT_ESUMMARY, boff + KT__SUM_THREADS,
 				   "%u thread rows; the file has %zu threads", s->thread_count,
 				   r->acct.len);
@@ -365,6 +374,8 @@ static int summary_rows(kt_reader *r, uint64_t off, const uint8_t *b, kt_file_su
 		if (kt__get32(row + KT__ROW_PAD))
 			return kt__rd_stop(r, KT_ERESERVED, at + KT__ROW_PAD,
 					   "summary row reserved bytes");
+		if (salvaged(r))
+			continue;
 		const struct kt__thread_acct *a = KT__IDMAP_AT(&r->acct, struct kt__thread_acct, i);
 		if (t->thread_id != a->thread_id || t->written != a->written ||
 		    t->dropped != a->dropped)
@@ -637,10 +648,45 @@ static void end_at_summary(kt_reader *r)
 	}
 }
 
+/*
+ * Where reading goes on after a fault in the frame at @off: past it, when
+ * its head checked and gave its size @total; else at the next 8-byte
+ * boundary (every frame starts on one) whose head checks, or the end.
+ */
+static uint64_t resync(kt_reader *r, uint64_t off, uint64_t total)
+{
+	if (total && total <= r->size - off)
+		return off + total;
+	for (uint64_t at = off + 8; at + KT__FRAME_HEAD <= r->size; at += 8) {
+		const uint8_t *h;
+		if (kt__rd_bytes(r, at, KT__FRAME_HEAD, &h))
+			break;
+		if (kt__get16(h + KT__FRAME_CHECK) == kt__head_check(h) &&
+		    kt__get32(h + KT__FRAME_LEN) <= KT_MAX_FRAME_BODY)
+			return at;
+	}
+	return r->size;
+}
+
+/* With salvage on, skip the frame at @off that failed with @code: 1 to
+ * go on reading, 0 to stop as without salvage.  A re-read (a chunk
+ * loaded by the merge) is the merge's to skip. */
+static int skip_bad(kt_reader *r, int code, uint64_t off, uint64_t total)
+{
+	if (!r->salvage || r->rereading)
+		return 0;
+	uint64_t next = resync(r, off, total);
+	if (!kt__reader_salvage(r, code, off, next - off))
+		return 0;
+	r->st.error = 0;
+	r->done = 0;
+	r->pos = next;
+	return 1;
+}
+
 int kt_reader_next_frame(kt_reader *r, kt_trace_frame *f)
 {
 	const uint8_t *p;
-	uint64_t total = 0;
 	int rc;
 
 	for (;;) {
@@ -648,14 +694,19 @@ int kt_reader_next_frame(kt_reader *r, kt_trace_frame *f)
 			return r->st.error;
 		if (r->done)
 			return 0;
-		uint64_t off = r->pos;
-		if ((rc = frame_bytes(r, off, &p, &total)) <= 0)
+		uint64_t off = r->pos, total = 0;
+		if ((rc = frame_bytes(r, off, &p, &total)) <= 0) {
+			if (rc < 0 && skip_bad(r, rc, off, total))
+				continue;
 			return rc;
+		}
 		memset(f, 0, sizeof(*f));
 		f->offset = off;
 		f->body_len = kt__get32(p + KT__FRAME_LEN);
 		f->kind = p[KT__FRAME_KIND];
 		rc = decode_body(r, off, f->kind, p + KT__FRAME_HEAD, f->body_len, f);
+		if (rc < 0 && skip_bad(r, rc, off, total))
+			continue;
 		if (rc < 0)
 			return rc;
 		r->pos = off + total;

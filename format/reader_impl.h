@@ -65,6 +65,10 @@ struct kt_reader {
 	kt_reader_error err;
 	int rereading;             /* kt__reader_frame_at(): skip accounting */
 	int headers_only;          /* kt__reader_set_headers_only() */
+	int salvage;               /* kt_reader_set_salvage() */
+	kt_reader_skipped skipped; /* what salvage skipped this pass */
+	int filtered;              /* kt_reader_set_filter() */
+	kt_reader_filter filter;
 	struct kt__merge *merge;   /* kt_reader_next() state */
 };
 

@@ -47,6 +47,17 @@ int kt__reader_fail(kt_reader *r, int code, uint64_t off, const char *detail);
 void kt__reader_set_headers_only(kt_reader *r, int on);
 
 /*
+ * kt__reader_salvage - whether the pass goes on past a fault @code found
+ * at @off (salvage is on and @code is a verdict on bytes); if so, the
+ * frame's @bytes are counted as skipped.  Returns 1 to go on, 0 to stop.
+ */
+int kt__reader_salvage(kt_reader *r, int code, uint64_t off, uint64_t bytes);
+
+/* kt__reader_keeps - whether kt_reader_set_filter()'s filter (if any)
+ * keeps @ev. */
+int kt__reader_keeps(kt_reader *r, const kt_event *ev);
+
+/*
  * Take ownership of the decoded events of chunk @f (just returned by
  * kt__reader_frame_at(), which never leaves them in the sequential pass's
  * read-ahead window) without copying them: the reader's buffer holding them is traded

@@ -345,24 +345,23 @@ static int czstd_enc(kt_writer *w, size_t raw_len, int level)
  * The payload of a codec 3 or 4 chunk into @payload, which has room for
  * @raw_len bytes: its length, and in *@codec the codec it took.  A chunk
  * the archival codec would shrink past the format's bound goes as codec
- * 3, and one that no codec shrinks (-ENOSPC) is stored raw.
+ * 3, and one that no codec shrinks (-ENOSPC) is stored raw.  So is one
+ * whose encoder cannot be made (no memory): a session keeps every event,
+ * only bigger, rather than fail over an optimisation.
  */
 static long compact_payload(kt_writer *w, unsigned *codec, int level, const uint8_t *ev,
 			    size_t raw_len, uint8_t *payload)
 {
 	long n = -ERANGE;
-	int rc;
 	if (*codec == KT_CODEC_COMPACT_ZSTD) {
-		if ((rc = czstd_enc(w, raw_len, level)))
-			return rc;
-		n = kt__czstd_encode(w->zenc, ev, raw_len, payload, raw_len);
+		n = czstd_enc(w, raw_len, level) ? -ENOSPC
+			: kt__czstd_encode(w->zenc, ev, raw_len, payload, raw_len);
 		level = 1; /* it was zstd's: codec 3 takes its default */
 	}
 	if (n == -ERANGE) {
 		*codec = KT_CODEC_COMPACT;
-		if ((rc = compact_enc(w, raw_len, level)))
-			return rc;
-		n = kt__compact_encode(w->cenc, ev, raw_len, payload, raw_len);
+		n = compact_enc(w, raw_len, level) ? -ENOSPC
+			: kt__compact_encode(w->cenc, ev, raw_len, payload, raw_len);
 	}
 	if (n == -ENOSPC) {
 		*codec = KT_CODEC_NONE;

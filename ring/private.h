@@ -17,6 +17,12 @@
 /* Zero-copy writes in flight per ring, at most; more take the copy path. */
 #define KT__RING_REFS 32
 
+/* Flight mode: the producer raises its bound a sub-buffer (1/KT__FL_SUBS
+ * of the ring) at a time, leaving a mark each time; KT__FL_MARKS marks
+ * cover two laps, so the last lap's are never overwritten. */
+#define KT__FL_SUBS 16u
+#define KT__FL_MARKS 32u
+
 struct kt__ring {
 	/* Producer line: written only by the owning thread. */
 	alignas(KT__CACHELINE) struct kt__ring_prod prod;
@@ -75,6 +81,14 @@ struct kt__ring {
 	uint32_t thread_id;
 	uint32_t os_tid;
 	char *name;                /* thread name or NULL */
+
+	/* Flight mode (ring/flight.c), written only by the producer's slow
+	 * path, read by snapshots: fl_bound is a ring position the producer
+	 * writes nothing at or past before raising it, and fl_mark[] keeps
+	 * record starts, one per raise, so a reader can start where a record
+	 * does.  Atomic: a snapshot reads them while the producer runs. */
+	alignas(KT__CACHELINE) uint64_t fl_bound;
+	uint64_t fl_mark[KT__FL_MARKS];
 };
 
 /* The page's layout that ring.h promises, taken from the struct. */
@@ -116,6 +130,15 @@ extern uint64_t kt__session_gen;
 
 /* @n records refused at @ts: counted, with their time, for the consumer. */
 void kt__ring_refuse_at(struct kt__ring *r, uint64_t n, uint64_t ts);
+
+/* ---- ring/flight.c: flight mode's producer half ------------------------ */
+
+/* Non-zero while a flight session runs (kt__ring_set_flight()). */
+extern int kt__flight;
+/* The producer is about to write ring bytes up to @end from @head:
+ * raise the bound past @end first, if needed.  Returns the limit the
+ * fast path may run to. */
+uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end);
 
 /* ---- ring/consume.c ----------------------------------------------------- */
 

@@ -132,6 +132,17 @@ static void lose(struct kt__ring *r, uint64_t ts)
 	kt__ring_nudge_consumer();
 }
 
+/* The fast path's limit: none without the TSC, whose read the inline path
+ * makes unconditionally (every record must then come through here). */
+static uint64_t clock_limit(uint64_t limit)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (!kt__clock_tsc)
+		return 0;
+#endif
+	return limit;
+}
+
 /*
  * Below half full the fast path may run to the half mark, where the next
  * slow call wakes the flusher once; past it, up to the end.
@@ -143,13 +154,35 @@ static uint64_t next_limit(struct kt__ring *r, uint64_t head, uint64_t tail)
 		kt__ring_nudge_consumer();
 		limit = tail + r->size;
 	}
-#if defined(__x86_64__) || defined(__i386__)
-	/* The inline path reads the TSC unconditionally; with another clock
-	 * every record must come through here. */
-	if (!kt__clock_tsc)
-		limit = 0;
-#endif
-	return limit;
+	return clock_limit(limit);
+}
+
+/* Write the pending drop marker, if any, and the record at @head, then
+ * publish them.  Returns the new head. */
+static uint64_t put_publish(struct kt__ring *r, uint64_t head, uint64_t ts, uint8_t type,
+			    uint32_t id, uint8_t flags, const void *payload, size_t len)
+{
+	uint8_t *p = r->prod.base + (head & r->prod.mask);
+	if (r->pending) {
+		/* Relaxed: this thread wrote them. */
+		uint64_t mark[3] = {
+			r->pending,
+			kt__load_own(&r->pending_first),
+			kt__load_own(&r->pending_last),
+		};
+		/* The marker names its session (low bits of the generation):
+		 * a producer that saw a stale generation must not have the
+		 * next session count these losses again. */
+		kt__put_record(p, ts, KT__EV_DROP_MARK, (uint32_t)r->gen, 0, mark, sizeof(mark));
+		p += KT__DROP_MARK_SIZE;
+		head += KT__DROP_MARK_SIZE;
+		r->pending = 0;
+	}
+	kt__put_record(p, ts, type, id, flags, payload, len);
+	head += kt_event_size(len);
+	/* Release: pairs with the flusher's acquire of head (B pairs C). */
+	kt__store_release(&r->prod.head, head);
+	return head;
 }
 
 /* The slow path proper, marked busy: returns the limit to leave behind. */
@@ -168,6 +201,16 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 	uint64_t tail;
 	for (;;) {
 		size_t need = size + (r->pending ? KT__DROP_MARK_SIZE : 0);
+		/* Relaxed: a stale mode costs this one record the other
+		 * policy (both keep the bytes a reader may read intact); read
+		 * on every pass, so a BLOCK wait never outlasts it. */
+		if (kt__load_stale(&kt__flight)) {
+			/* Flight mode overwrites the oldest bytes: no tail to
+			 * wait for, only the bound a snapshot checks against. */
+			limit = kt__flight_reserve(r, head, head + need);
+			put_publish(r, head, ts, type, id, flags, payload, len);
+			return clock_limit(limit);
+		}
 		/* Acquire pairs with the flusher's release of tail (D): the
 		 * span we are about to overwrite has been read. */
 		tail = kt__load_acquire(&r->tail);
@@ -184,26 +227,7 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 		block_wait(r, need);
 		ts = kt_now();
 	}
-	uint8_t *p = r->prod.base + (head & r->prod.mask);
-	if (r->pending) {
-		/* Relaxed: this thread wrote them. */
-		uint64_t mark[3] = {
-			r->pending,
-			kt__load_own(&r->pending_first),
-			kt__load_own(&r->pending_last),
-		};
-		/* The marker names its session (low bits of the generation):
-		 * a producer that saw a stale generation must not have the
-		 * next session count these losses again. */
-		kt__put_record(p, ts, KT__EV_DROP_MARK, (uint32_t)r->gen, 0, mark, sizeof(mark));
-		p += KT__DROP_MARK_SIZE;
-		head += KT__DROP_MARK_SIZE;
-		r->pending = 0;
-	}
-	kt__put_record(p, ts, type, id, flags, payload, len);
-	head += size;
-	/* Release: pairs with the flusher's acquire of head (B pairs C). */
-	kt__store_release(&r->prod.head, head);
+	head = put_publish(r, head, ts, type, id, flags, payload, len);
 	return next_limit(r, head, tail);
 }
 

@@ -270,6 +270,46 @@ void kt__ring_sleep_end(void);
 void kt__ring_wake_consumer(void);
 int kt__ring_consumer_asleep(void);
 
+/* ---- flight mode (ring/flight.c) -------------------------------------- */
+
+/* kt__ring_set_flight - whether the rings overwrite their oldest bytes
+ * (a flight session) or wait for the consumer.  Set with no session on. */
+void kt__ring_set_flight(int on);
+
+/* What a snapshot kept of a ring: @len bytes of whole records at @bytes,
+ * ring positions [@from, @from + @len); @lapped bytes before them were
+ * overwritten while being copied and discarded. */
+typedef struct kt__flight_span {
+	const uint8_t *bytes;
+	size_t len;
+	uint64_t from;
+	uint64_t lapped;
+	uint64_t origin;            /* where the ring's session started: the
+				     * bytes in [origin, from) are gone */
+	int whole;                  /* it starts where the ring's session
+				     * did: nothing of it was overwritten */
+} kt__flight_span;
+
+/*
+ * kt__ring_flight_copy - copy the newest records of a flight-mode ring
+ * into @buf (kt__ring_size() bytes of the ring's size at least) while its
+ * producer goes on, and say which of them are intact.  Never waits, never
+ * writes to the ring.  Any thread; one copy of a ring at a time is not
+ * required.
+ */
+void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out);
+
+/* Tests only: called in the middle of every flight copy when set. */
+extern void (*kt__flight_copy_hook)(void);
+
+/* kt__ring_flight_discard - a flight session ends: the consumer gives
+ * every byte back (tail = head), so a retired ring can be recycled.
+ * The ring's consumer only. */
+void kt__ring_flight_discard(struct kt__ring *r);
+
+/* kt__ring_bytes - the ring's size in bytes. */
+uint64_t kt__ring_bytes(const struct kt__ring *r);
+
 /* ---- interned names (ring/names.c) and the clock (ring/clock.c) -------- */
 
 /* Interned names: call @fn for ids (@after, n] under the lock; returns n

@@ -18,6 +18,10 @@ pkgs=(
   libcriterion-dev
   nettle-dev           # SHA-256
   libzstd-dev          # the archival chunk codec (compact, then zstd)
+  libprotobuf-c-dev    # export --perfetto: the protobuf runtime
+  protobuf-c-compiler  # protoc-c: tools/perfetto_trace.proto to C at build time
+  protobuf-compiler    # protoc: the tests decode the Perfetto export with it
+  zlib1g-dev           # export --perfetto --deflate: Perfetto's compressed_packets
 )
 
 missing=()

@@ -43,7 +43,8 @@ kinds=(
 )
 commands=(
   "verify" "info" "stats" "stats --json" "dump" "dump --format jsonl"
-  "export --chrome" "export --collapsed" "replay --max" "slice" "compress" "decompress"
+  "export --chrome" "export --collapsed" "export --perfetto" "export --fxt" "replay --max"
+  "slice" "compress" "decompress"
 )
 
 # The median CPU time, in ms, of REPS runs of katra with "$@".

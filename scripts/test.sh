@@ -13,6 +13,9 @@ cmake --build build -j2
 
 status=0
 ctest --test-dir build --output-on-failure || status=$?
+# katra report's pages in a real browser: no console message, no request
+# (installs Debian's chromium when it is missing).
+bash tests/report_chromium.sh build/katra build/ringbench || status=$?
 
 # ctest shows a passing test's output only in its log: print each Criterion
 # program's summary line from there.

@@ -35,7 +35,8 @@ kinds=(
 
 commands=(
   "verify" "info" "stats" "stats --json" "dump" "dump --format jsonl" "replay --max"
-  "export --chrome" "export --collapsed" "slice" "compress" "decompress"
+  "export --chrome" "export --collapsed" "export --perfetto" "export --fxt" "slice" "compress"
+  "decompress" "report" "diff"
 )
 
 bad=0
@@ -49,6 +50,8 @@ for entry in "${kinds[@]}"; do
     case ${words[0]} in
       export) args=("${words[@]}" "$file" "$tmp/out") ;;
       slice|compress|decompress) args=("${words[@]}" "$file" "$tmp/out") ;;
+      report) args=(report "$file" -o "$tmp/out") ;;
+      diff) args=(diff "$file" "$file") ;;
       *) args=("${words[@]}" "$file") ;;
     esac
     rc=0

@@ -181,15 +181,47 @@ Test(collapse, the_golden_trace_matches_its_golden_file)
 	free(got);
 }
 
+/* --thread and a window cut what every export reads: the golden trace's
+ * thread 2 alone is the full output's thread 2 line; a window around
+ * thread 2's zone (123789400..123789403 ns) gives that zone only. */
+Test(collapse, thread_and_window_options_keep_only_their_events)
+{
+	char out[160];
+	snprintf(out, sizeof(out), "/tmp/katra-collapse-%d-cut.folded", (int)getpid());
+	static const char *const cuts[][5] = {
+		{ "--thread", "2", NULL },
+		{ "--window", "123789400..123789403", NULL },
+		{ "--thread", "1", "--window", "123789400..123789403" },
+	};
+	static const char *const want[] = { "render (2);frame_zone 6\n",
+					    "render (2);frame_zone 3\n", "" };
+	for (size_t k = 0; k < 3; k++) {
+		const char *args[10] = { "export", "--collapsed", KT_TEST_DATA "/golden_v1.katra", out };
+		for (int w = 0; w < 4 && cuts[k][w]; w++)
+			args[4 + w] = cuts[k][w];
+		struct proc p;
+		unlink(out);
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 0, "%zu: %s", k, p.err);
+		size_t len = 0;
+		uint8_t *got = t_slurp(out, &len);
+		cr_assert_not_null(got);
+		cr_assert_eq(len, strlen(want[k]), "%zu: %.*s", k, (int)len, got);
+		cr_assert_eq(memcmp(got, want[k], len), 0, "%zu: %.*s", k, (int)len, got);
+		free(got);
+	}
+	unlink(out);
+}
+
 Test(collapse, one_format_must_be_said)
 {
 	struct proc p;
 	const char *both[] = { "export", "--chrome", "--collapsed", "a", "b", NULL };
 	run_katra(&p, both);
 	cr_assert_eq(p.status, 2);
-	cr_assert_not_null(strstr(p.err, "say one format: --chrome or --collapsed"));
+	cr_assert_not_null(strstr(p.err, "say one format: --chrome, --collapsed, --perfetto or --fxt"));
 	const char *none[] = { "export", "a", "b", NULL };
 	run_katra(&p, none);
 	cr_assert_eq(p.status, 2);
-	cr_assert_not_null(strstr(p.err, "say one format: --chrome or --collapsed"));
+	cr_assert_not_null(strstr(p.err, "say one format: --chrome, --collapsed, --perfetto or --fxt"));
 }

@@ -114,6 +114,44 @@ Test(compact_trace, a_chunk_no_prediction_shrinks_is_stored_raw)
 	one_chunk(KT_CODEC_COMPACT_ZSTD, 3, evbuf, n, KT_CODEC_NONE);
 }
 
+/* No memory for an encoder: the chunk goes raw and the trace keeps every
+ * record.  Each allocation of a one-chunk write fails in turn: the write
+ * fails (-ENOMEM from the writer) or its file reads back as the records;
+ * the runs where an encoder's allocation failed store a raw chunk. */
+Test(compact_trace, no_memory_for_an_encoder_stores_the_chunk_raw)
+{
+	static uint8_t back[sizeof(evbuf)];
+	static const unsigned codecs[] = { KT_CODEC_COMPACT, KT_CODEC_COMPACT_ZSTD };
+	size_t n = frame_loop(evbuf, sizeof(evbuf), 5000000, 4000);
+	for (size_t c = 0; c < 2; c++) {
+		int raw_runs = 0;
+		for (uint64_t k = 1;; k++) {
+			size_t len = 0, got = 0;
+			kt__alloc_count = 0;
+			kt__alloc_fail_at = k;
+			uint8_t *p = t_one_chunk_file(codecs[c], 1, evbuf, n, &len);
+			int fired = kt__alloc_count >= k;
+			kt__alloc_fail_at = 0;
+			if (!fired) {
+				cr_assert_not_null(p);
+				free(p);
+				break;
+			}
+			if (!p)
+				continue;
+			uint8_t codec;
+			cr_assert_eq(chunks_of(p, len, &codec, 1, back, &got), 1);
+			cr_assert_eq(got, n);
+			cr_assert_eq(memcmp(back, evbuf, n), 0);
+			raw_runs += codec == KT_CODEC_NONE;
+			free(p);
+		}
+		/* codec 3: its encoder's three allocations; codec 4: those and
+		 * its own two. */
+		cr_assert_eq(raw_runs, c ? 5 : 3, "codec %u: %d raw runs", codecs[c], raw_runs);
+	}
+}
+
 /* Identical records one tick apart: zstd would shrink the compact payload
  * past what a reader accepts (-ERANGE), so the chunk goes as codec 3. */
 Test(compact_trace, an_archival_chunk_past_the_ratio_bound_is_stored_as_codec_3)

@@ -5,6 +5,7 @@
  */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -314,6 +315,25 @@ static void deny_syscall(int nr, unsigned flags)
 	cr_assert_eq(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog), 0);
 }
 
+/* On every thread, io_uring_enter() fails with EIO when it would wait
+ * for completions (IORING_ENTER_GETEVENTS, bit 0 of its flags) and works
+ * when it only submits: a ring whose waits fail. */
+static void fail_io_uring_waits(void)
+{
+	struct sock_filter prog[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 1, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = { .len = sizeof(prog) / sizeof(prog[0]), .filter = prog };
+	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	cr_assert_eq(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
+			     &fprog), 0);
+}
+
 static void deny_io_uring(void)
 {
 	deny_syscall(__NR_io_uring_setup, 0);
@@ -416,6 +436,78 @@ Test(fallback, io_uring_enter_refused_mid_session_goes_on_with_pwrite, .timeout 
 	cr_assert(WIFEXITED(st), "child died");
 	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
 	check_backend_trace(path, 2 * LATE_EVENTS, KT_IO_PWRITE);
+	unlink(path);
+}
+
+/* The fd /proc/self/fd shows as an io_uring instance, or -1. */
+static int uring_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = -1;
+	while (d && found < 0 && (e = readdir(d))) {
+		char path[300], link[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0 && (link[n] = 0, !strcmp(link, "anon_inode:[io_uring]")))
+			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * A ring that fails in the middle of a session (waiting on it fails) is
+ * closed, and the host may get its fd number for a file of its own.  A child forked before the session stops
+ * must keep that file, and the stop must not close it: before, the
+ * session still named the number and the child's fork handler closed it.
+ */
+Test(fallback, a_dead_rings_fd_number_is_left_to_the_host, .timeout = 100)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-dead-ring-%d.katra", (int)getpid());
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(90);
+		/* Big rings, drained in big batches: the flusher soon has every
+		 * staging buffer in flight and waits on the ring. */
+		kt_config cfg = { .ring_size = 16 << 20, .overflow = KT_OVERFLOW_DROP };
+		kt_session *s;
+		kt_session_options o = { .io = KT_IO_URING, .codec = KT_SESSION_CODEC_RAW };
+		if (kt_init(&cfg) != 0 || kt_session_start(path, &o, &s) != 0)
+			_exit(10);
+		int n = uring_fd();
+		if (n < 0)
+			_exit(11);
+		fail_io_uring_waits();
+		uint32_t id = kt_name("c");
+		while (uring_fd() == n) {
+			for (int64_t i = 0; i < 200000; i++)
+				kt_counter(id, i);
+			usleep(1000);
+		}
+		int host = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (host < 0 || dup2(host, n) != n)
+			_exit(12);
+		pid_t child = fork();
+		if (child == 0)
+			_exit(fcntl(n, F_GETFD) < 0 ? 1 : 0);
+		int st = 0;
+		if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(13); /* the fork handler closed the host's fd */
+		kt_summary sum;
+		if (kt_session_stop(s, &sum) != -EIO)
+			_exit(14);
+		kt_summary_release(&sum);
+		_exit(fcntl(n, F_GETFD) < 0 ? 15 : 0);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died");
+	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
 	unlink(path);
 }
 

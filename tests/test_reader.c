@@ -643,3 +643,38 @@ Test(window, fd_reader_matches_memory_reader_across_window_edges)
 	free(buf);
 	close(fd);
 }
+
+/* kt_reader_set_filter(): kt_reader_next() returns only the events of the
+ * window and the threads named (golden_v1: 22 events a thread; thread 2's
+ * zone spans 123789400..123789403 ns, 11 events), keeps it over a rewind,
+ * and NULL takes it away. */
+static int count_filtered(kt_reader *r)
+{
+	kt_event ev;
+	int n = 0, rc;
+	kt_reader_rewind(r);
+	while ((rc = kt_reader_next(r, &ev)) > 0)
+		n++;
+	cr_assert_eq(rc, 0);
+	return n;
+}
+
+Test(filter, the_reader_keeps_only_the_window_and_threads_named)
+{
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, KT_TEST_DATA "/golden_v1.katra", NULL), 0);
+	static const uint32_t two[] = { 2 }, one[] = { 1 };
+	kt_reader_filter f = { 0, UINT64_MAX, two, 1 };
+	cr_assert_eq(kt_reader_set_filter(r, &f), 0);
+	cr_assert_eq(count_filtered(r), 22);
+	f = (kt_reader_filter){ 123789400, 123789403, NULL, 0 };
+	kt_reader_set_filter(r, &f);
+	cr_assert_eq(count_filtered(r), 11);
+	f.threads = one;
+	f.nthreads = 1;
+	kt_reader_set_filter(r, &f);
+	cr_assert_eq(count_filtered(r), 0);
+	kt_reader_set_filter(r, NULL);
+	cr_assert_eq(count_filtered(r), 44);
+	kt_reader_close(r);
+}

@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <criterion/criterion.h>
@@ -240,7 +241,8 @@ static void check_bad(const char *cmd, const char *file, int want_status, const 
 	unlink(bad_out);
 	run_katra(&p, !strcmp(cmd, "export") ? export_args : writes ? rewrite_args : args);
 	/* A failed rewrite leaves nothing behind; a truncated input still
-	 * gives the frames before the cut. */
+	 * gives the frames before the cut, a damaged one the frames around
+	 * what was skipped. */
 	if (writes)
 		cr_assert_eq(access(bad_out, F_OK),
 			     want_status == 3 && strcmp(file, "empty.katra") ? 0 : -1,
@@ -267,7 +269,10 @@ Test(cli, bad_inputs_get_one_clear_line)
 		 * verify; nothing to write. */
 		check_bad(c, "empty.katra", 3, "the file is empty");
 		check_bad(c, "cut.katra", 3, "truncated");
-		check_bad(c, "corrupt.katra", 1, "checksum mismatch");
+		/* stats and export skip the damaged frame (exit 3, partial);
+		 * the others stop at it. */
+		int salvages = !strcmp(c, "stats") || !strcmp(c, "export");
+		check_bad(c, "corrupt.katra", salvages ? 3 : 1, "checksum mismatch");
 		check_bad(c, "other.katra", 1, "not the katra magic 89 4B 54 52 0D 0A 1A 0A");
 	}
 	check_bad("verify", "/nonexistent/x.katra", 1, "No such file or directory");
@@ -510,6 +515,150 @@ Test(cli, slice_keeps_the_chosen_thread_and_time)
 	cr_assert_eq(seen, 1);
 	kt_reader_close(r);
 	unlink(out);
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* A time with a unit or a '+' is from the trace's start (the header's
+ * monotonic start, 123456789 ns in the golden file): the same lines as
+ * the absolute nanoseconds. */
+Test(cli, dump_relative_window_is_the_absolute_one)
+{
+	struct proc want, got;
+	const char *abs[] = { "dump", GOLDEN, "--from", "123789400", "--to", "123789401", NULL };
+	const char *rel[] = { "dump", GOLDEN, "--window", "332.611us..+332612", NULL };
+	run_katra(&want, abs);
+	run_katra(&got, rel);
+	cr_assert_eq(got.status, 0, "%s", got.err);
+	cr_assert_eq(count_lines(want.out), 6);
+	cr_assert_str_eq(got.out, want.out);
+}
+
+/* --frames 102..111: from frame 101's mark (123789368 ns) to frame 111's
+ * (124122701 ns), ends included: 24 of the 44 events. */
+Test(cli, slice_by_frames_keeps_the_frames_window)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-sf-%d.katra", (int)getpid());
+	struct proc p, want, got;
+	const char *sl[] = { "slice", GOLDEN, out, "--frames", "102..111", NULL };
+	run_katra(&p, sl);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	const char *abs[] = { "dump", GOLDEN, "--from", "123789368", "--to", "124122701", NULL };
+	run_katra(&want, abs);
+	cr_assert_eq(count_lines(want.out), 24);
+	dump_to(out, &got);
+	cr_assert_str_eq(got.out, want.out);
+	unlink(out);
+}
+
+Test(cli, window_words_that_select_nothing_are_usage_errors)
+{
+	static const char *const bad[][6] = {
+		{ "--frames", "200..300", NULL }, /* frames the trace lacks */
+		{ "--frames", "5..3", NULL },
+		{ "--frames", "1..3", "--from", "5", NULL },
+		{ "--from", "1.5", NULL },        /* a fraction of a ns */
+		{ "--window", "2s", NULL },
+		{ "--from", "+1s", "--to", "+0.5s", NULL },
+	};
+	static const char *const said[] = {
+		"has no frames 200..300", "--frames wants frame numbers A..B, not '5..3'",
+		"--frames takes no --from", "--from wants a time", "--window wants A..B",
+		"is after --to",
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		const char *args[9] = { "dump", GOLDEN };
+		for (int w = 0; bad[k][w]; w++)
+			args[2 + w] = bad[k][w];
+		struct proc p;
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 2, "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.err, said[k]), "%zu: %s", k, p.err);
+	}
+}
+
+/* ---- salvage: a damaged chunk in the middle -------------------------------- */
+
+/* The @nth chunk of @path: its offset, its frame's size and its events. */
+static void nth_chunk(const char *path, int nth, uint64_t *off, uint64_t *size, uint32_t *n)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	int seen = 0;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	while (kt_reader_next_frame(r, &f) > 0 && !(f.kind == KT_FRAME_CHUNK && seen++ == nth))
+		;
+	*off = f.offset;
+	*n = f.u.chunk.event_count;
+	cr_assert_eq(kt_reader_next_frame(r, &f), 1);
+	*size = f.offset - *off;
+	kt_reader_close(r);
+}
+
+/* golden_v3 with one byte of its second chunk flipped at @at (from the
+ * frame's start), in a file of its own. */
+static void damaged_copy(const char *out, uint64_t off, uint64_t at)
+{
+	size_t len = 0;
+	uint8_t *g = t_slurp(KT_TEST_DATA "/golden_v3.katra", &len);
+	cr_assert_not_null(g);
+	g[off + at] ^= 0x40;
+	FILE *f = fopen(out, "wb");
+	cr_assert_eq(fwrite(g, 1, len, f), len);
+	fclose(f);
+	free(g);
+}
+
+/* stats and export skip the damaged chunk, say where, how much and why,
+ * show every other event, and exit 3 (partial).  A flipped body byte
+ * fails the checksum and the frame's own length skips it; a flipped
+ * length byte fails the head check, and the reader finds the next frame
+ * by its head.  Both skip exactly that frame. */
+Test(cli, stats_and_export_skip_a_damaged_chunk_and_say_so)
+{
+	uint64_t off, size;
+	uint32_t n;
+	nth_chunk(KT_TEST_DATA "/golden_v3.katra", 1, &off, &size, &n);
+	cr_assert_gt(n, 0);
+	char bad[128], out[160], want_err[256], want_events[64];
+	snprintf(bad, sizeof(bad), "/tmp/katra-salvage-%d.katra", (int)getpid());
+	snprintf(out, sizeof(out), "%s.folded", bad);
+	snprintf(want_events, sizeof(want_events), "\"events\": %u,", 44 - n);
+	static const struct { uint64_t at; const char *why; } cases[] = {
+		{ 40, "frame checksum mismatch" },
+		{ 1, "frame head check mismatch (length or kind corrupt)" },
+	};
+	for (size_t k = 0; k < 2; k++) {
+		damaged_copy(bad, off, cases[k].at);
+		snprintf(want_err, sizeof(want_err),
+			 "skipped 1 damaged frame (%" PRIu64 " bytes), the first at offset %" PRIu64
+			 " (%s)", size, off, cases[k].why);
+		struct proc p;
+		const char *st[] = { "stats", "--json", bad, NULL };
+		run_katra(&p, st);
+		cr_assert_eq(p.status, 3, "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.err, want_err), "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.out, want_events), "%zu: %s", k, p.out);
+		unlink(out);
+		const char *ex[] = { "export", "--collapsed", bad, out, NULL };
+		run_katra(&p, ex);
+		cr_assert_eq(p.status, 3, "%zu: %s", k, p.err);
+		cr_assert_not_null(strstr(p.err, want_err), "%zu: %s", k, p.err);
+		cr_assert_eq(access(out, F_OK), 0);
+		/* verify still judges the file: corrupt, not partial. */
+		const char *v[] = { "verify", bad, NULL };
+		run_katra(&p, v);
+		cr_assert_eq(p.status, 1);
+	}
+	unlink(out);
+	unlink(bad);
 }
 
 /* ---- stats ---------------------------------------------------------------- */

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -99,6 +100,19 @@ int read_failed(const char *path, int rc, const kt_reader_error *err)
 int pass_failed(const char *path, kt_reader *r, int rc)
 {
 	return read_failed(path, rc, kt_reader_get_last_error(r));
+}
+
+int salvage_said(const char *path, kt_reader *r, int result)
+{
+	kt_reader_skipped s;
+	kt_reader_get_skipped(r, &s);
+	if (!s.frames)
+		return result;
+	say("%s: skipped %" PRIu64 " damaged frame%s (%" PRIu64 " bytes), the first at offset %"
+	    PRIu64 " (%s); the output leaves out what they held",
+	    path, s.frames, s.frames == 1 ? "" : "s", s.bytes, s.first_offset,
+	    kt_strerror(s.first_error));
+	return result == EXIT_OK || result == EXIT_TRUNC ? EXIT_PARTIAL : result;
 }
 
 int input_open_quiet(struct input *in, const char *path, kt_reader_error *err)

@@ -23,8 +23,10 @@
 #include "tools/text.h"
 
 /* 0 success / valid, 1 error (out of memory, I/O) or corrupt file, 2 usage
- * error, 3 truncated file (a valid prefix). */
-enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_TRUNC = 3 };
+ * error, 3 partial: a truncated file (a valid prefix), or damaged frames
+ * that a command which salvages (stats, export) skipped, doing the rest;
+ * as `katra recover` says of a rebuild that met damage. */
+enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_TRUNC = 3, EXIT_PARTIAL = 3 };
 
 /* say - "katra: ", the formatted text escaped, and a newline, on stderr. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -67,6 +69,13 @@ int read_failed(const char *path, int rc, const kt_reader_error *err);
 
 /* pass_failed - read_failed() for a pass over @r that stopped on @rc. */
 int pass_failed(const char *path, kt_reader *r, int rc);
+
+/*
+ * salvage_said - after a pass with kt_reader_set_salvage() on: when frames
+ * were skipped, say where, how many and why, and return EXIT_PARTIAL in
+ * place of a @result of EXIT_OK or EXIT_TRUNC; else @result.
+ */
+int salvage_said(const char *path, kt_reader *r, int result);
 
 /* A trace opened once: every pass and check of a command reads this fd. */
 struct input {

@@ -22,5 +22,8 @@ int cmd_export(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
 int cmd_decompress(int argc, char **argv);
 int cmd_slice(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 #endif

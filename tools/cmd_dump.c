@@ -19,6 +19,7 @@
 #include "tools/opts.h"
 #include "tools/progress.h"
 #include "tools/tables.h"
+#include "tools/when.h"
 
 /*
  * Paced replay: each event waits for its time since the first, scaled by
@@ -100,6 +101,7 @@ static int replay_paced(kt_reader *r, struct fmt *fm, struct pacer *p)
 
 struct events_opts {
 	struct fmt_job job;
+	struct when_window win;  /* resolved into job.from and job.to */
 	struct thread_list threads;
 	int paced;
 	struct pacer pacer;
@@ -144,16 +146,16 @@ static const struct opts_spec dump_spec = {
 	.opts = (const struct opt[]){
 		{ "--format", opt_format, EVENTS_OPT(job.kind), .wants = "text or jsonl" },
 		OPT_THREAD(EVENTS_OPT(threads)),
-		OPT_FROM(EVENTS_OPT(job.from)),
-		OPT_TO(EVENTS_OPT(job.to)),
+		WHEN_OPTS(EVENTS_OPT(win)),
 		{ .name = NULL } },
-	.help = "usage: katra dump FILE [--format text|jsonl] [--thread T ...]\n"
-		"                  [--from NS] [--to NS]\n"
+	.help = "usage: katra dump FILE [--format text|jsonl] [--thread ID ...]\n"
+		"                  [--from T] [--to T] [--window T..T] [--frames A..B]\n"
 		"Prints the events of all threads merged in timestamp order; a\n"
 		"thread whose timestamps go back (verify warns) keeps its own order.\n"
 		"Text lines: ns tid thread type name [value...].  NS are\n"
 		"CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n"
-		"Names and messages are printed escaped; up to 64 --thread.\n",
+		"Names and messages are printed escaped; up to 64 --thread.\n"
+		WHEN_HELP,
 };
 
 static const struct opts_spec replay_spec = {
@@ -182,12 +184,16 @@ static int events(int argc, char **argv, int replay)
 	const char *path;
 	int rc = opts_parse(replay ? &replay_spec : &dump_spec, argc, argv, &o, &path);
 	if (rc == OPTS_GO)
-		rc = opts_window(replay ? "replay" : "dump", o.job.from, o.job.to);
+		rc = when_early("dump", &o.win);
 	if (rc != OPTS_GO)
 		return rc;
 	struct input in;
 	if ((rc = input_open(&in, path)))
 		return rc;
+	if ((rc = when_resolve("dump", path, &o.win, in.r, &o.job.from, &o.job.to)) != OPTS_GO) {
+		input_close(&in);
+		return rc;
+	}
 	struct tables t;
 	rc = tables_load(in.r, &t);
 	kt_reader_rewind(in.r);

@@ -1,8 +1,9 @@
 /*
  * cmd_export.c - `katra export --chrome IN OUT.json`: the Chrome Trace
  * Event document (tools/fmt.h); `katra export --collapsed IN OUT.folded`:
- * collapsed stacks for flame graphs (tools/collapse.h).  Each is written
- * whole or not at all.
+ * collapsed stacks for flame graphs (tools/collapse.h); `--perfetto`:
+ * Perfetto protobuf (tools/export_perfetto.h); `--fxt`: the Fuchsia trace
+ * format (tools/export_fxt.h).  Each is written whole or not at all.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -14,17 +15,67 @@
 #include "tools/cli.h"
 #include "tools/cmd.h"
 #include "tools/collapse.h"
+#include "tools/export_fxt.h"
+#include "tools/export_perfetto.h"
 #include "tools/fmt.h"
 #include "tools/opts.h"
 #include "tools/outfile.h"
 #include "tools/progress.h"
 #include "tools/tables.h"
+#include "tools/when.h"
 
-enum { CHROME = 1, COLLAPSED = 2 };
+enum { CHROME = 1, COLLAPSED = 2, PERFETTO = 3, FXT = 4 };
 
 struct export_opts {
-	int chrome, collapsed;
+	int chrome, collapsed, perfetto, fxt, zstd, deflate;
+	struct when_window win;
+	struct thread_list threads;
 };
+
+/* --from/--to/--window/--frames and --thread: the reader keeps only the
+ * events they select (zones cut by the window are balanced by the
+ * exports as any cut zone is).  Returns OPTS_GO or the status said. */
+static int cut_window(struct export_opts *o, const char *inp, kt_reader *r)
+{
+	kt_reader_filter f = { 0, UINT64_MAX, o->threads.ids, (size_t)o->threads.n };
+	if (!o->win.from.given && !o->win.to.given && !o->threads.n)
+		return OPTS_GO;
+	int rc = when_resolve("export", inp, &o->win, r, &f.from_ns, &f.to_ns);
+	if (rc == OPTS_GO)
+		kt_reader_set_filter(r, &f);
+	return rc;
+}
+
+/* Say what a binary export changed to keep its zones balanced, if anything. */
+static void say_export(const char *in, const struct export_result *x)
+{
+	if (x->unbegun || x->inner_closed || x->unended || x->untimed)
+		say("%s: zones balanced for the viewer: skipped %" PRIu64 " ends with no begin, "
+		    "closed %" PRIu64 " zones at an outer zone's end and %" PRIu64
+		    " still open at the end, skipped %" PRIu64 " begins past %u open zones",
+		    in, x->unbegun, x->inner_closed, x->unended, x->untimed, EXPORT_OPEN);
+	if (x->drops_marked || x->drops_unmarked)
+		say("%s: marked %" PRIu64 " drop records where they happened%s", in,
+		    x->drops_marked, x->drops_unmarked ? " (more past the cap were not marked)" : "");
+	if (x->fallback)
+		say("%s: %" PRIu64 " names were written inline past the interning table", in,
+		    x->fallback);
+}
+
+static int run_format(int format, struct input *in, const struct tables *t, FILE *f,
+		      struct collapse_result *cr, struct export_result *xr, int codec)
+{
+	switch (format) {
+	case CHROME:
+		return fmt_chrome(in->r, t, f);
+	case COLLAPSED:
+		return collapse_run(in->r, t, f, cr);
+	case PERFETTO:
+		return perfetto_run(in->r, t, f, codec, xr);
+	default:
+		return fxt_run(in->r, t, f, xr);
+	}
+}
 
 /* Say what the collapsed stacks left out or folded, if anything. */
 static void say_collapsed(const char *in, const struct collapse_result *c)
@@ -45,7 +96,7 @@ static void say_collapsed(const char *in, const struct collapse_result *c)
  * (0 or a reader's code); *@werr gets the errno of a write that failed, or
  * 0: a failed write stops the pass with -EIO. */
 static int export_to(struct input *in, const char *inp, const struct tables *t, int format,
-		     outfile *of, int *werr)
+		     int codec, outfile *of, int *werr)
 {
 	static char fbuf[1 << 20];
 	FILE *f = fdopen(of->fd, "w");
@@ -58,7 +109,8 @@ static int export_to(struct input *in, const char *inp, const struct tables *t, 
 	setvbuf(f, fbuf, _IOFBF, sizeof(fbuf));
 	progress_init(0, in->r);
 	struct collapse_result cr;
-	int rc = format == CHROME ? fmt_chrome(in->r, t, f) : collapse_run(in->r, t, f, &cr);
+	struct export_result xr;
+	int rc = run_format(format, in, t, f, &cr, &xr, codec);
 	progress_end();
 	errno = 0;
 	int fmt_errno = format == CHROME ? fmt_write_errno() : 0;
@@ -68,6 +120,8 @@ static int export_to(struct input *in, const char *inp, const struct tables *t, 
 		*werr = errno;
 	if (format == COLLAPSED && !*werr && rc >= 0)
 		say_collapsed(inp, &cr);
+	if (format >= PERFETTO && !*werr && rc >= 0)
+		say_export(inp, &xr);
 	return rc;
 }
 
@@ -76,9 +130,19 @@ static const struct opts_spec export_spec = {
 	.opts = (const struct opt[]){
 		{ .name = "--chrome", .offset = offsetof(struct export_opts, chrome), .flag = 1 },
 		{ .name = "--collapsed", .offset = offsetof(struct export_opts, collapsed), .flag = 1 },
+		{ .name = "--perfetto", .offset = offsetof(struct export_opts, perfetto), .flag = 1 },
+		{ .name = "--fxt", .offset = offsetof(struct export_opts, fxt), .flag = 1 },
+		{ .name = "--zstd", .offset = offsetof(struct export_opts, zstd), .flag = 1 },
+		{ .name = "--deflate", .offset = offsetof(struct export_opts, deflate), .flag = 1 },
+		WHEN_OPTS(offsetof(struct export_opts, win)),
+		OPT_THREAD(offsetof(struct export_opts, threads)),
 		{ .name = NULL } },
 	.help = "usage: katra export --chrome IN OUT.json\n"
 		"       katra export --collapsed IN OUT.folded\n"
+		"       katra export --perfetto [--zstd | --deflate] IN OUT.pftrace\n"
+		"       katra export --fxt IN OUT.fxt\n"
+		"       (each also [--from T] [--to T] [--window T..T] [--frames A..B]\n"
+		"       [--thread ID ...])\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
 		"chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
 		"s/t/f, frame marks as process-scoped instants, thread names as\n"
@@ -89,8 +153,18 @@ static const struct opts_spec export_spec = {
 		"\"THREAD (ID);outer;inner SELF_NS\", self time in nanoseconds; a\n"
 		"thread's lines sum to its outermost zones' time.  Stacks past 256\n"
 		"deep or 1048576 distinct fold into their parents (said on stderr).\n"
+		"--perfetto writes Perfetto's protobuf trace (ui.perfetto.dev: open the\n"
+		"file): a packet sequence per thread, names interned, timestamps as\n"
+		"deltas; --zstd or --deflate compress it in batches (zstd: Perfetto\n"
+		"v58 and later; deflate: every version).  --fxt writes the Fuchsia\n"
+		"trace format (Perfetto's UI,\n"
+		"Tracy's tracy-import-fuchsia), timestamps in katra's own ticks.  Both\n"
+		"keep zones balanced (an end with no begin is skipped, zones left open\n"
+		"are closed, said on stderr) and mark each drop record on its thread.\n"
 		"OUT is written whole or not at all (a temporary file beside it,\n"
-		"renamed); IN itself is never replaced.\n",
+		"renamed); IN itself is never replaced.  Damaged frames of IN are\n"
+		"skipped and said on stderr; the exit status is then 3 (partial).\n"
+		"A window or --thread (up to 64) keeps only those events.\n" WHEN_HELP,
 };
 
 int cmd_export(int argc, char **argv)
@@ -100,16 +174,26 @@ int cmd_export(int argc, char **argv)
 	int rc = opts_parse(&export_spec, argc, argv, &o, pos);
 	if (rc != OPTS_GO)
 		return rc;
-	if (o.chrome == o.collapsed)
-		return usage_error("export: say one format: --chrome or --collapsed");
-	int format = o.chrome ? CHROME : COLLAPSED;
+	if (o.chrome + o.collapsed + o.perfetto + o.fxt != 1)
+		return usage_error("export: say one format: --chrome, --collapsed, --perfetto or --fxt");
+	int format = o.chrome ? CHROME : o.collapsed ? COLLAPSED : o.perfetto ? PERFETTO : FXT;
+	if (o.zstd + o.deflate > (format == PERFETTO))
+		return usage_error("export: --zstd or --deflate, one, and with --perfetto only");
+	int codec = o.zstd ? PERFETTO_ZSTD : o.deflate ? PERFETTO_DEFLATE : PERFETTO_PLAIN;
+	if ((rc = when_early("export", &o.win)) != OPTS_GO)
+		return rc;
 	const char *inp = pos[0], *out = pos[1];
 	struct input in;
 	if ((rc = input_open(&in, inp)))
 		return rc;
+	if ((rc = cut_window(&o, inp, in.r)) != OPTS_GO) {
+		input_close(&in);
+		return rc;
+	}
 	struct tables t;
 	outfile of;
 	int result = EXIT_BAD;
+	kt_reader_set_salvage(in.r, 1);
 	if ((rc = tables_load(in.r, &t)) < 0) {
 		result = pass_failed(inp, in.r, rc);
 		goto done;
@@ -118,7 +202,7 @@ int cmd_export(int argc, char **argv)
 	if (output_open(&of, out, &in) < 0)
 		goto done;
 	int werr;
-	rc = export_to(&in, inp, &t, format, &of, &werr);
+	rc = export_to(&in, inp, &t, format, codec, &of, &werr);
 	if (werr) {
 		say("%s: write failed: %s", out, strerror(werr));
 	} else if (rc < 0) {
@@ -127,9 +211,9 @@ int cmd_export(int argc, char **argv)
 		say("%s: %s", out, reason(rc, NULL));
 	} else if (!t.have_summary) {
 		say("%s: truncated: exported the events before the cut", inp);
-		result = EXIT_TRUNC;
+		result = salvage_said(inp, in.r, EXIT_TRUNC);
 	} else {
-		result = EXIT_OK;
+		result = salvage_said(inp, in.r, EXIT_OK);
 	}
 	outfile_abort(&of);
 done:

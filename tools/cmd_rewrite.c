@@ -14,12 +14,14 @@
 #include "tools/opts.h"
 #include "tools/outfile.h"
 #include "tools/progress.h"
+#include "tools/when.h"
 
 /* What a rewrite keeps and how it encodes it. */
 struct rewrite_args {
 	int codec;              /* kt_codec; -1 keeps each chunk's */
 	int filter;             /* slice: keep only what the next fields say */
-	uint64_t from, to;      /* ns, inclusive */
+	uint64_t from, to;      /* ns, inclusive: @win resolved */
+	struct when_window win;
 	struct thread_list threads;
 };
 
@@ -36,7 +38,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
  * header was checked on is the one rewritten); OUT is created beside its
  * final name and renamed, so it is never left partial and never IN.
  */
-static int rewrite(const char *in_path, const char *out, const struct rewrite_args *a)
+static int rewrite(const char *in_path, const char *out, struct rewrite_args *a)
 {
 	struct input in;
 	int rc = input_open(&in, in_path);
@@ -44,6 +46,10 @@ static int rewrite(const char *in_path, const char *out, const struct rewrite_ar
 		return rc;
 	outfile of;
 	int result = EXIT_BAD;
+	if (a->filter &&
+	    (result = when_resolve("slice", in_path, &a->win, in.r, &a->from, &a->to)) != OPTS_GO)
+		goto done;
+	result = EXIT_BAD;
 	if (output_open(&of, out, &in) < 0)
 		goto done;
 	kt_rewrite_options o = {
@@ -119,14 +125,15 @@ static const struct opts_spec decompress_spec = {
 static const struct opts_spec slice_spec = {
 	.cmd = "slice", .npos = 2, .unknown = "unknown option or missing value",
 	.opts = (const struct opt[]){
-		OPT_FROM(offsetof(struct rewrite_args, from)),
-		OPT_TO(offsetof(struct rewrite_args, to)),
+		WHEN_OPTS(offsetof(struct rewrite_args, win)),
 		OPT_THREAD(offsetof(struct rewrite_args, threads)),
 		{ .name = NULL } },
-	.help = "usage: katra slice IN OUT [--from NS] [--to NS] [--thread T ...]\n"
-		"Writes a smaller valid trace: the events in [NS, NS] of the chosen\n"
-		"threads (up to 64), the names, those threads' entries and drop\n"
-		"records that overlap, and a recomputed summary.\n",
+	.help = "usage: katra slice IN OUT [--from T] [--to T] [--window T..T]\n"
+		"                  [--frames A..B] [--thread ID ...]\n"
+		"Writes a smaller valid trace: the events in the window (ends\n"
+		"included) of the chosen threads (up to 64), the names, those threads'\n"
+		"entries and drop records that overlap, and a recomputed summary.\n"
+		WHEN_HELP,
 };
 
 /* compress, decompress and slice: @a holds the defaults. */
@@ -136,7 +143,7 @@ static int cmd_rewrite(const struct opts_spec *spec, int argc, char **argv,
 	const char *pos[2];
 	int rc = opts_parse(spec, argc, argv, a, pos);
 	if (rc == OPTS_GO)
-		rc = opts_window(spec->cmd, a->from, a->to);
+		rc = when_early(spec->cmd, &a->win);
 	return rc != OPTS_GO ? rc : rewrite(pos[0], pos[1], a);
 }
 

@@ -17,9 +17,13 @@ static const struct opts_spec stats_spec = {
 	.opts = opts_json,
 	.help = "usage: katra stats FILE [--json]\n"
 		"Per thread: events, dropped, time span, rate.  Per name: count and\n"
-		"zone durations (min, p50, p99, max).  Frame times between frame\n"
+		"zone durations (min, p50, p99, max, total, and self: the total less\n"
+		"the zones that ended inside them on their thread; a zone whose end\n"
+		"is missing stays in its parent's self time).  Frame times between frame\n"
 		"marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
-		"come from ~3%-wide buckets, min and max are exact.\n",
+		"come from ~3%-wide buckets, min and max are exact.\n"
+		"Damaged frames are skipped and said on stderr; the exit status is then\n"
+		"3 (partial), as for a truncated file.\n",
 };
 
 int cmd_stats(int argc, char **argv)
@@ -33,12 +37,14 @@ int cmd_stats(int argc, char **argv)
 	if ((rc = input_open(&in, path)))
 		return rc;
 	int truncated = 0;
+	kt_reader_set_salvage(in.r, 1);
 	progress_init(0, in.r);
 	rc = stats_run(in.r, path, json, stdout, &truncated);
 	progress_end();
 	int result = rc == -EIO ? EXIT_BAD	/* stdout: main() says why */
 		   : rc < 0 ? pass_failed(path, in.r, rc)
 		   : truncated ? EXIT_TRUNC : EXIT_OK;
+	result = salvage_said(path, in.r, result);
 	input_close(&in);
 	return result;
 }

@@ -145,10 +145,8 @@ static void zone_close(struct collapse *c, struct cthread *t, uint32_t ti, uint3
 		zone_pop(c, t, ti, ns);
 }
 
-static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
+int collapse_event(struct collapse *c, const kt_event *ev, uint64_t ns)
 {
-	struct collapse *c = ctx;
-	(void)index;
 	if (ev->type != KT_EV_ZONE_BEGIN && ev->type != KT_EV_ZONE_END)
 		return 0;
 	struct cthread *t = thread_of(c, ev->thread_id);
@@ -217,7 +215,26 @@ static int write_lines(struct collapse *c, const struct tables *t, FILE *f)
 	return 0;
 }
 
-static void collapse_free(struct collapse *c)
+static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
+{
+	(void)index;
+	return collapse_event(ctx, ev, ns);
+}
+
+size_t collapse_nodes(const struct collapse *c)
+{
+	return c->nnodes;
+}
+
+void collapse_node(const struct collapse *c, size_t i, uint32_t *parent, uint32_t *name,
+		   uint64_t *self)
+{
+	*parent = c->nodes[i].parent;
+	*name = c->nodes[i].name;
+	*self = c->nodes[i].self;
+}
+
+static void collapse_clear(struct collapse *c)
 {
 	for (size_t i = 0; i < c->nthreads; i++)
 		free(c->threads[i].stack);
@@ -228,19 +245,43 @@ static void collapse_free(struct collapse *c)
 	idmap_free(&c->inner);
 }
 
+struct collapse *collapse_new(struct collapse_result *res)
+{
+	struct collapse *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->res = res;
+	memset(res, 0, sizeof(*res));
+	idmap_init(&c->kids);
+	idmap_init(&c->tids);
+	idmap_init(&c->inner);
+	return c;
+}
+
+void collapse_end(struct collapse *c)
+{
+	c->res->unended = c->open;
+}
+
+void collapse_free(struct collapse *c)
+{
+	if (!c)
+		return;
+	collapse_clear(c);
+	free(c);
+}
+
 int collapse_run(kt_reader *r, const struct tables *t, FILE *out, struct collapse_result *res)
 {
-	struct collapse c = { .res = res };
-	memset(res, 0, sizeof(*res));
-	idmap_init(&c.kids);
-	idmap_init(&c.tids);
-	idmap_init(&c.inner);
+	struct collapse *c = collapse_new(res);
+	if (!c)
+		return -ENOMEM;
 	kt_reader_rewind(r);
 	static const struct pipe_client client = { .event = on_event };
-	int rc = pipe_run(r, &client, &c);
-	res->unended = c.open;
+	int rc = pipe_run(r, &client, c);
+	collapse_end(c);
 	if (!rc)
-		rc = write_lines(&c, t, out);
-	collapse_free(&c);
+		rc = write_lines(c, t, out);
+	collapse_free(c);
 	return rc;
 }

@@ -24,6 +24,7 @@
 #ifndef KT_TOOLS_COLLAPSE_H
 #define KT_TOOLS_COLLAPSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -50,5 +51,24 @@ struct collapse_result {
  * a write to @out failed.  *@res is filled in every case.
  */
 int collapse_run(kt_reader *r, const struct tables *t, FILE *out, struct collapse_result *res);
+
+/*
+ * The same tree, built by a pass of the caller's (`katra report`, inside
+ * the stats pass): collapse_new() (NULL without memory; it zeroes @res,
+ * which must outlive it), collapse_event() for every event in the merged
+ * order (0 or -ENOMEM), collapse_end() after the last, then the nodes:
+ * node i's parent (COLLAPSE_ROOT for a thread's root), its name id
+ * (a root's: its thread id) and its self time in ns.  A node's parent
+ * comes before it.  collapse_free() accepts NULL.
+ */
+#define COLLAPSE_ROOT UINT32_MAX
+struct collapse;
+struct collapse *collapse_new(struct collapse_result *res);
+int collapse_event(struct collapse *c, const kt_event *ev, uint64_t ns);
+void collapse_end(struct collapse *c);
+size_t collapse_nodes(const struct collapse *c);
+void collapse_node(const struct collapse *c, size_t i, uint32_t *parent, uint32_t *name,
+		   uint64_t *self);
+void collapse_free(struct collapse *c);
 
 #endif

@@ -9,7 +9,8 @@
  * never a number in it.
  *
  * Exit codes: 0 success / valid, 1 error (out of memory, I/O) or corrupt
- * file, 2 usage error, 3 truncated file (a valid prefix).
+ * file, 2 usage error, 3 partial: a truncated file (a valid prefix), or
+ * damaged frames stats and export skipped.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,6 +37,12 @@ static const struct command commands[] = {
 	  "exit 0 valid, 1 corrupt, 3 truncated (valid prefix)" },
 	{ "stats", cmd_stats, "stats FILE [--json]",
 	  "per thread, per name (zone durations), frame times" },
+	{ "report", cmd_report, "report IN [-o OUT.html]",
+	  "one self-contained HTML page: frame times,\n"
+	  "zones, flame graph of self time, threads, counters" },
+	{ "diff", cmd_diff, "diff A B [--json]",
+	  "zone and frame times of B against A: change,\n"
+	  "interval, verdict [--fail-on slower --threshold 5%]" },
 	{ "dump", cmd_dump, "dump FILE",
 	  "events of all threads in timestamp order\n"
 	  "[--format text|jsonl] [--thread T] [--from NS --to NS]" },
@@ -43,12 +50,16 @@ static const struct command commands[] = {
 	  "the same, paced to the original timing\n"
 	  "[--speed X | --max] [--max-gap S] [--format text|jsonl]" },
 	{ "export", cmd_export, "export --chrome IN OUT.json",
-	  "Chrome Trace Event Format (Perfetto UI)" },
+	  "Chrome Trace Event Format (Perfetto UI)\n"
+	  "[--collapsed | --perfetto | --fxt] IN OUT" },
 	{ "decompress", cmd_decompress, "decompress IN OUT", "rewrite LZ4 chunks raw" },
 	{ "compress", cmd_compress, "compress IN OUT",
 	  "rewrite chunks with LZ4 (timestamps delta-coded)" },
 	{ "slice", cmd_slice, "slice IN OUT",
 	  "a smaller valid trace [--from NS] [--to NS] [--thread T]" },
+	{ "snapshot", cmd_snapshot, "snapshot PID [--out OUT]",
+	  "ask a running process's flight session for its\n"
+	  "newest window (your own processes only)" },
 	{ "recover", cmd_recover, "recover DIR [--out OUT]",
 	  "rebuild the trace of a process that died from\n"
 	  "its crash directory; --list finds leftovers" },
@@ -80,7 +91,8 @@ static void usage_main(FILE *f)
 	      "  -h, --help           this text; `katra <command> --help` for one command\n"
 	      "  -V, --version        the tool, library and format versions\n"
 	      "\n"
-	      "exit: 0 success, 1 error or corrupt file, 2 usage, 3 truncated file.\n"
+	      "exit: 0 success, 1 error or corrupt file, 2 usage, 3 partial (a\n"
+	      "truncated file; damaged frames stats and export skipped, said on stderr).\n"
 	      "Strings from files are printed escaped (\\n, \\xNN, ...).\n",
 	      f);
 }

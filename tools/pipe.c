@@ -10,6 +10,7 @@
 #include "tools/progress.h"
 
 struct pipe_ev {
+	uint64_t ns;           /* with merge_ns: its time, converted */
 	kt_event ev;           /* payload fixed up on use: */
 	union {
 		size_t off;    /* where in the arena, or */
@@ -136,8 +137,11 @@ static int pipe_collect(struct pipe *p, const kt_event *ev)
 {
 	struct pipe_batch *b = p->fill;
 	struct pipe_ev *e = &b->ev[b->n];
-	/* The time is converted by whichever thread uses the event: the
-	 * merging thread has the longer share of the work. */
+	/* The time is converted by whichever thread uses the event (the
+	 * merging thread has the longer share of the work), unless the client
+	 * says its own is the longer. */
+	if (p->c->merge_ns)
+		e->ns = kt_reader_ticks_to_ns(p->r, ev->ts);
 	e->ev = *ev;
 	e->ev.payload = NULL;
 	if (!p->c->payloads)
@@ -185,7 +189,8 @@ static int pipe_write(struct pipe *p, struct pipe_batch *b)
 		rc = p->c->text(p->ctx, b->text.buf, b->text.len);
 	for (size_t i = b->ahead; i < b->n && !rc; i++) {
 		kt_event ev = batch_event(b, i);
-		rc = p->c->event(p->ctx, &ev, kt_reader_ticks_to_ns(p->r, ev.ts), b->first + i);
+		uint64_t ns = p->c->merge_ns ? b->ev[i].ns : kt_reader_ticks_to_ns(p->r, ev.ts);
+		rc = p->c->event(p->ctx, &ev, ns, b->first + i);
 	}
 	return rc;
 }

@@ -53,6 +53,8 @@ struct pipe_client {
 	 * order; non-zero stops the pass and is its result. */
 	int (*text)(void *ctx, const char *s, size_t n);
 	int payloads; /* copy payloads; 0: events come with none */
+	int merge_ns; /* convert times on the merging thread: for a client
+		       * whose own work is the longer half */
 };
 
 /*

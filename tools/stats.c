@@ -16,6 +16,7 @@
 /* An open zone on a thread's stack. */
 struct zone {
 	uint64_t ns;
+	uint64_t child; /* time of the zones that ended inside it, for self time */
 	uint32_t name;
 	uint32_t below; /* 1 + the stack index of the next open zone of the same
 			 * name below this one; 0 when there is none */
@@ -30,12 +31,15 @@ struct sthread {
 	size_t depth, cap;
 	uint64_t untimed;       /* begins past the cap, still open */
 	uint64_t last_frame_ns; /* previous frame mark on this thread */
+	uint64_t zones_ns;      /* time in its outermost zones that ended */
 	int have_frame;
 };
 
 struct sname {
 	uint32_t id;
 	uint64_t count;
+	uint64_t total_ns, self_ns; /* of its zones that ended (self: less the
+				     * zones that ended inside them) */
 	struct hist zone;
 };
 
@@ -61,10 +65,15 @@ struct stats {
 	uint64_t untimed;       /* zone begins never put on a stack */
 	uint64_t backwards;     /* events earlier than the one before on their thread */
 	uint64_t negative;      /* durations that ended before they began: 0 */
+	struct tables t;
+	const struct stats_hooks *hooks;
+	uint64_t frames_ns;     /* the sum of the frame intervals, for the mean */
+	uint64_t dropped;       /* the reader's count */
+	int truncated;          /* no summary frame */
 };
 
 /*
- * At most this many open zones over all threads (16 bytes each): a chunk
+ * At most this many open zones over all threads (24 bytes each): a chunk
  * of 64 MiB decodes from a quarter of a megabyte, so without a cap a small
  * file of nested begins would ask for gigabytes.  Begins past it are not
  * timed, and the first ends after them close them (innermost first, as
@@ -100,12 +109,12 @@ static long table_index(struct table *t, uint32_t id)
 	return *v;
 }
 
-static struct sthread *thread_at(struct stats *c, long i)
+static struct sthread *thread_at(const struct stats *c, long i)
 {
 	return &((struct sthread *)c->th.a)[i];
 }
 
-static struct sname *name_at(struct stats *c, long i)
+static struct sname *name_at(const struct stats *c, long i)
 {
 	return &((struct sname *)c->names.a)[i];
 }
@@ -145,15 +154,16 @@ static int zone_begin(struct stats *c, long ti, uint32_t name, uint64_t ns)
 	uint32_t *top = idmap_slot(&c->tops, tops_key(ti, name), 0, &added);
 	if (!top)
 		return -ENOMEM;
-	t->stack[t->depth] = (struct zone){ ns, name, *top };
+	t->stack[t->depth] = (struct zone){ ns, 0, name, *top };
 	*top = (uint32_t)++t->depth;
 	c->open++;
 	return 0;
 }
 
 /* Match the innermost open zone of the same name; the zones opened after
- * it are closed with it (their ends were dropped or sliced away).  An end
- * with no begin is skipped.  Each zone is popped once: O(1) amortized. */
+ * it are closed with it, untimed (their ends were dropped or sliced away):
+ * their time stays in its self time.  An end with no begin is skipped.
+ * Each zone is popped once: O(1) amortized. */
 static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 {
 	struct sthread *t = thread_at(c, ti);
@@ -165,13 +175,41 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	if (!top || !*top)
 		return 0;
 	size_t d = *top - 1;
-	if (hist_add(&nm->zone, elapsed(c, t->stack[d].ns, ns)))
+	struct zone z = t->stack[d];
+	uint64_t dur = elapsed(c, z.ns, ns);
+	if (hist_add(&nm->zone, dur))
 		return -ENOMEM;
 	while (t->depth > d) {
-		struct zone *z = &t->stack[--t->depth];
-		*idmap_find(&c->tops, tops_key(ti, z->name)) = z->below;
+		struct zone *p = &t->stack[--t->depth];
+		*idmap_find(&c->tops, tops_key(ti, p->name)) = p->below;
 		c->open--;
 	}
+	uint64_t self = dur > z.child ? dur - z.child : 0;
+	nm->total_ns += dur;
+	nm->self_ns += self;
+	if (t->depth)
+		t->stack[t->depth - 1].child += dur;
+	else
+		t->zones_ns += dur;
+	if (c->hooks && c->hooks->zone)
+		return c->hooks->zone(c->hooks->ctx, t->id, nm->id, z.ns, dur, self);
+	return 0;
+}
+
+/* A frame mark: the interval since the thread's last one is a frame time. */
+static int frame_mark(struct stats *c, struct sthread *t, uint64_t ns)
+{
+	int had = t->have_frame;
+	uint64_t iv = had ? elapsed(c, t->last_frame_ns, ns) : 0;
+	t->last_frame_ns = ns;
+	t->have_frame = 1;
+	if (!had)
+		return 0;
+	if (hist_add(&c->frames, iv))
+		return -ENOMEM;
+	c->frames_ns += iv;
+	if (c->hooks && c->hooks->frame)
+		return c->hooks->frame(c->hooks->ctx, t->id, ns, iv);
 	return 0;
 }
 
@@ -179,6 +217,11 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 {
 	struct stats *c = ctx;
 	(void)index;
+	if (c->hooks && c->hooks->event) {
+		int rc = c->hooks->event(c->hooks->ctx, ev, ns);
+		if (rc)
+			return rc;
+	}
 	long ti = table_index(&c->th, ev->thread_id);
 	long ni = ti < 0 ? -1 : table_index(&c->names, ev->name_id);
 	if (ni < 0)
@@ -198,12 +241,8 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 		return zone_begin(c, ti, ev->name_id, ns);
 	if (ev->type == KT_EV_ZONE_END)
 		return zone_end(c, ti, nm, ns);
-	if (ev->type == KT_EV_FRAME) {
-		if (t->have_frame && hist_add(&c->frames, elapsed(c, t->last_frame_ns, ns)))
-			return -ENOMEM;
-		t->last_frame_ns = ns;
-		t->have_frame = 1;
-	}
+	if (ev->type == KT_EV_FRAME)
+		return frame_mark(c, t, ns);
 	return 0;
 }
 
@@ -250,8 +289,10 @@ static void table_sort(struct table *t)
 		qsort(t->a, t->n, t->size, by_id);
 }
 
-static void stats_free(struct stats *c)
+void stats_free(struct stats *c)
 {
+	if (!c)
+		return;
 	for (size_t i = 0; i < c->th.n; i++)
 		free(thread_at(c, (long)i)->stack);
 	for (size_t i = 0; i < c->names.n; i++)
@@ -262,6 +303,8 @@ static void stats_free(struct stats *c)
 	idmap_free(&c->names.map);
 	idmap_free(&c->tops);
 	hist_free(&c->frames);
+	tables_free(&c->t);
+	free(c);
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -277,7 +320,7 @@ static int put_padded(FILE *f, const char *s, size_t n, int width)
 	return 0;
 }
 
-static int text_threads(FILE *f, struct stats *c, const struct tables *t)
+static int text_threads(FILE *f, const struct stats *c, const struct tables *t)
 {
 	fprintf(f, "\n%-8s %-20s %12s %10s %14s %14s\n", "tid", "thread", "events", "dropped",
 		"span ns", "events/s");
@@ -310,12 +353,12 @@ static int text_loc(FILE *f, const struct tables *t, uint32_t id)
 	return text_puts(f, tloc_function(t, l)) < 0 ? -EIO : 0;
 }
 
-static int text_names(FILE *f, struct stats *c, const struct tables *t)
+static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 {
 	/* The location column only where the file has locations: the output
 	 * of older files stays as it was. */
-	fprintf(f, "\n%-24s %10s %10s %10s %10s %10s%s\n", "name", "count", "zone min", "p50",
-		"p99", "max", t->nlocs ? "  location" : "");
+	fprintf(f, "\n%-24s %10s %10s %10s %10s %10s %12s %12s%s\n", "name", "count", "zone min",
+		"p50", "p99", "max", "total", "self", t->nlocs ? "  location" : "");
 	for (size_t i = 0; i < c->names.n; i++) {
 		struct sname *nm = name_at(c, (long)i);
 		size_t n = 1;
@@ -324,11 +367,12 @@ static int text_names(FILE *f, struct stats *c, const struct tables *t)
 			return -ENOMEM;
 		fprintf(f, " %10" PRIu64, nm->count);
 		if (nm->zone.n)
-			fprintf(f, " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64,
+			fprintf(f, " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+				   " %12" PRIu64 " %12" PRIu64,
 				nm->zone.min, hist_pct(&nm->zone, 0.5), hist_pct(&nm->zone, 0.99),
-				nm->zone.max);
+				nm->zone.max, nm->total_ns, nm->self_ns);
 		else if (t->nlocs)
-			fprintf(f, " %10s %10s %10s %10s", "", "", "", "");
+			fprintf(f, " %10s %10s %10s %10s %12s %12s", "", "", "", "", "", "");
 		if (text_loc(f, t, nm->id))
 			return -EIO;
 		fprintf(f, "\n");
@@ -360,9 +404,11 @@ static void text_frames(FILE *f, const struct hist *h)
 	}
 }
 
-static int print_text(FILE *f, struct stats *c, const struct tables *t, const char *label,
-		      uint64_t dropped, int truncated)
+static int print_text(FILE *f, const struct stats *c, const char *label)
 {
+	const struct tables *t = &c->t;
+	uint64_t dropped = c->dropped;
+	int truncated = c->truncated;
 	if (text_puts(f, label) < 0)
 		return -EIO;
 	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
@@ -403,6 +449,7 @@ static json_t *json_thread(const struct sthread *th, const struct tables *t)
 	json_object_set_new(j, "span_ns", json_u64(th->last_ns - th->first_ns));
 	json_object_set_new(j, "events_per_s",
 			    json_real(span > 0 ? (double)th->events / span : 0));
+	json_object_set_new(j, "zones_ns", json_u64(th->zones_ns));
 	return j;
 }
 
@@ -422,6 +469,8 @@ static json_t *json_name(const struct sname *nm, const struct tables *t)
 		json_object_set_new(z, "p50_ns", json_u64(hist_pct(h, 0.5)));
 		json_object_set_new(z, "p99_ns", json_u64(hist_pct(h, 0.99)));
 		json_object_set_new(z, "max_ns", json_u64(h->max));
+		json_object_set_new(z, "total_ns", json_u64(nm->total_ns));
+		json_object_set_new(z, "self_ns", json_u64(nm->self_ns));
 		json_object_set_new(j, "zone", z);
 	}
 	const struct tloc *l = tables_loc(t, nm->id);
@@ -448,29 +497,29 @@ static int json_complete(json_t *o, size_t keys)
 	return o && json_object_size(o) == keys;
 }
 
-static int print_json(FILE *f, struct stats *c, const struct tables *t, const char *label,
-		      uint64_t dropped, int truncated)
+json_t *stats_json(const struct stats *c, const char *label)
 {
 	json_t *o = json_object(), *ths = json_array(), *names = json_array(), *fr = json_object();
 	int ok = o && ths && names && fr;
 	json_object_set_new(o, "file", text_json_string(label, strlen(label)));
 	json_object_set_new(o, "events", json_u64(c->events));
-	json_object_set_new(o, "dropped", json_u64(dropped));
-	json_object_set_new(o, "truncated", json_boolean(truncated));
+	json_object_set_new(o, "dropped", json_u64(c->dropped));
+	json_object_set_new(o, "truncated", json_boolean(c->truncated));
 	for (size_t i = 0; i < c->th.n && ok; i++) {
-		json_t *j = json_thread(thread_at(c, (long)i), t);
-		ok = json_complete(j, 6) && !json_array_append_new(ths, j);
+		json_t *j = json_thread(thread_at(c, (long)i), &c->t);
+		ok = json_complete(j, 7) && !json_array_append_new(ths, j);
 	}
 	for (size_t i = 0; i < c->names.n && ok; i++) {
 		struct sname *nm = name_at(c, (long)i);
-		json_t *j = json_name(nm, t);
-		size_t keys = 3 + !!nm->zone.n + !!tables_loc(t, nm->id);
+		json_t *j = json_name(nm, &c->t);
+		size_t keys = 3 + !!nm->zone.n + !!tables_loc(&c->t, nm->id);
 		ok = json_complete(j, keys) && !json_array_append_new(names, j);
 	}
 	json_object_set_new(fr, "count", json_u64(c->frames.n));
 	json_object_set_new(fr, "p50_ns", json_u64(hist_pct(&c->frames, 0.5)));
 	json_object_set_new(fr, "p99_ns", json_u64(hist_pct(&c->frames, 0.99)));
 	json_object_set_new(fr, "max_ns", json_u64(c->frames.max));
+	json_object_set_new(fr, "total_ns", json_u64(c->frames_ns));
 	json_object_set_new(o, "threads", ths);
 	json_object_set_new(o, "names", names);
 	json_object_set_new(o, "frames", fr);
@@ -482,38 +531,70 @@ static int print_json(FILE *f, struct stats *c, const struct tables *t, const ch
 		json_object_set_new(o, "negative_durations", json_u64(c->negative));
 	}
 	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards;
-	int rc = ok && json_complete(o, keys) && json_complete(fr, 4)
-			 ? text_json_print(f, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-			 : -ENOMEM;
+	if (ok && json_complete(o, keys) && json_complete(fr, 5))
+		return o;
 	json_decref(o);
-	return rc;
+	return NULL;
 }
 
 /* ---- the command --------------------------------------------------------- */
 
-int stats_run(kt_reader *r, const char *label, int json, FILE *out, int *truncated)
+int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **out)
 {
-	static const struct pipe_client client = { .event = stats_event };
-	struct tables t;
-	struct stats c = { .th = { .size = sizeof(struct sthread) },
-			   .names = { .size = sizeof(struct sname) } };
-	idmap_init(&c.th.map);
-	idmap_init(&c.names.map);
-	idmap_init(&c.tops);
-	int rc = stats_frames(r, &c, &t);
+	const struct pipe_client client = { .event = stats_event,
+					    .payloads = hooks && hooks->payloads };
+	struct stats *c = calloc(1, sizeof(*c));
+	*out = c;
+	if (!c)
+		return -ENOMEM;
+	c->th.size = sizeof(struct sthread);
+	c->names.size = sizeof(struct sname);
+	c->hooks = hooks;
+	idmap_init(&c->th.map);
+	idmap_init(&c->names.map);
+	idmap_init(&c->tops);
+	int rc = stats_frames(r, c, &c->t);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
+	c->dropped = st.dropped;
 	if (rc >= 0) {
 		kt_reader_rewind(r);
-		rc = pipe_run(r, &client, &c);
+		rc = pipe_run(r, &client, c);
 	}
-	if (rc >= 0) {
-		table_sort(&c.th);
-		table_sort(&c.names);
-		*truncated = !t.have_summary;
-		rc = (json ? print_json : print_text)(out, &c, &t, label, st.dropped, *truncated);
+	table_sort(&c->th);
+	table_sort(&c->names);
+	c->truncated = !c->t.have_summary;
+	return rc < 0 ? rc : 0;
+}
+
+const struct tables *stats_tables(const struct stats *c)
+{
+	return &c->t;
+}
+
+int stats_truncated(const struct stats *c)
+{
+	return c->truncated;
+}
+
+int stats_print(const struct stats *c, const char *label, int json, FILE *out)
+{
+	if (!json)
+		return print_text(out, c, label);
+	json_t *o = stats_json(c, label);
+	int rc = o ? text_json_print(out, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -ENOMEM;
+	json_decref(o);
+	return rc;
+}
+
+int stats_run(kt_reader *r, const char *label, int json, FILE *out, int *truncated)
+{
+	struct stats *c;
+	int rc = stats_collect(r, NULL, &c);
+	if (!rc) {
+		*truncated = c->truncated;
+		rc = stats_print(c, label, json, out);
 	}
-	stats_free(&c);
-	tables_free(&t);
+	stats_free(c);
 	return rc;
 }

@@ -196,7 +196,32 @@ typedef struct kt_session_options {
 	 * KT_IO_TIMEOUT_DEFAULT_NS; UINT64_MAX waits for ever.  Regular
 	 * files and devices are not affected. */
 	uint64_t io_timeout_ns;
+
+	/*
+	 * kt_session_mode; default KT_SESSION_NORMAL.  KT_SESSION_FLIGHT is a
+	 * flight recorder: nothing is written while it records (@path, @fd,
+	 * the codec's I/O options, the byte cap and crash files are not
+	 * used); each thread's ring keeps its newest events, a full ring
+	 * overwriting its oldest instead of dropping the newest (the emit
+	 * path costs the same; kt_config.overflow does not apply), and
+	 * kt_session_snapshot() writes the newest window to a trace file
+	 * whenever asked.  @codec and @codec_level are the snapshots'.  The
+	 * rings of threads that exit stay (their events in snapshots) until
+	 * the session stops.
+	 */
+	int mode;
+	/* KT_SESSION_FLIGHT only: take snapshots asked for by `katra
+	 * snapshot PID`, from processes of this user only, over a socket in
+	 * $XDG_RUNTIME_DIR/katra/ (or /tmp/katra-UID/, made 0700), served by
+	 * a thread of katra's until the session stops. */
+	int listen;
 } kt_session_options;
+
+/** kt_session_options.mode. */
+typedef enum kt_session_mode {
+	KT_SESSION_NORMAL = 0,
+	KT_SESSION_FLIGHT = 1,
+} kt_session_mode;
 
 /** kt_session_options.io_timeout_ns's default: 5 s. */
 #define KT_IO_TIMEOUT_DEFAULT_NS UINT64_C(5000000000)
@@ -284,6 +309,60 @@ KT_API const char *kt_session_start_error(void);
  * pthread_cancel() of it acts only after the call.
  */
 KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
+
+/** What kt_session_snapshot() wrote.  Times are trace ticks (the file's
+ * clock); the _ns fields are CLOCK_MONOTONIC durations. */
+typedef struct kt_snapshot_result {
+	uint64_t window_start;      /* the first event kept: from here to
+				     * window_end every thread in the file
+				     * has all its events */
+	uint64_t window_end;        /* the last event kept */
+	uint64_t head_loss_ns;      /* of the @max_age_ns asked for, how much
+				     * before window_start the rings no longer
+				     * held; 0 with no @max_age_ns */
+	uint64_t events;            /* events written */
+	uint64_t events_trimmed;    /* events the rings held, left out to make
+				     * the window complete or to meet the
+				     * limits */
+	uint64_t bytes_lapped;      /* ring bytes overwritten while they were
+				     * copied, and so left out */
+	uint64_t bytes_overwritten; /* ring bytes the threads wrote in this
+				     * session and no longer held: their
+				     * oldest events, overwritten (the lapped
+				     * ones included) */
+	uint64_t bytes_on_disk;     /* the file's size */
+	uint32_t thread_count;      /* threads with events in the file */
+} kt_snapshot_result;
+
+/**
+ * kt_session_snapshot - write the newest window of every thread's ring
+ * in a KT_SESSION_FLIGHT session to a new trace file.
+ * @s:          the session.
+ * @path:       the file to create (never an existing one: -EEXIST; never
+ *              through a final symlink); NULL to write to @fd instead.
+ * @fd:         with @path NULL: where to write, from its offset; not closed.
+ * @max_age_ns: keep only events at most this old (when the rings were
+ *              copied); 0: no limit.
+ * @max_bytes:  keep at most this many bytes of events (as the rings hold
+ *              them; the file is smaller); 0: no limit.
+ * @res:        optional; what was written.
+ *
+ * Producers go on at full rate meanwhile: each ring is copied, the part a
+ * producer overwrote during the copy is discarded, and the window is cut
+ * where every thread is complete: from the latest of the threads' oldest
+ * surviving events.  The file is a normal trace (names, threads, summary)
+ * and `katra verify` passes on it.  Snapshots of one session are taken one
+ * at a time (a second caller waits); kt_session_stop() waits for one in
+ * progress.  The first snapshot maps memory as large as all the rings
+ * together, kept for the next ones until the session stops.
+ *
+ * Return: 0; KT_ENOSESSION when @s is not a running flight session;
+ * -EINVAL for no @path and a negative @fd; -EEXIST, -ENOMEM, -errno from
+ * creating or writing the file (a file it created is then removed).  Any
+ * thread but a signal handler.
+ */
+KT_API int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
+			       uint64_t max_bytes, kt_snapshot_result *res);
 
 /** kt_summary_release - free what kt_session_stop() put in @sum. */
 KT_API void kt_summary_release(kt_summary *sum);

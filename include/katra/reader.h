@@ -202,6 +202,38 @@ KT_API int kt_reader_rewind(kt_reader *r);
  */
 KT_API const kt_srcloc *kt_trace_frame_get_srcloc(const kt_trace_frame *f);
 
+/** What kt_reader_set_salvage() skipped in this pass. */
+typedef struct kt_reader_skipped {
+	uint64_t frames;         /* frames (and chunks whose events failed) */
+	uint64_t bytes;          /* file bytes they and any resync covered (a
+				  * chunk skipped when the merge loads it
+				  * counts in frames only) */
+	uint64_t first_offset;   /* where the first one was */
+	int first_error;         /* and why (a KT_E* code); 0 when none */
+} kt_reader_skipped;
+
+/**
+ * kt_reader_set_salvage - with @on non-zero, a frame that fails its checks
+ * (a head, a checksum, a body, a chunk's events, a summary that disagrees
+ * with the frames skipped before it) is skipped instead of ending the pass:
+ * reading goes on at the next frame, found by its length or, when the
+ * head itself is bad, by the next 8-byte boundary whose head checks.
+ * kt_reader_next() skips a chunk whose events fail the same way.  What was
+ * skipped is counted (kt_reader_get_skipped()); an I/O error, no memory, a
+ * stated limit and a cut file still end the pass as without salvage.  Once
+ * a frame was skipped, the summary's totals and rows are taken as written
+ * (they count what the skipped frames held) instead of being checked.
+ * For tools that should show what they can (katra stats, export); a reader
+ * that judges a file (katra verify) leaves it off.
+ *
+ * Threads: the reader's owner, before or between passes.
+ * Return: 0.
+ */
+KT_API int kt_reader_set_salvage(kt_reader *r, int on);
+
+/** kt_reader_get_skipped - what salvage skipped since the pass began. */
+KT_API void kt_reader_get_skipped(const kt_reader *r, kt_reader_skipped *out);
+
 /** kt_reader_get_status - copy what the reader has seen so far into @st. */
 KT_API void kt_reader_get_status(const kt_reader *r, kt_reader_status *st);
 
@@ -239,6 +271,25 @@ KT_API void kt_chunk_iter_init(kt_chunk_iter *it, const kt_trace_frame *frame);
  */
 KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
 
+/** Which events kt_reader_next() returns (kt_reader_set_filter()). */
+typedef struct kt_reader_filter {
+	uint64_t from_ns, to_ns;  /* CLOCK_MONOTONIC ns, both included */
+	const uint32_t *threads;  /* thread ids; NULL or 0 of them: all */
+	size_t nthreads;
+} kt_reader_filter;
+
+/**
+ * kt_reader_set_filter - from now on, kt_reader_next() returns only the
+ * events whose time (kt_reader_ticks_to_ns()) lies in [from_ns, to_ns] and
+ * whose thread is one of @f's threads (all when it names none).  @f is
+ * copied; its thread array must stay valid while the filter is set.  NULL
+ * removes the filter.  kt_reader_rewind() keeps it.
+ *
+ * Threads: the reader's owner.
+ * Return: 0.
+ */
+KT_API int kt_reader_set_filter(kt_reader *r, const kt_reader_filter *f);
+
 /**
  * kt_reader_next - the next event of any thread, in timestamp order.
  * @ev: receives the event; its payload stays valid until the next call.
@@ -250,6 +301,8 @@ KT_API int kt_chunk_next(kt_chunk_iter *it, kt_event *ev);
  * thread, so two passes give the same order.  Uses the reader's own pass:
  * do not mix with kt_reader_next_frame() before kt_reader_rewind(), which
  * starts over.
+ *
+ * With a filter (kt_reader_set_filter()), only the events it keeps.
  *
  * Return: 1 with an event; 0 after the last (a truncated file ends after
  * its last complete chunk); a negative code after the last event before a

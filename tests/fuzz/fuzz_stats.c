@@ -5,16 +5,22 @@
  * must never crash or leak, and what it prints must be inert: valid JSON
  * when it says it printed JSON.  The same events then go through the
  * collapsed stacks of `katra export --collapsed` (tools/collapse.h): every
- * line must be one stack and a number, with no control byte.
+ * line must be one stack and a number, with no control byte.  And through
+ * the binary exports: the Perfetto trace must decode with the generated
+ * protobuf-c code, the FXT must be whole records whose size words tile it.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
 #include "tools/collapse.h"
+#include "tools/export_fxt.h"
+#include "tools/export_perfetto.h"
+#include "tools/perfetto_trace.pb-c.h"
 #include "tools/stats.h"
 #include "tools/tables.h"
 
@@ -61,6 +67,57 @@ static void collapsed(kt_reader *r)
 	tables_free(&t);
 }
 
+/* Records whose size words (bits 4-15, never 0) tile @len bytes exactly. */
+static void check_fxt(const char *s, size_t len)
+{
+	if (len % 8)
+		__builtin_trap();
+	for (size_t at = 0; at < len;) {
+		uint64_t h;
+		memcpy(&h, s + at, 8);
+		size_t words = (h >> 4) & 0xFFF;
+		if (!words || at + words * 8 > len)
+			__builtin_trap();
+		at += words * 8;
+	}
+}
+
+static void check_perfetto(const char *s, size_t len)
+{
+	Perfetto__Protos__Trace *tr =
+		perfetto__protos__trace__unpack(NULL, len, (const uint8_t *)s);
+	if (!tr)
+		__builtin_trap();
+	perfetto__protos__trace__free_unpacked(tr, NULL);
+}
+
+/* Both binary exports of @r into memory, checked when they succeed. */
+static void exported(kt_reader *r)
+{
+	struct tables t;
+	kt_reader_rewind(r);
+	if (tables_load(r, &t) < 0) {
+		tables_free(&t);
+		return;
+	}
+	for (int fxt = 0; fxt < 2; fxt++) {
+		char *text = NULL;
+		size_t len = 0;
+		struct export_result res;
+		FILE *m = open_memstream(&text, &len);
+		if (!m)
+			break;
+		int rc = fxt ? fxt_run(r, &t, m, &res) : perfetto_run(r, &t, m, PERFETTO_PLAIN, &res);
+		fclose(m);
+		if (rc == 0 && fxt)
+			check_fxt(text, len);
+		else if (rc == 0)
+			check_perfetto(text, len);
+		free(text);
+	}
+	tables_free(&t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	kt_reader *r;
@@ -76,6 +133,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
+	/* The JSON pass and the collapsed one salvage, as the commands do:
+	 * every skip and resync is reached from hostile bytes too. */
+	kt_reader_set_salvage(r, 1);
 	kt_reader_rewind(r);
 	int rc = m ? stats_run(r, "fuzz\xff.katra", 1, m, &truncated) : -1;
 	if (m)
@@ -84,6 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		must_parse(text, len);
 	free(text);
 	collapsed(r);
+	exported(r);
 	kt_reader_close(r);
 	return 0;
 }

@@ -1,0 +1,392 @@
+/*
+ * Flight sessions' snapshots: copy the newest records of every ring while
+ * their producers go on (ring/flight.c), cut them to the window in which
+ * every thread is complete and to the caller's age and byte limits, and
+ * write them as a trace through the same writer and encoder as a session.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "flush/session_impl.h"
+
+/* With a byte limit, every STRIDE-th record's offset is indexed: enough to
+ * find a cut with a binary search and a short walk, for 1/STRIDE of the
+ * records' memory.  Without one each ring is walked once, from its start
+ * to its cut and on through what is written. */
+#define STRIDE 64
+
+/* One ring's copy and the records in it. */
+struct snap_ring {
+	struct kt__ring *ring;
+	kt__flight_span span;
+	uint32_t *offs;            /* offs[k]: where record k * STRIDE starts;
+				    * NULL: not indexed */
+	size_t n;                  /* records (drop markers included), when
+				    * indexed */
+	size_t cut, cut_off;       /* the first record kept, and where */
+};
+
+struct snap {
+	kt_session *s;
+	struct snap_ring *rings;
+	size_t n;
+	uint64_t now;              /* the clock when the copies were done */
+};
+
+static uint64_t ts_at(const struct snap_ring *t, size_t off)
+{
+	uint64_t ts;
+	memcpy(&ts, t->span.bytes + off + KT_REC_TS, 8);
+	return ts;
+}
+
+/* The size of the record at @off: the records are the producer's, whole
+ * and valid; 0 past the end. */
+static size_t size_at(const struct snap_ring *t, size_t off)
+{
+	kt__ring_rec rec;
+	if (off >= t->span.len ||
+	    kt__ring_decode(t->span.bytes + off, t->span.len - off, 0, &rec) != 1)
+		return 0;
+	return rec.size;
+}
+
+static int index_records(struct snap_ring *t)
+{
+	size_t cap = t->span.len / KT_REC_HEAD / STRIDE + 1, size, pos = 0;
+	if (!(t->offs = malloc(cap * sizeof(*t->offs))))
+		return -ENOMEM;
+	while ((size = size_at(t, pos))) {
+		if (t->n % STRIDE == 0)
+			t->offs[t->n / STRIDE] = (uint32_t)pos;
+		t->n++;
+		pos += size;
+	}
+	return 0;
+}
+
+/* Memory for every ring's copy: kept by the session from one snapshot to
+ * the next, so only the first pays to fault it in, and never during a
+ * copy (which would then take longer and lap more). */
+static uint8_t *arena(kt_session *s, size_t len)
+{
+	if (s->snap_arena_len >= len)
+		return s->snap_arena;
+	if (s->snap_arena)
+		munmap(s->snap_arena, s->snap_arena_len);
+	s->snap_arena_len = 0;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+	if (p == MAP_FAILED)
+		return s->snap_arena = NULL;
+	s->snap_arena_len = len;
+	return s->snap_arena = p;
+}
+
+/*
+ * Copy every ring, back to back once the memory is ready: the copies end
+ * at nearly the same time, so the threads' windows overlap as much as
+ * they can.  Rings with nothing left are dropped from the list.
+ */
+static int copy_rings(struct snap *sn, const kt__ring_list *list, int index)
+{
+	size_t total = 0;
+	if (!(sn->rings = calloc(list->len ? list->len : 1, sizeof(*sn->rings))))
+		return -ENOMEM;
+	for (size_t i = 0; i < list->len; i++)
+		total += kt__ring_bytes(list->rings[i]);
+	uint8_t *buf = arena(sn->s, total ? total : 1);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < list->len; i++) {
+		struct snap_ring *t = &sn->rings[sn->n];
+		t->ring = list->rings[i];
+		kt__ring_flight_copy(t->ring, buf, &t->span);
+		buf += kt__ring_bytes(t->ring);
+		sn->n += t->span.len > 0;
+	}
+	sn->now = kt_now();
+	for (size_t i = 0; index && i < sn->n; i++)
+		if (index_records(&sn->rings[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static void free_snap(struct snap *sn)
+{
+	for (size_t i = 0; sn->rings && i < sn->n; i++)
+		free(sn->rings[i].offs);
+	free(sn->rings);
+}
+
+/* The first record of @t at or after @ts into *@idx and *@off
+ * (timestamps grow along a ring). */
+static void lower_bound(const struct snap_ring *t, uint64_t ts, size_t *idx, size_t *off)
+{
+	size_t lo = 0, hi = t->offs ? (t->n + STRIDE - 1) / STRIDE : 0;
+	/* The first indexed record at or after @ts... */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ts_at(t, t->offs[mid]) < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ...and the ones before it, back to the indexed one before. */
+	*idx = lo ? (lo - 1) * STRIDE : 0;
+	*off = lo ? t->offs[lo - 1] : 0;
+	size_t size;
+	while ((size = size_at(t, *off)) && ts_at(t, *off) < ts) {
+		*off += size;
+		(*idx)++;
+	}
+}
+
+/* Ring bytes kept if the window starts at @ts. */
+static uint64_t bytes_from(const struct snap *sn, uint64_t ts)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < sn->n; i++) {
+		size_t idx, off;
+		lower_bound(&sn->rings[i], ts, &idx, &off);
+		sum += sn->rings[i].span.len - off;
+	}
+	return sum;
+}
+
+static uint64_t ns_to_ticks(uint64_t ns, uint64_t hz)
+{
+	unsigned __int128 t = (unsigned __int128)ns * hz / 1000000000u;
+	return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
+}
+
+static uint64_t ticks_to_ns(uint64_t ticks, uint64_t hz)
+{
+	unsigned __int128 n = (unsigned __int128)ticks * 1000000000u / hz;
+	return n > UINT64_MAX ? UINT64_MAX : (uint64_t)n;
+}
+
+/*
+ * Where the window starts: no earlier than the latest first event of a
+ * ring that lost its head (before it, that thread has a hole), nor than
+ * @max_age_ns before the copies, and late enough for @max_bytes.
+ */
+static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_bytes,
+			     kt_snapshot_result *res)
+{
+	uint64_t hz = sn->s->c0.tick_hz, w = 0, newest = sn->now;
+	for (size_t i = 0; i < sn->n; i++)
+		if (!sn->rings[i].span.whole && ts_at(&sn->rings[i], 0) > w)
+			w = ts_at(&sn->rings[i], 0);
+	if (max_age_ns) {
+		uint64_t age = ns_to_ticks(max_age_ns, hz);
+		uint64_t want = newest > age ? newest - age : 0;
+		if (w > want)
+			res->head_loss_ns = ticks_to_ns(w - want, hz);
+		else
+			w = want;
+	}
+	if (max_bytes && bytes_from(sn, w) > max_bytes) {
+		/* The earliest start that fits: bytes_from() only falls as
+		 * the start moves later. */
+		uint64_t lo = w, hi = newest + 1;
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if (bytes_from(sn, mid) > max_bytes)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		w = lo;
+	}
+	return w;
+}
+
+/* The file being written. */
+struct out {
+	kt_session *s;
+	kt_writer *w;
+	int rc;                    /* first error */
+	uint64_t events, chunks, bytes_raw;
+	uint64_t newest;           /* the last event's timestamp */
+};
+
+static void put(struct out *o, int rc)
+{
+	if (rc && !o->rc)
+		o->rc = rc;
+}
+
+static void name_cb(void *ctx, uint32_t id, const char *str, size_t len, const kt_srcloc *loc)
+{
+	struct out *o = ctx;
+	if (!o->rc)
+		put(o, kt_writer_name(o->w, id, str, len));
+	if (loc && !o->rc)
+		put(o, kt_writer_srcloc(o->w, loc));
+}
+
+static void category_cb(void *ctx, uint32_t id, uint32_t flags)
+{
+	struct out *o = ctx;
+	if (!o->rc)
+		put(o, kt_writer_category(o->w, id, flags));
+}
+
+/* The @count events at [@from, @to) of @t as one chunk. */
+static void put_chunk(struct out *o, const struct snap_ring *t, size_t from, size_t to,
+		      uint32_t count, uint64_t first, uint64_t last)
+{
+	if (!count || o->rc)
+		return;
+	put(o, kt__writer_chunk_known(o->w, kt__ring_thread_id(t->ring), (unsigned)o->s->codec,
+				      o->s->level, t->span.bytes + from, to - from, count, first,
+				      last));
+	o->events += count;
+	o->chunks++;
+	if (last > o->newest)
+		o->newest = last;
+	o->bytes_raw += to - from;
+}
+
+/* The kept records of one ring: chunks cut where they are full and at
+ * drop markers, which become drop frames (those of this session). */
+static void put_ring(struct out *o, const struct snap_ring *t)
+{
+	size_t start = t->cut_off, pos = t->cut_off;
+	uint32_t count = 0;
+	uint64_t first = 0, last = 0;
+	kt__ring_rec rec;
+	while (pos < t->span.len && !o->rc &&
+	       kt__ring_decode(t->span.bytes + pos, t->span.len - pos, 0, &rec) == 1) {
+		if (!rec.bytes) {
+			put_chunk(o, t, start, pos, count, first, last);
+			count = 0;
+			start = pos + rec.size;
+			if (rec.marker_gen == (uint32_t)o->s->gen)
+				put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), rec.count,
+						      rec.first_ts, rec.last_ts));
+		} else {
+			first = count++ ? first : rec.ts;
+			last = rec.ts;
+		}
+		pos += rec.size;
+		if (pos - start >= CHUNK_MAX) {
+			put_chunk(o, t, start, pos, count, first, last);
+			count = 0;
+			start = pos;
+		}
+	}
+	put_chunk(o, t, start, pos, count, first, last);
+	if (o->rc)
+		return;
+	char *name = kt__ring_name_dup(t->ring);
+	put(o, kt_writer_thread(o->w, kt__ring_thread_id(t->ring), kt__ring_os_tid(t->ring), name));
+	free(name);
+}
+
+/* Write the trace to @fd: header, every kept record, names, threads and
+ * the summary.  Returns 0 or the first error. */
+static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
+{
+	struct out o = { .s = sn->s };
+	kt_header h = sn->s->hdr;
+	int rc = kt_writer_open_fd(&o.w, fd, &h);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < sn->n && !o.rc; i++) {
+		uint64_t before = o.events;
+		put_ring(&o, &sn->rings[i]);
+		res->thread_count += o.events > before;
+	}
+	if (!o.rc)
+		kt__names_after(0, name_cb, &o);
+	kt__categories_each(category_cb, &o);
+	kt_file_summary fs;
+	memset(&fs, 0, sizeof(fs));
+	kt_clock_calibration c1;
+	kt__clock_calibrate(&c1);
+	fs.end_wall_ns = kt__wall_ns();
+	fs.end_mono_ns = kt__mono_ns();
+	fs.clock_ticks1 = c1.ticks;
+	fs.clock_ns1 = c1.mono_ns;
+	fs.io_backend = KT_IO_PWRITE;
+	if (!o.rc)
+		put(&o, kt_writer_finish(o.w, &fs));
+	res->bytes_on_disk = kt_writer_get_bytes(o.w);
+	put(&o, kt_writer_close(o.w));
+	res->events = o.events;
+	res->window_end = o.newest;
+	return o.rc;
+}
+
+/* Cut every ring at @w and count what that leaves out. */
+static void cut_rings(struct snap *sn, uint64_t w, kt_snapshot_result *res)
+{
+	res->window_start = UINT64_MAX;
+	for (size_t i = 0; i < sn->n; i++) {
+		struct snap_ring *t = &sn->rings[i];
+		lower_bound(t, w, &t->cut, &t->cut_off);
+		res->events_trimmed += t->cut;
+		res->bytes_lapped += t->span.lapped;
+		res->bytes_overwritten += t->span.from - t->span.origin;
+		if (t->cut_off < t->span.len && ts_at(t, t->cut_off) < res->window_start)
+			res->window_start = ts_at(t, t->cut_off);
+	}
+	if (res->window_start == UINT64_MAX)
+		res->window_start = 0;
+}
+
+/* Create @path for the snapshot, or use @fd. */
+static int open_out(const char *path, int fd)
+{
+	if (!path)
+		return fd < 0 ? -EINVAL : fd;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+static int snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
+		    uint64_t max_bytes, kt_snapshot_result *res)
+{
+	struct snap sn = { .s = s };
+	kt__ring_list list = { 0 };
+	int rc = kt__registry_snapshot(&list);
+	if (!rc)
+		rc = copy_rings(&sn, &list, max_bytes != 0);
+	free(list.rings);
+	if (!rc) {
+		cut_rings(&sn, window_start(&sn, max_age_ns, max_bytes, res), res);
+		int out = open_out(path, fd);
+		rc = out < 0 ? out : write_trace(&sn, out, res);
+		if (path && out >= 0) {
+			if (rc)
+				unlink(path);
+			close(out);
+		}
+	}
+	free_snap(&sn);
+	return rc;
+}
+
+int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
+			uint64_t max_bytes, kt_snapshot_result *res)
+{
+	kt_snapshot_result scratch;
+	if (!res)
+		res = &scratch;
+	memset(res, 0, sizeof(*res));
+	if (!path && fd < 0)
+		return -EINVAL;
+	int rc = kt__session_snap_enter(s);
+	if (rc)
+		return rc;
+	rc = snapshot(s, path, fd, max_age_ns, max_bytes, res);
+	kt__session_snap_leave(s);
+	return rc;
+}

@@ -1,0 +1,187 @@
+/*
+ * Flight mode: rings that overwrite their oldest bytes instead of dropping
+ * the newest, and the copy a snapshot takes of one while its producer runs.
+ *
+ * The producer never waits for a consumer here; what keeps a reader safe
+ * is a bound.  The producer writes nothing at or past fl_bound before it
+ * raises fl_bound (a relaxed store, then a release fence, then the
+ * record's stores), and raises it a whole sub-buffer at a time, so the
+ * fast path stays as it is and the slow path runs once per sub-buffer.
+ * Each raise also leaves a mark: the position of the record being
+ * written, a record start.  A reader then works like a seqlock's:
+ *
+ *   h = load_acquire(head)       every record below h is complete
+ *   copy [start, h)               racing the producer's next lap
+ *   fence(acquire)
+ *   L = load(fl_bound)            the producer wrote nothing past L before
+ *                                 any store the copy could have seen
+ *
+ * Bytes at positions below L - size may have been overwritten while they
+ * were copied (position p and p + size share memory): they are the lapped
+ * head, discarded, and the copy starts again at the first mark at or past
+ * L - size, a record start whose bytes up to h are intact.
+ */
+#include "ring/private.h"
+
+int kt__flight;
+
+void kt__ring_set_flight(int on)
+{
+	/* Relaxed: set before the session is switched on (a release store
+	 * of kt__active); a producer that reads it stale writes that one
+	 * record under the other policy, which is safe for both. */
+	kt__store_relaxed(&kt__flight, on);
+}
+
+uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
+{
+	/* Relaxed: this thread alone writes the bound. */
+	uint64_t bound = kt__load_own(&r->fl_bound);
+	if (end <= bound)
+		return bound;
+	uint64_t sub = r->size / KT__FL_SUBS;
+	bound = (end + sub - 1) & ~(sub - 1);
+	/* Relaxed stores: a mark is a record start whenever it is read, and
+	 * the bound's order against the records comes from the fence. */
+	kt__store_relaxed(&r->fl_mark[(bound / sub) % KT__FL_MARKS], head);
+	kt__store_relaxed(&r->fl_bound, bound);
+	/* Release fence: the new bound is visible before any store that
+	 * follows (this record's, the next fast-path records'), so a reader
+	 * that saw one of them sees the bound that covers it (pairs with the
+	 * acquire fence in kt__ring_flight_copy()). */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	return bound;
+}
+
+/* The first record start in [@lo, @h]: a mark, @lo itself when it is the
+ * ring's start in this session, or @h (nothing). */
+static uint64_t first_start(struct kt__ring *r, uint64_t lo, uint64_t h, uint64_t origin)
+{
+	uint64_t best = h;
+	if (origin >= lo && origin < best)
+		best = origin;
+	for (unsigned i = 0; i < KT__FL_MARKS; i++) {
+		/* Relaxed: any value read is a record start; its bytes are
+		 * checked against the bound like the rest. */
+		uint64_t m = kt__load_stale(&r->fl_mark[i]);
+		if (m >= lo && m < best)
+			best = m;
+	}
+	return best;
+}
+
+/*
+ * The copy itself races the producer's stores by design; the bound check
+ * afterwards decides what of it is kept.  ThreadSanitizer would report the
+ * race it is built to tolerate, so under it the copy is made with
+ * uninstrumented volatile loads (which the compiler cannot turn back into
+ * an intercepted memcpy).
+ */
+#if defined(__SANITIZE_THREAD__)
+#define KT__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KT__TSAN 1
+#endif
+#endif
+#ifdef KT__TSAN
+__attribute__((no_sanitize("thread"))) static void copy_part(uint8_t *dst, const uint8_t *src,
+							      size_t n)
+{
+	/* Records are 8-byte aligned and sized, so are spans of them. */
+	const volatile uint64_t *s = (const volatile uint64_t *)(const void *)src;
+	uint64_t *d = (uint64_t *)(void *)dst;
+	for (size_t i = 0; i < n / 8; i++)
+		d[i] = s[i];
+}
+#else
+static void copy_part(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+#endif
+
+void (*kt__flight_copy_hook)(void);
+
+/* The copy, in two halves: a test's hook between them plays a producer
+ * that laps the ring in the middle of it. */
+static void racy_copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t half = n / 2 & ~(size_t)7;
+	copy_part(dst, src, half);
+	/* Relaxed: set by a test before any snapshot. */
+	void (*hook)(void) = kt__load_stale(&kt__flight_copy_hook);
+	if (hook)
+		hook();
+	copy_part(dst + half, src + half, n - half);
+}
+
+static uint64_t lapped_below(struct kt__ring *r, uint64_t bound)
+{
+	return bound > r->size ? bound - r->size : 0;
+}
+
+/* One try of kt__ring_flight_copy(): 0 when the producer lapped all of
+ * it, and another try may do better. */
+static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
+{
+	/* Relaxed: tail is the session's first position here, set before the
+	 * session started (or at the ring's registration), never moved. */
+	uint64_t origin = kt__load_stale(&r->tail);
+	/* The bound before head: a bound read late, after the producer ran
+	 * on, would put the start past head (a stale one only starts the
+	 * copy early, and the check below cuts it). */
+	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
+	/* Acquire pairs with the producer's release of head: every record
+	 * below it is whole. */
+	uint64_t h = kt__load_acquire(&r->prod.head);
+	/* A stale bound may be a lap or more behind head: the copy never
+	 * takes more than the ring (nor more than the buffer holds). */
+	if (lo < lapped_below(r, h))
+		lo = lapped_below(r, h);
+	uint64_t start = first_start(r, lo > origin ? lo : origin, h, origin);
+	*out = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin };
+	if (start == h || !r->prod.base)
+		return 1;
+	racy_copy(buf, r->prod.base + (start & r->prod.mask), (size_t)(h - start));
+	/* Acquire fence: pairs with kt__flight_reserve()'s release fence. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	lo = lapped_below(r, kt__load_stale(&r->fl_bound));
+	uint64_t keep = start;
+	if (lo > start)
+		keep = first_start(r, lo, h, origin);
+	out->bytes = buf + (keep - start);
+	out->len = (size_t)(h - keep);
+	out->from = keep;
+	out->lapped = keep - start;
+	out->whole = keep == origin;
+	return keep < h;
+}
+
+void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
+{
+	/* A copy lapped whole (the caller was descheduled in the middle of
+	 * it) is tried again, a few times: only this thread waits. */
+	uint64_t lapped = 0;
+	for (int i = 0; i < 4; i++) {
+		int done = copy_once(r, buf, out);
+		lapped += out->lapped;
+		if (done)
+			break;
+	}
+	out->lapped = lapped;
+}
+
+void kt__ring_flight_discard(struct kt__ring *r)
+{
+	/* Acquire, as for a drain: the records skipped are complete. */
+	uint64_t h = kt__load_acquire(&r->prod.head);
+	kt__ring_read(r, h);
+	kt__ring_done(r);
+	kt__ring_release(r);
+}
+
+uint64_t kt__ring_bytes(const struct kt__ring *r)
+{
+	return r->size;
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# report_chromium.sh - `katra report` pages open in headless Chromium with no
+# console error and no network request, and their script runs (the zone
+# table and the header are filled in).
+#
+#   report_chromium.sh KATRA RINGBENCH [--screenshot PNG]
+#
+# Pages: the golden trace, and a short run of ringbench's default frame loop
+# through the capture manager (so the page has a capture sidecar).  Installs
+# Debian's chromium when it is missing.  Console messages come from
+# --enable-logging=stderr; requests from a net log (--log-net-log): a request
+# the page started has the page as its initiator, where the browser's own
+# (updates, accounts) say "not an origin".  A control page that throws and
+# fetches must fail both checks, or the checks themselves are broken.
+set -euo pipefail
+katra=$1 ringbench=$2
+shot=
+[[ ${3:-} == --screenshot ]] && shot=$4
+
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then
+  sudo=()
+  ((EUID != 0)) && sudo=(sudo)
+  # A fresh machine has no package lists yet.
+  "${sudo[@]}" apt-get update -qq >/dev/null
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  browser=$(command -v chromium)
+fi
+
+tmp=$(mktemp -d)
+trap '[[ -n ${KEEP_TMP:-} ]] || rm -rf "$tmp"' EXIT
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+mkdir "$tmp/captures"
+"$ringbench" --seconds 1 --rate 2000000 --capture-root "$tmp/captures" --run-id report \
+  >"$tmp/ringbench.out" 2>&1
+capture=$(ls "$tmp"/captures/*.katra)
+"$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
+"$katra" report "$capture" -o "$tmp/run.html"
+
+flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions
+       --disable-background-networking --disable-sync --disable-component-update
+       --allow-file-access-from-files --enable-logging=stderr --v=0)
+
+# Every request a page initiated (the browser's own are "not an origin").
+page_requests() { # $1 net log
+  python3 - "$1" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read().rstrip()
+try:
+    log = json.loads(text)
+except ValueError:  # the browser may leave the events array open
+    log = json.loads(text.rstrip(",") + "]}")
+kinds = {v: k for k, v in log["constants"]["logEventTypes"].items()}
+for e in log.get("events", []):
+    p = e.get("params") or {}
+    if (kinds.get(e["type"]) == "URL_REQUEST_START_JOB" and "url" in p
+            and p.get("initiator") != "not an origin"):
+        print(p.get("initiator"), p.get("url"))
+PY
+}
+
+# Load $1 in the browser: its DOM, console and net log under $tmp/$2.*
+load() {
+  "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-$2" \
+    --log-net-log="$tmp/$2.netlog" --virtual-time-budget=5000 \
+    --dump-dom "file://$1" >"$tmp/$2.dom" 2>"$tmp/$2.log" || true
+  grep -E 'CONSOLE|Uncaught|SyntaxError|TypeError|ReferenceError' "$tmp/$2.log" \
+    >"$tmp/$2.console" || true
+  page_requests "$tmp/$2.netlog" >"$tmp/$2.urls"
+}
+
+fail=0
+check() { # $1 page
+  local page=$1 name bad=0
+  name=$(basename "$page" .html)
+  load "$page" "$name"
+  if [[ -s $tmp/$name.console ]]; then
+    echo "FAIL $name: console messages:"; cat "$tmp/$name.console"; bad=1
+  fi
+  if [[ -s $tmp/$name.urls ]]; then
+    echo "FAIL $name: network requests:"; cat "$tmp/$name.urls"; bad=1
+  fi
+  [[ -s $tmp/$name.netlog ]] || { echo "FAIL $name: no net log written"; bad=1; }
+  if ! grep -q '<td>' "$tmp/$name.dom" || ! grep -q '<dt>workload</dt>' "$tmp/$name.dom"; then
+    echo "FAIL $name: the script did not fill the page"; bad=1
+  fi
+  ((bad)) && fail=1 || echo "ok $name: no console message, no request, page filled"
+}
+
+# The control: an error and a request must both be seen.
+cat >"$tmp/control.html" <<'HTML'
+<!doctype html><html><body><script>
+fetch("http://127.0.0.1:9/katra-control").catch(() => {});
+throw new Error("katra-control");
+</script></body></html>
+HTML
+load "$tmp/control.html" control
+if ! grep -q katra-control "$tmp/control.console" || ! grep -q katra-control "$tmp/control.urls"; then
+  echo "FAIL control: a page's error or request went unseen; the checks are broken"
+  fail=1
+else
+  echo "ok control: an error and a request are seen"
+fi
+check "$tmp/golden.html"
+check "$tmp/run.html"
+
+if [[ -n $shot ]]; then
+  "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \
+    --window-size=1240,2000 --virtual-time-budget=5000 --screenshot="$tmp/shot.png" \
+    "file://$tmp/run.html" >/dev/null 2>&1 || true
+  cp "$tmp/shot.png" "$shot"
+  echo "screenshot: $shot"
+fi
+exit "$fail"

@@ -1,0 +1,735 @@
+/*
+ * `katra export --perfetto` and `--fxt`: the golden trace's Perfetto
+ * output decoded by protoc against tools/perfetto_trace.proto and its
+ * structure checked (a sequence per thread, state cleared first on each,
+ * balanced slices, counters on counter tracks, flows paired, time never
+ * going back on a sequence), decoded once more with --decode_raw against
+ * Perfetto's field numbers as this file states them; the FXT output read
+ * record by record by a reader written here and matched one for one with
+ * the reader's events (what `katra dump` prints); hostile zones balanced
+ * in both.
+ */
+#include "helpers.h"
+#include "cli.h"
+
+#include <criterion/criterion.h>
+
+#include <katra/reader.h>
+#include <katra/writer.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "tools/export_perfetto.h"
+#include "tools/perfetto_trace.pb-c.h"
+
+#define GOLDEN KT_TEST_DATA "/golden_v1.katra"
+
+typedef Perfetto__Protos__TracePacket Packet;
+typedef Perfetto__Protos__TrackEvent TrackEvent;
+
+/* Export @in as @fmt ("--perfetto", "--fxt"); the bytes, *@len long. */
+static uint8_t *export_as(const char *fmt, const char *in, size_t *len, struct proc *p)
+{
+	char out[160];
+	snprintf(out, sizeof(out), "/tmp/katra-native-%d%s", (int)getpid(), fmt + 1);
+	unlink(out);
+	const char *args[] = { "export", fmt, in, out, NULL };
+	run_katra(p, args);
+	cr_assert_eq(p->status, 0, "exit %d: %s", p->status, p->err);
+	uint8_t *got = t_slurp(out, len);
+	cr_assert_not_null(got, "no output: %s", p->err);
+	unlink(out);
+	return got;
+}
+
+/* Run @cmd (a shell line) with @in on its stdin; its stdout, NUL-terminated. */
+static char *filter(const char *cmd, const uint8_t *in, size_t len)
+{
+	char inp[96], outp[96], line[512];
+	snprintf(inp, sizeof(inp), "/tmp/katra-native-%d.in", (int)getpid());
+	snprintf(outp, sizeof(outp), "/tmp/katra-native-%d.out", (int)getpid());
+	FILE *f = fopen(inp, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(in, 1, len, f), len);
+	fclose(f);
+	snprintf(line, sizeof(line), "%s < %s > %s", cmd, inp, outp);
+	int rc = system(line);
+	cr_assert_eq(rc, 0, "%s: status %d", cmd, rc);
+	size_t n = 0;
+	uint8_t *got = t_slurp(outp, &n);
+	cr_assert_not_null(got);
+	char *s = malloc(n + 1);
+	memcpy(s, got, n);
+	s[n] = 0;
+	free(got);
+	unlink(inp);
+	unlink(outp);
+	return s;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Events of each type the reader gives for @path. */
+static void reader_counts(const char *path, uint64_t counts[16])
+{
+	memset(counts, 0, 16 * sizeof(counts[0]));
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	kt_event ev;
+	while (kt_reader_next(r, &ev) > 0)
+		counts[ev.type & 15]++;
+	kt_reader_close(r);
+}
+
+/* ---- Perfetto ---- */
+
+struct seqstate {
+	uint32_t id;
+	int seen, depth;
+	uint64_t now;      /* clock 64, absolute */
+	uint64_t packets;
+};
+
+struct pcheck {
+	struct seqstate seq[8];
+	int nseq;
+	uint64_t types[5], counter_tracks[8], flows_begun[16], flows_ended[16];
+	int ncounter_tracks, nflows_begun, nflows_ended;
+	uint64_t messages, frames, drops;
+};
+
+static struct seqstate *seq_of(struct pcheck *c, uint32_t id)
+{
+	for (int i = 0; i < c->nseq; i++)
+		if (c->seq[i].id == id)
+			return &c->seq[i];
+	cr_assert_lt(c->nseq, 8);
+	c->seq[c->nseq] = (struct seqstate){ .id = id };
+	return &c->seq[c->nseq++];
+}
+
+static void check_event(struct pcheck *c, struct seqstate *s, const Packet *pk)
+{
+	const TrackEvent *te = pk->track_event;
+	cr_assert(te->has_type);
+	cr_assert_lt(te->type, 5);
+	c->types[te->type]++;
+	if (te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
+		s->depth++;
+	if (te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END)
+		cr_assert_geq(--s->depth, 0, "an end closes nothing on sequence %u", s->id);
+	if (te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER) {
+		int found = 0;
+		for (int i = 0; i < c->ncounter_tracks; i++)
+			found |= c->counter_tracks[i] == te->track_uuid;
+		cr_assert(found, "a counter event on a track not described as a counter");
+	}
+	for (size_t i = 0; i < te->n_flow_ids && c->nflows_begun < 16; i++)
+		c->flows_begun[c->nflows_begun++] = te->flow_ids[i];
+	for (size_t i = 0; i < te->n_terminating_flow_ids && c->nflows_ended < 16; i++)
+		c->flows_ended[c->nflows_ended++] = te->terminating_flow_ids[i];
+	c->messages += te->log_message != NULL;
+	c->frames += te->n_debug_annotations && te->debug_annotations[0]->name_iid == 1;
+	c->drops += te->name && !strncmp(te->name, "katra: ", 7);
+}
+
+static void check_packet(struct pcheck *c, const Packet *pk)
+{
+	cr_assert(pk->has_trusted_packet_sequence_id, "a packet outside any sequence");
+	struct seqstate *s = seq_of(c, pk->trusted_packet_sequence_id);
+	if (!s->packets++)
+		cr_assert(pk->has_sequence_flags && (pk->sequence_flags & 1),
+			  "sequence %u does not start with its state cleared", s->id);
+	/* data is a oneof: a union, read through its case */
+	int snap = pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
+	int desc = pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+	int event = pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	if (snap) {
+		for (size_t i = 0; i < pk->clock_snapshot->n_clocks; i++)
+			if (pk->clock_snapshot->clocks[i]->clock_id == 64)
+				s->now = pk->clock_snapshot->clocks[i]->timestamp;
+	} else if (pk->has_timestamp && s->id != 1) {
+		cr_assert(!pk->has_timestamp_clock_id, "an event off its sequence's clock");
+		s->now += pk->timestamp; /* deltas: unsigned, so time never goes back */
+	}
+	if (desc && pk->track_descriptor->counter)
+		c->counter_tracks[c->ncounter_tracks++] = pk->track_descriptor->uuid;
+	if (event && !pk->has_timestamp_clock_id) /* else sequence 1's cut mark */
+		check_event(c, s, pk);
+}
+
+Test(perfetto, golden_decodes_with_a_sequence_per_thread_and_balanced_slices)
+{
+	struct proc p;
+	size_t len;
+	uint8_t *got = export_as("--perfetto", GOLDEN, &len, &p);
+	Perfetto__Protos__Trace *tr = perfetto__protos__trace__unpack(NULL, len, got);
+	cr_assert_not_null(tr, "the generated code cannot decode the output");
+	struct pcheck c = { .nseq = 0 };
+	for (size_t i = 0; i < tr->n_packet; i++)
+		check_packet(&c, tr->packet[i]);
+	cr_assert_eq(c.nseq, 3, "sequence 1 and one per thread, not %d", c.nseq);
+	for (int i = 0; i < c.nseq; i++)
+		cr_assert_eq(c.seq[i].depth, 0, "sequence %u ends with slices open", c.seq[i].id);
+	uint64_t want[16];
+	reader_counts(GOLDEN, want);
+	cr_assert_eq(c.types[1], want[KT_EV_ZONE_BEGIN]);
+	cr_assert_eq(c.types[2], want[KT_EV_ZONE_END]);
+	cr_assert_eq(c.types[4], want[KT_EV_COUNTER_I64] + want[KT_EV_COUNTER_F64]);
+	cr_assert_eq(c.ncounter_tracks, 2, "draw_calls and frame_ms");
+	cr_assert_eq(c.messages, want[KT_EV_MESSAGE]);
+	cr_assert_eq(c.frames, want[KT_EV_FRAME]);
+	cr_assert_eq(c.drops, 1, "the golden trace's drop record, marked");
+	/* Each flow begun (and stepped) is ended: ids 11259376 and 11259377 ... */
+	cr_assert_eq(c.nflows_ended, (int)want[KT_EV_FLOW] / 3);
+	for (int i = 0; i < c.nflows_ended; i++) {
+		int begun = 0;
+		for (int k = 0; k < c.nflows_begun; k++)
+			begun += c.flows_begun[k] == c.flows_ended[i];
+		cr_assert_eq(begun, 2, "flow %llu: a begin and a step",
+			     (unsigned long long)c.flows_ended[i]);
+	}
+	perfetto__protos__trace__free_unpacked(tr, NULL);
+	free(got);
+}
+
+Test(perfetto, protoc_decodes_it_with_the_projects_proto)
+{
+	struct proc p;
+	size_t len;
+	uint8_t *got = export_as("--perfetto", GOLDEN, &len, &p);
+	char *text = filter("protoc --decode=perfetto.protos.Trace --proto_path=" KT_SRC_DIR
+			    "/tools perfetto_trace.proto", got, len);
+	uint64_t want[16];
+	reader_counts(GOLDEN, want);
+	cr_assert_eq(count(text, "type: TYPE_SLICE_BEGIN"), want[KT_EV_ZONE_BEGIN]);
+	cr_assert_eq(count(text, "type: TYPE_SLICE_END"), want[KT_EV_ZONE_END]);
+	cr_assert_eq(count(text, "type: TYPE_COUNTER"),
+		     want[KT_EV_COUNTER_I64] + want[KT_EV_COUNTER_F64]);
+	cr_assert_eq(count(text, "sequence_flags: 1"), 3);
+	cr_assert_eq(count(text, "is_incremental: true"), 2);
+	cr_assert_eq(count(text, "primary_trace_clock: 3"), 1);
+	cr_assert_eq(count(text, "thread_name: \"main\""), 1);
+	cr_assert_eq(count(text, "thread_name: \"render\""), 1);
+	cr_assert_eq(count(text, "process_name: \"unit test\""), 1);
+	cr_assert_eq(count(text, "name: \"frame_zone\""), 2, "interned once per sequence");
+	cr_assert_eq(count(text, "body: \"hello, trace\""), want[KT_EV_MESSAGE]);
+	cr_assert_eq(count(text, "counter_value: -43"), 1);
+	cr_assert_eq(count(text, "double_counter_value: 3.5"), 1);
+	free(text);
+	free(got);
+}
+
+/*
+ * The same bytes with no schema: Perfetto's field numbers, stated here
+ * apart from tools/perfetto_trace.proto, so that a wrong number there
+ * (which the encoder and protoc would agree on) fails.  TracePacket:
+ * 8 timestamp, 10 sequence id, 11 track_event, 12 interned_data,
+ * 13 sequence_flags, 58 timestamp_clock_id, 59 defaults, 60
+ * track_descriptor, 6 clock_snapshot; TrackEvent: 9 type, 10 name_iid,
+ * 30 counter_value, 44 double_counter_value, 47 flow_ids, 48
+ * terminating_flow_ids, 21 log_message; InternedData: 2 event_names, 20
+ * log_message_body; TrackDescriptor 4 thread (ThreadDescriptor 5
+ * thread_name), 8 counter.
+ */
+Test(perfetto, decode_raw_shows_perfettos_field_numbers)
+{
+	struct proc p;
+	size_t len;
+	uint8_t *got = export_as("--perfetto", GOLDEN, &len, &p);
+	char *raw = filter("protoc --decode_raw", got, len);
+	uint64_t want[16];
+	reader_counts(GOLDEN, want);
+	/* Packets are field 1 at the top; their fields are indented by 2. */
+	cr_assert_eq(count(raw, "\n  11 {\n    9: 1\n"), want[KT_EV_ZONE_BEGIN]);
+	cr_assert_eq(count(raw, "\n  11 {\n    9: 2\n"), want[KT_EV_ZONE_END]);
+	cr_assert_eq(count(raw, "\n  11 {\n    9: 4\n"),
+		     want[KT_EV_COUNTER_I64] + want[KT_EV_COUNTER_F64]);
+	cr_assert_eq(count(raw, "\n  13: 1\n"), 3);
+	cr_assert_eq(count(raw, "\n    58: 64\n"), 2, "clock 64 by default on each thread");
+	cr_assert_eq(count(raw, "\n  6 {\n"), 3, "a clock snapshot per sequence");
+	cr_assert_eq(count(raw, "\n    30: 18446744073709551573\n"), 1, "counter_value -43");
+	cr_assert_eq(count(raw, "\n    47: 0x0000000000abcdf0\n"), 2, "flow 11259376 begun, stepped");
+	cr_assert_eq(count(raw, "\n    48: 0x0000000000abcdf0\n"), 1, "and ended");
+	cr_assert_eq(count(raw, "\n    21 {\n"), want[KT_EV_MESSAGE]);
+	cr_assert_eq(count(raw, "\n      5: \"main\"\n"), 1, "thread_name in the thread descriptor");
+	cr_assert_eq(count(raw, "\n  60 {\n"), 6, "process, Frames, 2 threads, 2 counters");
+	free(raw);
+	free(got);
+}
+
+/* ---- FXT: a reader written here, from the format's documentation ---- */
+
+struct fxt_event {
+	unsigned type;       /* event type */
+	uint64_t ts, koid;   /* ticks; the thread's koid */
+	char name[64];
+	unsigned nargs;
+	char arg_name[4][16];
+	uint64_t arg_val[4];
+	char text[64];       /* a string argument's value */
+	uint64_t data;       /* a counter's or flow's id */
+};
+
+struct fxt {
+	const uint64_t *w;
+	size_t n, at;
+	char strings[64][64];        /* index -> string (the test's traces are small) */
+	uint64_t threads[16][2];     /* index -> process koid, thread koid */
+	uint64_t tick_hz, pid;
+	char thread_name[16][64];    /* from kernel objects */
+	uint64_t thread_koid[16];
+	int nthread_names;
+	struct fxt_event ev[256];
+	int nev;
+};
+
+static uint64_t field(uint64_t w, unsigned lo, unsigned hi)
+{
+	return (w >> lo) & ((hi - lo == 63) ? ~UINT64_C(0) : ((UINT64_C(1) << (hi - lo + 1)) - 1));
+}
+
+/* A string reference at the record's cursor *@k (inline ones advance it). */
+static void read_str(struct fxt *f, uint64_t ref, size_t *k, size_t end, char *out, size_t cap)
+{
+	out[0] = 0;
+	if (!ref)
+		return;
+	if (ref & 0x8000) {
+		size_t len = ref & 0x7FFF, words = (len + 7) / 8;
+		cr_assert_leq(*k + words, end, "an inline string past its record");
+		snprintf(out, cap, "%.*s", (int)len, (const char *)&f->w[*k]);
+		*k += words;
+		return;
+	}
+	cr_assert_lt(ref, 64);
+	cr_assert_neq(f->strings[ref][0], 0, "string %llu used before its record",
+		      (unsigned long long)ref);
+	snprintf(out, cap, "%s", f->strings[ref]);
+}
+
+static void read_args(struct fxt *f, struct fxt_event *e, unsigned nargs, size_t *k, size_t end)
+{
+	for (unsigned i = 0; i < nargs; i++) {
+		uint64_t h = f->w[*k];
+		size_t size = field(h, 4, 15), at = *k + 1;
+		cr_assert(size >= 1 && *k + size <= end, "an argument's size word is wrong");
+		char name[16];
+		read_str(f, field(h, 16, 31), &at, end, name, sizeof(name));
+		if (i < 4) {
+			snprintf(e->arg_name[i], sizeof(e->arg_name[i]), "%s", name);
+			unsigned type = field(h, 0, 3);
+			if (type == 1 || type == 2)
+				e->arg_val[i] = field(h, 32, 63);
+			else if (type == 6)
+				read_str(f, field(h, 32, 47), &at, end, e->text, sizeof(e->text));
+			else
+				e->arg_val[i] = f->w[at++];
+		}
+		cr_assert_eq(at, *k + size, "argument %u's size does not match its contents", i);
+		*k += size;
+	}
+	e->nargs = nargs;
+}
+
+static void read_event(struct fxt *f, uint64_t h, size_t k, size_t end)
+{
+	cr_assert_lt(f->nev, 256);
+	struct fxt_event *e = &f->ev[f->nev++];
+	memset(e, 0, sizeof(*e));
+	e->type = field(h, 16, 19);
+	e->ts = f->w[k++];
+	uint64_t tref = field(h, 24, 31);
+	if (tref) {
+		cr_assert_neq(f->threads[tref][1], 0, "thread %llu used before its record",
+			      (unsigned long long)tref);
+		e->koid = f->threads[tref][1];
+	} else {
+		e->koid = f->w[k + 1];
+		k += 2;
+	}
+	char cat[16];
+	read_str(f, field(h, 32, 47), &k, end, cat, sizeof(cat));
+	cr_assert_str_eq(cat, "katra");
+	read_str(f, field(h, 48, 63), &k, end, e->name, sizeof(e->name));
+	read_args(f, e, field(h, 20, 23), &k, end);
+	if (e->type == 1 || (e->type >= 8 && e->type <= 10))
+		e->data = f->w[k++];
+	cr_assert_eq(k, end, "event record's size word does not match its contents");
+}
+
+static void read_kobj(struct fxt *f, uint64_t h, size_t k, size_t end)
+{
+	uint64_t koid = f->w[k++];
+	char name[64];
+	read_str(f, field(h, 24, 39), &k, end, name, sizeof(name));
+	if (field(h, 16, 23) == 1) {
+		f->pid = koid;
+		return;
+	}
+	cr_assert_eq(field(h, 16, 23), 2);
+	struct fxt_event args;
+	read_args(f, &args, field(h, 40, 43), &k, end);
+	cr_assert_str_eq(args.arg_name[0], "process");
+	cr_assert_eq(args.arg_val[0], f->pid);
+	snprintf(f->thread_name[f->nthread_names], 64, "%s", name);
+	f->thread_koid[f->nthread_names++] = koid;
+	cr_assert_eq(k, end);
+}
+
+static void read_fxt(struct fxt *f, const uint8_t *bytes, size_t len)
+{
+	memset(f, 0, sizeof(*f));
+	cr_assert_eq(len % 8, 0, "FXT is whole words");
+	f->w = (const void *)bytes; /* t_slurp()'s malloc: aligned for words */
+	f->n = len / 8;
+	cr_assert(f->n && f->w[0] == UINT64_C(0x0016547846040010), "no magic record first");
+	for (size_t at = 1; at < f->n;) {
+		uint64_t h = f->w[at];
+		size_t size = field(h, 4, 15), end = at + size;
+		cr_assert(size >= 1 && end <= f->n, "record at word %zu: bad size %zu", at, size);
+		switch (field(h, 0, 3)) {
+		case 1:
+			f->tick_hz = f->w[at + 1];
+			break;
+		case 2: {
+			uint64_t idx = field(h, 16, 30), slen = field(h, 32, 46);
+			cr_assert(idx > 0 && idx < 64 && size == 1 + (slen + 7) / 8);
+			snprintf(f->strings[idx], 64, "%.*s", (int)slen, (const char *)&f->w[at + 1]);
+			break;
+		}
+		case 3: {
+			uint64_t idx = field(h, 16, 23);
+			cr_assert(idx > 0 && idx < 16 && size == 3);
+			f->threads[idx][0] = f->w[at + 1];
+			f->threads[idx][1] = f->w[at + 2];
+			break;
+		}
+		case 4:
+			read_event(f, h, at + 1, end);
+			break;
+		case 7:
+			read_kobj(f, h, at + 1, end);
+			break;
+		}
+		at = end;
+	}
+}
+
+static const char *koid_name(const struct fxt *f, uint64_t koid)
+{
+	for (int i = 0; i < f->nthread_names; i++)
+		if (f->thread_koid[i] == koid)
+			return f->thread_name[i];
+	return "?";
+}
+
+/* FXT's event type for a katra event (flows: by phase). */
+static unsigned fxt_type(const kt_event *ev)
+{
+	static const unsigned by_type[] = { [KT_EV_ZONE_BEGIN] = 2, [KT_EV_ZONE_END] = 3,
+					    [KT_EV_COUNTER_I64] = 1, [KT_EV_COUNTER_F64] = 1 };
+	if (ev->type == KT_EV_FLOW)
+		return 8 + ev->flags;
+	return ev->type < sizeof(by_type) / sizeof(by_type[0]) ? by_type[ev->type] : 0;
+}
+
+static uint64_t u64_of(const kt_event *ev)
+{
+	uint64_t v = 0;
+	memcpy(&v, ev->payload, ev->payload_len < 8 ? ev->payload_len : 8);
+	return v;
+}
+
+/* Event @e against the reader's @ev: time, type, values. */
+static void match(const struct fxt_event *e, const kt_event *ev, int i)
+{
+	cr_assert_eq(e->ts, ev->ts, "event %d: ticks", i);
+	cr_assert_eq(e->type, fxt_type(ev), "event %d: type", i);
+	if (ev->type == KT_EV_COUNTER_I64 || ev->type == KT_EV_COUNTER_F64) {
+		cr_assert_str_eq(e->arg_name[0], e->name, "a counter's argument is its name");
+		cr_assert_eq(e->arg_val[0], u64_of(ev), "event %d: the counter's bits", i);
+		cr_assert_eq(e->data, ev->name_id);
+	}
+	if (ev->type == KT_EV_FLOW)
+		cr_assert_eq(e->data, u64_of(ev), "event %d: flow id", i);
+	if (ev->type == KT_EV_FRAME)
+		cr_assert_eq(e->arg_val[0], u64_of(ev));
+	if (ev->type == KT_EV_MESSAGE) /* named by its text, for Tracy */
+		cr_assert_eq(strncmp(e->name, (const char *)ev->payload, ev->payload_len), 0);
+}
+
+Test(fxt, golden_reads_back_record_by_record_and_matches_the_events)
+{
+	struct proc p;
+	size_t len;
+	uint8_t *got = export_as("--fxt", GOLDEN, &len, &p);
+	static struct fxt f;
+	read_fxt(&f, got, len);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
+	cr_assert_eq(f.tick_hz, kt_reader_get_header(r)->clock.tick_hz);
+	cr_assert_eq(f.pid, 4242);
+	cr_assert_eq(f.nthread_names, 2);
+	size_t dlen;
+	uint8_t *raw = t_slurp(KT_TEST_DATA "/golden_v1.dump.txt", &dlen);
+	cr_assert_not_null(raw);
+	char *dump = malloc(dlen + 1), *line = dump; /* NUL-terminated for sscanf */
+	memcpy(dump, raw, dlen);
+	dump[dlen] = 0;
+	free(raw);
+	kt_event ev;
+	int i = 0, marks = 0;
+	while (kt_reader_next(r, &ev) > 0) {
+		/* `katra dump`'s line for it: "NS ID THREAD TYPE NAME ..." */
+		char tname[32], type[32], name[64];
+		cr_assert_eq(sscanf(line, "%*s %*s %31s %31s %63s", tname, type, name), 3);
+		line = strchr(line, '\n') + 1;
+		cr_assert_str_eq(type, kt_event_type_name(ev.type));
+		while (i < f.nev && !strncmp(f.ev[i].name, "katra: ", 7)) {
+			marks++; /* a drop record's mark, between the events */
+			i++;
+		}
+		cr_assert_lt(i, f.nev, "fewer FXT events than the trace has");
+		match(&f.ev[i], &ev, i);
+		/* a message's name is its text; its event name is an argument */
+		cr_assert_str_eq(ev.type == KT_EV_MESSAGE ? f.ev[i].text : f.ev[i].name, name,
+				 "event %d: name", i);
+		cr_assert_str_eq(koid_name(&f, f.ev[i].koid), tname, "event %d: thread", i);
+		i++;
+	}
+	cr_assert_eq(*line, 0, "katra dump has more events");
+	free(dump);
+	for (; i < f.nev; i++)
+		marks += !strncmp(f.ev[i].name, "katra: ", 7);
+	cr_assert_eq(marks, 1, "the golden trace's drop record, marked once");
+	kt_reader_close(r);
+	free(got);
+}
+
+/* ---- hostile zones, both formats ---- */
+
+/* Thread 1: a [1], b [2], end of a at 3 (closes b inside it), an end of c
+ * with no begin at 4, d [5] never ended.  Ticks from t_header's clock. */
+static void write_unbalanced(const char *path)
+{
+	kt_header h;
+	t_header(&h);
+	kt_writer *w;
+	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	static const char *const names[] = { "a", "b", "c", "d" };
+	for (uint32_t i = 0; i < 4; i++)
+		cr_assert_eq(kt_writer_name(w, i + 1, names[i], 1), 0);
+	cr_assert_eq(kt_writer_thread(w, 1, 100, "main"), 0);
+	static const struct { char kind; uint32_t name; } z[] = {
+		{ 'B', 1 }, { 'B', 2 }, { 'E', 1 }, { 'E', 3 }, { 'B', 4 } };
+	uint8_t buf[512];
+	size_t len = 0;
+	for (size_t i = 0; i < 5; i++) {
+		kt_event ev = { .ts = 1000000 + 3000 * (i + 1), .name_id = z[i].name,
+				.type = z[i].kind == 'B' ? KT_EV_ZONE_BEGIN : KT_EV_ZONE_END };
+		len += kt_event_encode(buf + len, sizeof(buf) - len, &ev);
+	}
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 3, buf, len), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+}
+
+static const char *unbalanced_path(void)
+{
+	static char path[96];
+	snprintf(path, sizeof(path), "/tmp/katra-native-%d-unbalanced.katra", (int)getpid());
+	write_unbalanced(path);
+	return path;
+}
+
+static void check_said(const struct proc *p, const char *path)
+{
+	char want[320];
+	snprintf(want, sizeof(want), "katra: %s: zones balanced for the viewer: skipped 1 ends "
+		 "with no begin, closed 1 zones at an outer zone's end and 1 still open at the "
+		 "end, skipped 0 begins past 1048576 open zones\n", path);
+	cr_assert_str_eq(p->err, want);
+}
+
+Test(perfetto, unmatched_ends_are_skipped_and_open_zones_closed)
+{
+	const char *path = unbalanced_path();
+	struct proc p;
+	size_t len;
+	uint8_t *got = export_as("--perfetto", path, &len, &p);
+	check_said(&p, path);
+	Perfetto__Protos__Trace *tr = perfetto__protos__trace__unpack(NULL, len, got);
+	cr_assert_not_null(tr);
+	struct pcheck c = { .nseq = 0 };
+	uint64_t closed = 0;
+	for (size_t i = 0; i < tr->n_packet; i++) {
+		check_packet(&c, tr->packet[i]);
+		const Packet *pk = tr->packet[i];
+		if (pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT &&
+		    pk->track_event->n_debug_annotations &&
+		    pk->track_event->debug_annotations[0]->name_iid == 4)
+			closed++;
+	}
+	cr_assert_eq(c.types[1], 3);
+	cr_assert_eq(c.types[2], 3, "a's, b's (forced) and d's (forced) ends");
+	cr_assert_eq(closed, 2);
+	cr_assert_eq(c.seq[1].depth, 0);
+	perfetto__protos__trace__free_unpacked(tr, NULL);
+	free(got);
+	unlink(path);
+}
+
+Test(fxt, unmatched_ends_are_skipped_and_open_zones_closed)
+{
+	const char *path = unbalanced_path();
+	struct proc p;
+	size_t len;
+	uint8_t *got = export_as("--fxt", path, &len, &p);
+	check_said(&p, path);
+	static struct fxt f;
+	read_fxt(&f, got, len);
+	const char *want[][2] = { { "B", "a" }, { "B", "b" }, { "E", "b" }, { "E", "a" },
+				  { "B", "d" }, { "E", "d" } };
+	cr_assert_eq(f.nev, 6);
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(f.ev[i].type, want[i][0][0] == 'B' ? 2u : 3u, "event %d", i);
+		cr_assert_str_eq(f.ev[i].name, want[i][1], "event %d", i);
+		int forced = i == 2 || i == 5;
+		cr_assert_eq(f.ev[i].nargs, (unsigned)forced, "event %d: closed or not", i);
+		if (forced)
+			cr_assert_str_eq(f.ev[i].arg_name[0], "closed");
+	}
+	cr_assert_eq(f.ev[5].ts, f.ev[4].ts, "d closes at its thread's last event");
+	free(got);
+	unlink(path);
+}
+
+/* ---- compressed batches ---- */
+
+static uint64_t get_varint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7F) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	cr_assert_fail("a varint runs off the end");
+	return 0;
+}
+
+/* Unwrap @got: each Trace.packet must be one field @field holding
+ * compressed packets; their decompressed bytes, concatenated. */
+static uint8_t *unwrap(const uint8_t *got, size_t len, unsigned field, size_t *out_len)
+{
+	size_t cap = 1 << 24, n = 0;
+	uint8_t *out = malloc(cap);
+	const uint8_t *p = got, *end = got + len;
+	int batches = 0;
+	while (p < end) {
+		cr_assert_eq(*p++, 1 << 3 | 2, "not a Trace.packet");
+		uint64_t plen = get_varint(&p, end);
+		cr_assert_leq(plen, (uint64_t)(end - p));
+		const uint8_t *pend = p + plen;
+		cr_assert_eq(get_varint(&p, pend), (uint64_t)field << 3 | 2, "not field %u", field);
+		size_t clen = get_varint(&p, pend);
+		cr_assert_eq(p + clen, pend, "one field per packet");
+		size_t got_n;
+		if (field == 133) {
+			got_n = ZSTD_decompress(out + n, cap - n, p, clen);
+			cr_assert(!ZSTD_isError(got_n));
+		} else {
+			uLongf dl = cap - n;
+			cr_assert_eq(uncompress(out + n, &dl, p, clen), Z_OK);
+			got_n = dl;
+		}
+		cr_assert_leq(got_n, PERFETTO_BATCH);
+		n += got_n;
+		p = pend;
+		batches++;
+	}
+	cr_assert_geq(batches, 1);
+	*out_len = n;
+	return out;
+}
+
+Test(perfetto, zstd_and_deflate_batches_hold_exactly_the_plain_packets)
+{
+	struct proc p;
+	size_t plain_len;
+	uint8_t *plain = export_as("--perfetto", GOLDEN, &plain_len, &p);
+	char out[160];
+	static const struct { const char *flag; unsigned field; } codecs[] = {
+		{ "--zstd", 133 }, { "--deflate", 50 } };
+	uint8_t *packed[2], *unpacked[2];
+	size_t lens[2], ulens[2];
+	for (int i = 0; i < 2; i++) {
+		snprintf(out, sizeof(out), "/tmp/katra-native-%d-%s", (int)getpid(), codecs[i].flag + 2);
+		unlink(out);
+		const char *args[] = { "export", "--perfetto", codecs[i].flag, GOLDEN, out, NULL };
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 0, "%s", p.err);
+		packed[i] = t_slurp(out, &lens[i]);
+		cr_assert_not_null(packed[i]);
+		unlink(out);
+		unpacked[i] = unwrap(packed[i], lens[i], codecs[i].field, &ulens[i]);
+		cr_assert_eq(ulens[i], plain_len, "%s: not the plain export's bytes", codecs[i].flag);
+		cr_assert_eq(memcmp(unpacked[i], plain, plain_len), 0, "%s", codecs[i].flag);
+		free(unpacked[i]);
+		free(packed[i]);
+	}
+	const char *bad[] = { "export", "--fxt", "--zstd", GOLDEN, "x", NULL };
+	run_katra(&p, bad);
+	cr_assert_eq(p.status, 2, "--zstd is for --perfetto only");
+	free(plain);
+}
+
+/* ---- a file cut short ---- */
+
+Test(native, a_file_cut_short_ends_with_a_mark_in_both_formats)
+{
+	size_t len;
+	uint8_t *whole = t_slurp(GOLDEN, &len);
+	cr_assert_not_null(whole);
+	char cut[96], out[112];
+	snprintf(cut, sizeof(cut), "/tmp/katra-native-%d-cut.katra", (int)getpid());
+	FILE *f = fopen(cut, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(whole, 1, 1500, f), 1500); /* inside the second thread's chunk */
+	fclose(f);
+	free(whole);
+	for (int fxt = 0; fxt < 2; fxt++) {
+		snprintf(out, sizeof(out), "%s.out", cut);
+		unlink(out);
+		const char *args[] = { "export", fxt ? "--fxt" : "--perfetto", cut, out, NULL };
+		struct proc p;
+		run_katra(&p, args);
+		cr_assert_eq(p.status, 3, "truncated: %s", p.err);
+		size_t n;
+		uint8_t *got = t_slurp(out, &n);
+		cr_assert_not_null(got);
+		unlink(out);
+		if (fxt) {
+			static struct fxt r;
+			read_fxt(&r, got, n);
+			cr_assert_geq(r.nev, 1);
+			cr_assert_str_eq(r.ev[r.nev - 1].name,
+					 "katra: the file was cut short here; later events are lost");
+		} else {
+			char *text = filter("protoc --decode=perfetto.protos.Trace --proto_path="
+					    KT_SRC_DIR "/tools perfetto_trace.proto", got, n);
+			cr_assert_eq(count(text, "name: \"katra: the file was cut short here"), 1);
+			free(text);
+		}
+		free(got);
+	}
+	unlink(cut);
+}

@@ -1,0 +1,305 @@
+/*
+ * Self time in `katra stats` (text and JSON), and `katra report`: one
+ * self-contained HTML page whose numbers are those of `katra stats --json`
+ * of the same trace.
+ */
+#include "helpers.h"
+#include "cli.h"
+#include "synth.h"
+
+#include <jansson.h>
+#include <criterion/criterion.h>
+
+static void tmp_path(char *buf, size_t size, const char *what)
+{
+	snprintf(buf, size, "/tmp/katra-report-%d-%s.katra", (int)getpid(), what);
+}
+
+/* `katra stats --json` of @path, parsed. */
+static json_t *stats_of(const char *path)
+{
+	struct proc p;
+	const char *args[] = { "stats", "--json", path, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	json_error_t err;
+	json_t *o = json_loadb(p.out, p.out_len, 0, &err);
+	cr_assert_not_null(o, "%s", err.text);
+	return o;
+}
+
+static json_t *zone_of(json_t *stats, const char *name)
+{
+	size_t i;
+	json_t *n;
+	json_array_foreach(json_object_get(stats, "names"), i, n)
+		if (!strcmp(json_string_value(json_object_get(n, "name")), name))
+			return json_object_get(n, "zone");
+	cr_assert_fail("no name %s", name);
+	return NULL;
+}
+
+static uint64_t zint(json_t *zone, const char *key)
+{
+	json_t *v = json_object_get(zone, key);
+	cr_assert(json_is_integer(v), "no %s", key);
+	return (uint64_t)json_integer_value(v);
+}
+
+static const char *const nested_names[] = { "frame", "draw", "wait", "semi" };
+
+/* Thread 1: frame [0,12000) holds draw [1000,6000) (holding wait
+ * [2000,4000)), draw [7000,8000) and semi [9000,10000); frame [20000,25000)
+ * ends while wait (opened at 21000) is still open.  Thread 2: draw
+ * [40000,43000). */
+static void write_nested(const char *path)
+{
+	kt_writer *w = t_synth_open(path, nested_names, 4, NULL, 0);
+	struct t_synth a = { 0 }, b = { 0 };
+	t_synth_add(&a, KT_EV_ZONE_BEGIN, 1, 0, 0);
+	t_synth_add(&a, KT_EV_ZONE_BEGIN, 2, 1000, 0);
+	t_synth_zone(&a, 3, 2000, 2000);
+	t_synth_add(&a, KT_EV_ZONE_END, 2, 6000, 0);
+	t_synth_zone(&a, 2, 7000, 1000);
+	t_synth_zone(&a, 4, 9000, 1000);
+	t_synth_add(&a, KT_EV_ZONE_END, 1, 12000, 0);
+	t_synth_add(&a, KT_EV_ZONE_BEGIN, 1, 20000, 0);
+	t_synth_add(&a, KT_EV_ZONE_BEGIN, 3, 21000, 0);
+	t_synth_add(&a, KT_EV_ZONE_END, 1, 25000, 0);
+	t_synth_zone(&b, 2, 40000, 3000);
+	t_synth_flush(w, 1, "main", &a);
+	t_synth_flush(w, 2, "render", &b);
+	t_synth_close(w);
+}
+
+Test(stats_self, self_times_are_exact_and_sum_to_the_root_zones)
+{
+	char path[128];
+	tmp_path(path, sizeof(path), "nested");
+	write_nested(path);
+	json_t *o = stats_of(path);
+	/* frame: 12000 - (5000 + 1000 + 1000) + 5000 (wait never ended: its
+	 * time stays in the frame); draw: 5000 - 2000 + 1000 + 3000. */
+	struct { const char *name; uint64_t total, self; } want[] = {
+		{ "frame", 17000, 10000 }, { "draw", 9000, 7000 },
+		{ "wait", 2000, 2000 }, { "semi", 1000, 1000 },
+	};
+	uint64_t self = 0;
+	for (size_t i = 0; i < 4; i++) {
+		json_t *z = zone_of(o, want[i].name);
+		cr_assert_eq(zint(z, "total_ns"), want[i].total, "%s total", want[i].name);
+		cr_assert_eq(zint(z, "self_ns"), want[i].self, "%s self", want[i].name);
+		self += zint(z, "self_ns");
+	}
+	json_t *ths = json_object_get(o, "threads");
+	uint64_t t1 = zint(json_array_get(ths, 0), "zones_ns");
+	uint64_t t2 = zint(json_array_get(ths, 1), "zones_ns");
+	cr_assert_eq(t1, 17000);
+	cr_assert_eq(t2, 3000);
+	cr_assert_eq(self, t1 + t2, "self times sum to the threads' root zones");
+	json_decref(o);
+	unlink(path);
+}
+
+Test(stats_self, text_has_total_and_self_columns)
+{
+	char path[128];
+	tmp_path(path, sizeof(path), "nestedtxt");
+	write_nested(path);
+	struct proc p;
+	const char *args[] = { "stats", path, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "%s", p.err);
+	cr_assert_not_null(strstr(p.out, "        total         self\n"), "%s", p.out);
+	cr_assert_not_null(strstr(p.out, "\nframe                             4       5000       "
+					 "5056       5056      12000        17000        10000\n"),
+			   "%s", p.out);
+	unlink(path);
+}
+
+/* ---- katra report -------------------------------------------------------- */
+
+/* `katra report @in` into a page, and the data it embeds, parsed; the
+ * page's bytes in *@html (free() it) when not NULL. */
+static json_t *report_of(const char *in, char **html)
+{
+	char out[160];
+	snprintf(out, sizeof(out), "/tmp/katra-report-%d.html", (int)getpid());
+	unlink(out);
+	struct proc p;
+	const char *args[] = { "report", in, "-o", out, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "exit %d: %s", p.status, p.err);
+	size_t len = 0;
+	char *page = (char *)t_slurp(out, &len);
+	cr_assert_not_null(page);
+	unlink(out);
+	page = realloc(page, len + 1);
+	page[len] = 0;
+	static const char open[] = "<script type=\"application/json\" id=\"data\">";
+	char *from = strstr(page, open), *to = from ? strstr(from, "</script>") : NULL;
+	cr_assert(from && to, "no data block");
+	from += strlen(open);
+	json_error_t err;
+	json_t *data = json_loadb(from, (size_t)(to - from), 0, &err);
+	cr_assert_not_null(data, "%s", err.text);
+	/* Nothing is fetched: no URL, no source to load. */
+	cr_assert_null(strstr(page, "http://"));
+	cr_assert_null(strstr(page, "https://"));
+	cr_assert_null(strstr(page, " src="));
+	if (html)
+		*html = page;
+	else
+		free(page);
+	return data;
+}
+
+/* The sum over @arr of each element's @key, or (@key NULL) its item 2:
+ * a flame node's self time. */
+static uint64_t sum_of(json_t *arr, const char *key)
+{
+	uint64_t sum = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e)
+		sum += key ? zint(e, key) : (uint64_t)json_integer_value(json_array_get(e, 2));
+	return sum;
+}
+
+static uint64_t flame_total(json_t *data)
+{
+	return sum_of(json_object_get(data, "flame"), NULL);
+}
+
+/* The page's numbers against `katra stats --json` of the same file. */
+static void check_against_stats(const char *path, json_t *data)
+{
+	json_t *st = stats_of(path), *mine = json_object_get(data, "stats");
+	json_t *fr = json_object_get(st, "frames");
+	cr_assert(json_equal(json_object_get(mine, "frames"), fr), "frames differ");
+	cr_assert(json_equal(json_object_get(mine, "names"), json_object_get(st, "names")),
+		  "zone rows differ");
+	json_t *slow = json_object_get(json_object_get(data, "frames"), "slowest");
+	if (zint(fr, "count"))
+		cr_assert_eq((uint64_t)json_integer_value(json_array_get(json_array_get(slow, 0), 1)),
+			     zint(fr, "max_ns"), "the slowest frame");
+	cr_assert_eq(flame_total(data), sum_of(json_object_get(st, "threads"), "zones_ns"), "the flame graph's root total");
+	json_decref(st);
+}
+
+static const char *const frame_names[] = { "frame", "draw", "</script><script>alert(1)</script>",
+					   "fps" };
+
+/* 50 frames on thread 1, frame k lasting 1000 + 10 k us (the 50th: 1490),
+ * each holding a draw of half its length with the hostile name inside, and
+ * a counter per frame. */
+static void write_frames(const char *path)
+{
+	kt_writer *w = t_synth_open(path, frame_names, 4, NULL, 0);
+	struct t_synth s = { 0 };
+	uint64_t t = 0;
+	for (int k = 0; k <= 50; k++) {
+		t_synth_add(&s, KT_EV_FRAME, 1, t, k);
+		if (k == 50)
+			break;
+		uint64_t len = (1000 + 10 * (uint64_t)k) * 1000;
+		t_synth_add(&s, KT_EV_ZONE_BEGIN, 2, t + 10, 0);
+		t_synth_zone(&s, 3, t + 20, 1000);
+		t_synth_add(&s, KT_EV_ZONE_END, 2, t + 10 + len / 2, 0);
+		t_synth_add(&s, KT_EV_COUNTER_I64, 4, t + 5, 60 - k);
+		t += len;
+	}
+	t_synth_flush(w, 1, "main", &s);
+	t_synth_close(w);
+}
+
+Test(report, numbers_match_stats_json_for_frames_zones_and_flame)
+{
+	char path[128];
+	tmp_path(path, sizeof(path), "frames");
+	write_frames(path);
+	char *html;
+	json_t *data = report_of(path, &html);
+	check_against_stats(path, data);
+	json_t *frames = json_object_get(data, "frames");
+	cr_assert_eq(json_array_size(json_object_get(frames, "points")), 50);
+	json_t *slow = json_array_get(json_object_get(frames, "slowest"), 0);
+	cr_assert_eq(json_integer_value(json_array_get(slow, 1)), 1490000);
+	/* The zone table has the draw and the hostile name, whose bytes came
+	 * back whole from the page but never appear raw in it. */
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(data, "stats"), "names")), 4);
+	cr_assert_null(strstr(html, "<script>alert(1)"));
+	cr_assert_not_null(strstr(html, "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"));
+	json_t *flame = json_object_get(data, "flame");
+	cr_assert_str_eq(json_string_value(json_array_get(json_array_get(flame, 0), 1)), "main");
+	cr_assert_str_eq(json_string_value(json_array_get(json_array_get(flame, 2), 1)),
+			 frame_names[2]);
+	json_t *counters = json_object_get(json_object_get(data, "timeline"), "counters");
+	cr_assert_eq(json_array_size(counters), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(counters, 0), "name")),
+			 "fps");
+	/* Its values over time: 60 down to the last frame's 11. */
+	json_t *v = json_object_get(json_array_get(counters, 0), "v");
+	cr_assert_eq(json_real_value(json_array_get(v, 0)), 60);
+	size_t last = json_array_size(v);
+	while (last > 0 && json_is_null(json_array_get(v, last - 1)))
+		last--;
+	cr_assert_gt(last, 1);
+	cr_assert_eq(json_real_value(json_array_get(v, last - 1)), 11);
+	json_decref(data);
+	free(html);
+	unlink(path);
+}
+
+Test(report, nested_zones_and_the_golden_trace_match_stats)
+{
+	char path[128];
+	tmp_path(path, sizeof(path), "nestedrep");
+	write_nested(path);
+	json_t *data = report_of(path, NULL);
+	check_against_stats(path, data);
+	cr_assert_eq(flame_total(data), 20000);
+	json_decref(data);
+	unlink(path);
+	data = report_of(KT_TEST_DATA "/golden_v1.katra", NULL);
+	check_against_stats(KT_TEST_DATA "/golden_v1.katra", data);
+	json_t *h = json_object_get(data, "header");
+	cr_assert_str_eq(json_string_value(json_object_get(h, "workload")), "unit test");
+	cr_assert_str_eq(json_string_value(json_object_get(h, "run_id")), "run-1");
+	json_decref(data);
+}
+
+/* A capture's sidecar beside the trace: its window and head loss reach the
+ * page's header, its strings as data; one that is a symbolic link, or not
+ * a capture's, is not read. */
+Test(report, the_sidecar_is_read_as_hostile)
+{
+	char path[128], side[160], other[160];
+	tmp_path(path, sizeof(path), "side");
+	write_nested(path);
+	snprintf(side, sizeof(side), "%s.json", path);
+	snprintf(other, sizeof(other), "%s.other", path);
+	FILE *f = fopen(other, "w");
+	cr_assert_not_null(f);
+	fputs("{\"schema\":\"katra.capture-status/v1\",\"state\":\"</script><b>x\","
+	      "\"head_loss_ns\":1500,\"complete\":false,\"sha256\":\"ignored\"}", f);
+	fclose(f);
+	cr_assert_eq(symlink(other, side), 0);
+	json_t *data = report_of(path, NULL);
+	cr_assert(json_is_null(json_object_get(json_object_get(data, "header"), "sidecar")),
+		  "a link is not followed");
+	json_decref(data);
+	unlink(side);
+	cr_assert_eq(rename(other, side), 0);
+	char *html;
+	data = report_of(path, &html);
+	json_t *sc = json_object_get(json_object_get(data, "header"), "sidecar");
+	cr_assert_str_eq(json_string_value(json_object_get(sc, "state")), "</script><b>x");
+	cr_assert_eq(json_integer_value(json_object_get(sc, "head_loss_ns")), 1500);
+	cr_assert_null(json_object_get(sc, "sha256"), "only the fields the page shows");
+	cr_assert_null(strstr(html, "<b>x"));
+	json_decref(data);
+	free(html);
+	unlink(side);
+	unlink(path);
+}

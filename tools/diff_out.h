@@ -1,0 +1,61 @@
+/*
+ * diff_out.h - `katra diff` after its runs are read: the sides checked and
+ * paired, each zone name's pooled samples compared, and the result as
+ * text or JSON with its exit status.
+ *
+ * The command's one thread.
+ */
+#ifndef KT_TOOLS_DIFF_OUT_H
+#define KT_TOOLS_DIFF_OUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tools/diff_run.h"
+
+enum { DIFF_FAIL_SLOWER = 1, DIFF_FAIL_FASTER = 2 };
+#define EXIT_DIFF 4     /* a verdict --fail-on names */
+#define OPTS_GO_DIFF (-1)
+
+struct diff_opts {
+	int json;
+	int fail_on;        /* DIFF_FAIL_* bits */
+	double threshold;   /* a fraction */
+	double confidence;  /* a fraction */
+};
+
+/* One zone name (or the frame time: @name NULL) compared. */
+struct diff_result {
+	const char *name;
+	size_t len;
+	int only;                /* 0: on both sides; 1: only in A; 2: only in B */
+	struct diff_row row;
+};
+
+/* diff_print_text, diff_print_json - the runs and @nres results to @f.
+ * 0, -ENOMEM, or -EIO when @f could not be written. */
+int diff_print_text(FILE *f, const struct diff_run *runs, size_t n,
+		    const struct diff_result *res, size_t nres, const struct diff_opts *o);
+int diff_print_json(FILE *f, const struct diff_run *runs, size_t n,
+		    const struct diff_result *res, size_t nres, const struct diff_opts *o);
+
+/* diff_sides_check - a usage error (said) when a side has no run, or when
+ * without "--" (@dashes 0) there are not exactly two.  0 or -1. */
+int diff_sides_check(const struct diff_run *runs, size_t n, int dashes);
+
+/*
+ * diff_pairs - order each side's runs by run id and epoch (captures first,
+ * then the others as given), refusing (said) the same capture - run id,
+ * epoch and capture id - twice on one side; on both sides it is a warning.
+ * Returns 0 or EXIT_USAGE.
+ */
+int diff_pairs(struct diff_run *runs, size_t n);
+
+/*
+ * diff_report - compare and print to stdout as @o says.  Returns EXIT_OK,
+ * EXIT_DIFF when a verdict @o->fail_on names was found, or EXIT_BAD when
+ * out of memory (said).
+ */
+int diff_report(const struct diff_run *runs, size_t n, const struct diff_opts *o);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * diff_run.h - one run (trace) read for `katra diff`: its header's run id
+ * and epoch, its drops, and a bounded sample of each zone name's durations
+ * and of its frame times (tools/diff.h), from the stats pass
+ * (tools/stats.h).
+ *
+ * Bounded: at most DIFF_NAMES names are sampled per run (32 KiB each at
+ * most); the zones of names past that are counted, not compared.
+ *
+ * The command's one thread.
+ */
+#ifndef KT_TOOLS_DIFF_RUN_H
+#define KT_TOOLS_DIFF_RUN_H
+
+#include <stdint.h>
+
+#include "tools/diff.h"
+#include "tools/idmap.h"
+#include "tools/stats.h"
+
+#define DIFF_NAMES 1024
+
+struct diff_name {
+	uint32_t id;
+	struct diff_sample s;
+};
+
+struct diff_run {
+	const char *path;
+	int side;                  /* 0: A, 1: B */
+	int order;                 /* its place on the command line */
+	int captured;              /* the header names a run id */
+	char run_id[129], capture_id[65];
+	uint64_t epoch;
+	uint64_t dropped;
+	int truncated;
+	struct stats *stats;       /* names, after the pass */
+	struct diff_name *names;
+	size_t nnames, cap;
+	struct idmap ids;          /* name id -> index in names */
+	uint64_t unsampled;        /* zones of names past DIFF_NAMES */
+	struct diff_sample frames;
+};
+
+/*
+ * diff_run_read - read @run->path as a trace into @run (zeroed but for
+ * path and side).  Returns 0, or the exit status after saying why not
+ * (tools/cli.h).
+ */
+int diff_run_read(struct diff_run *run);
+
+/* diff_run_name - the bytes of name @id in @run's file ("?" when it has
+ * none), *@len long. */
+const char *diff_run_name(const struct diff_run *run, uint32_t id, size_t *len);
+
+void diff_run_free(struct diff_run *run);
+
+#endif

@@ -1,0 +1,409 @@
+/*
+ * export_fxt.c - a trace in the Fuchsia trace format; export_fxt.h says
+ * what is written.  A record is built in words (fx.w) and copied out
+ * whole, its size known once its last word is in; so a string record an
+ * event needs is written before the event's record starts.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/export_fxt.h"
+#include "tools/pipe.h"
+#include "tools/text.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "export_fxt.c copies words as they are in memory: FXT is little-endian"
+#endif
+
+/* Record types and the kinds inside them. */
+enum { REC_META = 0, REC_INIT = 1, REC_STRING = 2, REC_THREAD = 3, REC_EVENT = 4, REC_KOBJ = 7 };
+enum { EV_INSTANT = 0, EV_COUNTER = 1, EV_BEGIN = 2, EV_END = 3,
+       EV_FLOW_BEGIN = 8, EV_FLOW_STEP = 9, EV_FLOW_END = 10 };
+enum { ARG_I32 = 1, ARG_U32 = 2, ARG_I64 = 3, ARG_U64 = 4, ARG_F64 = 5, ARG_STR = 6, ARG_KOID = 8 };
+enum { OBJ_PROCESS = 1, OBJ_THREAD = 2 };
+#define MAGIC_RECORD UINT64_C(0x0016547846040010)
+#define INLINE_STR 0x8000u
+#define MAX_WORDS 4095u /* a record's size field: 12 bits */
+
+/* The fixed strings, at these indices of the string table. */
+enum { S_CAT = 1, S_VALUE, S_FRAME, S_SUBTYPE, S_BYTES, S_EVENT, S_PROCESS, S_CLOSED, S_FIRST };
+static const char *const fixed[S_FIRST] = { NULL, "katra", "value", "frame", "subtype",
+					    "bytes", "event", "process", "closed" };
+
+struct fx {
+	struct xstate xs;
+	struct xout out;
+	kt_reader *r;
+	const struct tables *t;
+	uint64_t pid;
+	struct idmap strings;   /* name id -> string index */
+	uint16_t direct[4096];  /* small name id -> string index, or 0 */
+	uint32_t next_string;
+	uint64_t w[MAX_WORDS];  /* the record being built */
+	size_t n;               /* its words */
+	unsigned nargs;
+	int err;
+};
+
+static inline uint64_t bits(uint64_t v, unsigned shift)
+{
+	return v << shift;
+}
+
+static void rec_start(struct fx *x)
+{
+	x->n = 1; /* the header, filled in by rec_put() */
+	x->nargs = 0;
+}
+
+/* Append @n bytes of @s, zero-padded to a word. */
+static void rec_bytes(struct fx *x, const char *s, size_t n)
+{
+	size_t words = (n + 7) / 8;
+	x->w[x->n + words - (words > 0)] = 0;
+	memcpy(&x->w[x->n], s, n);
+	x->n += words;
+}
+
+/* Write the record out with @header (its size is added here). */
+static void rec_put(struct fx *x, uint64_t header)
+{
+	x->w[0] = header | bits(x->n, 4);
+	uint8_t *o = xout_room(&x->out, x->n * 8);
+	if (o)
+		xout_commit(&x->out, (uint8_t *)memcpy(o, x->w, x->n * 8) + x->n * 8);
+}
+
+/* A string record: @s (cut to FXT_TEXT bytes) at @index. */
+static void put_string(struct fx *x, uint32_t index, const char *s, size_t n)
+{
+	n = n > FXT_TEXT ? FXT_TEXT : n;
+	rec_start(x);
+	rec_bytes(x, s, n);
+	rec_put(x, REC_STRING | bits(index, 16) | bits(n, 32));
+}
+
+/* @n bytes of @s as well-formed UTF-8 (free() it), cut to FXT_TEXT bytes
+ * at a character's start; NULL when out of memory (noted in x->err). */
+static char *utf8(struct fx *x, const char *s, size_t n, size_t *len)
+{
+	char *u = text_utf8(s, n, len);
+	if (!u) {
+		x->err = -ENOMEM;
+		return NULL;
+	}
+	if (*len > FXT_TEXT)
+		for (*len = FXT_TEXT; *len && ((unsigned char)u[*len] & 0xC0) == 0x80; --*len)
+			;
+	return u;
+}
+
+static void put_header(struct fx *x)
+{
+	const kt_header *h = kt_reader_get_header(x->r);
+	rec_start(x);
+	rec_put(x, MAGIC_RECORD & ~UINT64_C(0xFFF0)); /* its size goes back in */
+	rec_start(x);
+	rec_bytes(x, "katra", 5);
+	rec_put(x, REC_META | bits(1, 16) | bits(5, 52)); /* provider info, id 0 */
+	rec_start(x);
+	rec_put(x, REC_META | bits(2, 16));               /* provider section, id 0 */
+	rec_start(x);
+	x->w[x->n++] = h->clock.tick_hz;
+	rec_put(x, REC_INIT);
+	for (uint32_t i = 1; i < S_FIRST; i++)
+		put_string(x, i, fixed[i], strlen(fixed[i]));
+	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
+	size_t len;
+	char *u = utf8(x, wl, strlen(wl), &len);
+	if (!u)
+		return;
+	rec_start(x);
+	x->w[x->n++] = x->pid;
+	rec_bytes(x, u, len);
+	rec_put(x, REC_KOBJ | bits(OBJ_PROCESS, 16) | bits(INLINE_STR | len, 24));
+	free(u);
+}
+
+/* Thread @t on first sight: its thread record and its named kernel object. */
+static void put_thread(struct fx *x, struct xthread *t)
+{
+	uint64_t koid = export_os_tid(x->t, t->id);
+	if (t->index < FXT_THREADS) {
+		rec_start(x);
+		x->w[x->n++] = x->pid;
+		x->w[x->n++] = koid;
+		rec_put(x, REC_THREAD | bits(t->index + 1, 16));
+	}
+	size_t n = 0, len = 0;
+	const char *s = tables_thread(x->t, t->id, &n);
+	char *u = utf8(x, s ? s : "", s ? n : 0, &len);
+	if (!u)
+		return;
+	rec_start(x);
+	x->w[x->n++] = koid;
+	rec_bytes(x, u, len);
+	x->w[x->n++] = ARG_KOID | bits(2, 4) | bits(S_PROCESS, 16);
+	x->w[x->n++] = x->pid;
+	rec_put(x, REC_KOBJ | bits(OBJ_THREAD, 16) | bits(len ? INLINE_STR | len : 0, 24) |
+			   bits(1, 40));
+	free(u);
+}
+
+/* The string reference of name @id: its index, made on first use; past
+ * the table, 0 (the caller writes it inline). */
+static uint32_t name_ref(struct fx *x, uint32_t id)
+{
+	int small = id < sizeof(x->direct) / sizeof(x->direct[0]);
+	if (small && x->direct[id])
+		return x->direct[id];
+	uint32_t *found = small ? NULL : idmap_find(&x->strings, id);
+	if (found)
+		return *found;
+	int added;
+	if (x->next_string > FXT_STRINGS)
+		return 0;
+	size_t n = 0, len;
+	const char *s = tables_name(x->t, id, &n);
+	char *u = utf8(x, s ? s : "?", s ? n : 1, &len);
+	if (!u || !idmap_slot(&x->strings, id, x->next_string, &added)) {
+		x->err = -ENOMEM;
+		free(u);
+		return 0;
+	}
+	put_string(x, x->next_string, u, len);
+	free(u);
+	if (small)
+		x->direct[id] = (uint16_t)x->next_string;
+	return x->next_string++;
+}
+
+/*
+ * Start event record @type of @t at @ts (ticks) named by name @id (or by
+ * @text when @id is 0 and @text is not NULL, inline).  Arguments and data
+ * words follow; ev_put() writes it.  Returns the header so far.
+ */
+static uint64_t ev_start(struct fx *x, struct xthread *t, unsigned type, uint64_t ts,
+			 uint32_t id, const char *text)
+{
+	uint64_t ref = id ? name_ref(x, id) : 0; /* first: it may write a string record */
+	rec_start(x);
+	x->w[x->n++] = ts;
+	uint64_t thread_ref = t->index < FXT_THREADS ? t->index + 1 : 0;
+	if (!thread_ref) {
+		x->w[x->n++] = x->pid;
+		x->w[x->n++] = export_os_tid(x->t, t->id);
+	}
+	if (id && !ref) {
+		x->xs.res->fallback++;
+		size_t n = 0;
+		const char *s = tables_name(x->t, id, &n);
+		text = s ? s : "?";
+		if (!s)
+			n = 1;
+		size_t len;
+		char *u = utf8(x, text, n, &len);
+		if (u) {
+			rec_bytes(x, u, len);
+			ref = INLINE_STR | len;
+		}
+		free(u);
+	} else if (!id && text) {
+		size_t len = strlen(text); /* ours, or cut to FXT_TEXT */
+		rec_bytes(x, text, len);
+		ref = INLINE_STR | len;
+	}
+	return REC_EVENT | bits(type, 16) | bits(thread_ref, 24) | bits(S_CAT, 32) | bits(ref, 48);
+}
+
+static void ev_put(struct fx *x, uint64_t header)
+{
+	rec_put(x, header | bits(x->nargs, 20));
+}
+
+/* An argument of one word: a 32-bit value in the header. */
+static void arg_u32(struct fx *x, unsigned type, uint32_t name, uint32_t v)
+{
+	x->w[x->n++] = type | bits(1, 4) | bits(name, 16) | bits(v, 32);
+	x->nargs++;
+}
+
+static void arg_u64(struct fx *x, unsigned type, uint32_t name, uint64_t v)
+{
+	x->w[x->n++] = type | bits(2, 4) | bits(name, 16);
+	x->w[x->n++] = v;
+	x->nargs++;
+}
+
+static uint64_t payload_u64(const kt_event *ev)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8 && i < ev->payload_len; i++)
+		v |= (uint64_t)ev->payload[i] << (8 * i);
+	return v;
+}
+
+/* @n zone ends at @ts, the closed zones' names from @t's stack (as
+ * xstate_end() leaves them); all but the last forced (and so the last
+ * too when @last_forced). */
+static void put_ends(struct fx *x, struct xthread *t, uint64_t ts, size_t n, int last_forced)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = ev_start(x, t, EV_END, ts, t->stack[t->depth + n - 1 - i].name, NULL);
+		if (i + 1 < n || last_forced)
+			arg_u32(x, ARG_U32, S_CLOSED, 1);
+		ev_put(x, h);
+	}
+}
+
+static void put_drops(struct fx *x, struct xthread *t, uint64_t ts)
+{
+	const struct xdrop *d;
+	while ((d = xstate_drop_due(&x->xs, t, ts))) {
+		char text[80];
+		snprintf(text, sizeof(text), "katra: %" PRIu64 " events dropped", d->count);
+		ev_put(x, ev_start(x, t, EV_INSTANT, d->first_ts, 0, text));
+	}
+}
+
+/* A message as Tracy's importer reads one: an instant whose name is the
+ * text (inline), the event's own name in the argument "event". */
+static void on_message(struct fx *x, struct xthread *t, const kt_event *ev)
+{
+	size_t len;
+	uint64_t ref = ev->name_id ? name_ref(x, ev->name_id) : 0;
+	char *u = utf8(x, (const char *)ev->payload, ev->payload_len, &len);
+	if (!u)
+		return;
+	u[len] = 0;
+	uint64_t h = ev_start(x, t, EV_INSTANT, ev->ts, 0, u);
+	if (ref) {
+		x->w[x->n++] = ARG_STR | bits(1, 4) | bits(S_EVENT, 16) | bits(ref, 32);
+		x->nargs++;
+	}
+	ev_put(x, h);
+	free(u);
+}
+
+static const unsigned flow_type[] = { EV_FLOW_BEGIN, EV_FLOW_STEP, EV_FLOW_END };
+
+static void on_other(struct fx *x, struct xthread *t, const kt_event *ev)
+{
+	uint64_t h;
+	switch (ev->type) {
+	case KT_EV_COUNTER_I64:
+	case KT_EV_COUNTER_F64:
+		/* Tracy plots a counter by its argument's name, Perfetto by
+		 * "NAME:ARGUMENT": the argument is named as the counter. */
+		h = ev_start(x, t, EV_COUNTER, ev->ts, ev->name_id, NULL);
+		uint32_t arg = (uint32_t)(h >> 48);
+		arg_u64(x, ev->type == KT_EV_COUNTER_I64 ? ARG_I64 : ARG_F64,
+			!arg || (arg & INLINE_STR) ? S_VALUE : arg, payload_u64(ev));
+		x->w[x->n++] = ev->name_id; /* the counter's id */
+		break;
+	case KT_EV_FLOW:
+		h = ev_start(x, t, flow_type[ev->flags <= KT_FLOW_END ? ev->flags : 0], ev->ts,
+			     ev->name_id, NULL);
+		x->w[x->n++] = payload_u64(ev); /* the flow's id */
+		break;
+	case KT_EV_FRAME:
+		h = ev_start(x, t, EV_INSTANT, ev->ts, ev->name_id, NULL);
+		arg_u64(x, ARG_U64, S_FRAME, payload_u64(ev));
+		break;
+	case KT_EV_USER:
+		h = ev_start(x, t, EV_INSTANT, ev->ts, ev->name_id, NULL);
+		arg_u32(x, ARG_U32, S_SUBTYPE, ev->flags);
+		arg_u32(x, ARG_U32, S_BYTES, ev->payload_len);
+		break;
+	default:
+		h = ev_start(x, t, EV_INSTANT, ev->ts, ev->name_id, NULL);
+	}
+	ev_put(x, h);
+}
+
+static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
+{
+	struct fx *x = ctx;
+	(void)ns;
+	(void)index;
+	x->xs.res->events++;
+	int fresh, rc;
+	struct xthread *t = xstate_thread(&x->xs, ev->thread_id, &fresh);
+	if (!t)
+		return -ENOMEM;
+	if (fresh)
+		put_thread(x, t);
+	t->last_ts = ev->ts;
+	put_drops(x, t, ev->ts);
+	if (ev->type == KT_EV_ZONE_BEGIN) {
+		if ((rc = xstate_begin(&x->xs, t, ev->name_id)) < 0)
+			return rc;
+		if (rc)
+			ev_put(x, ev_start(x, t, EV_BEGIN, ev->ts, ev->name_id, NULL));
+	} else if (ev->type == KT_EV_ZONE_END) {
+		put_ends(x, t, ev->ts, xstate_end(&x->xs, t, ev->name_id), 0);
+	} else if (ev->type == KT_EV_MESSAGE) {
+		on_message(x, t, ev);
+	} else {
+		on_other(x, t, ev);
+	}
+	return x->err ? x->err : x->out.failed ? -EIO : 0;
+}
+
+/* After the last event: threads known only from drop records, every
+ * thread's unmarked drops and open zones, and the cut, if any. */
+static void put_trace_end(struct fx *x)
+{
+	int fresh;
+	for (size_t i = 0; i < x->xs.ndrops; i++) {
+		struct xthread *t = xstate_thread(&x->xs, x->xs.drops[i].thread_id, &fresh);
+		if (t && fresh) {
+			put_thread(x, t);
+			t->last_ts = x->xs.drops[i].first_ts;
+		}
+	}
+	struct xthread *last = NULL;
+	for (size_t i = 0; i < x->xs.nthreads; i++) {
+		struct xthread *t = &x->xs.threads[i];
+		put_drops(x, t, UINT64_MAX);
+		put_ends(x, t, t->last_ts, xstate_close_all(&x->xs, t), 1);
+		if (!last || t->last_ts > last->last_ts)
+			last = t;
+	}
+	if (!x->t->have_summary && last)
+		ev_put(x, ev_start(x, last, EV_INSTANT, last->last_ts, 0,
+				   "katra: the file was cut short here; later events are lost"));
+}
+
+int fxt_run(kt_reader *r, const struct tables *t, FILE *out, struct export_result *res)
+{
+	struct fx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->r = r;
+	x->t = t;
+	x->pid = kt_reader_get_header(r)->process_id;
+	x->next_string = S_FIRST;
+	idmap_init(&x->strings);
+	int rc = xstate_init(&x->xs, r, res);
+	if (!rc)
+		rc = xout_init(&x->out, out, 1 << 20);
+	if (!rc) {
+		put_header(x);
+		static const struct pipe_client client = { .event = on_event, .payloads = 1,
+							   .merge_ns = 1 };
+		rc = pipe_run(r, &client, x);
+		if (rc >= 0 && !x->err)
+			put_trace_end(x);
+	}
+	if (!rc && x->err)
+		rc = x->err;
+	if (xout_free(&x->out) && rc >= 0)
+		rc = -EIO;
+	xstate_free(&x->xs);
+	idmap_free(&x->strings);
+	free(x);
+	return rc;
+}

@@ -1,0 +1,59 @@
+/*
+ * export_fxt.h - a trace in the Fuchsia trace format (`katra export
+ * --fxt`), which Perfetto's UI and Tracy's tracy-import-fuchsia open.
+ *
+ * Records of 64-bit little-endian words, each starting with a header word
+ * whose bits 0-3 are its type and 4-15 its size in words.  In order:
+ *  - the magic number record, a provider info record ("katra", id 0) and
+ *    its provider section, the initialization record with the trace's
+ *    tick rate: timestamps are katra's ticks, unconverted;
+ *  - a string record for each fixed string (category "katra", the
+ *    argument names) and, on first use, for each event name: indices up
+ *    to 32767; past that a name goes inline in its event;
+ *  - a kernel object record naming the process (koid: its pid), and per
+ *    thread on first sight a thread record (indices up to 255; past that
+ *    the thread goes inline in each event) and a kernel object record
+ *    naming it, with a "process" koid argument (koid: its OS tid, or
+ *    katra's id when the file has none);
+ *  - zones as duration begin / end events, balanced as export_state.h
+ *    says (a forced end has the argument closed = 1); counters as counter
+ *    events (counter id: the name id) with one argument named as the counter
+ *    (int64 or double; "value" when the name is inline); instants as
+ *    instant events; frame marks as instants with a
+ *    uint64 argument "frame"; flows as flow begin / step / end events
+ *    (flow id: the payload) inside the zone around them; messages as
+ *    instants named by their text (cut at FXT_TEXT bytes, a record's
+ *    limit: Tracy shows an instant's name as the message), the event's
+ *    name in a string argument "event"; user records as instants with uint32 arguments
+ *    "subtype" and "bytes"; each drop record as an instant
+ *    "katra: N events dropped" on its thread where the loss began; a file
+ *    cut short ends with an instant saying so.
+ *
+ * Strings go out as well-formed UTF-8 (text_utf8()).  Memory: the state of
+ * export_state.h, a 1 MiB output buffer, and one entry per interned name.
+ *
+ * The command's one thread (and pipe.h's merging thread, inside).
+ */
+#ifndef KT_TOOLS_EXPORT_FXT_H
+#define KT_TOOLS_EXPORT_FXT_H
+
+#include <stdio.h>
+
+#include <katra/reader.h>
+#include "tools/export_state.h"
+#include "tools/tables.h"
+
+#define FXT_STRINGS 32767u  /* the string table's indices */
+#define FXT_THREADS 255u    /* the thread table's indices */
+#define FXT_TEXT 32000u     /* bytes of one string in a record */
+
+/*
+ * fxt_run - every event of @r as above, to @out.  @t names names and
+ * threads (and says whether the file has its summary).
+ *
+ * Return: 0; a reader's negative code (what came before it is written);
+ * -ENOMEM; -EIO when a write to @out failed.  *@res is filled in every case.
+ */
+int fxt_run(kt_reader *r, const struct tables *t, FILE *out, struct export_result *res);
+
+#endif

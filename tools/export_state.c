@@ -1,0 +1,201 @@
+/*
+ * export_state.c - threads, open zones and drop marks for the binary
+ * exports; export_state.h says the rules.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/export_state.h"
+#include "tools/bsearch.h"
+#include "tools/grow.h"
+
+static int drop_cmp(const void *a, const void *b)
+{
+	const struct xdrop *x = a, *y = b;
+	if (x->thread_id != y->thread_id)
+		return x->thread_id < y->thread_id ? -1 : 1;
+	return x->first_ts < y->first_ts ? -1 : x->first_ts > y->first_ts;
+}
+
+/* The drop frames of @r, up to EXPORT_DROPS, sorted. */
+static int load_drops(struct xstate *s, kt_reader *r)
+{
+	size_t cap = 0;
+	kt_trace_frame f;
+	int rc;
+	kt_reader_rewind(r);
+	kt_reader_skip_events(r, 1);
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		if (f.kind != KT_FRAME_DROP)
+			continue;
+		if (s->ndrops >= EXPORT_DROPS) {
+			s->res->drops_unmarked++;
+			continue;
+		}
+		if (grow_array((void **)&s->drops, &cap, s->ndrops + 1, sizeof(*s->drops))) {
+			rc = -ENOMEM;
+			break;
+		}
+		s->drops[s->ndrops++] = (struct xdrop){ f.u.drop.thread_id, f.u.drop.count,
+							f.u.drop.first_ts, f.u.drop.last_ts };
+	}
+	kt_reader_skip_events(r, 0);
+	kt_reader_rewind(r);
+	if (s->ndrops)
+		qsort(s->drops, s->ndrops, sizeof(*s->drops), drop_cmp);
+	return rc < 0 ? rc : 0;
+}
+
+int xstate_init(struct xstate *s, kt_reader *r, struct export_result *res)
+{
+	memset(s, 0, sizeof(*s));
+	memset(res, 0, sizeof(*res));
+	s->res = res;
+	idmap_init(&s->tids);
+	idmap_init(&s->inner);
+	return load_drops(s, r);
+}
+
+void xstate_free(struct xstate *s)
+{
+	for (size_t i = 0; i < s->nthreads; i++) {
+		free(s->threads[i].stack);
+		free(s->threads[i].small);
+	}
+	free(s->threads);
+	free(s->drops);
+	idmap_free(&s->tids);
+	idmap_free(&s->inner);
+}
+
+uint32_t export_os_tid(const struct tables *t, uint32_t id)
+{
+	size_t i = lower_bound_u32(t->threads, t->nthreads, sizeof(*t->threads), id);
+	return i < t->nthreads && t->threads[i].id == id && t->threads[i].os_tid
+		? t->threads[i].os_tid : id;
+}
+
+struct xthread *xstate_thread_add(struct xstate *s, uint32_t id, int *fresh)
+{
+	int added;
+	*fresh = 0;
+	uint32_t *slot = idmap_find(&s->tids, id);
+	if (slot)
+		return &s->threads[*slot];
+	if (s->nthreads >= KT_MAX_SUMMARY_THREADS ||
+	    grow_array((void **)&s->threads, &s->threads_cap, s->nthreads + 1, sizeof(*s->threads)) ||
+	    !idmap_slot(&s->tids, id, (uint32_t)s->nthreads, &added))
+		return NULL;
+	size_t d = lower_bound_u32(s->drops, s->ndrops, sizeof(*s->drops), id), e = d;
+	while (e < s->ndrops && s->drops[e].thread_id == id)
+		e++;
+	s->threads[s->nthreads] = (struct xthread){ .id = id, .index = (uint32_t)s->nthreads,
+						    .drop_next = d, .drop_end = e };
+	*fresh = 1;
+	if (id < EXPORT_DIRECT)
+		s->direct[id] = (uint32_t)s->nthreads + 1;
+	return &s->threads[s->nthreads++];
+}
+
+const struct xdrop *xstate_drop_take(struct xstate *s, struct xthread *t, uint64_t ts)
+{
+	if (t->drop_next >= t->drop_end || s->drops[t->drop_next].first_ts > ts)
+		return NULL;
+	s->res->drops_marked++;
+	return &s->drops[t->drop_next++];
+}
+
+/* Where @t keeps 1 + its innermost open zone of @name (0: none open):
+ * made when @make; NULL when not made, or out of memory. */
+static uint32_t *inner_of(struct xstate *s, struct xthread *t, uint32_t name, int make)
+{
+	if (name < EXPORT_SMALL_NAMES && t->index < EXPORT_SMALL_THREADS) {
+		if (!t->small && make)
+			t->small = calloc(EXPORT_SMALL_NAMES, sizeof(*t->small));
+		return t->small ? &t->small[name] : NULL;
+	}
+	uint64_t key = (uint64_t)t->index << 32 | name;
+	int added;
+	return make ? idmap_slot(&s->inner, key, 0, &added) : idmap_find(&s->inner, key);
+}
+
+int xstate_begin(struct xstate *s, struct xthread *t, uint32_t name)
+{
+	if (s->open >= EXPORT_OPEN) {
+		s->res->untimed++;
+		return 0;
+	}
+	if (grow_array((void **)&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack)))
+		return -ENOMEM;
+	uint32_t *inner = inner_of(s, t, name, 1);
+	if (!inner)
+		return -ENOMEM;
+	t->stack[t->depth] = (struct xzone){ name, *inner };
+	*inner = (uint32_t)++t->depth;
+	s->open++;
+	return 1;
+}
+
+static void pop(struct xstate *s, struct xthread *t)
+{
+	struct xzone *z = &t->stack[--t->depth];
+	*inner_of(s, t, z->name, 0) = z->below; /* made when the zone opened */
+	s->open--;
+}
+
+size_t xstate_end(struct xstate *s, struct xthread *t, uint32_t name)
+{
+	uint32_t *inner = inner_of(s, t, name, 0);
+	if (!inner || !*inner) {
+		s->res->unbegun++;
+		return 0;
+	}
+	size_t n = t->depth - (*inner - 1);
+	s->res->inner_closed += n - 1;
+	for (size_t i = 0; i < n; i++)
+		pop(s, t);
+	return n;
+}
+
+size_t xstate_close_all(struct xstate *s, struct xthread *t)
+{
+	size_t n = t->depth;
+	s->res->unended += n;
+	while (t->depth)
+		pop(s, t);
+	return n;
+}
+
+int xout_init(struct xout *o, FILE *f, size_t cap)
+{
+	*o = (struct xout){ .f = f, .buf = malloc(cap), .cap = cap };
+	return o->buf ? 0 : -ENOMEM;
+}
+
+static void xout_flush(struct xout *o)
+{
+	if (o->len && !o->failed &&
+	    (o->sink ? o->sink(o->ctx, o->buf, o->len) != 0
+		     : fwrite(o->buf, 1, o->len, o->f) != o->len))
+		o->failed = 1;
+	o->len = 0;
+}
+
+uint8_t *xout_room(struct xout *o, size_t n)
+{
+	if (o->len + n > o->cap)
+		xout_flush(o);
+	if (o->failed || n > o->cap)
+		return NULL;
+	return o->buf + o->len;
+}
+
+int xout_free(struct xout *o)
+{
+	if (o->buf)
+		xout_flush(o);
+	free(o->buf);
+	o->buf = NULL;
+	return o->failed ? -EIO : 0;
+}

@@ -1,0 +1,173 @@
+/*
+ * export_state.h - what the binary exports (`--perfetto`, `--fxt`) keep
+ * while they stream a trace's events: the threads seen (each gets an index
+ * in order of first sight, which becomes its packet sequence or thread
+ * reference), each thread's open zones, and the file's drop records, to
+ * be marked on their thread's timeline where they happened.
+ *
+ * Viewers draw a zone from a begin to the next end on its track, so the
+ * exports never write an end that closes nothing and always close what is
+ * open.  The rule is collapse.h's: an end closes the innermost open zone
+ * of its name and every zone opened inside it (those close at the same
+ * time, and are counted); an end with no open zone of its name is skipped
+ * (counted); zones still open at the end of the trace close at their
+ * thread's last event (counted).  At most EXPORT_OPEN zones are open at
+ * once; a begin past that is skipped, and its end is then skipped as
+ * unmatched.
+ *
+ * Bounded whatever the trace: per thread one entry (at most
+ * KT_MAX_SUMMARY_THREADS, as the reader), the open zones, and at most
+ * EXPORT_DROPS drop records (later ones are counted, not marked).
+ *
+ * The command's one thread.
+ */
+#ifndef KT_TOOLS_EXPORT_STATE_H
+#define KT_TOOLS_EXPORT_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <katra/reader.h>
+#include "tools/idmap.h"
+#include "tools/tables.h"
+
+#define EXPORT_OPEN (1u << 20)
+#define EXPORT_DROPS (1u << 16)
+#define EXPORT_DIRECT 1024u /* thread ids below this are found without a hash */
+/* On the first EXPORT_SMALL_THREADS threads, the innermost open zone of
+ * each name below EXPORT_SMALL_NAMES is kept in a table of the thread's
+ * (1 KiB, made on its first zone) rather than the hash. */
+#define EXPORT_SMALL_THREADS 1024u
+#define EXPORT_SMALL_NAMES 256u
+
+/* A drop record: @count events of @thread_id lost between two ticks. */
+struct xdrop {
+	uint32_t thread_id;
+	uint64_t count, first_ts, last_ts;
+};
+
+struct xzone {
+	uint32_t name;
+	uint32_t below; /* 1 + the index of the next open zone of this name, or 0 */
+};
+
+struct xthread {
+	uint32_t id;              /* katra's thread id */
+	uint32_t index;           /* order of first sight, from 0 */
+	struct xzone *stack;
+	size_t depth, cap;
+	uint32_t *small;          /* name -> 1 + innermost open, or NULL */
+	uint64_t last_ts;         /* ticks of its last event */
+	uint64_t last_out;        /* the exporter's own: the last time it wrote */
+	size_t drop_next, drop_end; /* its drops not yet marked, in xstate.drops */
+};
+
+/* What the exports say they changed; the command prints the non-zero ones. */
+struct export_result {
+	uint64_t events;        /* events read */
+	uint64_t unbegun;       /* ends skipped: no open zone of their name */
+	uint64_t inner_closed;  /* zones closed by an outer zone's end */
+	uint64_t unended;       /* zones closed at the end of their thread */
+	uint64_t untimed;       /* begins skipped past EXPORT_OPEN open zones */
+	uint64_t drops_marked;  /* drop records marked */
+	uint64_t drops_unmarked;/* drop records past EXPORT_DROPS */
+	uint64_t fallback;      /* exporter-specific: names written inline past a table */
+};
+
+struct xstate {
+	struct xthread *threads;
+	size_t nthreads, threads_cap;
+	struct idmap tids;      /* thread id -> index */
+	uint32_t direct[EXPORT_DIRECT]; /* small thread id -> 1 + index, or 0 */
+	struct idmap inner;     /* index << 32 | name -> 1 + innermost open of that name */
+	size_t open;
+	struct xdrop *drops;    /* sorted by thread, then first_ts */
+	size_t ndrops;
+	struct export_result *res;
+};
+
+/*
+ * xstate_init - an empty state, with @r's drop records (a pass over its
+ * frames without decoding events; @r is rewound before and after).
+ * Returns 0, a reader's negative code, or -ENOMEM; xstate_free() in every
+ * case.
+ */
+int xstate_init(struct xstate *s, kt_reader *r, struct export_result *res);
+
+void xstate_free(struct xstate *s);
+
+/* export_os_tid - thread @id's OS tid as @t has it, or @id when none. */
+uint32_t export_os_tid(const struct tables *t, uint32_t id);
+
+/* xstate_thread - the thread @id, added (and *@fresh set) on first sight;
+ * NULL when out of memory or past KT_MAX_SUMMARY_THREADS threads. */
+struct xthread *xstate_thread_add(struct xstate *s, uint32_t id, int *fresh);
+
+static inline struct xthread *xstate_thread(struct xstate *s, uint32_t id, int *fresh)
+{
+	if (id < EXPORT_DIRECT && s->direct[id]) {
+		*fresh = 0;
+		return &s->threads[s->direct[id] - 1];
+	}
+	return xstate_thread_add(s, id, fresh);
+}
+
+/* xstate_drop_due - @t's next unmarked drop record that began at or before
+ * @ts (ticks), taken; NULL when none. */
+const struct xdrop *xstate_drop_take(struct xstate *s, struct xthread *t, uint64_t ts);
+
+static inline const struct xdrop *xstate_drop_due(struct xstate *s, struct xthread *t,
+						  uint64_t ts)
+{
+	return t->drop_next < t->drop_end ? xstate_drop_take(s, t, ts) : NULL;
+}
+
+/* xstate_begin - open zone @name on @t.  Returns 1 when it opened (write
+ * its begin), 0 when skipped past EXPORT_OPEN, -ENOMEM. */
+int xstate_begin(struct xstate *s, struct xthread *t, uint32_t name);
+
+/* xstate_end - the zones an end of @name on @t closes: write that many
+ * ends (the first ones, all but the last, close zones opened inside it).
+ * 0: no open zone of that name, write nothing.  The closed zones stay
+ * readable, innermost first, at t->stack[t->depth + n - 1] down to
+ * t->stack[t->depth], until the next begin on @t. */
+size_t xstate_end(struct xstate *s, struct xthread *t, uint32_t name);
+
+/* xstate_close_all - close what @t holds open at its end: returns how
+ * many ends to write (the zones readable as after xstate_end()). */
+size_t xstate_close_all(struct xstate *s, struct xthread *t);
+
+/*
+ * An output buffer over a stream: the exports write their records into
+ * it and it goes out in large writes.  @failed is set (and stays) when a
+ * write failed.
+ */
+struct xout {
+	FILE *f;
+	uint8_t *buf;
+	size_t len, cap;
+	int failed;
+	/* Optional: where a full buffer goes instead of @f (whole records:
+	 * a buffer is flushed only between two xout_room() calls); 0 or -1. */
+	int (*sink)(void *ctx, const uint8_t *buf, size_t len);
+	void *ctx;
+};
+
+/* xout_init - a buffer of @cap bytes over @f.  Returns 0 or -ENOMEM. */
+int xout_init(struct xout *o, FILE *f, size_t cap);
+
+/* xout_room - room for @n more bytes (flushing first if need be), or NULL
+ * when @n is over the buffer's size or a write failed.  xout_commit()
+ * says how many were used. */
+uint8_t *xout_room(struct xout *o, size_t n);
+
+static inline void xout_commit(struct xout *o, uint8_t *end)
+{
+	o->len = (size_t)(end - o->buf);
+}
+
+/* xout_free - write out what is left and release.  Returns 0 or -EIO. */
+int xout_free(struct xout *o);
+
+#endif
