@@ -37,6 +37,7 @@
 #include <katra/capture.h>
 #include <katra/katra.h>
 #include <katra/reader.h>
+#include "bench/ringbench_api.h"
 #include "bench/ringbench_flight.h"
 
 struct opts {
@@ -435,13 +436,14 @@ static void lttng_peer_stop(struct lttng_peer *p)
 		kill((pid_t)p->sessiond_pid, SIGTERM);
 }
 
-enum { ROW_KATRA, ROW_KATRA_CRASH, ROW_FLOOR, ROW_DISABLED, ROW_CLOCK, ROW_MUTEX, ROW_FPRINTF,
-       ROW_LTTNG, ROWS };
+enum { ROW_KATRA, ROW_KATRA_CRASH, ROW_FLOOR, ROW_DISABLED, ROW_API, ROW_CLOCK = ROW_API + API_ROWS,
+       ROW_MUTEX, ROW_FPRINTF, ROW_LTTNG, ROWS };
+_Static_assert(BATCH == API_BATCH, "the API rows' batches are ringbench's");
 
 static int producer_only(const struct opts *o)
 {
 	static const char *const names[ROWS] = { "katra", "katra_crashfiles", "floor",
-						 "katra_disabled", "clock_gettime", "mutex_write",
+						 "katra_disabled", API_ROW_NAMES, "clock_gettime", "mutex_write",
 						 "fprintf", "lttng" };
 	int nrows = o->baselines ? ROW_LTTNG : ROW_CLOCK;
 	int want[ROWS];
@@ -519,7 +521,7 @@ static int producer_only(const struct opts *o)
 					return 1;
 				}
 			}
-			if (k == ROW_KATRA || k == ROW_KATRA_CRASH) {
+			if (k == ROW_KATRA || k == ROW_KATRA_CRASH || (k >= ROW_API && k < ROW_CLOCK)) {
 				rc = kt_session_start(path, k == ROW_KATRA ? &so : &so_crash, &s);
 				if (rc) {
 					fprintf(stderr, "ringbench: session: %s\n",
@@ -539,6 +541,7 @@ static int producer_only(const struct opts *o)
 #ifdef KT_HAVE_LTTNG
 				case ROW_LTTNG: lttng_batch(id); break;
 #endif
+				case ROW_API ... ROW_CLOCK - 1: api_batch(k - ROW_API, id); break;
 				default: katra_batch(id); break;
 				}
 				uint64_t t1 = now_ns();
@@ -591,7 +594,7 @@ static int producer_only(const struct opts *o)
 	for (int k = 0; k < ROWS; k++) {
 		if (!want[k])
 			continue;
-		int traced = k == ROW_KATRA || k == ROW_KATRA_CRASH;
+		int traced = k == ROW_KATRA || k == ROW_KATRA_CRASH || (k >= ROW_API && k < ROW_CLOCK);
 		rows[kept++] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
 					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
 					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),

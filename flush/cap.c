@@ -23,11 +23,14 @@ void kt__cap_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t la
 	t->cap_last = last;
 }
 
-static void name_bytes_cb(void *ctx, uint32_t id, const char *str, size_t len)
+static void name_bytes_cb(void *ctx, uint32_t id, const char *str, size_t len,
+			  const kt_srcloc *loc)
 {
 	(void)id;
 	(void)str;
 	*(uint64_t *)ctx += 32 + len;
+	if (loc)
+		*(uint64_t *)ctx += 48 + loc->file_len + loc->function_len;
 }
 
 /*

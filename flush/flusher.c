@@ -196,11 +196,20 @@ static void crash_commit(kt_session *s)
 	}
 }
 
-static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
+static void name_cb(void *ctx, uint32_t id, const char *str, size_t len, const kt_srcloc *loc)
 {
 	kt_session *s = ctx;
 	if (!s->error)
 		note_error(s, kt_writer_name(s->w, id, str, len));
+	if (loc && !s->error)
+		note_error(s, kt_writer_srcloc(s->w, loc));
+}
+
+static void category_cb(void *ctx, uint32_t id, uint32_t flags)
+{
+	kt_session *s = ctx;
+	if (!s->error)
+		note_error(s, kt_writer_category(s->w, id, flags));
 }
 
 static void drain_all(kt_session *s)
@@ -317,6 +326,7 @@ static void finish_file(kt_session *s)
 		t->cap_lost = 0;
 	}
 	s->names_written = kt__names_after(s->names_written, name_cb, s);
+	kt__categories_each(category_cb, s);
 	for (size_t i = 0; i < s->nthreads && !s->error; i++)
 		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
 					       s->threads[i].name));

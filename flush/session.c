@@ -357,6 +357,7 @@ static void build_header(kt_session *s, const kt_session_options *o, kt_header *
 			 const char *host)
 {
 	kt_header_init(h);
+	kt__categories_start();
 	kt__clock_calibrate(&s->c0);
 	h->clock = s->c0;
 	h->start_wall_ns = kt__wall_ns();

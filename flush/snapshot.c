@@ -222,11 +222,20 @@ static void put(struct out *o, int rc)
 		o->rc = rc;
 }
 
-static void name_cb(void *ctx, uint32_t id, const char *str, size_t len)
+static void name_cb(void *ctx, uint32_t id, const char *str, size_t len, const kt_srcloc *loc)
 {
 	struct out *o = ctx;
 	if (!o->rc)
 		put(o, kt_writer_name(o->w, id, str, len));
+	if (loc && !o->rc)
+		put(o, kt_writer_srcloc(o->w, loc));
+}
+
+static void category_cb(void *ctx, uint32_t id, uint32_t flags)
+{
+	struct out *o = ctx;
+	if (!o->rc)
+		put(o, kt_writer_category(o->w, id, flags));
 }
 
 /* The @count events at [@from, @to) of @t as one chunk. */
@@ -297,6 +306,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 	}
 	if (!o.rc)
 		kt__names_after(0, name_cb, &o);
+	kt__categories_each(category_cb, &o);
 	kt_file_summary fs;
 	memset(&fs, 0, sizeof(fs));
 	kt_clock_calibration c1;

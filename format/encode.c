@@ -218,6 +218,28 @@ uint32_t kt__enc_name_body(uint8_t *body, uint32_t id, const char *s, uint32_t l
 	return KT__NAME_FIXED + len;
 }
 
+uint32_t kt__enc_srcloc_body(uint8_t *body, const kt_srcloc *loc)
+{
+	kt__put32(body + KT__LOC_ID, loc->id);
+	kt__put32(body + KT__LOC_LINE, loc->line);
+	kt__put32(body + KT__LOC_CATEGORY, loc->category);
+	kt__put32(body + KT__LOC_FILE_LEN, loc->file_len);
+	kt__put32(body + KT__LOC_FUNC_LEN, loc->function_len);
+	kt__put32(body + KT__LOC_PAD, 0);
+	if (loc->file_len)
+		memcpy(body + KT__LOC_FIXED, loc->file, loc->file_len);
+	if (loc->function_len)
+		memcpy(body + KT__LOC_FIXED + loc->file_len, loc->function, loc->function_len);
+	return KT__LOC_FIXED + loc->file_len + loc->function_len;
+}
+
+uint32_t kt__enc_category_body(uint8_t *body, uint32_t id, uint32_t flags)
+{
+	kt__put32(body + KT__CAT_ID, id);
+	kt__put32(body + KT__CAT_FLAGS, flags);
+	return KT__CAT_BODY;
+}
+
 uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
 			     const char *name, uint32_t name_len)
 {

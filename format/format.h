@@ -98,6 +98,20 @@
 #define KT__THREAD_PAD 12            /* u32 reserved */
 #define KT__THREAD_FIXED 16          /* the name's bytes start here */
 
+/* §4.7: a source location entry's body. */
+#define KT__LOC_ID 0                 /* u32 name id */
+#define KT__LOC_LINE 4               /* u32 */
+#define KT__LOC_CATEGORY 8           /* u32 name id, 0 = none */
+#define KT__LOC_FILE_LEN 12          /* u32 */
+#define KT__LOC_FUNC_LEN 16          /* u32 */
+#define KT__LOC_PAD 20               /* u32 reserved */
+#define KT__LOC_FIXED 24             /* the file's bytes, then the function's */
+
+/* §4.8: a category entry's body. */
+#define KT__CAT_ID 0                 /* u32 name id */
+#define KT__CAT_FLAGS 4              /* u32, KT_CATEGORY_ON_* */
+#define KT__CAT_BODY 8
+
 /* §4.5: a drop record's body. */
 #define KT__DROP_TID 0               /* u32 thread_id, then u32 reserved */
 #define KT__DROP_PAD 4
@@ -244,6 +258,8 @@ uint64_t kt__chunk_checksum(const uint8_t prefix[KT__FRAME_HEAD + KT__CHUNK_FIXE
 uint32_t kt__enc_name_body(uint8_t *body, uint32_t id, const char *s, uint32_t len);
 uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
 			     const char *name, uint32_t name_len);
+uint32_t kt__enc_srcloc_body(uint8_t *body, const kt_srcloc *loc);
+uint32_t kt__enc_category_body(uint8_t *body, uint32_t id, uint32_t flags);
 uint32_t kt__enc_drop_body(uint8_t *body, uint32_t thread_id, uint64_t count,
 			   uint64_t first_ts, uint64_t last_ts);
 uint32_t kt__enc_summary_body(uint8_t *body, const kt_file_summary *s);

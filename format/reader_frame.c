@@ -435,6 +435,63 @@ static int decode_thread(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t 
 			"thread name", &f->u.thread.name);
 }
 
+/* SPEC §4.7: both strings into the reader's string buffer, each
+ * NUL-terminated. */
+static int decode_srcloc(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+			 kt_trace_frame *f)
+{
+	uint64_t boff = off + KT__FRAME_HEAD;
+	kt_srcloc *l = &f->u.srcloc;
+	l->id = kt__get32(b + KT__LOC_ID);
+	l->line = kt__get32(b + KT__LOC_LINE);
+	l->category = kt__get32(b + KT__LOC_CATEGORY);
+	l->file_len = kt__get32(b + KT__LOC_FILE_LEN);
+	l->function_len = kt__get32(b + KT__LOC_FUNC_LEN);
+	if (l->id == 0)
+		return kt__rd_stop(r, KT_EFRAME, boff + KT__LOC_ID, "srcloc id 0");
+	if (l->file_len > KT_MAX_STRING || l->function_len > KT_MAX_STRING ||
+	    (uint64_t)l->file_len + l->function_len != blen - KT__LOC_FIXED)
+		return kt__rd_stop(r, KT_EFRAME, boff + KT__LOC_FILE_LEN,
+				   "srcloc lengths %u and %u in a %u-byte body", l->file_len,
+				   l->function_len, blen);
+	if (kt__get32(b + KT__LOC_PAD))
+		return kt__rd_stop(r, KT_ERESERVED, boff + KT__LOC_PAD, "srcloc reserved bytes");
+	size_t n = blen - KT__LOC_FIXED;
+	if (memchr(b + KT__LOC_FIXED, 0, n))
+		return kt__rd_stop(r, KT_EFRAME, boff + KT__LOC_FIXED, "srcloc holds a zero byte");
+	if (kt__rd_grow(r, (void **)&r->str_buf, &r->str_cap, n + 2))
+		return kt__rd_stop(r, -ENOMEM, off, "a srcloc");
+	memcpy(r->str_buf, b + KT__LOC_FIXED, l->file_len);
+	r->str_buf[l->file_len] = 0;
+	memcpy(r->str_buf + l->file_len + 1, b + KT__LOC_FIXED + l->file_len, l->function_len);
+	r->str_buf[n + 1] = 0;
+	l->file = r->str_buf;
+	l->function = r->str_buf + l->file_len + 1;
+	return 0;
+}
+
+const kt_srcloc *kt_trace_frame_get_srcloc(const kt_trace_frame *f)
+{
+	return f && f->kind == KT_FRAME_SRCLOC ? &f->u.srcloc : NULL;
+}
+
+static int decode_category(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+			   kt_trace_frame *f)
+{
+	uint64_t boff = off + KT__FRAME_HEAD;
+	if (blen != KT__CAT_BODY)
+		return kt__rd_stop(r, KT_EFRAME, off, "category body is %u bytes, not %u", blen,
+				   KT__CAT_BODY);
+	f->u.category.id = kt__get32(b + KT__CAT_ID);
+	f->u.category.flags = kt__get32(b + KT__CAT_FLAGS);
+	if (f->u.category.id == 0)
+		return kt__rd_stop(r, KT_EFRAME, boff + KT__CAT_ID, "category id 0");
+	if (f->u.category.flags & ~(KT_CATEGORY_ON_START | KT_CATEGORY_ON_STOP))
+		return kt__rd_stop(r, KT_ERESERVED, boff + KT__CAT_FLAGS,
+				   "category flags 0x%x", f->u.category.flags);
+	return 0;
+}
+
 static int decode_drop(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
 		       kt_trace_frame *f)
 {
@@ -475,6 +532,8 @@ static uint32_t body_min(uint8_t kind)
 		return KT__NAME_FIXED;
 	case KT_FRAME_THREAD:
 		return KT__THREAD_FIXED;
+	case KT_FRAME_SRCLOC:
+		return KT__LOC_FIXED;
 	case KT_FRAME_SUMMARY:
 		return KT__SUMMARY_FIXED;
 	default:
@@ -501,6 +560,10 @@ static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *
 		return decode_drop(r, off, b, blen, f);
 	case KT_FRAME_SUMMARY:
 		return decode_summary(r, off, b, blen, f);
+	case KT_FRAME_SRCLOC:
+		return decode_srcloc(r, off, b, blen, f);
+	case KT_FRAME_CATEGORY:
+		return decode_category(r, off, b, blen, f);
 	default:
 		return 1;
 	}

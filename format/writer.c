@@ -513,6 +513,39 @@ int kt_writer_name(kt_writer *w, uint32_t id, const char *name, size_t len)
 			  kt__enc_name_body(w->frame + KT__FRAME_HEAD, id, name, (uint32_t)len));
 }
 
+static int bad_str(const char *s, uint32_t len)
+{
+	return len > KT_MAX_STRING || (len && (!s || memchr(s, 0, len)));
+}
+
+int kt_writer_srcloc(kt_writer *w, const kt_srcloc *loc)
+{
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (loc->id == 0 || bad_str(loc->file, loc->file_len) ||
+	    bad_str(loc->function, loc->function_len))
+		return -EINVAL;
+	if ((rc = frame_room(w, KT__LOC_FIXED + loc->file_len + loc->function_len)))
+		return rc;
+	return emit_frame(w, KT_FRAME_SRCLOC, kt__enc_srcloc_body(w->frame + KT__FRAME_HEAD, loc));
+}
+
+int kt_writer_category(kt_writer *w, uint32_t id, uint32_t flags)
+{
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (id == 0 || flags > (KT_CATEGORY_ON_START | KT_CATEGORY_ON_STOP))
+		return -EINVAL;
+	if ((rc = frame_room(w, KT__CAT_BODY)))
+		return rc;
+	return emit_frame(w, KT_FRAME_CATEGORY,
+			  kt__enc_category_body(w->frame + KT__FRAME_HEAD, id, flags));
+}
+
 int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const char *name)
 {
 	size_t len = name ? strlen(name) : 0;

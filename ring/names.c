@@ -46,13 +46,43 @@ static int rehash(size_t cap)
 	return 0;
 }
 
+/*
+ * Tell @fn of @id.  A call site's key (ring/site.c) holds its name, file
+ * and function, each NUL-terminated, then its line and category id: a
+ * plain name never holds a zero byte, so the two never meet in the table.
+ */
+static void report(kt__name_fn fn, void *ctx, uint32_t id)
+{
+	const char *k = by_id[id];
+	size_t n = strlen(k);
+	if (n == lens[id]) {
+		fn(ctx, id, k, n, NULL);
+		return;
+	}
+	kt_srcloc loc;
+	loc.id = id;
+	loc.file = k + n + 1;
+	loc.file_len = (uint32_t)strlen(loc.file);
+	loc.function = loc.file + loc.file_len + 1;
+	loc.function_len = (uint32_t)strlen(loc.function);
+	memcpy(&loc.line, k + lens[id] - 8, 4);
+	memcpy(&loc.category, k + lens[id] - 4, 4);
+	fn(ctx, id, k, n, &loc);
+}
+
 uint32_t kt_name(const char *name)
 {
 	size_t len = name ? strlen(name) : 0;
-	uint32_t id = 0;
 
 	if (len == 0 || len > KT_MAX_STRING)
 		return 0;
+	return kt__intern(name, len);
+}
+
+uint32_t kt__intern(const char *name, size_t len)
+{
+	uint32_t id = 0;
+
 	/* The crash names log's writev() is a cancellation point: a cancel
 	 * acting there would leave names_lock held for ever. */
 	int cancel;
@@ -80,13 +110,14 @@ uint32_t kt_name(const char *name)
 	char *copy = malloc(len + 1);
 	if (!copy)
 		goto out;
-	memcpy(copy, name, len + 1);
+	memcpy(copy, name, len);
+	copy[len] = 0;
 	id = ++count;
 	by_id[id] = copy;
 	lens[id] = len;
 	slots[i] = id;
 	if (log_fn)
-		log_fn(log_ctx, id, copy, len);
+		report(log_fn, log_ctx, id);
 out:
 	pthread_mutex_unlock(&names_lock);
 	pthread_setcancelstate(cancel, NULL);
@@ -98,7 +129,7 @@ uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx)
 	pthread_mutex_lock(&names_lock);
 	uint32_t n = count;
 	for (uint32_t id = after + 1; id <= n; id++)
-		fn(ctx, id, by_id[id], lens[id]);
+		report(fn, ctx, id);
 	pthread_mutex_unlock(&names_lock);
 	return n > after ? n : after;
 }
@@ -107,7 +138,7 @@ void kt__names_set_log(kt__name_fn fn, void *ctx)
 {
 	pthread_mutex_lock(&names_lock);
 	for (uint32_t id = 1; fn && id <= count; id++)
-		fn(ctx, id, by_id[id], lens[id]);
+		report(fn, ctx, id);
 	log_fn = fn;
 	log_ctx = ctx;
 	pthread_mutex_unlock(&names_lock);

@@ -411,8 +411,10 @@ static void log_threads(const kt__backing *b)
 }
 
 /* kt__names_set_log()'s callback when a backing keeps names. */
-static void log_name(void *ctx, uint32_t id, const char *s, size_t len)
+static void log_name(void *ctx, uint32_t id, const char *s, size_t len, const kt_srcloc *loc)
 {
+	(void)loc; /* the crash names log keeps names only: a recovered
+		    * trace names its zones but has no locations */
 	const kt__backing *b = ctx;
 	b->name(b, KT__NAME_INTERNED, id, s, len);
 }
@@ -509,10 +511,12 @@ static void fork_prepare(void)
 {
 	reg_take();
 	kt__names_fork(0);
+	kt__categories_fork(0);
 }
 
 static void fork_parent(void)
 {
+	kt__categories_fork(1);
 	kt__names_fork(1);
 	reg_drop();
 }
@@ -545,6 +549,7 @@ static void fork_child(void)
 	free_count = 0;
 	reg_session = 0;
 	reg_backing = &kt__memfd_backing;
+	kt__categories_fork(2);
 	kt__names_fork(2);
 	reg_drop();
 }

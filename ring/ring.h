@@ -313,9 +313,24 @@ uint64_t kt__ring_bytes(const struct kt__ring *r);
 /* ---- interned names (ring/names.c) and the clock (ring/clock.c) -------- */
 
 /* Interned names: call @fn for ids (@after, n] under the lock; returns n
- * (or @after).  Cheap when nothing is new. */
-typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len);
+ * (or @after).  Cheap when nothing is new.  @loc is NULL for a name from
+ * kt_name(), the call site's location for an id from kt_site_id() (its
+ * strings live as long as the name). */
+typedef void (*kt__name_fn)(void *ctx, uint32_t id, const char *s, size_t len,
+			    const kt_srcloc *loc);
 uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx);
+/* Intern @len bytes (a name, or a call site's key, which may hold zero
+ * bytes): the id, or 0 when memory ran out. */
+uint32_t kt__intern(const char *key, size_t len);
+
+/* Categories (ring/site.c): note each one's state as a session starts;
+ * call @fn with each one's name id and KT_CATEGORY_ON_* flags. */
+void kt__categories_start(void);
+void kt__categories_each(void (*fn)(void *ctx, uint32_t id, uint32_t flags), void *ctx);
+/* fork(): 0 before (takes the categories' lock, after the names'), 1 in
+ * the parent and 2 in the child after (releases it), so a child never
+ * inherits it held by a thread it does not have. */
+void kt__categories_fork(int phase);
 
 /* The clock. */
 int kt__clock_setup(int requested);

@@ -7,6 +7,9 @@
 
 void kt_probe_zone_begin(uint32_t id);
 void kt_probe_counter(uint32_t id, int64_t v);
+void kt_probe_site(void);
+void kt_probe_site_category(void);
+void kt_probe_arg(uint32_t id, int64_t v);
 
 void kt_probe_zone_begin(uint32_t id)
 {
@@ -16,4 +19,23 @@ void kt_probe_zone_begin(uint32_t id)
 void kt_probe_counter(uint32_t id, int64_t v)
 {
 	kt_counter(id, v);
+}
+
+/* A call site once its id is cached: the same path as kt_probe_zone_begin,
+ * begin and end, with the site's first pass in the cold part. */
+void kt_probe_site(void)
+{
+	KT_ZONE("probe");
+}
+
+/* A site in a category: the flag check adds two loads and a branch. */
+void kt_probe_site_category(void)
+{
+	KT_ZONE_C("probe_category", "probe");
+}
+
+/* A zone argument: a counter's path with its own type. */
+void kt_probe_arg(uint32_t id, int64_t v)
+{
+	kt_arg_i64(id, v);
 }

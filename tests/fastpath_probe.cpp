@@ -8,6 +8,9 @@
 
 extern "C" void kt_probe_zone_begin(std::uint32_t id);
 extern "C" void kt_probe_counter(std::uint32_t id, std::int64_t v);
+extern "C" void kt_probe_site(void);
+extern "C" void kt_probe_site_category(void);
+extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v);
 
 extern "C" void kt_probe_zone_begin(std::uint32_t id)
 {
@@ -17,4 +20,20 @@ extern "C" void kt_probe_zone_begin(std::uint32_t id)
 extern "C" void kt_probe_counter(std::uint32_t id, std::int64_t v)
 {
 	katra::counter(id, v);
+}
+
+/* Call sites through the C++ scope guards. */
+extern "C" void kt_probe_site(void)
+{
+	KT_ZONE("probe");
+}
+
+extern "C" void kt_probe_site_category(void)
+{
+	KT_ZONE_C("probe_category", "probe");
+}
+
+extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v)
+{
+	kt_arg_i64(id, v);
 }

@@ -317,13 +317,13 @@ Test(compact, encoder_refuses_records_the_format_does_not_allow)
 {
 	cr_assert_gt(encode_one(KT_EV_ZONE_BEGIN, 0, 0, 0), 0);
 	cr_assert_eq(encode_one(0, 0, 0, 0), -EINVAL);
-	cr_assert_eq(encode_one(10, 0, 0, 0), -EINVAL);
+	cr_assert_eq(encode_one(14, 0, 0, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_ZONE_BEGIN, 1, 0, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_ZONE_END, 0, 8, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_COUNTER_I64, 0, 4, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_COUNTER_F64, 0, 16, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_FLOW, KT_FLOW_END + 1, 8, 0), -EINVAL);
-	cr_assert_eq(encode_one(KT_EV_MESSAGE, 1, 3, 0), -EINVAL);
+	cr_assert_eq(encode_one(KT_EV_MESSAGE, KT_SEV_FATAL + 1, 3, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_USER, 0xff, 3, 0x55), -EINVAL); /* pad not zero */
 	cr_assert_gt(encode_one(KT_EV_USER, 0xff, 3, 0), 0);
 }
@@ -389,7 +389,7 @@ Test(compact, decoder_refuses_malformed_streams)
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0x01, 1, 0, 1), KT_EFRAME);
 	/* keys SPEC §4.2 does not allow; a name over 32 bits */
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 0, 0, 1), KT_EEVENT);
-	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 10, 0, 1), KT_EEVENT);
+	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 14, 0, 1), KT_EEVENT);
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 1, 1, 1), KT_EEVENT);
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 7, 3, 1), KT_EEVENT);
 	cr_assert_eq(DEC(16, 1, 0, 1, 8, 0, 0, 100, 0, 1, 0, 0x80, 0x80, 0x80, 0x80, 0x10),
@@ -628,7 +628,7 @@ Test(compact, zstd_archival_codec_round_trips_and_refuses_what_it_cannot_trust)
 	size_t z = ZSTD_compress(frame, sizeof(frame), big, sizeof(big), 1);
 	cr_assert(!ZSTD_isError(z));
 	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 32, 1), KT_EFRAME);
-	static const uint8_t bad[] = { 0, 1, 4, 0, 0, 100, 0, 10, 0, 1 };
+	static const uint8_t bad[] = { 0, 1, 4, 0, 0, 100, 0, 14, 0, 1 };
 	z = ZSTD_compress(frame, sizeof(frame), bad, sizeof(bad), 1);
 	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 16, 1), KT_EEVENT);
 	kt__czstd_enc_free(e);

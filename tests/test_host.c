@@ -603,9 +603,9 @@ static atomic_int fork_begun, in_log, fork_done;
 
 /* The names log runs under the names lock: hold it there until the main
  * thread is about to fork. */
-static void slow_log(void *ctx, uint32_t id, const char *s, size_t len)
+static void slow_log(void *ctx, uint32_t id, const char *s, size_t len, const kt_srcloc *loc)
 {
-	(void)ctx, (void)id, (void)s, (void)len;
+	(void)ctx, (void)id, (void)s, (void)len, (void)loc;
 	atomic_store(&in_log, 1);
 	while (!atomic_load(&fork_begun))
 		usleep(1000);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/fmt.h"
+#include "tools/fmt_mid.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
 
@@ -248,87 +249,6 @@ static int o_hex(struct out *o, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/*
- * A name or thread name as the line shows it: escaped for a terminal, or a
- * JSON literal; @none (a literal) when the file defines no such id.
- * Returns a malloc'd string or NULL when out of memory.
- */
-static char *label(const char *s, size_t n, int json, const char *none)
-{
-	if (!s)
-		return strdup(none);
-	return json ? text_json(s, n) : text_escape(s, n);
-}
-
-static char *name_label(const struct tables *t, uint32_t id, int json)
-{
-	size_t n = 0;
-	const char *s = id ? tables_name(t, id, &n) : NULL;
-	return label(s, n, json, json ? "null" : "?");
-}
-
-static char *thread_label(const struct tables *t, uint32_t id, int json)
-{
-	size_t n = 0;
-	const char *s = tables_thread(t, id, &n);
-	return label(s, n, json, json ? "null" : "");
-}
-
-/* The Chrome middle of @ev after its head (@head, @nm the name literal). */
-static int chrome_mid(char **buf, const char *head, const char *nm, const kt_event *ev)
-{
-	switch (ev->type) {
-	case KT_EV_ZONE_BEGIN:
-		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s}", head, nm);
-	case KT_EV_ZONE_END:
-		return asprintf(buf, "%s\"ph\":\"E\",\"name\":%s}", head, nm);
-	case KT_EV_INSTANT:
-		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", head, nm);
-	case KT_EV_COUNTER_I64:
-	case KT_EV_COUNTER_F64:
-		return asprintf(buf, "%s\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", head, nm);
-	case KT_EV_FRAME:
-		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
-				     "\"args\":{\"frame\":", head, nm);
-	case KT_EV_FLOW: {
-		static const char *const ph[3] = { "\"ph\":\"s\",", "\"ph\":\"t\",",
-						   "\"ph\":\"f\",\"bp\":\"e\"," };
-		return asprintf(buf, "%s%s\"name\":%s,\"cat\":\"flow\",\"id\":", head,
-				ph[ev->flags < 3 ? ev->flags : 0], nm);
-	}
-	default:
-		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", head, nm);
-	}
-}
-
-/* Build the cached middle of @ev for @j->kind; returns asprintf's result
- * (-1 when out of memory) and, for Chrome, where the head ends. */
-static int build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_event *ev)
-{
-	const char *type = kt_event_type_name(ev->type);
-	int json = j->kind != FMT_TEXT, n = -1;
-	char *nm = name_label(j->t, ev->name_id, json);
-	char *th = j->kind == FMT_CHROME ? NULL : thread_label(j->t, ev->thread_id, json);
-	*split = 0;
-	if (!nm || (j->kind != FMT_CHROME && !th)) {
-		/* out of memory: n stays -1 */
-	} else if (j->kind == FMT_JSONL) {
-		n = asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s",
-			     ev->thread_id, th, type, nm);
-	} else if (j->kind == FMT_CHROME) {
-		char head[64];
-		int h = snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":",
-				 j->pid, ev->thread_id);
-		*split = (size_t)h;
-		n = chrome_mid(buf, head, nm, ev);
-	} else {
-		n = asprintf(buf, " %u %s %s %s", ev->thread_id, th, type, nm);
-	}
-	free(nm);
-	free(th);
-	return n;
-}
-
 /* A miss in the middle cache: build the entry at @p; NULL when out of
  * memory (the slot is left empty). */
 static __attribute__((noinline)) const struct prefix *
@@ -336,7 +256,7 @@ mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t 
 {
 	char *buf = NULL;
 	size_t split;
-	int n = build_mid(&buf, &split, j, ev);
+	int n = fmt_build_mid(&buf, &split, j, ev);
 	free(p->big);
 	p->big = NULL;
 	p->used = 0;
@@ -362,7 +282,9 @@ mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t 
 static inline const struct prefix *mid_of(struct fmt_cache *c, const struct fmt_job *j,
 					  const kt_event *ev)
 {
-	uint8_t flags = j->kind == FMT_CHROME && ev->type == KT_EV_FLOW ? ev->flags : 0;
+	/* The middle depends on the flags of these (phase, severity). */
+	uint8_t flags = ev->type == KT_EV_FLOW || ev->type == KT_EV_FRAME ||
+				ev->type == KT_EV_MESSAGE ? ev->flags : 0;
 	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u ^
 		      flags * 31u) & (MID_SLOTS - 1);
 	struct prefix *p = &c->mids[h];
@@ -463,10 +385,16 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 	case KT_EV_INSTANT:
 		break;
 	case KT_EV_COUNTER_I64:
+	case KT_EV_ARG_I64:
 		memcpy(&i64, ev->payload, 8);
 		d = put_i64(put_key(d, jsonl, KEY(",\"value\":")), i64);
 		break;
+	case KT_EV_ARG_U64:
+		memcpy(&u64, ev->payload, 8);
+		d = put_u64(put_key(d, jsonl, KEY(",\"value\":")), u64);
+		break;
 	case KT_EV_COUNTER_F64:
+	case KT_EV_ARG_F64:
 		memcpy(&f64, ev->payload, 8);
 		d = put_f64(put_key(d, jsonl, KEY(",\"value\":")), f64, jsonl);
 		break;
@@ -486,6 +414,7 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 		break;
 	}
 	case KT_EV_MESSAGE:
+	case KT_EV_ARG_STR:
 		o_commit(o, put_key(d, jsonl, KEY(",\"text\":")));
 		if (o_message(o, ev) || !(d = o_room(o, 2)))
 			goto fail;
@@ -508,6 +437,26 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 	return 0;
 fail:
 	return line_fail(o, start);
+}
+
+/* The rest of a Chrome object whose value is a u64 (an argument, a frame
+ * number). */
+static inline char *chrome_u64(char *d, const kt_event *ev)
+{
+	uint64_t u64;
+	memcpy(&u64, ev->payload, 8);
+	/* An argument past INT64_MAX as a string: JSON readers (jansson,
+	 * viewers' doubles) lose or refuse larger integers. */
+	int quote = ev->type == KT_EV_ARG_U64 && u64 > INT64_MAX;
+	if (quote)
+		*d++ = '"';
+	d = put_u64(d, u64);
+	if (quote)
+		*d++ = '"';
+	/* A named frame's number is its async id: no args to close. */
+	int named = ev->type == KT_EV_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END;
+	memcpy(d, "}}", 2);
+	return d + (named ? 1 : 2);
 }
 
 /* One event as a Chrome JSON object, after a comma unless it is the first
@@ -535,27 +484,34 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 	case KT_EV_INSTANT:
 		break;
 	case KT_EV_COUNTER_I64:
+	case KT_EV_ARG_I64:
 		memcpy(&i64, ev->payload, 8);
 		d = put_i64(d, i64);
 		memcpy(d, "}}", 2);
 		d += 2;
 		break;
 	case KT_EV_COUNTER_F64:
+	case KT_EV_ARG_F64:
 		memcpy(&f64, ev->payload, 8);
 		d = put_f64(d, f64, 1);
 		memcpy(d, "}}", 2);
 		d += 2;
 		break;
+	case KT_EV_ARG_U64:
 	case KT_EV_FRAME:
-		memcpy(&u64, ev->payload, 8);
-		d = put_u64(d, u64);
-		memcpy(d, "}}", 2);
-		d += 2;
+		d = chrome_u64(d, ev);
 		break;
 	case KT_EV_FLOW:
 		memcpy(&u64, ev->payload, 8);
 		d = put_u64(d, u64);
 		*d++ = '}';
+		break;
+	case KT_EV_ARG_STR:
+		o_commit(o, d);
+		if (o_message(o, ev) || !(d = o_room(o, 2)))
+			goto fail;
+		memcpy(d, "}}", 2);
+		d += 2;
 		break;
 	case KT_EV_MESSAGE:
 		memcpy(d, "\"text\":", 7);

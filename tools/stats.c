@@ -339,10 +339,26 @@ static int text_threads(FILE *f, const struct stats *c, const struct tables *t)
 	return 0;
 }
 
+/* A name's source location as a last column "  file:line function",
+ * escaped; nothing when the file gives none. */
+static int text_loc(FILE *f, const struct tables *t, uint32_t id)
+{
+	const struct tloc *l = tables_loc(t, id);
+	if (!l)
+		return 0;
+	fputs("  ", f);
+	if (text_puts(f, tloc_file(t, l)) < 0)
+		return -EIO;
+	fprintf(f, ":%u ", l->line);
+	return text_puts(f, tloc_function(t, l)) < 0 ? -EIO : 0;
+}
+
 static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 {
-	fprintf(f, "\n%-24s %10s %10s %10s %10s %10s %12s %12s\n", "name", "count", "zone min",
-		"p50", "p99", "max", "total", "self");
+	/* The location column only where the file has locations: the output
+	 * of older files stays as it was. */
+	fprintf(f, "\n%-24s %10s %10s %10s %10s %10s %12s %12s%s\n", "name", "count", "zone min",
+		"p50", "p99", "max", "total", "self", t->nlocs ? "  location" : "");
 	for (size_t i = 0; i < c->names.n; i++) {
 		struct sname *nm = name_at(c, (long)i);
 		size_t n = 1;
@@ -355,6 +371,10 @@ static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 				   " %12" PRIu64 " %12" PRIu64,
 				nm->zone.min, hist_pct(&nm->zone, 0.5), hist_pct(&nm->zone, 0.99),
 				nm->zone.max, nm->total_ns, nm->self_ns);
+		else if (t->nlocs)
+			fprintf(f, " %10s %10s %10s %10s %12s %12s", "", "", "", "", "", "");
+		if (text_loc(f, t, nm->id))
+			return -EIO;
 		fprintf(f, "\n");
 	}
 	return 0;
@@ -453,6 +473,20 @@ static json_t *json_name(const struct sname *nm, const struct tables *t)
 		json_object_set_new(z, "self_ns", json_u64(nm->self_ns));
 		json_object_set_new(j, "zone", z);
 	}
+	const struct tloc *l = tables_loc(t, nm->id);
+	if (l) {
+		json_t *o = json_object();
+		json_object_set_new(o, "file", text_json_string(tloc_file(t, l), l->file_len));
+		json_object_set_new(o, "line", json_integer(l->line));
+		json_object_set_new(o, "function",
+				    text_json_string(tloc_function(t, l), l->function_len));
+		/* Incomplete (out of memory): left out, which fails the
+		 * name's key count. */
+		if (o && json_object_size(o) == 3)
+			json_object_set_new(j, "location", o);
+		else
+			json_decref(o);
+	}
 	return j;
 }
 
@@ -478,7 +512,8 @@ json_t *stats_json(const struct stats *c, const char *label)
 	for (size_t i = 0; i < c->names.n && ok; i++) {
 		struct sname *nm = name_at(c, (long)i);
 		json_t *j = json_name(nm, &c->t);
-		ok = json_complete(j, nm->zone.n ? 4 : 3) && !json_array_append_new(names, j);
+		size_t keys = 3 + !!nm->zone.n + !!tables_loc(&c->t, nm->id);
+		ok = json_complete(j, keys) && !json_array_append_new(names, j);
 	}
 	json_object_set_new(fr, "count", json_u64(c->frames.n));
 	json_object_set_new(fr, "p50_ns", json_u64(hist_pct(&c->frames, 0.5)));

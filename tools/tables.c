@@ -22,9 +22,27 @@ static int add(struct tables *t, struct tentry **arr, size_t *n, size_t *cap, ui
 	return 0;
 }
 
+/* A location: its two strings go into the arena back to back. */
+static int add_loc(struct tables *t, const kt_srcloc *l)
+{
+	size_t n = (size_t)l->file_len + l->function_len + 2;
+	if (grow_array((void **)&t->locs, &t->locs_cap, t->nlocs + 1, sizeof(*t->locs)) ||
+	    grow_array((void **)&t->arena, &t->arena_cap, t->arena_len + n, 1))
+		return -ENOMEM;
+	char *d = t->arena + t->arena_len;
+	memcpy(d, l->file, l->file_len + 1);
+	memcpy(d + l->file_len + 1, l->function, l->function_len + 1);
+	t->locs[t->nlocs++] = (struct tloc){ l->id, l->line, l->category, l->file_len,
+					     l->function_len, t->arena_len };
+	t->arena_len += n;
+	return 0;
+}
+
 int tables_add(struct tables *t, const kt_trace_frame *f)
 {
 	switch (f->kind) {
+	case KT_FRAME_SRCLOC:
+		return add_loc(t, &f->u.srcloc);
 	case KT_FRAME_NAME:
 		return add(t, &t->names, &t->nnames, &t->names_cap, f->u.name.id, 0, f->u.name.str,
 			   f->u.name.len);
@@ -51,6 +69,14 @@ static int by_id(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+static int loc_by_id(const void *a, const void *b)
+{
+	const struct tloc *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
 static size_t sort_unique(struct tentry *e, size_t n)
 {
 	if (n < 2)
@@ -67,6 +93,14 @@ void tables_finish(struct tables *t)
 {
 	t->nnames = sort_unique(t->names, t->nnames);
 	t->nthreads = sort_unique(t->threads, t->nthreads);
+	if (t->nlocs > 1) {
+		qsort(t->locs, t->nlocs, sizeof(*t->locs), loc_by_id);
+		size_t k = 1;
+		for (size_t i = 1; i < t->nlocs; i++)
+			if (t->locs[i].id != t->locs[k - 1].id)
+				t->locs[k++] = t->locs[i];
+		t->nlocs = k;
+	}
 }
 
 int tables_load(kt_reader *r, struct tables *t)
@@ -107,8 +141,15 @@ const char *tables_thread(const struct tables *t, uint32_t id, size_t *len)
 	return e ? tables_str(t, e) : NULL;
 }
 
+const struct tloc *tables_loc(const struct tables *t, uint32_t id)
+{
+	size_t i = lower_bound_u32(t->locs, t->nlocs, sizeof(*t->locs), id);
+	return i < t->nlocs && t->locs[i].id == id ? &t->locs[i] : NULL;
+}
+
 void tables_free(struct tables *t)
 {
+	free(t->locs);
 	free(t->names);
 	free(t->threads);
 	free(t->arena);

@@ -24,9 +24,18 @@ struct tentry {
 	size_t off;       /* in the arena, NUL-terminated; file order */
 };
 
+/* A source location (SPEC §4.7): its strings in the arena, the file's
+ * then the function's, each NUL-terminated. */
+struct tloc {
+	uint32_t id, line, category, file_len, function_len;
+	size_t off;
+};
+
 struct tables {
 	struct tentry *names, *threads;
 	size_t nnames, names_cap, nthreads, threads_cap;
+	struct tloc *locs;
+	size_t nlocs, locs_cap;
 	char *arena;
 	size_t arena_len, arena_cap;
 	kt_file_summary summary; /* .threads is NULL: rows die with the frame */
@@ -52,6 +61,20 @@ int tables_load(kt_reader *r, struct tables *t);
  * *@len long), or NULL when the file defines none.  O(log n). */
 const char *tables_name(const struct tables *t, uint32_t id, size_t *len);
 const char *tables_thread(const struct tables *t, uint32_t id, size_t *len);
+
+/* tables_loc - id's source location, or NULL when the file gives none.
+ * O(log n). */
+const struct tloc *tables_loc(const struct tables *t, uint32_t id);
+
+/* A location's file and function (NUL-terminated). */
+static inline const char *tloc_file(const struct tables *t, const struct tloc *l)
+{
+	return t->arena + l->off;
+}
+static inline const char *tloc_function(const struct tables *t, const struct tloc *l)
+{
+	return t->arena + l->off + l->file_len + 1;
+}
 
 /* tables_entry_str - the bytes of an entry of @t. */
 static inline const char *tables_str(const struct tables *t, const struct tentry *e)

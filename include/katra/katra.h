@@ -44,6 +44,7 @@
 #include <katra/error.h>
 #include <katra/trace.h>
 #include <katra/version.h>
+#include <katra/zone.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -599,15 +600,41 @@ static inline void kt_emit(uint8_t type, uint32_t id, uint8_t flags, const void 
 	}
 }
 
-static inline uint32_t kt__zone_id(uint32_t *cache, const char *literal)
+/* A site's id, interned on its first pass. */
+static inline uint32_t kt__site_get(kt_site *site)
 {
-	/* Relaxed: two threads racing here intern the same string and store
-	 * the same id; nothing else is published through the cache. */
-	uint32_t id = kt__load_stale(cache);
+	/* Relaxed: two threads racing here intern the same site and store
+	 * the same id; kt_site_id() says what the flag pointer may lag. */
+	uint32_t id = kt__load_stale(&site->id);
+	if (__builtin_expect(id == 0, 0))
+		id = kt_site_id(site);
+	return id;
+}
+
+/* A site's zone begins: its id, for the end.  A site without a category
+ * costs what kt_zone_begin() costs once its id is cached. */
+static inline uint32_t kt__site_begin(kt_site *site)
+{
+	uint32_t id = kt__site_get(site);
+	kt_zone_begin(id);
+	return id;
+}
+
+/* A site with a category: 0 (and nothing emitted) while it is off.  Off
+ * costs two loads (the cached flag pointer, the flag) and a branch.  The
+ * pointer is read first: before the first pass it points at an "on" flag,
+ * so the first pass reaches kt_site_id(), which sets the real one. */
+static inline uint32_t kt__site_begin_c(kt_site *site)
+{
+	if (!kt__load_stale(kt__load_stale(&site->enabled)))
+		return 0;
+	uint32_t id = kt__load_stale(&site->id);
 	if (__builtin_expect(id == 0, 0)) {
-		id = kt_name(literal);
-		kt__store_relaxed(cache, id);
+		id = kt_site_id(site);
+		if (!kt__load_stale(kt__load_stale(&site->enabled)))
+			return 0;
 	}
+	kt_zone_begin(id);
 	return id;
 }
 
@@ -616,23 +643,39 @@ static inline void kt__zone_cleanup(const uint32_t *id)
 	kt_zone_end(*id);
 }
 
+/* The end of a zone whose begin may have been skipped (id 0): a category
+ * switched off after the begin still ends the zone it began. */
+static inline void kt__zone_cleanup_c(const uint32_t *id)
+{
+	if (*id)
+		kt_zone_end(*id);
+}
+
 #define KT__CAT2(a, b) a##b
 #define KT__CAT(a, b) KT__CAT2(a, b)
 
+/* The static site of a macro call: its name, location and category. */
+#define KT__SITE(var, cat, literal)                                                 \
+	static kt_site var = { literal, __FILE__, __func__, cat, __LINE__, 0, &kt__flag_on }
+
 /**
- * KT_ZONE("name") - a zone from here to the end of the enclosing block.
- * Interns the name once (a static per call site), then costs what
- * kt_zone_begin() and kt_zone_end() cost.  In C it ends through the
- * cleanup attribute; in C++ through a scope guard's destructor (below),
- * so it also ends when an exception leaves the block.
+ * KT_ZONE("name") - a zone from here to the end of the enclosing block,
+ * recorded with its file, line and function (a static site per call,
+ * interned once: katra/zone.h), then costing what kt_zone_begin() and
+ * kt_zone_end() cost.  KT_ZONE_C("category", "name") is the same zone in
+ * a category: while the category is off it emits nothing (and a zone it
+ * began still ends).  In C it ends through the cleanup attribute; in C++
+ * through a scope guard's destructor (below), so it also ends when an
+ * exception leaves the block.
  */
 #ifndef __cplusplus
-#define KT_ZONE(literal)                                                            \
-	static uint32_t KT__CAT(kt__zid_, __LINE__);                                \
+#define KT__ZONE(cat, literal, begin, end_fn)                                      \
+	KT__SITE(KT__CAT(kt__site_, __LINE__), cat, literal);                       \
 	const uint32_t KT__CAT(kt__zone_, __LINE__)                                 \
-		__attribute__((cleanup(kt__zone_cleanup), unused)) =                \
-			kt__zone_id(&KT__CAT(kt__zid_, __LINE__), literal);         \
-	kt_zone_begin(KT__CAT(kt__zone_, __LINE__))
+		__attribute__((cleanup(end_fn), unused)) =                          \
+			begin(&KT__CAT(kt__site_, __LINE__))
+#define KT_ZONE(literal) KT__ZONE(NULL, literal, kt__site_begin, kt__zone_cleanup)
+#define KT_ZONE_C(cat, literal) KT__ZONE(cat, literal, kt__site_begin_c, kt__zone_cleanup_c)
 #endif
 
 #ifdef __cplusplus
@@ -652,9 +695,24 @@ struct kt__zone_guard {
 	kt__zone_guard &operator=(const kt__zone_guard &) = delete;
 };
 
+/* KT_ZONE_C's guard: begun (or not, with its category off) by
+ * kt__site_begin_c(), ended only if it began. */
+struct kt__zone_guard_c {
+	uint32_t id;
+	explicit kt__zone_guard_c(kt_site *site) noexcept : id(kt__site_begin_c(site)) {}
+	~kt__zone_guard_c() { kt__zone_cleanup_c(&id); }
+	kt__zone_guard_c(const kt__zone_guard_c &) = delete;
+	kt__zone_guard_c &operator=(const kt__zone_guard_c &) = delete;
+};
+
 #define KT_ZONE(literal)                                                            \
-	static uint32_t KT__CAT(kt__zid_, __LINE__);                                \
+	KT__SITE(KT__CAT(kt__site_, __LINE__), NULL, literal);                      \
 	const kt__zone_guard KT__CAT(kt__zone_, __LINE__)(                          \
-		kt__zone_id(&KT__CAT(kt__zid_, __LINE__), literal))
+		kt__site_get(&KT__CAT(kt__site_, __LINE__)))
+#define KT_ZONE_C(cat, literal)                                                     \
+	KT__SITE(KT__CAT(kt__site_, __LINE__), cat, literal);                       \
+	const kt__zone_guard_c KT__CAT(kt__zone_, __LINE__)(&KT__CAT(kt__site_, __LINE__))
 #endif
+
+#include <katra/args.h>
 #endif /* KATRA_KATRA_H */

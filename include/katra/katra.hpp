@@ -54,10 +54,57 @@ inline void frame(std::uint32_t id, std::uint64_t frame_no) noexcept
 	kt_frame(id, frame_no);
 }
 
-/* message - @text (any bytes, not NUL-terminated) as kt_message(). */
+/* message - @text (any bytes, not NUL-terminated) as kt_message(), or
+ * with a severity as kt_message_sev(). */
 inline void message(std::uint32_t id, std::string_view text) noexcept
 {
 	kt_message(id, text.data(), text.size());
+}
+inline void message(std::uint32_t id, kt_severity sev, std::string_view text) noexcept
+{
+	kt_message_sev(id, sev, text.data(), text.size());
+}
+
+/* arg - argument @name_id of the innermost open zone (katra/args.h);
+ * the overload is the type.  Name 0 is the zone's own value or text. */
+inline void arg(std::uint32_t name_id, std::int64_t value) noexcept
+{
+	kt_arg_i64(name_id, value);
+}
+inline void arg(std::uint32_t name_id, std::uint64_t value) noexcept
+{
+	kt_arg_u64(name_id, value);
+}
+inline void arg(std::uint32_t name_id, double value) noexcept
+{
+	kt_arg_f64(name_id, value);
+}
+inline void arg(std::uint32_t name_id, std::string_view text) noexcept
+{
+	kt_arg_str(name_id, text.data(), text.size());
+}
+
+/* zone_text - the innermost open zone's text, as kt_zone_text(). */
+inline void zone_text(std::string_view text) noexcept
+{
+	kt_zone_text(text.data(), text.size());
+}
+
+/* frame_begin, frame_end - a discontinuous frame, as kt_frame_begin(). */
+inline void frame_begin(std::uint32_t id, std::uint64_t frame_no) noexcept
+{
+	kt_frame_begin(id, frame_no);
+}
+inline void frame_end(std::uint32_t id, std::uint64_t frame_no) noexcept
+{
+	kt_frame_end(id, frame_no);
+}
+
+/* category_enable - switch category @name on or off, as
+ * kt_category_enable(); @name must be NUL-terminated. */
+inline int category_enable(const char *name, bool on) noexcept
+{
+	return kt_category_enable(name, on);
 }
 
 } /* namespace katra */

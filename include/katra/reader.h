@@ -84,6 +84,11 @@ typedef struct kt_trace_frame {
 			uint64_t last_ts;
 		} drop;
 		kt_file_summary summary;
+		kt_srcloc srcloc;          /* strings valid as name.str */
+		struct {
+			uint32_t id;           /* the category's name id */
+			uint32_t flags;        /* KT_CATEGORY_ON_* */
+		} category;
 	} u;
 } kt_trace_frame;
 
@@ -183,6 +188,19 @@ KT_API int kt_reader_skip_events(kt_reader *r, int on);
  * Return: 0.
  */
 KT_API int kt_reader_rewind(kt_reader *r);
+
+/**
+ * kt_trace_frame_get_srcloc - the source location (SPEC §4.7) a frame
+ * holds: where the events named @return->id were emitted (file, line,
+ * function) and the name id of their category.  Its strings stay valid
+ * as the frame's do (until the next call on the reader).  A trace gives
+ * each id's location once, usually near the id's name entry; keep what
+ * you need of it, as `katra stats` does (tools/tables.h).
+ *
+ * Return: the location, or NULL when @f is not a KT_FRAME_SRCLOC frame.
+ * Any thread that may use @f.
+ */
+KT_API const kt_srcloc *kt_trace_frame_get_srcloc(const kt_trace_frame *f);
 
 /** What kt_reader_set_salvage() skipped in this pass. */
 typedef struct kt_reader_skipped {

@@ -72,6 +72,26 @@ typedef enum kt_flow_phase {
 	KT_FLOW_END = 2,
 } kt_flow_phase;
 
+/** Message severities, carried in the flags of a KT_EV_MESSAGE record. */
+typedef enum kt_severity {
+	KT_SEV_NONE = 0,  /* kt_message(): no severity given */
+	KT_SEV_TRACE = 1,
+	KT_SEV_DEBUG = 2,
+	KT_SEV_INFO = 3,
+	KT_SEV_WARN = 4,
+	KT_SEV_ERROR = 5,
+	KT_SEV_FATAL = 6,
+} kt_severity;
+
+/** What a KT_EV_FRAME record marks, in its flags: the end of a frame of
+ * a continuous loop, or the start or end of a discontinuous (named)
+ * frame. */
+typedef enum kt_frame_phase {
+	KT_FRAME_PHASE_MARK = 0,
+	KT_FRAME_PHASE_BEGIN = 1,
+	KT_FRAME_PHASE_END = 2,
+} kt_frame_phase;
+
 /* The flag rules of the table: the highest flags value a type allows. */
 #define KT_REC_FLAGS_ZERO 0u     /* flags must be 0 */
 #define KT_REC_FLAGS_ANY 0xffu   /* free for the user */
@@ -86,10 +106,14 @@ typedef enum kt_flow_phase {
 	X(3, KT_EV_INSTANT,     "instant",     KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO)    \
 	X(4, KT_EV_COUNTER_I64, "counter_i64", KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO)    \
 	X(5, KT_EV_COUNTER_F64, "counter_f64", KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO)    \
-	X(6, KT_EV_FRAME,       "frame",       KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)    \
+	X(6, KT_EV_FRAME,       "frame",       KT_PAYLOAD_U64,   KT_FRAME_PHASE_END)   \
 	X(7, KT_EV_FLOW,        "flow",        KT_PAYLOAD_U64,   KT_FLOW_END)          \
-	X(8, KT_EV_MESSAGE,     "message",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO)    \
-	X(9, KT_EV_USER,        "user",        KT_PAYLOAD_BYTES, KT_REC_FLAGS_ANY)
+	X(8, KT_EV_MESSAGE,     "message",     KT_PAYLOAD_BYTES, KT_SEV_FATAL)         \
+	X(9, KT_EV_USER,        "user",        KT_PAYLOAD_BYTES, KT_REC_FLAGS_ANY)     \
+	X(10, KT_EV_ARG_I64,    "arg_i64",     KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO)    \
+	X(11, KT_EV_ARG_U64,    "arg_u64",     KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)    \
+	X(12, KT_EV_ARG_F64,    "arg_f64",     KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO)    \
+	X(13, KT_EV_ARG_STR,    "arg_str",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO)
 
 /** Event record types (SPEC §4.2). */
 typedef enum kt_event_type {

@@ -27,7 +27,9 @@ extern "C" {
 	X(2, KT_FRAME_NAME,    "name")    /* §4.3 */  \
 	X(3, KT_FRAME_THREAD,  "thread")  /* §4.4 */  \
 	X(4, KT_FRAME_DROP,    "drop")    /* §4.5 */  \
-	X(5, KT_FRAME_SUMMARY, "summary") /* §4.6 */
+	X(5, KT_FRAME_SUMMARY, "summary") /* §4.6 */  \
+	X(6, KT_FRAME_SRCLOC,  "srcloc")  /* §4.7 */  \
+	X(7, KT_FRAME_CATEGORY, "category") /* §4.8 */
 
 /** Frame kinds (SPEC §4). */
 typedef enum kt_frame_kind {
@@ -146,6 +148,25 @@ typedef struct kt_file_summary {
 	uint32_t thread_count;
 	const kt_summary_thread *threads; /* thread_count rows, thread_id order */
 } kt_file_summary;
+
+/**
+ * A source location entry (SPEC §4.7): where the call site whose name id is
+ * @id sits in the traced program.  The id also has a name entry (§4.3),
+ * the zone's name.  Strings are NUL-terminated and never hold a zero byte.
+ */
+typedef struct kt_srcloc {
+	uint32_t id;          /* the call site's name id, non-zero */
+	uint32_t line;        /* 0 when unknown */
+	uint32_t category;    /* the name id of its category; 0 for none */
+	uint32_t file_len;
+	uint32_t function_len;
+	const char *file;     /* "" when unknown */
+	const char *function; /* "" when unknown */
+} kt_srcloc;
+
+/* Category entry flags (SPEC §4.8). */
+#define KT_CATEGORY_ON_START 0x1u /* enabled when the session started */
+#define KT_CATEGORY_ON_STOP 0x2u  /* enabled when it stopped */
 
 /** One decoded event.  payload points into the chunk it came from. */
 typedef struct kt_event {

@@ -77,6 +77,21 @@ KT_API int kt_writer_chunk(kt_writer *w, uint32_t thread_id, unsigned codec,
 /** kt_writer_name - append a name entry.  Return: 0, -EINVAL, -errno. */
 KT_API int kt_writer_name(kt_writer *w, uint32_t id, const char *name, size_t len);
 
+/**
+ * kt_writer_srcloc - append a source location entry (SPEC §4.7) for
+ * @loc->id, which needs a name entry of its own as well.
+ * Return: 0; -EINVAL for id 0, a string over 65535 bytes or holding a zero
+ * byte (a NULL string with length 0 is empty); -errno.
+ */
+KT_API int kt_writer_srcloc(kt_writer *w, const kt_srcloc *loc);
+
+/**
+ * kt_writer_category - append a category entry (SPEC §4.8): the category
+ * named by name id @id, with @flags KT_CATEGORY_ON_*.
+ * Return: 0; -EINVAL for id 0 or other flags; -errno.
+ */
+KT_API int kt_writer_category(kt_writer *w, uint32_t id, uint32_t flags);
+
 /** kt_writer_thread - append a thread entry.  Return: 0, -EINVAL, -errno. */
 KT_API int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid,
 			    const char *name);

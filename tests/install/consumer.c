@@ -1,15 +1,29 @@
 /*
  * consumer.c - a program built against an installed katra, outside the
  * katra tree, to prove the installed headers, libraries, katra.pc and CMake
- * package are complete.
+ * package are complete.  The profiler API's C macros compile and link
+ * here too (no session: they record nothing).
  */
 #include <stdio.h>
 
 #include <katra/katra.h>
 #include <katra/reader.h>
 
+static void frame(int n)
+{
+	KT_ZONE_C("render", "frame");
+	KT_ARG_I64("n", n);
+	kt_zone_text("c", 1);
+	kt_message_sev(kt_name("log"), KT_SEV_INFO, "ok", 2);
+}
+
 int main(void)
 {
+	frame(1);
+	if (kt_category_enable("render", 0) || kt_category_enabled("render") != 0) {
+		fprintf(stderr, "kt_category_enable did not switch render off\n");
+		return 1;
+	}
 	printf("katra %s (header %s)\n", kt_version_string(), KT_VERSION_STRING);
 	printf("KT_ECHECKSUM: %s\n", kt_strerror(KT_ECHECKSUM));
 	if (kt_version() != KT_VERSION_NUMBER) {

@@ -3,7 +3,9 @@
  * over katra.h), outside the katra tree: it traces a few zones, counters
  * and messages to a file in a session, reads the file back and checks
  * every event arrived, in order, with the scoped zones balanced - also
- * the one an exception ended.
+ * the one an exception ended.  It uses every call of the profiler API
+ * (call sites, categories, arguments, severities, named frames) and
+ * checks the trace holds their source locations.
  */
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,31 @@ void throws()
 	throw std::runtime_error("leaves the zone");
 }
 
+/* Every profiler API call once: 14 events. */
+void api(std::uint32_t log_id, std::uint32_t load_id)
+{
+	KT_ZONE_C("render", "api");
+	kt_zone_value_i64(-1);
+	kt_zone_value_u64(2);
+	kt_zone_value_f64(0.5);
+	katra::zone_text("text");
+	KT_ARG_I64("i", 1);
+	KT_ARG_U64("u", 2);
+	KT_ARG_F64("f", 0.25);
+	KT_ARG_STR("s", "x", 1);
+	katra::arg(katra::name("n"), std::int64_t{3});
+	katra::message(log_id, KT_SEV_WARN, "careful");
+	katra::frame_begin(load_id, 1);
+	katra::frame_end(load_id, 1);
+}
+
+/* A category switched off: nothing (arguments are not filtered by their
+ * zone's category: katra/args.h). */
+void off()
+{
+	KT_ZONE_C("physics", "off");
+}
+
 int fail(const char *what)
 {
 	std::fprintf(stderr, "consumer.cpp: %s\n", what);
@@ -57,20 +84,29 @@ int main()
 			throws();
 		} catch (const std::exception &) {
 		}
+		api(log_id, katra::name("load"));
+		katra::category_enable("physics", false);
+		off();
 	}
 	kt_summary sum{};
 	if (kt_session_stop(s, &sum) != 0)
 		return fail("kt_session_stop failed");
-	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) */
-	bool written = sum.events_written == 2 + 10 * 5 + 2 && sum.events_dropped == 0;
+	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) + api (14) */
+	bool written = sum.events_written == 2 + 10 * 5 + 2 + 14 && sum.events_dropped == 0;
 	kt_summary_release(&sum);
 	if (!written)
-		return fail("events_written is not 54");
+		return fail("events_written is not 68");
 
 	kt_reader *r = nullptr;
 	kt_reader_error err{};
 	if (kt_reader_open(&r, path.c_str(), &err) != 0)
 		return fail(err.message);
+	kt_trace_frame f;
+	int locs = 0;
+	while (kt_reader_next_frame(r, &f) > 0)
+		locs += f.kind == KT_FRAME_SRCLOC && f.u.srcloc.line > 0 &&
+			(std::strcmp(f.u.srcloc.function, "api") || f.u.srcloc.category);
+	kt_reader_rewind(r);
 	kt_event ev;
 	int depth = 0, max_depth = 0, n = 0, rc;
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
@@ -80,8 +116,13 @@ int main()
 	}
 	kt_reader_close(r);
 	std::remove(path.c_str());
-	if (rc != 0 || n != 54 || depth != 0 || max_depth != 2)
-		return fail("the trace read back is not the 54 balanced events traced");
-	std::printf("consumer.cpp (C++%ld): 54 events traced and read back\n", __cplusplus / 100 % 100);
+	if (rc != 0 || n != 68 || depth != 0 || max_depth != 2)
+		return fail("the trace read back is not the 68 balanced events traced");
+	/* work, throws, api and off (interned on its first pass, its
+	 * category off): the call sites' zones; outer is a plain guard. */
+	if (locs != 4)
+		return fail("the trace does not hold 4 source locations");
+	std::printf("consumer.cpp (C++%ld): 68 events and 4 locations traced and read back\n",
+		    __cplusplus / 100 % 100);
 	return 0;
 }

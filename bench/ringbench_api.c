@@ -1,0 +1,60 @@
+/*
+ * ringbench_api.c - the profiler API's --producer-only rows (see
+ * ringbench_api.h).  Each loop is unrolled as ringbench.c's katra and
+ * floor loops are, and emits one record per iteration (the off row
+ * none), so its per-iteration cost compares with theirs directly.
+ */
+#include <katra/katra.h>
+
+#include "bench/ringbench_api.h"
+
+/* What KT_ZONE's begin does once its site is interned: read the cached
+ * id, then kt_zone_begin(). */
+static void srcloc_batch(void)
+{
+	KT__SITE(site, NULL, "bench_zone");
+#pragma GCC unroll 8
+	for (int i = 0; i < API_BATCH; i++)
+		kt__site_begin(&site);
+}
+
+/* KT_ZONE_C's begin: the category's flag through the site's cached
+ * pointer, then the same. */
+static void category_batch(void)
+{
+	KT__SITE(site, "bench_category", "bench_zone");
+#pragma GCC unroll 8
+	for (int i = 0; i < API_BATCH; i++)
+		kt__site_begin_c(&site);
+}
+
+static void arg_batch(uint32_t id)
+{
+#pragma GCC unroll 8
+	for (int i = 0; i < API_BATCH; i++)
+		kt_arg_i64(id, i);
+}
+
+void api_batch(int row, uint32_t id)
+{
+	static int last = -1;
+
+	switch (row) {
+	case API_SRCLOC:
+		srcloc_batch();
+		break;
+	case API_CAT_ON:
+	case API_CAT_OFF:
+		/* Only when the row changes: switching takes a lock, which is
+		 * not what the rows measure. */
+		if (row != last) {
+			kt_category_enable("bench_category", row == API_CAT_ON);
+			last = row;
+		}
+		category_batch();
+		break;
+	default:
+		arg_batch(id);
+		break;
+	}
+}

@@ -1,0 +1,175 @@
+/*
+ * fmt_mid.c - the constant middle of an event's line (fmt_mid.h): every
+ * part that depends only on the thread, the name, the type and the flags,
+ * built once per cache slot by fmt.c.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/fmt_mid.h"
+#include "tools/text.h"
+
+/*
+ * A name or thread name as the line shows it: escaped for a terminal, or a
+ * JSON literal; @none (a literal) when the file defines no such id.
+ * Returns a malloc'd string or NULL when out of memory.
+ */
+static char *label(const char *s, size_t n, int json, const char *none)
+{
+	if (!s)
+		return strdup(none);
+	return json ? text_json(s, n) : text_escape(s, n);
+}
+
+static char *name_label(const struct tables *t, uint32_t id, int json)
+{
+	size_t n = 0;
+	const char *s = id ? tables_name(t, id, &n) : NULL;
+	return label(s, n, json, json ? "null" : "?");
+}
+
+static char *thread_label(const struct tables *t, uint32_t id, int json)
+{
+	size_t n = 0;
+	const char *s = tables_thread(t, id, &n);
+	return label(s, n, json, json ? "null" : "");
+}
+
+static const char *const severity[] = { "", "trace", "debug", "info", "warn", "error", "fatal" };
+static const char *const frame_phase[] = { "mark", "begin", "end" };
+
+/*
+ * Where a zone's begin came from (SPEC §4.7): "" when the file gives no
+ * location for @ev's name or @ev is no zone begin, else @pre, then
+ * "file:line" escaped for a terminal or as a JSON literal, then @post.  A
+ * malloc'd string, NULL when out of memory.
+ */
+static char *loc_label(const struct tables *t, const kt_event *ev, int json, const char *pre,
+		       const char *post)
+{
+	const struct tloc *l = ev->type == KT_EV_ZONE_BEGIN ? tables_loc(t, ev->name_id) : NULL;
+	char *raw = NULL, *lit = NULL, *out = NULL;
+	if (!l)
+		return strdup("");
+	if (asprintf(&raw, "%s:%u", tloc_file(t, l), l->line) < 0)
+		return NULL;
+	lit = label(raw, strlen(raw), json, "");
+	if (lit && asprintf(&out, "%s%s%s", pre, lit, post) < 0)
+		out = NULL;
+	free(raw);
+	free(lit);
+	return out;
+}
+
+/* A Chrome zone begin's extras: its category as "cat" (the viewer's
+ * filter) and its location as args.loc; "" when the file gives neither. */
+static char *chrome_loc(const struct tables *t, const kt_event *ev)
+{
+	const struct tloc *l = ev->type == KT_EV_ZONE_BEGIN ? tables_loc(t, ev->name_id) : NULL;
+	char *cat = l && l->category ? name_label(t, l->category, 1) : strdup("");
+	char *loc = loc_label(t, ev, 1, ",\"args\":{\"loc\":", "}"), *out = NULL;
+	if (cat && loc && asprintf(&out, "%s%s%s", *cat ? ",\"cat\":" : "", cat, loc) < 0)
+		out = NULL;
+	free(cat);
+	free(loc);
+	return out;
+}
+
+/* What the middle of @ev adds after its name for @kind: a zone begin's
+ * location, a message's severity, a named frame's phase.  Malloc'd. */
+static char *mid_extra(const struct tables *t, const kt_event *ev, int kind)
+{
+	int json = kind != FMT_TEXT;
+	char *out = NULL;
+	if (ev->type == KT_EV_MESSAGE && ev->flags && ev->flags <= KT_SEV_FATAL) {
+		const char *sev = severity[ev->flags];
+		if (asprintf(&out, kind == FMT_CHROME ? "\"severity\":\"%s\"," :
+				   json ? ",\"severity\":\"%s\"" : " [%s]", sev) < 0)
+			out = NULL;
+		return out;
+	}
+	if (ev->type == KT_EV_FRAME && kind != FMT_CHROME && ev->flags &&
+	    ev->flags <= KT_FRAME_PHASE_END) {
+		if (asprintf(&out, json ? ",\"phase\":\"%s\"" : " %s", frame_phase[ev->flags]) < 0)
+			out = NULL;
+		return out;
+	}
+	if (kind == FMT_CHROME)
+		return chrome_loc(t, ev);
+	return json ? loc_label(t, ev, 1, ",\"loc\":", "") : loc_label(t, ev, 0, " @", "");
+}
+
+/* The Chrome middle of @ev after its head (@head, @nm the name literal,
+ * @extra mid_extra()'s). */
+static int chrome_mid(char **buf, const char *head, const char *nm, const char *extra,
+		      const kt_event *ev)
+{
+	if (fmt_is_arg(ev->type)) {
+		/* The zone's own value or text has no name: its key says which. */
+		const char *key = ev->name_id ? nm : ev->type == KT_EV_ARG_STR ? "\"text\"" : "\"value\"";
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"cat\":\"arg\",\"args\":{%s:",
+				head, ev->name_id ? nm : key, key);
+	}
+	if (ev->type == KT_EV_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END)
+		return asprintf(buf, "%s\"ph\":\"%s\",\"name\":%s,\"cat\":\"frame\",\"id\":", head,
+				ev->flags == KT_FRAME_PHASE_BEGIN ? "b" : "e", nm);
+	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s%s}", head, nm, extra);
+	case KT_EV_MESSAGE:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{%s", head, nm,
+				extra);
+	case KT_EV_ZONE_END:
+		return asprintf(buf, "%s\"ph\":\"E\",\"name\":%s}", head, nm);
+	case KT_EV_INSTANT:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", head, nm);
+	case KT_EV_COUNTER_I64:
+	case KT_EV_COUNTER_F64:
+		return asprintf(buf, "%s\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", head, nm);
+	case KT_EV_FRAME:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
+				     "\"args\":{\"frame\":", head, nm);
+	case KT_EV_FLOW: {
+		static const char *const ph[3] = { "\"ph\":\"s\",", "\"ph\":\"t\",",
+						   "\"ph\":\"f\",\"bp\":\"e\"," };
+		return asprintf(buf, "%s%s\"name\":%s,\"cat\":\"flow\",\"id\":", head,
+				ph[ev->flags < 3 ? ev->flags : 0], nm);
+	}
+	default:
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", head, nm);
+	}
+}
+
+int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_event *ev)
+{
+	const char *type = kt_event_type_name(ev->type);
+	int json = j->kind != FMT_TEXT, n = -1;
+	/* An argument without a name is its zone's own value or text. */
+	char *nm = fmt_is_arg(ev->type) && !ev->name_id ? strdup(json ? "null" : "-")
+						    : name_label(j->t, ev->name_id, json);
+	char *th = j->kind == FMT_CHROME ? NULL : thread_label(j->t, ev->thread_id, json);
+	char *loc = mid_extra(j->t, ev, j->kind);
+	*split = 0;
+	if (!nm || !loc || (j->kind != FMT_CHROME && !th)) {
+		/* out of memory: n stays -1 */
+	} else if (j->kind == FMT_JSONL) {
+		n = asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s%s",
+			     ev->thread_id, th, type, nm, loc);
+	} else if (j->kind == FMT_CHROME) {
+		char head[64];
+		int h = snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":",
+				 j->pid, ev->thread_id);
+		*split = (size_t)h;
+		n = chrome_mid(buf, head, nm, loc, ev);
+	} else {
+		n = asprintf(buf, " %u %s %s %s%s", ev->thread_id, th, type, nm, loc);
+	}
+	free(nm);
+	free(th);
+	free(loc);
+	return n;
+}
+

@@ -1,0 +1,33 @@
+/*
+ * fmt_mid.h - the middle of an event's line for tools/fmt.c: the thread,
+ * the type, the name and what goes with them (a zone's source location, a
+ * message's severity, a named frame's phase), escaped, for each output
+ * format.  fmt.c caches it per (thread, name, type, flags).
+ *
+ * Any thread; no state.
+ */
+#ifndef KT_TOOLS_FMT_MID_H
+#define KT_TOOLS_FMT_MID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <katra/reader.h>
+
+#include "tools/fmt.h"
+
+/* Whether @type is a zone argument (SPEC §4.2, types 10-13). */
+static inline int fmt_is_arg(uint8_t type)
+{
+	return type >= KT_EV_ARG_I64 && type <= KT_EV_ARG_STR;
+}
+
+/*
+ * fmt_build_mid - the middle of @ev's line for @j->kind into *@buf
+ * (malloc'd).  For Chrome, *@split is where the head (before the time)
+ * ends.  Returns asprintf()'s result: the length, or -1 when out of
+ * memory.
+ */
+int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_event *ev);
+
+#endif
