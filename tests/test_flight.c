@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+
+extern char **environ;
 #include <sys/wait.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
@@ -321,9 +323,14 @@ static int run_cli(uid_t uid, const char *out)
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 	pid_t c = fork();
 	if (c == 0) {
-		if (uid != geteuid() && (setgid(uid) || setuid(uid)))
+		/* Opened before the uid changes: the build directory may be
+		 * private (a CI checkout under a 0700 mktemp -d), and what is
+		 * tested is the command's refusal, not the path's. */
+		int exe = open(KT_BIN_DIR "/katra", O_RDONLY);
+		if (exe < 0 || (uid != geteuid() && (setgid(uid) || setuid(uid))))
 			_exit(100);
-		execl(KT_BIN_DIR "/katra", "katra", "snapshot", pid, "--out", out, (char *)NULL);
+		char *const argv[] = { "katra", "snapshot", pid, "--out", (char *)out, NULL };
+		fexecve(exe, argv, environ);
 		_exit(101);
 	}
 	int st;
