@@ -436,14 +436,16 @@ static void lttng_peer_stop(struct lttng_peer *p)
 		kill((pid_t)p->sessiond_pid, SIGTERM);
 }
 
-enum { ROW_KATRA, ROW_KATRA_CRASH, ROW_FLOOR, ROW_DISABLED, ROW_API, ROW_CLOCK = ROW_API + API_ROWS,
+enum { ROW_KATRA, ROW_KATRA_CRASH, ROW_FLOOR, ROW_DISABLED, ROW_FLIGHT, ROW_API,
+       ROW_CLOCK = ROW_API + API_ROWS,
        ROW_MUTEX, ROW_FPRINTF, ROW_LTTNG, ROWS };
 _Static_assert(BATCH == API_BATCH, "the API rows' batches are ringbench's");
 
 static int producer_only(const struct opts *o)
 {
 	static const char *const names[ROWS] = { "katra", "katra_crashfiles", "floor",
-						 "katra_disabled", API_ROW_NAMES, "clock_gettime", "mutex_write",
+						 "katra_disabled", "katra_flight", API_ROW_NAMES,
+						 "clock_gettime", "mutex_write",
 						 "fprintf", "lttng" };
 	int nrows = o->baselines ? ROW_LTTNG : ROW_CLOCK;
 	int want[ROWS];
@@ -472,6 +474,10 @@ static int producer_only(const struct opts *o)
 	kt_session_options so = { .codec = session_codec(o->codec), .io = o->io };
 	kt_session_options so_crash = so;
 	so_crash.crash_dir = crash_dir;
+	/* The flight row: the same emits into a flight session's rings, which
+	 * overwrite their oldest events and write nothing. */
+	kt_session_options so_flight = so;
+	so_flight.mode = KT_SESSION_FLIGHT;
 	kt_summary sum = { 0 };
 	uint64_t dropped[ROWS] = { 0 }, on_disk[ROWS] = { 0 };
 	unsigned pos = 0;
@@ -521,8 +527,11 @@ static int producer_only(const struct opts *o)
 					return 1;
 				}
 			}
-			if (k == ROW_KATRA || k == ROW_KATRA_CRASH || (k >= ROW_API && k < ROW_CLOCK)) {
-				rc = kt_session_start(path, k == ROW_KATRA ? &so : &so_crash, &s);
+			if (k == ROW_KATRA || k == ROW_KATRA_CRASH || k == ROW_FLIGHT ||
+			    (k >= ROW_API && k < ROW_CLOCK)) {
+				rc = kt_session_start(k == ROW_FLIGHT ? NULL : path,
+						      k == ROW_KATRA ? &so
+						      : k == ROW_FLIGHT ? &so_flight : &so_crash, &s);
 				if (rc) {
 					fprintf(stderr, "ringbench: session: %s\n",
 						kt_session_start_error());
@@ -594,7 +603,8 @@ static int producer_only(const struct opts *o)
 	for (int k = 0; k < ROWS; k++) {
 		if (!want[k])
 			continue;
-		int traced = k == ROW_KATRA || k == ROW_KATRA_CRASH || (k >= ROW_API && k < ROW_CLOCK);
+		int traced = k == ROW_KATRA || k == ROW_KATRA_CRASH || k == ROW_FLIGHT ||
+			     (k >= ROW_API && k < ROW_CLOCK);
 		rows[kept++] = (struct row){ .name = names[k], .threads = 1, .events = events[k],
 					.seconds = secs[k], .p50 = pct(&st[k], 0.5),
 					.p99 = pct(&st[k], 0.99), .p999 = pct(&st[k], 0.999),
@@ -1128,8 +1138,9 @@ static void usage(FILE *f)
 		"                      main, render, worker repeat)\n"
 		"  --flight N          a flight session: 2 producers at full rate, N\n"
 		"                      snapshots 1 s apart (64 MiB rings unless --ring-size)\n"
-		"  --producer-only     emit cost alone: katra, katra_crashfiles, floor and\n"
-		"                      katra_disabled rows\n"
+		"  --producer-only     emit cost alone: katra, katra_crashfiles, floor,\n"
+		"                      katra_disabled, katra_flight (a flight session) and\n"
+		"                      the profiler API's rows\n"
 		"  --baselines         those rows plus clock_gettime, mutex_write (a shared\n"
 		"                      buffer drained with write()) and fprintf, same run\n"
 		"  --peer lttng        add an LTTng-UST tracepoint row recording to disk (needs\n"

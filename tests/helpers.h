@@ -26,6 +26,17 @@
 #ifndef T_SANITIZED
 #define T_SANITIZED 0
 #endif
+/* ThreadSanitizer alone: it slows every thread several times over. */
+#if defined(__SANITIZE_THREAD__)
+#define T_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define T_TSAN 1
+#endif
+#endif
+#ifndef T_TSAN
+#define T_TSAN 0
+#endif
 #include <katra/writer.h>
 
 /* Read a whole fd from offset 0 into a malloc'd buffer. */

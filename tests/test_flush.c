@@ -465,6 +465,12 @@ static int uring_fd(void)
  */
 Test(fallback, a_dead_rings_fd_number_is_left_to_the_host, .timeout = 100)
 {
+	/* The ring dies only when the flusher waits on it before the kernel
+	 * completed its writes; under ThreadSanitizer the flusher is so slow
+	 * that the writes always complete first (the ASan and plain runs
+	 * cover the fix). */
+	if (T_TSAN)
+		cr_skip_test("needs a flusher that outruns the kernel's writes");
 	char path[128];
 	snprintf(path, sizeof(path), "/tmp/katra-dead-ring-%d.katra", (int)getpid());
 	fflush(NULL);
