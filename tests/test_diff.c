@@ -353,3 +353,19 @@ Test(diff, html_page_embeds_the_json_numbers)
 	unlink(a);
 	unlink(b);
 }
+
+Test(diff, a_run_that_cannot_be_read_fails_the_diff)
+{
+	char a[128], b[128];
+	write_pair(a, b, sizeof(a), "fail", &(struct run_spec){ 3, 1.0, 1.0, NULL, 0 },
+		   &(struct run_spec){ 4, 1.0, 1.0, NULL, 0 });
+	struct proc p;
+	/* Read two at a time: the missing one fails the whole diff, said once. */
+	const char *args[] = { "diff", a, "/nonexistent/katra-diff", "--", b, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 1, "exit %d: %s", p.status, p.err);
+	cr_assert_not_null(strstr(p.err, "/nonexistent/katra-diff"), "%s", p.err);
+	cr_assert_eq(p.out_len, 0, "%s", p.out);
+	unlink(a);
+	unlink(b);
+}

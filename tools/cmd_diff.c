@@ -2,9 +2,9 @@
  * cmd_diff.c - `katra diff A B` and `katra diff A1 A2 -- B1 B2`: did B make
  * each zone and the frame time slower than A, by how much, how sure.
  *
- * Each run is read once (tools/diff_run.h), the sides' samples of each
- * zone name are pooled (names are matched by their bytes: ids differ
- * between files) and compared (tools/diff.h).  Runs that are captures are
+ * Each run is read once (tools/diff_run.h), two at a time, the sides'
+ * samples of each zone name are pooled (names are matched by their bytes:
+ * ids differ between files) and compared (tools/diff.h).  Runs that are captures are
  * ordered and paired by run id and epoch; the same capture twice on one
  * side is refused, since its zones would count twice.
  */
@@ -174,11 +174,11 @@ int cmd_diff(int argc, char **argv)
 	if (rc == OPTS_GO_DIFF && o.html)
 		rc = html_open(&html, o.html, runs, n);
 	int truncated = 0;
-	for (size_t i = 0; rc == OPTS_GO_DIFF && i < n; i++) {
-		int r = diff_run_read(&runs[i]);
-		truncated |= r == EXIT_OK && runs[i].truncated;
-		if (r != EXIT_OK)
-			rc = r;
+	if (rc == OPTS_GO_DIFF) {
+		int r = diff_runs_read(runs, n);
+		for (size_t i = 0; i < n; i++)
+			truncated |= runs[i].truncated;
+		rc = r == EXIT_OK ? rc : r;
 	}
 	if (rc == OPTS_GO_DIFF) {
 		rc = diff_pairs(runs, n);
