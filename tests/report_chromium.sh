@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# report_chromium.sh - `katra report` pages open in headless Chromium with no
-# console error and no network request, and their script runs (the zone
-# table and the header are filled in).
+# report_chromium.sh - `katra report` and `katra diff --html` pages open in
+# headless Chromium with no console error and no network request, and their
+# script runs (the table and the header are filled in).
 #
 #   report_chromium.sh KATRA RINGBENCH [--screenshot PNG]
 #
 # Pages: the golden trace, and a short run of ringbench's default frame loop
-# through the capture manager (so the page has a capture sidecar).  Installs
+# through the capture manager (so the page has a capture sidecar); the diff
+# of that run (epoch 1) against a second one (epoch 2).  Installs
 # Debian's chromium when it is missing.  Console messages come from
 # --enable-logging=stderr; requests from a net log (--log-net-log): a request
 # the page started has the page as its initiator, where the browser's own
@@ -32,11 +33,17 @@ trap '[[ -n ${KEEP_TMP:-} ]] || rm -rf "$tmp"' EXIT
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 mkdir "$tmp/captures"
-"$ringbench" --seconds 1 --rate 2000000 --capture-root "$tmp/captures" --run-id report \
-  >"$tmp/ringbench.out" 2>&1
-capture=$(ls "$tmp"/captures/*.katra)
+for epoch in 1 2; do
+  "$ringbench" --seconds 1 --rate 2000000 --capture-root "$tmp/captures" --run-id report \
+    --epoch "$epoch" >"$tmp/ringbench.out" 2>&1
+done
+capture=$(ls "$tmp"/captures/*.1.*.katra)
+second=$(ls "$tmp"/captures/*.2.*.katra)
 "$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
 "$katra" report "$capture" -o "$tmp/run.html"
+# Exit 0, or 4 when the second run's verdict is "slower": both give a page.
+"$katra" diff "$capture" "$second" --fail-on slower --html "$tmp/diff.html" >/dev/null ||
+  (($? == 4))
 
 flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions
        --disable-background-networking --disable-sync --disable-component-update
@@ -71,8 +78,8 @@ load() {
 }
 
 fail=0
-check() { # $1 page
-  local page=$1 name bad=0
+check() { # $1 page, $2 its header's first term
+  local page=$1 first=$2 name bad=0
   name=$(basename "$page" .html)
   load "$page" "$name"
   if [[ -s $tmp/$name.console ]]; then
@@ -82,7 +89,7 @@ check() { # $1 page
     echo "FAIL $name: network requests:"; cat "$tmp/$name.urls"; bad=1
   fi
   [[ -s $tmp/$name.netlog ]] || { echo "FAIL $name: no net log written"; bad=1; }
-  if ! grep -q '<td>' "$tmp/$name.dom" || ! grep -q '<dt>workload</dt>' "$tmp/$name.dom"; then
+  if ! grep -q '<td>' "$tmp/$name.dom" || ! grep -q "<dt>$first</dt>" "$tmp/$name.dom"; then
     echo "FAIL $name: the script did not fill the page"; bad=1
   fi
   ((bad)) && fail=1 || echo "ok $name: no console message, no request, page filled"
@@ -102,8 +109,9 @@ if ! grep -q katra-control "$tmp/control.console" || ! grep -q katra-control "$t
 else
   echo "ok control: an error and a request are seen"
 fi
-check "$tmp/golden.html"
-check "$tmp/run.html"
+check "$tmp/golden.html" workload
+check "$tmp/run.html" workload
+check "$tmp/diff.html" method
 
 if [[ -n $shot ]]; then
   "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \

@@ -3,6 +3,7 @@
  * slower is slower (exit 4 with --fail-on slower), runs of one distribution
  * drawn with different seeds show no change in at least 95 of 100 trials,
  * a frame-time regression is found, and captures pair by run id and epoch.
+ * The --html page embeds the very object --json prints.
  */
 #include "helpers.h"
 #include "cli.h"
@@ -37,10 +38,12 @@ struct run_spec {
 
 static const char *const names[] = { "work", "frame_mark" };
 
-/* 200 frames of ~20 us on thread 1, each holding four "work" zones of ~1 us. */
-static void write_run(const char *path, const struct run_spec *r)
+/* 200 frames of ~20 us on thread 1, each holding four zones of ~1 us named
+ * @zone[0] ("work"), the frames @zone[1]. */
+static void write_named_run(const char *path, const struct run_spec *r,
+			    const char *const *zone)
 {
-	kt_writer *w = t_synth_open(path, names, 2, r->run_id, r->epoch);
+	kt_writer *w = t_synth_open(path, zone, 2, r->run_id, r->epoch);
 	struct t_synth s = { 0 };
 	uint64_t rng = r->seed * 2654435761u + 1, t = 1000;
 	for (int f = 0; f < 200; f++) {
@@ -56,6 +59,11 @@ static void write_run(const char *path, const struct run_spec *r)
 	t_synth_add(&s, KT_EV_FRAME, 2, t, 200);
 	t_synth_flush(w, 1, "main", &s);
 	t_synth_close(w);
+}
+
+static void write_run(const char *path, const struct run_spec *r)
+{
+	write_named_run(path, r, names);
 }
 
 static void tmp_path(char *buf, size_t size, const char *what)
@@ -271,6 +279,93 @@ Test(diff, self_time_moves_when_a_child_grows)
 	cr_assert_str_eq(verdict_of(inner), "slower");
 	cr_assert_eq(json_real_value(json_object_get(inner, "self_mean_change")), 0.5);
 	json_decref(o);
+	unlink(a);
+	unlink(b);
+}
+
+/* The data block of the page at @path, parsed; the page's bytes in *@page. */
+static json_t *page_data(const char *path, char **page)
+{
+	size_t len = 0;
+	char *s = (char *)t_slurp(path, &len);
+	cr_assert_not_null(s, "no page %s", path);
+	s = realloc(s, len + 1);
+	s[len] = 0;
+	static const char open[] = "<script type=\"application/json\" id=\"data\">";
+	char *from = strstr(s, open), *to = from ? strstr(from, "</script>") : NULL;
+	cr_assert(from && to, "no data block");
+	from += strlen(open);
+	json_error_t err;
+	json_t *data = json_loadb(from, (size_t)(to - from), 0, &err);
+	cr_assert_not_null(data, "%s", err.text);
+	*page = s;
+	return data;
+}
+
+Test(diff, html_page_embeds_the_json_numbers)
+{
+	static const char *const hostile[] = { "</script><script>alert(1)//", "frame_mark" };
+	char a[128], b[128], out[128];
+	tmp_path(a, sizeof(a), "html-a");
+	tmp_path(b, sizeof(b), "html-b");
+	write_named_run(a, &(struct run_spec){ 1, 1.0, 1.0, NULL, 0 }, hostile);
+	write_named_run(b, &(struct run_spec){ 2, 1.1, 1.1, NULL, 0 }, hostile);
+	snprintf(out, sizeof(out), "/tmp/katra-diff-%d.html", (int)getpid());
+	unlink(out);
+	struct proc p;
+	const char *html[] = { "diff", a, b, "--html", out, "--fail-on", "slower", NULL };
+	run_katra(&p, html);
+	cr_assert_eq(p.status, 4, "exit %d: %s", p.status, p.err);
+	cr_assert_not_null(strstr(p.out, "\nverdict: slower (2 slower, 0 faster, 0 no change)\n"),
+			   "the text still goes to stdout: %s", p.out);
+	char *page;
+	json_t *data = page_data(out, &page);
+	const char *json[] = { "diff", a, b, "--json", NULL };
+	json_t *o = run_json(&p, json);
+	cr_assert_not_null(o, "exit %d: %s", p.status, p.err);
+	cr_assert(json_equal(data, o), "the page's data differs from --json");
+	/* The numbers are there, not two empty objects. */
+	json_t *fr = json_object_get(data, "frames"), *z = json_array_get(json_object_get(data, "zones"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(fr, "b"), "count")), 200);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(z, "a"), "count")), 800);
+	cr_assert_str_eq(json_string_value(json_object_get(z, "name")), hostile[0]);
+	cr_assert_str_eq(verdict_of(fr), "slower");
+	cr_assert(json_real_value(json_object_get(json_object_get(z, "p50"), "lo")) > 0);
+	/* The name cannot end the data block; nothing can be fetched. */
+	cr_assert_null(strstr(page, "<script>alert"));
+	cr_assert_not_null(strstr(page, "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)//"));
+	cr_assert_not_null(strstr(page, "content=\"default-src 'none';"));
+	cr_assert_null(strstr(page, "http://"));
+	cr_assert_null(strstr(page, "https://"));
+	cr_assert_null(strstr(page, " src="));
+	free(page);
+	json_decref(o);
+	json_decref(data);
+	/* Never over an input; a directory is refused. */
+	const char *over[] = { "diff", a, b, "--html", b, NULL };
+	run_katra(&p, over);
+	cr_assert_eq(p.status, 1, "%s", p.err);
+	cr_assert_not_null(strstr(p.err, "is the input file"), "%s", p.err);
+	const char *dir[] = { "diff", a, b, "--html", "/tmp", NULL };
+	run_katra(&p, dir);
+	cr_assert_eq(p.status, 1, "%s", p.err);
+	unlink(out);
+	unlink(a);
+	unlink(b);
+}
+
+Test(diff, a_run_that_cannot_be_read_fails_the_diff)
+{
+	char a[128], b[128];
+	write_pair(a, b, sizeof(a), "fail", &(struct run_spec){ 3, 1.0, 1.0, NULL, 0 },
+		   &(struct run_spec){ 4, 1.0, 1.0, NULL, 0 });
+	struct proc p;
+	/* Read two at a time: the missing one fails the whole diff, said once. */
+	const char *args[] = { "diff", a, "/nonexistent/katra-diff", "--", b, NULL };
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 1, "exit %d: %s", p.status, p.err);
+	cr_assert_not_null(strstr(p.err, "/nonexistent/katra-diff"), "%s", p.err);
+	cr_assert_eq(p.out_len, 0, "%s", p.out);
 	unlink(a);
 	unlink(b);
 }

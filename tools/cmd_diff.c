@@ -2,9 +2,9 @@
  * cmd_diff.c - `katra diff A B` and `katra diff A1 A2 -- B1 B2`: did B make
  * each zone and the frame time slower than A, by how much, how sure.
  *
- * Each run is read once (tools/diff_run.h), the sides' samples of each
- * zone name are pooled (names are matched by their bytes: ids differ
- * between files) and compared (tools/diff.h).  Runs that are captures are
+ * Each run is read once (tools/diff_run.h), two at a time, the sides'
+ * samples of each zone name are pooled (names are matched by their bytes:
+ * ids differ between files) and compared (tools/diff.h).  Runs that are captures are
  * ordered and paired by run id and epoch; the same capture twice on one
  * side is refused, since its zones would count twice.
  */
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tools/cli.h"
 #include "tools/cmd.h"
@@ -32,6 +33,9 @@ static const char diff_help[] =
 	"slower, faster or no change.\n"
 	"\n"
 	"  --json              one JSON object instead of text\n"
+	"  --html OUT          also write the table as one self-contained HTML\n"
+	"                      page (nothing fetched when it opens; its data is\n"
+	"                      the --json object), whole or not at all\n"
 	"  --threshold P%      a change smaller than P% is no change (default 0%)\n"
 	"  --confidence C%     the intervals' confidence, 50 to 99.9 (default 99%)\n"
 	"  --fail-on V         exit 4 when any zone or the frame time is V:\n"
@@ -85,15 +89,21 @@ static int diff_value(struct diff_opts *o, const char *name, const char *v)
 		return 0;
 	if (!strcmp(name, "--fail-on") && !parse_fail_on(v, &o->fail_on))
 		return 0;
+	if (!strcmp(name, "--html") && *v) {
+		o->html = v;
+		return 0;
+	}
 	return usage_error("diff: %s wants %s, not '%s'", name,
 			   !strcmp(name, "--fail-on") ? "slower, faster or change"
 			   : !strcmp(name, "--threshold") ? "a percentage (5%)"
+			   : !strcmp(name, "--html") ? "a file name"
 			   : "a percentage from 50% to 99.9%", v);
 }
 
 static int is_valued(const char *a)
 {
-	return !strcmp(a, "--threshold") || !strcmp(a, "--confidence") || !strcmp(a, "--fail-on");
+	return !strcmp(a, "--threshold") || !strcmp(a, "--confidence") || !strcmp(a, "--fail-on") ||
+	       !strcmp(a, "--html");
 }
 
 /* Read the words: options, then files, with "--" between the sides. */
@@ -131,28 +141,51 @@ static int diff_args(int argc, char **argv, struct diff_opts *o, struct diff_run
 	return diff_sides_check(runs, *n, dashes) ? EXIT_USAGE : OPTS_GO_DIFF;
 }
 
+/*
+ * The page's temporary file, beside @out, before any run is read.  An
+ * output naming one of the runs is refused (outfile.h): the input passed
+ * is that run, when one is @out, else the first (a different file).
+ */
+static int html_open(outfile *of, const char *out, const struct diff_run *runs, size_t n)
+{
+	struct input in = { .fd = -1 };
+	struct stat os, sb;
+	int exists = lstat(out, &os) == 0;
+	for (size_t i = n; i-- > 0;)
+		if (lstat(runs[i].path, &sb) == 0 && (!i || (exists && sb.st_dev == os.st_dev &&
+							       sb.st_ino == os.st_ino))) {
+			in.sb = sb;
+			break;
+		}
+	return output_open(of, out, &in) < 0 ? EXIT_BAD : OPTS_GO_DIFF;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_opts o = { .confidence = 0.99 };
 	struct diff_run *runs = calloc(2 * DIFF_MAX_RUNS, sizeof(*runs));
 	size_t n = 0;
+	outfile html = { .fd = -1 };
 	if (!runs) {
 		say("diff: out of memory");
 		return EXIT_BAD;
 	}
 	int rc = diff_args(argc, argv, &o, runs, &n);
+	if (rc == OPTS_GO_DIFF && o.html)
+		rc = html_open(&html, o.html, runs, n);
 	int truncated = 0;
-	for (size_t i = 0; rc == OPTS_GO_DIFF && i < n; i++) {
-		int r = diff_run_read(&runs[i]);
-		truncated |= r == EXIT_OK && runs[i].truncated;
-		if (r != EXIT_OK)
-			rc = r;
+	if (rc == OPTS_GO_DIFF) {
+		int r = diff_runs_read(runs, n);
+		for (size_t i = 0; i < n; i++)
+			truncated |= runs[i].truncated;
+		rc = r == EXIT_OK ? rc : r;
 	}
 	if (rc == OPTS_GO_DIFF) {
 		rc = diff_pairs(runs, n);
-		rc = rc ? rc : diff_report(runs, n, &o);
+		rc = rc ? rc : diff_report(runs, n, &o, o.html ? &html : NULL);
 		rc = rc == EXIT_OK && truncated ? EXIT_TRUNC : rc;
 	}
+	outfile_abort(&html);
 	for (size_t i = 0; i < n; i++)
 		diff_run_free(&runs[i]);
 	free(runs);

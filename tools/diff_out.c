@@ -209,7 +209,51 @@ static struct diff_result *compare_all(const struct diff_run *runs, size_t n,
 	return out;
 }
 
-int diff_report(const struct diff_run *runs, size_t n, const struct diff_opts *o)
+/* The page of @data into @of, committed.  0, or -1 after saying why not. */
+static int write_page(outfile *of, const char *path, const json_t *data)
+{
+	FILE *f = fdopen(of->fd, "w");
+	int rc = f ? 0 : -errno, err = f ? 0 : errno;
+	if (f) {
+		of->fd = -1; /* the stream owns it now */
+		rc = diff_page(f, data);
+		errno = 0;
+		if (fflush(f) != 0 || rc == -EIO)
+			err = errno ? errno : EIO;
+		if (fclose(f) != 0 && !err)
+			err = errno;
+	}
+	if (err)
+		say("%s: write failed: %s", path, strerror(err));
+	else if (rc)
+		say("diff: out of memory");
+	else if ((rc = outfile_commit(of)) < 0)
+		say("%s: %s", path, reason(rc, NULL));
+	return err || rc ? -1 : 0;
+}
+
+/* The results to stdout, and to the page when @html.  0, or EXIT_BAD
+ * after saying why. */
+static int write_out(const struct diff_run *runs, size_t n, const struct diff_result *res,
+		     size_t nres, const struct diff_opts *o, outfile *html)
+{
+	json_t *data = o->json || html ? diff_json(runs, n, res, nres, o) : NULL;
+	if ((o->json || html) && !data) {
+		say("diff: out of memory");
+		return EXIT_BAD;
+	}
+	int rc = o->json ? diff_print_json(stdout, data)
+			 : diff_print_text(stdout, runs, n, res, nres, o);
+	if (rc == -ENOMEM)
+		say("diff: out of memory");
+	if (!rc && html && write_page(html, o->html, data))
+		rc = -1;
+	json_decref(data);
+	return rc ? EXIT_BAD : 0;
+}
+
+int diff_report(const struct diff_run *runs, size_t n, const struct diff_opts *o,
+		outfile *html)
 {
 	size_t nres = 0;
 	struct diff_result *res = compare_all(runs, n, o, &nres);
@@ -223,9 +267,7 @@ int diff_report(const struct diff_run *runs, size_t n, const struct diff_opts *o
 		fails |= (v == DIFF_SLOWER && (o->fail_on & DIFF_FAIL_SLOWER)) ||
 			 (v == DIFF_FASTER && (o->fail_on & DIFF_FAIL_FASTER));
 	}
-	int rc = (o->json ? diff_print_json : diff_print_text)(stdout, runs, n, res, nres, o);
+	int rc = write_out(runs, n, res, nres, o, html);
 	free(res);
-	if (rc)
-		return rc == -EIO ? EXIT_BAD : (say("diff: out of memory"), EXIT_BAD);
-	return fails ? EXIT_DIFF : EXIT_OK;
+	return rc ? rc : fails ? EXIT_DIFF : EXIT_OK;
 }

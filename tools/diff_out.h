@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <jansson.h>
 #include "tools/diff_run.h"
+#include "tools/outfile.h"
 
 enum { DIFF_FAIL_SLOWER = 1, DIFF_FAIL_FASTER = 2 };
 #define EXIT_DIFF 4     /* a verdict --fail-on names */
@@ -19,6 +21,7 @@ enum { DIFF_FAIL_SLOWER = 1, DIFF_FAIL_FASTER = 2 };
 
 struct diff_opts {
 	int json;
+	const char *html;   /* the page's file name, or NULL */
 	int fail_on;        /* DIFF_FAIL_* bits */
 	double threshold;   /* a fraction */
 	double confidence;  /* a fraction */
@@ -32,12 +35,24 @@ struct diff_result {
 	struct diff_row row;
 };
 
-/* diff_print_text, diff_print_json - the runs and @nres results to @f.
+/* diff_print_text - the runs and @nres results to @f as text.
  * 0, -ENOMEM, or -EIO when @f could not be written. */
 int diff_print_text(FILE *f, const struct diff_run *runs, size_t n,
 		    const struct diff_result *res, size_t nres, const struct diff_opts *o);
-int diff_print_json(FILE *f, const struct diff_run *runs, size_t n,
-		    const struct diff_result *res, size_t nres, const struct diff_opts *o);
+
+/* diff_json - the runs and @nres results as one object (what --json
+ * prints and the page embeds).  A new reference, or NULL when out of
+ * memory. */
+json_t *diff_json(const struct diff_run *runs, size_t n, const struct diff_result *res,
+		  size_t nres, const struct diff_opts *o);
+
+/* diff_print_json - @data (diff_json()'s) to @f, indented.  0, -ENOMEM or
+ * -EIO. */
+int diff_print_json(FILE *f, const json_t *data);
+
+/* diff_page - the HTML page (tools/report_page.h) of @data, diff_json()'s,
+ * to @f.  0, -ENOMEM or -EIO. */
+int diff_page(FILE *f, const json_t *data);
 
 /* diff_sides_check - a usage error (said) when a side has no run, or when
  * without "--" (@dashes 0) there are not exactly two.  0 or -1. */
@@ -52,10 +67,12 @@ int diff_sides_check(const struct diff_run *runs, size_t n, int dashes);
 int diff_pairs(struct diff_run *runs, size_t n);
 
 /*
- * diff_report - compare and print to stdout as @o says.  Returns EXIT_OK,
- * EXIT_DIFF when a verdict @o->fail_on names was found, or EXIT_BAD when
- * out of memory (said).
+ * diff_report - compare and print to stdout as @o says, and the page to
+ * @html (opened for @o->html, committed here) when not NULL.  Returns
+ * EXIT_OK, EXIT_DIFF when a verdict @o->fail_on names was found, or
+ * EXIT_BAD when out of memory or a write failed (said).
  */
-int diff_report(const struct diff_run *runs, size_t n, const struct diff_opts *o);
+int diff_report(const struct diff_run *runs, size_t n, const struct diff_opts *o,
+		outfile *html);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * diff_print.c - `katra diff`'s result as text or JSON.  Names and run ids
+ * diff_print.c - `katra diff`'s result as text or JSON (the JSON is also
+ * the data of the --html page, diff_page.c).  Names and run ids
  * come from the files: escaped as tools/text.h says.
  */
 #include <errno.h>
@@ -164,8 +165,8 @@ static json_t *json_run(const struct diff_run *r)
 	return j;
 }
 
-int diff_print_json(FILE *f, const struct diff_run *runs, size_t n,
-		    const struct diff_result *res, size_t nres, const struct diff_opts *o)
+json_t *diff_json(const struct diff_run *runs, size_t n, const struct diff_result *res,
+		  size_t nres, const struct diff_opts *o)
 {
 	size_t k[3];
 	json_t *rs = json_array(), *zs = json_array();
@@ -178,7 +179,12 @@ int diff_print_json(FILE *f, const struct diff_run *runs, size_t n,
 		ok = !json_array_append_new(rs, json_run(&runs[i]));
 	for (size_t i = 1; ok && i < nres; i++)
 		ok = !json_array_append_new(zs, json_row(&res[i]));
-	int rc = ok ? text_json_print(f, top, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -ENOMEM;
-	json_decref(top);
-	return rc;
+	if (!ok)
+		json_decref(top);
+	return ok ? top : NULL;
+}
+
+int diff_print_json(FILE *f, const json_t *data)
+{
+	return text_json_print(f, data, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }

@@ -2,6 +2,8 @@
  * diff_run.c - one trace read for `katra diff`; diff_run.h says what it keeps.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,7 @@ static void run_header(struct diff_run *run, const kt_header *h)
 	run->epoch = h->epoch;
 }
 
-int diff_run_read(struct diff_run *run)
+int diff_run_read(struct diff_run *run, int progress)
 {
 	struct input in;
 	int rc = input_open(&in, run->path);
@@ -58,15 +60,66 @@ int diff_run_read(struct diff_run *run)
 	idmap_init(&run->ids);
 	run_header(run, kt_reader_get_header(in.r));
 	struct stats_hooks hooks = { .zone = on_zone, .frame = on_frame, .ctx = run };
-	progress_init(0, in.r);
+	if (progress)
+		progress_init(0, in.r);
 	rc = stats_collect(in.r, &hooks, &run->stats);
-	progress_end();
+	if (progress)
+		progress_end();
 	kt_reader_status st;
 	kt_reader_get_status(in.r, &st);
 	run->dropped = st.dropped;
 	run->truncated = run->stats ? stats_truncated(run->stats) : 0;
 	int result = rc ? pass_failed(run->path, in.r, rc) : EXIT_OK;
 	input_close(&in);
+	return result;
+}
+
+struct readers {
+	struct diff_run *runs;
+	int *rc;
+	size_t n;
+	atomic_size_t next;
+	atomic_int failed;
+};
+
+static void *reader_main(void *arg)
+{
+	struct readers *r = arg;
+	/* Relaxed, both: the counter only hands each index to one thread and
+	 * the flag only saves work; the runs and results reach the caller
+	 * through pthread_join(). */
+	for (size_t i; !atomic_load_explicit(&r->failed, memory_order_relaxed) &&
+		       (i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed)) < r->n;) {
+		r->rc[i] = diff_run_read(&r->runs[i], r->n == 1);
+		if (r->rc[i] != EXIT_OK)
+			atomic_store_explicit(&r->failed, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+int diff_runs_read(struct diff_run *runs, size_t n)
+{
+	int *rc = calloc(n ? n : 1, sizeof(*rc));
+	if (!rc) {
+		say("diff: out of memory");
+		return EXIT_BAD;
+	}
+	struct readers r = { .runs = runs, .rc = rc, .n = n };
+	atomic_init(&r.next, 0);
+	atomic_init(&r.failed, 0);
+	pthread_t t[DIFF_READERS - 1];
+	size_t started = 0;
+	/* A thread that cannot start leaves its runs to the others. */
+	while (started + 1 < DIFF_READERS && started + 1 < n &&
+	       !pthread_create(&t[started], NULL, reader_main, &r))
+		started++;
+	reader_main(&r);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	int result = EXIT_OK;
+	for (size_t i = 0; i < n && result == EXIT_OK; i++)
+		result = rc[i];
+	free(rc);
 	return result;
 }
 

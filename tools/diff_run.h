@@ -7,7 +7,8 @@
  * Bounded: at most DIFF_NAMES names are sampled per run (32 KiB each at
  * most); the zones of names past that are counted, not compared.
  *
- * The command's one thread.
+ * diff_runs_read() reads two runs at a time, each on its own thread (every
+ * struct diff_run is touched by one thread until they are joined).
  */
 #ifndef KT_TOOLS_DIFF_RUN_H
 #define KT_TOOLS_DIFF_RUN_H
@@ -19,6 +20,7 @@
 #include "tools/stats.h"
 
 #define DIFF_NAMES 1024
+#define DIFF_READERS 2 /* runs read at once (each pass is two threads itself) */
 
 struct diff_name {
 	uint32_t id;
@@ -44,10 +46,21 @@ struct diff_run {
 
 /*
  * diff_run_read - read @run->path as a trace into @run (zeroed but for
- * path and side).  Returns 0, or the exit status after saying why not
- * (tools/cli.h).
+ * path, side and order), drawing the progress bar when @progress (the bar
+ * is process-wide: never with another pass running).  Returns 0, or the
+ * exit status after saying why not (tools/cli.h).
  */
-int diff_run_read(struct diff_run *run);
+int diff_run_read(struct diff_run *run, int progress);
+
+/*
+ * diff_runs_read - diff_run_read() each of @runs[@n], DIFF_READERS at a
+ * time (one on the calling thread), with the progress bar only when there
+ * is one run; after a run fails no other is started.  What each run holds
+ * does not depend on the threads' timing: each keeps its own samples and
+ * seeds.  Returns 0, or the exit status of the first run (in @runs' order)
+ * that failed; each failure is said.
+ */
+int diff_runs_read(struct diff_run *runs, size_t n);
 
 /* diff_run_name - the bytes of name @id in @run's file ("?" when it has
  * none), *@len long. */

@@ -8,6 +8,9 @@
  * \u0026 (JSON escapes, valid in strings, the only place they occur), so
  * no string can close the script element.
  *
+ * The CSP, the CSS and the data's escaping are shared with `katra diff
+ * --html`'s page (tools/report_page.h).
+ *
  * long-file: the page's HTML, CSS and script are one string table.
  */
 #include <errno.h>
@@ -15,15 +18,18 @@
 #include <string.h>
 
 #include "tools/report.h"
+#include "tools/report_page.h"
 #include "tools/text.h"
 
-static const char page_head[] =
+/* Before the title: every request forbidden but inline style and script. */
+static const char page_top[] =
 	"<!doctype html>\n"
 	"<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 	"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
-	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-	"<title>katra report</title>\n"
-	"<style>\n"
+	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+
+/* The pages' shared look. */
+static const char page_css[] =
 	"body{font:13px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:12px 20px;color:#222;background:#fafafa}\n"
 	"h1{font-size:20px;margin:4px 0 8px}h2{font-size:16px;margin:22px 0 6px;border-bottom:1px solid #ddd}\n"
 	"dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0}dt{color:#666}dd{margin:0;font-family:monospace}\n"
@@ -36,8 +42,9 @@ static const char page_head[] =
 	"#flame{position:relative;background:#fff;border:1px solid #ddd;overflow:hidden}\n"
 	"#flame div{position:absolute;height:17px;font:11px/17px monospace;overflow:hidden;white-space:nowrap;\n"
 	" box-sizing:border-box;border:1px solid #fff;padding-left:3px;cursor:pointer;color:#222}\n"
-	".muted{color:#777}.row{display:flex;gap:8px;align-items:center;margin:4px 0}\n"
-	"</style></head><body>\n"
+	".muted{color:#777}.row{display:flex;gap:8px;align-items:center;margin:4px 0}\n";
+
+static const char report_body[] =
 	"<h1>katra report</h1>\n"
 	"<section><dl id=\"hdr\"></dl><ul id=\"warnings\" class=\"warn\" hidden></ul></section>\n"
 	"<section><h2>Frame times</h2><p id=\"frsum\" class=\"muted\"></p>\n"
@@ -48,10 +55,10 @@ static const char page_head[] =
 	"<div class=\"row\"><select id=\"flthread\"></select><button id=\"flreset\">reset zoom</button><span id=\"flinfo\" class=\"muted\"></span></div>\n"
 	"<div id=\"flame\"></div></section>\n"
 	"<section><h2>Threads over time</h2><p id=\"tlsum\" class=\"muted\"></p><canvas id=\"activity\" width=\"1160\" height=\"60\"></canvas></section>\n"
-	"<section><h2>Counters over time</h2><div id=\"counters\"></div></section>\n"
-	"<script type=\"application/json\" id=\"data\">";
+	"<section><h2>Counters over time</h2><div id=\"counters\"></div></section>\n";
 
-static const char page_tail[] =
+/* The data's element is between a page's body and this. */
+static const char page_script[] =
 	"</script>\n"
 	"<script>\n"
 	"\"use strict\";\n"
@@ -70,6 +77,27 @@ static const char page_tail[] =
 	"  if (v >= 1e3) return (v / 1e3).toFixed(2) + \" us\";\n"
 	"  return v + \" ns\";\n"
 	"}\n"
+	"// A table whose header sorts it: cols [[name, key of a row], ...]; s.key\n"
+	"// the column sorted on (-1: none yet), s.down its order; fill(rows) writes the body.\n"
+	"function sortable(table, cols, rows, s, fill) {\n"
+	"  const head = table.querySelector(\"thead tr\");\n"
+	"  function render() {\n"
+	"    const k = s.key, by = k < 0 ? rows : rows.slice().sort((a, b) => {\n"
+	"      const x = cols[k][1](a), y = cols[k][1](b);\n"
+	"      return (x < y ? -1 : x > y ? 1 : 0) * (s.down ? -1 : 1);\n"
+	"    });\n"
+	"    table.querySelector(\"tbody\").replaceChildren();\n"
+	"    fill(by);\n"
+	"  }\n"
+	"  cols.forEach(([name], i) => {\n"
+	"    const th = el(\"th\", name);\n"
+	"    th.addEventListener(\"click\", () => { s.down = s.key === i ? !s.down : i !== 0; s.key = i; render(); });\n"
+	"    head.append(th);\n"
+	"  });\n"
+	"  render();\n"
+	"}\n";
+
+static const char report_script[] =
 	"const T0 = D.timeline.origin_ns;\n"
 	"function at(t) { return ns(Math.max(0, t - T0)); }\n"
 	"\n"
@@ -148,24 +176,14 @@ static const char page_tail[] =
 	"  const cols = [[\"zone\", (n) => n.name === null ? \"?\" : n.name], [\"count\", (n) => n.zone.count],\n"
 	"    [\"total\", (n) => n.zone.total_ns], [\"self\", (n) => n.zone.self_ns], [\"p50\", (n) => n.zone.p50_ns],\n"
 	"    [\"p99\", (n) => n.zone.p99_ns], [\"max\", (n) => n.zone.max_ns]];\n"
-	"  const rows = D.stats.names.filter((n) => n.zone);\n"
-	"  const head = document.querySelector(\"#zones thead tr\"), body = document.querySelector(\"#zones tbody\");\n"
-	"  let key = 3, down = true;\n"
-	"  function render() {\n"
-	"    rows.sort((a, b) => { const x = cols[key][1](a), y = cols[key][1](b); return (x < y ? -1 : x > y ? 1 : 0) * (down ? -1 : 1); });\n"
-	"    body.replaceChildren();\n"
-	"    for (const n of rows) {\n"
+	"  const rows = D.stats.names.filter((n) => n.zone), body = document.querySelector(\"#zones tbody\");\n"
+	"  sortable($(\"zones\"), cols, rows, { key: 3, down: true }, (sorted) => {\n"
+	"    for (const n of sorted) {\n"
 	"      const tr = el(\"tr\");\n"
 	"      cols.forEach(([, f], i) => tr.append(el(\"td\", i === 0 ? f(n) : i === 1 ? f(n) : ns(f(n)))));\n"
 	"      body.append(tr);\n"
 	"    }\n"
-	"  }\n"
-	"  cols.forEach(([name], i) => {\n"
-	"    const th = el(\"th\", name);\n"
-	"    th.addEventListener(\"click\", () => { down = key === i ? !down : i !== 0; key = i; render(); });\n"
-	"    head.append(th);\n"
 	"  });\n"
-	"  render();\n"
 	"}\n"
 	"\n"
 	"function flame() {\n"
@@ -258,14 +276,24 @@ static int put_json_safe(FILE *f, const char *s)
 	return fputs(s, f) < 0 ? -1 : 0;
 }
 
-int report_page(FILE *f, const json_t *data)
+int page_write(FILE *f, const struct page *p, const json_t *data)
 {
 	/* Compact, to stay small; ASCII, so no byte of it can be misread
 	 * whatever the browser guesses. */
 	char *s = json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	if (!s)
 		return -ENOMEM;
-	int bad = fputs(page_head, f) < 0 || put_json_safe(f, s) || fputs(page_tail, f) < 0;
+	int bad = fputs(page_top, f) < 0 || fprintf(f, "<title>%s</title>\n<style>\n", p->title) < 0 ||
+		  fputs(page_css, f) < 0 || fputs(p->css ? p->css : "", f) < 0 ||
+		  fputs("</style></head><body>\n", f) < 0 || fputs(p->body, f) < 0 ||
+		  fputs("<script type=\"application/json\" id=\"data\">", f) < 0 ||
+		  put_json_safe(f, s) || fputs(page_script, f) < 0 || fputs(p->script, f) < 0;
 	free(s);
 	return bad || ferror(f) ? -EIO : 0;
+}
+
+int report_page(FILE *f, const json_t *data)
+{
+	static const struct page report = { "katra report", NULL, report_body, report_script };
+	return page_write(f, &report, data);
 }
