@@ -23,31 +23,22 @@
 
 #include "ring/private.h"
 
-/* Under ThreadSanitizer a child of a multi-threaded fork() dies when it
- * starts a thread, unless told otherwise; these children start sessions. */
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
+/* Under ThreadSanitizer (T_TSAN, helpers.h) a child of a multi-threaded
+ * fork() dies when it starts a thread, unless told otherwise. */
 /* Under AddressSanitizer (clang 14, gcc 12) the allocator takes no lock
  * around fork(): a child whose parent had another thread inside malloc()
- * waits forever on the first malloc() of its own.  POSIX allows a child of
- * a multi-threaded fork only async-signal-safe calls, so this is the
- * sanitizer's right; under it the children emit but start no session. */
-#if defined(__SANITIZE_ADDRESS__)
+ * waits forever on the first malloc() of its own.  ThreadSanitizer's
+ * runtime does the same in a child that starts a thread (seen: the child's
+ * session hung until its alarm).  POSIX allows a child of a multi-threaded
+ * fork only async-signal-safe calls, so this is the sanitizers' right;
+ * under them the children emit but start no session. */
+#if T_SANITIZED
 #define T_CHILD_SESSIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define T_CHILD_SESSIONS 0
-#endif
 #endif
 #ifndef T_CHILD_SESSIONS
 #define T_CHILD_SESSIONS 1
 #endif
-#ifdef T_TSAN
+#if T_TSAN
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void)
 {
