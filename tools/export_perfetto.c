@@ -154,6 +154,18 @@ static void put_packet(struct pf *p, const Packet *pk)
 	xout_commit(&p->out, o + n);
 }
 
+/* A packet of sequence @seq stamped @ns on the monotonic clock itself (not
+ * a delta of the sequence's incremental clock). */
+static Packet mono_packet(uint32_t seq, uint64_t ns)
+{
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	pk.has_trusted_packet_sequence_id = pk.has_timestamp = pk.has_timestamp_clock_id = 1;
+	pk.trusted_packet_sequence_id = seq;
+	pk.timestamp = ns;
+	pk.timestamp_clock_id = CLOCK_MONO_ID;
+	return pk;
+}
+
 /* @n bytes of @s as well-formed UTF-8, NUL-terminated (free() it); NULL
  * when out of memory (noted in p->err). */
 static char *utf8(struct pf *p, const char *s, size_t n)
@@ -199,11 +211,7 @@ static void put_clocks(struct pf *p, uint32_t seq, uint64_t ns, const uint32_t *
 	cs.clocks = cp;
 	cs.has_primary_trace_clock = primary;
 	cs.primary_trace_clock = CLOCK_MONO_ID;
-	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	pk.has_trusted_packet_sequence_id = pk.has_timestamp = pk.has_timestamp_clock_id = 1;
-	pk.trusted_packet_sequence_id = seq;
-	pk.timestamp = ns;
-	pk.timestamp_clock_id = CLOCK_MONO_ID;
+	Packet pk = mono_packet(seq, ns);
 	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
 	pk.clock_snapshot = &cs;
 	put_packet(p, &pk);
@@ -543,11 +551,7 @@ static void put_trace_end(struct pf *p)
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 	te.track_uuid = PROCESS_UUID;
 	te.name = "katra: the file was cut short here; later events are lost";
-	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	pk.has_trusted_packet_sequence_id = pk.has_timestamp = pk.has_timestamp_clock_id = 1;
-	pk.trusted_packet_sequence_id = SEQ_GLOBAL;
-	pk.timestamp = last;
-	pk.timestamp_clock_id = CLOCK_MONO_ID;
+	Packet pk = mono_packet(SEQ_GLOBAL, last);
 	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	pk.track_event = &te;
 	put_packet(p, &pk);

@@ -124,10 +124,10 @@ int opt_when_frames(const char *cmd, const struct opt *o, const char *value, voi
 
 int when_early(const char *cmd, const struct when_window *w)
 {
-	int frames = (w->from.kind == WHEN_FRAME) + (w->to.kind == WHEN_FRAME);
-	if (frames == 1)
+	int ends_in_frames = (w->from.kind == WHEN_FRAME) + (w->to.kind == WHEN_FRAME);
+	if (ends_in_frames == 1)
 		return usage_error("%s: --frames takes no --from, --to or --window", cmd);
-	if (!w->from.given || !w->to.given || w->from.kind != w->to.kind || frames)
+	if (!w->from.given || !w->to.given || w->from.kind != w->to.kind || ends_in_frames)
 		return OPTS_GO;
 	return opts_window(cmd, w->from.v, w->to.v);
 }
