@@ -285,13 +285,6 @@ static void complete(struct uring_sink *u, uint64_t tag, int res)
 	slot_free(u, (unsigned)tag);
 }
 
-/*
- * Waiting on the ring failed (not EINTR): it cannot be trusted to report
- * what is in flight.  The file is good below the lowest offset any write
- * in flight covers.  Closing the ring cancels the requests and the kernel
- * waits for them before it lets go of their pages; only then do the
- * callers get their memory back, each exactly once.
- */
 /* Close the instance, telling whoever keeps its fd number first. */
 static void queue_exit(struct uring_sink *u)
 {
@@ -301,6 +294,14 @@ static void queue_exit(struct uring_sink *u)
 	u->closed = 1;
 }
 
+/*
+ * Waiting on the ring or submitting to it failed (not EINTR): it cannot be
+ * trusted to report what is in flight.  The file is good below the lowest
+ * offset any write in flight covers.  Closing the ring cancels the
+ * requests and the kernel waits for them before it lets go of their
+ * pages; only then do the callers get their memory back, each exactly
+ * once.
+ */
 static void ring_dead(struct uring_sink *u, int rc)
 {
 	uint64_t low = UINT64_MAX;
@@ -358,10 +359,19 @@ static void reap(struct uring_sink *u, int wait)
 		take(u, cqe);
 }
 
-/* Hand what is queued to the kernel; a refusal moves to the pwrite sink. */
+/*
+ * Hand what is queued to the kernel; a refusal moves to the pwrite sink.
+ * EAGAIN and EBUSY (the kernel short of memory, completions not yet
+ * reaped) pass: the entries stay queued for the next submit.  Any other
+ * failure gives the ring up as dead, as a failed wait does: else its
+ * writes would stay queued for ever and the rings they hold would drop
+ * every event until the session stops.
+ */
 static void submit(struct uring_sink *u)
 {
 	int rc = io_uring_submit(&u->ring);
+	if (rc == -EINTR || rc == -EAGAIN || rc == -EBUSY)
+		return;
 	if (rc >= 0) {
 		for (unsigned i = 0; i < u->nbuf; i++)
 			u->slots[i].sent = u->slots[i].queued;
@@ -370,6 +380,8 @@ static void submit(struct uring_sink *u)
 		u->syncs_unsent = 0;
 	} else if (refused(rc)) {
 		go_pwrite(u);
+	} else {
+		ring_dead(u, rc);
 	}
 }
 
