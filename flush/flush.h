@@ -1,7 +1,8 @@
 /*
- * flush/flush.h - internal: the I/O backends a session's writer can use.
- * Both are kt__sink implementations (format/format.h); only the session's
- * flusher thread calls them.
+ * flush/flush.h - internal: the I/O backends a writer can use, the
+ * synchronous fd sink (fd_sink.c) and the io_uring sink (uring.c).  Both
+ * are kt__sink implementations (format/format.h); one thread at a time
+ * calls a sink: a session's flusher, or the public writer's owner.
  */
 #ifndef KATRA_FLUSH_FLUSH_H
 #define KATRA_FLUSH_FLUSH_H
@@ -11,6 +12,19 @@
 #include <stdint.h>
 
 #include "format/format.h"
+
+/* The synchronous sink over @fd (not owned).  NULL without memory. */
+kt__sink *kt__fd_sink_new(int fd);
+
+/*
+ * Bound how long the fd sink @s waits for a pipe, socket or terminal to
+ * take bytes: a write that makes no progress for @timeout_ns, or is still
+ * waiting past *@stop_at (CLOCK_MONOTONIC ns, 0 = not set; read as it
+ * changes, from any thread), fails with -ETIMEDOUT.  @timeout_ns 0: wait
+ * as long as it takes (the default).  Regular files are not affected.
+ * Call before the first write; the thread that writes.
+ */
+void kt__fd_sink_set_timeout(kt__sink *s, uint64_t timeout_ns, const uint64_t *stop_at);
 
 /*
  * An io_uring sink over @fd (not owned): @nbuf registered buffers of @bufsz

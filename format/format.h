@@ -6,9 +6,9 @@
  * sits, the little-endian loads and stores, the encoder (every kt__enc_*
  * fills a caller's buffer), the record check the reader and the writer
  * share, the id tables the readers use, and the writer's entry points for
- * the flusher.  Until the sinks move to flush/, it also declares the
- * writer's sink interface and the synchronous fd sink (format/writer.c),
- * the one part of format/ that touches files.
+ * the flusher, and the interface of the sink the writer hands its bytes
+ * to.  The sinks themselves, which write to files, are flush/'s
+ * (flush/flush.h).
  */
 #ifndef KATRA_FORMAT_FORMAT_H
 #define KATRA_FORMAT_FORMAT_H
@@ -428,19 +428,6 @@ struct kt__sink {
 	int backend;  /* kt_io_backend that this sink is */
 	int error;    /* first error, -errno; sticky */
 };
-
-/* The synchronous sink over @fd (not owned).  NULL without memory. */
-kt__sink *kt__fd_sink_new(int fd);
-
-/*
- * Bound how long the fd sink @s waits for a pipe, socket or terminal to
- * take bytes: a write that makes no progress for @timeout_ns, or is still
- * waiting past *@stop_at (CLOCK_MONOTONIC ns, 0 = not set; read as it
- * changes, from any thread), fails with -ETIMEDOUT.  @timeout_ns 0: wait
- * as long as it takes (the default).  Regular files are not affected.
- * Call before the first write; the thread that writes.
- */
-void kt__fd_sink_set_timeout(kt__sink *s, uint64_t timeout_ns, const uint64_t *stop_at);
 
 /*
  * Open a writer over @sink, which it owns from success on (closed by

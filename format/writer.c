@@ -183,42 +183,6 @@ err:
 	return rc;
 }
 
-static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
-{
-	*out = NULL;
-	int rc = kt__header_validate(h);
-	if (rc)
-		return rc;
-	kt__sink *sink = kt__fd_sink_new(fd);
-	if (!sink)
-		return -ENOMEM;
-	off_t off = lseek(fd, 0, SEEK_CUR);
-	rc = kt__writer_open_sink(out, sink, fd, own, off > 0 ? (uint64_t)off : 0, h);
-	if (rc)
-		sink->close(sink);
-	return rc;
-}
-
-int kt_writer_open_fd(kt_writer **out, int fd, const kt_header *h)
-{
-	return writer_new(out, fd, 0, h);
-}
-
-int kt_writer_open(kt_writer **out, const char *path, const kt_header *h)
-{
-	*out = NULL;
-	int rc = kt__header_validate(h);
-	if (rc)
-		return rc;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	rc = writer_new(out, fd, 1, h);
-	if (rc)
-		close(fd);
-	return rc;
-}
-
 /* Build a frame around a body already at w->frame + KT__FRAME_HEAD, then
  * emit it. */
 static int emit_frame(kt_writer *w, uint8_t kind, uint32_t body_len)
