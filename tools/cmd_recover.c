@@ -8,18 +8,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <katra/error.h>
 #include "recover/recover.h"
-#include "tools/outfile.h"
+#include "tools/cli.h"
 #include "tools/recover.h"
-#include "tools/text.h"
-
-enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 
 struct opts {
 	const char *dir, *out, *trace;
@@ -85,23 +81,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return -1;
 }
 
-/* A message on stderr, escaped whole: it may hold names from the files. */
+/* A message of the rebuild on stderr, escaped whole (say() does): it may
+ * hold names from the files. */
 static void say_line(void *ctx, const char *msg)
 {
 	(void)ctx;
-	fputs("katra: recover: ", stderr);
-	text_put(stderr, msg, strlen(msg));
-	fputc('\n', stderr);
-}
-
-__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
-{
-	char msg[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	say_line(NULL, msg);
+	say("recover: %s", msg);
 }
 
 /*
@@ -155,7 +140,7 @@ static int write_out(kt__recovery *rv, const char *dir, const char *out_arg)
 {
 	char *out = out_arg ? strdup(out_arg) : default_out(dir);
 	if (!out) {
-		say("%s: no name to make OUT from: give --out", dir);
+		say("recover: %s: no name to make OUT from: give --out", dir);
 		return EXIT_BAD;
 	}
 	outfile of;
@@ -165,7 +150,7 @@ static int write_out(kt__recovery *rv, const char *dir, const char *out_arg)
 	if (!err && (rc = outfile_commit(&of)))
 		err = strerror(-rc);
 	if (err) {
-		say("%s: %s", out, err);
+		say("recover: %s: %s", out, err);
 		outfile_abort(&of);
 		free(out);
 		return EXIT_BAD;
