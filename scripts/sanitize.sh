@@ -13,11 +13,20 @@ if [[ -z $cc ]]; then
   if command -v clang >/dev/null; then cc=clang; else cc=gcc; fi
 fi
 
-# CMake drops every -D of a tree whose compiler changes; start that tree anew.
+# The C++ compiler of the same family: one sanitizer runtime per program.
+case $cc in
+  *clang*) cxx=${cc/clang/clang++} ;;
+  *gcc*) cxx=${cc/gcc/g++} ;;
+  *) cxx=c++ ;;
+esac
+
+# CMake drops every -D of a tree whose compilers change; start that tree anew.
+same() { [[ $(readlink -f "$(command -v "$1")") == $(readlink -f "$2") ]]; }
 cache=build-asan/CMakeCache.txt
 if [[ -f $cache ]]; then
   cached=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$cache")
-  if [[ $(readlink -f "$(command -v "$cc")") != $(readlink -f "$cached") ]]; then
+  cached_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")
+  if ! same "$cc" "$cached" || { [[ -n $cached_cxx ]] && ! same "$cxx" "$cached_cxx"; }; then
     rm -rf build-asan
   fi
 fi
@@ -27,6 +36,7 @@ export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_CXX_COMPILER="$cxx" \
   -DKATRA_SANITIZE=address,undefined -DKATRA_WERROR=ON
 cmake --build build-asan -j2
 

@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/deps.sh
 
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DKATRA_SANITIZE=thread -DKATRA_WERROR=ON
 cmake --build build-tsan -j2
 ctest --test-dir build-tsan --output-on-failure -E install_consumer

@@ -1,0 +1,286 @@
+/*
+ * particles - a headless particle renderer traced with katra, shaped like
+ * the programs katra is for: a main thread runs the frame loop, a pool of
+ * workers integrates the particles in jobs, a render thread rasterizes
+ * each frame into a small framebuffer while the next one is simulated.
+ *
+ *   particles [--frames N] [--out FILE] [--physics-off-from F]
+ *
+ * Every frame records: a frame mark, an "update" zone on the main thread,
+ * JOBS "integrate" zones (category "physics") on the workers, each with its
+ * first particle and count as arguments, a "raster" zone (category
+ * "render") with the lit pixels as its value, and a "present" zone.  From
+ * frame F on, the physics category is switched off at run time: the jobs
+ * still run, untraced.  Frame times and lit pixels go out as counters.
+ * The run is deterministic in what it records (not in its timings), which
+ * tests/test_example.c checks.
+ */
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <katra/katra.hpp>
+
+namespace {
+
+constexpr int kParticles = 20000;
+constexpr int kJobs = 8;
+constexpr int kWidth = 160, kHeight = 90;
+
+struct particle {
+	float x, y, vx, vy;
+};
+
+/* A fixed pool of workers that run one frame's jobs and wait for the
+ * next; the main thread waits until every job of the frame is done. */
+class pool {
+public:
+	explicit pool(int n)
+	{
+		for (int i = 0; i < n; i++)
+			threads_.emplace_back([this, i] { run(i); });
+	}
+	~pool()
+	{
+		{
+			std::lock_guard<std::mutex> g(m_);
+			quit_ = true;
+		}
+		cv_.notify_all();
+		for (auto &t : threads_)
+			t.join();
+	}
+	/* Run integrate(job) for every job of one frame, on the workers. */
+	template <class F> void frame(F integrate)
+	{
+		std::unique_lock<std::mutex> g(m_);
+		work_ = integrate;
+		next_ = 0;
+		done_ = 0;
+		gen_++;
+		cv_.notify_all();
+		done_cv_.wait(g, [this] { return done_ == kJobs; });
+	}
+
+private:
+	void run(int i)
+	{
+		std::string name = "worker " + std::to_string(i);
+		kt_thread_name(name.c_str());
+		unsigned seen = 0;
+		std::unique_lock<std::mutex> g(m_);
+		for (;;) {
+			cv_.wait(g, [&] { return quit_ || gen_ != seen; });
+			if (quit_)
+				return;
+			seen = gen_;
+			while (next_ < kJobs) {
+				int job = next_++;
+				g.unlock();
+				work_(job);
+				g.lock();
+				if (++done_ == kJobs)
+					done_cv_.notify_one();
+			}
+		}
+	}
+	std::vector<std::thread> threads_;
+	std::mutex m_;
+	std::condition_variable cv_, done_cv_;
+	std::function<void(int)> work_;
+	int next_ = 0, done_ = 0;
+	unsigned gen_ = 0;
+	bool quit_ = false;
+};
+
+void integrate(std::vector<particle> &ps, int job)
+{
+	KT_ZONE_C("physics", "integrate");
+	int per = kParticles / kJobs, first = job * per;
+	KT_ARG_I64("first", first);
+	KT_ARG_I64("count", per);
+	for (int i = first; i < first + per; i++) {
+		particle &p = ps[i];
+		p.vy += 0.01f;
+		p.x += p.vx;
+		p.y += p.vy;
+		if (p.x < 0 || p.x >= kWidth)
+			p.vx = -p.vx, p.x = std::clamp(p.x, 0.0f, kWidth - 1.0f);
+		if (p.y < 0 || p.y >= kHeight)
+			p.vy = -p.vy * 0.9f, p.y = std::clamp(p.y, 0.0f, kHeight - 1.0f);
+	}
+}
+
+/* The frame's particles into a framebuffer; the count of lit pixels. */
+int raster(const std::vector<particle> &ps, std::vector<unsigned char> &fb)
+{
+	KT_ZONE_C("render", "raster");
+	std::fill(fb.begin(), fb.end(), 0);
+	for (const particle &p : ps)
+		fb[(size_t)p.y * kWidth + (size_t)p.x] = 255;
+	int lit = (int)std::count(fb.begin(), fb.end(), 255);
+	kt_zone_value_i64(lit);
+	return lit;
+}
+
+/* The render thread: takes one frame's particles at a time. */
+class renderer {
+public:
+	renderer() : fb_(kWidth * kHeight), t_([this] { run(); }) {}
+	~renderer()
+	{
+		{
+			std::lock_guard<std::mutex> g(m_);
+			quit_ = true;
+		}
+		cv_.notify_all();
+		t_.join();
+	}
+	/* Hand over a frame, once the previous one is drawn. */
+	void submit(const std::vector<particle> &ps)
+	{
+		KT_ZONE("present");
+		std::unique_lock<std::mutex> g(m_);
+		cv_.wait(g, [this] { return !busy_; });
+		frame_ = ps;
+		busy_ = true;
+		cv_.notify_all();
+	}
+	void finish()
+	{
+		std::unique_lock<std::mutex> g(m_);
+		cv_.wait(g, [this] { return !busy_; });
+	}
+
+private:
+	void run()
+	{
+		kt_thread_name("render");
+		std::uint32_t lit_id = katra::name("lit pixels");
+		std::unique_lock<std::mutex> g(m_);
+		for (;;) {
+			cv_.wait(g, [this] { return quit_ || busy_; });
+			if (!busy_)
+				return;
+			g.unlock();
+			katra::counter(lit_id, std::int64_t{ raster(frame_, fb_) });
+			g.lock();
+			busy_ = false;
+			cv_.notify_all();
+		}
+	}
+	std::vector<unsigned char> fb_;
+	std::vector<particle> frame_;
+	std::mutex m_;
+	std::condition_variable cv_;
+	bool busy_ = false, quit_ = false;
+	std::thread t_;
+};
+
+struct options {
+	long frames = 300;
+	long physics_off_from = -1;
+	const char *out = "particles.katra";
+};
+
+int usage(const char *why)
+{
+	std::fprintf(stderr, "particles: %s\n"
+			     "usage: particles [--frames N] [--out FILE] [--physics-off-from F]\n",
+		     why);
+	return 2;
+}
+
+/* Return: -1 to run, else the exit status. */
+int parse(int argc, char **argv, options &o)
+{
+	for (int i = 1; i < argc; i++) {
+		std::string a = argv[i];
+		if (a == "-h" || a == "--help") {
+			std::printf("usage: particles [--frames N] [--out FILE] [--physics-off-from F]\n"
+				    "Renders N frames (default 300) of %d particles headless,\n"
+				    "traced into FILE (default particles.katra); from frame F on,\n"
+				    "the \"physics\" category is switched off.\n",
+				    kParticles);
+			return 0;
+		}
+		if (i + 1 == argc)
+			return usage(("missing value after " + a).c_str());
+		char *end;
+		const char *v = argv[++i];
+		if (a == "--out") {
+			o.out = v;
+			continue;
+		}
+		long n = std::strtol(v, &end, 10);
+		if (*end || n < 0)
+			return usage(("not a count: " + std::string(v)).c_str());
+		if (a == "--frames")
+			o.frames = n;
+		else if (a == "--physics-off-from")
+			o.physics_off_from = n;
+		else
+			return usage(("unknown option " + a).c_str());
+	}
+	return -1;
+}
+
+void frames(const options &o)
+{
+	std::vector<particle> ps(kParticles);
+	for (int i = 0; i < kParticles; i++)
+		ps[i] = { (float)(i % kWidth), (float)(i % kHeight), (i % 7 - 3) * 0.1f, 0 };
+	pool workers(2);
+	renderer render;
+	std::uint32_t frame_id = katra::name("frame"), ms_id = katra::name("frame ms");
+	auto last = std::chrono::steady_clock::now();
+	for (long f = 0; f < o.frames; f++) {
+		if (f == o.physics_off_from)
+			katra::category_enable("physics", false);
+		{
+			KT_ZONE("update");
+			workers.frame([&ps](int job) { integrate(ps, job); });
+		}
+		render.submit(ps);
+		katra::frame(frame_id, (std::uint64_t)f);
+		auto now = std::chrono::steady_clock::now();
+		katra::counter(ms_id, std::chrono::duration<double, std::milli>(now - last).count());
+		last = now;
+	}
+	render.finish();
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	options o;
+	int rc = parse(argc, argv, o);
+	if (rc >= 0)
+		return rc;
+	kt_thread_name("main");
+	kt_session *s = nullptr;
+	kt_session_options so{};
+	if (kt_session_start(o.out, &so, &s) != 0) {
+		std::fprintf(stderr, "particles: %s: %s\n", o.out, kt_session_start_error());
+		return 1;
+	}
+	frames(o);
+	kt_summary sum;
+	rc = kt_session_stop(s, &sum);
+	if (rc == 0)
+		std::printf("particles: %ld frames, %llu events, %llu dropped, in %s\n", o.frames,
+			    (unsigned long long)sum.events_written, (unsigned long long)sum.events_dropped,
+			    o.out);
+	else
+		std::fprintf(stderr, "particles: stopping the session failed (%d)\n", rc);
+	kt_summary_release(&sum);
+	return rc == 0 ? 0 : 1;
+}

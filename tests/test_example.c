@@ -1,0 +1,204 @@
+/*
+ * The examples/ program (examples/particles.cpp) as a user runs it: a few
+ * hundred frames of a main thread, a worker pool and a render thread,
+ * traced, then read back through the public reader.  Every figure it
+ * records is fixed by its frame count and the frame where the physics
+ * category goes off, so each is checked exactly.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <katra/reader.h>
+
+#define FRAMES 120
+#define OFF_FROM 80 /* physics off from this frame on */
+#define JOBS 8
+#define PER_JOB 2500 /* particles per job: 20000 / JOBS */
+#define MAX_IDS 64
+
+/* What the trace holds, by name. */
+struct seen {
+	char names[MAX_IDS][32];
+	const char *thread_names[8];
+	char threads[8][32];
+	unsigned nthreads;
+	struct {
+		char file[64], function[32];
+		uint32_t line;
+	} loc[MAX_IDS];
+	uint64_t begins[MAX_IDS];   /* zone begins per name id */
+	uint64_t frames, frame_sum; /* frame marks and their numbers' sum */
+	uint64_t firsts, first_sum, counts, count_sum;
+	uint64_t raster_values, lit_counters;
+	uint64_t records;
+};
+
+static uint32_t id_of(const struct seen *s, const char *name)
+{
+	for (uint32_t i = 1; i < MAX_IDS; i++)
+		if (!strcmp(s->names[i], name))
+			return i;
+	cr_assert_fail("no name %s in the trace", name);
+	return 0;
+}
+
+static void run_example(const char *out)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		char frames[16], off[16];
+		snprintf(frames, sizeof(frames), "%d", FRAMES);
+		snprintf(off, sizeof(off), "%d", OFF_FROM);
+		execl(KT_EXAMPLE, KT_EXAMPLE, "--frames", frames, "--physics-off-from", off, "--out",
+		      out, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "particles failed: %d", st);
+}
+
+/* The names, threads and source locations of the file. */
+static void read_tables(kt_reader *r, struct seen *s)
+{
+	kt_trace_frame f;
+	int rc;
+	while ((rc = kt_reader_next_frame(r, &f)) == 1) {
+		if (f.kind == KT_FRAME_NAME && f.u.name.id < MAX_IDS)
+			snprintf(s->names[f.u.name.id], sizeof(s->names[0]), "%s", f.u.name.str);
+		if (f.kind == KT_FRAME_THREAD && s->nthreads < 8)
+			snprintf(s->threads[s->nthreads++], sizeof(s->threads[0]), "%s",
+				 f.u.thread.name);
+		const kt_srcloc *l = kt_trace_frame_get_srcloc(&f);
+		if (l && l->id < MAX_IDS) {
+			snprintf(s->loc[l->id].file, sizeof(s->loc[0].file), "%s", l->file);
+			snprintf(s->loc[l->id].function, sizeof(s->loc[0].function), "%s",
+				 l->function);
+			s->loc[l->id].line = l->line;
+		}
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(kt_reader_rewind(r), 0);
+}
+
+static int64_t i64_of(const kt_event *e)
+{
+	int64_t v;
+	memcpy(&v, e->payload, 8);
+	return v;
+}
+
+/* A thread's open zones, innermost last: an argument is its innermost
+ * open zone's (none at depth 0). */
+struct open_zones {
+	uint32_t id[16];
+	unsigned depth;
+};
+
+/* One event of a thread whose open zones are @z. */
+static void count_event(struct seen *s, const kt_event *e, struct open_zones *z)
+{
+	uint32_t integrate = id_of(s, "integrate"), raster = id_of(s, "raster");
+	uint32_t inner = z->depth ? z->id[z->depth - 1] : 0;
+	s->records++;
+	if (e->type == KT_EV_ZONE_BEGIN && e->name_id < MAX_IDS) {
+		s->begins[e->name_id]++;
+		cr_assert_lt(z->depth, 16u);
+		z->id[z->depth++] = e->name_id;
+	} else if (e->type == KT_EV_ZONE_END) {
+		cr_assert_gt(z->depth, 0u, "an end without a begin");
+		cr_assert_eq(z->id[--z->depth], e->name_id, "zones nest");
+	} else if (e->type == KT_EV_FRAME && e->name_id == id_of(s, "frame")) {
+		s->frames++;
+		s->frame_sum += *(const uint64_t *)e->payload;
+	} else if (e->type == KT_EV_ARG_I64 && inner == integrate) {
+		if (e->name_id == id_of(s, "first"))
+			s->firsts++, s->first_sum += (uint64_t)i64_of(e);
+		if (e->name_id == id_of(s, "count"))
+			s->counts++, s->count_sum += (uint64_t)i64_of(e);
+	} else if (e->type == KT_EV_ARG_I64 && e->name_id == 0 && inner == raster) {
+		s->raster_values++;
+	} else if (e->type == KT_EV_COUNTER_I64 && e->name_id == id_of(s, "lit pixels")) {
+		s->lit_counters++;
+	}
+}
+
+static void read_example(const char *path, struct seen *s)
+{
+	kt_reader *r;
+	kt_reader_error err;
+	cr_assert_eq(kt_reader_open(&r, path, &err), 0, "%s", err.message);
+	read_tables(r, s);
+	static struct open_zones open[16];
+	kt_event e;
+	int rc;
+	while ((rc = kt_reader_next(r, &e)) == 1) {
+		cr_assert_lt(e.thread_id, 16u);
+		count_event(s, &e, &open[e.thread_id]);
+	}
+	cr_assert_eq(rc, 0);
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert(st.complete);
+	kt_reader_close(r);
+}
+
+static int has_thread(const struct seen *s, const char *name)
+{
+	for (unsigned i = 0; i < s->nthreads; i++)
+		if (!strcmp(s->threads[i], name))
+			return 1;
+	return 0;
+}
+
+static void check_loc(const struct seen *s, const char *zone, const char *function)
+{
+	uint32_t id = id_of(s, zone);
+	cr_assert_str_eq(s->loc[id].file, "examples/particles.cpp", "%s", zone);
+	cr_assert_str_eq(s->loc[id].function, function, "%s", zone);
+	cr_assert_gt(s->loc[id].line, 0u, "%s", zone);
+}
+
+Test(example, particles_records_what_its_frames_did)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/katra-example-%d.katra", (int)getpid());
+	unlink(path);
+	run_example(path);
+	static struct seen s;
+	read_example(path, &s);
+	unlink(path);
+
+	cr_assert_eq(s.nthreads, 4u);
+	cr_assert(has_thread(&s, "main") && has_thread(&s, "render"));
+	cr_assert(has_thread(&s, "worker 0") && has_thread(&s, "worker 1"));
+	/* One frame mark per frame, numbered 0..FRAMES-1. */
+	cr_assert_eq(s.frames, FRAMES);
+	cr_assert_eq(s.frame_sum, (uint64_t)FRAMES * (FRAMES - 1) / 2);
+	cr_assert_eq(s.begins[id_of(&s, "update")], FRAMES);
+	cr_assert_eq(s.begins[id_of(&s, "present")], FRAMES);
+	cr_assert_eq(s.begins[id_of(&s, "raster")], FRAMES);
+	/* The physics category honoured: jobs traced only before OFF_FROM. */
+	cr_assert_eq(s.begins[id_of(&s, "integrate")], (uint64_t)OFF_FROM * JOBS);
+	/* Every traced job's arguments attached: first 0, 2500, ... 17500. */
+	cr_assert_eq(s.firsts, (uint64_t)OFF_FROM * JOBS);
+	cr_assert_eq(s.first_sum, (uint64_t)OFF_FROM * PER_JOB * JOBS * (JOBS - 1) / 2);
+	cr_assert_eq(s.counts, (uint64_t)OFF_FROM * JOBS);
+	cr_assert_eq(s.count_sum, (uint64_t)OFF_FROM * JOBS * PER_JOB);
+	/* A value on every raster zone, and the counter beside it. */
+	cr_assert_eq(s.raster_values, FRAMES);
+	cr_assert_eq(s.lit_counters, FRAMES);
+	check_loc(&s, "update", "frames");
+	check_loc(&s, "integrate", "integrate");
+	check_loc(&s, "raster", "raster");
+	check_loc(&s, "present", "submit");
+}
