@@ -5,9 +5,10 @@
 #
 #   report_chromium.sh KATRA RINGBENCH [--screenshot PNG]
 #
-# Pages: the golden trace, and a short run of ringbench's default frame loop
-# through the capture manager (so the page has a capture sidecar); the diff
-# of that run (epoch 1) against a second one (epoch 2).  Installs
+# Pages: the golden trace, a short run of ringbench's default frame loop
+# through the capture manager (so the page has a capture sidecar), the
+# examples/ program's run (when built); the diff of the ringbench run
+# (epoch 1) against a second one (epoch 2).  Installs
 # Debian's chromium when it is missing.  Console messages come from
 # --enable-logging=stderr; requests from a net log (--log-net-log): a request
 # the page started has the page as its initiator, where the browser's own
@@ -41,6 +42,12 @@ capture=$(ls "$tmp"/captures/*.1.*.katra)
 second=$(ls "$tmp"/captures/*.2.*.katra)
 "$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
 "$katra" report "$capture" -o "$tmp/run.html"
+# The examples/ program, where the build has it (C++ found).
+example=$(dirname "$katra")/examples/particles
+if [[ -x $example ]]; then
+  "$example" --frames 300 --physics-off-from 200 --out "$tmp/particles.katra" >/dev/null
+  "$katra" report "$tmp/particles.katra" -o "$tmp/particles.html"
+fi
 # Exit 0, or 4 when the second run's verdict is "slower": both give a page.
 "$katra" diff "$capture" "$second" --fail-on slower --html "$tmp/diff.html" >/dev/null ||
   (($? == 4))
@@ -112,6 +119,7 @@ fi
 check "$tmp/golden.html" workload
 check "$tmp/run.html" workload
 check "$tmp/diff.html" method
+[[ -f $tmp/particles.html ]] && check "$tmp/particles.html" workload
 
 if [[ -n $shot ]]; then
   "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \

@@ -7,14 +7,13 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <katra/reader.h>
+#include "example.h"
 
 #define FRAMES 120
 #define OFF_FROM 80 /* physics off from this frame on */
@@ -46,25 +45,6 @@ static uint32_t id_of(const struct seen *s, const char *name)
 			return i;
 	cr_assert_fail("no name %s in the trace", name);
 	return 0;
-}
-
-static void run_example(const char *out)
-{
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 1);
-		char frames[16], off[16];
-		snprintf(frames, sizeof(frames), "%d", FRAMES);
-		snprintf(off, sizeof(off), "%d", OFF_FROM);
-		execl(KT_EXAMPLE, KT_EXAMPLE, "--frames", frames, "--physics-off-from", off, "--out",
-		      out, (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "particles failed: %d", st);
 }
 
 /* The names, threads and source locations of the file. */
@@ -173,7 +153,7 @@ Test(example, particles_records_what_its_frames_did)
 	char path[64];
 	snprintf(path, sizeof(path), "/tmp/katra-example-%d.katra", (int)getpid());
 	unlink(path);
-	run_example(path);
+	t_run_example(path, FRAMES, OFF_FROM);
 	static struct seen s;
 	read_example(path, &s);
 	unlink(path);

@@ -303,3 +303,24 @@ Test(report, the_sidecar_is_read_as_hostile)
 	unlink(side);
 	unlink(path);
 }
+
+#ifdef KT_EXAMPLE
+#include "example.h"
+
+/* The report of the examples/ program: its numbers are those of stats. */
+Test(report, the_examples_programs_page_matches_its_stats)
+{
+	char path[128];
+	tmp_path(path, sizeof(path), "particles");
+	t_run_example(path, 120, 80);
+	char *html;
+	json_t *data = report_of(path, &html);
+	check_against_stats(path, data);
+	/* 120 frame marks: 119 frames between them. */
+	json_t *frames = json_object_get(data, "frames");
+	cr_assert_eq(json_array_size(json_object_get(frames, "points")), 119);
+	json_decref(data);
+	free(html);
+	unlink(path);
+}
+#endif
