@@ -340,7 +340,7 @@ static void finish_file(kt_session *s)
 	fs.io_backend = (uint8_t)s->io_backend;
 	if (!s->error)
 		note_error(s, kt_writer_finish(s->w, &fs));
-	if (!s->error)
+	if (!s->error && s->stop_sync)
 		note_error(s, kt__writer_sync(s->w, 1));
 	uint64_t handed = kt_writer_bytes(s->w);
 	/* Closing waits for every write in flight and reports their errors. */

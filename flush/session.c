@@ -229,6 +229,8 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 	}
 	if (o->io != KT_IO_AUTO && o->io != KT_IO_URING && o->io != KT_IO_PWRITE)
 		return start_fail(-EINVAL, "I/O backend %d", o->io);
+	if (o->stop_sync != KT_STOP_SYNC_DATA && o->stop_sync != KT_STOP_SYNC_NONE)
+		return start_fail(-EINVAL, "stop sync %d", o->stop_sync);
 	if (o->mode != KT_SESSION_NORMAL && o->mode != KT_SESSION_FLIGHT)
 		return start_fail(-EINVAL, "session mode %d", o->mode);
 	if (o->mode == KT_SESSION_FLIGHT)
@@ -258,6 +260,7 @@ static kt_session *session_new(const kt_session_options *o)
 	s->level = o->codec_level > 0 ? o->codec_level : 1;
 	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
 	s->fsync_ns = o->fsync_interval_ns;
+	s->stop_sync = o->stop_sync != KT_STOP_SYNC_NONE;
 	s->io_timeout = o->io_timeout_ns ? o->io_timeout_ns : KT_IO_TIMEOUT_DEFAULT_NS;
 	if (s->io_timeout == UINT64_MAX)
 		s->io_timeout = 0;
@@ -473,7 +476,9 @@ static int session_start(const char *path, const kt_session_options *opts, kt_se
 	start_error[0] = 0;
 	if ((rc = check_options(path, opts, &o)))
 		return rc;
-	if ((rc = kt__ensure_init()))
+	if ((rc = kt__init_with(o.ring_size, o.overflow)) == -EINVAL)
+		return start_fail(rc, "ring size %zu or overflow policy %d", o.ring_size, o.overflow);
+	if (rc)
 		return start_fail(rc, "katra's configuration");
 
 	pthread_mutex_lock(&session_lock);

@@ -43,6 +43,7 @@ struct kt_session {
 	int level;
 	uint64_t period_ns;
 	uint64_t fsync_ns;
+	int stop_sync;          /* fdatasync() the file at stop */
 	uint64_t io_timeout;    /* kt_session_options.io_timeout_ns; 0: none */
 	uint64_t stop_at;       /* io_timeout past the stop call, once it is
 				 * made; the fd sink reads it (atomic) */

@@ -151,6 +151,21 @@ int kt_init(const kt_config *cfg)
 	return rc;
 }
 
+int kt__init_with(size_t ring_size, int overflow)
+{
+	reg_take();
+	kt_config c = initialized ? config : (kt_config){ 0 };
+	if (ring_size)
+		c.ring_size = ring_size;
+	if (overflow)
+		c.overflow = overflow == KT_SESSION_OVERFLOW_DROP ? KT_OVERFLOW_DROP : overflow;
+	int rc = 0;
+	if (!initialized || ring_size || overflow)
+		rc = reg_session ? KT_EBUSY : apply_config(&c);
+	reg_drop();
+	return rc;
+}
+
 int kt__ensure_init(void)
 {
 	reg_take();

@@ -950,3 +950,80 @@ Test(start, fd_zero_is_a_valid_trace_fd)
 	kt_reader_close(r);
 	unlink(path);
 }
+
+/* The rings' size and policy set on the session, as kt_init() sets them;
+ * a size kt_init() refuses fails the start and says so. */
+Test(start, the_session_sets_the_ring_size_and_overflow_policy)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-ringopt-%d.katra", (int)getpid());
+	kt_session *s;
+	kt_session_options bad = { .ring_size = 1000 };
+	cr_assert_eq(kt_session_start(path, &bad, &s), -EINVAL);
+	cr_assert_str_eq(kt_session_start_error(), "ring size 1000 or overflow policy 0: Invalid argument");
+	kt_session_options o = { .ring_size = 128 << 10, .overflow = KT_OVERFLOW_BLOCK };
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	kt_counter(kt_name("c"), 1);
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	kt_summary_release(&sum);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	const kt_header *h = kt_reader_get_header(r);
+	cr_assert_eq(h->capture.ring_size, 128 << 10);
+	cr_assert_eq(h->capture.overflow, KT_OVERFLOW_BLOCK);
+	kt_reader_close(r);
+	/* DROP asked for by name over the BLOCK the last session left. */
+	o = (kt_session_options){ .overflow = KT_SESSION_OVERFLOW_DROP };
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	kt_summary_release(&sum);
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_get_header(r)->capture.overflow, KT_OVERFLOW_DROP);
+	cr_assert_eq(kt_reader_get_header(r)->capture.ring_size, 128 << 10);
+	kt_reader_close(r);
+	unlink(path);
+}
+
+/* With fdatasync() failing, a stop that syncs says so and one told not to
+ * sync does not call it: its file is complete all the same. */
+Test(start, stop_sync_none_leaves_durability_to_the_kernel)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/katra-nosync-%d.katra", (int)getpid());
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		deny_syscall(__NR_fdatasync, SECCOMP_FILTER_FLAG_TSYNC);
+		kt_session *s;
+		kt_summary sum;
+		kt_session_options o = { .io = KT_IO_PWRITE };
+		if (kt_session_start(path, &o, &s))
+			_exit(10);
+		if (kt_session_stop(s, &sum) != -EPERM)
+			_exit(11);
+		kt_summary_release(&sum);
+		o.stop_sync = KT_STOP_SYNC_NONE;
+		if (kt_session_start(path, &o, &s))
+			_exit(12);
+		kt_counter(kt_name("c"), 7);
+		if (kt_session_stop(s, &sum) || sum.events_written != 1)
+			_exit(13);
+		kt_summary_release(&sum);
+		o.stop_sync = 2;
+		_exit(kt_session_start(path, &o, &s) == -EINVAL ? 0 : 14);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(t_drain(r, NULL), 0);
+	kt_reader_status rs;
+	kt_reader_get_status(r, &rs);
+	cr_assert_eq(rs.complete, 1);
+	cr_assert_eq(rs.events, 1);
+	kt_reader_close(r);
+	unlink(path);
+}

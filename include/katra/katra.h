@@ -215,7 +215,35 @@ typedef struct kt_session_options {
 	 * $XDG_RUNTIME_DIR/katra/ (or /tmp/katra-UID/, made 0700), served by
 	 * a thread of katra's until the session stops. */
 	int listen;
+
+	/*
+	 * The rings and what a full one does, for this session: @ring_size
+	 * (as kt_config.ring_size) and @overflow (KT_OVERFLOW_BLOCK, or
+	 * KT_SESSION_OVERFLOW_DROP; 0 keeps the process's, from kt_init()
+	 * or the default DROP) are set process-wide as the session starts,
+	 * as kt_init() would set them.  Rings that already exist keep their
+	 * size (a thread that emitted before keeps its ring); new ones get
+	 * this one.  kt_session_start() fails with -EINVAL for a size or
+	 * policy kt_init() refuses.
+	 */
+	size_t ring_size;
+	int overflow;
+	/* kt_stop_sync; default KT_STOP_SYNC_DATA: kt_session_stop()
+	 * fdatasync()s the file before it returns (0.2-0.6 s for hundreds of
+	 * MB on a disk), so a stop that returned 0 survives a power cut.
+	 * KT_STOP_SYNC_NONE leaves the pages to the kernel: the file is
+	 * complete for every reader at once, durable later. */
+	int stop_sync;
 } kt_session_options;
+
+/** kt_session_options.overflow for DROP: 0 there keeps the process's. */
+#define KT_SESSION_OVERFLOW_DROP (-1)
+
+/** kt_session_options.stop_sync. */
+typedef enum kt_stop_sync {
+	KT_STOP_SYNC_DATA = 0,
+	KT_STOP_SYNC_NONE = 1,
+} kt_stop_sync;
 
 /** kt_session_options.mode. */
 typedef enum kt_session_mode {
@@ -303,7 +331,7 @@ KT_API const char *kt_session_start_error(void);
  * Every event whose emit returned before this call is in the file or
  * counted as dropped.  Events racing with the call may land in neither and
  * are counted nowhere.  Writes the names, threads, drops and summary, and
- * fdatasyncs.  Return: 0, or the session's first I/O error (-errno): the
+ * fdatasyncs (unless stop_sync is KT_STOP_SYNC_NONE).  Return: 0, or the session's first I/O error (-errno): the
  * file then holds a valid prefix; -ETIMEDOUT when a pipe or socket's
  * reader took nothing for io_timeout_ns.  Call it from any one thread; a
  * pthread_cancel() of it acts only after the call.
