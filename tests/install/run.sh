@@ -61,8 +61,8 @@ echo "libs:   $pc_libs"
 # shellcheck disable=SC2086  # pkg-config output is a list of words
 "$cc" -std=c11 -Wall -Wextra -Werror "${cflags[@]}" "$here/consumer.c" \
   -o "$tmp/consumer_pc" $pc_cflags $pc_libs
-LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_pc" ||
-  fail "pkg-config consumer exited $?"
+# As README says: it runs as built, no LD_LIBRARY_PATH (katra.pc's rpath).
+env -u LD_LIBRARY_PATH "$tmp/consumer_pc" || fail "pkg-config consumer exited $?"
 
 step "(b, c) find_package(katra): katra::katra and katra::katra_static"
 mkdir -p "$tmp/proj"
@@ -102,8 +102,7 @@ for cxx in "${cxxs[@]}"; do
     # shellcheck disable=SC2086  # pkg-config output is a list of words
     "$cxx" -std=$std -Wall -Wextra -Werror -pedantic "${cflags[@]}" "$here/consumer.cpp" \
       -o "$tmp/consumer_cxx" $pc_cflags $pc_libs
-    LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_cxx" ||
-      fail "$cxx -std=$std consumer exited $?"
+    env -u LD_LIBRARY_PATH "$tmp/consumer_cxx" || fail "$cxx -std=$std consumer exited $?"
   done
 done
 
