@@ -6,11 +6,12 @@
  *
  *   particles [--frames N] [--out FILE] [--physics-off-from F]
  *
- * Every frame records: a frame mark, an "update" zone on the main thread,
- * JOBS "integrate" zones (category "physics") on the workers, each with its
- * first particle and count as arguments, a "raster" zone (category
- * "render") with the lit pixels as its value, and a "present" zone.  From
- * frame F on, the physics category is switched off at run time: the jobs
+ * Every frame records: a frame mark; on the main thread a "loop" zone
+ * around an "update" and a "present" zone; JOBS "integrate" zones
+ * (category "physics") on the workers, each with its first particle and
+ * count as arguments; a "raster" zone (category "render", around "clear"
+ * and "plot") with the lit pixels as its value.  From frame F on, the
+ * physics category is switched off at run time: the jobs
  * still run, untraced.  Frame times and lit pixels go out as counters.
  * The run is deterministic in what it records (not in its timings), which
  * tests/test_example.c checks.
@@ -122,9 +123,15 @@ void integrate(std::vector<particle> &ps, int job)
 int raster(const std::vector<particle> &ps, std::vector<unsigned char> &fb)
 {
 	KT_ZONE_C("render", "raster");
-	std::fill(fb.begin(), fb.end(), 0);
-	for (const particle &p : ps)
-		fb[(size_t)p.y * kWidth + (size_t)p.x] = 255;
+	{
+		KT_ZONE("clear");
+		std::fill(fb.begin(), fb.end(), 0);
+	}
+	{
+		KT_ZONE("plot");
+		for (const particle &p : ps)
+			fb[(size_t)p.y * kWidth + (size_t)p.x] = 255;
+	}
 	int lit = (int)std::count(fb.begin(), fb.end(), 255);
 	kt_zone_value_i64(lit);
 	return lit;
@@ -242,6 +249,7 @@ void frames(const options &o)
 	std::uint32_t frame_id = katra::name("frame"), ms_id = katra::name("frame ms");
 	auto last = std::chrono::steady_clock::now();
 	for (long f = 0; f < o.frames; f++) {
+		KT_ZONE("loop");
 		if (f == o.physics_off_from)
 			katra::category_enable("physics", false);
 		{

@@ -167,6 +167,9 @@ Test(example, particles_records_what_its_frames_did)
 	cr_assert_eq(s.begins[id_of(&s, "update")], FRAMES);
 	cr_assert_eq(s.begins[id_of(&s, "present")], FRAMES);
 	cr_assert_eq(s.begins[id_of(&s, "raster")], FRAMES);
+	cr_assert_eq(s.begins[id_of(&s, "loop")], FRAMES);
+	cr_assert_eq(s.begins[id_of(&s, "clear")], FRAMES);
+	cr_assert_eq(s.begins[id_of(&s, "plot")], FRAMES);
 	/* The physics category honoured: jobs traced only before OFF_FROM. */
 	cr_assert_eq(s.begins[id_of(&s, "integrate")], (uint64_t)OFF_FROM * JOBS);
 	/* Every traced job's arguments attached: first 0, 2500, ... 17500. */
