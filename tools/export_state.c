@@ -158,12 +158,25 @@ size_t xstate_end(struct xstate *s, struct xthread *t, uint32_t name)
 	return n;
 }
 
-size_t xstate_close_all(struct xstate *s, struct xthread *t)
+static size_t pop_all(struct xstate *s, struct xthread *t)
 {
 	size_t n = t->depth;
-	s->res->unended += n;
 	while (t->depth)
 		pop(s, t);
+	return n;
+}
+
+size_t xstate_close_all(struct xstate *s, struct xthread *t)
+{
+	size_t n = pop_all(s, t);
+	s->res->unended += n;
+	return n;
+}
+
+size_t xstate_cut_all(struct xstate *s, struct xthread *t)
+{
+	size_t n = pop_all(s, t);
+	s->res->cut += n;
 	return n;
 }
 

@@ -73,6 +73,8 @@ struct export_result {
 	uint64_t drops_marked;  /* drop records marked */
 	uint64_t drops_unmarked;/* drop records past EXPORT_DROPS */
 	uint64_t fallback;      /* exporter-specific: names written inline past a table */
+	uint64_t cut;           /* zones closed and opened again at a drop window */
+	uint64_t deep;          /* chrome --complete: zones past its depth cap, as B/E */
 };
 
 struct xstate {
@@ -137,6 +139,10 @@ size_t xstate_end(struct xstate *s, struct xthread *t, uint32_t name);
 /* xstate_close_all - close what @t holds open at its end: returns how
  * many ends to write (the zones readable as after xstate_end()). */
 size_t xstate_close_all(struct xstate *s, struct xthread *t);
+
+/* xstate_cut_all - as xstate_close_all(), for zones cut by a drop window
+ * (counted as cut, not as unended). */
+size_t xstate_cut_all(struct xstate *s, struct xthread *t);
 
 /*
  * An output buffer over a stream: the exports write their records into

@@ -459,14 +459,59 @@ static inline char *chrome_u64(char *d, const kt_event *ev)
 	return d + (named ? 1 : 2);
 }
 
+/* The room an extra needs past a line's own: a duration and its args. */
+#define EXTRA_SLACK 64
+
+/* A zone begin's tail as a complete event: "ph":"X", its duration, then
+ * the begin's tail past its "ph":"B", (9 bytes). */
+static inline char *put_complete(struct fmt_cache *c, char *d, const struct prefix *m, uint64_t dur)
+{
+	static const char ph[] = "\"ph\":\"X\",\"dur\":";
+	memcpy(d, ph, sizeof(ph) - 1);
+	d = put_us_comma(c, d + sizeof(ph) - 1, dur);
+	return put_mid(d, m, m->split + 9, m->len - m->split - 9);
+}
+
+/* Add @args (JSON members) to the object ending at @d: into its args when
+ * it has them (it ends "}}"), else as a new args. */
+static char *put_args(char *d, const char *args)
+{
+	size_t n = strlen(args);
+	int has = d[-2] == '}';
+	d -= has ? 2 : 1;
+	if (has) {
+		*d++ = ',';
+	} else {
+		memcpy(d, ",\"args\":{", 9);
+		d += 9;
+	}
+	memcpy(d, args, n);
+	memcpy(d + n, "}}", 2);
+	return d + n + 2;
+}
+
+/* The object's part after its time, as @x says. */
+static inline char *put_tail(struct fmt_cache *c, char *d, const struct prefix *m,
+			     const kt_event *ev, const struct chrome_extra *x)
+{
+	if (x && x->complete && ev->type == KT_EV_ZONE_BEGIN)
+		d = put_complete(c, d, m, x->dur_ns);
+	else
+		d = put_mid(d, m, m->split, m->len - m->split);
+	return x && *x->args ? put_args(d, x->args) : d;
+}
+
 /* One event as a Chrome JSON object, after a comma unless it is the first
- * object of the array.  Returns as fmt_line(). */
+ * object of the array; with @x, the changes it asks for (a zone begin or
+ * end, or an instant: tools/chrome.c's).  Returns as fmt_line(). */
 static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
-			     uint64_t index)
+			     uint64_t index, const struct chrome_extra *x)
 {
 	const struct prefix *m;
 	size_t start = o->len;
 	char *d = line_begin(o, j, ev, &m);
+	if (x && d)
+		d = o_room(o, m->len + OUT_SLACK + EXTRA_SLACK + strlen(x->args));
 	if (!d)
 		return -1;
 	/* Microseconds with nanosecond digits: the format's unit is us.  The
@@ -474,7 +519,7 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 	size_t skip = index ? 0 : 1;
 	d = put_mid(d, m, skip, m->split - skip);
 	d = put_us_comma(o->c, d, ns);
-	d = put_mid(d, m, m->split, m->len - m->split);
+	d = put_tail(o->c, d, m, ev, x);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
@@ -514,12 +559,11 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 		d += 2;
 		break;
 	case KT_EV_MESSAGE:
-		memcpy(d, "\"text\":", 7);
-		o_commit(o, d + 7);
-		if (o_message(o, ev) || !(d = o_room(o, 2)))
+		/* The text is the name (Tracy's importer reads it there). */
+		o_commit(o, d);
+		if (o_message(o, ev) || !(d = o_room(o, 1)))
 			goto fail;
-		memcpy(d, "}}", 2);
-		d += 2;
+		*d++ = '}';
 		break;
 	default:
 		memcpy(d, "\"type\":", 7);
@@ -545,7 +589,7 @@ static inline int fmt_one(struct out *o, const struct fmt_job *j, const kt_event
 			  uint64_t index)
 {
 	if (j->kind == FMT_CHROME)
-		return fmt_chrome_event(o, j, ev, ns, j->printed + index);
+		return fmt_chrome_event(o, j, ev, ns, j->printed + index, NULL);
 	if (ns < j->from || ns > j->to)
 		return 0;
 	if (j->nthreads) {
@@ -664,34 +708,16 @@ int fmt_write_errno(void)
 	return out_errno;
 }
 
-/* The metadata object naming thread @e; 0 or -ENOMEM. */
-static int chrome_thread(FILE *f, const struct tables *t, const struct tentry *e, uint64_t pid,
-			 int first)
+int fmt_chrome_put(struct fmt *fm, const kt_event *ev, uint64_t ns, const struct chrome_extra *x)
 {
-	char *name = text_json(tables_str(t, e), e->len);
-	if (!name)
+	if (fmt_chrome_event(&fm->o, fm->j, ev, ns, fm->j->printed + fm->n++, x))
 		return -ENOMEM;
-	fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
-		   "\"args\":{\"name\":%s}}", first ? "" : ",", pid, e->id, name);
-	free(name);
-	return 0;
+	return fm->o.err ? -EIO : 0;
 }
 
-int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
+int fmt_chrome_raw(struct fmt *fm, const char *s, size_t n)
 {
-	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_get_header(r)->process_id };
-	int rc = 0;
-	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-	for (size_t i = 0; i < t->nthreads && !rc; i++)
-		rc = chrome_thread(f, t, &t->threads[i], job.pid, job.printed++ == 0);
-	struct fmt *fm = rc ? NULL : fmt_new(&job, f);
-	if (!rc)
-		rc = fm ? fmt_pass(r, fm) : -ENOMEM;
-	if (fm && fmt_flush(fm) && !rc)
-		rc = -EIO;
-	fmt_free(fm);
-	fprintf(f, "\n]}\n");
-	if (!rc && ferror(f))
-		rc = -EIO;
-	return rc;
+	if (o_mem(&fm->o, s, n))
+		return -ENOMEM;
+	return fm->o.err ? -EIO : 0;
 }
