@@ -29,11 +29,12 @@
 #include <stdio.h>
 
 #include <katra/reader.h>
+#include "tools/drops.h"
 #include "tools/idmap.h"
 #include "tools/tables.h"
 
 #define EXPORT_OPEN (1u << 20)
-#define EXPORT_DROPS (1u << 16)
+#define EXPORT_DROPS DROPS_MAX
 #define EXPORT_DIRECT 1024u /* thread ids below this are found without a hash */
 /* On the first EXPORT_SMALL_THREADS threads, the innermost open zone of
  * each name below EXPORT_SMALL_NAMES is kept in a table of the thread's
@@ -41,11 +42,6 @@
 #define EXPORT_SMALL_THREADS 1024u
 #define EXPORT_SMALL_NAMES 256u
 
-/* A drop record: @count events of @thread_id lost between two ticks. */
-struct xdrop {
-	uint32_t thread_id;
-	uint64_t count, first_ts, last_ts;
-};
 
 struct xzone {
 	uint32_t name;
