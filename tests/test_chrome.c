@@ -333,3 +333,84 @@ Test(chrome, metadata_flows_frames_messages_and_locations_in_the_viewers_shapes)
 	json_decref(doc);
 	unlink(path);
 }
+
+/* ---- losses in dump and stats ---- */
+
+/* Run katra with @args; its stdout. */
+static const char *katra_out(const char *const *args, struct proc *p)
+{
+	run_katra(p, args);
+	cr_assert_eq(p->status, 0, "exit %d: %s", p->status, p->err);
+	return p->out;
+}
+
+Test(losses, dump_prints_each_drop_window_where_it_happened)
+{
+	const char *path = hostile_path();
+	static struct proc p;
+	const char *text[] = { "dump", path, NULL };
+	const char *out = katra_out(text, &p);
+	const char *want = "123462000 1 main zone_begin e\n"
+			   "123462500 1 main drop 5 until 123463500\n"
+			   "123464000 1 main zone_end e\n";
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	const char *jsonl[] = { "dump", "--format", "jsonl", path, NULL };
+	out = katra_out(jsonl, &p);
+	cr_assert_not_null(strstr(out, "\n{\"ns\":123462500,\"tid\":1,\"thread\":\"main\","
+				       "\"type\":\"drop\",\"count\":5,\"until_ns\":123463500}\n"),
+			   "%s", out);
+	const char *other[] = { "dump", "--thread", "2", path, NULL };
+	cr_assert_null(strstr(katra_out(other, &p), "drop"), "thread 1's drop under --thread 2");
+	unlink(path);
+}
+
+static json_t *by_key(json_t *arr, const char *key, const char *value)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(arr, i, o) {
+		const char *v = json_string_value(json_object_get(o, key));
+		if (v && !strcmp(v, value))
+			return o;
+	}
+	cr_assert_fail("no %s %s", key, value);
+	return NULL;
+}
+
+/* Thread 1 spans 7 us, 1 us of it in the drop window; d and e were open
+ * across it (e ended after it, d never), a and b not. */
+Test(losses, stats_says_time_in_drop_windows_and_zones_open_across)
+{
+	const char *path = hostile_path();
+	static struct proc p;
+	const char *js[] = { "stats", "--json", path, NULL };
+	json_error_t e;
+	json_t *doc = json_loads(katra_out(js, &p), 0, &e);
+	cr_assert_not_null(doc, "%s", e.text);
+	json_t *th = by_key(json_object_get(doc, "threads"), "name", "main");
+	cr_assert_eq(json_integer_value(json_object_get(th, "drop_windows")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(th, "drop_ns")), 1000);
+	cr_assert_eq(json_integer_value(json_object_get(th, "dropped")), 5);
+	cr_assert_null(json_object_get(by_key(json_object_get(doc, "threads"), "name", "side"),
+				       "drop_windows"));
+	json_t *names = json_object_get(doc, "names");
+	static const struct { const char *name; int across; } z[] = {
+		{ "a", 0 }, { "b", 0 }, { "d", 1 }, { "e", 1 }, { "x", 0 } };
+	for (size_t i = 0; i < 5; i++) {
+		json_t *n = json_object_get(by_key(names, "name", z[i].name), "open_across_drops");
+		cr_assert_eq(json_integer_value(n), z[i].across, "%s", z[i].name);
+	}
+	json_decref(doc);
+	const char *text[] = { "stats", path, NULL };
+	const char *out = katra_out(text, &p);
+	const char *want[] = {
+		"\ndrop windows: time whose events were lost\n",
+		"\n1        main                            1          5           1000       14.3\n",
+		"\nzones open across a drop window (their times include lost events):\n"
+		"d                                 1\n"
+		"e                                 1\n",
+	};
+	for (size_t i = 0; i < 3; i++)
+		cr_assert_not_null(strstr(out, want[i]), "no\n%s\nin\n%s", want[i], out);
+	unlink(path);
+}

@@ -15,6 +15,7 @@
 #include <katra/reader.h>
 #include "tools/cli.h"
 #include "tools/cmd.h"
+#include "tools/drops.h"
 #include "tools/fmt.h"
 #include "tools/opts.h"
 #include "tools/progress.h"
@@ -155,6 +156,8 @@ static const struct opts_spec dump_spec = {
 		"Text lines: ns tid thread type name [value...].  NS are\n"
 		"CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n"
 		"Names and messages are printed escaped; up to 64 --thread.\n"
+		"Each drop record is a line where its window began: \"NS TID THREAD\n"
+		"drop COUNT until NS\" (jsonl: type \"drop\", count, until_ns).\n"
 		WHEN_HELP,
 };
 
@@ -176,6 +179,19 @@ static const struct opts_spec replay_spec = {
 		"'inf' for none); the first one shortened is said on stderr.\n",
 };
 
+/* @r's drop records for dump's lines: sorted by time, their ticks made
+ * ns.  Returns 0 or as drops_load(). */
+static int load_drops(kt_reader *r, struct drops *d)
+{
+	int rc = drops_load(r, d);
+	for (size_t i = 0; i < d->n; i++) {
+		d->d[i].first_ts = kt_reader_ticks_to_ns(r, d->d[i].first_ts);
+		d->d[i].last_ts = kt_reader_ticks_to_ns(r, d->d[i].last_ts);
+	}
+	drops_sort_time(d);
+	return rc;
+}
+
 /* dump and replay share their options and their output. */
 static int events(int argc, char **argv, int replay)
 {
@@ -195,8 +211,14 @@ static int events(int argc, char **argv, int replay)
 		return rc;
 	}
 	struct tables t;
+	struct drops drops;
 	rc = tables_load(in.r, &t);
+	if (rc >= 0)
+		rc = load_drops(in.r, &drops);
+	else
+		memset(&drops, 0, sizeof(drops));
 	kt_reader_rewind(in.r);
+	o.job.drops = &drops;
 	o.job.t = &t;
 	o.job.threads = o.threads.ids;
 	o.job.nthreads = o.threads.n;
@@ -209,6 +231,8 @@ static int events(int argc, char **argv, int replay)
 	int rrc = fatal ? rc
 		: !fm ? -ENOMEM
 		: o.paced ? replay_paced(in.r, fm, &o.pacer) : fmt_pass(in.r, fm);
+	if (rrc >= 0 && fm)
+		rrc = fmt_drops_end(fm);
 	fmt_free(fm);
 	flush_stdout();
 	progress_end();
@@ -223,6 +247,7 @@ static int events(int argc, char **argv, int replay)
 		result = EXIT_TRUNC;
 	}
 	tables_free(&t);
+	drops_free(&drops);
 	input_close(&in);
 	return result;
 }

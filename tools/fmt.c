@@ -584,22 +584,49 @@ fail:
 	return line_fail(o, start);
 }
 
+/* Whether dump's filter keeps thread @tid at @ns. */
+static inline int fmt_keeps(const struct fmt_job *j, uint32_t tid, uint64_t ns)
+{
+	if (ns < j->from || ns > j->to)
+		return 0;
+	if (j->nthreads) {
+		int keep = 0;
+		for (int i = 0; i < j->nthreads; i++)
+			keep |= j->threads[i] == tid;
+		return keep;
+	}
+	return 1;
+}
+
 /* The events of a pass numbered @index on: dump's filter, then a line. */
 static inline int fmt_one(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
 			  uint64_t index)
 {
 	if (j->kind == FMT_CHROME)
 		return fmt_chrome_event(o, j, ev, ns, j->printed + index, NULL);
-	if (ns < j->from || ns > j->to)
+	if (!fmt_keeps(j, ev->thread_id, ns))
 		return 0;
-	if (j->nthreads) {
-		int keep = 0;
-		for (int i = 0; i < j->nthreads; i++)
-			keep |= j->threads[i] == ev->thread_id;
-		if (!keep)
-			return 0;
-	}
 	return fmt_line(o, j, ev, ns);
+}
+
+/* Drop record @d (its ticks made ns) as a text or JSON line where it
+ * began: "NS TID THREAD drop COUNT until NS".  0 or -1 (out of memory). */
+static int fmt_drop_line(struct out *o, const struct fmt_job *j, const struct xdrop *d)
+{
+	size_t n = 0;
+	const char *s = tables_thread(j->t, d->thread_id, &n);
+	int json = j->kind == FMT_JSONL, len = -1;
+	char *th = json ? text_json(s ? s : "", n) : text_escape(s ? s : "", n), *line = NULL;
+	if (th)
+		len = asprintf(&line, json ? "{\"ns\":%" PRIu64 ",\"tid\":%u,\"thread\":%s,"
+					   "\"type\":\"drop\",\"count\":%" PRIu64 ",\"until_ns\":%"
+					   PRIu64 "}\n"
+				       : "%" PRIu64 " %u %s drop %" PRIu64 " until %" PRIu64 "\n",
+			       d->first_ts, d->thread_id, th, d->count, d->last_ts);
+	int rc = len < 0 ? -1 : o_mem(o, line, (size_t)len);
+	free(th);
+	free(line);
+	return rc;
 }
 
 /* ---- formatters and their passes ----------------------------------------- */
@@ -608,7 +635,21 @@ struct fmt {
 	struct out o;
 	const struct fmt_job *j;
 	uint64_t n; /* events seen by fmt_event() */
+	size_t drop_next; /* j->drops not yet printed */
 };
+
+/* The drop records that began by @ns, each as a line where dump's filter
+ * keeps it. */
+static int fmt_drops_due(struct fmt *fm, uint64_t ns)
+{
+	const struct drops *ds = fm->j->drops;
+	for (; fm->drop_next < ds->n && ds->d[fm->drop_next].first_ts <= ns; fm->drop_next++) {
+		const struct xdrop *d = &ds->d[fm->drop_next];
+		if (fmt_keeps(fm->j, d->thread_id, d->first_ts) && fmt_drop_line(&fm->o, fm->j, d))
+			return -ENOMEM;
+	}
+	return 0;
+}
 
 struct fmt *fmt_new(const struct fmt_job *job, FILE *f)
 {
@@ -626,6 +667,8 @@ struct fmt *fmt_new(const struct fmt_job *job, FILE *f)
  * output whose writes fail (a text stream's error is left to its end). */
 static int fmt_at(struct fmt *fm, const kt_event *ev, uint64_t ns, uint64_t index)
 {
+	if (fm->j->drops && fmt_drops_due(fm, ns))
+		return -ENOMEM;
 	if (fmt_one(&fm->o, fm->j, ev, ns, index))
 		return -ENOMEM;
 	return fm->j->kind == FMT_CHROME && fm->o.err ? -EIO : 0;
@@ -643,8 +686,9 @@ static int pass_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index
 
 static void *pass_ahead_begin(void *ctx)
 {
-	(void)ctx;
-	return fmt_cache_new();
+	/* Drop lines go between the events in order: state of the writer. */
+	const struct fmt *fm = ctx;
+	return fm->j->drops && fm->j->drops->n ? NULL : fmt_cache_new();
 }
 
 static void pass_ahead_end(void *state)
@@ -685,6 +729,11 @@ int fmt_pass(kt_reader *r, struct fmt *fm)
 		.payloads = 1,
 	};
 	return pipe_run(r, &client, fm);
+}
+
+int fmt_drops_end(struct fmt *fm)
+{
+	return fm->j->drops ? fmt_drops_due(fm, UINT64_MAX) : 0;
 }
 
 int fmt_flush(struct fmt *fm)

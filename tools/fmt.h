@@ -22,6 +22,7 @@
 
 #include <katra/reader.h>
 
+#include "tools/drops.h"
 #include "tools/tables.h"
 
 enum { FMT_TEXT, FMT_JSONL, FMT_CHROME };
@@ -35,6 +36,10 @@ struct fmt_job {
 	const uint32_t *threads; /* text and jsonl: keep only these, when nthreads */
 	int nthreads;
 	uint64_t printed;        /* chrome: objects written before the events */
+	const struct drops *drops; /* text and jsonl: drop records sorted by
+				    * time, in ns, each printed as a line
+				    * before the first event at or after it
+				    * (nothing is then formatted ahead); or NULL */
 };
 
 struct fmt;
@@ -53,6 +58,10 @@ int fmt_event(struct fmt *fm, const kt_event *ev, uint64_t ns);
  * pass stops; a text pass goes on, and the stream's error says it).
  */
 int fmt_pass(kt_reader *r, struct fmt *fm);
+
+/* fmt_drops_end - the job's drop records not printed yet (after the last
+ * event).  Returns 0 or -ENOMEM. */
+int fmt_drops_end(struct fmt *fm);
 
 /* fmt_flush - write out what the buffer holds.  Returns 0, or -EIO when a
  * write to the stream has failed (fmt_write_errno() says why). */
