@@ -414,3 +414,28 @@ Test(losses, stats_says_time_in_drop_windows_and_zones_open_across)
 		cr_assert_not_null(strstr(out, want[i]), "no\n%s\nin\n%s", want[i], out);
 	unlink(path);
 }
+
+/* The text's count: e (begin, end) is one zone, c (an end alone) and d (a
+ * begin alone) one each; --json counts e's two records. */
+Test(losses, stats_text_counts_zones_once_json_counts_records)
+{
+	const char *path = hostile_path();
+	static struct proc p;
+	const char *text[] = { "stats", path, NULL };
+	const char *out = katra_out(text, &p);
+	static const char *const want[] = { "\na                                 1 ",
+					    "\nc                                 1\n",
+					    "\nd                                 1\n",
+					    "\ne                                 1 " };
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_not_null(strstr(out, want[i]), "no '%s' in\n%s", want[i], out);
+	const char *js[] = { "stats", "--json", path, NULL };
+	json_error_t e;
+	json_t *doc = json_loads(katra_out(js, &p), 0, &e);
+	cr_assert_not_null(doc, "%s", e.text);
+	json_t *names = json_object_get(doc, "names");
+	cr_assert_eq(json_integer_value(json_object_get(by_key(names, "name", "e"), "count")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(by_key(names, "name", "c"), "count")), 1);
+	json_decref(doc);
+	unlink(path);
+}

@@ -16,7 +16,9 @@ static const struct opts_spec stats_spec = {
 	.cmd = "stats", .npos = 1, .unknown = "unknown option",
 	.opts = opts_json,
 	.help = "usage: katra stats FILE [--json]\n"
-		"Per thread: events, dropped, time span, rate.  Per name: count and\n"
+		"Per thread: events, dropped, time span, rate.  Per name: count (its\n"
+		"events, a zone's begin and end counted once as one zone; --json's\n"
+		"count counts records, a zone's begin and end each) and\n"
 		"zone durations (min, p50, p99, max, total, and self: the total less\n"
 		"the zones that ended inside them on their thread; a zone whose end\n"
 		"is missing stays in its parent's self time).  Frame times between frame\n"

@@ -47,6 +47,7 @@ struct sname {
 				     * zones that ended inside them) */
 	struct hist zone;
 	uint64_t across; /* its zones open across a drop window */
+	uint64_t begins, ends; /* its zone records, for the text's count */
 };
 
 /* A table of elements keyed by a leading uint32_t id, in first-seen order
@@ -319,6 +320,8 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	c->events++;
 	struct sname *nm = name_at(c, ni);
 	nm->count++;
+	nm->begins += ev->type == KT_EV_ZONE_BEGIN;
+	nm->ends += ev->type == KT_EV_ZONE_END;
 	if (ev->type == KT_EV_ZONE_BEGIN)
 		return zone_begin(c, ti, ev->name_id, ns);
 	if (ev->type == KT_EV_ZONE_END)
@@ -436,6 +439,15 @@ static int text_loc(FILE *f, const struct tables *t, uint32_t id)
 	return text_puts(f, tloc_function(t, l)) < 0 ? -EIO : 0;
 }
 
+/* The text's count of a name: a zone (its begin and end) once, any other
+ * event each; a zone record with no partner is a zone too.  (--json's
+ * count counts records.) */
+static uint64_t text_count(const struct sname *nm)
+{
+	uint64_t zones = nm->begins > nm->ends ? nm->begins : nm->ends;
+	return nm->count - nm->begins - nm->ends + zones;
+}
+
 static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 {
 	/* The location column only where the file has locations: the output
@@ -448,7 +460,7 @@ static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 		const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
 		if (put_padded(f, name ? name : "?", name ? n : 1, 24))
 			return -ENOMEM;
-		fprintf(f, " %10" PRIu64, nm->count);
+		fprintf(f, " %10" PRIu64, text_count(nm));
 		if (nm->zone.n)
 			fprintf(f, " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
 				   " %12" PRIu64 " %12" PRIu64,
