@@ -179,19 +179,6 @@ static const struct opts_spec replay_spec = {
 		"'inf' for none); the first one shortened is said on stderr.\n",
 };
 
-/* @r's drop records for dump's lines: sorted by time, their ticks made
- * ns.  Returns 0 or as drops_load(). */
-static int load_drops(kt_reader *r, struct drops *d)
-{
-	int rc = drops_load(r, d);
-	for (size_t i = 0; i < d->n; i++) {
-		d->d[i].first_ts = kt_reader_ticks_to_ns(r, d->d[i].first_ts);
-		d->d[i].last_ts = kt_reader_ticks_to_ns(r, d->d[i].last_ts);
-	}
-	drops_sort_time(d);
-	return rc;
-}
-
 /* dump and replay share their options and their output. */
 static int events(int argc, char **argv, int replay)
 {
@@ -214,11 +201,13 @@ static int events(int argc, char **argv, int replay)
 	struct drops drops;
 	rc = tables_load(in.r, &t);
 	if (rc >= 0)
-		rc = load_drops(in.r, &drops);
+		rc = drops_load(in.r, &drops);
 	else
 		memset(&drops, 0, sizeof(drops));
 	kt_reader_rewind(in.r);
+	drops_sort_time(&drops);
 	o.job.drops = &drops;
+	o.job.drops_r = in.r;
 	o.job.t = &t;
 	o.job.threads = o.threads.ids;
 	o.job.nthreads = o.threads.n;

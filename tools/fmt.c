@@ -609,9 +609,10 @@ static inline int fmt_one(struct out *o, const struct fmt_job *j, const kt_event
 	return fmt_line(o, j, ev, ns);
 }
 
-/* Drop record @d (its ticks made ns) as a text or JSON line where it
- * began: "NS TID THREAD drop COUNT until NS".  0 or -1 (out of memory). */
-static int fmt_drop_line(struct out *o, const struct fmt_job *j, const struct xdrop *d)
+/* Drop record @d as a text or JSON line where it began, from @a to @b ns:
+ * "NS TID THREAD drop COUNT until NS".  0 or -1 (out of memory). */
+static int fmt_drop_line(struct out *o, const struct fmt_job *j, const struct xdrop *d,
+			 uint64_t a, uint64_t b)
 {
 	size_t n = 0;
 	const char *s = tables_thread(j->t, d->thread_id, &n);
@@ -622,7 +623,7 @@ static int fmt_drop_line(struct out *o, const struct fmt_job *j, const struct xd
 					   "\"type\":\"drop\",\"count\":%" PRIu64 ",\"until_ns\":%"
 					   PRIu64 "}\n"
 				       : "%" PRIu64 " %u %s drop %" PRIu64 " until %" PRIu64 "\n",
-			       d->first_ts, d->thread_id, th, d->count, d->last_ts);
+			       a, d->thread_id, th, d->count, b);
 	int rc = len < 0 ? -1 : o_mem(o, line, (size_t)len);
 	free(th);
 	free(line);
@@ -638,14 +639,17 @@ struct fmt {
 	size_t drop_next; /* j->drops not yet printed */
 };
 
-/* The drop records that began by @ns, each as a line where dump's filter
- * keeps it. */
-static int fmt_drops_due(struct fmt *fm, uint64_t ns)
+/* The drop records that began by tick @ts, each as a line where dump's
+ * filter keeps it.  Their times convert as the events' do (the merge's
+ * calibration, once it has started). */
+static int fmt_drops_due(struct fmt *fm, uint64_t ts)
 {
 	const struct drops *ds = fm->j->drops;
-	for (; fm->drop_next < ds->n && ds->d[fm->drop_next].first_ts <= ns; fm->drop_next++) {
+	for (; fm->drop_next < ds->n && ds->d[fm->drop_next].first_ts <= ts; fm->drop_next++) {
 		const struct xdrop *d = &ds->d[fm->drop_next];
-		if (fmt_keeps(fm->j, d->thread_id, d->first_ts) && fmt_drop_line(&fm->o, fm->j, d))
+		uint64_t a = kt_reader_ticks_to_ns(fm->j->drops_r, d->first_ts);
+		uint64_t b = kt_reader_ticks_to_ns(fm->j->drops_r, d->last_ts);
+		if (fmt_keeps(fm->j, d->thread_id, a) && fmt_drop_line(&fm->o, fm->j, d, a, b))
 			return -ENOMEM;
 	}
 	return 0;
@@ -667,7 +671,7 @@ struct fmt *fmt_new(const struct fmt_job *job, FILE *f)
  * output whose writes fail (a text stream's error is left to its end). */
 static int fmt_at(struct fmt *fm, const kt_event *ev, uint64_t ns, uint64_t index)
 {
-	if (fm->j->drops && fmt_drops_due(fm, ns))
+	if (fm->j->drops && fmt_drops_due(fm, ev->ts))
 		return -ENOMEM;
 	if (fmt_one(&fm->o, fm->j, ev, ns, index))
 		return -ENOMEM;

@@ -37,9 +37,10 @@ struct fmt_job {
 	int nthreads;
 	uint64_t printed;        /* chrome: objects written before the events */
 	const struct drops *drops; /* text and jsonl: drop records sorted by
-				    * time, in ns, each printed as a line
-				    * before the first event at or after it
-				    * (nothing is then formatted ahead); or NULL */
+				    * time, each printed as a line before the
+				    * first event at or after it (nothing is
+				    * then formatted ahead); or NULL */
+	kt_reader *drops_r;      /* the reader whose ticks they are */
 };
 
 struct fmt;

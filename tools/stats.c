@@ -159,13 +159,13 @@ static int zone_across(struct stats *c, uint32_t name)
 	return 0;
 }
 
-/* @t's event at @ns: the drop windows that began by then mark its open
- * zones as crossed.  A zone below a crossed one was crossed with it, so
- * the walk stops there: each zone is marked once. */
-static void drops_pass(struct stats *c, struct sthread *t, uint64_t ns)
+/* @t's event at tick @ts: the drop windows that began by then mark its
+ * open zones as crossed.  A zone below a crossed one was crossed with it,
+ * so the walk stops there: each zone is marked once. */
+static void drops_pass(struct stats *c, struct sthread *t, uint64_t ts)
 {
 	int due = 0;
-	while (t->drop_next < t->drop_end && c->drops.d[t->drop_next].first_ts <= ns) {
+	while (t->drop_next < t->drop_end && c->drops.d[t->drop_next].first_ts <= ts) {
 		t->drop_next++;
 		due = 1;
 	}
@@ -173,28 +173,33 @@ static void drops_pass(struct stats *c, struct sthread *t, uint64_t ns)
 		t->stack[k].below |= CROSSED;
 }
 
-/* After the frames' pass: the drop records in ns, sorted by thread, and
- * each thread's windows and the time they cover (overlaps once). */
-static void drops_ready(struct stats *c, kt_reader *r)
+/* After the frames' pass: the drop records sorted by thread, and each
+ * thread's share of them. */
+static void drops_ready(struct stats *c)
 {
-	struct drops *d = &c->drops;
-	for (size_t i = 0; i < d->n; i++) {
-		d->d[i].first_ts = kt_reader_ticks_to_ns(r, d->d[i].first_ts);
-		d->d[i].last_ts = kt_reader_ticks_to_ns(r, d->d[i].last_ts);
-		if (d->d[i].last_ts < d->d[i].first_ts)
-			d->d[i].last_ts = d->d[i].first_ts;
-	}
-	drops_sort_thread(d);
+	drops_sort_thread(&c->drops);
 	for (size_t i = 0; i < c->th.n; i++) {
 		struct sthread *t = thread_at(c, (long)i);
-		drops_thread(d, t->id, &t->drop_next, &t->drop_end);
+		drops_thread(&c->drops, t->id, &t->drop_next, &t->drop_end);
+		t->drop_windows = t->drop_end - t->drop_next;
+	}
+}
+
+/* After the events (ticks convert as the events' did, with the merge's
+ * calibration): the time each thread's drop windows cover, overlaps
+ * once. */
+static void drops_time(struct stats *c, kt_reader *r)
+{
+	for (size_t i = 0; i < c->th.n; i++) {
+		struct sthread *t = thread_at(c, (long)i);
 		uint64_t reach = 0;
-		for (size_t k = t->drop_next; k < t->drop_end; k++) {
-			const struct xdrop *x = &d->d[k];
-			uint64_t from = x->first_ts > reach ? x->first_ts : reach;
-			t->drop_ns += x->last_ts > from ? x->last_ts - from : 0;
-			reach = x->last_ts > reach ? x->last_ts : reach;
-			t->drop_windows++;
+		for (size_t k = t->drop_end - t->drop_windows; k < t->drop_end; k++) {
+			const struct xdrop *x = &c->drops.d[k];
+			uint64_t a = kt_reader_ticks_to_ns(r, x->first_ts);
+			uint64_t b = kt_reader_ticks_to_ns(r, x->last_ts);
+			uint64_t from = a > reach ? a : reach;
+			t->drop_ns += b > from ? b - from : 0;
+			reach = b > reach ? b : reach;
 		}
 	}
 }
@@ -316,7 +321,7 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	t->prev_ns = ns;
 	t->events++;
 	if (t->drop_next < t->drop_end)
-		drops_pass(c, t, ns);
+		drops_pass(c, t, ev->ts);
 	c->events++;
 	struct sname *nm = name_at(c, ni);
 	nm->count++;
@@ -699,12 +704,13 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	kt_reader_get_status(r, &st);
 	c->dropped = st.dropped;
 	if (rc >= 0) {
-		drops_ready(c, r);
+		drops_ready(c);
 		kt_reader_rewind(r);
 		rc = pipe_run(r, &client, c);
 	}
 	if (rc >= 0)
 		rc = drops_open_left(c);
+	drops_time(c, r);
 	table_sort(&c->th);
 	table_sort(&c->names);
 	c->truncated = !c->t.have_summary;
