@@ -48,7 +48,7 @@ static int put_zone(struct ch *c, struct xthread *t, uint8_t type, uint32_t name
 {
 	kt_event ev = { .thread_id = t->id, .name_id = name, .type = type };
 	struct chrome_extra x = { zone_args[bits], dur != UINT64_MAX, dur };
-	return fmt_chrome_put(c->fm, &ev, ns, &x);
+	return fmt_chrome_put(c->fm, &ev, ns, bits || x.complete ? &x : NULL);
 }
 
 /* Where @t keeps the begin time of the zone at @level, made as needed;

@@ -212,7 +212,8 @@ static inline char *put_ns(struct fmt_cache *c, char *d, uint64_t ns)
 
 /* A time in microseconds with three decimals (Chrome's unit), then a
  * comma: the digits of ns with a point before the last three. */
-static inline char *put_us_comma(struct fmt_cache *c, char *d, uint64_t ns)
+static inline __attribute__((always_inline)) char *put_us_comma(struct fmt_cache *c, char *d,
+								  uint64_t ns)
 {
 	if (ns < 100000000u) {
 		d = put_u64(d, ns / 1000);
@@ -504,8 +505,9 @@ static inline char *put_tail(struct fmt_cache *c, char *d, const struct prefix *
 /* One event as a Chrome JSON object, after a comma unless it is the first
  * object of the array; with @x, the changes it asks for (a zone begin or
  * end, or an instant: tools/chrome.c's).  Returns as fmt_line(). */
-static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
-			     uint64_t index, const struct chrome_extra *x)
+static inline __attribute__((always_inline)) int
+fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
+		 uint64_t index, const struct chrome_extra *x)
 {
 	const struct prefix *m;
 	size_t start = o->len;
@@ -763,7 +765,12 @@ int fmt_write_errno(void)
 
 int fmt_chrome_put(struct fmt *fm, const kt_event *ev, uint64_t ns, const struct chrome_extra *x)
 {
-	if (fmt_chrome_event(&fm->o, fm->j, ev, ns, fm->j->printed + fm->n++, x))
+	uint64_t index = fm->j->printed + fm->n++;
+	/* Without extras (most objects) the formatter is the one the old
+	 * unbalanced pass inlined: no extra's branch, room or strlen. */
+	int rc = x ? fmt_chrome_event(&fm->o, fm->j, ev, ns, index, x)
+		   : fmt_chrome_event(&fm->o, fm->j, ev, ns, index, NULL);
+	if (rc)
 		return -ENOMEM;
 	return fm->o.err ? -EIO : 0;
 }
