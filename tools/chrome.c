@@ -16,7 +16,9 @@
 #include "tools/text.h"
 
 enum { CUT_START = 1, CUT_END = 2, CLOSED = 4, ANCHOR = 8 };
-#define START_BIT (UINT64_C(1) << 63) /* in a begin time: the zone's start was cut */
+/* In a kept begin time: the zone's start was cut.  (A time past 2^63 ns,
+ * from a crafted clock, loses that bit: a wrong duration, never a fault.) */
+#define START_BIT (UINT64_C(1) << 63)
 
 /* The args a zone's object gets, by its CUT_* and CLOSED bits. */
 static const char *const zone_args[] = {
