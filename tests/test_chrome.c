@@ -313,10 +313,9 @@ Test(chrome, metadata_flows_frames_messages_and_locations_in_the_viewers_shapes)
 		"{\"ph\":\"M\",\"pid\":4242,\"tid\":1,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":0}}",
 		/* a frame mark: an instant whose name holds "frame" */
 		"{\"pid\":4242,\"tid\":1,\"ts\":123457.0,\"ph\":\"i\",\"s\":\"p\",\"name\":\"frame: present\",\"cat\":\"frame\",\"args\":{\"frame\":7}}",
-		/* a flow outside every zone: a zone of its own around it */
-		"{\"pid\":4242,\"tid\":1,\"ts\":123458.0,\"ph\":\"B\",\"name\":\"send\",\"args\":{\"flow_anchor\":true}}",
+		/* a flow outside every zone: a 1 ns slice of its own under it */
+		"{\"pid\":4242,\"tid\":1,\"ts\":123458.0,\"ph\":\"X\",\"dur\":0.001,\"name\":\"send\",\"args\":{\"flow_anchor\":true}}",
 		"{\"pid\":4242,\"tid\":1,\"ts\":123458.0,\"ph\":\"s\",\"bp\":\"e\",\"name\":\"send\",\"cat\":\"flow\",\"id\":99}",
-		"{\"pid\":4242,\"tid\":1,\"ts\":123458.0,\"ph\":\"E\",\"name\":\"send\"}",
 		"{\"pid\":4242,\"tid\":1,\"ts\":123459.0,\"ph\":\"B\",\"name\":\"work\",\"args\":{\"loc\":\"render.c:42\"}}",
 		"{\"pid\":4242,\"tid\":1,\"ts\":123460.0,\"ph\":\"f\",\"bp\":\"e\",\"name\":\"send\",\"cat\":\"flow\",\"id\":99}",
 		/* a message: its text is the name */

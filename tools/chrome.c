@@ -167,16 +167,15 @@ static int put_drops(struct ch *c, struct xthread *t, uint64_t ts, uint64_t limi
 	return rc;
 }
 
-/* A flow event: inside a zone of its own when none is open (Perfetto
- * binds a flow to the slice that encloses it). */
+/* A flow event: when no zone is open, first a slice of its own, 1 ns
+ * long from the flow's time (Perfetto binds a flow to the slice that
+ * encloses it): one X object, in either mode. */
 static int put_flow(struct ch *c, struct xthread *t, const kt_event *ev, uint64_t ns)
 {
-	int rc, alone = t->depth == 0;
-	if (alone && (rc = put_zone(c, t, KT_EV_ZONE_BEGIN, ev->name_id, ns, ANCHOR, UINT64_MAX)))
+	int rc;
+	if (!t->depth && (rc = put_zone(c, t, KT_EV_ZONE_BEGIN, ev->name_id, ns, ANCHOR, 1)))
 		return rc;
-	if ((rc = fmt_chrome_put(c->fm, ev, ns, NULL)) || !alone)
-		return rc;
-	return put_zone(c, t, KT_EV_ZONE_END, ev->name_id, ns, 0, UINT64_MAX);
+	return fmt_chrome_put(c->fm, ev, ns, NULL);
 }
 
 static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)

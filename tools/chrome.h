@@ -13,8 +13,9 @@
  * its end ("cut": "start"), so no slice spans events that were lost.
  *
  * Before the events: process_name, and thread_name and thread_sort_index
- * per thread.  A flow event outside every zone of its thread gets a zone
- * of its own around it (Perfetto binds a flow to its enclosing slice).
+ * per thread.  A flow event outside every zone of its thread gets a
+ * slice of its own, an X 1 ns long from its time (Perfetto binds a flow
+ * to the slice that encloses it).
  *
  * With complete set, a zone is one "X" object with its duration, written
  * at its end: a thread keeps the begin times of its innermost
