@@ -541,7 +541,7 @@ Test(args, dump_and_chrome_show_arguments_severities_and_frames)
 		"\"args\":{\"value\":\"18446744073709551615\"}}",
 		"\"name\":\"text\",\"cat\":\"arg\",\"args\":{\"text\":\"hi\"}}",
 		"\"name\":\"items\",\"cat\":\"arg\",\"args\":{\"items\":42}}",
-		"\"name\":\"log\",\"args\":{\"severity\":\"warn\",\"text\":\"careful\"}}",
+		"\"args\":{\"event\":\"log\",\"severity\":\"warn\"},\"name\":\"careful\"}",
 		"\"ph\":\"b\",\"name\":\"load\",\"cat\":\"frame\",\"id\":3}",
 		"\"ph\":\"e\",\"name\":\"load\",\"cat\":\"frame\",\"id\":3}",
 	};

@@ -473,11 +473,17 @@ Test(json, invalid_utf8_stays_visible_and_keys_stay)
 	assert_inert(text, len, "chrome");
 	o = load_json(text, len);
 	json_t *evs = json_object_get(o, "traceEvents");
-	cr_assert_eq(json_array_size(evs), 4);
-	json_t *meta = json_object_get(json_array_get(evs, 0), "args");
+	/* process name (the escaped workload), thread name and place, the
+	 * zone's begin, the message (its text as the name), the zone's end */
+	cr_assert_eq(json_array_size(evs), 6);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(evs, 0), "name")),
+			 "process_name");
+	json_t *meta = json_object_get(json_array_get(evs, 1), "args");
 	cr_assert_str_eq(json_string_value(json_object_get(meta, "name")), "th\\xFE\x1b]2;x\x07");
-	json_t *args = json_object_get(json_array_get(evs, 2), "args");
-	cr_assert_str_eq(json_string_value(json_object_get(args, "text")), EVIL_MESSAGE);
+	json_t *msg = json_array_get(evs, 4);
+	cr_assert_str_eq(json_string_value(json_object_get(msg, "name")), EVIL_MESSAGE);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(msg, "args"), "event")),
+			 "bad\\xFF");
 	json_decref(o);
 	free(text);
 	remove_dir();

@@ -15,6 +15,7 @@
 #include <katra/reader.h>
 #include "tools/cli.h"
 #include "tools/cmd.h"
+#include "tools/drops.h"
 #include "tools/fmt.h"
 #include "tools/opts.h"
 #include "tools/progress.h"
@@ -155,6 +156,8 @@ static const struct opts_spec dump_spec = {
 		"Text lines: ns tid thread type name [value...].  NS are\n"
 		"CLOCK_MONOTONIC nanoseconds as `katra info` shows them.\n"
 		"Names and messages are printed escaped; up to 64 --thread.\n"
+		"Each drop record is a line where its window began: \"NS TID THREAD\n"
+		"drop COUNT until NS\" (jsonl: type \"drop\", count, until_ns).\n"
 		WHEN_HELP,
 };
 
@@ -195,8 +198,16 @@ static int events(int argc, char **argv, int replay)
 		return rc;
 	}
 	struct tables t;
+	struct drops drops;
 	rc = tables_load(in.r, &t);
+	if (rc >= 0)
+		rc = drops_load(in.r, &drops);
+	else
+		memset(&drops, 0, sizeof(drops));
 	kt_reader_rewind(in.r);
+	drops_sort_time(&drops);
+	o.job.drops = &drops;
+	o.job.drops_r = in.r;
 	o.job.t = &t;
 	o.job.threads = o.threads.ids;
 	o.job.nthreads = o.threads.n;
@@ -209,6 +220,8 @@ static int events(int argc, char **argv, int replay)
 	int rrc = fatal ? rc
 		: !fm ? -ENOMEM
 		: o.paced ? replay_paced(in.r, fm, &o.pacer) : fmt_pass(in.r, fm);
+	if (rrc >= 0 && fm)
+		rrc = fmt_drops_end(fm);
 	fmt_free(fm);
 	flush_stdout();
 	progress_end();
@@ -223,6 +236,7 @@ static int events(int argc, char **argv, int replay)
 		result = EXIT_TRUNC;
 	}
 	tables_free(&t);
+	drops_free(&drops);
 	input_close(&in);
 	return result;
 }

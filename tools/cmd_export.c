@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <katra/reader.h>
+#include "tools/chrome.h"
 #include "tools/cli.h"
 #include "tools/cmd.h"
 #include "tools/collapse.h"
@@ -28,6 +29,7 @@ enum { CHROME = 1, COLLAPSED = 2, PERFETTO = 3, FXT = 4 };
 
 struct export_opts {
 	int chrome, collapsed, perfetto, fxt, zstd, deflate;
+	struct chrome_opts copts; /* --complete, and the window's end */
 	struct when_window win;
 	struct thread_list threads;
 };
@@ -43,18 +45,30 @@ static int cut_window(struct export_opts *o, const char *inp, kt_reader *r)
 	int rc = when_resolve("export", inp, &o->win, r, &f.from_ns, &f.to_ns);
 	if (rc == OPTS_GO)
 		kt_reader_set_filter(r, &f);
+	/* Zones open at the window's end close there, cut. */
+	o->copts.cut_to = o->win.to.given && f.to_ns != UINT64_MAX;
+	o->copts.from_ns = f.from_ns;
+	o->copts.to_ns = f.to_ns;
 	return rc;
 }
 
-/* Say what a binary export changed to keep its zones balanced, if anything. */
-static void say_export(const char *in, const struct export_result *x)
+/* Say what an export changed to keep its zones balanced, if anything;
+ * the drops marked only when @drops (Chrome's marks are said only when
+ * some could not be: a truncated input's one line stays one). */
+static void say_export(const char *in, const struct export_result *x, int drops)
 {
 	if (x->unbegun || x->inner_closed || x->unended || x->untimed)
 		say("%s: zones balanced for the viewer: skipped %" PRIu64 " ends with no begin, "
 		    "closed %" PRIu64 " zones at an outer zone's end and %" PRIu64
 		    " still open at the end, skipped %" PRIu64 " begins past %u open zones",
 		    in, x->unbegun, x->inner_closed, x->unended, x->untimed, EXPORT_OPEN);
-	if (x->drops_marked || x->drops_unmarked)
+	if (x->cut)
+		say("%s: %" PRIu64 " zones open at a drop window were closed at its start and "
+		    "opened again at its end", in, x->cut);
+	if (x->deep)
+		say("%s: %" PRIu64 " zones past %u deep were written as begin and end, not "
+		    "complete", in, x->deep, CHROME_X_DEPTH);
+	if ((drops && x->drops_marked) || x->drops_unmarked)
 		say("%s: marked %" PRIu64 " drop records where they happened%s", in,
 		    x->drops_marked, x->drops_unmarked ? " (more past the cap were not marked)" : "");
 	if (x->fallback)
@@ -63,11 +77,12 @@ static void say_export(const char *in, const struct export_result *x)
 }
 
 static int run_format(int format, struct input *in, const struct tables *t, FILE *f,
-		      struct collapse_result *cr, struct export_result *xr, int codec)
+		      struct collapse_result *cr, struct export_result *xr, int codec,
+		      const struct chrome_opts *co)
 {
 	switch (format) {
 	case CHROME:
-		return fmt_chrome(in->r, t, f);
+		return chrome_run(in->r, t, f, co, xr);
 	case COLLAPSED:
 		return collapse_run(in->r, t, f, cr);
 	case PERFETTO:
@@ -96,7 +111,7 @@ static void say_collapsed(const char *in, const struct collapse_result *c)
  * (0 or a reader's code); *@werr gets the errno of a write that failed, or
  * 0: a failed write stops the pass with -EIO. */
 static int export_to(struct input *in, const char *inp, const struct tables *t, int format,
-		     int codec, outfile *of, int *werr)
+		     int codec, const struct chrome_opts *co, outfile *of, int *werr)
 {
 	static char fbuf[1 << 20];
 	FILE *f = fdopen(of->fd, "w");
@@ -110,7 +125,7 @@ static int export_to(struct input *in, const char *inp, const struct tables *t, 
 	progress_init(0, in->r);
 	struct collapse_result cr;
 	struct export_result xr;
-	int rc = run_format(format, in, t, f, &cr, &xr, codec);
+	int rc = run_format(format, in, t, f, &cr, &xr, codec, co);
 	progress_end();
 	errno = 0;
 	int fmt_errno = format == CHROME ? fmt_write_errno() : 0;
@@ -120,8 +135,8 @@ static int export_to(struct input *in, const char *inp, const struct tables *t, 
 		*werr = errno;
 	if (format == COLLAPSED && !*werr && rc >= 0)
 		say_collapsed(inp, &cr);
-	if (format >= PERFETTO && !*werr && rc >= 0)
-		say_export(inp, &xr);
+	if (format != COLLAPSED && !*werr && rc >= 0)
+		say_export(inp, &xr, format != CHROME);
 	return rc;
 }
 
@@ -132,22 +147,28 @@ static const struct opts_spec export_spec = {
 		{ .name = "--collapsed", .offset = offsetof(struct export_opts, collapsed), .flag = 1 },
 		{ .name = "--perfetto", .offset = offsetof(struct export_opts, perfetto), .flag = 1 },
 		{ .name = "--fxt", .offset = offsetof(struct export_opts, fxt), .flag = 1 },
+		{ .name = "--complete", .offset = offsetof(struct export_opts, copts.complete), .flag = 1 },
 		{ .name = "--zstd", .offset = offsetof(struct export_opts, zstd), .flag = 1 },
 		{ .name = "--deflate", .offset = offsetof(struct export_opts, deflate), .flag = 1 },
 		WHEN_OPTS(offsetof(struct export_opts, win)),
 		OPT_THREAD(offsetof(struct export_opts, threads)),
 		{ .name = NULL } },
-	.help = "usage: katra export --chrome IN OUT.json\n"
+	.help = "usage: katra export --chrome [--complete] IN OUT.json\n"
 		"       katra export --collapsed IN OUT.folded\n"
 		"       katra export --perfetto [--zstd | --deflate] IN OUT.pftrace\n"
 		"       katra export --fxt IN OUT.fxt\n"
 		"       (each also [--from T] [--to T] [--window T..T] [--frames A..B]\n"
 		"       [--thread ID ...])\n"
-		"Writes the Chrome Trace Event Format (Perfetto UI, speedscope,\n"
-		"chrome://tracing): zones as B/E, instants, counters as C, flows as\n"
-		"s/t/f, frame marks as process-scoped instants, thread names as\n"
-		"metadata.  Streams the events: memory holds the trace's names and\n"
-		"threads and a fixed window of events, never all of its events.\n"
+		"Writes the Chrome Trace Event Format (Perfetto UI, Tracy's\n"
+		"import-chrome, speedscope, chrome://tracing): zones as B/E (with\n"
+		"--complete, as X with their duration), instants, counters as C,\n"
+		"flows as s/t/f bound to their zone, frame marks as instants named\n"
+		"\"frame...\", messages as instants named by their text, process and\n"
+		"thread names and order as metadata.  Zones stay balanced on every\n"
+		"thread (as below); zones cut by a drop window or the window's end\n"
+		"get args \"cut\": \"end\" or \"start\".  Streams the events: memory\n"
+		"holds the trace's names and threads and their open zones, never all\n"
+		"of its events.\n"
 		"--collapsed writes collapsed stacks for flame graphs (flamegraph.pl,\n"
 		"speedscope, inferno): a line per distinct stack of zones on a thread,\n"
 		"\"THREAD (ID);outer;inner SELF_NS\", self time in nanoseconds; a\n"
@@ -158,8 +179,8 @@ static const struct opts_spec export_spec = {
 		"deltas; --zstd or --deflate compress it in batches (zstd: Perfetto\n"
 		"v58 and later; deflate: every version).  --fxt writes the Fuchsia\n"
 		"trace format (Perfetto's UI,\n"
-		"Tracy's tracy-import-fuchsia), timestamps in katra's own ticks.  Both\n"
-		"keep zones balanced (an end with no begin is skipped, zones left open\n"
+		"Tracy's tracy-import-fuchsia), timestamps in katra's own ticks.  All\n"
+		"three keep zones balanced (an end with no begin is skipped, zones left open\n"
 		"are closed, said on stderr) and mark each drop record on its thread.\n"
 		"OUT is written whole or not at all (a temporary file beside it,\n"
 		"renamed); IN itself is never replaced.  Damaged frames of IN are\n"
@@ -170,7 +191,7 @@ static const struct opts_spec export_spec = {
 int cmd_export(int argc, char **argv)
 {
 	const char *pos[2];
-	struct export_opts o = { 0 };
+	struct export_opts o = { .copts = { .to_ns = UINT64_MAX } };
 	int rc = opts_parse(&export_spec, argc, argv, &o, pos);
 	if (rc != OPTS_GO)
 		return rc;
@@ -179,6 +200,8 @@ int cmd_export(int argc, char **argv)
 	int format = o.chrome ? CHROME : o.collapsed ? COLLAPSED : o.perfetto ? PERFETTO : FXT;
 	if (o.zstd + o.deflate > (format == PERFETTO))
 		return usage_error("export: --zstd or --deflate, one, and with --perfetto only");
+	if (o.copts.complete && format != CHROME)
+		return usage_error("export: --complete goes with --chrome only");
 	int codec = o.zstd ? PERFETTO_ZSTD : o.deflate ? PERFETTO_DEFLATE : PERFETTO_PLAIN;
 	if ((rc = when_early("export", &o.win)) != OPTS_GO)
 		return rc;
@@ -202,7 +225,7 @@ int cmd_export(int argc, char **argv)
 	if (output_open(&of, out, &in) < 0)
 		goto done;
 	int werr;
-	rc = export_to(&in, inp, &t, format, codec, &of, &werr);
+	rc = export_to(&in, inp, &t, format, codec, &o.copts, &of, &werr);
 	if (werr) {
 		say("%s: write failed: %s", out, strerror(werr));
 	} else if (rc < 0) {

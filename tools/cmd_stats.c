@@ -16,12 +16,19 @@ static const struct opts_spec stats_spec = {
 	.cmd = "stats", .npos = 1, .unknown = "unknown option",
 	.opts = opts_json,
 	.help = "usage: katra stats FILE [--json]\n"
-		"Per thread: events, dropped, time span, rate.  Per name: count and\n"
+		"Per thread: events, dropped, time span, rate.  Per name: count (its\n"
+		"events, a zone's begin and end counted once as one zone; --json's\n"
+		"count counts records, a zone's begin and end each) and\n"
 		"zone durations (min, p50, p99, max, total, and self: the total less\n"
 		"the zones that ended inside them on their thread; a zone whose end\n"
 		"is missing stays in its parent's self time).  Frame times between frame\n"
 		"marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
 		"come from ~3%-wide buckets, min and max are exact.\n"
+		"Drop windows (when the file has drop records): per thread how many,\n"
+		"the events lost, the time they cover and its share of the span, and\n"
+		"the names whose zones were open across one (their figures include\n"
+		"time whose events were lost); --json: drop_windows and drop_ns per\n"
+		"thread, open_across_drops per name, only where not 0.\n"
 		"Damaged frames are skipped and said on stderr; the exit status is then\n"
 		"3 (partial), as for a truncated file.\n",
 };

@@ -10,43 +10,6 @@
 #include "tools/bsearch.h"
 #include "tools/grow.h"
 
-static int drop_cmp(const void *a, const void *b)
-{
-	const struct xdrop *x = a, *y = b;
-	if (x->thread_id != y->thread_id)
-		return x->thread_id < y->thread_id ? -1 : 1;
-	return x->first_ts < y->first_ts ? -1 : x->first_ts > y->first_ts;
-}
-
-/* The drop frames of @r, up to EXPORT_DROPS, sorted. */
-static int load_drops(struct xstate *s, kt_reader *r)
-{
-	size_t cap = 0;
-	kt_trace_frame f;
-	int rc;
-	kt_reader_rewind(r);
-	kt_reader_skip_events(r, 1);
-	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
-		if (f.kind != KT_FRAME_DROP)
-			continue;
-		if (s->ndrops >= EXPORT_DROPS) {
-			s->res->drops_unmarked++;
-			continue;
-		}
-		if (grow_array((void **)&s->drops, &cap, s->ndrops + 1, sizeof(*s->drops))) {
-			rc = -ENOMEM;
-			break;
-		}
-		s->drops[s->ndrops++] = (struct xdrop){ f.u.drop.thread_id, f.u.drop.count,
-							f.u.drop.first_ts, f.u.drop.last_ts };
-	}
-	kt_reader_skip_events(r, 0);
-	kt_reader_rewind(r);
-	if (s->ndrops)
-		qsort(s->drops, s->ndrops, sizeof(*s->drops), drop_cmp);
-	return rc < 0 ? rc : 0;
-}
-
 int xstate_init(struct xstate *s, kt_reader *r, struct export_result *res)
 {
 	memset(s, 0, sizeof(*s));
@@ -54,7 +17,13 @@ int xstate_init(struct xstate *s, kt_reader *r, struct export_result *res)
 	s->res = res;
 	idmap_init(&s->tids);
 	idmap_init(&s->inner);
-	return load_drops(s, r);
+	struct drops d;
+	int rc = drops_load(r, &d);
+	drops_sort_thread(&d);
+	s->drops = d.d;
+	s->ndrops = d.n;
+	res->drops_unmarked = d.unkept;
+	return rc;
 }
 
 void xstate_free(struct xstate *s)
@@ -87,9 +56,8 @@ struct xthread *xstate_thread_add(struct xstate *s, uint32_t id, int *fresh)
 	    grow_array((void **)&s->threads, &s->threads_cap, s->nthreads + 1, sizeof(*s->threads)) ||
 	    !idmap_slot(&s->tids, id, (uint32_t)s->nthreads, &added))
 		return NULL;
-	size_t d = lower_bound_u32(s->drops, s->ndrops, sizeof(*s->drops), id), e = d;
-	while (e < s->ndrops && s->drops[e].thread_id == id)
-		e++;
+	size_t d, e;
+	drops_thread(&(struct drops){ .d = s->drops, .n = s->ndrops }, id, &d, &e);
 	s->threads[s->nthreads] = (struct xthread){ .id = id, .index = (uint32_t)s->nthreads,
 						    .drop_next = d, .drop_end = e };
 	*fresh = 1;
@@ -158,12 +126,25 @@ size_t xstate_end(struct xstate *s, struct xthread *t, uint32_t name)
 	return n;
 }
 
-size_t xstate_close_all(struct xstate *s, struct xthread *t)
+static size_t pop_all(struct xstate *s, struct xthread *t)
 {
 	size_t n = t->depth;
-	s->res->unended += n;
 	while (t->depth)
 		pop(s, t);
+	return n;
+}
+
+size_t xstate_close_all(struct xstate *s, struct xthread *t)
+{
+	size_t n = pop_all(s, t);
+	s->res->unended += n;
+	return n;
+}
+
+size_t xstate_cut_all(struct xstate *s, struct xthread *t)
+{
+	size_t n = pop_all(s, t);
+	s->res->cut += n;
 	return n;
 }
 

@@ -29,11 +29,12 @@
 #include <stdio.h>
 
 #include <katra/reader.h>
+#include "tools/drops.h"
 #include "tools/idmap.h"
 #include "tools/tables.h"
 
 #define EXPORT_OPEN (1u << 20)
-#define EXPORT_DROPS (1u << 16)
+#define EXPORT_DROPS DROPS_MAX
 #define EXPORT_DIRECT 1024u /* thread ids below this are found without a hash */
 /* On the first EXPORT_SMALL_THREADS threads, the innermost open zone of
  * each name below EXPORT_SMALL_NAMES is kept in a table of the thread's
@@ -41,11 +42,6 @@
 #define EXPORT_SMALL_THREADS 1024u
 #define EXPORT_SMALL_NAMES 256u
 
-/* A drop record: @count events of @thread_id lost between two ticks. */
-struct xdrop {
-	uint32_t thread_id;
-	uint64_t count, first_ts, last_ts;
-};
 
 struct xzone {
 	uint32_t name;
@@ -73,6 +69,8 @@ struct export_result {
 	uint64_t drops_marked;  /* drop records marked */
 	uint64_t drops_unmarked;/* drop records past EXPORT_DROPS */
 	uint64_t fallback;      /* exporter-specific: names written inline past a table */
+	uint64_t cut;           /* zones closed and opened again at a drop window */
+	uint64_t deep;          /* chrome --complete: zones past its depth cap, as B/E */
 };
 
 struct xstate {
@@ -137,6 +135,10 @@ size_t xstate_end(struct xstate *s, struct xthread *t, uint32_t name);
 /* xstate_close_all - close what @t holds open at its end: returns how
  * many ends to write (the zones readable as after xstate_end()). */
 size_t xstate_close_all(struct xstate *s, struct xthread *t);
+
+/* xstate_cut_all - as xstate_close_all(), for zones cut by a drop window
+ * (counted as cut, not as unended). */
+size_t xstate_cut_all(struct xstate *s, struct xthread *t);
 
 /*
  * An output buffer over a stream: the exports write their records into

@@ -212,7 +212,8 @@ static inline char *put_ns(struct fmt_cache *c, char *d, uint64_t ns)
 
 /* A time in microseconds with three decimals (Chrome's unit), then a
  * comma: the digits of ns with a point before the last three. */
-static inline char *put_us_comma(struct fmt_cache *c, char *d, uint64_t ns)
+static inline __attribute__((always_inline)) char *put_us_comma(struct fmt_cache *c, char *d,
+								  uint64_t ns)
 {
 	if (ns < 100000000u) {
 		d = put_u64(d, ns / 1000);
@@ -459,14 +460,60 @@ static inline char *chrome_u64(char *d, const kt_event *ev)
 	return d + (named ? 1 : 2);
 }
 
+/* The room an extra needs past a line's own: a duration and its args. */
+#define EXTRA_SLACK 64
+
+/* A zone begin's tail as a complete event: "ph":"X", its duration, then
+ * the begin's tail past its "ph":"B", (9 bytes). */
+static inline char *put_complete(struct fmt_cache *c, char *d, const struct prefix *m, uint64_t dur)
+{
+	static const char ph[] = "\"ph\":\"X\",\"dur\":";
+	memcpy(d, ph, sizeof(ph) - 1);
+	d = put_us_comma(c, d + sizeof(ph) - 1, dur);
+	return put_mid(d, m, m->split + 9, m->len - m->split - 9);
+}
+
+/* Add @args (JSON members) to the object ending at @d: into its args when
+ * it has them (it ends "}}"), else as a new args. */
+static char *put_args(char *d, const char *args)
+{
+	size_t n = strlen(args);
+	int has = d[-2] == '}';
+	d -= has ? 2 : 1;
+	if (has) {
+		*d++ = ',';
+	} else {
+		memcpy(d, ",\"args\":{", 9);
+		d += 9;
+	}
+	memcpy(d, args, n);
+	memcpy(d + n, "}}", 2);
+	return d + n + 2;
+}
+
+/* The object's part after its time, as @x says. */
+static inline char *put_tail(struct fmt_cache *c, char *d, const struct prefix *m,
+			     const kt_event *ev, const struct chrome_extra *x)
+{
+	if (x && x->complete && ev->type == KT_EV_ZONE_BEGIN)
+		d = put_complete(c, d, m, x->dur_ns);
+	else
+		d = put_mid(d, m, m->split, m->len - m->split);
+	return x && *x->args ? put_args(d, x->args) : d;
+}
+
 /* One event as a Chrome JSON object, after a comma unless it is the first
- * object of the array.  Returns as fmt_line(). */
-static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
-			     uint64_t index)
+ * object of the array; with @x, the changes it asks for (a zone begin or
+ * end, or an instant: tools/chrome.c's).  Returns as fmt_line(). */
+static inline __attribute__((always_inline)) int
+fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
+		 uint64_t index, const struct chrome_extra *x)
 {
 	const struct prefix *m;
 	size_t start = o->len;
 	char *d = line_begin(o, j, ev, &m);
+	if (x && d)
+		d = o_room(o, m->len + OUT_SLACK + EXTRA_SLACK + strlen(x->args));
 	if (!d)
 		return -1;
 	/* Microseconds with nanosecond digits: the format's unit is us.  The
@@ -474,7 +521,7 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 	size_t skip = index ? 0 : 1;
 	d = put_mid(d, m, skip, m->split - skip);
 	d = put_us_comma(o->c, d, ns);
-	d = put_mid(d, m, m->split, m->len - m->split);
+	d = put_tail(o->c, d, m, ev, x);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
@@ -514,12 +561,11 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 		d += 2;
 		break;
 	case KT_EV_MESSAGE:
-		memcpy(d, "\"text\":", 7);
-		o_commit(o, d + 7);
-		if (o_message(o, ev) || !(d = o_room(o, 2)))
+		/* The text is the name (Tracy's importer reads it there). */
+		o_commit(o, d);
+		if (o_message(o, ev) || !(d = o_room(o, 1)))
 			goto fail;
-		memcpy(d, "}}", 2);
-		d += 2;
+		*d++ = '}';
 		break;
 	default:
 		memcpy(d, "\"type\":", 7);
@@ -540,22 +586,50 @@ fail:
 	return line_fail(o, start);
 }
 
-/* The events of a pass numbered @index on: dump's filter, then a line. */
-static inline int fmt_one(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
-			  uint64_t index)
+/* Whether dump's filter keeps thread @tid at @ns. */
+static inline int fmt_keeps(const struct fmt_job *j, uint32_t tid, uint64_t ns)
 {
-	if (j->kind == FMT_CHROME)
-		return fmt_chrome_event(o, j, ev, ns, j->printed + index);
 	if (ns < j->from || ns > j->to)
 		return 0;
 	if (j->nthreads) {
 		int keep = 0;
 		for (int i = 0; i < j->nthreads; i++)
-			keep |= j->threads[i] == ev->thread_id;
-		if (!keep)
-			return 0;
+			keep |= j->threads[i] == tid;
+		return keep;
 	}
+	return 1;
+}
+
+/* The events of a pass numbered @index on: dump's filter, then a line. */
+static inline int fmt_one(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns,
+			  uint64_t index)
+{
+	if (j->kind == FMT_CHROME)
+		return fmt_chrome_event(o, j, ev, ns, j->printed + index, NULL);
+	if (!fmt_keeps(j, ev->thread_id, ns))
+		return 0;
 	return fmt_line(o, j, ev, ns);
+}
+
+/* Drop record @d as a text or JSON line where it began, from @a to @b ns:
+ * "NS TID THREAD drop COUNT until NS".  0 or -1 (out of memory). */
+static int fmt_drop_line(struct out *o, const struct fmt_job *j, const struct xdrop *d,
+			 uint64_t a, uint64_t b)
+{
+	size_t n = 0;
+	const char *s = tables_thread(j->t, d->thread_id, &n);
+	int json = j->kind == FMT_JSONL, len = -1;
+	char *th = json ? text_json(s ? s : "", n) : text_escape(s ? s : "", n), *line = NULL;
+	if (th)
+		len = asprintf(&line, json ? "{\"ns\":%" PRIu64 ",\"tid\":%u,\"thread\":%s,"
+					   "\"type\":\"drop\",\"count\":%" PRIu64 ",\"until_ns\":%"
+					   PRIu64 "}\n"
+				       : "%" PRIu64 " %u %s drop %" PRIu64 " until %" PRIu64 "\n",
+			       a, d->thread_id, th, d->count, b);
+	int rc = len < 0 ? -1 : o_mem(o, line, (size_t)len);
+	free(th);
+	free(line);
+	return rc;
 }
 
 /* ---- formatters and their passes ----------------------------------------- */
@@ -564,7 +638,24 @@ struct fmt {
 	struct out o;
 	const struct fmt_job *j;
 	uint64_t n; /* events seen by fmt_event() */
+	size_t drop_next; /* j->drops not yet printed */
 };
+
+/* The drop records that began by tick @ts, each as a line where dump's
+ * filter keeps it.  Their times convert as the events' do (the merge's
+ * calibration, once it has started). */
+static int fmt_drops_due(struct fmt *fm, uint64_t ts)
+{
+	const struct drops *ds = fm->j->drops;
+	for (; fm->drop_next < ds->n && ds->d[fm->drop_next].first_ts <= ts; fm->drop_next++) {
+		const struct xdrop *d = &ds->d[fm->drop_next];
+		uint64_t a = kt_reader_ticks_to_ns(fm->j->drops_r, d->first_ts);
+		uint64_t b = kt_reader_ticks_to_ns(fm->j->drops_r, d->last_ts);
+		if (fmt_keeps(fm->j, d->thread_id, a) && fmt_drop_line(&fm->o, fm->j, d, a, b))
+			return -ENOMEM;
+	}
+	return 0;
+}
 
 struct fmt *fmt_new(const struct fmt_job *job, FILE *f)
 {
@@ -582,6 +673,8 @@ struct fmt *fmt_new(const struct fmt_job *job, FILE *f)
  * output whose writes fail (a text stream's error is left to its end). */
 static int fmt_at(struct fmt *fm, const kt_event *ev, uint64_t ns, uint64_t index)
 {
+	if (fm->j->drops && fmt_drops_due(fm, ev->ts))
+		return -ENOMEM;
 	if (fmt_one(&fm->o, fm->j, ev, ns, index))
 		return -ENOMEM;
 	return fm->j->kind == FMT_CHROME && fm->o.err ? -EIO : 0;
@@ -599,8 +692,9 @@ static int pass_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index
 
 static void *pass_ahead_begin(void *ctx)
 {
-	(void)ctx;
-	return fmt_cache_new();
+	/* Drop lines go between the events in order: state of the writer. */
+	const struct fmt *fm = ctx;
+	return fm->j->drops && fm->j->drops->n ? NULL : fmt_cache_new();
 }
 
 static void pass_ahead_end(void *state)
@@ -643,6 +737,11 @@ int fmt_pass(kt_reader *r, struct fmt *fm)
 	return pipe_run(r, &client, fm);
 }
 
+int fmt_drops_end(struct fmt *fm)
+{
+	return fm->j->drops ? fmt_drops_due(fm, UINT64_MAX) : 0;
+}
+
 int fmt_flush(struct fmt *fm)
 {
 	o_flush(&fm->o);
@@ -664,34 +763,21 @@ int fmt_write_errno(void)
 	return out_errno;
 }
 
-/* The metadata object naming thread @e; 0 or -ENOMEM. */
-static int chrome_thread(FILE *f, const struct tables *t, const struct tentry *e, uint64_t pid,
-			 int first)
+int fmt_chrome_put(struct fmt *fm, const kt_event *ev, uint64_t ns, const struct chrome_extra *x)
 {
-	char *name = text_json(tables_str(t, e), e->len);
-	if (!name)
+	uint64_t index = fm->j->printed + fm->n++;
+	/* Without extras (most objects) the formatter is the one the old
+	 * unbalanced pass inlined: no extra's branch, room or strlen. */
+	int rc = x ? fmt_chrome_event(&fm->o, fm->j, ev, ns, index, x)
+		   : fmt_chrome_event(&fm->o, fm->j, ev, ns, index, NULL);
+	if (rc)
 		return -ENOMEM;
-	fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
-		   "\"args\":{\"name\":%s}}", first ? "" : ",", pid, e->id, name);
-	free(name);
-	return 0;
+	return fm->o.err ? -EIO : 0;
 }
 
-int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
+int fmt_chrome_raw(struct fmt *fm, const char *s, size_t n)
 {
-	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_get_header(r)->process_id };
-	int rc = 0;
-	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-	for (size_t i = 0; i < t->nthreads && !rc; i++)
-		rc = chrome_thread(f, t, &t->threads[i], job.pid, job.printed++ == 0);
-	struct fmt *fm = rc ? NULL : fmt_new(&job, f);
-	if (!rc)
-		rc = fm ? fmt_pass(r, fm) : -ENOMEM;
-	if (fm && fmt_flush(fm) && !rc)
-		rc = -EIO;
-	fmt_free(fm);
-	fprintf(f, "\n]}\n");
-	if (!rc && ferror(f))
-		rc = -EIO;
-	return rc;
+	if (o_mem(&fm->o, s, n))
+		return -ENOMEM;
+	return fm->o.err ? -EIO : 0;
 }

@@ -22,6 +22,7 @@
 
 #include <katra/reader.h>
 
+#include "tools/drops.h"
 #include "tools/tables.h"
 
 enum { FMT_TEXT, FMT_JSONL, FMT_CHROME };
@@ -35,6 +36,11 @@ struct fmt_job {
 	const uint32_t *threads; /* text and jsonl: keep only these, when nthreads */
 	int nthreads;
 	uint64_t printed;        /* chrome: objects written before the events */
+	const struct drops *drops; /* text and jsonl: drop records sorted by
+				    * time, each printed as a line before the
+				    * first event at or after it (nothing is
+				    * then formatted ahead); or NULL */
+	kt_reader *drops_r;      /* the reader whose ticks they are */
 };
 
 struct fmt;
@@ -54,6 +60,10 @@ int fmt_event(struct fmt *fm, const kt_event *ev, uint64_t ns);
  */
 int fmt_pass(kt_reader *r, struct fmt *fm);
 
+/* fmt_drops_end - the job's drop records not printed yet (after the last
+ * event).  Returns 0 or -ENOMEM. */
+int fmt_drops_end(struct fmt *fm);
+
 /* fmt_flush - write out what the buffer holds.  Returns 0, or -EIO when a
  * write to the stream has failed (fmt_write_errno() says why). */
 int fmt_flush(struct fmt *fm);
@@ -64,11 +74,22 @@ void fmt_free(struct fmt *fm);
 /* fmt_write_errno - the errno of the first write that failed, or 0. */
 int fmt_write_errno(void);
 
+/* What tools/chrome.c changes in a Chrome object it writes. */
+struct chrome_extra {
+	const char *args; /* JSON members added to its args ("" for none) */
+	int complete;     /* a zone begin as a complete ("X") event ... */
+	uint64_t dur_ns;  /* ... lasting this long */
+};
+
 /*
- * fmt_chrome - the Chrome Trace Event document of @r (names and threads
- * from @t, loaded from @r) into @f: the header, one metadata object per
- * thread name, every event, the tail.  Returns as fmt_pass().
+ * fmt_chrome_put - @ev as the next Chrome object (a FMT_CHROME job's), as
+ * @x says when not NULL (only for a zone begin or end or an instant).
+ * Returns 0, -ENOMEM, or -EIO when a write to the stream failed.
  */
-int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f);
+int fmt_chrome_put(struct fmt *fm, const kt_event *ev, uint64_t ns, const struct chrome_extra *x);
+
+/* fmt_chrome_raw - @n bytes of JSON written as they are, in order with
+ * the objects.  Returns as fmt_chrome_put(). */
+int fmt_chrome_raw(struct fmt *fm, const char *s, size_t n);
 
 #endif

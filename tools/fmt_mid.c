@@ -86,7 +86,7 @@ static char *mid_extra(const struct tables *t, const kt_event *ev, int kind)
 	char *out = NULL;
 	if (ev->type == KT_EV_MESSAGE && ev->flags && ev->flags <= KT_SEV_FATAL) {
 		const char *sev = severity[ev->flags];
-		if (asprintf(&out, kind == FMT_CHROME ? "\"severity\":\"%s\"," :
+		if (asprintf(&out, kind == FMT_CHROME ? ",\"severity\":\"%s\"" :
 				   json ? ",\"severity\":\"%s\"" : " [%s]", sev) < 0)
 			out = NULL;
 		return out;
@@ -100,6 +100,26 @@ static char *mid_extra(const struct tables *t, const kt_event *ev, int kind)
 	if (kind == FMT_CHROME)
 		return chrome_loc(t, ev);
 	return json ? loc_label(t, ev, 1, ",\"loc\":", "") : loc_label(t, ev, 0, " @", "");
+}
+
+/* A frame mark's name for Chrome: Tracy's importer takes an instant for a
+ * frame mark when its name holds "frame", so a name without it gets
+ * "frame: " before it.  A JSON literal, malloc'd; NULL when out of memory. */
+static char *frame_name(const struct tables *t, uint32_t id)
+{
+	size_t n = 0;
+	const char *s = id ? tables_name(t, id, &n) : NULL;
+	if (s && memmem(s, n, "frame", 5))
+		return text_json(s, n);
+	char *raw = malloc(n + 8), *lit;
+	if (!raw)
+		return NULL;
+	memcpy(raw, s ? "frame: " : "frame", s ? 7 : 5);
+	if (s)
+		memcpy(raw + 7, s, n); /* bytes as they are: text_json() escapes */
+	lit = text_json(raw, s ? n + 7 : 5);
+	free(raw);
+	return lit;
 }
 
 /* The Chrome middle of @ev after its head (@head, @nm the name literal,
@@ -120,8 +140,9 @@ static int chrome_mid(char **buf, const char *head, const char *nm, const char *
 	case KT_EV_ZONE_BEGIN:
 		return asprintf(buf, "%s\"ph\":\"B\",\"name\":%s%s}", head, nm, extra);
 	case KT_EV_MESSAGE:
-		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{%s", head, nm,
-				extra);
+		/* The text follows as the name: the event's name is an arg. */
+		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"args\":{\"event\":%s%s},\"name\":",
+				head, nm, extra);
 	case KT_EV_ZONE_END:
 		return asprintf(buf, "%s\"ph\":\"E\",\"name\":%s}", head, nm);
 	case KT_EV_INSTANT:
@@ -133,7 +154,9 @@ static int chrome_mid(char **buf, const char *head, const char *nm, const char *
 		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
 				     "\"args\":{\"frame\":", head, nm);
 	case KT_EV_FLOW: {
-		static const char *const ph[3] = { "\"ph\":\"s\",", "\"ph\":\"t\",",
+		/* "bp":"e" on each: bound to the slice that encloses it. */
+		static const char *const ph[3] = { "\"ph\":\"s\",\"bp\":\"e\",",
+						   "\"ph\":\"t\",\"bp\":\"e\",",
 						   "\"ph\":\"f\",\"bp\":\"e\"," };
 		return asprintf(buf, "%s%s\"name\":%s,\"cat\":\"flow\",\"id\":", head,
 				ph[ev->flags < 3 ? ev->flags : 0], nm);
@@ -148,8 +171,10 @@ int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_e
 	const char *type = kt_event_type_name(ev->type);
 	int json = j->kind != FMT_TEXT, n = -1;
 	/* An argument without a name is its zone's own value or text. */
+	int mark = ev->type == KT_EV_FRAME && (!ev->flags || ev->flags > KT_FRAME_PHASE_END);
 	char *nm = fmt_is_arg(ev->type) && !ev->name_id ? strdup(json ? "null" : "-")
-						    : name_label(j->t, ev->name_id, json);
+		 : mark && j->kind == FMT_CHROME ? frame_name(j->t, ev->name_id)
+						 : name_label(j->t, ev->name_id, json);
 	char *th = j->kind == FMT_CHROME ? NULL : thread_label(j->t, ev->thread_id, json);
 	char *loc = mid_extra(j->t, ev, j->kind);
 	*split = 0;

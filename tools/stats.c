@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/drops.h"
 #include "tools/hist.h"
 #include "tools/idmap.h"
 #include "tools/pipe.h"
@@ -19,8 +20,10 @@ struct zone {
 	uint64_t child; /* time of the zones that ended inside it, for self time */
 	uint32_t name;
 	uint32_t below; /* 1 + the stack index of the next open zone of the same
-			 * name below this one; 0 when there is none */
+			 * name below this one; 0 when there is none; and
+			 * CROSSED when a drop window began while it was open */
 };
+#define CROSSED (1u << 31) /* stack indices stay below MAX_OPEN_ZONES */
 
 struct sthread {
 	uint32_t id;
@@ -33,6 +36,8 @@ struct sthread {
 	uint64_t last_frame_ns; /* previous frame mark on this thread */
 	uint64_t zones_ns;      /* time in its outermost zones that ended */
 	int have_frame;
+	size_t drop_next, drop_end; /* its drop windows not yet passed, in stats.drops */
+	uint64_t drop_windows, drop_ns; /* its drop records, the time they cover */
 };
 
 struct sname {
@@ -41,6 +46,8 @@ struct sname {
 	uint64_t total_ns, self_ns; /* of its zones that ended (self: less the
 				     * zones that ended inside them) */
 	struct hist zone;
+	uint64_t across; /* its zones open across a drop window */
+	uint64_t begins, ends; /* its zone records, for the text's count */
 };
 
 /* A table of elements keyed by a leading uint32_t id, in first-seen order
@@ -70,6 +77,8 @@ struct stats {
 	uint64_t frames_ns;     /* the sum of the frame intervals, for the mean */
 	uint64_t dropped;       /* the reader's count */
 	int truncated;          /* no summary frame */
+	struct drops drops;     /* by thread; ticks made ns once read */
+	uint64_t across;        /* zones open across a drop window */
 };
 
 /*
@@ -134,6 +143,81 @@ static uint64_t elapsed(struct stats *c, uint64_t from, uint64_t to)
 	return 0;
 }
 
+/* ---- drop windows -------------------------------------------------------- */
+
+/* A zone of @name was open across a drop window: its figures include
+ * time whose events were lost.  0 or -ENOMEM (the name was indexed at
+ * the zone's begin, so the table does not move under a caller's
+ * pointer). */
+static int zone_across(struct stats *c, uint32_t name)
+{
+	long ni = table_index(&c->names, name);
+	if (ni < 0)
+		return -ENOMEM;
+	name_at(c, ni)->across++;
+	c->across++;
+	return 0;
+}
+
+/* @t's event at tick @ts: the drop windows that began by then mark its
+ * open zones as crossed.  A zone below a crossed one was crossed with it,
+ * so the walk stops there: each zone is marked once. */
+static void drops_pass(struct stats *c, struct sthread *t, uint64_t ts)
+{
+	int due = 0;
+	while (t->drop_next < t->drop_end && c->drops.d[t->drop_next].first_ts <= ts) {
+		t->drop_next++;
+		due = 1;
+	}
+	for (size_t k = t->depth; due && k-- > 0 && !(t->stack[k].below & CROSSED);)
+		t->stack[k].below |= CROSSED;
+}
+
+/* After the frames' pass: the drop records sorted by thread, and each
+ * thread's share of them. */
+static void drops_ready(struct stats *c)
+{
+	drops_sort_thread(&c->drops);
+	for (size_t i = 0; i < c->th.n; i++) {
+		struct sthread *t = thread_at(c, (long)i);
+		drops_thread(&c->drops, t->id, &t->drop_next, &t->drop_end);
+		t->drop_windows = t->drop_end - t->drop_next;
+	}
+}
+
+/* After the events (ticks convert as the events' did, with the merge's
+ * calibration): the time each thread's drop windows cover, overlaps
+ * once. */
+static void drops_time(struct stats *c, kt_reader *r)
+{
+	for (size_t i = 0; i < c->th.n; i++) {
+		struct sthread *t = thread_at(c, (long)i);
+		uint64_t reach = 0;
+		for (size_t k = t->drop_end - t->drop_windows; k < t->drop_end; k++) {
+			const struct xdrop *x = &c->drops.d[k];
+			uint64_t a = kt_reader_ticks_to_ns(r, x->first_ts);
+			uint64_t b = kt_reader_ticks_to_ns(r, x->last_ts);
+			uint64_t from = a > reach ? a : reach;
+			t->drop_ns += b > from ? b - from : 0;
+			reach = b > reach ? b : reach;
+		}
+	}
+}
+
+/* After the events: zones still open that a drop window crossed. */
+static int drops_open_left(struct stats *c)
+{
+	for (size_t i = 0; i < c->th.n; i++) {
+		struct sthread *t = thread_at(c, (long)i);
+		for (size_t k = 0; k < t->depth; k++)
+			if ((t->stack[k].below & CROSSED) && zone_across(c, t->stack[k].name))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- zones and frames ---------------------------------------------------- */
+
 static int zone_begin(struct stats *c, long ti, uint32_t name, uint64_t ns)
 {
 	struct sthread *t = thread_at(c, ti);
@@ -181,8 +265,10 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 		return -ENOMEM;
 	while (t->depth > d) {
 		struct zone *p = &t->stack[--t->depth];
-		*idmap_find(&c->tops, tops_key(ti, p->name)) = p->below;
+		*idmap_find(&c->tops, tops_key(ti, p->name)) = p->below & ~CROSSED;
 		c->open--;
+		if ((p->below & CROSSED) && zone_across(c, p->name))
+			return -ENOMEM;
 	}
 	uint64_t self = dur > z.child ? dur - z.child : 0;
 	nm->total_ns += dur;
@@ -234,9 +320,13 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	t->last_ns = ns > t->last_ns ? ns : t->last_ns;
 	t->prev_ns = ns;
 	t->events++;
+	if (t->drop_next < t->drop_end)
+		drops_pass(c, t, ev->ts);
 	c->events++;
 	struct sname *nm = name_at(c, ni);
 	nm->count++;
+	nm->begins += ev->type == KT_EV_ZONE_BEGIN;
+	nm->ends += ev->type == KT_EV_ZONE_END;
 	if (ev->type == KT_EV_ZONE_BEGIN)
 		return zone_begin(c, ti, ev->name_id, ns);
 	if (ev->type == KT_EV_ZONE_END)
@@ -264,7 +354,7 @@ static int stats_frames(kt_reader *r, struct stats *c, struct tables *t)
 			continue;
 		}
 		long ti = table_index(&c->th, f.u.drop.thread_id);
-		if (ti < 0) {
+		if (ti < 0 || drops_add(&c->drops, &f)) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -303,6 +393,7 @@ void stats_free(struct stats *c)
 	idmap_free(&c->names.map);
 	idmap_free(&c->tops);
 	hist_free(&c->frames);
+	drops_free(&c->drops);
 	tables_free(&c->t);
 	free(c);
 }
@@ -353,6 +444,15 @@ static int text_loc(FILE *f, const struct tables *t, uint32_t id)
 	return text_puts(f, tloc_function(t, l)) < 0 ? -EIO : 0;
 }
 
+/* The text's count of a name: a zone (its begin and end) once, any other
+ * event each; a zone record with no partner is a zone too.  (--json's
+ * count counts records.) */
+static uint64_t text_count(const struct sname *nm)
+{
+	uint64_t zones = nm->begins > nm->ends ? nm->begins : nm->ends;
+	return nm->count - nm->begins - nm->ends + zones;
+}
+
 static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 {
 	/* The location column only where the file has locations: the output
@@ -365,7 +465,7 @@ static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 		const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
 		if (put_padded(f, name ? name : "?", name ? n : 1, 24))
 			return -ENOMEM;
-		fprintf(f, " %10" PRIu64, nm->count);
+		fprintf(f, " %10" PRIu64, text_count(nm));
 		if (nm->zone.n)
 			fprintf(f, " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
 				   " %12" PRIu64 " %12" PRIu64,
@@ -376,6 +476,44 @@ static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 		if (text_loc(f, t, nm->id))
 			return -EIO;
 		fprintf(f, "\n");
+	}
+	return 0;
+}
+
+/* Per thread with drop records: how many, the events lost, the time they
+ * cover and its share of the thread's span; then the names whose zones
+ * were open across one. */
+static int text_drops(FILE *f, const struct stats *c, const struct tables *t)
+{
+	if (!c->drops.n)
+		return 0;
+	fprintf(f, "\ndrop windows: time whose events were lost\n%-8s %-20s %12s %10s %14s %10s\n",
+		"tid", "thread", "windows", "dropped", "drop ns", "% of span");
+	for (size_t i = 0; i < c->th.n; i++) {
+		struct sthread *th = thread_at(c, (long)i);
+		size_t n = 0;
+		const char *name = tables_thread(t, th->id, &n);
+		uint64_t span = th->last_ns - th->first_ns;
+		if (!th->drop_windows)
+			continue;
+		fprintf(f, "%-8u ", th->id);
+		if (put_padded(f, name ? name : "", n, 20))
+			return -ENOMEM;
+		fprintf(f, " %12" PRIu64 " %10" PRIu64 " %14" PRIu64 " %10.1f\n", th->drop_windows,
+			th->dropped, th->drop_ns, span ? 100.0 * (double)th->drop_ns / (double)span : 0);
+	}
+	if (!c->across)
+		return 0;
+	fprintf(f, "\nzones open across a drop window (their times include lost events):\n");
+	for (size_t i = 0; i < c->names.n; i++) {
+		struct sname *nm = name_at(c, (long)i);
+		size_t n = 1;
+		const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
+		if (!nm->across)
+			continue;
+		if (put_padded(f, name ? name : "?", name ? n : 1, 24))
+			return -ENOMEM;
+		fprintf(f, " %10" PRIu64 "\n", nm->across);
 	}
 	return 0;
 }
@@ -413,7 +551,7 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 		return -EIO;
 	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
 		truncated ? ", truncated" : "");
-	if (text_threads(f, c, t) || text_names(f, c, t))
+	if (text_threads(f, c, t) || text_names(f, c, t) || text_drops(f, c, t))
 		return -ENOMEM;
 	if (c->untimed)
 		fprintf(f, "\nzones: %" PRIu64 " begins past %u open zones were not timed\n",
@@ -450,6 +588,11 @@ static json_t *json_thread(const struct sthread *th, const struct tables *t)
 	json_object_set_new(j, "events_per_s",
 			    json_real(span > 0 ? (double)th->events / span : 0));
 	json_object_set_new(j, "zones_ns", json_u64(th->zones_ns));
+	/* Only with drop records: an ordinary file's keys stay as they were. */
+	if (th->drop_windows) {
+		json_object_set_new(j, "drop_windows", json_u64(th->drop_windows));
+		json_object_set_new(j, "drop_ns", json_u64(th->drop_ns));
+	}
 	return j;
 }
 
@@ -473,6 +616,8 @@ static json_t *json_name(const struct sname *nm, const struct tables *t)
 		json_object_set_new(z, "self_ns", json_u64(nm->self_ns));
 		json_object_set_new(j, "zone", z);
 	}
+	if (nm->across)
+		json_object_set_new(j, "open_across_drops", json_u64(nm->across));
 	const struct tloc *l = tables_loc(t, nm->id);
 	if (l) {
 		json_t *o = json_object();
@@ -507,12 +652,13 @@ json_t *stats_json(const struct stats *c, const char *label)
 	json_object_set_new(o, "truncated", json_boolean(c->truncated));
 	for (size_t i = 0; i < c->th.n && ok; i++) {
 		json_t *j = json_thread(thread_at(c, (long)i), &c->t);
-		ok = json_complete(j, 7) && !json_array_append_new(ths, j);
+		ok = json_complete(j, 7 + 2 * !!thread_at(c, (long)i)->drop_windows) &&
+		     !json_array_append_new(ths, j);
 	}
 	for (size_t i = 0; i < c->names.n && ok; i++) {
 		struct sname *nm = name_at(c, (long)i);
 		json_t *j = json_name(nm, &c->t);
-		size_t keys = 3 + !!nm->zone.n + !!tables_loc(&c->t, nm->id);
+		size_t keys = 3 + !!nm->zone.n + !!tables_loc(&c->t, nm->id) + !!nm->across;
 		ok = json_complete(j, keys) && !json_array_append_new(names, j);
 	}
 	json_object_set_new(fr, "count", json_u64(c->frames.n));
@@ -558,9 +704,13 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	kt_reader_get_status(r, &st);
 	c->dropped = st.dropped;
 	if (rc >= 0) {
+		drops_ready(c);
 		kt_reader_rewind(r);
 		rc = pipe_run(r, &client, c);
 	}
+	if (rc >= 0)
+		rc = drops_open_left(c);
+	drops_time(c, r);
 	table_sort(&c->th);
 	table_sort(&c->names);
 	c->truncated = !c->t.have_summary;

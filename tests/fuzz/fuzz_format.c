@@ -11,6 +11,7 @@
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
+#include "tools/chrome.h"
 #include "tools/fmt.h"
 #include "tools/tables.h"
 
@@ -50,7 +51,9 @@ static void chrome(kt_reader *r, const struct tables *t)
 	if (!m)
 		return;
 	kt_reader_rewind(r);
-	int rc = fmt_chrome(r, t, m);
+	struct chrome_opts o = { .to_ns = UINT64_MAX };
+	struct export_result res;
+	int rc = chrome_run(r, t, m, &o, &res);
 	fclose(m);
 	if (rc == 0)
 		must_parse(text, len);

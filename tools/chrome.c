@@ -1,0 +1,308 @@
+/*
+ * chrome.c - the Chrome Trace Event document with balanced zones, drop
+ * marks and metadata; chrome.h says the rules.  Objects are formatted by
+ * fmt.c; this file decides which, from export_state.c's matcher.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/chrome.h"
+#include "tools/fmt.h"
+#include "tools/grow.h"
+#include "tools/pipe.h"
+#include "tools/text.h"
+
+enum { CUT_START = 1, CUT_END = 2, CLOSED = 4, ANCHOR = 8 };
+/* In a kept begin time: the zone's start was cut.  (A time past 2^63 ns,
+ * from a crafted clock, loses that bit: a wrong duration, never a fault.) */
+#define START_BIT (UINT64_C(1) << 63)
+
+/* The args a zone's object gets, by its CUT_* and CLOSED bits. */
+static const char *const zone_args[] = {
+	"", "\"cut\":\"start\"", "\"cut\":\"end\"", "\"cut\":\"both\"",
+	"\"closed\":true", "\"cut\":\"start\",\"closed\":true", "\"cut\":\"end\",\"closed\":true",
+	"\"cut\":\"both\",\"closed\":true", "\"flow_anchor\":true",
+};
+
+/* A thread's open zones' begin times (ns, START_BIT when cut), for
+ * --complete: its first CHROME_X_DEPTH levels. */
+struct xbegin {
+	uint64_t *ns;
+	size_t cap;
+};
+
+struct ch {
+	struct xstate xs;
+	struct fmt_job job;
+	struct fmt *fm;
+	kt_reader *r;
+	const struct chrome_opts *o;
+	struct xbegin *begins; /* by thread index */
+	size_t nbegins, begins_cap;
+};
+
+/* A zone's begin or end (or one as a complete event) of @t. */
+static int put_zone(struct ch *c, struct xthread *t, uint8_t type, uint32_t name, uint64_t ns,
+		    unsigned bits, uint64_t dur)
+{
+	kt_event ev = { .thread_id = t->id, .name_id = name, .type = type };
+	struct chrome_extra x = { zone_args[bits], dur != UINT64_MAX, dur };
+	return fmt_chrome_put(c->fm, &ev, ns, bits || x.complete ? &x : NULL);
+}
+
+/* Where @t keeps the begin time of the zone at @level, made as needed;
+ * NULL past CHROME_X_DEPTH, or (with *@rc = -ENOMEM) out of memory. */
+static uint64_t *begin_slot(struct ch *c, struct xthread *t, size_t level, int *rc)
+{
+	*rc = 0;
+	if (level >= CHROME_X_DEPTH)
+		return NULL;
+	if (t->index >= c->nbegins) {
+		if (grow_array((void **)&c->begins, &c->begins_cap, t->index + 1, sizeof(*c->begins))) {
+			*rc = -ENOMEM;
+			return NULL;
+		}
+		memset(c->begins + c->nbegins, 0, (t->index + 1 - c->nbegins) * sizeof(*c->begins));
+		c->nbegins = t->index + 1;
+	}
+	struct xbegin *b = &c->begins[t->index];
+	if (grow_array((void **)&b->ns, &b->cap, level + 1, sizeof(*b->ns))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	return &b->ns[level];
+}
+
+/* @t has just opened zone @name (xstate_begin() said 1) at @ns. */
+static int open_zone(struct ch *c, struct xthread *t, uint32_t name, uint64_t ns, unsigned bits)
+{
+	int rc;
+	if (c->o->complete) {
+		uint64_t *slot = begin_slot(c, t, t->depth - 1, &rc);
+		if (slot) {
+			*slot = (ns & ~START_BIT) | (bits & CUT_START ? START_BIT : 0);
+			return 0;
+		}
+		if (rc)
+			return rc;
+		c->xs.res->deep++;
+	}
+	return put_zone(c, t, KT_EV_ZONE_BEGIN, name, ns, bits, UINT64_MAX);
+}
+
+/* @n zones of @t closed at @ns (as xstate_end() leaves them): the last
+ * with @last's bits, the others (inside it) with @inner's. */
+static int close_zones(struct ch *c, struct xthread *t, uint64_t ns, size_t n, unsigned inner,
+		       unsigned last)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t level = t->depth + n - 1 - i;
+		uint32_t name = t->stack[level].name;
+		unsigned bits = i + 1 < n ? inner : last;
+		int rc;
+		if (c->o->complete && level < CHROME_X_DEPTH) {
+			uint64_t b = *begin_slot(c, t, level, &rc); /* made at its begin */
+			bits |= b & START_BIT ? CUT_START : 0;
+			b &= ~START_BIT;
+			rc = put_zone(c, t, KT_EV_ZONE_BEGIN, name, b, bits, ns > b ? ns - b : 0);
+		} else {
+			rc = put_zone(c, t, KT_EV_ZONE_END, name, ns, bits, UINT64_MAX);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* A count as JSON: past INT64_MAX a string (readers refuse larger). */
+static const char *json_u64(char *buf, size_t n, uint64_t v)
+{
+	snprintf(buf, n, v > INT64_MAX ? "\"%" PRIu64 "\"" : "%" PRIu64, v);
+	return buf;
+}
+
+/* The instant that marks drop record @d on @t, from @a to @b ns. */
+static int drop_mark(struct ch *c, struct xthread *t, const struct xdrop *d, uint64_t a, uint64_t b)
+{
+	char buf[320], num[32];
+	int n = snprintf(buf, sizeof(buf), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
+			 ".%03u,\"ph\":\"i\",\"s\":\"t\",\"name\":\"katra: %" PRIu64
+			 " events dropped\",\"cat\":\"katra\",\"args\":{\"dropped\":%s,"
+			 "\"until_ts\":%" PRIu64 ".%03u}}", c->job.pid, t->id, a / 1000,
+			 (unsigned)(a % 1000), d->count, json_u64(num, sizeof(num), d->count),
+			 b / 1000, (unsigned)(b % 1000));
+	return fmt_chrome_raw(c->fm, buf, (size_t)n);
+}
+
+/* Each drop record of @t that began by @ts (ticks): its mark, and the
+ * zones open there cut at its start and opened again at its end (not
+ * past @limit ns, the event that made it due). */
+static int put_drops(struct ch *c, struct xthread *t, uint64_t ts, uint64_t limit)
+{
+	const struct xdrop *d;
+	int rc = 0;
+	while (!rc && (d = xstate_drop_due(&c->xs, t, ts))) {
+		uint64_t a = kt_reader_ticks_to_ns(c->r, d->first_ts);
+		uint64_t b = kt_reader_ticks_to_ns(c->r, d->last_ts);
+		if (b < c->o->from_ns || a > c->o->to_ns)
+			continue; /* outside the window: not this export's */
+		a = a < limit ? a : limit;
+		b = b < a ? a : b < limit ? b : limit;
+		if ((rc = drop_mark(c, t, d, a, b)))
+			break;
+		t->last_out = b > t->last_out ? b : t->last_out;
+		size_t n = xstate_cut_all(&c->xs, t);
+		rc = close_zones(c, t, a, n, CUT_END, CUT_END);
+		/* The cut zones' names stay readable at stack[0..n): each is
+		 * read before its begin writes that slot again. */
+		for (size_t i = 0; i < n && !rc; i++) {
+			uint32_t name = t->stack[i].name;
+			if ((rc = xstate_begin(&c->xs, t, name)) > 0)
+				rc = open_zone(c, t, name, b, CUT_START);
+		}
+	}
+	return rc;
+}
+
+/* A flow event: when no zone is open, first a slice of its own, 1 ns
+ * long from the flow's time (Perfetto binds a flow to the slice that
+ * encloses it): one X object, in either mode. */
+static int put_flow(struct ch *c, struct xthread *t, const kt_event *ev, uint64_t ns)
+{
+	int rc;
+	if (!t->depth && (rc = put_zone(c, t, KT_EV_ZONE_BEGIN, ev->name_id, ns, ANCHOR, 1)))
+		return rc;
+	return fmt_chrome_put(c->fm, ev, ns, NULL);
+}
+
+static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
+{
+	struct ch *c = ctx;
+	int fresh, rc;
+	(void)index;
+	c->xs.res->events++;
+	struct xthread *t = xstate_thread(&c->xs, ev->thread_id, &fresh);
+	if (!t)
+		return -ENOMEM;
+	t->last_ts = ev->ts;
+	t->last_out = ns;
+	if ((rc = put_drops(c, t, ev->ts, ns)))
+		return rc;
+	switch (ev->type) {
+	case KT_EV_ZONE_BEGIN:
+		rc = xstate_begin(&c->xs, t, ev->name_id);
+		return rc > 0 ? open_zone(c, t, ev->name_id, ns, 0) : rc;
+	case KT_EV_ZONE_END:
+		return close_zones(c, t, ns, xstate_end(&c->xs, t, ev->name_id), CLOSED, 0);
+	case KT_EV_FLOW:
+		return put_flow(c, t, ev, ns);
+	default:
+		return fmt_chrome_put(c->fm, ev, ns, NULL);
+	}
+}
+
+/* After the last event: threads known only from drop records, every
+ * thread's unmarked drops, its open zones closed at its last event (or at
+ * the window's end), and the file's cut, if any. */
+static int put_trace_end(struct ch *c, const struct tables *tb)
+{
+	int fresh, rc = 0;
+	for (size_t i = 0; i < c->xs.ndrops; i++) {
+		struct xthread *t = xstate_thread(&c->xs, c->xs.drops[i].thread_id, &fresh);
+		if (!t)
+			return -ENOMEM;
+		if (fresh)
+			t->last_out = kt_reader_ticks_to_ns(c->r, c->xs.drops[i].first_ts);
+	}
+	struct xthread *last = NULL;
+	for (size_t i = 0; i < c->xs.nthreads && !rc; i++) {
+		struct xthread *t = &c->xs.threads[i];
+		if ((rc = put_drops(c, t, UINT64_MAX, UINT64_MAX)))
+			break;
+		uint64_t end = c->o->cut_to && c->o->to_ns > t->last_out ? c->o->to_ns : t->last_out;
+		rc = close_zones(c, t, end, xstate_close_all(&c->xs, t), CUT_END, CUT_END);
+		if (!last || t->last_out > last->last_out)
+			last = t;
+	}
+	if (rc || tb->have_summary || !last)
+		return rc;
+	char buf[200];
+	int n = snprintf(buf, sizeof(buf), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
+			 ".%03u,\"ph\":\"i\",\"s\":\"p\",\"name\":\"katra: the file was cut short "
+			 "here; later events are lost\",\"cat\":\"katra\"}", c->job.pid, last->id,
+			 last->last_out / 1000, (unsigned)(last->last_out % 1000));
+	return fmt_chrome_raw(c->fm, buf, (size_t)n);
+}
+
+/* The metadata before the events: the process's name, then each thread's
+ * name and its place (the order of its id). */
+static int put_metadata(struct ch *c, const struct tables *t)
+{
+	const kt_header *h = kt_reader_get_header(c->r);
+	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
+	char *lit = text_json(wl, strlen(wl)), *buf = NULL;
+	int n = lit ? asprintf(&buf, "{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"name\":\"process_name\","
+				      "\"args\":{\"name\":%s}}", c->job.pid, lit) : -1;
+	free(lit);
+	int rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
+	free(buf);
+	for (size_t i = 0; i < t->nthreads && !rc; i++) {
+		const struct tentry *e = &t->threads[i];
+		if (!(lit = text_json(tables_str(t, e), e->len)))
+			return -ENOMEM;
+		n = asprintf(&buf, ",\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
+			     "\"args\":{\"name\":%s}},\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,"
+			     "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%zu}}",
+			     c->job.pid, e->id, lit, c->job.pid, e->id, i);
+		free(lit);
+		rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
+		free(buf);
+	}
+	return rc;
+}
+
+static void ch_free(struct ch *c)
+{
+	for (size_t i = 0; i < c->nbegins; i++)
+		free(c->begins[i].ns);
+	free(c->begins);
+	fmt_free(c->fm);
+	xstate_free(&c->xs);
+	free(c);
+}
+
+int chrome_run(kt_reader *r, const struct tables *t, FILE *f, const struct chrome_opts *o,
+	       struct export_result *res)
+{
+	struct ch *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->r = r;
+	c->o = o;
+	/* The metadata come first: every event's object follows a comma. */
+	c->job = (struct fmt_job){ .t = t, .kind = FMT_CHROME, .printed = 1,
+				   .pid = kt_reader_get_header(r)->process_id };
+	int rc = xstate_init(&c->xs, r, res);
+	if (!rc && !(c->fm = fmt_new(&c->job, f)))
+		rc = -ENOMEM;
+	if (!rc && fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f) < 0)
+		rc = -EIO;
+	if (!rc)
+		rc = put_metadata(c, t);
+	if (!rc) {
+		/* Balancing is state of this thread: nothing is formatted ahead. */
+		static const struct pipe_client client = { .event = on_event, .payloads = 1,
+							   .merge_ns = 1 };
+		rc = pipe_run(r, &client, c);
+	}
+	if (rc >= 0 && !(rc = put_trace_end(c, t)))
+		rc = fmt_flush(c->fm);
+	int werr = c->fm ? fmt_flush(c->fm) : 0;
+	ch_free(c);
+	if (fputs("\n]}\n", f) < 0 || ferror(f))
+		return rc ? rc : -EIO;
+	return rc ? rc : werr;
+}
