@@ -283,11 +283,27 @@ static void put_ring(struct out *o, const struct snap_ring *t)
 		}
 	}
 	put_chunk(o, t, start, pos, count, first, last);
+	/* Events the ring overwrote were lost to a full ring: a drop record,
+	 * timed before the window. */
+	if (t->span.over && !o->rc)
+		put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), t->span.over,
+				      t->span.over_first, t->span.over_last));
 	if (o->rc)
 		return;
 	char *name = kt__ring_name_dup(t->ring);
 	put(o, kt_writer_thread(o->w, kt__ring_thread_id(t->ring), kt__ring_os_tid(t->ring), name));
 	free(name);
+}
+
+/* The caller's row for @t, if it has room and the thread is in the file. */
+static void put_row(kt_snapshot_result *res, const struct snap_ring *t, uint64_t events)
+{
+	res->events_overwritten += t->span.over;
+	if (!res->threads || res->thread_rows >= res->threads_cap || !(events || t->span.over))
+		return;
+	res->threads[res->thread_rows++] = (kt_snapshot_thread){
+		.thread_id = kt__ring_thread_id(t->ring), .events = events,
+		.overwritten = t->span.over };
 }
 
 /* Write the trace to @fd: header, every kept record, names, threads and
@@ -303,6 +319,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 		uint64_t before = o.events;
 		put_ring(&o, &sn->rings[i]);
 		res->thread_count += o.events > before;
+		put_row(res, &sn->rings[i], o.events - before);
 	}
 	if (!o.rc)
 		kt__names_after(0, name_cb, &o);
@@ -377,10 +394,14 @@ static int snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns
 int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
 			uint64_t max_bytes, kt_snapshot_result *res)
 {
-	kt_snapshot_result scratch;
+	kt_snapshot_result scratch = { 0 };
 	if (!res)
 		res = &scratch;
+	kt_snapshot_thread *rows = res->threads;
+	uint32_t cap = res->threads_cap;
 	memset(res, 0, sizeof(*res));
+	res->threads = rows;
+	res->threads_cap = cap;
 	if (!path && fd < 0)
 		return -EINVAL;
 	int rc = kt__session_snap_enter(s);

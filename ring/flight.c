@@ -33,6 +33,56 @@ void kt__ring_set_flight(int on)
 	kt__store_relaxed(&kt__flight, on);
 }
 
+/* Reset the counts when the ring's session changed (tail is each
+ * session's first position in flight mode). */
+static uint64_t count_start(struct kt__ring *r)
+{
+	/* Relaxed: tail is set before the session starts (or at the ring's
+	 * registration) and not moved while it runs. */
+	uint64_t origin = kt__load_stale(&r->tail);
+	if (kt__load_own(&r->fl_origin) == origin)
+		return kt__load_own(&r->fl_counted);
+	/* Relaxed stores: a snapshot that reads a mix of old and new counts
+	 * sees fl_origin differ from its origin, and counts nothing. */
+	kt__store_relaxed(&r->fl_over, 0);
+	kt__store_relaxed(&r->fl_over_first, 0);
+	kt__store_relaxed(&r->fl_over_last, 0);
+	kt__store_relaxed(&r->fl_counted, origin);
+	kt__store_relaxed(&r->fl_origin, origin);
+	return origin;
+}
+
+/*
+ * Count the events that start below @upto, which the bound being raised
+ * lets this thread overwrite: its own records of a lap ago, whole and
+ * valid, walked by header (the lines the emits that follow write).  Once
+ * per sub-buffer, so the fast path is untouched.
+ */
+static void count_overwritten(struct kt__ring *r, uint64_t upto)
+{
+	uint64_t pos = count_start(r), n = 0, first = 0, last = 0;
+	kt__ring_rec rec;
+	while (pos < upto &&
+	       kt__ring_decode(r->prod.base + (pos & r->prod.mask), (size_t)r->size, pos, &rec) == 1) {
+		if (rec.bytes) {
+			first = n++ ? first : rec.ts;
+			last = rec.ts;
+		}
+		pos += rec.size;
+	}
+	if (pos == kt__load_own(&r->fl_counted))
+		return;
+	/* Relaxed: a snapshot takes these as they are; fl_counted is a record
+	 * start whenever read, and its bytes are checked against the bound. */
+	uint64_t over = kt__load_own(&r->fl_over);
+	if (n && !over)
+		kt__store_relaxed(&r->fl_over_first, first);
+	if (n)
+		kt__store_relaxed(&r->fl_over_last, last);
+	kt__store_relaxed(&r->fl_over, over + n);
+	kt__store_relaxed(&r->fl_counted, pos);
+}
+
 uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
 {
 	/* Relaxed: this thread alone writes the bound. */
@@ -41,6 +91,8 @@ uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
 		return bound;
 	uint64_t sub = r->size / KT__FL_SUBS;
 	bound = (end + sub - 1) & ~(sub - 1);
+	if (bound > r->size)
+		count_overwritten(r, bound - r->size);
 	/* Relaxed stores: a mark is a record start whenever it is read, and
 	 * the bound's order against the records comes from the fence. */
 	kt__store_relaxed(&r->fl_mark[(bound / sub) % KT__FL_MARKS], head);
@@ -60,6 +112,11 @@ static uint64_t first_start(struct kt__ring *r, uint64_t lo, uint64_t h, uint64_
 	uint64_t best = h;
 	if (origin >= lo && origin < best)
 		best = origin;
+	/* Relaxed: the counted position is a record start, the first past
+	 * what was overwritten (the marks may be a sub-buffer later). */
+	uint64_t c = kt__load_stale(&r->fl_counted);
+	if (c >= lo && c < best)
+		best = c;
 	for (unsigned i = 0; i < KT__FL_MARKS; i++) {
 		/* Relaxed: any value read is a record start; its bytes are
 		 * checked against the bound like the rest. */
@@ -158,10 +215,28 @@ static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 	return keep < h;
 }
 
+/* The thread's count of events overwritten this session, read before the
+ * copy: those it overwrites during the copy are lapped bytes instead. */
+void kt__ring_flight_over(struct kt__ring *r, kt__flight_span *out)
+{
+	/* Relaxed: counts of the producer's slow path, each a value it
+	 * stored; a count of an earlier session shows by its origin. */
+	uint64_t n = kt__load_stale(&r->fl_over);
+	uint64_t first = kt__load_stale(&r->fl_over_first);
+	uint64_t last = kt__load_stale(&r->fl_over_last);
+	if (kt__load_stale(&r->fl_origin) != kt__load_stale(&r->tail) || !n)
+		return;
+	out->over = n;
+	out->over_first = first;
+	out->over_last = last;
+}
+
 void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 {
 	/* A copy lapped whole (the caller was descheduled in the middle of
 	 * it) is tried again, a few times: only this thread waits. */
+	kt__flight_span over = { 0 };
+	kt__ring_flight_over(r, &over);
 	uint64_t lapped = 0;
 	for (int i = 0; i < 4; i++) {
 		int done = copy_once(r, buf, out);
@@ -170,6 +245,9 @@ void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out
 			break;
 	}
 	out->lapped = lapped;
+	out->over = over.over;
+	out->over_first = over.over_first;
+	out->over_last = over.over_last;
 }
 
 void kt__ring_flight_discard(struct kt__ring *r)

@@ -162,6 +162,27 @@ static void emit_seq(uint32_t id, uint64_t n)
 		kt_counter(id, (int64_t)i);
 }
 
+struct emit_job {
+	uint32_t id;
+	uint64_t n;
+};
+
+static void *emit_job_main(void *arg)
+{
+	struct emit_job *j = arg;
+	emit_seq(j->id, j->n);
+	return NULL;
+}
+
+/* A thread of its own emits @n sequence numbers, and exits. */
+static void emit_in_thread(uint32_t id, uint64_t n)
+{
+	struct emit_job j = { id, n };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, emit_job_main, &j), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+}
+
 /* A flight session over the smallest rings, "seq" emitted @n times. */
 static kt_session *fx_emit(uint64_t n, uint32_t *id)
 {
@@ -182,12 +203,71 @@ Test(flight, keeps_newest_not_oldest)
 	/* The newest event is in, the oldest are not, and nothing dropped. */
 	cr_assert_eq(v.last[0], 100000);
 	cr_assert_gt(v.first[0], 90000);
-	cr_assert_eq(v.dropped, 0);
+	/* What the ring overwrote is the file's one drop record. */
+	cr_assert_eq(v.dropped, v.first[0] - 1);
 	/* Everything else was overwritten: 24 bytes an event. */
 	cr_assert_eq(res.bytes_overwritten, (100000 - res.events - res.events_trimmed) * 24);
 	/* At least the ring less two sub-buffers (16ths) is kept. */
 	cr_assert_geq(res.events * 24, KT_RING_MIN - 2 * (KT_RING_MIN / 16) - 24);
 	fx_end(s);
+}
+
+/*
+ * The thread counts what its ring overwrites, exactly.  24-byte records
+ * from position 0 in a 64 KiB ring (sub-buffers of 4 KiB): after 100000,
+ * the bound is 2400000 rounded up to 4096, 2400256, so every record that
+ * starts below 2400256 - 65536 = 2334720 may be overwritten: 97280 of
+ * them.  The snapshot starts at the next, 97281, as the ring counted it
+ * (not at the next sub-buffer's mark), and a thread that overwrote
+ * nothing has a row of 0.
+ */
+Test(flight, overwritten_counted_per_thread)
+{
+	uint32_t id;
+	kt_session *s = fx_emit(100000, &id);
+	emit_in_thread(id, 10);
+	kt_snapshot_thread rows[4];
+	kt_snapshot_result res = { .threads = rows, .threads_cap = 4 };
+	struct seen v;
+	snap_check(s, "a.katra", 0, 0, &res, &v);
+	cr_assert_eq(res.events_overwritten, 97280);
+	cr_assert_eq(res.events, 2720 + 10);
+	cr_assert_eq(res.events_trimmed, 0);
+	cr_assert_eq(v.dropped, 97280, "the file carries them as a drop record");
+	cr_assert_eq(res.thread_rows, 2);
+	cr_assert_eq(res.threads, rows, "the caller's rows are kept");
+	/* The rows come in the registry's order: find the busy thread's. */
+	size_t busy = rows[0].events == 10, k;
+	cr_assert_eq(rows[busy].overwritten, 97280);
+	cr_assert_eq(rows[busy].events, 2720);
+	cr_assert_eq(rows[!busy].overwritten, 0);
+	cr_assert_eq(rows[!busy].events, 10);
+	thread_slot(&v, rows[busy].thread_id, &k);
+	cr_assert_eq(v.first[k], 97281);
+	cr_assert_eq(v.last[k], 100000);
+	/* No room for rows: the total alone. */
+	kt_snapshot_result bare = { 0 };
+	cr_assert_eq(kt_session_snapshot(s, tmp_path("b.katra"), -1, 0, 0, &bare), 0);
+	cr_assert_eq(bare.thread_rows, 0);
+	cr_assert_eq(bare.events_overwritten, 97280);
+	/* The stop's summary says it per thread too, apart from drops. */
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.thread_count, 1);
+	cr_assert_eq(sum.threads[0].thread_id, rows[busy].thread_id);
+	cr_assert_eq(sum.threads[0].overwritten, 97280);
+	cr_assert_eq(sum.threads[0].dropped, 0);
+	cr_assert_eq(sum.events_dropped, 0);
+	kt_summary_release(&sum);
+	/* The next session counts from zero. */
+	kt_session *s2;
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
+	cr_assert_eq(kt_session_start(NULL, &o, &s2), 0);
+	emit_seq(id, 10);
+	cr_assert_eq(kt_session_snapshot(s2, tmp_path("n.katra"), -1, 0, 0, &bare), 0);
+	cr_assert_eq(bare.events_overwritten, 0);
+	cr_assert_eq(bare.events, 10);
+	fx_end(s2);
 }
 
 Test(flight, unwrapped_ring_is_whole)
@@ -284,21 +364,13 @@ Test(flight, lapped_during_copy)
 	fx_end(s);
 }
 
-static void *emit_and_exit(void *arg)
-{
-	emit_seq(*(uint32_t *)arg, 500);
-	return NULL;
-}
-
 /* A thread that exited keeps its events in snapshots until the stop,
  * which recycles its ring. */
 Test(flight, exited_thread_stays)
 {
 	uint32_t id;
 	kt_session *s = fx_emit(100, &id);
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, emit_and_exit, &id), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
+	emit_in_thread(id, 500);
 	kt_snapshot_result res;
 	struct seen v;
 	snap_check(s, "a.katra", 0, 0, &res, &v);

@@ -310,6 +310,20 @@ KT_API const char *kt_session_start_error(void);
  */
 KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
 
+/** One thread's row in kt_snapshot_result.threads. */
+typedef struct kt_snapshot_thread {
+	uint32_t thread_id;
+	uint64_t events;            /* its events written */
+	uint64_t overwritten;       /* its events of this session that its
+				     * ring overwrote before the copy began
+				     * (exact: the thread counts each one as
+				     * its ring's bound passes it, once per
+				     * sub-buffer, off the emit's fast path);
+				     * a drop record in the file carries them.
+				     * Events overwritten during the copy are
+				     * in bytes_lapped, not here */
+} kt_snapshot_thread;
+
 /** What kt_session_snapshot() wrote.  Times are trace ticks (the file's
  * clock); the _ns fields are CLOCK_MONOTONIC durations. */
 typedef struct kt_snapshot_result {
@@ -332,6 +346,14 @@ typedef struct kt_snapshot_result {
 				     * ones included) */
 	uint64_t bytes_on_disk;     /* the file's size */
 	uint32_t thread_count;      /* threads with events in the file */
+	uint64_t events_overwritten; /* the rows' overwritten, summed over
+				      * every thread in the file */
+	/* Set by the caller, kept by the call: room for @threads_cap rows,
+	 * of which the call fills @thread_rows, one per thread in the file
+	 * (events or overwritten ones), in the order written.  NULL: none. */
+	kt_snapshot_thread *threads;
+	uint32_t threads_cap;
+	uint32_t thread_rows;
 } kt_snapshot_result;
 
 /**
@@ -351,7 +373,8 @@ typedef struct kt_snapshot_result {
  * producer overwrote during the copy is discarded, and the window is cut
  * where every thread is complete: from the latest of the threads' oldest
  * surviving events.  The file is a normal trace (names, threads, summary)
- * and `katra verify` passes on it.  Snapshots of one session are taken one
+ * and `katra verify` passes on it; each thread's events overwritten before
+ * the copy are one drop record of it (ring full), timed before the window.  Snapshots of one session are taken one
  * at a time (a second caller waits); kt_session_stop() waits for one in
  * progress.  The first snapshot maps memory as large as all the rings
  * together, kept for the next ones until the session stops.
