@@ -527,3 +527,54 @@ Test(flight, stress_snapshots_while_producing, .timeout = 600)
 		    (unsigned long long)lapped);
 	fx_end(s);
 }
+
+union anc {
+	struct cmsghdr h;
+	uint8_t b[64];
+};
+
+/* Ancillary data as the kernel lays it out: @n descriptors in one
+ * SCM_RIGHTS header, @len_bias added to its length. */
+static size_t put_rights(union anc *ctl, const int *fds, size_t n,
+			 size_t len_bias)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	ctl->h.cmsg_level = SOL_SOCKET;
+	ctl->h.cmsg_type = SCM_RIGHTS;
+	ctl->h.cmsg_len = CMSG_LEN(n * sizeof(int)) + len_bias;
+	memcpy(CMSG_DATA(&ctl->h), fds, n * sizeof(int));
+	return CMSG_SPACE(n * sizeof(int));
+}
+
+/* A request's bytes, parsed without a socket: the one file it brings is
+ * kept, anything else refused with every descriptor listed to close. */
+Test(flight, snapshot_request_parse)
+{
+	union anc ctl;
+	uint64_t w[KT__CTL_REQ_WORDS] = { KT__CTL_MAGIC, 7, 9 };
+	const int fds[] = { 11, 12 };
+	kt__ctl_req req;
+	size_t n = put_rights(&ctl, fds, 1, 0);
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), 0);
+	cr_assert_eq(req.fd, 11);
+	cr_assert_eq(req.max_age_ns, 7);
+	cr_assert_eq(req.max_bytes, 9);
+	/* Truncated ancillary data, a short request, a wrong magic. */
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, MSG_CTRUNC, &req),
+		     -EINVAL);
+	cr_assert_eq(req.fd, -1);
+	cr_assert_eq(req.nfds, 1, "still listed, to be closed");
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, 16, ctl.b, n, 0, &req), -EINVAL);
+	w[0]++;
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), -EINVAL);
+	w[0]--;
+	/* Two descriptors: neither is the file, both are to be closed. */
+	n = put_rights(&ctl, fds, 2, 0);
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), -EINVAL);
+	cr_assert_eq(req.nfds, 2);
+	cr_assert_eq(req.fds[1], 12);
+	/* A header whose length reaches past the data is not read at all. */
+	n = put_rights(&ctl, fds, 1, 64);
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), -EINVAL);
+	cr_assert_eq(req.nfds, 0);
+}
