@@ -346,8 +346,8 @@ typedef struct kt_snapshot_result {
 				     * ones included) */
 	uint64_t bytes_on_disk;     /* the file's size */
 	uint32_t thread_count;      /* threads with events in the file */
-	uint64_t events_overwritten; /* the rows' overwritten, summed over
-				      * every thread in the file */
+	uint64_t events_overwritten; /* the threads' overwritten, summed
+				      * (whether or not there are rows) */
 	/* Set by the caller, kept by the call: room for @threads_cap rows,
 	 * of which the call fills @thread_rows, one per thread in the file
 	 * (events or overwritten ones), in the order written.  NULL: none. */
