@@ -94,7 +94,9 @@ struct kt__ring {
 	 * session that starts below fl_counted, a record start, is in
 	 * fl_over, its timestamps in [fl_over_first, fl_over_last].  The
 	 * counts are of the session whose first position is fl_origin.
-	 * Atomic: snapshots read them while the producer runs. */
+	 * Atomic: snapshots read them while the producer runs, as one under
+	 * the seqlock fl_seq (odd while they change). */
+	uint64_t fl_seq;
 	uint64_t fl_origin;
 	uint64_t fl_counted;
 	uint64_t fl_over;

@@ -495,6 +495,27 @@ static void *producer(void *arg)
 	return NULL;
 }
 
+/*
+ * What a snapshot taken while the producers run says they overwrote: the
+ * file's drop records, each thread's count no more than the events before
+ * its first in the file (none counted twice), and never less than the
+ * last snapshot's.  @over keeps each thread's count from one to the next.
+ */
+static void check_overwritten(const kt_snapshot_result *res, struct seen *v, uint64_t over[2][2])
+{
+	cr_assert_eq(v->dropped, res->events_overwritten);
+	for (uint32_t i = 0; i < res->thread_rows; i++) {
+		const kt_snapshot_thread *row = &res->threads[i];
+		size_t k, j = over[0][0] == row->thread_id || !over[0][0] ? 0 : 1;
+		cr_assert(thread_slot(v, row->thread_id, &k));
+		if (row->events)
+			cr_assert_leq(row->overwritten, v->first[k] - 1);
+		over[j][0] = row->thread_id;
+		cr_assert_geq(row->overwritten, over[j][1]);
+		over[j][1] = row->overwritten;
+	}
+}
+
 Test(flight, stress_snapshots_while_producing, .timeout = 600)
 {
 	kt_session *s = fx_begin(1u << 20);
@@ -507,10 +528,13 @@ Test(flight, stress_snapshots_while_producing, .timeout = 600)
 		sched_yield();
 	uint64_t lapped = 0, events = 0;
 	int both = 0;
+	uint64_t over[2][2] = { { 0 } }; /* thread id, overwritten so far */
 	for (int i = 0; i < 100; i++) {
-		kt_snapshot_result res;
+		kt_snapshot_thread rows[4];
+		kt_snapshot_result res = { .threads = rows, .threads_cap = 4 };
 		struct seen v;
 		snap_check(s, "s.katra", 0, 0, &res, &v);
+		check_overwritten(&res, &v, over);
 		/* Both threads, unless the copies were further apart than a
 		 * ring holds (this thread descheduled between them); none if
 		 * a copy was lapped whole, try after try. */

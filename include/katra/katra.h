@@ -320,8 +320,11 @@ typedef struct kt_snapshot_thread {
 				     * its ring's bound passes it, once per
 				     * sub-buffer, off the emit's fast path);
 				     * a drop record in the file carries them.
-				     * Events overwritten during the copy are
-				     * in bytes_lapped, not here */
+				     * The count is read as the copy begins:
+				     * events the thread overwrites while it
+				     * runs (at most a sub-buffer's, and what
+				     * bytes_lapped says) are not in it, and
+				     * none is both counted and in the file */
 } kt_snapshot_thread;
 
 /** What kt_session_snapshot() wrote.  Times are trace ticks (the file's
