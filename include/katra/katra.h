@@ -351,12 +351,8 @@ typedef struct kt_snapshot_result {
 	uint32_t thread_count;      /* threads with events in the file */
 	uint64_t events_overwritten; /* the threads' overwritten, summed
 				      * (whether or not there are rows) */
-	/* Set by the caller, kept by the call: room for @threads_cap rows,
-	 * of which the call fills @thread_rows, one per thread in the file
-	 * (events or overwritten ones), in the order written.  NULL: none. */
-	kt_snapshot_thread *threads;
-	uint32_t threads_cap;
-	uint32_t thread_rows;
+	uint32_t thread_rows;        /* rows kt_session_snapshot_threads()
+				      * filled */
 } kt_snapshot_result;
 
 /**
@@ -377,8 +373,8 @@ typedef struct kt_snapshot_result {
  * where every thread is complete: from the latest of the threads' oldest
  * surviving events.  The file is a normal trace (names, threads, summary)
  * and `katra verify` passes on it; each thread's events overwritten before
- * the copy are one drop record of it (ring full), timed before the window.  Snapshots of one session are taken one
- * at a time (a second caller waits); kt_session_stop() waits for one in
+ * the copy are one drop record of it (ring full), timed before the
+ * window.  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
  * progress.  The first snapshot maps memory as large as all the rings
  * together, kept for the next ones until the session stops.
  *
@@ -389,6 +385,17 @@ typedef struct kt_snapshot_result {
  */
 KT_API int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
 			       uint64_t max_bytes, kt_snapshot_result *res);
+
+/**
+ * kt_session_snapshot_threads - kt_session_snapshot(), and a row per
+ * thread in the file (with events or overwritten ones) into @rows, in the
+ * order written: at most @cap of them, @res->thread_rows says how many.
+ * Return, threads: as kt_session_snapshot().
+ */
+KT_API int kt_session_snapshot_threads(kt_session *s, const char *path, int fd,
+				       uint64_t max_age_ns, uint64_t max_bytes,
+				       kt_snapshot_result *res, kt_snapshot_thread *rows,
+				       uint32_t cap);
 
 /** kt_summary_release - free what kt_session_stop() put in @sum. */
 KT_API void kt_summary_release(kt_summary *sum);
