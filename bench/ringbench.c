@@ -921,7 +921,7 @@ static int frame_loop(const struct opts *o)
 			return 1;
 		kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
 					  .workload = "ringbench frame loop" };
-		kt_capture_backend be = { bench_start, bench_stop, &bb };
+		kt_capture_backend be = { .start = bench_start, .stop = bench_stop, .ctx = &bb };
 		double dur = o->duration > 0 ? o->duration : o->seconds + 5 < 30 ? o->seconds + 5 : 30;
 		kt_manager_options mo = { .root = root, .backend = &be, .session = &so,
 					  .duration_ns = (uint64_t)(dur * 1e9),

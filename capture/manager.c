@@ -35,6 +35,10 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	    (opts->max_bytes && opts->max_bytes < (1u << 20)) ||
 	    (opts->cap_policy != KT_CAP_STOP && opts->cap_policy != KT_CAP_KEEP_NEWEST))
 		return -EINVAL;
+	/* The flight policy writes its window with the backend's snapshot. */
+	if (opts->session && opts->session->mode == KT_SESSION_FLIGHT && opts->backend &&
+	    !opts->backend->snapshot)
+		return -EINVAL;
 	/* A root that is itself a symlink is refused: O_NOFOLLOW alone would
 	 * say ENOTDIR beside O_DIRECTORY, so look first, and still open with
 	 * O_NOFOLLOW against a swap in between. */
@@ -55,6 +59,7 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	m->max_bytes = opts->max_bytes ? opts->max_bytes : KT_CAPTURE_DEFAULT_MAX_BYTES;
 	m->min_free = opts->min_free ? opts->min_free : KT_CAPTURE_MIN_FREE;
 	m->cap_policy = opts->cap_policy;
+	m->flight = opts->session && opts->session->mode == KT_SESSION_FLIGHT;
 	m->now = opts->now ? opts->now : kt__mgr_realtime_ns;
 	m->now_ctx = opts->now_ctx;
 	m->new_id = opts->new_id ? opts->new_id : kt__mgr_random_id;

@@ -44,6 +44,10 @@ struct capture {
 	uint32_t unlink_q[8];
 	unsigned unlink_n;
 	kt_session_options so;
+	/* The flight policy's snapshot (flight.c): the tick of its first
+	 * event when the rings no longer held the window's start (else 0),
+	 * and the events it left out. */
+	uint64_t flight_first_tick, flight_trimmed;
 };
 
 struct kt_manager {
@@ -57,6 +61,7 @@ struct kt_manager {
 	kt_session_options session;
 	uint64_t duration_ns, max_bytes, min_free;
 	int cap_policy;
+	int flight;                  /* the flight policy: session.mode */
 	uint64_t (*now)(void *);
 	void *now_ctx;
 	int (*new_id)(void *, char *, size_t);
@@ -131,6 +136,16 @@ void kt__mgr_retire_segment(void *ctx, uint32_t index, uint64_t last_tick);
 /* Delete the retired segments queued for @c; called and returns with the
  * lock held, and drops it meanwhile. */
 void kt__mgr_unlink_retired(struct capture *c);
+
+/* ---- flight.c: the flight policy's stop -------------------------------- */
+
+/*
+ * A flight capture is asked to stop: fix its window (the status's
+ * boundary_start becomes the window's start) and have the backend write
+ * it into segment 0.  Called without the lock, on the capture's thread,
+ * before the backend stops.  Return: 0, or the backend's error.
+ */
+int kt__mgr_flight_snapshot(struct capture *c);
 
 /* ---- publish.c: the capture's thread ----------------------------------- */
 

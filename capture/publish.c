@@ -143,6 +143,14 @@ static int plan_trim(struct pub *p, kt_rewrite_options *o)
 		if (wcut > covered_from)
 			covered_from = wcut;
 	}
+	/* A flight capture's rings no longer held the window's start: it is
+	 * covered from the first event they did hold. */
+	if (p->c->flight_first_tick) {
+		uint64_t first = kt_ticks_to_ns(&h.clock, NULL, p->c->flight_first_tick);
+		uint64_t wfirst = sub0(add_sat(first, w0), m0);
+		if (wfirst > covered_from)
+			covered_from = wfirst;
+	}
 	kt_reader_close(hr);
 	spans(st, covered_from, st->stop_requested_at);
 	snprintf(p->note, sizeof(p->note),
@@ -176,7 +184,8 @@ static int write_trace(struct pub *p, kt_rewrite_options *o)
 	}
 	if (digest_and_check(p->out, p->st->sha256, &p->st->events) < 0)
 		return -1;
-	p->st->events_trimmed = rr.events_in - rr.events_out;
+	/* A flight snapshot's own cut to its window counts as trimmed too. */
+	p->st->events_trimmed = rr.events_in - rr.events_out + p->c->flight_trimmed;
 	p->st->bytes = rr.bytes;
 	return 0;
 }
@@ -300,7 +309,11 @@ static void wait_for_stop(struct capture *c)
 			kt__mgr_unlink_retired(c);
 			continue;
 		}
-		if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
+		/* A flight capture keeps its run in memory: duration is its
+		 * window, not a limit on how long it runs. */
+		if (m->flight)
+			pthread_cond_wait(&m->cond, &m->lock);
+		else if (pthread_cond_timedwait(&m->cond, &m->lock, &dl) == ETIMEDOUT)
 			break;
 	}
 	if (!c->stop_req && c->abort_req) {
@@ -353,9 +366,12 @@ void *kt__mgr_capture_main(void *arg)
 	struct capture *c = arg;
 	kt_manager *m = c->m;
 	wait_for_stop(c);
+	/* A flight capture's window, from memory, before its session goes. */
+	int snap_rc = m->flight && !abort_asked(c) ? kt__mgr_flight_snapshot(c) : 0;
 	/* Without the lock: stopping a session waits for its flusher, which
 	 * may be inside kt__mgr_on_cap() waiting for the lock. */
 	int rc = m->backend.stop(m->backend.ctx, c->handle);
+	rc = snap_rc ? snap_rc : rc;
 
 	pthread_mutex_lock(&m->lock);
 	kt__mgr_unlink_retired(c);

@@ -160,9 +160,16 @@ static int session_stop(void *ctx, void *handle)
 	return rc;
 }
 
+static int session_snapshot(void *ctx, void *handle, int fd, uint64_t max_age_ns,
+			    uint64_t max_bytes, kt_snapshot_result *res)
+{
+	(void)ctx;
+	return kt_session_snapshot(handle, NULL, fd, max_age_ns, max_bytes, res);
+}
+
 kt_capture_backend kt__mgr_default_backend(void)
 {
-	return (kt_capture_backend){ session_start, session_stop, NULL };
+	return (kt_capture_backend){ session_start, session_stop, NULL, session_snapshot };
 }
 
 int kt__mgr_default_owner(kt_manager *m)

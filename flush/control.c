@@ -41,45 +41,31 @@ int kt__control_path(long pid, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-/* The request's descriptor, if it brought exactly one; others closed. */
-static int take_fd(struct msghdr *m)
-{
-	int fd = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < n; i++) {
-			int got;
-			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (fd < 0 && n == 1)
-				fd = got;
-			else
-				close(got);
-		}
-	}
-	return fd;
-}
-
-/* Read one request: its numbers into @req and its file into *@fd. */
-static int read_request(int c, uint64_t req[KT__CTL_REQ_WORDS], int *fd)
+/* Read one request into @req: its numbers, and its file, kept open in
+ * @req->fd (every other descriptor it brought is closed). */
+static int read_request(int c, kt__ctl_req *req)
 {
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { req, KT__CTL_REQ_WORDS * 8 };
+	uint64_t words[KT__CTL_REQ_WORDS];
+	struct iovec iov = { words, sizeof(words) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf) };
 	ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
-	*fd = n >= 0 ? take_fd(&m) : -1;
-	if (n != KT__CTL_REQ_WORDS * 8 || *fd < 0 || (m.msg_flags & MSG_CTRUNC) ||
-	    req[0] != KT__CTL_MAGIC)
-		return -EINVAL;
+	int rc = kt__ctl_request_parse((const uint8_t *)words, n > 0 ? (size_t)n : 0,
+				       n >= 0 ? (const uint8_t *)ctl.buf : NULL,
+				       n >= 0 ? m.msg_controllen : 0, m.msg_flags, req);
+	for (size_t i = 0; i < req->nfds && i < KT__CTL_FDS; i++)
+		if (req->fds[i] != req->fd)
+			close(req->fds[i]);
+	if (rc)
+		return rc;
 	/* A FIFO or socket could stall the snapshot, and with it the
 	 * session's stop: regular files only. */
 	struct stat sb;
-	if (fstat(*fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+	if (fstat(req->fd, &sb) < 0 || !S_ISREG(sb.st_mode))
 		return -EINVAL;
 	return 0;
 }
@@ -94,13 +80,14 @@ static void serve(kt_session *s, int c)
 	struct timeval tv = { 2, 0 };
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	uint64_t req[KT__CTL_REQ_WORDS] = { 0 }, rep[KT__CTL_REP_WORDS] = { 0 };
-	int fd, rc = read_request(c, req, &fd);
+	uint64_t rep[KT__CTL_REP_WORDS] = { 0 };
+	kt__ctl_req req;
+	int rc = read_request(c, &req);
 	kt_snapshot_result r = { 0 };
 	if (!rc)
-		rc = kt_session_snapshot(s, NULL, fd, req[1], req[2], &r);
-	if (fd >= 0)
-		close(fd);
+		rc = kt_session_snapshot(s, NULL, req.fd, req.max_age_ns, req.max_bytes, &r);
+	if (req.fd >= 0)
+		close(req.fd);
 	uint64_t vals[] = { (uint64_t)(int64_t)rc, r.window_start, r.window_end,
 			    r.head_loss_ns, r.events, r.events_trimmed, r.bytes_lapped,
 			    r.bytes_overwritten, r.bytes_on_disk, r.thread_count };

@@ -66,6 +66,29 @@ int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 #define KT__CTL_REQ_WORDS 3
 #define KT__CTL_REP_WORDS 10
 
+/* Descriptors a request's parse keeps track of; more are counted only. */
+#define KT__CTL_FDS 8
+
+/* A snapshot request, parsed. */
+typedef struct kt__ctl_req {
+	uint64_t max_age_ns, max_bytes;
+	int fd;                     /* the output file: -1 unless valid */
+	int fds[KT__CTL_FDS];       /* every descriptor it brought, @fd too */
+	size_t nfds;                /* how many; past KT__CTL_FDS, counted only */
+} kt__ctl_req;
+
+/*
+ * kt__ctl_request_parse - a request's @len bytes at @words and the
+ * ancillary data recvmsg() returned (@ctl_len bytes at @ctl, aligned as a
+ * struct cmsghdr; NULL for none), with its @msg_flags.  Valid: exactly
+ * the request's words, the magic first, and one descriptor in all, not
+ * truncated (MSG_CTRUNC).  Pure: it closes nothing; the caller closes
+ * every fds[] but the one it keeps.  Return: 0 with @req->fd set, or
+ * -EINVAL (@req->fds still listed).  Any thread.
+ */
+int kt__ctl_request_parse(const uint8_t *words, size_t len, const uint8_t *ctl, size_t ctl_len,
+			  int msg_flags, kt__ctl_req *req);
+
 /*
  * kt__control_path - the socket of process @pid's flight session:
  * $XDG_RUNTIME_DIR/katra/PID.sock, or /tmp/katra-UID/PID.sock, the

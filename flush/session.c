@@ -533,6 +533,7 @@ static void fill_summary(const kt_session *s, kt_summary *sum)
 			sum->threads[i].thread_id = s->threads[i].thread_id;
 			sum->threads[i].written = s->threads[i].written;
 			sum->threads[i].dropped = s->threads[i].dropped;
+			sum->threads[i].overwritten = s->threads[i].overwritten;
 		}
 	}
 }
@@ -561,6 +562,19 @@ void kt__session_snap_leave(kt_session *s)
 	pthread_mutex_unlock(&session_lock);
 }
 
+/* The summary's row for @r's thread, if its ring overwrote events. */
+static void note_overwritten(kt_session *s, struct kt__ring *r)
+{
+	kt__flight_span over = { 0 };
+	kt__ring_flight_over(r, &over);
+	if (!over.over)
+		return;
+	struct sthread *t = kt__idtab_get((void **)&s->threads, &s->nthreads, &s->cap_threads,
+					  sizeof(*t), kt__ring_thread_id(r), SIZE_MAX);
+	if (t)
+		t->overwritten = over.over;
+}
+
 /*
  * A flight session stops: once the snapshots in progress are done, every
  * ring is given back and settled (its refusals and losses counted), so
@@ -576,6 +590,7 @@ static int stop_flight(kt_session *s, kt_summary *sum)
 			struct kt__ring *r = s->rings.rings[i];
 			kt__ring_losses l;
 			int retired = kt__ring_retired(r);
+			note_overwritten(s, r);
 			kt__ring_flight_discard(r);
 			kt__ring_settle(r, retired, &l);
 			s->refused += l.refused;

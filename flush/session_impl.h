@@ -28,6 +28,7 @@ struct sthread {
 	uint64_t dropped;
 	/* Lost to the byte cap and not yet in a drop record. */
 	uint64_t cap_lost, cap_first, cap_last;
+	uint64_t overwritten;   /* a flight session's, counted at its stop */
 };
 
 struct kt_session {

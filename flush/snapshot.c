@@ -33,6 +33,8 @@ struct snap_ring {
 
 struct snap {
 	kt_session *s;
+	kt_snapshot_thread *rows;  /* the caller's, @cap of them */
+	uint32_t cap;
 	struct snap_ring *rings;
 	size_t n;
 	uint64_t now;              /* the clock when the copies were done */
@@ -283,11 +285,28 @@ static void put_ring(struct out *o, const struct snap_ring *t)
 		}
 	}
 	put_chunk(o, t, start, pos, count, first, last);
+	/* Events the ring overwrote were lost to a full ring: a drop record,
+	 * timed before the window. */
+	if (t->span.over && !o->rc)
+		put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), t->span.over,
+				      t->span.over_first, t->span.over_last));
 	if (o->rc)
 		return;
 	char *name = kt__ring_name_dup(t->ring);
 	put(o, kt_writer_thread(o->w, kt__ring_thread_id(t->ring), kt__ring_os_tid(t->ring), name));
 	free(name);
+}
+
+/* The caller's row for @t, if it has room and the thread is in the file. */
+static void put_row(const struct snap *sn, kt_snapshot_result *res, const struct snap_ring *t,
+		    uint64_t events)
+{
+	res->events_overwritten += t->span.over;
+	if (res->thread_rows >= sn->cap || !(events || t->span.over))
+		return;
+	sn->rows[res->thread_rows++] = (kt_snapshot_thread){
+		.thread_id = kt__ring_thread_id(t->ring), .events = events,
+		.overwritten = t->span.over };
 }
 
 /* Write the trace to @fd: header, every kept record, names, threads and
@@ -303,6 +322,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 		uint64_t before = o.events;
 		put_ring(&o, &sn->rings[i]);
 		res->thread_count += o.events > before;
+		put_row(sn, res, &sn->rings[i], o.events - before);
 	}
 	if (!o.rc)
 		kt__names_after(0, name_cb, &o);
@@ -351,10 +371,9 @@ static int open_out(const char *path, int fd)
 	return fd < 0 ? -errno : fd;
 }
 
-static int snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
+static int snapshot(struct snap sn, const char *path, int fd, uint64_t max_age_ns,
 		    uint64_t max_bytes, kt_snapshot_result *res)
 {
-	struct snap sn = { .s = s };
 	kt__ring_list list = { 0 };
 	int rc = kt__registry_snapshot(&list);
 	if (!rc)
@@ -374,8 +393,9 @@ static int snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns
 	return rc;
 }
 
-int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
-			uint64_t max_bytes, kt_snapshot_result *res)
+int kt_session_snapshot_threads(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
+				uint64_t max_bytes, kt_snapshot_result *res, kt_snapshot_thread *rows,
+				uint32_t cap)
 {
 	kt_snapshot_result scratch;
 	if (!res)
@@ -386,7 +406,14 @@ int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_ag
 	int rc = kt__session_snap_enter(s);
 	if (rc)
 		return rc;
-	rc = snapshot(s, path, fd, max_age_ns, max_bytes, res);
+	struct snap sn = { .s = s, .rows = rows, .cap = rows ? cap : 0 };
+	rc = snapshot(sn, path, fd, max_age_ns, max_bytes, res);
 	kt__session_snap_leave(s);
 	return rc;
+}
+
+int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
+			uint64_t max_bytes, kt_snapshot_result *res)
+{
+	return kt_session_snapshot_threads(s, path, fd, max_age_ns, max_bytes, res, NULL, 0);
 }

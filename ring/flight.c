@@ -33,6 +33,64 @@ void kt__ring_set_flight(int on)
 	kt__store_relaxed(&kt__flight, on);
 }
 
+/* The count of overwritten events as the producer publishes it. */
+struct over_count {
+	uint64_t origin, counted, n, first, last;
+};
+
+/* Publish @c: a seqlock (fl_seq odd while it changes), so a snapshot
+ * reads the count and the position it ends at as one. */
+static void put_count(struct kt__ring *r, const struct over_count *c)
+{
+	/* Relaxed: this thread alone writes the sequence. */
+	uint64_t seq = kt__load_own(&r->fl_seq);
+	kt__store_relaxed(&r->fl_seq, seq + 1);
+	/* Release fence: a reader that sees any store below sees the odd
+	 * sequence too (pairs with the acquire fence in read_count()). */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* Relaxed: ordered by the sequence's fence and release store. */
+	kt__store_relaxed(&r->fl_origin, c->origin);
+	kt__store_relaxed(&r->fl_counted, c->counted);
+	kt__store_relaxed(&r->fl_over, c->n);
+	kt__store_relaxed(&r->fl_over_first, c->first);
+	kt__store_relaxed(&r->fl_over_last, c->last);
+	/* Release: a reader that acquires the even sequence sees them all. */
+	kt__store_release(&r->fl_seq, seq + 2);
+}
+
+/*
+ * Count the events that start below @upto, which the bound being raised
+ * lets this thread overwrite: its own records of a lap ago, whole and
+ * valid, walked by header (the lines the emits that follow write).  Once
+ * per sub-buffer, so the fast path is untouched.  A ring whose session
+ * changed (tail is each session's first position) counts from zero.
+ */
+static void count_overwritten(struct kt__ring *r, uint64_t upto)
+{
+	/* Relaxed: the fields are this thread's; tail is set before the
+	 * session starts (or at the ring's registration), not moved in it. */
+	struct over_count c = { kt__load_stale(&r->tail), kt__load_own(&r->fl_counted),
+				kt__load_own(&r->fl_over), kt__load_own(&r->fl_over_first),
+				kt__load_own(&r->fl_over_last) };
+	int fresh = kt__load_own(&r->fl_origin) != c.origin;
+	if (fresh)
+		c = (struct over_count){ .origin = c.origin, .counted = c.origin };
+	uint64_t pos = c.counted;
+	kt__ring_rec rec;
+	while (pos < upto &&
+	       kt__ring_decode(r->prod.base + (pos & r->prod.mask), (size_t)r->size, pos, &rec) == 1) {
+		if (rec.bytes) {
+			c.first = c.n++ ? c.first : rec.ts;
+			c.last = rec.ts;
+		}
+		pos += rec.size;
+	}
+	if (pos == c.counted && !fresh)
+		return;
+	c.counted = pos;
+	put_count(r, &c);
+}
+
 uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
 {
 	/* Relaxed: this thread alone writes the bound. */
@@ -41,6 +99,8 @@ uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
 		return bound;
 	uint64_t sub = r->size / KT__FL_SUBS;
 	bound = (end + sub - 1) & ~(sub - 1);
+	if (bound > r->size)
+		count_overwritten(r, bound - r->size);
 	/* Relaxed stores: a mark is a record start whenever it is read, and
 	 * the bound's order against the records comes from the fence. */
 	kt__store_relaxed(&r->fl_mark[(bound / sub) % KT__FL_MARKS], head);
@@ -53,13 +113,18 @@ uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
 	return bound;
 }
 
-/* The first record start in [@lo, @h]: a mark, @lo itself when it is the
- * ring's start in this session, or @h (nothing). */
-static uint64_t first_start(struct kt__ring *r, uint64_t lo, uint64_t h, uint64_t origin)
+/* The first record start in [@lo, @h]: a mark, the ring's start in this
+ * session (@origin), the first record its thread has not counted as
+ * overwritten (@counted: the marks may be a sub-buffer later), or @h
+ * (nothing). */
+static uint64_t first_start(struct kt__ring *r, uint64_t lo, uint64_t h, uint64_t origin,
+			    uint64_t counted)
 {
 	uint64_t best = h;
 	if (origin >= lo && origin < best)
 		best = origin;
+	if (counted >= lo && counted < best)
+		best = counted;
 	for (unsigned i = 0; i < KT__FL_MARKS; i++) {
 		/* Relaxed: any value read is a record start; its bytes are
 		 * checked against the bound like the rest. */
@@ -121,6 +186,36 @@ static uint64_t lapped_below(struct kt__ring *r, uint64_t bound)
 	return bound > r->size ? bound - r->size : 0;
 }
 
+/* The producer's count, read whole (the seqlock of put_count()): 0 when
+ * it is of an earlier session or changing under every try. */
+static int read_count(struct kt__ring *r, uint64_t origin, struct over_count *c)
+{
+	for (int i = 0; i < 4; i++) {
+		uint64_t s1 = kt__load_acquire(&r->fl_seq);
+		/* Relaxed: checked by the sequence, as in any seqlock. */
+		*c = (struct over_count){ kt__load_stale(&r->fl_origin),
+					  kt__load_stale(&r->fl_counted), kt__load_stale(&r->fl_over),
+					  kt__load_stale(&r->fl_over_first),
+					  kt__load_stale(&r->fl_over_last) };
+		/* Acquire fence: pairs with put_count()'s release fence. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (!(s1 & 1) && s1 == kt__load_stale(&r->fl_seq))
+			return c->origin == origin;
+	}
+	return 0;
+}
+
+void kt__ring_flight_over(struct kt__ring *r, kt__flight_span *out)
+{
+	struct over_count c;
+	/* Relaxed: tail does not move while the session runs. */
+	if (!read_count(r, kt__load_stale(&r->tail), &c) || !c.n)
+		return;
+	out->over = c.n;
+	out->over_first = c.first;
+	out->over_last = c.last;
+}
+
 /* One try of kt__ring_flight_copy(): 0 when the producer lapped all of
  * it, and another try may do better. */
 static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
@@ -128,6 +223,11 @@ static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 	/* Relaxed: tail is the session's first position here, set before the
 	 * session started (or at the ring's registration), never moved. */
 	uint64_t origin = kt__load_stale(&r->tail);
+	/* The count first: every event it counts starts below c.counted, and
+	 * the copy starts no lower, so none is both counted and kept. */
+	struct over_count c = { .counted = origin };
+	if (!read_count(r, origin, &c))
+		c = (struct over_count){ .counted = origin };
 	/* The bound before head: a bound read late, after the producer ran
 	 * on, would put the start past head (a stale one only starts the
 	 * copy early, and the check below cuts it). */
@@ -139,8 +239,11 @@ static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 	 * takes more than the ring (nor more than the buffer holds). */
 	if (lo < lapped_below(r, h))
 		lo = lapped_below(r, h);
-	uint64_t start = first_start(r, lo > origin ? lo : origin, h, origin);
-	*out = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin };
+	lo = lo > origin ? lo : origin;
+	lo = lo > c.counted ? lo : c.counted;
+	uint64_t start = first_start(r, lo, h, origin, c.counted);
+	*out = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin,
+				  .over = c.n, .over_first = c.first, .over_last = c.last };
 	if (start == h || !r->prod.base)
 		return 1;
 	racy_copy(buf, r->prod.base + (start & r->prod.mask), (size_t)(h - start));
@@ -149,7 +252,7 @@ static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 	lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	uint64_t keep = start;
 	if (lo > start)
-		keep = first_start(r, lo, h, origin);
+		keep = first_start(r, lo, h, origin, c.counted);
 	out->bytes = buf + (keep - start);
 	out->len = (size_t)(h - keep);
 	out->from = keep;

@@ -89,6 +89,19 @@ struct kt__ring {
 	 * does.  Atomic: a snapshot reads them while the producer runs. */
 	alignas(KT__CACHELINE) uint64_t fl_bound;
 	uint64_t fl_mark[KT__FL_MARKS];
+	/* Events overwritten, counted by the same slow path as each raise
+	 * lets it overwrite them (kt__flight_count()): every event of the
+	 * session that starts below fl_counted, a record start, is in
+	 * fl_over, its timestamps in [fl_over_first, fl_over_last].  The
+	 * counts are of the session whose first position is fl_origin.
+	 * Atomic: snapshots read them while the producer runs, as one under
+	 * the seqlock fl_seq (odd while they change). */
+	uint64_t fl_seq;
+	uint64_t fl_origin;
+	uint64_t fl_counted;
+	uint64_t fl_over;
+	uint64_t fl_over_first;
+	uint64_t fl_over_last;
 };
 
 /* The page's layout that ring.h promises, taken from the struct. */

@@ -293,6 +293,9 @@ typedef struct kt__flight_span {
 				     * bytes in [origin, from) are gone */
 	int whole;                  /* it starts where the ring's session
 				     * did: nothing of it was overwritten */
+	/* Events of the session the thread overwrote before the copy (it
+	 * counts them as its bound passes them), and their time range. */
+	uint64_t over, over_first, over_last;
 } kt__flight_span;
 
 /*
@@ -303,6 +306,10 @@ typedef struct kt__flight_span {
  * required.
  */
 void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out);
+
+/* kt__ring_flight_over - the events @r's thread overwrote this session so
+ * far, into @out's over fields (zero when none).  Any thread. */
+void kt__ring_flight_over(struct kt__ring *r, kt__flight_span *out);
 
 /* Tests only: called in the middle of every flight copy when set. */
 extern void (*kt__flight_copy_hook)(void);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -62,6 +63,11 @@ struct synth {
 	int fd;
 	const kt_session_options *so;
 	atomic_int stops;
+	/* The flight policy's snapshot: what it answers, and was asked. */
+	int snap_rc;
+	uint64_t snap_head_loss, snap_trimmed;
+	uint64_t snap_age, snap_max_bytes;
+	atomic_int snaps;
 };
 
 static int synth_start(void *ctx, const kt_backend_args *a, void **handle)
@@ -117,6 +123,26 @@ static int synth_stop(void *ctx, void *handle)
 		sem_wait(&s->release);
 	if (s->stop_rc)
 		return s->stop_rc;
+	/* A flight session's stop writes nothing: its snapshot did. */
+	return s->so->mode == KT_SESSION_FLIGHT ? 0 : synth_write(s);
+}
+
+/* A flight snapshot: the same trace, its head lost when asked to be (the
+ * rings then held events from @from on, the window's first). */
+static int synth_snapshot(void *ctx, void *handle, int fd, uint64_t max_age_ns,
+			  uint64_t max_bytes, kt_snapshot_result *res)
+{
+	(void)handle;
+	struct synth *s = ctx;
+	atomic_fetch_add(&s->snaps, 1);
+	s->snap_age = max_age_ns;
+	s->snap_max_bytes = max_bytes;
+	if (s->snap_rc)
+		return s->snap_rc;
+	s->fd = fd;
+	res->head_loss_ns = s->snap_head_loss;
+	res->window_start = s->from - T0 + M0;
+	res->events_trimmed = s->snap_trimmed;
 	return synth_write(s);
 }
 
@@ -172,7 +198,7 @@ static void fx_init(struct fx *f)
 	f->synth.to = T0 + 20 * MS;
 	f->synth.step = MS;
 	sem_init(&f->synth.release, 0, 0);
-	f->backend = (kt_capture_backend){ synth_start, synth_stop, &f->synth };
+	f->backend = (kt_capture_backend){ synth_start, synth_stop, &f->synth, synth_snapshot };
 	f->hooks = (kt_capture_hooks){ fault_fsync, fault_rename, &f->faults };
 	f->mo.root = f->root;
 	f->mo.backend = &f->backend;
@@ -691,24 +717,36 @@ static void file_events(const char *root, const char *name, uint64_t count[3], u
 	kt_reader_close(r);
 }
 
+/*
+ * The run [+50 ms, +800 ms], published: the clock reads @times (@n of
+ * them) and the backend writes events every 10 ms from @held_from to
+ * +900 ms on each thread.
+ */
+static kt_capture_status run_to_800(struct fx *f, const uint64_t *times, int n,
+				    uint64_t held_from)
+{
+	memcpy(f->clock.vals, times, (size_t)n * sizeof(*times));
+	f->clock.n = n;
+	f->synth.from = held_from;
+	f->synth.to = T0 + 900 * MS;
+	f->synth.step = 10 * MS;
+	fx_open(f);
+	start(f, "run", 1, T0 + 50 * MS);
+	kt_stop_ticket t = stop(f, "run", 1, T0 + 800 * MS, 0);
+	kt_capture_status st = await_final(f, &t);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
+	return st;
+}
+
 Test(trim, head_loss_and_tail_excess_are_exact)
 {
 	struct fx f;
 	fx_init(&f);
 	/* Start asked at +100 ms, recording from +110 ms; stop asked at
-	 * +900 ms.  The run: [+50 ms, +800 ms].  Events every 10 ms from
-	 * +110 ms to +900 ms on each thread. */
+	 * +900 ms. */
 	uint64_t times[] = { T0 + 100 * MS, T0 + 110 * MS, T0 + 900 * MS, T0 + 950 * MS };
-	memcpy(f.clock.vals, times, sizeof(times));
-	f.clock.n = 4;
-	f.synth.from = T0 + 110 * MS;
-	f.synth.to = T0 + 900 * MS;
-	f.synth.step = 10 * MS;
-	fx_open(&f);
-	start(&f, "run", 1, T0 + 50 * MS);
-	kt_stop_ticket t = stop(&f, "run", 1, T0 + 800 * MS, 0);
-	kt_capture_status st = await_final(&f, &t);
-	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
+	kt_capture_status st = run_to_800(&f, times, 4, T0 + 110 * MS);
+	kt_stop_ticket t;
 	cr_assert_eq(st.requested_span_ns, 750 * MS);
 	cr_assert_eq(st.head_loss_ns, 60 * MS);     /* +50 to +110 */
 	cr_assert_eq(st.tail_excess_ns, 100 * MS);  /* +800 to +900 */
@@ -1393,4 +1431,215 @@ Test(fd0, a_capture_in_a_process_without_stdin, .timeout = 60)
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 	fx_fini(&f);
+}
+
+/* ---- the flight policy ------------------------------------------------------ */
+
+static const kt_session_options flight_so = { .mode = KT_SESSION_FLIGHT };
+
+/* A manager of the flight policy over the injected backend. */
+static void fx_flight(struct fx *f)
+{
+	fx_init(f);
+	f->mo.session = &flight_so;
+}
+
+Test(flight_policy, capturing_then_published)
+{
+	struct fx f;
+	fx_flight(&f);
+	fx_open(&f);
+	cr_assert_eq(start(&f, "bench-42", 7, T0).state, KT_STATE_CAPTURING);
+	cr_assert_eq(f.synth.so->mode, KT_SESSION_FLIGHT, "the backend is told flight");
+	kt_capture_status st;
+	cr_assert_eq(kt_manager_status(f.m, "bench-42", 7, &st), 0);
+	check_json(&st, "capturing");
+	kt_stop_ticket t = stop(&f, "bench-42", 7, T0 + 30 * MS, 0);
+	cr_assert_eq(t.state, KT_STATE_STOPPING);
+	st = await_final(&f, &t);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
+	cr_assert_eq(st.events, 22);
+	/* One snapshot, then the stop.  Clock calls: start asked (+1 ms) and
+	 * done (+2), stop asked (+3), the snapshot's now (+4): the window
+	 * [T0, T0 + 30 ms] reaches back 4 ms, and 50 ms of slack. */
+	cr_assert_eq(f.synth.snaps, 1);
+	cr_assert_eq(f.synth.stops, 1);
+	cr_assert_eq(f.synth.snap_age, 54 * MS);
+	cr_assert_eq(f.synth.snap_max_bytes, KT_CAPTURE_DEFAULT_MAX_BYTES);
+	char path[512], hex[65];
+	snprintf(path, sizeof(path), "%s/%s", f.root, st.file);
+	sha256_file(path, hex);
+	cr_assert_str_eq(hex, st.sha256);
+	check_json(&st, "flight-published");
+	fx_fini(&f);
+}
+
+/*
+ * The run [+50 ms, +800 ms] is longer than the 100 ms window: the window
+ * is [+700 ms, +800 ms], its start the status's boundary_start, and the
+ * events the rings hold outside it are trimmed (with those the snapshot
+ * itself left out).
+ */
+static kt_capture_status flight_window(struct fx *f, uint64_t head_loss, uint64_t held_from)
+{
+	uint64_t times[] = { T0 + 100 * MS, T0 + 110 * MS, T0 + 900 * MS, T0 + 905 * MS,
+			     T0 + 950 * MS };
+	f->mo.duration_ns = 100 * MS;
+	f->synth.snap_trimmed = 5;
+	f->synth.snap_head_loss = head_loss;
+	kt_capture_status st = run_to_800(f, times, 5, held_from);
+	cr_assert_eq(st.boundary_start, T0 + 700 * MS);
+	cr_assert_eq(st.requested_span_ns, 100 * MS);
+	cr_assert_eq(st.tail_excess_ns, 100 * MS); /* +800 to +900 */
+	/* From +905 ms back to +700 ms, and the slack. */
+	cr_assert_eq(f->synth.snap_age, 255 * MS);
+	return st;
+}
+
+Test(flight_policy, window_is_the_last_duration_of_the_run)
+{
+	struct fx f;
+	fx_flight(&f);
+	kt_capture_status st = flight_window(&f, 0, T0 + 110 * MS);
+	cr_assert_eq(st.head_loss_ns, 0);
+	cr_assert_eq(st.capture_span_ns, 100 * MS);
+	cr_assert_eq(st.complete, 1);
+	cr_assert_eq(st.events, 22);                  /* +700 to +800, 2 threads */
+	cr_assert_eq(st.events_trimmed, 2 * 69 + 5); /* +110 to +690, +810 to +900 */
+	uint64_t n[3], lo, hi;
+	file_events(f.root, st.file, n, &lo, &hi);
+	cr_assert_eq(n[1], 11);
+	cr_assert_eq(lo, T0 + 700 * MS);
+	cr_assert_eq(hi, T0 + 800 * MS);
+	check_json(&st, "flight-published-window");
+	fx_fini(&f);
+}
+
+/* The rings held the run only from +740 ms: the 40 ms before are the
+ * window's head loss, and the capture is not complete. */
+Test(flight_policy, rings_that_could_not_hold_the_window_report_head_loss)
+{
+	struct fx f;
+	fx_flight(&f);
+	kt_capture_status st = flight_window(&f, 40 * MS + 50 * MS, T0 + 740 * MS);
+	cr_assert_eq(st.head_loss_ns, 40 * MS);
+	cr_assert_eq(st.capture_span_ns, 60 * MS);
+	cr_assert_eq(st.complete, 0);
+	cr_assert_eq(st.events, 14);
+	check_json(&st, "flight-published-head-loss");
+	fx_fini(&f);
+}
+
+/* The flight capture fails, is aborted or does not last as any other. */
+Test(flight_policy, failed_and_aborted)
+{
+	struct fx f;
+	fx_flight(&f);
+	f.synth.snap_rc = -EIO;
+	fails_after_start(&f, KT_CODE_STOP_FAILED, "flight-failed-stop-failed");
+	cr_assert_eq(f.synth.stops, 1, "its session stopped all the same");
+	fx_flight(&f);
+	f.faults.rename_fail = 1;
+	fails_after_start(&f, KT_CODE_PUBLISH_FAILED, "flight-failed-publish-failed");
+	fx_flight(&f);
+	f.faults.fsync_fail = 1;
+	fails_after_start(&f, KT_CODE_DURABILITY_UNKNOWN, "flight-failed-durability-unknown");
+
+	fx_flight(&f);
+	fx_open(&f);
+	start(&f, "run", 1, T0);
+	kt_stop_ticket t = stop(&f, "run", 1, T0 + 5 * MS, 1);
+	kt_capture_status st = await_final(&f, &t);
+	cr_assert_eq(st.state, KT_STATE_ABORTED);
+	cr_assert_eq(f.synth.snaps, 0, "an abort writes nothing");
+	check_json(&st, "aborted");
+	fx_fini(&f);
+}
+
+/* Its duration is the window, not a limit: it records until stopped. */
+Test(flight_policy, runs_past_its_duration)
+{
+	struct fx f;
+	fx_flight(&f);
+	f.mo.duration_ns = 20 * MS;
+	fx_open(&f);
+	start(&f, "run", 1, T0);
+	usleep(100000);
+	kt_capture_status st;
+	cr_assert_eq(kt_manager_status(f.m, "run", 1, &st), 0);
+	cr_assert_eq(st.state, KT_STATE_CAPTURING);
+	kt_stop_ticket t = stop(&f, "run", 1, 0, 0);
+	st = await_final(&f, &t);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
+	cr_assert_eq(st.code, KT_CODE_NONE);
+	fx_fini(&f);
+}
+
+Test(flight_policy, needs_a_backend_that_snapshots)
+{
+	struct fx f;
+	fx_flight(&f);
+	f.backend.snapshot = NULL;
+	cr_assert_eq(kt_manager_new(&f.mo, &f.m), -EINVAL);
+	fx_fini(&f);
+}
+
+/* A real flight session over 64 KiB rings: @n counters from one thread,
+ * then the stop; the published file's first counter in *@first. */
+static kt_capture_status flight_real(uint64_t n, int64_t *first)
+{
+	kt_config cfg = { .ring_size = KT_RING_MIN };
+	cr_assert_eq(kt_init(&cfg), 0);
+	struct fx f;
+	fx_flight(&f);
+	f.mo.backend = NULL;
+	f.mo.now = NULL;
+	f.mo.hooks = NULL;
+	f.mo.duration_ns = 10000 * MS;
+	fx_open(&f);
+	cr_assert_eq(start(&f, "flight", 1, 0).state, KT_STATE_CAPTURING);
+	uint32_t id = kt_name("counter");
+	for (uint64_t i = 0; i < n; i++)
+		kt_counter(id, (int64_t)i);
+	kt_stop_ticket t = stop(&f, "flight", 1, 0, 0);
+	kt_capture_status st = await_final(&f, &t);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED, "state %d code %d", st.state, st.code);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", f.root, st.file);
+	kt_reader *rd;
+	cr_assert_eq(kt_reader_open(&rd, path, NULL), 0);
+	kt_event ev;
+	int rc;
+	*first = -1;
+	for (int64_t prev = -1; (rc = kt_reader_next(rd, &ev)) > 0;) {
+		int64_t v;
+		memcpy(&v, ev.payload, 8);
+		cr_assert(prev < 0 || v == prev + 1, "a hole after %" PRId64, prev);
+		*first = prev < 0 ? v : *first;
+		prev = v;
+	}
+	cr_assert_eq(rc, 0);
+	kt_reader_close(rd);
+	fx_fini(&f);
+	cr_assert_eq(kt_shutdown(), 0);
+	return st;
+}
+
+/*
+ * 100000 counters of 24 bytes lap a 64 KiB ring ~36 times: the window (10
+ * s, from the capture's start) is far more than it holds, so the file
+ * starts at the ring's oldest event and says how much it lacks.  100 fit.
+ */
+Test(flight_policy, real_rings_report_head_loss, .timeout = 60)
+{
+	int64_t first;
+	kt_capture_status st = flight_real(100000, &first);
+	cr_assert_gt(st.head_loss_ns, 0);
+	cr_assert_eq(st.complete, 0);
+	cr_assert_eq(st.events, 2720, "the ring's newest, as test_flight counts them");
+	cr_assert_eq(first, 97280);
+	st = flight_real(100, &first);
+	cr_assert_eq(st.head_loss_ns, 0);
+	cr_assert_eq(st.events, 100);
+	cr_assert_eq(first, 0);
 }

@@ -162,6 +162,27 @@ static void emit_seq(uint32_t id, uint64_t n)
 		kt_counter(id, (int64_t)i);
 }
 
+struct emit_job {
+	uint32_t id;
+	uint64_t n;
+};
+
+static void *emit_job_main(void *arg)
+{
+	struct emit_job *j = arg;
+	emit_seq(j->id, j->n);
+	return NULL;
+}
+
+/* A thread of its own emits @n sequence numbers, and exits. */
+static void emit_in_thread(uint32_t id, uint64_t n)
+{
+	struct emit_job j = { id, n };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, emit_job_main, &j), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+}
+
 /* A flight session over the smallest rings, "seq" emitted @n times. */
 static kt_session *fx_emit(uint64_t n, uint32_t *id)
 {
@@ -182,12 +203,73 @@ Test(flight, keeps_newest_not_oldest)
 	/* The newest event is in, the oldest are not, and nothing dropped. */
 	cr_assert_eq(v.last[0], 100000);
 	cr_assert_gt(v.first[0], 90000);
-	cr_assert_eq(v.dropped, 0);
+	/* What the ring overwrote is the file's one drop record. */
+	cr_assert_eq(v.dropped, v.first[0] - 1);
 	/* Everything else was overwritten: 24 bytes an event. */
 	cr_assert_eq(res.bytes_overwritten, (100000 - res.events - res.events_trimmed) * 24);
 	/* At least the ring less two sub-buffers (16ths) is kept. */
 	cr_assert_geq(res.events * 24, KT_RING_MIN - 2 * (KT_RING_MIN / 16) - 24);
 	fx_end(s);
+}
+
+/*
+ * The thread counts what its ring overwrites, exactly.  24-byte records
+ * from position 0 in a 64 KiB ring (sub-buffers of 4 KiB): after 100000,
+ * the bound is 2400000 rounded up to 4096, 2400256, so every record that
+ * starts below 2400256 - 65536 = 2334720 may be overwritten: 97280 of
+ * them.  The snapshot starts at the next, 97281, as the ring counted it
+ * (not at the next sub-buffer's mark), and a thread that overwrote
+ * nothing has a row of 0.
+ */
+Test(flight, overwritten_counted_per_thread)
+{
+	uint32_t id;
+	kt_session *s = fx_emit(100000, &id);
+	emit_in_thread(id, 10);
+	kt_snapshot_thread rows[4];
+	kt_snapshot_result res;
+	struct seen v;
+	cr_assert_eq(kt_session_snapshot_threads(s, tmp_path("a.katra"), -1, 0, 0, &res, rows, 4),
+		     0);
+	check_snapshot(tmp_path("a.katra"), &res, &v);
+	cr_assert_eq(res.events_overwritten, 97280);
+	cr_assert_eq(res.events, 2720 + 10);
+	cr_assert_eq(res.events_trimmed, 0);
+	cr_assert_eq(v.dropped, 97280, "the file carries them as a drop record");
+	cr_assert_eq(res.thread_rows, 2);
+	/* The rows come in the registry's order: find the busy thread's. */
+	size_t busy = rows[0].events == 10, k;
+	cr_assert_eq(rows[busy].overwritten, 97280);
+	cr_assert_eq(rows[busy].events, 2720);
+	cr_assert_eq(rows[!busy].overwritten, 0);
+	cr_assert_eq(rows[!busy].events, 10);
+	thread_slot(&v, rows[busy].thread_id, &k);
+	cr_assert_eq(v.first[k], 97281);
+	cr_assert_eq(v.last[k], 100000);
+	/* No rows: the total alone; what the result held before is not read. */
+	kt_snapshot_result bare;
+	memset(&bare, 0xff, sizeof(bare));
+	cr_assert_eq(kt_session_snapshot(s, tmp_path("b.katra"), -1, 0, 0, &bare), 0);
+	cr_assert_eq(bare.thread_rows, 0);
+	cr_assert_eq(bare.events_overwritten, 97280);
+	/* The stop's summary says it per thread too, apart from drops. */
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	cr_assert_eq(sum.thread_count, 1);
+	cr_assert_eq(sum.threads[0].thread_id, rows[busy].thread_id);
+	cr_assert_eq(sum.threads[0].overwritten, 97280);
+	cr_assert_eq(sum.threads[0].dropped, 0);
+	cr_assert_eq(sum.events_dropped, 0);
+	kt_summary_release(&sum);
+	/* The next session counts from zero. */
+	kt_session *s2;
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
+	cr_assert_eq(kt_session_start(NULL, &o, &s2), 0);
+	emit_seq(id, 10);
+	cr_assert_eq(kt_session_snapshot(s2, tmp_path("n.katra"), -1, 0, 0, &bare), 0);
+	cr_assert_eq(bare.events_overwritten, 0);
+	cr_assert_eq(bare.events, 10);
+	fx_end(s2);
 }
 
 Test(flight, unwrapped_ring_is_whole)
@@ -284,21 +366,13 @@ Test(flight, lapped_during_copy)
 	fx_end(s);
 }
 
-static void *emit_and_exit(void *arg)
-{
-	emit_seq(*(uint32_t *)arg, 500);
-	return NULL;
-}
-
 /* A thread that exited keeps its events in snapshots until the stop,
  * which recycles its ring. */
 Test(flight, exited_thread_stays)
 {
 	uint32_t id;
 	kt_session *s = fx_emit(100, &id);
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, emit_and_exit, &id), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
+	emit_in_thread(id, 500);
 	kt_snapshot_result res;
 	struct seen v;
 	snap_check(s, "a.katra", 0, 0, &res, &v);
@@ -423,6 +497,28 @@ static void *producer(void *arg)
 	return NULL;
 }
 
+/*
+ * What a snapshot taken while the producers run says they overwrote: the
+ * file's drop records, each thread's count no more than the events before
+ * its first in the file (none counted twice), and never less than the
+ * last snapshot's.  @over keeps each thread's count from one to the next.
+ */
+static void check_overwritten(const kt_snapshot_result *res, const kt_snapshot_thread *rows,
+			      struct seen *v, uint64_t over[2][2])
+{
+	cr_assert_eq(v->dropped, res->events_overwritten);
+	for (uint32_t i = 0; i < res->thread_rows; i++) {
+		const kt_snapshot_thread *row = &rows[i];
+		size_t k, j = over[0][0] == row->thread_id || !over[0][0] ? 0 : 1;
+		cr_assert(thread_slot(v, row->thread_id, &k));
+		if (row->events)
+			cr_assert_leq(row->overwritten, v->first[k] - 1);
+		over[j][0] = row->thread_id;
+		cr_assert_geq(row->overwritten, over[j][1]);
+		over[j][1] = row->overwritten;
+	}
+}
+
 Test(flight, stress_snapshots_while_producing, .timeout = 600)
 {
 	kt_session *s = fx_begin(1u << 20);
@@ -435,10 +531,15 @@ Test(flight, stress_snapshots_while_producing, .timeout = 600)
 		sched_yield();
 	uint64_t lapped = 0, events = 0;
 	int both = 0;
+	uint64_t over[2][2] = { { 0 } }; /* thread id, overwritten so far */
 	for (int i = 0; i < 100; i++) {
+		kt_snapshot_thread rows[4];
 		kt_snapshot_result res;
 		struct seen v;
-		snap_check(s, "s.katra", 0, 0, &res, &v);
+		cr_assert_eq(kt_session_snapshot_threads(s, tmp_path("s.katra"), -1, 0, 0, &res,
+							 rows, 4), 0);
+		check_snapshot(tmp_path("s.katra"), &res, &v);
+		check_overwritten(&res, rows, &v, over);
 		/* Both threads, unless the copies were further apart than a
 		 * ring holds (this thread descheduled between them); none if
 		 * a copy was lapped whole, try after try. */
@@ -454,4 +555,55 @@ Test(flight, stress_snapshots_while_producing, .timeout = 600)
 	cr_log_info("100 snapshots: %d with both threads, %llu bytes lapped during copies", both,
 		    (unsigned long long)lapped);
 	fx_end(s);
+}
+
+union anc {
+	struct cmsghdr h;
+	uint8_t b[64];
+};
+
+/* Ancillary data as the kernel lays it out: @n descriptors in one
+ * SCM_RIGHTS header, @len_bias added to its length. */
+static size_t put_rights(union anc *ctl, const int *fds, size_t n,
+			 size_t len_bias)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	ctl->h.cmsg_level = SOL_SOCKET;
+	ctl->h.cmsg_type = SCM_RIGHTS;
+	ctl->h.cmsg_len = CMSG_LEN(n * sizeof(int)) + len_bias;
+	memcpy(CMSG_DATA(&ctl->h), fds, n * sizeof(int));
+	return CMSG_SPACE(n * sizeof(int));
+}
+
+/* A request's bytes, parsed without a socket: the one file it brings is
+ * kept, anything else refused with every descriptor listed to close. */
+Test(flight, snapshot_request_parse)
+{
+	union anc ctl;
+	uint64_t w[KT__CTL_REQ_WORDS] = { KT__CTL_MAGIC, 7, 9 };
+	const int fds[] = { 11, 12 };
+	kt__ctl_req req;
+	size_t n = put_rights(&ctl, fds, 1, 0);
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), 0);
+	cr_assert_eq(req.fd, 11);
+	cr_assert_eq(req.max_age_ns, 7);
+	cr_assert_eq(req.max_bytes, 9);
+	/* Truncated ancillary data, a short request, a wrong magic. */
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, MSG_CTRUNC, &req),
+		     -EINVAL);
+	cr_assert_eq(req.fd, -1);
+	cr_assert_eq(req.nfds, 1, "still listed, to be closed");
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, 16, ctl.b, n, 0, &req), -EINVAL);
+	w[0]++;
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), -EINVAL);
+	w[0]--;
+	/* Two descriptors: neither is the file, both are to be closed. */
+	n = put_rights(&ctl, fds, 2, 0);
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), -EINVAL);
+	cr_assert_eq(req.nfds, 2);
+	cr_assert_eq(req.fds[1], 12);
+	/* A header whose length reaches past the data is not read at all. */
+	n = put_rights(&ctl, fds, 1, 64);
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), -EINVAL);
+	cr_assert_eq(req.nfds, 0);
 }

@@ -141,6 +141,14 @@ typedef struct kt_capture_backend {
 	int (*start)(void *ctx, const kt_backend_args *args, void **handle);
 	int (*stop)(void *ctx, void *handle);
 	void *ctx;
+	/* The flight policy only (required by it; see kt_manager_options):
+	 * write the newest window, at most @max_age_ns old and @max_bytes of
+	 * ring bytes, as a trace into @fd (empty, open for writing), and say
+	 * what it wrote in *@res, as kt_session_snapshot() does, which the
+	 * default calls.  Return 0, or a negative code (stop-failed).  Called
+	 * on the capture's own thread, before @stop. */
+	int (*snapshot)(void *ctx, void *handle, int fd, uint64_t max_age_ns, uint64_t max_bytes,
+			kt_snapshot_result *res);
 } kt_capture_backend;
 
 /**
@@ -189,7 +197,20 @@ typedef struct kt_manager_options {
 	void *id_ctx;
 	const kt_session_options *session; /* template for the default backend:
 					    * codec, io, flush period, ...; NULL:
-					    * the session defaults (KT_CODEC_COMPACT) */
+					    * the session defaults (KT_CODEC_COMPACT).
+					    * mode KT_SESSION_FLIGHT is the flight
+					    * policy: the run is kept in memory (the
+					    * rings), not on disk, for as long as it
+					    * runs, and the stop writes the window
+					    * [boundary_finish - duration,
+					    * boundary_finish] (the stop's time for an
+					    * open end; never before the run's start)
+					    * with the backend's snapshot, then
+					    * publishes it as any capture.  The status's
+					    * boundary_start is the window's start;
+					    * head_loss_ns what the rings could not
+					    * hold of it.  max_bytes bounds the ring
+					    * bytes taken, cap_policy is not used */
 	const kt_capture_hooks *hooks;
 } kt_manager_options;
 

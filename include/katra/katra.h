@@ -338,6 +338,23 @@ KT_API const char *kt_session_start_error(void);
  */
 KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
 
+/** One thread's row in kt_snapshot_result.threads. */
+typedef struct kt_snapshot_thread {
+	uint32_t thread_id;
+	uint64_t events;            /* its events written */
+	uint64_t overwritten;       /* its events of this session that its
+				     * ring overwrote before the copy began
+				     * (exact: the thread counts each one as
+				     * its ring's bound passes it, once per
+				     * sub-buffer, off the emit's fast path);
+				     * a drop record in the file carries them.
+				     * The count is read as the copy begins:
+				     * events the thread overwrites while it
+				     * runs (at most a sub-buffer's, and what
+				     * bytes_lapped says) are not in it, and
+				     * none is both counted and in the file */
+} kt_snapshot_thread;
+
 /** What kt_session_snapshot() wrote.  Times are trace ticks (the file's
  * clock); the _ns fields are CLOCK_MONOTONIC durations. */
 typedef struct kt_snapshot_result {
@@ -360,6 +377,10 @@ typedef struct kt_snapshot_result {
 				     * ones included) */
 	uint64_t bytes_on_disk;     /* the file's size */
 	uint32_t thread_count;      /* threads with events in the file */
+	uint64_t events_overwritten; /* the threads' overwritten, summed
+				      * (whether or not there are rows) */
+	uint32_t thread_rows;        /* rows kt_session_snapshot_threads()
+				      * filled */
 } kt_snapshot_result;
 
 /**
@@ -379,8 +400,9 @@ typedef struct kt_snapshot_result {
  * producer overwrote during the copy is discarded, and the window is cut
  * where every thread is complete: from the latest of the threads' oldest
  * surviving events.  The file is a normal trace (names, threads, summary)
- * and `katra verify` passes on it.  Snapshots of one session are taken one
- * at a time (a second caller waits); kt_session_stop() waits for one in
+ * and `katra verify` passes on it; each thread's events overwritten before
+ * the copy are one drop record of it (ring full), timed before the
+ * window.  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
  * progress.  The first snapshot maps memory as large as all the rings
  * together, kept for the next ones until the session stops.
  *
@@ -391,6 +413,17 @@ typedef struct kt_snapshot_result {
  */
 KT_API int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
 			       uint64_t max_bytes, kt_snapshot_result *res);
+
+/**
+ * kt_session_snapshot_threads - kt_session_snapshot(), and a row per
+ * thread in the file (with events or overwritten ones) into @rows, in the
+ * order written: at most @cap of them, @res->thread_rows says how many.
+ * Return, threads: as kt_session_snapshot().
+ */
+KT_API int kt_session_snapshot_threads(kt_session *s, const char *path, int fd,
+				       uint64_t max_age_ns, uint64_t max_bytes,
+				       kt_snapshot_result *res, kt_snapshot_thread *rows,
+				       uint32_t cap);
 
 /** kt_summary_release - free what kt_session_stop() put in @sum. */
 KT_API void kt_summary_release(kt_summary *sum);

@@ -129,6 +129,9 @@ typedef struct kt_summary_thread {
 	uint32_t thread_id;
 	uint64_t written;
 	uint64_t dropped;
+	uint64_t overwritten;   /* a flight session's kt_session_stop(): the
+				 * thread's events its ring overwrote, apart
+				 * from dropped; never in a file (0 read) */
 } kt_summary_thread;
 
 /** The session summary frame (SPEC §4.6). */
