@@ -22,6 +22,10 @@ static const struct opts_spec stats_spec = {
 		"is missing stays in its parent's self time).  Frame times between frame\n"
 		"marks: p50, p99, max and a histogram.  Durations in ns; percentiles\n"
 		"come from ~3%-wide buckets, min and max are exact.\n"
+		"Memory events (kt_alloc, kt_free): per pool allocations, frees, bytes,\n"
+		"peak and end live bytes, the 5 largest allocations, and frees of\n"
+		"pointers not live (unknown); at most 256 pools and 2^20 pointers are\n"
+		"tracked, the rest counted.\n"
 		"Damaged frames are skipped and said on stderr; the exit status is then\n"
 		"3 (partial), as for a truncated file.\n",
 };

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/fmt.h"
+#include "tools/memstats.h"
 #include "tools/fmt_mid.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
@@ -164,6 +165,18 @@ static inline char *put_u64(char *d, uint64_t v)
 	}
 	memcpy(d, p, (size_t)(e - p));
 	return d + (e - p);
+}
+
+/* @v as 0x and its hex digits, no leading zeros. */
+static inline char *put_hex(char *d, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	int n = v ? (67 - __builtin_clzll(v)) / 4 : 1;
+	*d++ = '0';
+	*d++ = 'x';
+	for (int i = n - 1; i >= 0; i--)
+		*d++ = digits[(v >> (4 * i)) & 15];
+	return d;
 }
 
 static inline char *put_i64(char *d, int64_t v)
@@ -358,6 +371,22 @@ static inline char *put_key(char *d, int jsonl, const char *key, size_t n)
 }
 #define KEY(s) s, sizeof(s) - 1
 
+/* An allocation's or a free's pointer (hex: a JSON string, as numbers
+ * past 2^53 do not survive JSON readers) and an allocation's size. */
+static inline char *line_mem(char *d, int jsonl, const kt_event *ev)
+{
+	uint64_t v;
+	memcpy(&v, ev->payload, 8);
+	d = put_hex(put_key(d, jsonl, KEY(",\"ptr\":\"")), v);
+	if (jsonl)
+		*d++ = '"';
+	if (ev->type == KT_EV_ALLOC) {
+		memcpy(&v, ev->payload + 8, 8);
+		d = put_u64(put_key(d, jsonl, KEY(",\"size\":")), v);
+	}
+	return d;
+}
+
 /* One event as a text line or a JSON object line; 0, or -1 when the
  * buffer could not grow (nothing of the line is kept). */
 static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
@@ -419,6 +448,10 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 		if (o_message(o, ev) || !(d = o_room(o, 2)))
 			goto fail;
 		break;
+	case KT_EV_ALLOC:
+	case KT_EV_FREE:
+		d = line_mem(d, jsonl, ev);
+		break;
 	case KT_EV_USER:
 		d = put_u64(put_key(d, jsonl, KEY(",\"flags\":")), ev->flags);
 		o_commit(o, put_key(d, jsonl, KEY(",\"bytes\":\"")));
@@ -457,6 +490,19 @@ static inline char *chrome_u64(char *d, const kt_event *ev)
 	int named = ev->type == KT_EV_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END;
 	memcpy(d, "}}", 2);
 	return d + (named ? 1 : 2);
+}
+
+/* The rest of a memory event's Chrome counter: its pool's live bytes
+ * after it (the job's memstats, on the writing thread only: pass_ahead()
+ * leaves these events to it).  NULL when out of memory. */
+static char *chrome_mem(char *d, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
+{
+	const struct mem_pool *p;
+	if (!j->mem || memstats_event(j->mem, ev, ns, &p))
+		return NULL;
+	d = put_u64(d, p ? p->live : 0);
+	memcpy(d, "}}", 2);
+	return d + 2;
 }
 
 /* One event as a Chrome JSON object, after a comma unless it is the first
@@ -500,6 +546,11 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 	case KT_EV_ARG_U64:
 	case KT_EV_FRAME:
 		d = chrome_u64(d, ev);
+		break;
+	case KT_EV_ALLOC:
+	case KT_EV_FREE:
+		if (!(d = chrome_mem(d, j, ev, ns)))
+			goto fail;
 		break;
 	case KT_EV_FLOW:
 		memcpy(&u64, ev->payload, 8);
@@ -613,6 +664,10 @@ static int pass_ahead(void *ctx, void *state, struct pipe_text *t, const kt_even
 		      uint64_t index)
 {
 	struct fmt *fm = ctx;
+	/* A memory counter's value follows the events before it: the writing
+	 * thread formats the batch from here on, in order. */
+	if (fm->j->kind == FMT_CHROME && (ev->type == KT_EV_ALLOC || ev->type == KT_EV_FREE))
+		return 1;
 	struct out o = { t->buf, t->len, t->cap, NULL, 0, state };
 	int rc = fmt_one(&o, fm->j, ev, ns, index);
 	t->buf = o.buf;
@@ -679,7 +734,10 @@ static int chrome_thread(FILE *f, const struct tables *t, const struct tentry *e
 
 int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
 {
-	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_get_header(r)->process_id };
+	struct memstats mem;
+	memstats_init(&mem);
+	struct fmt_job job = { .t = t, .kind = FMT_CHROME, .pid = kt_reader_get_header(r)->process_id,
+			       .mem = &mem };
 	int rc = 0;
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	for (size_t i = 0; i < t->nthreads && !rc; i++)
@@ -690,6 +748,7 @@ int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
 	if (fm && fmt_flush(fm) && !rc)
 		rc = -EIO;
 	fmt_free(fm);
+	memstats_free(&mem);
 	fprintf(f, "\n]}\n");
 	if (!rc && ferror(f))
 		rc = -EIO;

@@ -35,9 +35,12 @@ struct fmt_job {
 	const uint32_t *threads; /* text and jsonl: keep only these, when nthreads */
 	int nthreads;
 	uint64_t printed;        /* chrome: objects written before the events */
+	struct memstats *mem;    /* chrome: the pools' live bytes, for the
+				  * memory counters; the writing thread's alone */
 };
 
 struct fmt;
+struct memstats;
 
 /* fmt_new - a formatter of @job's events (@job must outlive it) into @f.
  * Returns NULL when out of memory. */
