@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "format/format.h"
+#include "tools/perfetto_trace.pb-c.h"
 
 /* The memory records of a file, in file order (other records skipped). */
 struct mem_seen {
@@ -313,4 +314,46 @@ Test(mem, pools_past_the_cap_are_counted_not_kept)
 	cr_assert_not_null(memmem(p.out, p.out_len, row, strlen(row)));
 	free(file);
 	unlink(path);
+}
+
+/* export --perfetto: a counter track "memory <pool>" (unit bytes) per pool
+ * with its live bytes, decoded with the project's generated protobuf code. */
+Test(mem, perfetto_export_has_a_live_bytes_track_per_pool)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-mem-pf-%d.pftrace", (int)getpid());
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--perfetto", "mem_v3.katra", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	size_t len = 0;
+	uint8_t *bytes = t_slurp(out, &len);
+	cr_assert_not_null(bytes);
+	Perfetto__Protos__Trace *tr = perfetto__protos__trace__unpack(NULL, len, bytes);
+	cr_assert_not_null(tr);
+	uint64_t uuid = 0;
+	int64_t live[8];
+	size_t n = 0;
+	for (size_t i = 0; i < tr->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *pk = tr->packet[i];
+		int is_td = pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+		int is_te = pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+		const Perfetto__Protos__TrackDescriptor *td = is_td ? pk->track_descriptor : NULL;
+		if (td && td->name && !strcmp(td->name, "memory textures")) {
+			cr_assert(td->counter && td->counter->unit == 3); /* bytes */
+			uuid = td->uuid;
+		}
+		const Perfetto__Protos__TrackEvent *te = is_te ? pk->track_event : NULL;
+		if (te && uuid && te->track_uuid == uuid && n < 8) {
+			cr_assert(te->has_counter_value);
+			live[n++] = te->counter_value;
+		}
+	}
+	static const int64_t want[] = { 4096, 5120, 1024, 9216, 8192, 0 };
+	cr_assert_eq(n, 6);
+	for (size_t k = 0; k < 6; k++)
+		cr_assert_eq(live[k], want[k], "textures sample %zu", k);
+	perfetto__protos__trace__free_unpacked(tr, NULL);
+	free(bytes);
+	unlink(out);
 }
