@@ -497,9 +497,10 @@ static inline char *chrome_u64(char *d, const kt_event *ev)
  * leaves these events to it).  NULL when out of memory. */
 static char *chrome_mem(char *d, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
 {
-	const struct mem_pool *p;
-	if (!j->mem || memstats_event(j->mem, ev, ns, &p))
+	const struct mem_pool *p = NULL;
+	if (j->mem && memstats_event(j->mem, ev, ns, &p))
 		return NULL;
+	/* A pool past memstats' cap (or a job without one) shows 0. */
 	d = put_u64(d, p ? p->live : 0);
 	memcpy(d, "}}", 2);
 	return d + 2;
