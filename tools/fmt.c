@@ -448,10 +448,6 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 		if (o_message(o, ev) || !(d = o_room(o, 2)))
 			goto fail;
 		break;
-	case KT_EV_ALLOC:
-	case KT_EV_FREE:
-		d = line_mem(d, jsonl, ev);
-		break;
 	case KT_EV_USER:
 		d = put_u64(put_key(d, jsonl, KEY(",\"flags\":")), ev->flags);
 		o_commit(o, put_key(d, jsonl, KEY(",\"bytes\":\"")));
@@ -461,6 +457,7 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 			*d++ = '"';
 		break;
 	default:
+		d = fmt_is_mem(ev->type) ? line_mem(d, jsonl, ev) : d;
 		break;
 	}
 	if (jsonl)
@@ -494,12 +491,13 @@ static inline char *chrome_u64(char *d, const kt_event *ev)
 
 /* The rest of a memory event's Chrome counter: its pool's live bytes
  * after it (the job's memstats, on the writing thread only: pass_ahead()
- * leaves these events to it).  NULL when out of memory. */
+ * leaves these events to it).  Out of memory, the job's mem_failed says
+ * so at the end of the pass. */
 static char *chrome_mem(char *d, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
 {
 	const struct mem_pool *p = NULL;
 	if (j->mem && memstats_event(j->mem, ev, ns, &p))
-		return NULL;
+		j->mem->failed = 1;
 	/* A pool past memstats' cap (or a job without one) shows 0. */
 	d = put_u64(d, p ? p->live : 0);
 	memcpy(d, "}}", 2);
@@ -550,8 +548,7 @@ static inline int fmt_chrome_event(struct out *o, const struct fmt_job *j, const
 		break;
 	case KT_EV_ALLOC:
 	case KT_EV_FREE:
-		if (!(d = chrome_mem(d, j, ev, ns)))
-			goto fail;
+		d = chrome_mem(d, j, ev, ns);
 		break;
 	case KT_EV_FLOW:
 		memcpy(&u64, ev->payload, 8);
@@ -749,6 +746,8 @@ int fmt_chrome(kt_reader *r, const struct tables *t, FILE *f)
 	if (fm && fmt_flush(fm) && !rc)
 		rc = -EIO;
 	fmt_free(fm);
+	if (!rc && mem.failed)
+		rc = -ENOMEM;
 	memstats_free(&mem);
 	fprintf(f, "\n]}\n");
 	if (!rc && ferror(f))

@@ -63,6 +63,7 @@ struct memstats {
 	size_t nptrs, capptrs;
 	uint64_t other_pools;      /* records of pools past MEM_POOLS */
 	uint64_t untracked;        /* allocations past MEM_POINTERS */
+	int failed;                /* for a caller that goes on after -ENOMEM */
 };
 
 /* memstats_init - an empty memstats. */
