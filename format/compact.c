@@ -50,18 +50,19 @@ struct kt__compact_enc {
 
 /*
  * Worst-case bytes per stream for @max_raw bytes of records, every record
- * at least 16 bytes and a value record 24: T a varint per record; K a
- * token, a run (under 2^32: 5 bytes), a literal (under 4128: 2 bytes) and
- * a definition (2 bytes and a name) per record; V a run and a literal
- * (10 bytes, or 9 for an f64) per value record; L a run and a length
- * (3 bytes) per record; P the payloads.
+ * at least 16 bytes, a value record 24 and a pair 32: T a varint per
+ * record; K a token, a run (under 2^32: 5 bytes), a literal (under 4128:
+ * 2 bytes) and a definition (2 bytes and a name) per record; V a run and
+ * a literal (10 bytes, or 9 for an f64) per value, two values per 32
+ * bytes at most; L a run and a length (3 bytes) per record; P the
+ * payloads.
  */
 static void stream_caps(size_t max_raw, size_t cap[KT__CMP_STREAMS])
 {
 	size_t n = max_raw / 16;
 	cap[0] = KT__CMP_VARINT_MAX * n;
 	cap[1] = (1 + 5 + 2 + 2 + 5) * n;
-	cap[2] = (5 + KT__CMP_VARINT_MAX) * (max_raw / 24);
+	cap[2] = (5 + KT__CMP_VARINT_MAX) * (max_raw / 16);
 	cap[3] = (5 + 3) * n;
 	cap[4] = max_raw;
 }
@@ -233,11 +234,12 @@ struct wr {
 	uint64_t rv, rl;
 };
 
-/* The 8-byte value of a KT__CLS_INT or KT__CLS_F64 record into V: when
- * the prediction misses, the run of hits before it and a literal. */
+/* The 8-byte value of a KT__CLS_INT or KT__CLS_F64 record (or a pair's
+ * first) into V: when the prediction misses, the run of hits before it
+ * and a literal. */
 static void enc_value(struct kt__cmp_slot *s, uint64_t v, struct wr *w)
 {
-	if (s->cls == KT__CLS_INT) {
+	if (s->cls != KT__CLS_F64) {
 		uint64_t pred = s->last + s->step;
 		if (v == pred) {
 			w->rv++;
@@ -253,6 +255,22 @@ static void enc_value(struct kt__cmp_slot *s, uint64_t v, struct wr *w)
 	}
 	s->step = v - s->last;
 	s->last = v;
+}
+
+/* A KT__CLS_PAIR record's two values into V: the first as an integer's,
+ * the second a hit when it equals the slot's last second, else a literal
+ * (zigzag of the difference). */
+static void enc_pair(struct kt__cmp_slot *s, const uint8_t *payload, struct wr *w)
+{
+	uint64_t second = kt__get64(payload + 8);
+	enc_value(s, kt__get64(payload), w);
+	if (second == s->second) {
+		w->rv++;
+	} else {
+		w->v = put_varint(put_varint(w->v, w->rv), kt__zigzag(second - s->second));
+		w->rv = 0;
+		s->second = second;
+	}
 }
 
 /* A KT__CLS_BYTES record's length into L and its payload into P.  0, or
@@ -285,6 +303,8 @@ static __attribute__((noinline)) long enc_payload(struct kt__cmp_slot *s, const 
 		return -1;
 	if (s->cls == KT__CLS_INT || s->cls == KT__CLS_F64)
 		enc_value(s, kt__get64(rec + KT_REC_HEAD), w);
+	else if (s->cls == KT__CLS_PAIR)
+		enc_pair(s, rec + KT_REC_HEAD, w);
 	else if (s->cls != KT__CLS_BYTES || enc_bytes(s, rec, plen, w))
 		return -1;
 	return (long)size;

@@ -195,14 +195,15 @@ static int get_xor(struct in *s, uint64_t *x)
 	return 0;
 }
 
-/* The value of a KT__CLS_INT or KT__CLS_F64 record.  0 or KT_EFRAME. */
+/* The value of a KT__CLS_INT or KT__CLS_F64 record, or a pair's first.
+ * 0 or KT_EFRAME. */
 static int dec_value(struct kt__cmp_slot *s, struct rd *r, uint64_t *out)
 {
 	uint64_t v, lit;
 	if (r->rv) {
 		r->rv--; /* RUN_REST outlasts any chunk's 2^32 records */
-		v = s->cls == KT__CLS_INT ? s->last + s->step : s->last;
-	} else if (s->cls == KT__CLS_INT) {
+		v = s->cls != KT__CLS_F64 ? s->last + s->step : s->last;
+	} else if (s->cls != KT__CLS_F64) {
 		if (get_varint(&r->v, &lit) || next_run(&r->v, &r->rv, &r->pv))
 			return KT_EFRAME;
 		v = s->last + s->step + kt__unzigzag(lit);
@@ -214,6 +215,26 @@ static int dec_value(struct kt__cmp_slot *s, struct rd *r, uint64_t *out)
 	s->step = v - s->last;
 	s->last = v;
 	*out = v;
+	return 0;
+}
+
+/* A KT__CLS_PAIR record's two values into @o: the first as
+ * dec_value()'s, the second the slot's last unless V has a literal.  0 or
+ * KT_EFRAME. */
+static int dec_pair(struct kt__cmp_slot *s, struct rd *r, uint8_t *o)
+{
+	uint64_t v, lit;
+	if (dec_value(s, r, &v))
+		return KT_EFRAME;
+	if (r->rv) {
+		r->rv--;
+	} else {
+		if (get_varint(&r->v, &lit) || next_run(&r->v, &r->rv, &r->pv))
+			return KT_EFRAME;
+		s->second += kt__unzigzag(lit);
+	}
+	kt__put64(o, v);
+	kt__put64(o + 8, s->second);
 	return 0;
 }
 
@@ -240,7 +261,13 @@ static __attribute__((noinline)) long dec_payload(struct kt__cmp_slot *s, uint64
 	size_t plen = 8;
 	if (s->cls == KT__CLS_BAD)
 		return KT_EFRAME; /* the empty spill slot: unreachable (dec_start) */
-	if (s->cls != KT__CLS_BYTES) {
+	if (s->cls == KT__CLS_PAIR) {
+		plen = 16;
+		if (room < kt_event_size(16))
+			return KT_ERAWLEN;
+		if (dec_pair(s, r, o + KT_REC_HEAD))
+			return KT_EFRAME;
+	} else if (s->cls != KT__CLS_BYTES) {
 		if (room < kt_event_size(8))
 			return KT_ERAWLEN;
 		if (dec_value(s, r, &v))

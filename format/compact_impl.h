@@ -25,7 +25,9 @@
 #define KT__CMP_RUN_ESC 7u
 #define KT__CMP_LIT_ESC 31u
 
-enum kt__cmp_cls { KT__CLS_NONE, KT__CLS_INT, KT__CLS_F64, KT__CLS_BYTES, KT__CLS_BAD };
+/* KT__CLS_PAIR: an integer as KT__CLS_INT's, then a second one predicted
+ * equal to the slot's last second (an allocation's pointer and size). */
+enum kt__cmp_cls { KT__CLS_NONE, KT__CLS_INT, KT__CLS_F64, KT__CLS_BYTES, KT__CLS_PAIR, KT__CLS_BAD };
 
 /* The class of a payload: 8-byte integers share their predictor. */
 static inline enum kt__cmp_cls kt__cmp_cls_of(kt_payload payload)
@@ -40,6 +42,8 @@ static inline enum kt__cmp_cls kt__cmp_cls_of(kt_payload payload)
 		return KT__CLS_F64;
 	case KT_PAYLOAD_BYTES:
 		return KT__CLS_BYTES;
+	case KT_PAYLOAD_U64X2:
+		return KT__CLS_PAIR;
 	}
 	return KT__CLS_BAD;
 }
@@ -71,6 +75,7 @@ struct kt__cmp_slot {
 	uint64_t mask;    /* all ones, or KT__CMP_KEY_BITS for a variable length */
 	uint64_t last;    /* the last 8-byte value under this key */
 	uint64_t step;    /* last minus the value before it */
+	uint64_t second;  /* KT__CLS_PAIR: the last second value */
 	uint16_t next;    /* the slot predicted to follow this one */
 	uint16_t plen;    /* the last payload length under this key */
 	uint8_t cls;
@@ -80,11 +85,12 @@ struct kt__cmp_slot {
 static inline void kt__cmp_slot_init(struct kt__cmp_slot *s, uint16_t self, uint64_t key,
 				     enum kt__cmp_cls c)
 {
-	s->meta = c == KT__CLS_INT || c == KT__CLS_F64 ? key | (uint64_t)8 << KT_REC_META_SHIFT(KT_REC_LEN)
-						       : key;
+	uint64_t fixed = c == KT__CLS_PAIR ? 16 : c == KT__CLS_INT || c == KT__CLS_F64 ? 8 : 0;
+	s->meta = key | fixed << KT_REC_META_SHIFT(KT_REC_LEN);
 	s->mask = c == KT__CLS_BYTES ? KT__CMP_KEY_BITS : UINT64_MAX;
 	s->last = 0;
 	s->step = 0;
+	s->second = 0;
 	s->next = self;
 	s->plen = 0;
 	s->cls = (uint8_t)c;

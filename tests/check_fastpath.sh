@@ -5,7 +5,7 @@
 set -euo pipefail
 objdump=$1 obj=$2
 fail=0
-for fn in kt_probe_zone_begin kt_probe_counter kt_probe_site kt_probe_site_category kt_probe_arg; do
+for fn in kt_probe_zone_begin kt_probe_counter kt_probe_site kt_probe_site_category kt_probe_arg kt_probe_alloc; do
   body=$("$objdump" -d --no-show-raw-insn "$obj" | sed -n "/<$fn>:/,/^\$/p")
   if [[ -z $body ]]; then
     echo "FAIL $fn: not found in $obj"; fail=1; continue

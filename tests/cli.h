@@ -148,4 +148,32 @@ static inline void run_katra(struct proc *p, const char *const *args)
 	t_katra(p, &ro, args);
 }
 
+/* The committed golden file @path (malloc'd; *@glen its length), which
+ * must equal the @len bytes at @file (KT_REGEN_GOLDEN=1 rewrites it). */
+static inline uint8_t *t_golden_same(const char *path, const uint8_t *file, size_t len,
+				     size_t *glen)
+{
+	uint8_t *golden = t_golden(path, file, len, glen);
+	cr_assert_not_null(golden, "missing %s", path);
+	cr_assert_eq(len, *glen);
+	cr_assert_eq(memcmp(file, golden, len), 0);
+	return golden;
+}
+
+/* `katra @cmd @file` prints exactly @golden's bytes (KT_REGEN_GOLDEN=1
+ * rewrites them).  @file by its name in tests/data, where the command
+ * runs: the output holds no path of this checkout. */
+static inline void t_cli_golden(const char *cmd, const char *file, const char *golden)
+{
+	struct proc p;
+	run_katra(&p, (const char *const[]){ cmd, file, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	size_t len = 0;
+	uint8_t *want = t_golden(golden, p.out, p.out_len, &len);
+	cr_assert_not_null(want, "missing %s", golden);
+	cr_assert_eq(p.out_len, len, "%.*s", (int)p.out_len, p.out);
+	cr_assert_eq(memcmp(p.out, want, len), 0, "%.*s", (int)p.out_len, p.out);
+	free(want);
+}
+
 #endif

@@ -10,6 +10,7 @@ void kt_probe_counter(uint32_t id, int64_t v);
 void kt_probe_site(void);
 void kt_probe_site_category(void);
 void kt_probe_arg(uint32_t id, int64_t v);
+void kt_probe_alloc(const void *p, size_t n);
 
 void kt_probe_zone_begin(uint32_t id)
 {
@@ -38,4 +39,10 @@ void kt_probe_site_category(void)
 void kt_probe_arg(uint32_t id, int64_t v)
 {
 	kt_arg_i64(id, v);
+}
+
+/* An allocation: a counter's path with a 16-byte payload. */
+void kt_probe_alloc(const void *p, size_t n)
+{
+	kt_alloc(p, n);
 }

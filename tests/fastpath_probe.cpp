@@ -11,6 +11,7 @@ extern "C" void kt_probe_counter(std::uint32_t id, std::int64_t v);
 extern "C" void kt_probe_site(void);
 extern "C" void kt_probe_site_category(void);
 extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v);
+extern "C" void kt_probe_alloc(const void *p, std::size_t n);
 
 extern "C" void kt_probe_zone_begin(std::uint32_t id)
 {
@@ -36,4 +37,9 @@ extern "C" void kt_probe_site_category(void)
 extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v)
 {
 	kt_arg_i64(id, v);
+}
+
+extern "C" void kt_probe_alloc(const void *p, std::size_t n)
+{
+	katra::alloc(p, n);
 }

@@ -5,10 +5,10 @@
 #
 #   report_chromium.sh KATRA RINGBENCH [--screenshot PNG]
 #
-# Pages: the golden trace, a short run of ringbench's default frame loop
-# through the capture manager (so the page has a capture sidecar), the
-# examples/ program's run (when built); the diff of the ringbench run
-# (epoch 1) against a second one (epoch 2).  Installs
+# Pages: the golden trace, the memory golden trace, a short run of
+# ringbench's default frame loop through the capture manager (so the page
+# has a capture sidecar), the examples/ program's run (when built); the
+# diff of the ringbench run (epoch 1) against a second one (epoch 2).  Installs
 # Debian's chromium when it is missing.  Console messages come from
 # --enable-logging=stderr; requests from a net log (--log-net-log): a request
 # the page started has the page as its initiator, where the browser's own
@@ -41,6 +41,7 @@ done
 capture=$(ls "$tmp"/captures/*.1.*.katra)
 second=$(ls "$tmp"/captures/*.2.*.katra)
 "$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
+"$katra" report "$root/data/mem_v3.katra" -o "$tmp/mem.html"
 "$katra" report "$capture" -o "$tmp/run.html"
 # The examples/ program, where the build has it (C++ found).
 example=$(dirname "$katra")/examples/particles
@@ -120,6 +121,11 @@ check "$tmp/golden.html" workload
 check "$tmp/run.html" workload
 check "$tmp/diff.html" method
 [[ -f $tmp/particles.html ]] && check "$tmp/particles.html" workload
+check "$tmp/mem.html" workload
+# Its memory section was drawn: a pool's summary line is in the DOM.
+if ! grep -q 'textures: peak 9216 bytes, 0 live at the end' "$tmp/mem.dom"; then
+  echo "FAIL mem: no memory section"; fail=1
+fi
 
 if [[ -n $shot ]]; then
   "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \

@@ -627,10 +627,7 @@ Test(golden, api_file_matches_committed_bytes_and_round_trips)
 {
 	size_t len = 0, glen = 0;
 	uint8_t *file = api_file(&len);
-	uint8_t *golden = t_golden(API_GOLDEN, file, len, &glen);
-	cr_assert_not_null(golden, "missing %s", API_GOLDEN);
-	cr_assert_eq(len, glen);
-	cr_assert_eq(memcmp(file, golden, len), 0);
+	uint8_t *golden = t_golden_same(API_GOLDEN, file, len, &glen);
 	kt_reader *r;
 	kt_trace_frame f;
 	cr_assert_eq(kt_reader_open_mem(&r, golden, glen, NULL), 0);
@@ -668,26 +665,10 @@ Test(golden, api_file_matches_committed_bytes_and_round_trips)
 	free(golden);
 }
 
-/* `katra @cmd` of the golden file prints exactly @golden. */
-static void cli_golden(const char *cmd, const char *golden)
-{
-	struct proc p;
-	/* By its name in tests/data, where the command runs: the output
-	 * holds no path of this checkout. */
-	run_katra(&p, (const char *const[]){ cmd, "api_v3.katra", NULL });
-	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
-	size_t len = 0;
-	uint8_t *want = t_golden(golden, p.out, p.out_len, &len);
-	cr_assert_not_null(want, "missing %s", golden);
-	cr_assert_eq(p.out_len, len, "%.*s", (int)p.out_len, p.out);
-	cr_assert_eq(memcmp(p.out, want, len), 0, "%.*s", (int)p.out_len, p.out);
-	free(want);
-}
-
 Test(golden, api_dump_and_stats_match_committed_text)
 {
-	cli_golden("dump", API_DUMP);
-	cli_golden("stats", KT_TEST_DATA "/api_v3.stats.txt");
+	t_cli_golden("dump", "api_v3.katra", API_DUMP);
+	t_cli_golden("stats", "api_v3.katra", KT_TEST_DATA "/api_v3.stats.txt");
 }
 
 /* The category of a zone's site is its Chrome "cat", beside its location. */

@@ -45,6 +45,15 @@ static void add_u64(struct chunk *c, uint64_t ts, uint8_t type, uint32_t name, u
 	add(c, ts, type, name, flags, p, 8);
 }
 
+/* An allocation record of pool @pool: @ptr, @size. */
+static void add_alloc(struct chunk *c, uint64_t ts, uint32_t pool, uint64_t ptr, uint64_t size)
+{
+	uint8_t p[16];
+	kt__put64(p, ptr);
+	kt__put64(p + 8, size);
+	add(c, ts, KT_EV_ALLOC, pool, 0, p, 16);
+}
+
 static void add_f64(struct chunk *c, uint64_t ts, uint32_t name, double d)
 {
 	uint64_t v;
@@ -92,6 +101,8 @@ Test(compact, every_record_type_round_trips)
 			add_u64(&c, ts += 20, KT_EV_FLOW, 6, phase, 77 + (uint64_t)round);
 		add(&c, ts += 20, KT_EV_MESSAGE, 7, 0, msg, (uint16_t)(sizeof(msg) - 1 - round));
 		add(&c, ts += 20, KT_EV_USER, 8, (uint8_t)round, blob, (uint16_t)(13 - round));
+		add_alloc(&c, ts += 20, 9, 0x7f0000001000 + 64 * (uint64_t)round, 48 << round);
+		add_u64(&c, ts += 20, KT_EV_FREE, 9, 0, 0x7f0000001000 + 64 * (uint64_t)round);
 		add(&c, ts += 20, KT_EV_ZONE_END, 1, 0, NULL, 0);
 	}
 	round_trip(&c);
@@ -267,6 +278,33 @@ Test(compact, counter_values_have_exact_bytes)
 	free(c.buf);
 }
 
+/* An allocation's pointer steps as an integer's value; its size is
+ * predicted to repeat. */
+Test(compact, allocations_have_exact_bytes)
+{
+	struct chunk c;
+	chunk_init(&c);
+	add_alloc(&c, 1, 0, 0x1000, 64);
+	add_alloc(&c, 2, 0, 0x2000, 64); /* on the step from 0: 0x1000 + 0x1000 */
+	add_alloc(&c, 3, 0, 0x3000, 64);
+	add_alloc(&c, 4, 0, 0x3100, 32);
+	add_u64(&c, 5, KT_EV_FREE, 0, 0, 0x3100);
+	static const uint8_t want[] = {
+		0x00, 0x05, 0x08, 0x0f, 0x00,
+		0x01, 0x01, 0x01, 0x01, 0x01,
+		0x00, 0x0e, 0x00, 0x00,       /* K: run 0, #0 new: alloc, pool 0 */
+		0x61, 0x0f, 0x00, 0x00,       /* run 3, #1 new: free, pool 0 */
+		/* V: 0x1000 against 0 (zigzag 0x2000), then size 64 against 0
+		 * (zigzag 128); four hits; 0x3100 is 0xf00 under 0x4000 (zigzag
+		 * 0x1dff), 32 is 32 under 64 (zigzag 63); the free's 0x3100
+		 * against its own slot's 0 (zigzag 0x6200) */
+		0x00, 0x80, 0x40, 0x00, 0x80, 0x01, 0x04, 0xff, 0x3b, 0x00, 0x3f,
+		0x00, 0x80, 0xc4, 0x01,
+	};
+	assert_bytes(&c, want, sizeof(want));
+	free(c.buf);
+}
+
 Test(compact, payload_lengths_and_bytes_have_exact_bytes)
 {
 	struct chunk c;
@@ -317,7 +355,7 @@ Test(compact, encoder_refuses_records_the_format_does_not_allow)
 {
 	cr_assert_gt(encode_one(KT_EV_ZONE_BEGIN, 0, 0, 0), 0);
 	cr_assert_eq(encode_one(0, 0, 0, 0), -EINVAL);
-	cr_assert_eq(encode_one(14, 0, 0, 0), -EINVAL);
+	cr_assert_eq(encode_one(16, 0, 0, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_ZONE_BEGIN, 1, 0, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_ZONE_END, 0, 8, 0), -EINVAL);
 	cr_assert_eq(encode_one(KT_EV_COUNTER_I64, 0, 4, 0), -EINVAL);
@@ -389,7 +427,7 @@ Test(compact, decoder_refuses_malformed_streams)
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0x01, 1, 0, 1), KT_EFRAME);
 	/* keys SPEC §4.2 does not allow; a name over 32 bits */
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 0, 0, 1), KT_EEVENT);
-	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 14, 0, 1), KT_EEVENT);
+	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 16, 0, 1), KT_EEVENT);
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 1, 1, 1), KT_EEVENT);
 	cr_assert_eq(DEC(16, 1, 0, 1, 4, 0, 0, 100, 0, 7, 3, 1), KT_EEVENT);
 	cr_assert_eq(DEC(16, 1, 0, 1, 8, 0, 0, 100, 0, 1, 0, 0x80, 0x80, 0x80, 0x80, 0x10),
@@ -423,6 +461,11 @@ Test(compact, decoder_refuses_bad_values_and_payloads)
 	cr_assert_eq(DEC(24, 1, 0, 1, 4, 3, 0, 0, 0, 5, 0, 1, 0, 0x06, 0x30), KT_EFRAME);
 	/* an i64 counter's residual spelled with a useless zero group */
 	cr_assert_eq(DEC(24, 1, 0, 1, 4, 3, 0, 0, 0, 4, 0, 1, 0, 0x80, 0), KT_EFRAME);
+	/* An allocation of 2 bytes at 1 decodes; not without its size, nor
+	 * into 24 bytes of records. */
+	cr_assert_eq(DEC(32, 1, 0, 1, 4, 4, 0, 0, 0, 14, 0, 0, 0, 2, 0, 4), 0);
+	cr_assert_eq(DEC(32, 1, 0, 1, 4, 3, 0, 0, 0, 14, 0, 0, 0, 2, 0), KT_EFRAME);
+	cr_assert_eq(DEC(24, 1, 0, 1, 4, 4, 0, 0, 0, 14, 0, 0, 0, 2, 0, 4), KT_ERAWLEN);
 }
 
 /* A chunk of @n records drawn from @seed: every type, a few dozen names,
@@ -436,16 +479,21 @@ static void random_chunk(struct chunk *c, uint64_t seed, uint32_t n)
 	c->count = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		uint8_t type = (uint8_t)(1 + x % 9), flags = 0;
+		/* types 1-9, and allocations and frees */
+		uint8_t type = (uint8_t)(x % 11 < 9 ? 1 + x % 11 : 5 + x % 11), flags = 0;
 		uint16_t plen = 0;
 		ts += x % 16 == 0 ? x : (x >> 8) % 300;
 		if (type == KT_EV_FLOW)
 			flags = (uint8_t)((x >> 20) % 3);
 		if (type == KT_EV_USER)
 			flags = (uint8_t)(x >> 24);
-		if (type >= KT_EV_COUNTER_I64 && type <= KT_EV_FLOW) {
+		if ((type >= KT_EV_COUNTER_I64 && type <= KT_EV_FLOW) || type == KT_EV_FREE) {
 			plen = 8;
 			kt__put64(p, x % 4 ? i * 3 : x);
+		} else if (type == KT_EV_ALLOC) {
+			plen = 16;
+			kt__put64(p, x % 4 ? i * 16 : x);
+			kt__put64(p + 8, x % 3 ? 64 : x >> 7);
 		} else if (type >= KT_EV_MESSAGE) {
 			plen = (uint16_t)((x >> 32) % 41);
 			for (uint16_t j = 0; j < plen; j++)
@@ -628,7 +676,7 @@ Test(compact, zstd_archival_codec_round_trips_and_refuses_what_it_cannot_trust)
 	size_t z = ZSTD_compress(frame, sizeof(frame), big, sizeof(big), 1);
 	cr_assert(!ZSTD_isError(z));
 	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 32, 1), KT_EFRAME);
-	static const uint8_t bad[] = { 0, 1, 4, 0, 0, 100, 0, 14, 0, 1 };
+	static const uint8_t bad[] = { 0, 1, 4, 0, 0, 100, 0, 16, 0, 1 };
 	z = ZSTD_compress(frame, sizeof(frame), bad, sizeof(bad), 1);
 	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 16, 1), KT_EEVENT);
 	kt__czstd_enc_free(e);

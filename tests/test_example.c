@@ -99,7 +99,7 @@ static void count_event(struct seen *s, const kt_event *e, struct open_zones *z)
 		cr_assert_eq(z->id[--z->depth], e->name_id, "zones nest");
 	} else if (e->type == KT_EV_FRAME && e->name_id == id_of(s, "frame")) {
 		s->frames++;
-		s->frame_sum += *(const uint64_t *)e->payload;
+		s->frame_sum += (uint64_t)i64_of(e);
 	} else if (e->type == KT_EV_ARG_I64 && inner == integrate) {
 		if (e->name_id == id_of(s, "first"))
 			s->firsts++, s->first_sum += (uint64_t)i64_of(e);

@@ -435,8 +435,10 @@ static int spec_allows(unsigned type, unsigned flags, size_t len)
 	switch (type) {
 	case 1: case 2: case 3:
 		return len == 0 && flags == 0;
-	case 4: case 5: case 10: case 11: case 12:
+	case 4: case 5: case 10: case 11: case 12: case 15:
 		return len == 8 && flags == 0;
+	case 14:
+		return len == 16 && flags == 0; /* allocation: pointer, size */
 	case 6: case 7:
 		return len == 8 && flags <= 2;  /* frame phase, flow phase */
 	case 8:
@@ -455,12 +457,12 @@ Test(format, record_rules_follow_the_spec_table)
 	static const char *const names[] = { "unknown", "zone_begin", "zone_end", "instant",
 					     "counter_i64", "counter_f64", "frame", "flow",
 					     "message", "user", "arg_i64", "arg_u64", "arg_f64",
-					     "arg_str" };
+					     "arg_str", "alloc", "free" };
 	static const size_t lens[] = { 0, 1, 7, 8, 9, 16, 65535 };
 	static const uint8_t payload[65535];
 	static uint8_t rec[KT_REC_HEAD + 65536];
 	for (unsigned type = 0; type < 256; type++) {
-		cr_assert_str_eq(kt_event_type_name(type), names[type < 14 ? type : 0]);
+		cr_assert_str_eq(kt_event_type_name(type), names[type < 16 ? type : 0]);
 		for (unsigned flags = 0; flags < 256; flags++) {
 			for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
 				int want = spec_allows(type, flags, lens[i]);

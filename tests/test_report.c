@@ -324,3 +324,43 @@ Test(report, the_examples_programs_page_matches_its_stats)
 	unlink(path);
 }
 #endif
+
+/* The last non-null value of series @v and the highest. */
+static void series_last_max(json_t *v, double *last, double *max)
+{
+	size_t i;
+	json_t *x;
+	*last = *max = -1;
+	json_array_foreach(v, i, x) {
+		if (json_is_null(x))
+			continue;
+		*last = json_real_value(x);
+		*max = *last > *max ? *last : *max;
+	}
+}
+
+/* tests/data/mem_v3.katra (test_mem.c): a series of live bytes per pool,
+ * whose highest bin is the pool's peak and whose last its end - but for
+ * meshes, whose two allocations (64, then 32 bytes live) share a bin of
+ * 1024 ns: the bin keeps the higher. */
+Test(report, memory_per_pool_over_time)
+{
+	char *html;
+	json_t *data = report_of(KT_TEST_DATA "/mem_v3.katra", &html);
+	json_t *mem = json_object_get(json_object_get(data, "timeline"), "memory");
+	static const char *const names[] = { "default", "textures", "meshes" };
+	static const double peak[] = { 400, 9216, 64 }, end[] = { 350, 0, 64 };
+	cr_assert_eq(json_array_size(mem), 3);
+	for (size_t k = 0; k < 3; k++) {
+		json_t *s = json_array_get(mem, k);
+		cr_assert_str_eq(json_string_value(json_object_get(s, "name")), names[k]);
+		double last, max;
+		series_last_max(json_object_get(s, "v"), &last, &max);
+		cr_assert_eq(max, peak[k], "%s", names[k]);
+		cr_assert_eq(last, end[k], "%s", names[k]);
+	}
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(data, "stats"), "memory")), 3);
+	cr_assert_not_null(strstr(html, "Memory per pool over time"));
+	json_decref(data);
+	free(html);
+}

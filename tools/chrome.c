@@ -11,6 +11,7 @@
 
 #include "tools/chrome.h"
 #include "tools/fmt.h"
+#include "tools/memstats.h"
 #include "tools/grow.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
@@ -37,6 +38,7 @@ struct xbegin {
 struct ch {
 	struct xstate xs;
 	struct fmt_job job;
+	struct memstats mem;   /* the pools' live bytes, for memory counters */
 	struct fmt *fm;
 	kt_reader *r;
 	const struct chrome_opts *o;
@@ -270,6 +272,7 @@ static void ch_free(struct ch *c)
 		free(c->begins[i].ns);
 	free(c->begins);
 	fmt_free(c->fm);
+	memstats_free(&c->mem);
 	xstate_free(&c->xs);
 	free(c);
 }
@@ -283,8 +286,9 @@ int chrome_run(kt_reader *r, const struct tables *t, FILE *f, const struct chrom
 	c->r = r;
 	c->o = o;
 	/* The metadata come first: every event's object follows a comma. */
+	memstats_init(&c->mem);
 	c->job = (struct fmt_job){ .t = t, .kind = FMT_CHROME, .printed = 1,
-				   .pid = kt_reader_get_header(r)->process_id };
+				   .pid = kt_reader_get_header(r)->process_id, .mem = &c->mem };
 	int rc = xstate_init(&c->xs, r, res);
 	if (!rc && !(c->fm = fmt_new(&c->job, f)))
 		rc = -ENOMEM;
@@ -300,6 +304,8 @@ int chrome_run(kt_reader *r, const struct tables *t, FILE *f, const struct chrom
 	}
 	if (rc >= 0 && !(rc = put_trace_end(c, t)))
 		rc = fmt_flush(c->fm);
+	if (!rc && c->mem.failed)
+		rc = -ENOMEM; /* a pool's live bytes went untracked */
 	int werr = c->fm ? fmt_flush(c->fm) : 0;
 	ch_free(c);
 	if (fputs("\n]}\n", f) < 0 || ferror(f))

@@ -29,6 +29,10 @@ static const struct opts_spec stats_spec = {
 		"the names whose zones were open across one (their figures include\n"
 		"time whose events were lost); --json: drop_windows and drop_ns per\n"
 		"thread, open_across_drops per name, only where not 0.\n"
+		"Memory events (kt_alloc, kt_free): per pool allocations, frees, bytes,\n"
+		"peak and end live bytes, the 5 largest allocations, and frees of\n"
+		"pointers not live (unknown); at most 256 pools and 2^20 pointers are\n"
+		"tracked, the rest counted.\n"
 		"Damaged frames are skipped and said on stderr; the exit status is then\n"
 		"3 (partial), as for a truncated file.\n",
 };

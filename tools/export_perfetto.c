@@ -18,6 +18,7 @@
 #include "tools/export_perfetto.h"
 #include "tools/perfetto_pack.h"
 #include "tools/perfetto_trace.pb-c.h"
+#include "tools/memstats.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
 
@@ -30,6 +31,7 @@ typedef Perfetto__Protos__TrackDescriptor TrackDesc;
 #define FRAMES_UUID (UUID_KIND(0) | 2)
 #define THREAD_UUID(id) (UUID_KIND(1) | (id))
 #define COUNTER_UUID(id) (UUID_KIND(2) | (id))
+#define MEMORY_UUID(id) (UUID_KIND(3) | (id))
 
 #define SEQ_GLOBAL 1
 #define SEQ_CLEARED 1       /* SEQ_INCREMENTAL_STATE_CLEARED */
@@ -57,6 +59,8 @@ struct pf {
 	struct idmap interned;  /* thread index << 32 | name -> 1 */
 	uint64_t *seen;         /* bits, SEEN_NAMES per thread: interned without a hash */
 	struct idmap counters;  /* name -> 1 once its track is described */
+	struct idmap pools;     /* pool -> 1 once its memory track is described */
+	struct memstats mem;    /* the pools' live bytes */
 	uint64_t bodies;        /* log message bodies interned so far */
 	int err;                /* -ENOMEM once out of memory */
 };
@@ -376,11 +380,27 @@ static void te_start(struct pf *p, struct xthread *t, struct pb *te, unsigned ty
 	free(u);
 }
 
-/* The counter track of name @id, described on first use. */
-static uint64_t counter_track(struct pf *p, struct xthread *t, uint32_t id)
+/* A memory pool's track name: "memory " and the pool's name ("default"
+ * for 0).  Malloc'd, or NULL with p->err set. */
+static char *pool_name(struct pf *p, uint32_t id)
+{
+	char *nm = id ? name_of(p, id) : strdup("default"), *out = NULL;
+	size_t n = nm ? strlen(nm) + sizeof("memory ") : 0;
+	if (nm && (out = malloc(n)))
+		snprintf(out, n, "memory %s", nm);
+	free(nm);
+	if (!out)
+		p->err = -ENOMEM;
+	return out;
+}
+
+/* The counter track of name @id (or, @mem, of memory pool @id), described
+ * on first use. */
+static uint64_t counter_track(struct pf *p, struct xthread *t, uint32_t id, int mem)
 {
 	int added;
-	uint32_t *seen = idmap_slot(&p->counters, id, 1, &added);
+	uint64_t uuid = mem ? MEMORY_UUID(id) : COUNTER_UUID(id);
+	uint32_t *seen = idmap_slot(mem ? &p->pools : &p->counters, id, 1, &added);
 	if (!seen) {
 		p->err = -ENOMEM;
 		return 0;
@@ -389,15 +409,19 @@ static uint64_t counter_track(struct pf *p, struct xthread *t, uint32_t id)
 		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
 		TrackDesc td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 		td.has_uuid = td.has_parent_uuid = 1;
-		td.uuid = COUNTER_UUID(id);
+		td.uuid = uuid;
 		td.parent_uuid = PROCESS_UUID;
 		td.counter = &cd;
-		if (!(td.name = name_of(p, id)))
+		if (mem) {
+			cd.has_unit = 1;
+			cd.unit = 3; /* UNIT_SIZE_BYTES */
+		}
+		if (!(td.name = mem ? pool_name(p, id) : name_of(p, id)))
 			return 0;
 		put_track(p, t->index + 2, &td);
 		free(td.name);
 	}
-	return COUNTER_UUID(id);
+	return uuid;
 }
 
 static uint64_t payload_u64(const kt_event *ev)
@@ -410,7 +434,7 @@ static uint64_t payload_u64(const kt_event *ev)
 
 static void on_counter(struct pf *p, struct xthread *t, const kt_event *ev, uint64_t ns)
 {
-	uint64_t track = counter_track(p, t, ev->name_id);
+	uint64_t track = counter_track(p, t, ev->name_id, 0);
 	struct pb te;
 	te.n = 0;
 	pb_varint(&te, 9, TYPE_COUNTER);
@@ -419,6 +443,25 @@ static void on_counter(struct pf *p, struct xthread *t, const kt_event *ev, uint
 		pb_varint(&te, 30, payload_u64(ev)); /* int64: two's complement as a varint */
 	else
 		pb_fixed64(&te, 44, payload_u64(ev));
+	put_event(p, t, ns, &te);
+}
+
+/* An allocation or a free: its pool's live bytes after it, on the pool's
+ * counter track. */
+static void on_memory(struct pf *p, struct xthread *t, const kt_event *ev, uint64_t ns)
+{
+	const struct mem_pool *pool;
+	if (memstats_event(&p->mem, ev, ns, &pool)) {
+		p->err = -ENOMEM;
+		return;
+	}
+	if (!pool)
+		return; /* past the pools' cap */
+	struct pb te;
+	te.n = 0;
+	pb_varint(&te, 9, TYPE_COUNTER);
+	pb_varint(&te, 11, counter_track(p, t, ev->name_id, 1));
+	pb_varint(&te, 30, pool->live > INT64_MAX ? INT64_MAX : pool->live);
 	put_event(p, t, ns, &te);
 }
 
@@ -521,6 +564,10 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	case KT_EV_MESSAGE:
 		on_message(p, t, ev, ns);
 		break;
+	case KT_EV_ALLOC:
+	case KT_EV_FREE:
+		on_memory(p, t, ev, ns);
+		break;
 	default:
 		on_instant_kind(p, t, ev, ns);
 	}
@@ -564,6 +611,8 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	struct perfetto_pack *pack = NULL;
 	idmap_init(&p.interned);
 	idmap_init(&p.counters);
+	idmap_init(&p.pools);
+	memstats_init(&p.mem);
 	int rc = xstate_init(&p.xs, r, res);
 	if (!rc && !(p.seen = calloc((size_t)SEEN_THREADS * SEEN_NAMES / 64, sizeof(*p.seen))))
 		rc = -ENOMEM;
@@ -591,6 +640,8 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	xstate_free(&p.xs);
 	idmap_free(&p.interned);
 	idmap_free(&p.counters);
+	idmap_free(&p.pools);
+	memstats_free(&p.mem);
 	free(p.seen);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/fmt.h"
+#include "tools/memstats.h"
 #include "tools/fmt_mid.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
@@ -164,6 +165,18 @@ static inline char *put_u64(char *d, uint64_t v)
 	}
 	memcpy(d, p, (size_t)(e - p));
 	return d + (e - p);
+}
+
+/* @v as 0x and its hex digits, no leading zeros. */
+static inline char *put_hex(char *d, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	int n = v ? (67 - __builtin_clzll(v)) / 4 : 1;
+	*d++ = '0';
+	*d++ = 'x';
+	for (int i = n - 1; i >= 0; i--)
+		*d++ = digits[(v >> (4 * i)) & 15];
+	return d;
 }
 
 static inline char *put_i64(char *d, int64_t v)
@@ -359,6 +372,22 @@ static inline char *put_key(char *d, int jsonl, const char *key, size_t n)
 }
 #define KEY(s) s, sizeof(s) - 1
 
+/* An allocation's or a free's pointer (hex: a JSON string, as numbers
+ * past 2^53 do not survive JSON readers) and an allocation's size. */
+static inline char *line_mem(char *d, int jsonl, const kt_event *ev)
+{
+	uint64_t v;
+	memcpy(&v, ev->payload, 8);
+	d = put_hex(put_key(d, jsonl, KEY(",\"ptr\":\"")), v);
+	if (jsonl)
+		*d++ = '"';
+	if (ev->type == KT_EV_ALLOC) {
+		memcpy(&v, ev->payload + 8, 8);
+		d = put_u64(put_key(d, jsonl, KEY(",\"size\":")), v);
+	}
+	return d;
+}
+
 /* One event as a text line or a JSON object line; 0, or -1 when the
  * buffer could not grow (nothing of the line is kept). */
 static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
@@ -429,6 +458,7 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 			*d++ = '"';
 		break;
 	default:
+		d = fmt_is_mem(ev->type) ? line_mem(d, jsonl, ev) : d;
 		break;
 	}
 	if (jsonl)
@@ -502,6 +532,21 @@ static inline char *put_tail(struct fmt_cache *c, char *d, const struct prefix *
 	return x && *x->args ? put_args(d, x->args) : d;
 }
 
+/* The rest of a memory event's Chrome counter: its pool's live bytes
+ * after it (the job's memstats, on the writing thread only: pass_ahead()
+ * leaves these events to it).  Out of memory, the job's mem_failed says
+ * so at the end of the pass. */
+static char *chrome_mem(char *d, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
+{
+	const struct mem_pool *p = NULL;
+	if (j->mem && memstats_event(j->mem, ev, ns, &p))
+		j->mem->failed = 1;
+	/* A pool past memstats' cap (or a job without one) shows 0. */
+	d = put_u64(d, p ? p->live : 0);
+	memcpy(d, "}}", 2);
+	return d + 2;
+}
+
 /* One event as a Chrome JSON object, after a comma unless it is the first
  * object of the array; with @x, the changes it asks for (a zone begin or
  * end, or an instant: tools/chrome.c's).  Returns as fmt_line(). */
@@ -547,6 +592,10 @@ fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uin
 	case KT_EV_ARG_U64:
 	case KT_EV_FRAME:
 		d = chrome_u64(d, ev);
+		break;
+	case KT_EV_ALLOC:
+	case KT_EV_FREE:
+		d = chrome_mem(d, j, ev, ns);
 		break;
 	case KT_EV_FLOW:
 		memcpy(&u64, ev->payload, 8);
@@ -707,6 +756,10 @@ static int pass_ahead(void *ctx, void *state, struct pipe_text *t, const kt_even
 		      uint64_t index)
 {
 	struct fmt *fm = ctx;
+	/* A memory counter's value follows the events before it: the writing
+	 * thread formats the batch from here on, in order. */
+	if (fm->j->kind == FMT_CHROME && (ev->type == KT_EV_ALLOC || ev->type == KT_EV_FREE))
+		return 1;
 	struct out o = { t->buf, t->len, t->cap, NULL, 0, state };
 	int rc = fmt_one(&o, fm->j, ev, ns, index);
 	t->buf = o.buf;

@@ -41,9 +41,12 @@ struct fmt_job {
 				    * first event at or after it (nothing is
 				    * then formatted ahead); or NULL */
 	kt_reader *drops_r;      /* the reader whose ticks they are */
+	struct memstats *mem;    /* chrome: the pools' live bytes, for the
+				  * memory counters; the writing thread's alone */
 };
 
 struct fmt;
+struct memstats;
 
 /* fmt_new - a formatter of @job's events (@job must outlive it) into @f.
  * Returns NULL when out of memory. */

@@ -150,6 +150,12 @@ static int chrome_mid(char **buf, const char *head, const char *nm, const char *
 	case KT_EV_COUNTER_I64:
 	case KT_EV_COUNTER_F64:
 		return asprintf(buf, "%s\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", head, nm);
+	case KT_EV_ALLOC:
+	case KT_EV_FREE:
+		/* A counter track per pool, "memory" and its name: @nm is a JSON
+		 * string literal, or null for the default pool or an unnamed one. */
+		return asprintf(buf, "%s\"ph\":\"C\",\"name\":\"memory %s,\"args\":{\"live\":", head,
+				*nm == '"' ? nm + 1 : ev->name_id ? "?\"" : "default\"");
 	case KT_EV_FRAME:
 		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
 				     "\"args\":{\"frame\":", head, nm);
@@ -174,6 +180,7 @@ int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_e
 	int mark = ev->type == KT_EV_FRAME && (!ev->flags || ev->flags > KT_FRAME_PHASE_END);
 	char *nm = fmt_is_arg(ev->type) && !ev->name_id ? strdup(json ? "null" : "-")
 		 : mark && j->kind == FMT_CHROME ? frame_name(j->t, ev->name_id)
+		 : fmt_is_mem(ev->type) && !ev->name_id ? strdup(json ? "null" : "default")
 						 : name_label(j->t, ev->name_id, json);
 	char *th = j->kind == FMT_CHROME ? NULL : thread_label(j->t, ev->thread_id, json);
 	char *loc = mid_extra(j->t, ev, j->kind);

@@ -22,6 +22,12 @@ static inline int fmt_is_arg(uint8_t type)
 	return type >= KT_EV_ARG_I64 && type <= KT_EV_ARG_STR;
 }
 
+/* An allocation or a free: its name is a pool, 0 the default one. */
+static inline int fmt_is_mem(uint8_t type)
+{
+	return type == KT_EV_ALLOC || type == KT_EV_FREE;
+}
+
 /*
  * fmt_build_mid - the middle of @ev's line for @j->kind into *@buf
  * (malloc'd).  For Chrome, *@split is where the head (before the time)

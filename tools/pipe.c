@@ -27,6 +27,8 @@ struct pipe_batch {
 	struct pipe_text text; /* ev[0, ahead) formatted by the merging thread */
 	size_t ahead;
 	int claimed;           /* the merging thread is formatting it */
+	int tried;             /* formatted ahead already, maybe none of it (the
+				* client refused its first event) */
 };
 
 struct pipe {
@@ -64,6 +66,7 @@ static void pipe_format_ahead(struct pipe *p, struct pipe_batch *b)
 			break;
 	}
 	b->ahead = i;
+	b->tried = 1;
 }
 
 /* With the lock held: the newest filled batch not formatted yet, past the
@@ -72,7 +75,7 @@ static struct pipe_batch *pipe_unclaimed(struct pipe *p)
 {
 	for (size_t k = p->head; k-- > p->tail + 1;) {
 		struct pipe_batch *b = &p->slots[k % PIPE_SLOTS];
-		if (!b->claimed && !b->ahead)
+		if (!b->claimed && !b->tried)
 			return b;
 	}
 	return NULL;
@@ -144,7 +147,7 @@ static int pipe_collect(struct pipe *p, const kt_event *ev)
 		e->ns = kt_reader_ticks_to_ns(p->r, ev->ts);
 	e->ev = *ev;
 	e->ev.payload = NULL;
-	if (!p->c->payloads)
+	if (!p->c->payloads || (p->c->payloads == PIPE_PAYLOADS_FIXED && ev->payload_len > 16))
 		e->ev.payload_len = 0;
 	else if (ev->payload_len == 8)
 		memcpy(e->payload.in, ev->payload, 8); /* a constant size: no call */
@@ -230,6 +233,7 @@ static int pipe_consume(struct pipe *p)
 		progress(b->first + b->n, total);
 		pthread_mutex_lock(&p->lock);
 		b->ahead = 0;
+		b->tried = 0;
 		b->text.len = 0;
 		p->tail++;
 		if (rc)

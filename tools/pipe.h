@@ -30,6 +30,7 @@
 #define PIPE_BYTES (1u << 20)         /* payload bytes copied per batch */
 #define PIPE_SLOTS 4
 #define PIPE_AHEAD_BUDGET (1u << 20)  /* text formatted ahead, per batch */
+#define PIPE_PAYLOADS_FIXED 2
 
 /* Text formatted ahead for one batch. */
 struct pipe_text {
@@ -52,7 +53,9 @@ struct pipe_client {
 	/* On the writing thread: text formatted ahead, in its place in the
 	 * order; non-zero stops the pass and is its result. */
 	int (*text)(void *ctx, const char *s, size_t n);
-	int payloads; /* copy payloads; 0: events come with none */
+	int payloads; /* copy payloads; 0: events come with none;
+		       * PIPE_PAYLOADS_FIXED: only those of 16 bytes or fewer
+		       * (the fixed-size records), the rest come with none */
 	int merge_ns; /* convert times on the merging thread: for a client
 		       * whose own work is the longer half */
 };

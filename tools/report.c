@@ -12,15 +12,17 @@
 /* ---- time bins ----------------------------------------------------------- */
 
 /* Two bins into one, doubling their width: counts add, a counter keeps its
- * later value. */
+ * later value, a pool its higher live bytes. */
 static void bins_halve(struct report *rep)
 {
 	for (size_t s = 0; s < rep->nseries; s++) {
 		struct report_series *x = &rep->series[s];
 		for (size_t i = 0; i < REPORT_BINS / 2; i++) {
 			size_t a = 2 * i, b = a + 1;
-			if (!x->counter)
+			if (x->counter == SERIES_THREAD)
 				x->v[i] = x->v[a] + x->v[b];
+			else if (x->counter == SERIES_POOL && x->set[a] && x->set[b])
+				x->v[i] = x->v[a] > x->v[b] ? x->v[a] : x->v[b];
 			else
 				x->v[i] = x->set[b] ? x->v[b] : x->v[a];
 			x->set[i] = x->set[a] | x->set[b];
@@ -44,15 +46,17 @@ static size_t bin_of(struct report *rep, uint64_t ns)
 	return (size_t)(d >> rep->shift);
 }
 
-/* The series of thread @id (@counter 0) or counter name @id; NULL past the
- * caps.  *@err is set when out of memory. */
+/* The series of @kind (SERIES_*) for @id; NULL past the caps.  *@err is
+ * set when out of memory. */
 static struct report_series *series_of(struct report *rep, uint32_t id, int counter, int *err)
 {
+	static const size_t caps[] = { REPORT_THREADS, REPORT_COUNTERS, REPORT_POOLS };
 	for (size_t i = rep->nseries; i-- > 0;)
 		if (rep->series[i].id == id && rep->series[i].counter == counter)
 			return &rep->series[i];
-	size_t *n = counter ? &rep->ncounters : &rep->nthreads;
-	if (*n == (counter ? REPORT_COUNTERS : REPORT_THREADS))
+	size_t *n = counter == SERIES_POOL ? &rep->npools
+		    : counter == SERIES_COUNTER ? &rep->ncounters : &rep->nthreads;
+	if (*n == caps[counter])
 		return NULL;
 	rep->have_last = 0; /* the array may move */
 	struct report_series *p = realloc(rep->series, (rep->nseries + 1) * sizeof(*p));
@@ -90,7 +94,7 @@ static int timeline_event(struct report *rep, const kt_event *ev, uint64_t ns)
 	size_t bin = bin_of(rep, ns);
 	int err = 0;
 	struct report_series *t = rep->have_last && rep->series[rep->last].id == ev->thread_id
-		? &rep->series[rep->last] : series_of(rep, ev->thread_id, 0, &err);
+		? &rep->series[rep->last] : series_of(rep, ev->thread_id, SERIES_THREAD, &err);
 	if (t) {
 		rep->last = (size_t)(t - rep->series);
 		rep->have_last = 1;
@@ -102,7 +106,7 @@ static int timeline_event(struct report *rep, const kt_event *ev, uint64_t ns)
 		rep->other_threads++;
 	}
 	if (!err && (ev->type == KT_EV_COUNTER_I64 || ev->type == KT_EV_COUNTER_F64)) {
-		struct report_series *c = series_of(rep, ev->name_id, 1, &err);
+		struct report_series *c = series_of(rep, ev->name_id, SERIES_COUNTER, &err);
 		if (c) {
 			c->v[bin] = counter_value(ev);
 			c->set[bin] = 1;
@@ -111,6 +115,24 @@ static int timeline_event(struct report *rep, const kt_event *ev, uint64_t ns)
 		}
 	}
 	return err;
+}
+
+/* A pool's live bytes after an allocation or a free (stats' mem hook): the
+ * bin keeps the highest. */
+static int on_mem(void *ctx, uint32_t pool, uint64_t ns, uint64_t live)
+{
+	struct report *rep = ctx;
+	size_t bin = bin_of(rep, ns);
+	int err = 0;
+	struct report_series *m = series_of(rep, pool, SERIES_POOL, &err);
+	if (!m) {
+		rep->other_pools += !err;
+		return err;
+	}
+	if (!m->set[bin] || (double)live > m->v[bin])
+		m->v[bin] = (double)live;
+	m->set[bin] = 1;
+	return 0;
 }
 
 /* ---- frames -------------------------------------------------------------- */
@@ -174,8 +196,8 @@ int report_collect(kt_reader *r, struct report *rep)
 	rep->flame = collapse_new(&rep->flame_res);
 	if (!rep->flame)
 		return -ENOMEM;
-	struct stats_hooks hooks = { .event = on_event, .frame = on_frame, .ctx = rep,
-				     .payloads = 1 };
+	struct stats_hooks hooks = { .event = on_event, .frame = on_frame, .mem = on_mem,
+				     .ctx = rep, .payloads = 1 };
 	int rc = stats_collect(r, &hooks, &rep->stats);
 	collapse_end(rep->flame);
 	return rc;

@@ -8,8 +8,9 @@
  * Bounded whatever the trace: REPORT_POINTS frame points (a pair of points
  * merges into the slower one as the series grows), REPORT_SLOWEST slowest
  * frames, REPORT_BINS time bins (two merge into one, doubling their width,
- * as the trace goes on), REPORT_THREADS threads and REPORT_COUNTERS
- * counters with series (the rest are counted), and REPORT_FLAME_NODES
+ * as the trace goes on), REPORT_THREADS threads, REPORT_COUNTERS
+ * counters and REPORT_POOLS memory pools with series (the rest are
+ * counted), and REPORT_FLAME_NODES
  * stacks in the page (smaller ones fold into their parent, time kept).
  *
  * The command's one thread (the stats pass runs pipe.h's second thread).
@@ -30,6 +31,7 @@
 #define REPORT_BINS 512
 #define REPORT_THREADS 64
 #define REPORT_COUNTERS 32
+#define REPORT_POOLS 32
 #define REPORT_FLAME_NODES 5000
 
 /* A frame: the time it ended (its mark) and its length. */
@@ -38,11 +40,15 @@ struct report_frame {
 	uint32_t thread;
 };
 
-/* One series over the bins: events of a thread, or a counter's value. */
+enum { SERIES_THREAD, SERIES_COUNTER, SERIES_POOL };
+
+/* One series over the bins: events of a thread, a counter's value, or a
+ * memory pool's live bytes. */
 struct report_series {
-	uint32_t id;             /* thread id or counter name id */
-	int counter;
-	double v[REPORT_BINS];   /* events per bin; a counter's last value */
+	uint32_t id;             /* thread id, counter name id or pool id */
+	int counter;             /* SERIES_* */
+	double v[REPORT_BINS];   /* events per bin; a counter's last value; a
+				  * pool's highest live bytes in the bin */
 	uint8_t set[REPORT_BINS];
 };
 
@@ -59,10 +65,10 @@ struct report {
 	unsigned shift;
 	int have_origin;
 	struct report_series *series;
-	size_t nseries, nthreads, ncounters;
+	size_t nseries, nthreads, ncounters, npools;
 	size_t last;              /* the series of the last event's thread */
 	int have_last;
-	uint64_t other_threads, other_counters; /* events not in a series */
+	uint64_t other_threads, other_counters, other_pools; /* events not in a series */
 };
 
 /*

@@ -155,7 +155,11 @@ static json_t *series_json(const struct report *rep, const struct report_series 
 {
 	const struct tables *t = stats_tables(rep->stats);
 	size_t len = 0;
-	const char *s = x->counter ? tables_name(t, x->id, &len) : tables_thread(t, x->id, &len);
+	const char *s = x->counter == SERIES_THREAD ? tables_thread(t, x->id, &len)
+			: x->counter == SERIES_POOL && !x->id ? "default"
+							     : tables_name(t, x->id, &len);
+	if (x->counter == SERIES_POOL && !x->id)
+		len = strlen(s);
 	json_t *v = json_array();
 	for (size_t i = 0; v && i < bins; i++)
 		if (json_array_append_new(v, x->set[i] ? json_real(x->v[i]) : json_null()))
@@ -171,23 +175,29 @@ static json_t *timeline_json(const struct report *rep)
 		for (size_t i = 0; i < REPORT_BINS; i++)
 			if (rep->series[s].set[i] && i + 1 > bins)
 				bins = i + 1;
-	json_t *th = json_array(), *co = json_array();
-	for (size_t s = 0; th && co && s < rep->nseries; s++)
-		if (json_array_append_new(rep->series[s].counter ? co : th,
-					  series_json(rep, &rep->series[s], bins)))
-			return json_decref(th), json_decref(co), NULL;
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "origin_ns", u64(rep->origin), "width_ns",
-			 u64(UINT64_C(1) << rep->shift), "threads", th, "counters", co, "other_thread_events",
-			 u64(rep->other_threads), "other_counter_events", u64(rep->other_counters));
+	json_t *kind[3] = { json_array(), json_array(), json_array() };
+	for (size_t s = 0; kind[0] && kind[1] && kind[2] && s < rep->nseries; s++)
+		if (json_array_append_new(kind[rep->series[s].counter],
+					  series_json(rep, &rep->series[s], bins))) {
+			for (int k = 0; k < 3; k++)
+				json_decref(kind[k]);
+			return NULL;
+		}
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "origin_ns", u64(rep->origin),
+			 "width_ns", u64(UINT64_C(1) << rep->shift), "threads", kind[SERIES_THREAD],
+			 "counters", kind[SERIES_COUNTER], "memory", kind[SERIES_POOL],
+			 "other_thread_events", u64(rep->other_threads), "other_counter_events",
+			 u64(rep->other_counters), "other_memory_events", u64(rep->other_pools));
 }
 
 json_t *report_json(const struct report *rep, const kt_header *h, json_t *sidecar,
 		    const char *label)
 {
 	const struct collapse_result *c = &rep->flame_res;
-	json_t *caps = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i}", "points", REPORT_POINTS, "slowest",
-				 REPORT_SLOWEST, "bins", REPORT_BINS, "threads", REPORT_THREADS,
-				 "counters", REPORT_COUNTERS, "flame_nodes", REPORT_FLAME_NODES);
+	json_t *caps = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "points", REPORT_POINTS,
+				 "slowest", REPORT_SLOWEST, "bins", REPORT_BINS, "threads",
+				 REPORT_THREADS, "counters", REPORT_COUNTERS, "pools", REPORT_POOLS,
+				 "flame_nodes", REPORT_FLAME_NODES);
 	json_t *fl = json_pack("{s:o,s:o,s:o,s:o}", "folded", u64(c->folded), "untimed",
 			       u64(c->untimed), "unended", u64(c->unended), "unbegun",
 			       u64(c->unbegun));

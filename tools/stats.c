@@ -9,6 +9,7 @@
 #include "tools/drops.h"
 #include "tools/hist.h"
 #include "tools/idmap.h"
+#include "tools/memstats.h"
 #include "tools/pipe.h"
 #include "tools/stats.h"
 #include "tools/tables.h"
@@ -79,6 +80,7 @@ struct stats {
 	int truncated;          /* no summary frame */
 	struct drops drops;     /* by thread; ticks made ns once read */
 	uint64_t across;        /* zones open across a drop window */
+	struct memstats mem;    /* allocations and frees per pool */
 };
 
 /*
@@ -299,6 +301,16 @@ static int frame_mark(struct stats *c, struct sthread *t, uint64_t ns)
 	return 0;
 }
 
+/* An allocation or a free: its pool's live bytes, then the hook. */
+static int stats_mem_event(struct stats *c, const kt_event *ev, uint64_t ns)
+{
+	const struct mem_pool *p;
+	int rc = memstats_event(&c->mem, ev, ns, &p);
+	if (!rc && p && c->hooks && c->hooks->mem)
+		rc = c->hooks->mem(c->hooks->ctx, p->id, ns, p->live);
+	return rc;
+}
+
 static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 {
 	struct stats *c = ctx;
@@ -333,6 +345,8 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 		return zone_end(c, ti, nm, ns);
 	if (ev->type == KT_EV_FRAME)
 		return frame_mark(c, t, ns);
+	if (ev->type == KT_EV_ALLOC || ev->type == KT_EV_FREE)
+		return stats_mem_event(c, ev, ns);
 	return 0;
 }
 
@@ -394,6 +408,7 @@ void stats_free(struct stats *c)
 	idmap_free(&c->tops);
 	hist_free(&c->frames);
 	drops_free(&c->drops);
+	memstats_free(&c->mem);
 	tables_free(&c->t);
 	free(c);
 }
@@ -561,7 +576,8 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 			   "their thread; %" PRIu64 " durations ending before they began count as 0\n",
 			c->backwards, c->negative);
 	text_frames(f, &c->frames);
-	return ferror(f) ? -EIO : 0;
+	int rc = memstats_text(f, &c->mem, t);
+	return rc ? rc : ferror(f) ? -EIO : 0;
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -676,7 +692,9 @@ json_t *stats_json(const struct stats *c, const char *label)
 		json_object_set_new(o, "ts_backwards", json_u64(c->backwards));
 		json_object_set_new(o, "negative_durations", json_u64(c->negative));
 	}
-	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards;
+	if (c->mem.n)
+		json_object_set_new(o, "memory", memstats_json(&c->mem, &c->t));
+	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n;
 	if (ok && json_complete(o, keys) && json_complete(fr, 5))
 		return o;
 	json_decref(o);
@@ -687,8 +705,11 @@ json_t *stats_json(const struct stats *c, const char *label)
 
 int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **out)
 {
+	/* Payloads of the fixed-size records at least: memory events need
+	 * theirs, and a message's are not copied for nothing. */
 	const struct pipe_client client = { .event = stats_event,
-					    .payloads = hooks && hooks->payloads };
+					    .payloads = hooks && hooks->payloads
+							? 1 : PIPE_PAYLOADS_FIXED };
 	struct stats *c = calloc(1, sizeof(*c));
 	*out = c;
 	if (!c)
@@ -699,6 +720,7 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	idmap_init(&c->th.map);
 	idmap_init(&c->names.map);
 	idmap_init(&c->tops);
+	memstats_init(&c->mem);
 	int rc = stats_frames(r, c, &c->t);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
@@ -713,6 +735,7 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	drops_time(c, r);
 	table_sort(&c->th);
 	table_sort(&c->names);
+	memstats_sort(&c->mem);
 	c->truncated = !c->t.have_summary;
 	return rc < 0 ? rc : 0;
 }

@@ -42,6 +42,9 @@ struct stats_hooks {
 		    uint64_t self);
 	/* A frame mark after the first on its thread: the interval before it. */
 	int (*frame)(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval);
+	/* An allocation or free counted: its pool and the pool's live bytes
+	 * now (tools/memstats.h). */
+	int (*mem)(void *ctx, uint32_t pool, uint64_t ns, uint64_t live);
 	void *ctx;
 	int payloads;   /* the event hook needs payloads (counter values) */
 };

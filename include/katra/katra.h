@@ -776,4 +776,5 @@ struct kt__zone_guard_c {
 #endif
 
 #include <katra/args.h>
+#include <katra/mem.h>
 #endif /* KATRA_KATRA_H */

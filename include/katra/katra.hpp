@@ -15,6 +15,7 @@
 #ifndef KATRA_KATRA_HPP
 #define KATRA_KATRA_HPP
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -98,6 +99,17 @@ inline void frame_begin(std::uint32_t id, std::uint64_t frame_no) noexcept
 inline void frame_end(std::uint32_t id, std::uint64_t frame_no) noexcept
 {
 	kt_frame_end(id, frame_no);
+}
+
+/* alloc, free - memory events, as kt_alloc_pool() and kt_free_pool();
+ * @pool_id 0 is the default pool. */
+inline void alloc(const void *ptr, std::size_t size, std::uint32_t pool_id = 0) noexcept
+{
+	kt_alloc_pool(pool_id, ptr, size);
+}
+inline void free(const void *ptr, std::uint32_t pool_id = 0) noexcept
+{
+	kt_free_pool(pool_id, ptr);
 }
 
 /* category_enable - switch category @name on or off, as

@@ -63,6 +63,7 @@ typedef enum kt_payload {
 	KT_PAYLOAD_F64 = 2,   /* P = 8: an IEEE-754 binary64 */
 	KT_PAYLOAD_U64 = 3,   /* P = 8: an unsigned number */
 	KT_PAYLOAD_BYTES = 4, /* P = 0..65535: bytes */
+	KT_PAYLOAD_U64X2 = 5, /* P = 16: two unsigned numbers */
 } kt_payload;
 
 /** Flow phases, carried in the flags of a KT_EV_FLOW record. */
@@ -113,7 +114,9 @@ typedef enum kt_frame_phase {
 	X(10, KT_EV_ARG_I64,    "arg_i64",     KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO)    \
 	X(11, KT_EV_ARG_U64,    "arg_u64",     KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)    \
 	X(12, KT_EV_ARG_F64,    "arg_f64",     KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO)    \
-	X(13, KT_EV_ARG_STR,    "arg_str",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO)
+	X(13, KT_EV_ARG_STR,    "arg_str",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO)    \
+	X(14, KT_EV_ALLOC,      "alloc",       KT_PAYLOAD_U64X2, KT_REC_FLAGS_ZERO)    \
+	X(15, KT_EV_FREE,       "free",        KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)
 
 /** Event record types (SPEC §4.2). */
 typedef enum kt_event_type {
@@ -122,12 +125,20 @@ typedef enum kt_event_type {
 #undef KT__EV_ENUM
 } kt_event_type;
 
+/* The payload length of a fixed-size @payload (0 for KT_PAYLOAD_BYTES,
+ * whose length varies). */
+static inline size_t kt__payload_len(kt_payload payload)
+{
+	return payload == KT_PAYLOAD_U64X2 ? 16u
+	       : payload == KT_PAYLOAD_NONE || payload == KT_PAYLOAD_BYTES ? 0u : 8u;
+}
+
 /* Whether a payload of @len bytes is what @payload holds.  The 65535-byte
  * bound of variable payloads is the length field's; whoever fills one
  * checks it. */
 static inline int kt__payload_fits(kt_payload payload, size_t len)
 {
-	return payload == KT_PAYLOAD_BYTES || len == (payload == KT_PAYLOAD_NONE ? 0u : 8u);
+	return payload == KT_PAYLOAD_BYTES || len == kt__payload_len(payload);
 }
 
 /* A function, not an expression in the table's expansion, so a rule of

@@ -68,16 +68,20 @@ static size_t one_record(const uint8_t **p, const uint8_t *end, uint8_t *at, siz
 			 uint64_t *ts)
 {
 	uint8_t op = (uint8_t)take(p, end, 1);
-	kt_event ev = { .type = (uint8_t)(1 + op % KT_EV_ARG_STR) };
+	kt_event ev = { .type = (uint8_t)(1 + op % KT_EV_FREE) };
 	*ts += op & 0x80 ? take(p, end, 8) : take(p, end, 1);
 	ev.ts = *ts;
 	ev.name_id = op & 0x40 ? (uint32_t)take(p, end, 4) : (uint32_t)take(p, end, 1) % 8;
-	uint8_t v[8];
+	uint8_t v[16];
 	int bytes = ev.type == KT_EV_MESSAGE || ev.type == KT_EV_USER || ev.type == KT_EV_ARG_STR;
 	if (ev.type >= KT_EV_COUNTER_I64 && !bytes) {
 		kt__put64(v, op & 0x20 ? take(p, end, 8) : take(p, end, 1));
 		ev.payload = v;
 		ev.payload_len = 8;
+		if (ev.type == KT_EV_ALLOC) { /* pointer, then size */
+			kt__put64(v + 8, take(p, end, op & 0x10 ? 8 : 1));
+			ev.payload_len = 16;
+		}
 		/* flow and frame phases */
 		if (ev.type == KT_EV_FLOW || ev.type == KT_EV_FRAME)
 			ev.flags = (uint8_t)(op >> 4) % 3;

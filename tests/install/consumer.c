@@ -15,6 +15,8 @@ static void frame(int n)
 	KT_ARG_I64("n", n);
 	kt_zone_text("c", 1);
 	kt_message_sev(kt_name("log"), KT_SEV_INFO, "ok", 2);
+	kt_alloc(&n, sizeof(n));
+	kt_free_pool(kt_name("pool"), &n);
 }
 
 int main(void)

@@ -35,7 +35,7 @@ void throws()
 	throw std::runtime_error("leaves the zone");
 }
 
-/* Every profiler API call once: 14 events. */
+/* Every profiler API call once: 16 events. */
 void api(std::uint32_t log_id, std::uint32_t load_id)
 {
 	KT_ZONE_C("render", "api");
@@ -51,6 +51,9 @@ void api(std::uint32_t log_id, std::uint32_t load_id)
 	katra::message(log_id, KT_SEV_WARN, "careful");
 	katra::frame_begin(load_id, 1);
 	katra::frame_end(load_id, 1);
+	static char block[16];
+	katra::alloc(block, sizeof(block), katra::name("pool"));
+	katra::free(block, katra::name("pool"));
 }
 
 /* A category switched off: nothing (arguments are not filtered by their
@@ -91,11 +94,11 @@ int main()
 	kt_summary sum{};
 	if (kt_session_stop(s, &sum) != 0)
 		return fail("kt_session_stop failed");
-	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) + api (14) */
-	bool written = sum.events_written == 2 + 10 * 5 + 2 + 14 && sum.events_dropped == 0;
+	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) + api (16) */
+	bool written = sum.events_written == 2 + 10 * 5 + 2 + 16 && sum.events_dropped == 0;
 	kt_summary_release(&sum);
 	if (!written)
-		return fail("events_written is not 68");
+		return fail("events_written is not 70");
 
 	kt_reader *r = nullptr;
 	kt_reader_error err{};
@@ -116,13 +119,13 @@ int main()
 	}
 	kt_reader_close(r);
 	std::remove(path.c_str());
-	if (rc != 0 || n != 68 || depth != 0 || max_depth != 2)
-		return fail("the trace read back is not the 68 balanced events traced");
+	if (rc != 0 || n != 70 || depth != 0 || max_depth != 2)
+		return fail("the trace read back is not the 70 balanced events traced");
 	/* work, throws, api and off (interned on its first pass, its
 	 * category off): the call sites' zones; outer is a plain guard. */
 	if (locs != 4)
 		return fail("the trace does not hold 4 source locations");
-	std::printf("consumer.cpp (C++%ld): 68 events and 4 locations traced and read back\n",
+	std::printf("consumer.cpp (C++%ld): 70 events and 4 locations traced and read back\n",
 		    __cplusplus / 100 % 100);
 	return 0;
 }
