@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/digits.h"
 #include "tools/fmt.h"
 #include "tools/memstats.h"
 #include "tools/fmt_mid.h"
@@ -138,65 +139,6 @@ static int o_mem(struct out *o, const void *p, size_t n)
 	memcpy(d, p, n);
 	o_commit(o, d + n);
 	return 0;
-}
-
-/* Two digits per division: nanosecond stamps have a dozen or more. */
-static const char pairs[201] =
-	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-	"8081828384858687888990919293949596979899";
-
-/* Writes at most 20 bytes. */
-static inline char *put_u64(char *d, uint64_t v)
-{
-	char b[20];
-	char *e = b + sizeof(b), *p = e;
-	while (v >= 100) {
-		unsigned r = (unsigned)(v % 100);
-		v /= 100;
-		p -= 2;
-		memcpy(p, pairs + 2 * r, 2);
-	}
-	if (v >= 10) {
-		p -= 2;
-		memcpy(p, pairs + 2 * v, 2);
-	} else {
-		*--p = (char)('0' + v);
-	}
-	memcpy(d, p, (size_t)(e - p));
-	return d + (e - p);
-}
-
-/* @v as 0x and its hex digits, no leading zeros. */
-static inline char *put_hex(char *d, uint64_t v)
-{
-	static const char digits[] = "0123456789abcdef";
-	int n = v ? (67 - __builtin_clzll(v)) / 4 : 1;
-	*d++ = '0';
-	*d++ = 'x';
-	for (int i = n - 1; i >= 0; i--)
-		*d++ = digits[(v >> (4 * i)) & 15];
-	return d;
-}
-
-static inline char *put_i64(char *d, int64_t v)
-{
-	if (v < 0) {
-		*d++ = '-';
-		return put_u64(d, -(uint64_t)v);
-	}
-	return put_u64(d, (uint64_t)v);
-}
-
-/* Exactly eight digits, zero-padded: @v < 1e8. */
-static inline char *put_8digits(char *d, uint32_t v)
-{
-	uint32_t a = v / 10000, b = v % 10000;
-	memcpy(d, pairs + 2 * (a / 100), 2);
-	memcpy(d + 2, pairs + 2 * (a % 100), 2);
-	memcpy(d + 4, pairs + 2 * (b / 100), 2);
-	memcpy(d + 6, pairs + 2 * (b % 100), 2);
-	return d + 8;
 }
 
 /* The digits of @ns above 1e8.  Consecutive event times share them, so
@@ -547,6 +489,22 @@ static char *chrome_mem(char *d, const struct fmt_job *j, const kt_event *ev, ui
 	return d + 2;
 }
 
+/* The rest of the object of a type without a case below: its type, flags
+ * and payload in hex.  NULL out of memory. */
+static char *chrome_other(struct out *o, char *d, const kt_event *ev)
+{
+	memcpy(d, "\"type\":", 7);
+	d = put_u64(d + 7, ev->type);
+	memcpy(d, ",\"flags\":", 9);
+	d = put_u64(d + 9, ev->flags);
+	memcpy(d, ",\"bytes\":\"", 10);
+	o_commit(o, d + 10);
+	if (o_hex(o, ev->payload, ev->payload_len) || !(d = o_room(o, 3)))
+		return NULL;
+	memcpy(d, "\"}}", 3);
+	return d + 3;
+}
+
 /* One event as a Chrome JSON object, after a comma unless it is the first
  * object of the array; with @x, the changes it asks for (a zone begin or
  * end, or an instant: tools/chrome.c's).  Returns as fmt_line(). */
@@ -617,16 +575,8 @@ fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uin
 		*d++ = '}';
 		break;
 	default:
-		memcpy(d, "\"type\":", 7);
-		d = put_u64(d + 7, ev->type);
-		memcpy(d, ",\"flags\":", 9);
-		d = put_u64(d + 9, ev->flags);
-		memcpy(d, ",\"bytes\":\"", 10);
-		o_commit(o, d + 10);
-		if (o_hex(o, ev->payload, ev->payload_len) || !(d = o_room(o, 3)))
+		if (!(d = chrome_other(o, d, ev)))
 			goto fail;
-		memcpy(d, "\"}}", 3);
-		d += 3;
 		break;
 	}
 	o_commit(o, d);
