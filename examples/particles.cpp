@@ -10,7 +10,8 @@
  * around an "update" and a "present" zone; JOBS "integrate" zones
  * (category "physics") on the workers, each with its first particle and
  * count as arguments; a "raster" zone (category "render", around "clear"
- * and "plot") with the lit pixels as its value.  From frame F on, the
+ * and "plot") with the lit pixels as its value, and its framebuffer
+ * allocated and freed in pool "framebuffers".  From frame F on, the
  * physics category is switched off at run time: the jobs
  * still run, untraced.  Frame times and lit pixels go out as counters.
  * The run is deterministic in what it records (not in its timings), which
@@ -119,10 +120,13 @@ void integrate(std::vector<particle> &ps, int job)
 	}
 }
 
-/* The frame's particles into a framebuffer; the count of lit pixels. */
-int raster(const std::vector<particle> &ps, std::vector<unsigned char> &fb)
+/* The frame's particles into a framebuffer of its own, allocated in pool
+ * @pool_id and freed before the next frame; the count of lit pixels. */
+int raster(const std::vector<particle> &ps, std::uint32_t pool_id)
 {
 	KT_ZONE_C("render", "raster");
+	std::vector<unsigned char> fb(kWidth * kHeight);
+	katra::alloc(fb.data(), fb.size(), pool_id);
 	{
 		KT_ZONE("clear");
 		std::fill(fb.begin(), fb.end(), 0);
@@ -134,13 +138,14 @@ int raster(const std::vector<particle> &ps, std::vector<unsigned char> &fb)
 	}
 	int lit = (int)std::count(fb.begin(), fb.end(), 255);
 	kt_zone_value_i64(lit);
+	katra::free(fb.data(), pool_id);
 	return lit;
 }
 
 /* The render thread: takes one frame's particles at a time. */
 class renderer {
 public:
-	renderer() : fb_(kWidth * kHeight), t_([this] { run(); }) {}
+	renderer() : t_([this] { run(); }) {}
 	~renderer()
 	{
 		{
@@ -171,19 +176,19 @@ private:
 	{
 		kt_thread_name("render");
 		std::uint32_t lit_id = katra::name("lit pixels");
+		std::uint32_t pool_id = katra::name("framebuffers");
 		std::unique_lock<std::mutex> g(m_);
 		for (;;) {
 			cv_.wait(g, [this] { return quit_ || busy_; });
 			if (!busy_)
 				return;
 			g.unlock();
-			katra::counter(lit_id, std::int64_t{ raster(frame_, fb_) });
+			katra::counter(lit_id, std::int64_t{ raster(frame_, pool_id) });
 			g.lock();
 			busy_ = false;
 			cv_.notify_all();
 		}
 	}
-	std::vector<unsigned char> fb_;
 	std::vector<particle> frame_;
 	std::mutex m_;
 	std::condition_variable cv_;

@@ -20,6 +20,8 @@
 #define JOBS 8
 #define PER_JOB 2500 /* particles per job: 20000 / JOBS */
 #define MAX_IDS 64
+#define KT_W 160 /* the framebuffer, one allocated per frame */
+#define KT_H 90
 
 /* What the trace holds, by name. */
 struct seen {
@@ -35,6 +37,7 @@ struct seen {
 	uint64_t frames, frame_sum; /* frame marks and their numbers' sum */
 	uint64_t firsts, first_sum, counts, count_sum;
 	uint64_t raster_values, lit_counters;
+	uint64_t allocs, frees, alloc_bytes, live, peak;
 	uint64_t records;
 };
 
@@ -109,6 +112,13 @@ static void count_event(struct seen *s, const kt_event *e, struct open_zones *z)
 		s->raster_values++;
 	} else if (e->type == KT_EV_COUNTER_I64 && e->name_id == id_of(s, "lit pixels")) {
 		s->lit_counters++;
+	} else if (e->type == KT_EV_ALLOC && e->name_id == id_of(s, "framebuffers")) {
+		uint64_t size;
+		memcpy(&size, e->payload + 8, 8);
+		s->allocs++, s->alloc_bytes += size, s->live += size;
+		s->peak = s->live > s->peak ? s->live : s->peak;
+	} else if (e->type == KT_EV_FREE && e->name_id == id_of(s, "framebuffers")) {
+		s->frees++, s->live -= KT_W * KT_H;
 	}
 }
 
@@ -180,6 +190,12 @@ Test(example, particles_records_what_its_frames_did)
 	/* A value on every raster zone, and the counter beside it. */
 	cr_assert_eq(s.raster_values, FRAMES);
 	cr_assert_eq(s.lit_counters, FRAMES);
+	/* Memory balance: a framebuffer per frame, each freed. */
+	cr_assert_eq(s.allocs, FRAMES);
+	cr_assert_eq(s.frees, FRAMES);
+	cr_assert_eq(s.alloc_bytes, (uint64_t)FRAMES * KT_W * KT_H);
+	cr_assert_eq(s.live, 0);
+	cr_assert_eq(s.peak, (uint64_t)KT_W * KT_H);
 	check_loc(&s, "update", "frames");
 	check_loc(&s, "integrate", "integrate");
 	check_loc(&s, "raster", "raster");
