@@ -34,8 +34,10 @@ trap '[[ -n ${KEEP_TMP:-} ]] || rm -rf "$tmp"' EXIT
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 mkdir "$tmp/captures"
+# The default run (ringbench with no workload option: 50M events in 5 s),
+# twice: the report and the diff of what `bash scripts/run.sh` makes.
 for epoch in 1 2; do
-  "$ringbench" --seconds 1 --rate 2000000 --capture-root "$tmp/captures" --run-id report \
+  "$ringbench" --capture-root "$tmp/captures" --run-id report \
     --epoch "$epoch" >"$tmp/ringbench.out" 2>&1
 done
 capture=$(ls "$tmp"/captures/*.1.*.katra)
@@ -120,6 +122,36 @@ fi
 check "$tmp/golden.html" workload
 check "$tmp/run.html" workload
 check "$tmp/diff.html" method
+
+# A page's numbers against `katra stats --json` of its trace: the frame
+# count, the slowest frame, the zone table's rows, the flame graph's root
+# total (tests/test_report.c checks the same on small traces).
+numbers() { # $1 trace, $2 page
+  local name
+  name=$(basename "$2" .html)
+  "$katra" stats --json "$1" >"$tmp/$name.stats.json"
+  if python3 - "$2" "$tmp/$name.stats.json" <<'PY'; then
+import json, sys
+page = open(sys.argv[1]).read()
+mark = '<script type="application/json" id="data">'
+data = json.loads(page[page.index(mark) + len(mark):].split("</script>", 1)[0])
+st = json.load(open(sys.argv[2]))
+mine = data["stats"]
+assert mine["frames"] == st["frames"], "frames differ"
+assert mine["names"] == st["names"], "zone rows differ"
+if st["frames"]["count"]:
+    assert data["frames"]["slowest"][0][1] == st["frames"]["max_ns"], "slowest frame"
+flame = sum(node[2] for node in data["flame"])
+assert flame == sum(t.get("zones_ns", 0) for t in st["threads"]), "flame root total"
+print("frames %d, %d names, flame %d ns" % (st["frames"]["count"], len(st["names"]), flame))
+PY
+    echo "ok $name: its numbers are stats --json's"
+  else
+    echo "FAIL $name: its numbers differ from stats --json's"; fail=1
+  fi
+}
+numbers "$capture" "$tmp/run.html"
+[[ -f $tmp/particles.html ]] && numbers "$tmp/particles.katra" "$tmp/particles.html"
 [[ -f $tmp/particles.html ]] && check "$tmp/particles.html" workload
 check "$tmp/mem.html" workload
 # Its memory section was drawn: a pool's summary line is in the DOM.
