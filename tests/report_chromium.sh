@@ -5,10 +5,12 @@
 #
 #   report_chromium.sh KATRA RINGBENCH [--screenshot PNG]
 #
-# Pages: the golden trace, the memory golden trace, a short run of
-# ringbench's default frame loop through the capture manager (so the page
-# has a capture sidecar), the examples/ program's run (when built); the
-# diff of the ringbench run (epoch 1) against a second one (epoch 2).  Installs
+# Pages: the golden trace, the memory golden trace, the default run
+# (ringbench's frame loop, 50M events, through the capture manager, so the
+# page has a capture sidecar), the examples/ program's run (when built);
+# the diff of the default run (epoch 1) against a second one (epoch 2).
+# The default run's and the examples/ program's pages are also checked
+# against `katra stats --json`.  Installs
 # Debian's chromium when it is missing.  Console messages come from
 # --enable-logging=stderr; requests from a net log (--log-net-log): a request
 # the page started has the page as its initiator, where the browser's own
