@@ -144,7 +144,16 @@ assert mine["names"] == st["names"], "zone rows differ"
 if st["frames"]["count"]:
     assert data["frames"]["slowest"][0][1] == st["frames"]["max_ns"], "slowest frame"
 flame = sum(node[2] for node in data["flame"])
-assert flame == sum(t.get("zones_ns", 0) for t in st["threads"]), "flame root total"
+zones = sum(t.get("zones_ns", 0) for t in st["threads"])
+# Known: where events were dropped, the flame graph (zones cut at a drop
+# closed and reopened, as the exports do) and stats (which loses zones whose
+# begin or end was dropped) count different time; only a lossless run's
+# totals are compared.  A loaded machine makes the default run drop.
+if st["dropped"] == 0:
+    assert flame == zones, "flame root total"
+else:
+    print("flame total not compared: %d events dropped (flame %d ns, stats %d ns)"
+          % (st["dropped"], flame, zones))
 print("frames %d, %d names, flame %d ns" % (st["frames"]["count"], len(st["names"]), flame))
 PY
     echo "ok $name: its numbers are stats --json's"
