@@ -69,7 +69,11 @@ for t in "${targets[@]}"; do
   corpus=$tmp/$t
   mkdir -p "$corpus"
   seeds=(tests/fuzz/corpus/"$t"/* tests/data/*.katra "${regress[@]}")
-  ((${#seeds[@]} == 0)) || cp -- "${seeds[@]}" "$corpus/"
+  # Each seed under a name of its own: a golden file may also be a
+  # regression input, and cp refuses two sources of one name.
+  for i in "${!seeds[@]}"; do
+    if [[ -f ${seeds[$i]} ]]; then cp -- "${seeds[$i]}" "$corpus/$i-${seeds[$i]##*/}"; fi
+  done
 
   echo "== fuzz $t: ${per}s, corpus seeded with ${#seeds[@]} file(s)"
   if ! "$exe" "${common[@]}" -max_total_time="$per" "$corpus"; then
