@@ -186,12 +186,15 @@ static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_
 		if (!sn->rings[i].span.whole && ts_at(&sn->rings[i], 0) > w)
 			w = ts_at(&sn->rings[i], 0);
 	if (max_age_ns) {
+		/* Spans, not instants: on a machine up for less than
+		 * @max_age_ns the asked start lies before the clock's zero,
+		 * and the loss is still what the window lacks of the age. */
 		uint64_t age = ns_to_ticks(max_age_ns, hz);
-		uint64_t want = newest > age ? newest - age : 0;
-		if (w > want)
-			res->head_loss_ns = ticks_to_ns(w - want, hz);
+		uint64_t kept = newest > w ? newest - w : 0;
+		if (w && kept < age)
+			res->head_loss_ns = ticks_to_ns(age - kept, hz);
 		else
-			w = want;
+			w = newest > age ? newest - age : 0;
 	}
 	if (max_bytes && bytes_from(sn, w) > max_bytes) {
 		/* The earliest start that fits: bytes_from() only falls as
