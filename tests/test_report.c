@@ -251,22 +251,65 @@ Test(report, numbers_match_stats_json_for_frames_zones_and_flame)
 	unlink(path);
 }
 
+/* The report of @path agrees with its stats and its flame graph's root
+ * total is @ns; @path is removed. */
+static void flame_is(const char *path, uint64_t ns)
+{
+	json_t *data = report_of(path, NULL);
+	check_against_stats(path, data);
+	cr_assert_eq(flame_total(data), ns);
+	json_decref(data);
+	unlink(path);
+}
+
 Test(report, nested_zones_and_the_golden_trace_match_stats)
 {
 	char path[128];
 	tmp_path(path, sizeof(path), "nestedrep");
 	write_nested(path);
-	json_t *data = report_of(path, NULL);
-	check_against_stats(path, data);
-	cr_assert_eq(flame_total(data), 20000);
-	json_decref(data);
-	unlink(path);
-	data = report_of(KT_TEST_DATA "/golden_v1.katra", NULL);
+	flame_is(path, 20000);
+	json_t *data = report_of(KT_TEST_DATA "/golden_v1.katra", NULL);
 	check_against_stats(KT_TEST_DATA "/golden_v1.katra", data);
 	json_t *h = json_object_get(data, "header");
 	cr_assert_str_eq(json_string_value(json_object_get(h, "workload")), "unit test");
 	cr_assert_str_eq(json_string_value(json_object_get(h, "run_id")), "run-1");
 	json_decref(data);
+}
+
+/* What a dropped end leaves.  Thread 1: loop [0, ...) never ends, and
+ * every later zone nests inside it; the zones that ended count (loop
+ * [10000,15000), self 4000; update 2000 and 1000), 7000 ns, where the
+ * outermost zones' time would be 0.  Thread 2: loop [20000,30000) closes
+ * update (opened at 21000, its end lost) with it, and wait [22000,25000)
+ * inside update counts once: loop's self is 10000 - 3000.  Stats, self
+ * times and flame graph all say 17000 ns. */
+Test(report, a_zone_that_never_ended_leaves_stats_and_flame_agreeing)
+{
+	static const char *const names[] = { "loop", "update", "wait" };
+	char path[128];
+	tmp_path(path, sizeof(path), "unended");
+	kt_writer *w = t_synth_open(path, names, 3, NULL, 0);
+	struct t_synth a = { 0 }, b = { 0 };
+	t_synth_add(&a, KT_EV_ZONE_BEGIN, 1, 0, 0);
+	t_synth_zone(&a, 2, 1000, 2000);
+	t_synth_add(&a, KT_EV_ZONE_BEGIN, 1, 10000, 0);
+	t_synth_zone(&a, 2, 11000, 1000);
+	t_synth_add(&a, KT_EV_ZONE_END, 1, 15000, 0);
+	t_synth_add(&b, KT_EV_ZONE_BEGIN, 1, 20000, 0);
+	t_synth_add(&b, KT_EV_ZONE_BEGIN, 2, 21000, 0);
+	t_synth_zone(&b, 3, 22000, 3000);
+	t_synth_add(&b, KT_EV_ZONE_END, 1, 30000, 0);
+	t_synth_flush(w, 1, "main", &a);
+	t_synth_flush(w, 2, "side", &b);
+	t_synth_close(w);
+	json_t *st = stats_of(path), *ths = json_object_get(st, "threads");
+	cr_assert_eq(zint(json_array_get(ths, 0), "zones_ns"), 7000);
+	cr_assert_eq(zint(json_array_get(ths, 1), "zones_ns"), 10000);
+	cr_assert_eq(zint(zone_of(st, "loop"), "self_ns"), 4000 + 7000);
+	cr_assert_eq(zint(zone_of(st, "update"), "self_ns"), 3000);
+	cr_assert_eq(zint(zone_of(st, "wait"), "self_ns"), 3000);
+	json_decref(st);
+	flame_is(path, 17000);
 }
 
 /* A capture's sidecar beside the trace: its window and head loss reach the

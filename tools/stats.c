@@ -35,7 +35,7 @@ struct sthread {
 	size_t depth, cap;
 	uint64_t untimed;       /* begins past the cap, still open */
 	uint64_t last_frame_ns; /* previous frame mark on this thread */
-	uint64_t zones_ns;      /* time in its outermost zones that ended */
+	uint64_t zones_ns;      /* self time of its zones that ended (stats.h) */
 	int have_frame;
 	size_t drop_next, drop_end; /* its drop windows not yet passed, in stats.drops */
 	uint64_t drop_windows, drop_ns; /* its drop records, the time they cover */
@@ -261,24 +261,27 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	if (!top || !*top)
 		return 0;
 	size_t d = *top - 1;
-	struct zone z = t->stack[d];
-	uint64_t dur = elapsed(c, z.ns, ns);
+	uint64_t dur = elapsed(c, t->stack[d].ns, ns);
 	if (hist_add(&nm->zone, dur))
 		return -ENOMEM;
 	while (t->depth > d) {
 		struct zone *p = &t->stack[--t->depth];
 		*idmap_find(&c->tops, tops_key(ti, p->name)) = p->below & ~CROSSED;
 		c->open--;
+		/* An untimed inner zone's own time stays in this one's self
+		 * time; the zones that ended inside it counted already. */
+		if (t->depth > d)
+			p[-1].child += p->child;
 		if ((p->below & CROSSED) && zone_across(c, p->name))
 			return -ENOMEM;
 	}
+	struct zone z = t->stack[d];
 	uint64_t self = dur > z.child ? dur - z.child : 0;
 	nm->total_ns += dur;
 	nm->self_ns += self;
 	if (t->depth)
 		t->stack[t->depth - 1].child += dur;
-	else
-		t->zones_ns += dur;
+	t->zones_ns += self;
 	if (c->hooks && c->hooks->zone)
 		return c->hooks->zone(c->hooks->ctx, t->id, nm->id, z.ns, dur, self);
 	return 0;

@@ -13,9 +13,14 @@
  *
  * A zone's self time is its duration less the durations of the zones that
  * ended inside it on its thread.  A zone closed with an outer one (its end
- * was dropped or sliced away) is not timed: its time stays in the outer
- * one's self time.  So the self times of all names sum to the time of the
- * threads' outermost zones (each thread's zones_ns).
+ * was dropped or sliced away) is not timed: its own time stays in the
+ * outer one's self time (the zones that ended inside it counted already).  Each thread's zones_ns is the sum of the self times
+ * of its zones that ended, so the self times of all names sum to the
+ * threads' zones_ns, and so does a flame graph of the same zones
+ * (collapse.h), whatever was lost: a zone that never ended (its end was
+ * dropped, or the trace stops first) is left out, and the zones that
+ * ended inside it are not.  On a trace where every zone ended, zones_ns
+ * is the time of the thread's outermost zones.
  *
  * One thread per call (it runs tools/pipe.h's second thread itself).
  */
