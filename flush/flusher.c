@@ -212,6 +212,13 @@ static void category_cb(void *ctx, uint32_t id, uint32_t flags)
 		note_error(s, kt_writer_category(s->w, id, flags));
 }
 
+static void track_cb(void *ctx, const kt_track_def *t)
+{
+	kt_session *s = ctx;
+	if (!s->error)
+		note_error(s, kt_writer_track(s->w, t));
+}
+
 static void drain_all(kt_session *s)
 {
 	/* Completed zero-copy writes give their ring space back here, even
@@ -327,6 +334,7 @@ static void finish_file(kt_session *s)
 	}
 	s->names_written = kt__names_after(s->names_written, name_cb, s);
 	kt__categories_each(category_cb, s);
+	kt__tracks_each(track_cb, s);
 	for (size_t i = 0; i < s->nthreads && !s->error; i++)
 		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
 					       s->threads[i].name));

@@ -243,6 +243,13 @@ static void category_cb(void *ctx, uint32_t id, uint32_t flags)
 		put(o, kt_writer_category(o->w, id, flags));
 }
 
+static void track_cb(void *ctx, const kt_track_def *t)
+{
+	struct out *o = ctx;
+	if (!o->rc)
+		put(o, kt_writer_track(o->w, t));
+}
+
 /* The @count events at [@from, @to) of @t as one chunk. */
 static void put_chunk(struct out *o, const struct snap_ring *t, size_t from, size_t to,
 		      uint32_t count, uint64_t first, uint64_t last)
@@ -330,6 +337,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 	if (!o.rc)
 		kt__names_after(0, name_cb, &o);
 	kt__categories_each(category_cb, &o);
+	kt__tracks_each(track_cb, &o);
 	kt_file_summary fs;
 	memset(&fs, 0, sizeof(fs));
 	kt_clock_calibration c1;

@@ -240,6 +240,40 @@ uint32_t kt__enc_category_body(uint8_t *body, uint32_t id, uint32_t flags)
 	return KT__CAT_BODY;
 }
 
+uint32_t kt__enc_track_body(uint8_t *body, const kt_track_def *t)
+{
+	kt__put32(body + KT__TRACK_ID, t->id);
+	kt__put32(body + KT__TRACK_NAME, t->name_id);
+	kt__put64(body + KT__TRACK_HZ, t->clock_hz);
+	kt__put32(body + KT__TRACK_COUNT, t->pair_count);
+	kt__put32(body + KT__TRACK_PAD, 0);
+	uint8_t *p = body + KT__TRACK_FIXED;
+	for (uint32_t i = 0; i < t->pair_count; i++, p += KT__TRACK_PAIR) {
+		kt__put64(p, t->pairs[i].track_ts);
+		kt__put64(p + 8, t->pairs[i].ticks);
+	}
+	return KT__TRACK_FIXED + KT__TRACK_PAIR * t->pair_count;
+}
+
+const char *kt__track_bad(const kt_track_def *t)
+{
+	if (t->id == 0 || t->id > KT_MAX_TRACKS)
+		return "track id out of 1..255";
+	if (t->name_id == 0)
+		return "track name id 0";
+	if (t->clock_hz == 0)
+		return "track clock of 0 Hz";
+	if (t->pair_count > KT_MAX_TRACK_PAIRS)
+		return "more than 1024 calibration pairs";
+	/* Strictly increasing in both clocks: a conversion between two
+	 * pairs then never divides by zero nor runs time backwards. */
+	for (uint32_t i = 1; i < t->pair_count; i++)
+		if (t->pairs[i].track_ts <= t->pairs[i - 1].track_ts ||
+		    t->pairs[i].ticks <= t->pairs[i - 1].ticks)
+			return "calibration pairs not increasing";
+	return NULL;
+}
+
 uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
 			     const char *name, uint32_t name_len)
 {

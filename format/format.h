@@ -112,6 +112,15 @@
 #define KT__CAT_FLAGS 4              /* u32, KT_CATEGORY_ON_* */
 #define KT__CAT_BODY 8
 
+/* §4.9: a track entry's body, then its calibration pairs. */
+#define KT__TRACK_ID 0               /* u32 1..KT_MAX_TRACKS */
+#define KT__TRACK_NAME 4             /* u32 name id */
+#define KT__TRACK_HZ 8               /* u64 */
+#define KT__TRACK_COUNT 16           /* u32 pair count */
+#define KT__TRACK_PAD 20             /* u32 reserved */
+#define KT__TRACK_FIXED 24           /* pairs of u64 track_ts, u64 ticks */
+#define KT__TRACK_PAIR 16
+
 /* §4.5: a drop record's body. */
 #define KT__DROP_TID 0               /* u32 thread_id, then u32 reserved */
 #define KT__DROP_PAD 4
@@ -260,6 +269,10 @@ uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
 			     const char *name, uint32_t name_len);
 uint32_t kt__enc_srcloc_body(uint8_t *body, const kt_srcloc *loc);
 uint32_t kt__enc_category_body(uint8_t *body, uint32_t id, uint32_t flags);
+/* A track entry's body (§4.9) from @t, already checked (kt__track_bad()). */
+uint32_t kt__enc_track_body(uint8_t *body, const kt_track_def *t);
+/* Whether @t is a track entry §4.9 allows: 0, or a static reason. */
+const char *kt__track_bad(const kt_track_def *t);
 uint32_t kt__enc_drop_body(uint8_t *body, uint32_t thread_id, uint64_t count,
 			   uint64_t first_ts, uint64_t last_ts);
 uint32_t kt__enc_summary_body(uint8_t *body, const kt_file_summary *s);

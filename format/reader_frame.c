@@ -564,6 +564,8 @@ static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *
 		return decode_srcloc(r, off, b, blen, f);
 	case KT_FRAME_CATEGORY:
 		return decode_category(r, off, b, blen, f);
+	case KT_FRAME_TRACK:
+		return kt__rd_decode_track(r, off, b, blen, f);
 	default:
 		return 1;
 	}

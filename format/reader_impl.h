@@ -84,6 +84,11 @@ int kt__rd_vfail(kt_reader_error *e, int code, uint64_t off, const char *fmt, va
 int kt__rd_stop(kt_reader *r, int code, uint64_t off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* A track entry's body (SPEC §4.9, format/track.c) into @f: 0 or the
+ * code kt__rd_stop() set. */
+int kt__rd_decode_track(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+			kt_trace_frame *f);
+
 /* Make *@buf (of *@cap bytes, counted in the reader's accounting) hold at
  * least @need bytes.  0 or -ENOMEM. */
 int kt__rd_grow(kt_reader *r, void **buf, size_t *cap, size_t need);

@@ -195,6 +195,8 @@ static int copy_frame(struct copy *cp, size_t idx, const kt_trace_frame *f, kt_f
 		return kt_writer_srcloc(cp->w, &f->u.srcloc);
 	case KT_FRAME_CATEGORY:
 		return kt_writer_category(cp->w, f->u.category.id, f->u.category.flags);
+	case KT_FRAME_TRACK:
+		return kt_writer_track(cp->w, &f->u.track);
 	case KT_FRAME_SUMMARY:
 		if (idx == cp->o->n_in - 1) {
 			*sum = f->u.summary;

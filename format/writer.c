@@ -510,6 +510,19 @@ int kt_writer_category(kt_writer *w, uint32_t id, uint32_t flags)
 			  kt__enc_category_body(w->frame + KT__FRAME_HEAD, id, flags));
 }
 
+int kt_writer_track(kt_writer *w, const kt_track_def *t)
+{
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (kt__track_bad(t))
+		return -EINVAL;
+	if ((rc = frame_room(w, KT__TRACK_FIXED + KT__TRACK_PAIR * t->pair_count)))
+		return rc;
+	return emit_frame(w, KT_FRAME_TRACK, kt__enc_track_body(w->frame + KT__FRAME_HEAD, t));
+}
+
 int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const char *name)
 {
 	size_t len = name ? strlen(name) : 0;

@@ -527,10 +527,12 @@ static void fork_prepare(void)
 	reg_take();
 	kt__names_fork(0);
 	kt__categories_fork(0);
+	kt__tracks_fork(0);
 }
 
 static void fork_parent(void)
 {
+	kt__tracks_fork(1);
 	kt__categories_fork(1);
 	kt__names_fork(1);
 	reg_drop();
@@ -564,6 +566,7 @@ static void fork_child(void)
 	free_count = 0;
 	reg_session = 0;
 	reg_backing = &kt__memfd_backing;
+	kt__tracks_fork(2);
 	kt__categories_fork(2);
 	kt__names_fork(2);
 	reg_drop();

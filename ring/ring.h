@@ -344,6 +344,13 @@ void kt__categories_each(void (*fn)(void *ctx, uint32_t id, uint32_t flags), voi
  * inherits it held by a thread it does not have. */
 void kt__categories_fork(int phase);
 
+/* Tracks (ring/track.c): call @fn with each track created, its pairs as
+ * they are now (valid during the call), under the table's lock. */
+void kt__tracks_each(void (*fn)(void *ctx, const kt_track_def *t), void *ctx);
+/* fork(): as kt__categories_fork(), for the track table's lock (taken
+ * after the categories'). */
+void kt__tracks_fork(int phase);
+
 /* The clock. */
 int kt__clock_setup(int requested);
 void kt__clock_calibrate(kt_clock_calibration *c);

@@ -160,6 +160,22 @@ static inline uint8_t *t_golden_same(const char *path, const uint8_t *file, size
 	return golden;
 }
 
+/* `katra export @flag @file` (a file in tests/data) into a temporary file
+ * of this process: its bytes, malloc'd, *@len long. */
+static inline uint8_t *t_export(const char *flag, const char *file, size_t *len)
+{
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-export-%d.out", (int)getpid());
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", flag, file, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	uint8_t *bytes = t_slurp(out, len);
+	cr_assert_not_null(bytes);
+	unlink(out);
+	return bytes;
+}
+
 /* `katra @cmd @file` prints exactly @golden's bytes (KT_REGEN_GOLDEN=1
  * rewrites them).  @file by its name in tests/data, where the command
  * runs: the output holds no path of this checkout. */

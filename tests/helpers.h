@@ -140,6 +140,29 @@ static const char *const t_names[] = { NULL, "frame_zone", "tick", "draw_calls",
 #define T_NAMES 8
 
 /*
+ * t_writer_done - finish @w (when @finish) with the sample's summary
+ * fields, close it and its memfd @fd: the file's bytes (malloc'd, *@len
+ * long), or NULL when the writer refused.
+ */
+static inline uint8_t *t_writer_done(kt_writer *w, int fd, size_t *len, int finish)
+{
+	int rc = 0;
+	if (finish) {
+		kt_file_summary extra = { 0 };
+		extra.end_wall_ns = UINT64_C(1764460801000000000);
+		extra.end_mono_ns = 1123456789;
+		extra.clock_ticks1 = UINT64_C(3001000000);
+		extra.clock_ns1 = 1123456000;
+		extra.io_backend = KT_IO_URING;
+		rc = kt_writer_finish(w, &extra);
+	}
+	rc = kt_writer_close(w) ? -1 : rc;
+	uint8_t *p = rc ? NULL : t_slurp_fd(fd, len);
+	close(fd);
+	return p;
+}
+
+/*
  * The sample trace: header, names, two threads, a raw and an LZ4 chunk for
  * each, a drop record, an unknown-kind frame is NOT included (tests add
  * their own), and the summary.  Returns the bytes (malloc'd).
@@ -166,19 +189,7 @@ static inline uint8_t *t_sample(size_t *len, int finish)
 		kt_writer_chunk(w, tid, KT_CODEC_LZ4, 1, ev, n);
 	}
 	kt_writer_drop(w, 2, 17, 2500000, 2600000);
-	if (finish) {
-		kt_file_summary extra = { 0 };
-		extra.end_wall_ns = UINT64_C(1764460801000000000);
-		extra.end_mono_ns = 1123456789;
-		extra.clock_ticks1 = UINT64_C(3001000000);
-		extra.clock_ns1 = 1123456000;
-		extra.io_backend = KT_IO_URING;
-		kt_writer_finish(w, &extra);
-	}
-	kt_writer_close(w);
-	uint8_t *p = t_slurp_fd(fd, len);
-	close(fd);
-	return p;
+	return t_writer_done(w, fd, len, finish);
 }
 
 /* A file of one chunk of thread 7 written with @codec at @level, and the

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "format/format.h"
-#include "tools/perfetto_trace.pb-c.h"
+#include "perfetto.h"
 
 /* The memory records of a file, in file order (other records skipped). */
 struct mem_seen {
@@ -154,13 +154,7 @@ static uint8_t *mem_file(size_t *len)
 	kt_event ze = { .ts = 3004000, .name_id = 3, .type = KT_EV_ZONE_END };
 	at += kt_event_encode(ev + at, sizeof(ev) - at, &ze);
 	cr_assert_eq(kt_writer_chunk(w, 2, KT_CODEC_COMPACT, 1, ev, at), 0);
-	kt_file_summary extra = { .end_wall_ns = UINT64_C(1764460801000000000),
-				  .end_mono_ns = 1123456789, .clock_ticks1 = UINT64_C(3001000000),
-				  .clock_ns1 = 1123456000, .io_backend = KT_IO_URING };
-	cr_assert_eq(kt_writer_finish(w, &extra), 0);
-	cr_assert_eq(kt_writer_close(w), 0);
-	uint8_t *p = t_slurp_fd(fd, len);
-	close(fd);
+	uint8_t *p = t_writer_done(w, fd, len, 1);
 	cr_assert_not_null(p);
 	return p;
 }
@@ -320,17 +314,7 @@ Test(mem, pools_past_the_cap_are_counted_not_kept)
  * with its live bytes, decoded with the project's generated protobuf code. */
 Test(mem, perfetto_export_has_a_live_bytes_track_per_pool)
 {
-	char out[128];
-	snprintf(out, sizeof(out), "/tmp/katra-mem-pf-%d.pftrace", (int)getpid());
-	unlink(out);
-	struct proc p;
-	run_katra(&p, (const char *const[]){ "export", "--perfetto", "mem_v3.katra", out, NULL });
-	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
-	size_t len = 0;
-	uint8_t *bytes = t_slurp(out, &len);
-	cr_assert_not_null(bytes);
-	Perfetto__Protos__Trace *tr = perfetto__protos__trace__unpack(NULL, len, bytes);
-	cr_assert_not_null(tr);
+	Perfetto__Protos__Trace *tr = t_perfetto("mem_v3.katra");
 	uint64_t uuid = 0;
 	int64_t live[8];
 	size_t n = 0;
@@ -353,7 +337,5 @@ Test(mem, perfetto_export_has_a_live_bytes_track_per_pool)
 	cr_assert_eq(n, 6);
 	for (size_t k = 0; k < 6; k++)
 		cr_assert_eq(live[k], want[k], "textures sample %zu", k);
-	perfetto__protos__trace__free_unpacked(tr, NULL);
-	free(bytes);
-	unlink(out);
+	t_perfetto_free(tr);
 }

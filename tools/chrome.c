@@ -11,10 +11,12 @@
 
 #include "tools/chrome.h"
 #include "tools/fmt.h"
+#include "tools/fmt_mid.h"
 #include "tools/memstats.h"
 #include "tools/grow.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
+#include "tools/tracks.h"
 
 enum { CUT_START = 1, CUT_END = 2, CLOSED = 4, ANCHOR = 8 };
 /* In a kept begin time: the zone's start was cut.  (A time past 2^63 ns,
@@ -44,7 +46,11 @@ struct ch {
 	const struct chrome_opts *o;
 	struct xbegin *begins; /* by thread index */
 	size_t nbegins, begins_cap;
+	struct tracks tracks;  /* zones of tracks with a clock of their own */
 };
+
+/* A track's row: a tid no katra thread has (they count up from 1). */
+#define TRACK_TID(id) (0xffffff00u | (id))
 
 /* A zone's begin or end (or one as a complete event) of @t. */
 static int put_zone(struct ch *c, struct xthread *t, uint8_t type, uint32_t name, uint64_t ns,
@@ -180,6 +186,78 @@ static int put_flow(struct ch *c, struct xthread *t, const kt_event *ev, uint64_
 	return fmt_chrome_put(c->fm, ev, ns, NULL);
 }
 
+/* A raw object @head + the JSON literal of name @id + @tail. */
+static int put_named(struct ch *c, const char *head, uint32_t id, const char *tail)
+{
+	size_t n = 0;
+	const char *s = tables_name(c->job.t, id, &n);
+	char *lit = s ? text_json(s, n) : strdup("\"?\""), *buf = NULL;
+	int len = lit ? asprintf(&buf, "%s%s%s", head, lit, tail) : -1;
+	int rc = len < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)len);
+	free(lit);
+	free(buf);
+	return rc;
+}
+
+/* A track zone, matched (tools/tracks.h): one complete event on its
+ * track's row, when it meets the window. */
+static int put_track_zone(void *ctx, const struct track_zone *z)
+{
+	struct ch *c = ctx;
+	uint64_t b = kt_reader_ticks_to_ns(c->r, z->begin), e = kt_reader_ticks_to_ns(c->r, z->end);
+	if (e < c->o->from_ns || b > c->o->to_ns)
+		return 0;
+	char head[256];
+	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
+		 ".%03u,\"dur\":%" PRIu64 ".%03u,\"ph\":\"X\",\"cat\":\"track\",\"name\":",
+		 c->job.pid, TRACK_TID(z->track), b / 1000, (unsigned)(b % 1000), (e - b) / 1000,
+		 (unsigned)((e - b) % 1000));
+	return put_named(c, head, z->name, "}");
+}
+
+/* A track record: zones through the matcher, a counter as one. */
+static int put_track(struct ch *c, const kt_event *ev)
+{
+	uint64_t ticks;
+	int rc = tracks_event(&c->tracks, ev, &ticks);
+	if (rc <= 0)
+		return rc;
+	kt_track_event te;
+	kt_event_get_track(ev, &te);
+	uint64_t ns = kt_reader_ticks_to_ns(c->r, ticks);
+	if (ns < c->o->from_ns || ns > c->o->to_ns)
+		return 0;
+	char head[192], tail[64];
+	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
+		 ".%03u,\"ph\":\"C\",\"name\":", c->job.pid, TRACK_TID(te.track), ns / 1000,
+		 (unsigned)(ns % 1000));
+	if (ev->type == KT_EV_TRACK_COUNTER_I64)
+		snprintf(tail, sizeof(tail), ",\"args\":{\"value\":%" PRId64 "}}", te.value_i64);
+	else if (te.value_f64 - te.value_f64 == 0)
+		snprintf(tail, sizeof(tail), ",\"args\":{\"value\":%.17g}}", te.value_f64);
+	else
+		snprintf(tail, sizeof(tail), ",\"args\":{\"value\":null}}");
+	return put_named(c, head, ev->name_id, tail);
+}
+
+/* Each track's row: named after the track, after the threads' rows. */
+static int put_track_rows(struct ch *c, const struct tables *t)
+{
+	int rc = 0;
+	for (uint32_t i = 1; i <= KT_MAX_TRACKS && !rc; i++) {
+		if (!t->tracks[i].id)
+			continue;
+		char head[320];
+		snprintf(head, sizeof(head), ",\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,"
+			 "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%u}},\n{\"ph\":"
+			 "\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\",\"args\":"
+			 "{\"name\":", c->job.pid, TRACK_TID(i), 0x10000u + i, c->job.pid,
+			 TRACK_TID(i));
+		rc = put_named(c, head, t->tracks[i].name_id, "}}");
+	}
+	return rc;
+}
+
 static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 {
 	struct ch *c = ctx;
@@ -202,6 +280,8 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	case KT_EV_FLOW:
 		return put_flow(c, t, ev, ns);
 	default:
+		if (fmt_is_track(ev->type))
+			return put_track(c, ev);
 		return fmt_chrome_put(c->fm, ev, ns, NULL);
 	}
 }
@@ -229,6 +309,8 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 		if (!last || t->last_out > last->last_out)
 			last = t;
 	}
+	if (!rc)
+		rc = tracks_finish(&c->tracks);
 	if (rc || tb->have_summary || !last)
 		return rc;
 	char buf[200];
@@ -263,7 +345,7 @@ static int put_metadata(struct ch *c, const struct tables *t)
 		rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
 		free(buf);
 	}
-	return rc;
+	return rc ? rc : put_track_rows(c, t);
 }
 
 static void ch_free(struct ch *c)
@@ -273,6 +355,7 @@ static void ch_free(struct ch *c)
 	free(c->begins);
 	fmt_free(c->fm);
 	memstats_free(&c->mem);
+	tracks_free(&c->tracks);
 	xstate_free(&c->xs);
 	free(c);
 }
@@ -287,6 +370,7 @@ int chrome_run(kt_reader *r, const struct tables *t, FILE *f, const struct chrom
 	c->o = o;
 	/* The metadata come first: every event's object follows a comma. */
 	memstats_init(&c->mem);
+	tracks_init(&c->tracks, t, put_track_zone, c);
 	c->job = (struct fmt_job){ .t = t, .kind = FMT_CHROME, .printed = 1,
 				   .pid = kt_reader_get_header(r)->process_id, .mem = &c->mem };
 	int rc = xstate_init(&c->xs, r, res);

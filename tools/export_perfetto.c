@@ -19,6 +19,8 @@
 #include "tools/perfetto_pack.h"
 #include "tools/perfetto_trace.pb-c.h"
 #include "tools/memstats.h"
+#include "tools/fmt_mid.h"
+#include "tools/tracks.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
 
@@ -32,6 +34,7 @@ typedef Perfetto__Protos__TrackDescriptor TrackDesc;
 #define THREAD_UUID(id) (UUID_KIND(1) | (id))
 #define COUNTER_UUID(id) (UUID_KIND(2) | (id))
 #define MEMORY_UUID(id) (UUID_KIND(3) | (id))
+#define TRACK_UUID(id) (UUID_KIND(4) | (id))
 
 #define SEQ_GLOBAL 1
 #define SEQ_CLEARED 1       /* SEQ_INCREMENTAL_STATE_CLEARED */
@@ -61,6 +64,7 @@ struct pf {
 	struct idmap counters;  /* name -> 1 once its track is described */
 	struct idmap pools;     /* pool -> 1 once its memory track is described */
 	struct memstats mem;    /* the pools' live bytes */
+	struct tracks tracks;   /* zones of tracks with a clock of their own */
 	uint64_t bodies;        /* log message bodies interned so far */
 	int err;                /* -ENOMEM once out of memory */
 };
@@ -569,9 +573,61 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 		on_memory(p, t, ev, ns);
 		break;
 	default:
+		if (fmt_is_track(ev->type)) {
+			uint64_t ticks;
+			rc = tracks_event(&p->tracks, ev, &ticks);
+			return rc < 0 ? rc : p->err;
+		}
 		on_instant_kind(p, t, ev, ns);
 	}
 	return p->err ? p->err : p->out.failed ? -EIO : 0;
+}
+
+/* A track's zone begins or ends (tools/tracks.h): a slice of its own
+ * track on the global sequence, stamped on the monotonic clock itself,
+ * so that its times need not follow the sequence's. */
+static int put_track_slice(struct pf *p, const struct track_zone *z, int end)
+{
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	te.has_type = te.has_track_uuid = 1;
+	te.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
+		      : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+	te.track_uuid = TRACK_UUID(z->track);
+	if (!end && !(te.name = name_of(p, z->name)))
+		return p->err;
+	Packet pk = mono_packet(SEQ_GLOBAL, kt_reader_ticks_to_ns(p->r, end ? z->end : z->begin));
+	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	pk.track_event = &te;
+	put_packet(p, &pk);
+	free(te.name);
+	return p->out.failed ? -EIO : 0;
+}
+
+static int on_track_open(void *ctx, const struct track_zone *z)
+{
+	return put_track_slice(ctx, z, 0);
+}
+
+static int on_track_close(void *ctx, const struct track_zone *z)
+{
+	return put_track_slice(ctx, z, 1);
+}
+
+/* Each track entry's track, named after it, under the process. */
+static void put_track_descs(struct pf *p)
+{
+	for (uint32_t i = 1; i <= KT_MAX_TRACKS && !p->err; i++) {
+		if (!p->t->tracks[i].id)
+			continue;
+		TrackDesc td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		td.has_uuid = td.has_parent_uuid = 1;
+		td.uuid = TRACK_UUID(i);
+		td.parent_uuid = PROCESS_UUID;
+		if (!(td.name = name_of(p, p->t->tracks[i].name_id)))
+			return;
+		put_track(p, SEQ_GLOBAL, &td);
+		free(td.name);
+	}
 }
 
 /* After the last event: threads known only from drop records, every
@@ -585,6 +641,9 @@ static void put_trace_end(struct pf *p)
 			put_seq_start(p, t, kt_reader_ticks_to_ns(p->r, p->xs.drops[i].first_ts));
 	}
 	uint64_t last = 0;
+	int rc = tracks_finish(&p->tracks);
+	if (rc && !p->err)
+		p->err = rc;
 	for (size_t i = 0; i < p->xs.nthreads; i++) {
 		struct xthread *t = &p->xs.threads[i];
 		put_drops(p, t, UINT64_MAX);
@@ -613,6 +672,8 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	idmap_init(&p.counters);
 	idmap_init(&p.pools);
 	memstats_init(&p.mem);
+	tracks_init(&p.tracks, t, on_track_close, &p);
+	p.tracks.open = on_track_open;
 	int rc = xstate_init(&p.xs, r, res);
 	if (!rc && !(p.seen = calloc((size_t)SEEN_THREADS * SEEN_NAMES / 64, sizeof(*p.seen))))
 		rc = -ENOMEM;
@@ -626,6 +687,7 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	}
 	if (!rc) {
 		put_trace_start(&p);
+		put_track_descs(&p);
 		static const struct pipe_client client = { .event = on_event, .payloads = 1,
 							   .merge_ns = 1 };
 		rc = pipe_run(r, &client, &p);
@@ -642,6 +704,7 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	idmap_free(&p.counters);
 	idmap_free(&p.pools);
 	memstats_free(&p.mem);
+	tracks_free(&p.tracks);
 	free(p.seen);
 	return rc;
 }

@@ -240,7 +240,7 @@ static inline const struct prefix *mid_of(struct fmt_cache *c, const struct fmt_
 {
 	/* The middle depends on the flags of these (phase, severity). */
 	uint8_t flags = ev->type == KT_EV_FLOW || ev->type == KT_EV_FRAME ||
-				ev->type == KT_EV_MESSAGE ? ev->flags : 0;
+				ev->type == KT_EV_MESSAGE || fmt_is_track(ev->type) ? ev->flags : 0;
 	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u ^
 		      flags * 31u) & (MID_SLOTS - 1);
 	struct prefix *p = &c->mids[h];
@@ -400,7 +400,7 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 			*d++ = '"';
 		break;
 	default:
-		d = fmt_is_mem(ev->type) ? line_mem(d, jsonl, ev) : d;
+		d = fmt_is_mem(ev->type) ? line_mem(d, jsonl, ev) : fmt_track_tail(d, j, ev);
 		break;
 	}
 	if (jsonl)

@@ -97,6 +97,17 @@ static char *mid_extra(const struct tables *t, const kt_event *ev, int kind)
 			out = NULL;
 		return out;
 	}
+	if (fmt_is_track(ev->type) && kind != FMT_CHROME) {
+		const kt_track_def *d = tables_track(t, ev->flags);
+		char *nm = d ? name_label(t, d->name_id, json) : NULL;
+		if (d && !nm)
+			return NULL;
+		if (asprintf(&out, json ? ",\"track\":%s" : " track=%s",
+			     nm ? nm : json ? "null" : "?") < 0)
+			out = NULL;
+		free(nm);
+		return out;
+	}
 	if (kind == FMT_CHROME)
 		return chrome_loc(t, ev);
 	return json ? loc_label(t, ev, 1, ",\"loc\":", "") : loc_label(t, ev, 0, " @", "");
@@ -205,3 +216,29 @@ int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_e
 	return n;
 }
 
+
+char *fmt_track_tail(char *d, const struct fmt_job *j, const kt_event *ev)
+{
+	int json = j->kind == FMT_JSONL, n;
+	kt_track_event te;
+	uint64_t ticks;
+	int rc = tables_track_ticks(j->t, ev, &te, &ticks);
+	if (rc == 1)
+		return d;
+	n = snprintf(d, 32, json ? ",\"track_ts\":%" PRIu64 : " ts=%" PRIu64, te.track_ts);
+	d += n > 0 && n < 32 ? n : 0;
+	if (rc == 0 && j->drops_r) {
+		uint64_t ns = kt_reader_ticks_to_ns(j->drops_r, ticks);
+		n = snprintf(d, 32, json ? ",\"at_ns\":%" PRIu64 : " at=%" PRIu64, ns);
+		d += n > 0 && n < 32 ? n : 0;
+	}
+	if (ev->type == KT_EV_TRACK_COUNTER_I64)
+		n = snprintf(d, 32, json ? ",\"value\":%" PRId64 : " value=%" PRId64, te.value_i64);
+	else if (ev->type == KT_EV_TRACK_COUNTER_F64 && (!json || te.value_f64 - te.value_f64 == 0))
+		n = snprintf(d, 32, json ? ",\"value\":%.17g" : " value=%.17g", te.value_f64);
+	else if (ev->type == KT_EV_TRACK_COUNTER_F64)
+		n = snprintf(d, 32, ",\"value\":null");
+	else
+		n = 0;
+	return d + (n > 0 && n < 32 ? n : 0);
+}

@@ -28,6 +28,21 @@ static inline int fmt_is_mem(uint8_t type)
 	return type == KT_EV_ALLOC || type == KT_EV_FREE;
 }
 
+/* A track record (types 16-19): its flags are its track. */
+static inline int fmt_is_track(uint8_t type)
+{
+	return type >= KT_EV_TRACK_BEGIN && type <= KT_EV_TRACK_COUNTER_F64;
+}
+
+/*
+ * fmt_track_tail - the end of a track record's text or JSON line at @d:
+ * its time on the track's clock, that time on katra's (CLOCK_MONOTONIC
+ * ns, left out when the track has no entry or no calibration) and a
+ * counter's value.  At most FMT_TRACK_TAIL bytes.  Returns the new end.
+ */
+#define FMT_TRACK_TAIL 96
+char *fmt_track_tail(char *d, const struct fmt_job *j, const kt_event *ev);
+
 /*
  * fmt_build_mid - the middle of @ev's line for @j->kind into *@buf
  * (malloc'd).  For Chrome, *@split is where the head (before the time)

@@ -10,6 +10,7 @@
 #include "tools/hist.h"
 #include "tools/idmap.h"
 #include "tools/memstats.h"
+#include "tools/trackstats.h"
 #include "tools/pipe.h"
 #include "tools/stats.h"
 #include "tools/tables.h"
@@ -81,6 +82,7 @@ struct stats {
 	struct drops drops;     /* by thread; ticks made ns once read */
 	uint64_t across;        /* zones open across a drop window */
 	struct memstats mem;    /* allocations and frees per pool */
+	struct trackstats tracks; /* zones of tracks with a clock of their own */
 };
 
 /*
@@ -350,7 +352,7 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 		return frame_mark(c, t, ns);
 	if (ev->type == KT_EV_ALLOC || ev->type == KT_EV_FREE)
 		return stats_mem_event(c, ev, ns);
-	return 0;
+	return trackstats_event(&c->tracks, ev);
 }
 
 /*
@@ -363,6 +365,7 @@ static int stats_frames(kt_reader *r, struct stats *c, struct tables *t)
 	kt_trace_frame f;
 	int rc;
 	memset(t, 0, sizeof(*t));
+	t->tick_hz = kt_reader_get_header(r)->clock.tick_hz;
 	kt_reader_skip_events(r, 1);
 	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
 		if (f.kind != KT_FRAME_DROP) {
@@ -412,6 +415,7 @@ void stats_free(struct stats *c)
 	hist_free(&c->frames);
 	drops_free(&c->drops);
 	memstats_free(&c->mem);
+	trackstats_free(&c->tracks);
 	tables_free(&c->t);
 	free(c);
 }
@@ -580,6 +584,7 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 			c->backwards, c->negative);
 	text_frames(f, &c->frames);
 	int rc = memstats_text(f, &c->mem, t);
+	rc = rc ? rc : trackstats_text(f, &c->tracks, t);
 	return rc ? rc : ferror(f) ? -EIO : 0;
 }
 
@@ -697,7 +702,10 @@ json_t *stats_json(const struct stats *c, const char *label)
 	}
 	if (c->mem.n)
 		json_object_set_new(o, "memory", memstats_json(&c->mem, &c->t));
-	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n;
+	size_t nt = trackstats_ntracks(&c->t);
+	if (nt)
+		json_object_set_new(o, "tracks", trackstats_json(&c->tracks, &c->t));
+	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n + !!nt;
 	if (ok && json_complete(o, keys) && json_complete(fr, 5))
 		return o;
 	json_decref(o);
@@ -724,6 +732,7 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	idmap_init(&c->names.map);
 	idmap_init(&c->tops);
 	memstats_init(&c->mem);
+	trackstats_init(&c->tracks, &c->t, r);
 	int rc = stats_frames(r, c, &c->t);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
@@ -735,6 +744,8 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	}
 	if (rc >= 0)
 		rc = drops_open_left(c);
+	if (rc >= 0)
+		rc = trackstats_finish(&c->tracks);
 	drops_time(c, r);
 	table_sort(&c->th);
 	table_sort(&c->names);

@@ -38,9 +38,35 @@ static int add_loc(struct tables *t, const kt_srcloc *l)
 	return 0;
 }
 
+/* A track: the first entry of an id wins, as for names. */
+static int add_track(struct tables *t, const kt_track_def *d)
+{
+	if (d->id > KT_MAX_TRACKS || t->tracks[d->id].id)
+		return 0;
+	kt_track_pair *p = NULL;
+	if (d->pair_count && !(p = malloc(d->pair_count * sizeof(*p))))
+		return -ENOMEM;
+	if (p)
+		memcpy(p, d->pairs, d->pair_count * sizeof(*p));
+	t->tracks[d->id] = *d;
+	t->tracks[d->id].pairs = p;
+	return 0;
+}
+
+int tables_track_ticks(const struct tables *t, const kt_event *ev, kt_track_event *te,
+		       uint64_t *ticks)
+{
+	if (!kt_event_get_track(ev, te))
+		return 1;
+	const kt_track_def *d = tables_track(t, te->track);
+	return d ? kt_track_to_ticks(d, t->tick_hz, te->track_ts, ticks) : -ENOENT;
+}
+
 int tables_add(struct tables *t, const kt_trace_frame *f)
 {
 	switch (f->kind) {
+	case KT_FRAME_TRACK:
+		return add_track(t, &f->u.track);
 	case KT_FRAME_SRCLOC:
 		return add_loc(t, &f->u.srcloc);
 	case KT_FRAME_NAME:
@@ -108,6 +134,7 @@ int tables_load(kt_reader *r, struct tables *t)
 	kt_trace_frame f;
 	int rc;
 	memset(t, 0, sizeof(*t));
+	t->tick_hz = kt_reader_get_header(r)->clock.tick_hz;
 	/* Only the other frames matter here: the events pass that follows
 	 * decodes (and checks) every chunk anyway. */
 	kt_reader_skip_events(r, 1);
@@ -153,5 +180,7 @@ void tables_free(struct tables *t)
 	free(t->names);
 	free(t->threads);
 	free(t->arena);
+	for (uint32_t i = 0; i <= KT_MAX_TRACKS; i++)
+		free((void *)t->tracks[i].pairs);
 	memset(t, 0, sizeof(*t));
 }

@@ -40,6 +40,10 @@ struct tables {
 	size_t arena_len, arena_cap;
 	kt_file_summary summary; /* .threads is NULL: rows die with the frame */
 	int have_summary;
+	/* Track entries (SPEC §4.9) by id, .id 0 where none; pairs copied.
+	 * At most KT_MAX_TRACKS * KT_MAX_TRACK_PAIRS pairs (4 MiB). */
+	kt_track_def tracks[KT_MAX_TRACKS + 1];
+	uint64_t tick_hz;        /* the header's clock rate (tables_load()) */
 };
 
 /* tables_add - note @f if it is a name, thread or summary frame.
@@ -81,6 +85,21 @@ static inline const char *tables_str(const struct tables *t, const struct tentry
 {
 	return t->arena + e->off;
 }
+
+/* tables_track - track @id's entry, or NULL when the file gives none. */
+static inline const kt_track_def *tables_track(const struct tables *t, uint32_t id)
+{
+	return id <= KT_MAX_TRACKS && t->tracks[id].id ? &t->tracks[id] : NULL;
+}
+
+/*
+ * tables_track_ticks - the track record @ev's fields into *@te and its
+ * time on katra's clock into *@ticks (kt_track_to_ticks()).  Returns 0;
+ * 1 when @ev is no track record; -ENOENT when its track has no entry;
+ * kt_track_to_ticks()'s code when it cannot be converted.
+ */
+int tables_track_ticks(const struct tables *t, const kt_event *ev, kt_track_event *te,
+		       uint64_t *ticks);
 
 /* tables_free - release what @t holds; @t may be zeroed or partly built. */
 void tables_free(struct tables *t);

@@ -89,6 +89,7 @@ typedef struct kt_trace_frame {
 			uint32_t id;           /* the category's name id */
 			uint32_t flags;        /* KT_CATEGORY_ON_* */
 		} category;
+		kt_track_def track;        /* pairs valid as name.str */
 	} u;
 } kt_trace_frame;
 
@@ -201,6 +202,46 @@ KT_API int kt_reader_rewind(kt_reader *r);
  * Any thread that may use @f.
  */
 KT_API const kt_srcloc *kt_trace_frame_get_srcloc(const kt_trace_frame *f);
+
+/**
+ * kt_trace_frame_get_track - the track entry (SPEC §4.9) a frame holds:
+ * a track's id, name id, clock rate and calibration pairs (already checked:
+ * at most KT_MAX_TRACK_PAIRS, strictly increasing in both clocks).  The
+ * pairs stay valid as the frame's strings do; copy them to keep them.
+ * Return: the entry, or NULL when @f is not a KT_FRAME_TRACK frame.
+ * Any thread that may use @f.
+ */
+KT_API const kt_track_def *kt_trace_frame_get_track(const kt_trace_frame *f);
+
+/** The fields of a track record (types 16-19, SPEC §4.2). */
+typedef struct kt_track_event {
+	uint32_t track;      /* the track's id (the record's flags); may name
+			      * no track entry in a damaged file */
+	uint64_t track_ts;   /* the time on the track's own clock */
+	int64_t value_i64;   /* type 18's value */
+	double value_f64;    /* type 19's value */
+} kt_track_event;
+
+/**
+ * kt_event_get_track - the track fields of @ev into @out.
+ * Return: 1 for a track record (types 16-19), 0 for any other event (and
+ * @out untouched).  Pure; any thread.
+ */
+KT_API int kt_event_get_track(const kt_event *ev, kt_track_event *out);
+
+/**
+ * kt_track_to_ticks - @track_ts, a time on track @t's clock, as katra's
+ * ticks (an event's ts) of a clock of @tick_hz ticks per second (the
+ * header's clock.tick_hz).  Between two calibration pairs the time is on
+ * the line through them (it follows the drift of one clock against the
+ * other); before the first or after the last it is the nearest pair's
+ * offset at the nominal rates (@t->clock_hz against @tick_hz).
+ * Return: 0 with *@ticks set; -ENODATA when @t has no pair; -ERANGE when
+ * the result falls outside 0..2^64-1; -EINVAL for a zero rate or a
+ * definition kt_writer_track() would refuse.  Pure; any thread.
+ */
+KT_API int kt_track_to_ticks(const kt_track_def *t, uint64_t tick_hz, uint64_t track_ts,
+			     uint64_t *ticks);
 
 /** What kt_reader_set_salvage() skipped in this pass. */
 typedef struct kt_reader_skipped {

@@ -93,6 +93,14 @@ typedef enum kt_frame_phase {
 	KT_FRAME_PHASE_END = 2,
 } kt_frame_phase;
 
+/*
+ * Track records (types 16-19, katra/track.h) carry their track's id
+ * (1..KT_MAX_TRACKS) in the flags byte: a track is one key of the compact
+ * codec per zone name, so its timestamps are predicted apart from other
+ * tracks'.  Their payload starts with the track's own timestamp; a
+ * counter's value follows it.
+ */
+
 /* The flag rules of the table: the highest flags value a type allows. */
 #define KT_REC_FLAGS_ZERO 0u     /* flags must be 0 */
 #define KT_REC_FLAGS_ANY 0xffu   /* free for the user */
@@ -116,7 +124,11 @@ typedef enum kt_frame_phase {
 	X(12, KT_EV_ARG_F64,    "arg_f64",     KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO)    \
 	X(13, KT_EV_ARG_STR,    "arg_str",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO)    \
 	X(14, KT_EV_ALLOC,      "alloc",       KT_PAYLOAD_U64X2, KT_REC_FLAGS_ZERO)    \
-	X(15, KT_EV_FREE,       "free",        KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)
+	X(15, KT_EV_FREE,       "free",        KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)    \
+	X(16, KT_EV_TRACK_BEGIN, "track_begin", KT_PAYLOAD_U64,  KT_REC_FLAGS_ANY)     \
+	X(17, KT_EV_TRACK_END,  "track_end",   KT_PAYLOAD_U64,   KT_REC_FLAGS_ANY)     \
+	X(18, KT_EV_TRACK_COUNTER_I64, "track_counter_i64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY) \
+	X(19, KT_EV_TRACK_COUNTER_F64, "track_counter_f64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY)
 
 /** Event record types (SPEC §4.2). */
 typedef enum kt_event_type {

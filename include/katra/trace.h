@@ -29,7 +29,8 @@ extern "C" {
 	X(4, KT_FRAME_DROP,    "drop")    /* §4.5 */  \
 	X(5, KT_FRAME_SUMMARY, "summary") /* §4.6 */  \
 	X(6, KT_FRAME_SRCLOC,  "srcloc")  /* §4.7 */  \
-	X(7, KT_FRAME_CATEGORY, "category") /* §4.8 */
+	X(7, KT_FRAME_CATEGORY, "category") /* §4.8 */ \
+	X(8, KT_FRAME_TRACK,   "track")   /* §4.9 */
 
 /** Frame kinds (SPEC §4). */
 typedef enum kt_frame_kind {
@@ -78,6 +79,8 @@ typedef enum kt_io_backend {
 #define KT_MAX_STRING 65535u
 #define KT_MAX_NOTES 1024u
 #define KT_MAX_SUMMARY_THREADS (1u << 20)
+#define KT_MAX_TRACKS 255u        /* track ids are 1..255 (SPEC §4.9) */
+#define KT_MAX_TRACK_PAIRS 1024u  /* calibration pairs in one track entry */
 
 /** A tick/ns pair and the tick rate: how the file's timestamps map to ns. */
 typedef struct kt_clock_calibration {
@@ -170,6 +173,25 @@ typedef struct kt_srcloc {
 /* Category entry flags (SPEC §4.8). */
 #define KT_CATEGORY_ON_START 0x1u /* enabled when the session started */
 #define KT_CATEGORY_ON_STOP 0x2u  /* enabled when it stopped */
+
+/** A calibration pair: the same instant on a track's clock and katra's. */
+typedef struct kt_track_pair {
+	uint64_t track_ts;    /* the track's clock */
+	uint64_t ticks;       /* katra's clock (an event's ts) */
+} kt_track_pair;
+
+/**
+ * A track entry (SPEC §4.9): a timeline with a clock of its own, whose
+ * records (types 16-19) carry @id in their flags.  Pairs are strictly
+ * increasing in both clocks.
+ */
+typedef struct kt_track_def {
+	uint32_t id;                /* 1..KT_MAX_TRACKS */
+	uint32_t name_id;           /* the track's name, non-zero */
+	uint64_t clock_hz;          /* the track clock's ticks per second, non-zero */
+	uint32_t pair_count;        /* 0..KT_MAX_TRACK_PAIRS */
+	const kt_track_pair *pairs; /* pair_count pairs, in order */
+} kt_track_def;
 
 /** One decoded event.  payload points into the chunk it came from. */
 typedef struct kt_event {

@@ -92,6 +92,16 @@ KT_API int kt_writer_srcloc(kt_writer *w, const kt_srcloc *loc);
  */
 KT_API int kt_writer_category(kt_writer *w, uint32_t id, uint32_t flags);
 
+/**
+ * kt_writer_track - append a track entry (SPEC §4.9): track @t->id's name
+ * (a name id, which needs a name entry of its own), its clock's rate and
+ * its calibration pairs, copied.
+ * Return: 0; -EINVAL for an id outside 1..KT_MAX_TRACKS, name id 0, a
+ * rate of 0, more than KT_MAX_TRACK_PAIRS pairs or pairs not strictly
+ * increasing in both clocks; -errno.
+ */
+KT_API int kt_writer_track(kt_writer *w, const kt_track_def *t);
+
 /** kt_writer_thread - append a thread entry.  Return: 0, -EINVAL, -errno. */
 KT_API int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid,
 			    const char *name);
