@@ -14,11 +14,17 @@
  * allocated and freed in pool "framebuffers".  From frame F on, the
  * physics category is switched off at run time: the jobs
  * still run, untraced.  Frame times and lit pixels go out as counters.
+ * The render thread also drives a simulated GPU queue with a clock of its
+ * own (a 19.2 MHz counter with an offset): each frame's "gpu frame" zone
+ * around "shadow", "opaque" and "post" passes goes onto track "gpu" once
+ * the frame's timestamp queries come back, a frame or more late, in
+ * batches, with the frame's number as counter "gpu frame no" at its start.
  * The run is deterministic in what it records (not in its timings), which
  * tests/test_example.c checks.
  */
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +35,7 @@
 #include <vector>
 
 #include <katra/katra.hpp>
+#include <katra/track.h>
 
 namespace {
 
@@ -142,6 +149,80 @@ int raster(const std::vector<particle> &ps, std::uint32_t pool_id)
 	return lit;
 }
 
+/*
+ * A GPU queue, simulated (this machine has none): its clock is a 19.2 MHz
+ * counter that started at kGpuOffset; a frame's passes run back to back
+ * from kLatency after their submission (or after the previous frame's),
+ * and their timestamp queries can be read kReadback after the last pass
+ * ends.  Results are polled once a frame and emitted in a batch, as a
+ * renderer reads its query pool.
+ */
+class gpu_queue {
+public:
+	static constexpr std::uint64_t kHz = 19200000, kGpuOffset = 123456789;
+	static constexpr std::uint64_t kLatency = 384, kReadback = 192; /* 20 us, 10 us */
+	static constexpr std::uint64_t kPass[3] = { 1920, 3840, 960 }; /* 100, 200, 50 us */
+
+	gpu_queue() : t0_(std::chrono::steady_clock::now())
+	{
+		track_ = (std::uint32_t)kt_track_create("gpu", kHz);
+		frame_id_ = katra::name("gpu frame");
+		frame_no_id_ = katra::name("gpu frame no");
+		const char *names[3] = { "shadow", "opaque", "post" };
+		for (int i = 0; i < 3; i++)
+			pass_id_[i] = katra::name(names[i]);
+		calibrate();
+	}
+	/* The GPU's clock now. */
+	std::uint64_t now() const
+	{
+		auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+			std::chrono::steady_clock::now() - t0_).count();
+		return kGpuOffset + (std::uint64_t)ns * kHz / 1000000000u;
+	}
+	/* One instant on both clocks: how a reader puts the track on katra's. */
+	void calibrate() { kt_track_calibrate(track_, now(), kt_now()); }
+	void submit(std::uint64_t frame)
+	{
+		job j{ frame, {} };
+		j.ts[0] = std::max(now() + kLatency, busy_until_);
+		for (int i = 0; i < 3; i++)
+			j.ts[i + 1] = j.ts[i] + kPass[i];
+		busy_until_ = j.ts[3];
+		pending_.push_back(j);
+		if (frame % 16 == 15)
+			calibrate();
+	}
+	/* Emit the frames whose queries are back; with @wait, all of them. */
+	void collect(bool wait)
+	{
+		while (!pending_.empty()) {
+			const job &j = pending_.front();
+			while (wait && now() < j.ts[3] + kReadback)
+				std::this_thread::yield();
+			if (now() < j.ts[3] + kReadback)
+				return;
+			kt_track_counter(track_, frame_no_id_, j.ts[0], (std::int64_t)j.frame);
+			kt_track_zone_begin(track_, frame_id_, j.ts[0]);
+			for (int i = 0; i < 3; i++) {
+				kt_track_zone_begin(track_, pass_id_[i], j.ts[i]);
+				kt_track_zone_end(track_, pass_id_[i], j.ts[i + 1]);
+			}
+			kt_track_zone_end(track_, frame_id_, j.ts[3]);
+			pending_.pop_front();
+		}
+	}
+
+private:
+	struct job {
+		std::uint64_t frame, ts[4]; /* pass i runs from ts[i] to ts[i + 1] */
+	};
+	std::chrono::steady_clock::time_point t0_;
+	std::uint32_t track_, frame_id_, frame_no_id_, pass_id_[3];
+	std::uint64_t busy_until_ = 0;
+	std::deque<job> pending_;
+};
+
 /* The render thread: takes one frame's particles at a time. */
 class renderer {
 public:
@@ -177,13 +258,19 @@ private:
 		kt_thread_name("render");
 		std::uint32_t lit_id = katra::name("lit pixels");
 		std::uint32_t pool_id = katra::name("framebuffers");
+		gpu_queue gpu;
+		std::uint64_t frame = 0;
 		std::unique_lock<std::mutex> g(m_);
 		for (;;) {
 			cv_.wait(g, [this] { return quit_ || busy_; });
-			if (!busy_)
+			if (!busy_) {
+				gpu.collect(true);
 				return;
+			}
 			g.unlock();
 			katra::counter(lit_id, std::int64_t{ raster(frame_, pool_id) });
+			gpu.submit(frame++);
+			gpu.collect(false);
 			g.lock();
 			busy_ = false;
 			cv_.notify_all();

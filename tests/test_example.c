@@ -39,6 +39,18 @@ struct seen {
 	uint64_t raster_values, lit_counters;
 	uint64_t allocs, frees, alloc_bytes, live, peak;
 	uint64_t records;
+	/* The "gpu" track: its entry, each frame's "present" begin (ns),
+	 * and what its records say, per frame in the order they came. */
+	kt_track_def gpu;
+	kt_track_pair pairs[KT_MAX_TRACK_PAIRS];
+	uint64_t present_ns[FRAMES + 1];
+	unsigned npresent;
+	struct gpu_frame {
+		uint64_t no, begin_ns, end_ns, emitted_ns, track_begin, track_end;
+		uint64_t pass_ticks[3]; /* each pass's length on the track's clock */
+		unsigned passes, depth;
+	} gf[FRAMES];
+	unsigned ngf, bad_nesting;
 };
 
 static uint32_t id_of(const struct seen *s, const char *name)
@@ -61,6 +73,12 @@ static void read_tables(kt_reader *r, struct seen *s)
 		if (f.kind == KT_FRAME_THREAD && s->nthreads < 8)
 			snprintf(s->threads[s->nthreads++], sizeof(s->threads[0]), "%s",
 				 f.u.thread.name);
+		const kt_track_def *d = kt_trace_frame_get_track(&f);
+		if (d && !s->gpu.id) {
+			s->gpu = *d;
+			memcpy(s->pairs, d->pairs, d->pair_count * sizeof(*d->pairs));
+			s->gpu.pairs = s->pairs;
+		}
 		const kt_srcloc *l = kt_trace_frame_get_srcloc(&f);
 		if (l && l->id < MAX_IDS) {
 			snprintf(s->loc[l->id].file, sizeof(s->loc[0].file), "%s", l->file);
@@ -86,6 +104,54 @@ struct open_zones {
 	uint32_t id[16];
 	unsigned depth;
 };
+
+/* @track_ts on the gpu track as CLOCK_MONOTONIC ns. */
+static uint64_t gpu_ns(kt_reader *r, const struct seen *s, uint64_t track_ts)
+{
+	uint64_t ticks;
+	cr_assert_eq(kt_track_to_ticks(&s->gpu, kt_reader_get_header(r)->clock.tick_hz, track_ts,
+				       &ticks), 0);
+	return kt_reader_ticks_to_ns(r, ticks);
+}
+
+/* A record of the gpu track: a frame's number starts it, then its zone
+ * around three passes. */
+static void count_gpu(kt_reader *r, struct seen *s, const kt_event *e)
+{
+	kt_track_event te;
+	cr_assert(kt_event_get_track(e, &te));
+	cr_assert_eq(te.track, s->gpu.id, "one track, and it has an entry");
+	struct gpu_frame *g = s->ngf ? &s->gf[s->ngf - 1] : NULL;
+	int is_frame = e->name_id == id_of(s, "gpu frame");
+	if (e->type == KT_EV_TRACK_COUNTER_I64) {
+		cr_assert_lt(s->ngf, FRAMES);
+		g = &s->gf[s->ngf++];
+		g->no = (uint64_t)te.value_i64;
+		g->track_begin = te.track_ts;
+		return;
+	}
+	cr_assert_not_null(g, "a gpu zone before its frame's number");
+	if (e->type == KT_EV_TRACK_BEGIN) {
+		s->bad_nesting += is_frame ? g->depth != 0 || te.track_ts != g->track_begin
+					   : g->depth != 1;
+		if (is_frame)
+			g->begin_ns = gpu_ns(r, s, te.track_ts);
+		else if (g->passes < 3)
+			g->pass_ticks[g->passes] = te.track_ts;
+		g->depth++;
+	} else {
+		g->depth--;
+		s->bad_nesting += g->depth != (is_frame ? 0u : 1u);
+		if (is_frame) {
+			g->end_ns = gpu_ns(r, s, te.track_ts);
+			g->emitted_ns = kt_reader_ticks_to_ns(r, e->ts);
+			g->track_end = te.track_ts;
+		} else if (g->passes < 3) {
+			g->pass_ticks[g->passes] = te.track_ts - g->pass_ticks[g->passes];
+			g->passes++;
+		}
+	}
+}
 
 /* One event of a thread whose open zones are @z. */
 static void count_event(struct seen *s, const kt_event *e, struct open_zones *z)
@@ -128,11 +194,19 @@ static void read_example(const char *path, struct seen *s)
 	kt_reader_error err;
 	cr_assert_eq(kt_reader_open(&r, path, &err), 0, "%s", err.message);
 	read_tables(r, s);
+	cr_assert_eq(s->gpu.clock_hz, 19200000, "the gpu track's entry");
 	static struct open_zones open[16];
+	uint32_t present = id_of(s, "present");
 	kt_event e;
 	int rc;
 	while ((rc = kt_reader_next(r, &e)) == 1) {
 		cr_assert_lt(e.thread_id, 16u);
+		if (e.type >= KT_EV_TRACK_BEGIN && e.type <= KT_EV_TRACK_COUNTER_F64) {
+			count_gpu(r, s, &e);
+			continue;
+		}
+		if (e.type == KT_EV_ZONE_BEGIN && e.name_id == present && s->npresent <= FRAMES)
+			s->present_ns[s->npresent++] = kt_reader_ticks_to_ns(r, e.ts);
 		count_event(s, &e, &open[e.thread_id]);
 	}
 	cr_assert_eq(rc, 0);
@@ -200,4 +274,41 @@ Test(example, particles_records_what_its_frames_did)
 	check_loc(&s, "integrate", "integrate");
 	check_loc(&s, "raster", "raster");
 	check_loc(&s, "present", "submit");
+}
+
+/*
+ * The simulated GPU queue's track (its own 19.2 MHz clock, results a frame
+ * or more late, in batches): every frame once, in order, as a "gpu frame"
+ * zone around three passes of exactly their lengths on the GPU's clock;
+ * converted to katra's clock, each lies after its own frame's submission
+ * (the "present" zone that handed the frame over began before it) and
+ * before the batch that reported it, and follows the frame before.
+ */
+Test(example, gpu_track_zones_land_in_their_frames)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/katra-example-gpu-%d.katra", (int)getpid());
+	unlink(path);
+	t_run_example(path, FRAMES, OFF_FROM);
+	static struct seen s;
+	read_example(path, &s);
+	unlink(path);
+	cr_assert_geq(s.gpu.pair_count, (unsigned)(1 + FRAMES / 16), "calibrated as it ran");
+	cr_assert_eq(s.npresent, FRAMES);
+	cr_assert_eq(s.ngf, FRAMES);
+	cr_assert_eq(s.bad_nesting, 0);
+	for (unsigned f = 0; f < FRAMES; f++) {
+		const struct gpu_frame *g = &s.gf[f];
+		cr_assert_eq(g->no, f, "frames in order");
+		cr_assert_eq(g->passes, 3, "frame %u", f);
+		cr_assert_eq(g->depth, 0, "frame %u", f);
+		cr_assert_eq(g->pass_ticks[0], 1920, "shadow, frame %u", f);
+		cr_assert_eq(g->pass_ticks[1], 3840, "opaque, frame %u", f);
+		cr_assert_eq(g->pass_ticks[2], 960, "post, frame %u", f);
+		cr_assert_eq(g->track_end - g->track_begin, 6720);
+		cr_assert_gt(g->begin_ns, s.present_ns[f], "frame %u ran after its submission", f);
+		cr_assert_lt(g->end_ns, g->emitted_ns, "frame %u reported after it ended", f);
+		if (f)
+			cr_assert_geq(g->begin_ns, s.gf[f - 1].end_ns, "frame %u after the last", f);
+	}
 }
