@@ -35,7 +35,6 @@
 #include <vector>
 
 #include <katra/katra.hpp>
-#include <katra/track.h>
 
 namespace {
 
@@ -163,9 +162,8 @@ public:
 	static constexpr std::uint64_t kLatency = 384, kReadback = 192; /* 20 us, 10 us */
 	static constexpr std::uint64_t kPass[3] = { 1920, 3840, 960 }; /* 100, 200, 50 us */
 
-	gpu_queue() : t0_(std::chrono::steady_clock::now())
+	gpu_queue() : t0_(std::chrono::steady_clock::now()), track_("gpu", kHz)
 	{
-		track_ = (std::uint32_t)kt_track_create("gpu", kHz);
 		frame_id_ = katra::name("gpu frame");
 		frame_no_id_ = katra::name("gpu frame no");
 		const char *names[3] = { "shadow", "opaque", "post" };
@@ -181,7 +179,7 @@ public:
 		return kGpuOffset + (std::uint64_t)ns * kHz / 1000000000u;
 	}
 	/* One instant on both clocks: how a reader puts the track on katra's. */
-	void calibrate() { kt_track_calibrate(track_, now(), kt_now()); }
+	void calibrate() { track_.calibrate(now(), kt_now()); }
 	void submit(std::uint64_t frame)
 	{
 		job j{ frame, {} };
@@ -202,13 +200,13 @@ public:
 				std::this_thread::yield();
 			if (now() < j.ts[3] + kReadback)
 				return;
-			kt_track_counter(track_, frame_no_id_, j.ts[0], (std::int64_t)j.frame);
-			kt_track_zone_begin(track_, frame_id_, j.ts[0]);
+			track_.counter(frame_no_id_, j.ts[0], (std::int64_t)j.frame);
+			track_.zone_begin(frame_id_, j.ts[0]);
 			for (int i = 0; i < 3; i++) {
-				kt_track_zone_begin(track_, pass_id_[i], j.ts[i]);
-				kt_track_zone_end(track_, pass_id_[i], j.ts[i + 1]);
+				track_.zone_begin(pass_id_[i], j.ts[i]);
+				track_.zone_end(pass_id_[i], j.ts[i + 1]);
 			}
-			kt_track_zone_end(track_, frame_id_, j.ts[3]);
+			track_.zone_end(frame_id_, j.ts[3]);
 			pending_.pop_front();
 		}
 	}
@@ -218,7 +216,8 @@ private:
 		std::uint64_t frame, ts[4]; /* pass i runs from ts[i] to ts[i + 1] */
 	};
 	std::chrono::steady_clock::time_point t0_;
-	std::uint32_t track_, frame_id_, frame_no_id_, pass_id_[3];
+	katra::track track_;
+	std::uint32_t frame_id_, frame_no_id_, pass_id_[3];
 	std::uint64_t busy_until_ = 0;
 	std::deque<job> pending_;
 };

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include <katra/katra.h>
+#include <katra/track.h>
 
 namespace katra {
 
@@ -118,6 +119,49 @@ inline int category_enable(const char *name, bool on) noexcept
 {
 	return kt_category_enable(name, on);
 }
+
+/* A track with a clock of its own (katra/track.h): made by name and
+ * clock rate (kt_track_create(); the slow path), then its zones and
+ * counters at the track's times, from any thread.  A track that could not
+ * be made (ok() false) records nothing. */
+class track {
+public:
+	track(const char *name, std::uint64_t clock_hz) noexcept
+		: id_(kt_track_create(name, clock_hz))
+	{
+	}
+	bool ok() const noexcept { return id_ > 0; }
+	std::uint32_t id() const noexcept { return ok() ? (std::uint32_t)id_ : 0; }
+	/* calibrate - @track_ts and @ticks (kt_now()) are one instant; as
+	 * kt_track_calibrate(), whose result it returns. */
+	int calibrate(std::uint64_t track_ts, std::uint64_t ticks) const noexcept
+	{
+		return kt_track_calibrate(id(), track_ts, ticks);
+	}
+	void zone_begin(std::uint32_t name_id, std::uint64_t track_ts) const noexcept
+	{
+		if (ok())
+			kt_track_zone_begin(id(), name_id, track_ts);
+	}
+	void zone_end(std::uint32_t name_id, std::uint64_t track_ts) const noexcept
+	{
+		if (ok())
+			kt_track_zone_end(id(), name_id, track_ts);
+	}
+	void counter(std::uint32_t name_id, std::uint64_t track_ts, std::int64_t v) const noexcept
+	{
+		if (ok())
+			kt_track_counter(id(), name_id, track_ts, v);
+	}
+	void counter(std::uint32_t name_id, std::uint64_t track_ts, double v) const noexcept
+	{
+		if (ok())
+			kt_track_counter_f64(id(), name_id, track_ts, v);
+	}
+
+private:
+	int id_;
+};
 
 } /* namespace katra */
 

@@ -68,7 +68,7 @@ static size_t one_record(const uint8_t **p, const uint8_t *end, uint8_t *at, siz
 			 uint64_t *ts)
 {
 	uint8_t op = (uint8_t)take(p, end, 1);
-	kt_event ev = { .type = (uint8_t)(1 + op % KT_EV_FREE) };
+	kt_event ev = { .type = (uint8_t)(1 + op % KT_EV_TRACK_COUNTER_F64) };
 	*ts += op & 0x80 ? take(p, end, 8) : take(p, end, 1);
 	ev.ts = *ts;
 	ev.name_id = op & 0x40 ? (uint32_t)take(p, end, 4) : (uint32_t)take(p, end, 1) % 8;
@@ -78,13 +78,17 @@ static size_t one_record(const uint8_t **p, const uint8_t *end, uint8_t *at, siz
 		kt__put64(v, op & 0x20 ? take(p, end, 8) : take(p, end, 1));
 		ev.payload = v;
 		ev.payload_len = 8;
-		if (ev.type == KT_EV_ALLOC) { /* pointer, then size */
+		/* pointer, then size; track time, then value */
+		if (ev.type == KT_EV_ALLOC || ev.type >= KT_EV_TRACK_COUNTER_I64) {
 			kt__put64(v + 8, take(p, end, op & 0x10 ? 8 : 1));
 			ev.payload_len = 16;
 		}
 		/* flow and frame phases */
 		if (ev.type == KT_EV_FLOW || ev.type == KT_EV_FRAME)
 			ev.flags = (uint8_t)(op >> 4) % 3;
+		/* a track's id */
+		if (ev.type >= KT_EV_TRACK_BEGIN)
+			ev.flags = (uint8_t)take(p, end, 1);
 	} else if (bytes) {
 		ev.payload_len = (uint16_t)take(p, end, 1);
 		if (op & 0x20)

@@ -8,6 +8,7 @@
 
 #include <katra/katra.h>
 #include <katra/reader.h>
+#include <katra/track.h>
 
 static void frame(int n)
 {
@@ -17,6 +18,12 @@ static void frame(int n)
 	kt_message_sev(kt_name("log"), KT_SEV_INFO, "ok", 2);
 	kt_alloc(&n, sizeof(n));
 	kt_free_pool(kt_name("pool"), &n);
+	int gpu = kt_track_create("gpu", 1000000000);
+	if (gpu > 0) {
+		kt_track_calibrate((uint32_t)gpu, 10, kt_now());
+		kt_track_zone_begin((uint32_t)gpu, kt_name("pass"), 20);
+		kt_track_zone_end((uint32_t)gpu, kt_name("pass"), 30);
+	}
 }
 
 int main(void)

@@ -35,7 +35,7 @@ void throws()
 	throw std::runtime_error("leaves the zone");
 }
 
-/* Every profiler API call once: 16 events. */
+/* Every profiler API call once: 20 events. */
 void api(std::uint32_t log_id, std::uint32_t load_id)
 {
 	KT_ZONE_C("render", "api");
@@ -54,6 +54,12 @@ void api(std::uint32_t log_id, std::uint32_t load_id)
 	static char block[16];
 	katra::alloc(block, sizeof(block), katra::name("pool"));
 	katra::free(block, katra::name("pool"));
+	katra::track gpu("gpu", 19200000);
+	gpu.calibrate(1000, kt_now());
+	gpu.zone_begin(katra::name("pass"), 1100);
+	gpu.counter(katra::name("gpu bytes"), 1150, std::int64_t{4096});
+	gpu.counter(katra::name("gpu load"), 1160, 0.5);
+	gpu.zone_end(katra::name("pass"), 1200);
 }
 
 /* A category switched off: nothing (arguments are not filtered by their
@@ -94,21 +100,24 @@ int main()
 	kt_summary sum{};
 	if (kt_session_stop(s, &sum) != 0)
 		return fail("kt_session_stop failed");
-	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) + api (16) */
-	bool written = sum.events_written == 2 + 10 * 5 + 2 + 16 && sum.events_dropped == 0;
+	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) + api (20) */
+	bool written = sum.events_written == 2 + 10 * 5 + 2 + 20 && sum.events_dropped == 0;
 	kt_summary_release(&sum);
 	if (!written)
-		return fail("events_written is not 70");
+		return fail("events_written is not 74");
 
 	kt_reader *r = nullptr;
 	kt_reader_error err{};
 	if (kt_reader_open(&r, path.c_str(), &err) != 0)
 		return fail(err.message);
 	kt_trace_frame f;
-	int locs = 0;
-	while (kt_reader_next_frame(r, &f) > 0)
+	int locs = 0, tracks = 0;
+	while (kt_reader_next_frame(r, &f) > 0) {
 		locs += f.kind == KT_FRAME_SRCLOC && f.u.srcloc.line > 0 &&
 			(std::strcmp(f.u.srcloc.function, "api") || f.u.srcloc.category);
+		const kt_track_def *t = kt_trace_frame_get_track(&f);
+		tracks += t && t->clock_hz == 19200000 && t->pair_count == 1;
+	}
 	kt_reader_rewind(r);
 	kt_event ev;
 	int depth = 0, max_depth = 0, n = 0, rc;
@@ -119,13 +128,15 @@ int main()
 	}
 	kt_reader_close(r);
 	std::remove(path.c_str());
-	if (rc != 0 || n != 70 || depth != 0 || max_depth != 2)
-		return fail("the trace read back is not the 70 balanced events traced");
+	if (rc != 0 || n != 74 || depth != 0 || max_depth != 2)
+		return fail("the trace read back is not the 74 balanced events traced");
+	if (tracks != 1)
+		return fail("the trace does not hold the gpu track and its pair");
 	/* work, throws, api and off (interned on its first pass, its
 	 * category off): the call sites' zones; outer is a plain guard. */
 	if (locs != 4)
 		return fail("the trace does not hold 4 source locations");
-	std::printf("consumer.cpp (C++%ld): 70 events and 4 locations traced and read back\n",
+	std::printf("consumer.cpp (C++%ld): 74 events, 4 locations and a track traced and read back\n",
 		    __cplusplus / 100 % 100);
 	return 0;
 }
