@@ -96,7 +96,10 @@ static long pair_at(const kt_track_def *t, uint64_t ts)
 int kt_track_to_ticks(const kt_track_def *t, uint64_t tick_hz, uint64_t track_ts,
 		      uint64_t *ticks)
 {
-	if (!t || !t->clock_hz || !tick_hz || kt__track_bad(t))
+	/* Not kt__track_bad(): that walks every pair, and this runs per
+	 * event.  Pairs out of order give -EINVAL where they are used. */
+	if (!t || !t->clock_hz || !tick_hz || t->pair_count > KT_MAX_TRACK_PAIRS ||
+	    (t->pair_count && !t->pairs))
 		return -EINVAL;
 	if (!t->pair_count)
 		return -ENODATA;
@@ -106,6 +109,8 @@ int kt_track_to_ticks(const kt_track_def *t, uint64_t tick_hz, uint64_t track_ts
 		/* Between two pairs: on the line through them, which follows
 		 * the drift of one clock against the other. */
 		const kt_track_pair *a = &t->pairs[i], *b = &t->pairs[i + 1];
+		if (b->track_ts <= a->track_ts || b->ticks <= a->ticks)
+			return -EINVAL;
 		unsigned __int128 x = (unsigned __int128)(track_ts - a->track_ts) *
 				      (b->ticks - a->ticks);
 		*ticks = a->ticks + (uint64_t)(x / (b->track_ts - a->track_ts));

@@ -237,8 +237,10 @@ KT_API int kt_event_get_track(const kt_event *ev, kt_track_event *out);
  * other); before the first or after the last it is the nearest pair's
  * offset at the nominal rates (@t->clock_hz against @tick_hz).
  * Return: 0 with *@ticks set; -ENODATA when @t has no pair; -ERANGE when
- * the result falls outside 0..2^64-1; -EINVAL for a zero rate or a
- * definition kt_writer_track() would refuse.  Pure; any thread.
+ * the result falls outside 0..2^64-1; -EINVAL for a zero rate, more than
+ * KT_MAX_TRACK_PAIRS pairs, or (checked where they are used, so a call
+ * costs O(log pairs)) two pairs not increasing in both clocks.  Pure; any
+ * thread.
  */
 KT_API int kt_track_to_ticks(const kt_track_def *t, uint64_t tick_hz, uint64_t track_ts,
 			     uint64_t *ticks);
