@@ -460,21 +460,38 @@ Test(track, chrome_export_draws_a_row_per_track)
 }
 
 /* A TrackDescriptor per track, named after it, and on it balanced slices
- * at the converted times. */
+ * at the converted times; its counters as counter tracks under it. */
 Test(track, perfetto_export_has_a_track_per_track)
 {
 	Perfetto__Protos__Trace *tr = t_perfetto("tracks_v3.katra");
-	uint64_t uuid = 0;
-	int depth = 0, maxdepth = 0, begins = 0;
+	uint64_t uuid = 0, mem = 0, temp = 0;
+	int depth = 0, maxdepth = 0, begins = 0, counters = 0;
 	uint64_t times[8];
 	size_t nt = 0;
 	for (size_t i = 0; i < tr->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *pk = tr->packet[i];
-		if (pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR &&
-		    pk->track_descriptor->name && !strcmp(pk->track_descriptor->name, "gpu"))
-			uuid = pk->track_descriptor->uuid;
-		if (pk->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT || !uuid ||
-		    pk->track_event->track_uuid != uuid)
+		const Perfetto__Protos__TrackDescriptor *td =
+			pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR
+				? pk->track_descriptor : NULL;
+		if (td && td->name && !strcmp(td->name, "gpu"))
+			uuid = td->uuid;
+		/* The track's counters: tracks of their own under it. */
+		if (td && td->name && td->counter && td->parent_uuid == uuid)
+			*(!strcmp(td->name, "gpu memory") ? &mem : &temp) = td->uuid;
+		const Perfetto__Protos__TrackEvent *te =
+			pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT
+				? pk->track_event : NULL;
+		if (te && mem && te->track_uuid == mem) {
+			cr_assert(te->has_counter_value && te->counter_value == 4096);
+			cr_assert_eq(pk->timestamp, 124372691);
+			counters++;
+		}
+		if (te && temp && te->track_uuid == temp) {
+			cr_assert(te->has_double_counter_value && te->double_counter_value == 61.5);
+			cr_assert_eq(pk->timestamp, 123622666);
+			counters++;
+		}
+		if (!te || !uuid || te->track_uuid != uuid)
 			continue;
 		int b = pk->track_event->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
 		depth += b ? 1 : -1;
@@ -484,6 +501,7 @@ Test(track, perfetto_export_has_a_track_per_track)
 		if (nt < 8)
 			times[nt++] = pk->timestamp;
 	}
+	cr_assert_eq(counters, 2);
 	cr_assert_eq(depth, 0, "balanced");
 	cr_assert_eq(begins, 4);
 	cr_assert_eq(maxdepth, 2);

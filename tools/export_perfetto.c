@@ -35,6 +35,8 @@ typedef Perfetto__Protos__TrackDescriptor TrackDesc;
 #define COUNTER_UUID(id) (UUID_KIND(2) | (id))
 #define MEMORY_UUID(id) (UUID_KIND(3) | (id))
 #define TRACK_UUID(id) (UUID_KIND(4) | (id))
+/* A track's counter: "ka" in the high bytes, the track, the name. */
+#define TRACK_COUNTER_UUID(track, id) (UINT64_C(0x6b61) << 48 | (uint64_t)(track) << 32 | (id))
 
 #define SEQ_GLOBAL 1
 #define SEQ_CLEARED 1       /* SEQ_INCREMENTAL_STATE_CLEARED */
@@ -65,6 +67,7 @@ struct pf {
 	struct idmap pools;     /* pool -> 1 once its memory track is described */
 	struct memstats mem;    /* the pools' live bytes */
 	struct tracks tracks;   /* zones of tracks with a clock of their own */
+	struct idmap track_counters; /* TRACK_COUNTER_UUID -> 1 once described */
 	uint64_t bodies;        /* log message bodies interned so far */
 	int err;                /* -ENOMEM once out of memory */
 };
@@ -535,6 +538,43 @@ static void put_drops(struct pf *p, struct xthread *t, uint64_t ts)
 	}
 }
 
+/* A track's counter: a counter track of its own under the track's,
+ * described on first use, and its value at the converted time. */
+static int put_track_counter(struct pf *p, const kt_event *ev, uint64_t ticks)
+{
+	kt_track_event te;
+	kt_event_get_track(ev, &te);
+	uint64_t uuid = TRACK_COUNTER_UUID(te.track, ev->name_id);
+	int added;
+	if (!idmap_slot(&p->track_counters, uuid, 1, &added))
+		return -ENOMEM;
+	if (added) {
+		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+		TrackDesc td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		td.has_uuid = td.has_parent_uuid = 1;
+		td.uuid = uuid;
+		td.parent_uuid = TRACK_UUID(te.track);
+		td.counter = &cd;
+		if (!(td.name = name_of(p, ev->name_id)))
+			return p->err;
+		put_track(p, SEQ_GLOBAL, &td);
+		free(td.name);
+	}
+	Perfetto__Protos__TrackEvent e = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	e.has_type = e.has_track_uuid = 1;
+	e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	e.track_uuid = uuid;
+	if (ev->type == KT_EV_TRACK_COUNTER_I64)
+		e.has_counter_value = 1, e.counter_value = te.value_i64;
+	else
+		e.has_double_counter_value = 1, e.double_counter_value = te.value_f64;
+	Packet pk = mono_packet(SEQ_GLOBAL, kt_reader_ticks_to_ns(p->r, ticks));
+	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	pk.track_event = &e;
+	put_packet(p, &pk);
+	return p->out.failed ? -EIO : 0;
+}
+
 static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 {
 	struct pf *p = ctx;
@@ -576,6 +616,8 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 		if (fmt_is_track(ev->type)) {
 			uint64_t ticks;
 			rc = tracks_event(&p->tracks, ev, &ticks);
+			if (rc == 1)
+				rc = put_track_counter(p, ev, ticks);
 			return rc < 0 ? rc : p->err;
 		}
 		on_instant_kind(p, t, ev, ns);
@@ -671,6 +713,7 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	idmap_init(&p.interned);
 	idmap_init(&p.counters);
 	idmap_init(&p.pools);
+	idmap_init(&p.track_counters);
 	memstats_init(&p.mem);
 	tracks_init(&p.tracks, t, on_track_close, &p);
 	p.tracks.open = on_track_open;
@@ -703,6 +746,7 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	idmap_free(&p.interned);
 	idmap_free(&p.counters);
 	idmap_free(&p.pools);
+	idmap_free(&p.track_counters);
 	memstats_free(&p.mem);
 	tracks_free(&p.tracks);
 	free(p.seen);
