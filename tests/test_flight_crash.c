@@ -12,6 +12,7 @@
 
 #include <katra/katra.h>
 #include <katra/reader.h>
+#include "recover/crash.h"
 
 #define KILLS 20
 #define PRODUCERS 2
@@ -221,4 +222,68 @@ Test(flight_crash, killed_20_times_recovers_each_window_gapless, .timeout = 300)
 	cr_assert_geq(lapped, KILLS / 2);
 	munmap(sh, sizeof(*sh));
 	rm_rf(dir);
+}
+
+/* ---- the window, from a slot page's bytes ------------------------------- */
+
+static void put64(uint8_t *p, size_t off, uint64_t v)
+{
+	memcpy(p + off, &v, 8);
+}
+
+/* A lapped ring's slot: head three laps and ten records in, the bound a
+ * sub-buffer past the lap; count slot 0 ends at @a, slot 1 at @b. */
+static void lapped_slot(uint8_t *page, uint64_t a, uint64_t b, uint64_t seq)
+{
+	memset(page, 0, 4096);
+	kt__crash_stamp(page, 0);
+	put64(page, KT__SLOT_O_SIZE, RING);
+	put64(page, KT__SLOT_O_HEAD, 3 * RING + 240);
+	memcpy(page + KT__SLOT_O_THREAD, &(uint32_t){ 1 }, 4);
+	put64(page, KT__SLOT_O_FL_BOUND, 3 * RING + RING / 16);
+	put64(page, KT__SLOT_O_FL_MARK, a);
+	put64(page, KT__SLOT_O_FL_MARK + 8, b);
+	put64(page, KT__SLOT_O_FL_SEQ, seq);
+	const uint64_t counts[2][5] = { { 0, a, 777, 1, 2 }, { 0, b, 999, 3, 4 } };
+	for (int k = 0; k < 10; k++)
+		put64(page, KT__SLOT_O_FL_COUNT + 8 * (size_t)k, counts[k / 5][k % 5]);
+}
+
+/* The count's slot is the one the sequence names, odd (the producer was
+ * killed writing the other) or even; the window starts where it ends. */
+Test(flight_crash, window_starts_where_the_whole_count_ends)
+{
+	uint8_t page[4096];
+	kt__slot s;
+	char why[256] = "";
+	const uint64_t a = 2 * RING + RING / 16 + 8, b = 3 * RING;
+	lapped_slot(page, a, b, 5);
+	cr_assert_eq(kt__slot_parse(page, sizeof(page), 0, KT__CTL_F_FLIGHT, &s, why, sizeof(why)),
+		     0, "%s", why);
+	cr_assert_eq(s.from, a);
+	cr_assert_eq(s.over_end, a);
+	cr_assert_eq(s.over, 777);
+	cr_assert_eq(s.over_first, 1);
+	cr_assert_eq(s.over_last, 2);
+	lapped_slot(page, a, b, 6);
+	cr_assert_eq(kt__slot_parse(page, sizeof(page), 0, KT__CTL_F_FLIGHT, &s, why, sizeof(why)),
+		     0, "%s", why);
+	cr_assert_eq(s.from, b);
+	cr_assert_eq(s.over, 999);
+	/* A count of another session: none, and the window starts at the
+	 * first mark past the bound's lap. */
+	lapped_slot(page, a, b, 4);
+	put64(page, KT__SLOT_O_FL_COUNT, 8);
+	cr_assert_eq(kt__slot_parse(page, sizeof(page), 0, KT__CTL_F_FLIGHT, &s, why, sizeof(why)),
+		     0, "%s", why);
+	cr_assert_eq(s.from, a);
+	cr_assert_eq(s.over, 0);
+	cr_assert_eq(s.over_end, 0);
+	/* Without the flight flag the lapped ring is refused, and so is a
+	 * bound more than a ring past head. */
+	cr_assert_eq(kt__slot_parse(page, sizeof(page), 0, 0, &s, why, sizeof(why)), KT_EFRAME);
+	put64(page, KT__SLOT_O_FL_BOUND, 5 * RING);
+	cr_assert_eq(kt__slot_parse(page, sizeof(page), 0, KT__CTL_F_FLIGHT, &s, why, sizeof(why)),
+		     KT_EFRAME);
+	cr_assert_not_null(strstr(why, "flight bound"), "%s", why);
 }
