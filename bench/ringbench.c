@@ -38,6 +38,7 @@
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include "bench/ringbench_api.h"
+#include "bench/ringbench_burst.h"
 #include "bench/ringbench_flight.h"
 
 struct opts {
@@ -59,6 +60,8 @@ struct opts {
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
 	int flight;            /* --flight N: snapshots (ringbench_flight.c) */
+	int bursts;            /* --burst N (ringbench_burst.c) */
+	unsigned burst_ms;     /* --burst-ms MS */
 	/* The capture manager's options (the frame loop without --out). */
 	const char *capture_root;
 	const char *run_id;
@@ -1138,6 +1141,9 @@ static void usage(FILE *f)
 		"                      main, render, worker repeat)\n"
 		"  --flight N          a flight session: 2 producers at full rate, N\n"
 		"                      snapshots 1 s apart (64 MiB rings unless --ring-size)\n"
+		"  --burst N           N bursts of call trees of empty zones at full speed,\n"
+		"                      each --burst-ms long (default 500) and then a pause\n"
+		"                      as long, one thread, every default of katra\n"
 		"  --producer-only     emit cost alone: katra, katra_crashfiles, floor,\n"
 		"                      katra_disabled, katra_flight (a flight session) and\n"
 		"                      the profiler API's rows\n"
@@ -1197,6 +1203,8 @@ int main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "producer-only", no_argument, NULL, 'P' },
 		{ "flight", required_argument, NULL, 'W' },
+		{ "burst", required_argument, NULL, 'U' },
+		{ "burst-ms", required_argument, NULL, 'u' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "find-max-rate", no_argument, NULL, 'F' },
@@ -1280,6 +1288,20 @@ int main(int argc, char **argv)
 		case 'o': o.out = optarg; break;
 		case 'P': o.producer_only = 1; break;
 		case 'W': o.flight = atoi(optarg); break;
+		case 'U':
+		case 'u': {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 100000) {
+				fprintf(stderr, "ringbench: --%s wants 1 to 100000, got '%s'\n",
+					c == 'U' ? "burst" : "burst-ms", optarg);
+				return 2;
+			}
+			if (c == 'U')
+				o.bursts = (int)v;
+			else
+				o.burst_ms = (unsigned)v;
+			break;
+		}
 		case 'e':
 			o.events = strtoull(optarg, &end, 10);
 			if (*end || o.events < 10 * BATCH) {
@@ -1362,6 +1384,13 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "ringbench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
+	}
+	if (o.bursts > 0) {
+		char path[4400];
+		default_path(&o, path, sizeof(path));
+		kt_config cfg = { .ring_size = o.ring_size, .overflow = o.policy };
+		return ringbench_burst(path, o.bursts, o.burst_ms ? o.burst_ms : 500, &cfg,
+				       o.codec == KT_CODEC_COMPACT ? 0 : session_codec(o.codec));
 	}
 	if (o.flight > 0)
 		return ringbench_flight(o.ring_size ? o.ring_size : 64u << 20, 2, o.flight,
