@@ -287,3 +287,40 @@ Test(flight_crash, window_starts_where_the_whole_count_ends)
 		     KT_EFRAME);
 	cr_assert_not_null(strstr(why, "flight bound"), "%s", why);
 }
+
+/* While a flight session runs its rings are in its crash directory, the
+ * header says it is a flight session's, snapshots work as without; a
+ * clean stop removes the directory. */
+Test(flight_crash, crash_dir_lives_with_the_session)
+{
+	char *dir = scratch();
+	char *crash = path_in(dir, "katra-%ld", (long)getpid());
+	char *snap = path_in(dir, "snap.katra");
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .crash_dir = dir, .ring_size = RING };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	uint32_t id = kt_name("seq");
+	for (int64_t i = 0; i < 10000; i++) /* 24 bytes each: three laps and more */
+		kt_counter(id, i);
+	char *ring = path_in(crash, "ring-0"), *ctl = path_in(crash, "control");
+	struct stat sb;
+	cr_assert_eq(stat(ring, &sb), 0);
+	cr_assert_eq(sb.st_size, RING);
+	uint8_t head[KT__CTL_HEADER];
+	int fd = open(ctl, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(pread(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+	close(fd);
+	uint32_t flags;
+	memcpy(&flags, head + KT__CTL_O_FLAGS, 4);
+	cr_assert_eq(flags, KT__CTL_F_FLIGHT);
+	kt_snapshot_result res;
+	cr_assert_eq(kt_session_snapshot(s, snap, -1, 0, 0, &res), 0);
+	cr_assert_eq(res.events + res.events_overwritten, 10000);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	cr_assert_eq(stat(crash, &sb), -1);
+	free(ring);
+	free(ctl);
+	free(snap);
+	free(crash);
+	rm_rf(dir);
+}
