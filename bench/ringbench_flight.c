@@ -4,7 +4,7 @@
  * main thread takes a snapshot every second; the table gives each
  * snapshot's latency and window, the emit cost outside and during
  * snapshots (median and p99 per 1000-event batch), and resident memory
- * after the first snapshot and at the end.
+ * before the first snapshot, after it and at the end.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -148,8 +148,13 @@ static int take_snapshots(kt_session *s, int count, struct shots *sh, long *rss_
 	return 0;
 }
 
+/* Resident memory (KiB) before the first snapshot, after it, at the end. */
+struct rss {
+	long start, first, end;
+};
+
 static void print_table(struct producer *p, int threads, struct shots *sh, double tpn,
-			long rss0, long rss1, size_t ring, uint64_t secs)
+			const struct rss *rss, size_t ring, uint64_t secs)
 {
 	uint64_t events = 0;
 	for (int i = 0; i < threads; i++)
@@ -173,8 +178,8 @@ static void print_table(struct producer *p, int threads, struct shots *sh, doubl
 	       "during median %.2f p99 %.2f\n",
 	       hist_q(p, threads, 0, 0.5), hist_q(p, threads, 0, 0.99), hist_q(p, threads, 1, 0.5),
 	       hist_q(p, threads, 1, 0.99));
-	printf("  RSS                after the first snapshot %ld KiB, at the end %ld KiB\n", rss0,
-	       rss1);
+	printf("  RSS                before the first snapshot %ld KiB, after it %ld KiB, "
+	       "at the end %ld KiB\n", rss->start, rss->first, rss->end);
 }
 
 int ringbench_flight(size_t ring_size, int threads, int snapshots, int codec)
@@ -199,9 +204,9 @@ int ringbench_flight(size_t ring_size, int threads, int snapshots, int codec)
 		pthread_create(&p[i].t, NULL, produce, &p[i]);
 	}
 	uint64_t t0 = mono_ns();
-	long rss0 = -1;
-	rc = take_snapshots(s, snapshots, &sh, &rss0);
-	long rss1 = rss_now();
+	struct rss rss = { rss_now(), -1, -1 };
+	rc = take_snapshots(s, snapshots, &sh, &rss.first);
+	rss.end = rss_now();
 	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < threads; i++)
 		pthread_join(p[i].t, NULL);
@@ -209,7 +214,7 @@ int ringbench_flight(size_t ring_size, int threads, int snapshots, int codec)
 	double tpn = ticks_per_ns(&tr);
 	kt_session_stop(s, NULL);
 	if (!rc && sh.n)
-		print_table(p, threads, &sh, tpn, rss0, rss1, ring_size, secs ? secs : 1);
+		print_table(p, threads, &sh, tpn, &rss, ring_size, secs ? secs : 1);
 	free(p);
 	free(sh.lat_ns);
 	free(sh.window);

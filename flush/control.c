@@ -90,10 +90,14 @@ static void serve(kt_session *s, int c)
 		close(req.fd);
 	uint64_t vals[] = { (uint64_t)(int64_t)rc, r.window_start, r.window_end,
 			    r.head_loss_ns, r.events, r.events_trimmed, r.bytes_lapped,
-			    r.bytes_overwritten, r.bytes_on_disk, r.thread_count };
+			    r.bytes_overwritten, r.bytes_on_disk, r.thread_count,
+			    r.events_overwritten };
 	_Static_assert(sizeof(vals) == sizeof(rep), "reply layout");
+	_Static_assert(KT__CTL_REP_EVENTS_OVERWRITTEN == KT__CTL_REP_WORDS_V1, "appended");
 	memcpy(rep, vals, sizeof(rep));
-	send(c, rep, sizeof(rep), MSG_NOSIGNAL);
+	/* A version 1 client reads exactly its own reply's words. */
+	send(c, rep, (req.version == 1 ? KT__CTL_REP_WORDS_V1 : KT__CTL_REP_WORDS) * 8,
+	     MSG_NOSIGNAL);
 }
 
 static void *control_main(void *arg)

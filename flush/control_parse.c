@@ -54,8 +54,9 @@ int kt__ctl_request_parse(const uint8_t *words, size_t len, const uint8_t *ctl, 
 	if (len != sizeof(w) || (msg_flags & MSG_CTRUNC) || req->nfds != 1)
 		return -EINVAL;
 	memcpy(w, words, sizeof(w));
-	if (w[0] != KT__CTL_MAGIC)
+	if (w[0] != KT__CTL_MAGIC && w[0] != KT__CTL_MAGIC_V1)
 		return -EINVAL;
+	req->version = w[0] == KT__CTL_MAGIC ? 2 : 1;
 	req->fd = req->fds[0];
 	req->max_age_ns = w[1];
 	req->max_bytes = w[2];

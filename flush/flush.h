@@ -56,21 +56,30 @@ int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /*
  * Snapshot requests (flush/control.c, tools/cmd_snapshot.c): the client
- * sends KT__CTL_REQ_WORDS u64 { KT__CTL_MAGIC, max_age_ns, max_bytes }
- * with the output file's descriptor (SCM_RIGHTS); the process answers
- * KT__CTL_REP_WORDS u64 { rc, window_start, window_end, head_loss_ns,
- * events, events_trimmed, bytes_lapped, bytes_overwritten, bytes_on_disk,
- * thread_count }, in host byte order (both ends are on one machine).
+ * sends KT__CTL_REQ_WORDS u64 { magic, max_age_ns, max_bytes } with the
+ * output file's descriptor (SCM_RIGHTS); the process answers, in host
+ * byte order (both ends are on one machine), the reply of the magic's
+ * version, its size fixed by it:
+ *   version 1 (KT__CTL_MAGIC_V1): KT__CTL_REP_WORDS_V1 u64 { rc,
+ *     window_start, window_end, head_loss_ns, events, events_trimmed,
+ *     bytes_lapped, bytes_overwritten, bytes_on_disk, thread_count };
+ *   version 2 (KT__CTL_MAGIC): the same, then events_overwritten.
+ * A request that does not parse is answered with the newest reply, rc
+ * -EINVAL (its version is not known).
  */
-#define KT__CTL_MAGIC UINT64_C(0x31706e736172746b) /* "ktrasnp1" */
+#define KT__CTL_MAGIC_V1 UINT64_C(0x31706e736172746b) /* "ktrasnp1" */
+#define KT__CTL_MAGIC UINT64_C(0x32706e736172746b)    /* "ktrasnp2" */
 #define KT__CTL_REQ_WORDS 3
-#define KT__CTL_REP_WORDS 10
+#define KT__CTL_REP_WORDS_V1 10
+#define KT__CTL_REP_WORDS 11
+#define KT__CTL_REP_EVENTS_OVERWRITTEN 10 /* its word in a version 2 reply */
 
 /* Descriptors a request's parse keeps track of; more are counted only. */
 #define KT__CTL_FDS 8
 
 /* A snapshot request, parsed. */
 typedef struct kt__ctl_req {
+	unsigned version;           /* 1 or 2, from the magic; 0 unparsed */
 	uint64_t max_age_ns, max_bytes;
 	int fd;                     /* the output file: -1 unless valid */
 	int fds[KT__CTL_FDS];       /* every descriptor it brought, @fd too */
@@ -81,7 +90,7 @@ typedef struct kt__ctl_req {
  * kt__ctl_request_parse - a request's @len bytes at @words and the
  * ancillary data recvmsg() returned (@ctl_len bytes at @ctl, aligned as a
  * struct cmsghdr; NULL for none), with its @msg_flags.  Valid: exactly
- * the request's words, the magic first, and one descriptor in all, not
+ * the request's words, a version's magic first, and one descriptor in all, not
  * truncated (MSG_CTRUNC).  Pure: it closes nothing; the caller closes
  * every fds[] but the one it keeps.  Return: 0 with @req->fd set, or
  * -EINVAL (@req->fds still listed).  Any thread.

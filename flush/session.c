@@ -427,7 +427,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		goto err;
 	}
 	s->gen = kt__registry_reset_for_session();
-	if (s->crash && (rc = kt__crash_publish(s->crash, &h, s->gen))) {
+	if (s->crash && (rc = kt__crash_publish(s->crash, &h, s->gen, 0))) {
 		start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 		goto err;
 	}
@@ -445,8 +445,10 @@ err:
 
 /*
  * A flight session: the header is kept for the snapshots, the rings are
- * reset and switched to overwriting; no file, no flusher.  Under
- * session_lock.
+ * reset and switched to overwriting; no file, no flusher.  With crash
+ * files the rings live in them, and `katra recover` rebuilds each one's
+ * window after a crash.  Under session_lock; on failure the caller frees
+ * @s, which removes the crash directory and the socket.
  */
 static int start_flight(kt_session *s, const kt_session_options *o)
 {
@@ -459,11 +461,18 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 		rc = kt__cap_keep_header(s, &h);
 	if (rc)
 		return start_fail(rc, "trace header (workload, run id, capture id or notes)");
+	if ((rc = start_crash(s, o)))
+		return rc;
 	if (o->listen && (rc = kt__control_start(s)))
 		return start_fail(rc, "snapshot socket");
 	kt__registry_set_session(1);
 	kt__ring_set_flight(1);
 	s->gen = kt__registry_reset_for_session();
+	if (s->crash && (rc = kt__crash_publish(s->crash, &h, s->gen, KT__CRASH_FLIGHT))) {
+		kt__ring_set_flight(0);
+		kt__registry_set_session(0);
+		return start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
+	}
 	return 0;
 }
 

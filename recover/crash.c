@@ -213,14 +213,15 @@ static void put_identity(uint8_t *p)
 	}
 }
 
-int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen)
+int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen, uint32_t flags)
 {
 	uint8_t p[KT__CTL_HEADER];
 	char link[64], path[KT__CTL_PATH_MAX];
 	memset(p, 0, sizeof(p));
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", c->trace_fd);
 	ssize_t n = readlink(link, path, sizeof(path));
-	/* A pipe or a socket has no path to recover from: the rings alone. */
+	/* A pipe or a socket has no path to recover from, nor a flight
+	 * session (no file, @trace_fd -1): the rings alone. */
 	if (n < 0 || n >= (ssize_t)sizeof(path) || path[0] != '/' || memchr(path, 0, (size_t)n))
 		n = 0;
 	memcpy(p, KT__CTL_MAGIC, 8);
@@ -240,6 +241,7 @@ int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen)
 	p[KT__CTL_O_IO] = h->capture.io;
 	kt__put32(p + KT__CTL_O_LEVEL, (uint32_t)h->capture.codec_level);
 	kt__put64(p + KT__CTL_O_TRACE_OFF, c->trace_off);
+	kt__put32(p + KT__CTL_O_FLAGS, flags);
 	put_identity(p);
 	kt__put32(p + KT__CTL_O_PATH_LEN, (uint32_t)n);
 	memcpy(p + KT__CTL_O_PATH, path, (size_t)n);

@@ -34,10 +34,23 @@
  * of the thread in the file beyond that count are the first ones after the
  * checkpoint's tail; the rest, up to head, are recovered from the ring.
  *
+ * A flight session (KT__CTL_F_FLIGHT) has no trace file and no flusher:
+ * its rings overwrite their oldest bytes, and tail stays where the session
+ * began.  What is whole is what lies past a lap below the producer's bound
+ * (it writes nothing at or past the bound before it raises it); the window
+ * starts at the first record start there that the slot names (a mark the
+ * producer left at a raise, the session's start, or the end of the events
+ * it counted overwritten, all stored before the bound that allows writing
+ * over them), and runs to head.  The count, kept in two slots so a kill
+ * mid-update leaves one whole, becomes a drop frame before the window.
+ *
  * Every integer is little-endian.  The offsets below are fixed; the build
  * checks those taken from struct kt__ring (ring/private.h), and changing
  * one means a new KT__CTL_VERSION.  Version 1 had no identity: its trace path
- * was at offset 120 (KT__CTL_V1_O_PATH); the reader still reads it.
+ * was at offset 120 (KT__CTL_V1_O_PATH); the reader still reads it.  The
+ * flags at KT__CTL_O_FLAGS were a reserved zero before flight sessions had
+ * crash files: a katra from then reads a flight directory as a normal one
+ * and refuses each lapped ring's slot (its tail more than a ring behind).
  *
  * Nothing in a crash directory is trusted by the reading side: anyone may
  * have written it (recover/crashdir.h says what `katra recover` opens).
@@ -76,7 +89,8 @@
 #define KT__CTL_O_LEVEL 92         /* i32 */
 #define KT__CTL_O_TRACE_OFF 96     /* u64: where the trace starts in its file */
 #define KT__CTL_O_PATH_LEN 104     /* u32: 0 when the session wrote to an fd */
-#define KT__CTL_O_RESERVED 108     /* u32, zero */
+#define KT__CTL_O_FLAGS 108        /* u32: KT__CTL_F_*; zero before flight
+				    * sessions had crash files */
 #define KT__CTL_O_CHECKSUM 112     /* u64: XXH3 of bytes [0, 4096) with this
 				    * field read as zero */
 #define KT__CTL_O_START 120        /* u64: the process's start time, field 22
@@ -87,6 +101,12 @@
 #define KT__CTL_O_PATH 144         /* the trace file's absolute path */
 #define KT__CTL_PATH_MAX (KT__CTL_HEADER - KT__CTL_O_PATH)
 #define KT__CTL_V1_O_PATH 120      /* version 1: the path was here */
+
+/* KT__CTL_O_FLAGS: a flight session's (KT_SESSION_FLIGHT): no trace file;
+ * each ring overwrites its oldest bytes, so its readable window starts at
+ * the oldest record start its flight state (KT__SLOT_O_FL_*) vouches for,
+ * not at its checkpoint. */
+#define KT__CTL_F_FLIGHT KT__CRASH_FLIGHT
 #define KT__CTL_V1_PATH_MAX (KT__CTL_HEADER - KT__CTL_V1_O_PATH)
 
 /* A ring slot (page 1 + i of the control file): the ring's page, laid out
@@ -107,6 +127,11 @@
 #define KT__SLOT_O_CK_SEQ KT__PAGE_CK_SEQ               /* u64: CK[seq & 1] is the good one */
 #define KT__SLOT_O_THREAD KT__PAGE_THREAD               /* u32: katra's thread id */
 #define KT__SLOT_O_OS_TID KT__PAGE_OS_TID               /* u32 */
+#define KT__SLOT_O_FL_BOUND KT__PAGE_FL_BOUND           /* u64 */
+#define KT__SLOT_O_FL_MARK KT__PAGE_FL_MARK             /* KT__PAGE_FL_MARKS x u64 */
+#define KT__SLOT_O_FL_SEQ KT__PAGE_FL_SEQ               /* u64 */
+#define KT__SLOT_O_FL_COUNT KT__PAGE_FL_COUNT           /* 2 x {u64 origin, counted, n,
+							 * first, last} */
 #define KT__SLOT_O_MAGIC 2048      /* 8 bytes: KT__SLOT_MAGIC */
 #define KT__SLOT_O_INDEX 2056      /* u32: i, as in ring-<i> */
 #define KT__SLOT_MAGIC "KTSLOT01"
@@ -145,6 +170,7 @@ typedef struct kt__ctl {
 	uint64_t ring_size;
 	uint8_t overflow, codec, io;
 	int32_t level;
+	uint32_t flags;             /* KT__CTL_F_* */
 	uint64_t trace_off;
 	uint64_t start_time;        /* 0: unknown (version 1) */
 	uint8_t boot_id[16];
@@ -159,6 +185,13 @@ typedef struct kt__slot {
 	uint64_t lost, lost_base, pending_first, pending_last;
 	uint64_t refused, refused_first, refused_last;
 	uint64_t ck_tail, ck_events, ck_marked, ck_refused;
+	/* Where the ring's records to recover start: the checkpoint's tail,
+	 * or in a flight session the oldest record start of the window the
+	 * ring still holds whole; and (flight only) the events the thread
+	 * counted overwritten before it, stamped @over_first..@over_last. */
+	uint64_t from;
+	uint64_t over, over_first, over_last;
+	uint64_t over_end;          /* the count's end: @from when exact */
 } kt__slot;
 
 /*
@@ -176,12 +209,28 @@ int kt__stat_start_time(const char *line, size_t len, uint64_t *start);
 /*
  * Decode slot @index from its @len-byte page and check it: magic, index,
  * a power-of-two size in the ring range, head and tails 8-aligned and
- * within one ring of each other.  Return: 0; 1 for a slot not in use yet
- * (all zero, or stamped but never given a thread: the process died while
- * creating the ring, which held nothing); KT_EFRAME with @why set.
+ * within one ring of each other.  With @flags KT__CTL_F_FLIGHT the tails
+ * may lag (the ring overwrote them): @s->from is then the flight window's
+ * start (kt__flight_window()), which must be.  Return: 0; 1 for a slot not
+ * in use yet (all zero, or stamped but never given a thread: the process
+ * died while creating the ring, which held nothing); KT_EFRAME with @why
+ * set.
  */
-int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, char *why,
-		   size_t cap);
+int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, uint32_t flags, kt__slot *s,
+		   char *why, size_t cap);
+
+/*
+ * kt__flight_window - where the records of a dead flight-mode ring that
+ * are still whole begin, from its slot page @p (decoded in @s: size,
+ * head, tail as the session's origin): the first record start the page
+ * vouches for (a mark, the origin, the overwritten count's end) at or past
+ * both the lap below head and the lap below the bound, past which the
+ * producer may have been writing when it died.  Fills @s->from and the
+ * overwritten count (kept only when it is of this session and ends where
+ * the window starts; else zero).  Return: 0, or KT_EFRAME with @why when
+ * the page's values cannot be a live ring's.
+ */
+int kt__flight_window(const uint8_t *p, kt__slot *s, char *why, size_t cap);
 
 /* Why kt__ring_records() stopped. */
 enum kt__walk_end {

@@ -43,6 +43,7 @@ static void ctl_fields(const uint8_t *p, kt__ctl *c)
 	c->level = (int32_t)kt__get32(p + KT__CTL_O_LEVEL);
 	c->trace_off = kt__get64(p + KT__CTL_O_TRACE_OFF);
 	if (c->version >= 2) {
+		c->flags = kt__get32(p + KT__CTL_O_FLAGS);
 		c->start_time = kt__get64(p + KT__CTL_O_START);
 		memcpy(c->boot_id, p + KT__CTL_O_BOOT_ID, sizeof(c->boot_id));
 	}
@@ -135,8 +136,8 @@ int kt__stat_start_time(const char *line, size_t len, uint64_t *start)
 	return 0;
 }
 
-int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, char *why,
-		   size_t cap)
+int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, uint32_t flags, kt__slot *s,
+		   char *why, size_t cap)
 {
 	memset(s, 0, sizeof(*s));
 	s->index = index;
@@ -180,10 +181,12 @@ int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, ch
 		return say(why, cap, KT_EFRAME, "slot %u: offset %d: ring size %llu is not a power "
 			   "of two in [%u, %u]", index, KT__SLOT_O_SIZE,
 			   (unsigned long long)s->size, KT_RING_MIN, KT_RING_MAX);
-	/* Positions only grow, the tails trail head by at most one ring. */
+	/* Positions only grow, the tails trail head by at most one ring; in
+	 * a flight session they stay where it began, laps behind. */
+	int flight = (flags & KT__CTL_F_FLIGHT) != 0;
 	const char *bad = (s->head | s->tail | s->ck_tail) & 7 ? "not multiples of 8"
 			  : s->tail > s->head || s->ck_tail > s->head ? "a tail is past head"
-			  : s->head - s->tail > s->size || s->head - s->ck_tail > s->size
+			  : !flight && (s->head - s->tail > s->size || s->head - s->ck_tail > s->size)
 				  ? "more than one ring apart"
 				  : NULL;
 	if (bad)
@@ -191,6 +194,56 @@ int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, kt__slot *s, ch
 			   "checkpoint tail %llu are out of range: %s", index, KT__SLOT_O_HEAD,
 			   (unsigned long long)s->head, (unsigned long long)s->tail,
 			   (unsigned long long)s->ck_tail, bad);
+	s->from = s->over_end = s->ck_tail;
+	return flight ? kt__flight_window(p, s, why, cap) : 0;
+}
+
+/* The overwritten count of the slot page @p: its whole slot (the one
+ * the sequence names), or zero when it is not of the session that began
+ * at @s->tail or its end is not a position of it up to head. */
+static void flight_count(const uint8_t *p, kt__slot *s, uint64_t *counted)
+{
+	uint64_t seq = kt__get64(p + KT__SLOT_O_FL_SEQ);
+	const uint8_t *c = p + KT__SLOT_O_FL_COUNT + 40 * ((seq >> 1) & 1);
+	*counted = kt__get64(c + 8);
+	if (kt__get64(c) != s->tail || *counted < s->tail || *counted > s->head ||
+	    (*counted & 7)) {
+		*counted = s->tail;
+		return;
+	}
+	s->over = kt__get64(c + 16);
+	s->over_first = kt__get64(c + 24);
+	s->over_last = kt__get64(c + 32);
+}
+
+int kt__flight_window(const uint8_t *p, kt__slot *s, char *why, size_t cap)
+{
+	uint64_t counted, bound = kt__get64(p + KT__SLOT_O_FL_BOUND);
+	flight_count(p, s, &counted);
+	/* Below lo nothing is sure to be whole: a lap below head is the
+	 * producer's own older bytes, and it may have been writing anywhere
+	 * below its bound when it died, over the lap below that. */
+	uint64_t lo = s->head > s->size ? s->head - s->size : 0;
+	if (bound > s->size && bound - s->size > lo)
+		lo = bound - s->size;
+	if (lo > s->head)
+		return say(why, cap, KT_EFRAME, "slot %u: offset %d: flight bound %llu is more "
+			   "than a ring past head %llu", s->index, KT__SLOT_O_FL_BOUND,
+			   (unsigned long long)bound, (unsigned long long)s->head);
+	lo = lo > s->tail ? lo : s->tail;
+	lo = lo > counted ? lo : counted;
+	/* The first record start at or past lo that the page names. */
+	uint64_t from = s->head;
+	const uint64_t known[2] = { s->tail, counted };
+	for (unsigned i = 0; i < 2 + KT__PAGE_FL_MARKS; i++) {
+		uint64_t m = i < 2 ? known[i] : kt__get64(p + KT__SLOT_O_FL_MARK + 8 * (i - 2));
+		if (m >= lo && m < from && !(m & 7))
+			from = m;
+	}
+	s->from = from;
+	/* Events between the count's end and the window were overwritten
+	 * too, but nobody counted them: the count says what it knows. */
+	s->over_end = counted;
 	return 0;
 }
 

@@ -55,6 +55,7 @@ struct rthread {
 	uint64_t in_file;            /* events of the trace file's prefix */
 	uint64_t recovered;          /* events taken from its ring */
 	uint64_t dropped;
+	uint64_t overwritten;        /* a flight ring's, before its window */
 };
 
 /* A drop frame of the trace file; equal ones merged, @left of them not
@@ -88,7 +89,7 @@ struct kt__recovery {
 	size_t nnames, cap_names;
 	struct rdrop *drops;         /* drop frames of the trace file */
 	size_t ndrops, cap_drops;
-	uint64_t from_file, from_rings, dropped;
+	uint64_t from_file, from_rings, dropped, overwritten;
 	uint64_t ring_bytes;         /* read so far, against caps.ring_bytes */
 	uint8_t *win;                /* WIN_MAX bytes of names log or ring */
 	/* the ring being walked */
@@ -488,6 +489,21 @@ static void put_unmarked(kt__recovery *R, const kt__slot *sl)
 		put_drop(R, R->t, refused, sl->refused_first, sl->refused_last);
 }
 
+/* A flight-mode ring's events overwritten before its window: one drop
+ * frame, as a snapshot writes them, timed before the window. */
+static void put_overwritten(kt__recovery *R, const kt__slot *sl, const char *file)
+{
+	if (sl->over_end != sl->from)
+		problem(R, file, "thread %u's events from position %" PRIu64 " to %" PRIu64
+			" were overwritten and are not counted", sl->thread_id, sl->over_end,
+			sl->from);
+	if (!sl->over || R->werr || werr(R, kt_writer_drop(R->w, sl->thread_id, sl->over,
+							   sl->over_first, sl->over_last)))
+		return;
+	R->t->overwritten += sl->over;
+	R->overwritten += sl->over;
+}
+
 static void recover_ring(kt__recovery *R, const kt__slot *sl)
 {
 	char file[32], why[256] = "";
@@ -512,7 +528,7 @@ static void recover_ring(kt__recovery *R, const kt__slot *sl)
 	}
 	set_skip(R, sl, file);
 	R->markers = 0;
-	uint64_t end = walk_ring(R, fd, sl->size, sl->ck_tail, sl->head, why, sizeof(why));
+	uint64_t end = walk_ring(R, fd, sl->size, sl->from, sl->head, why, sizeof(why));
 	close(fd);
 	if (end != sl->head && !R->werr)
 		problem(R, file, "%s: thread %u's records from there to position %" PRIu64
@@ -522,6 +538,7 @@ static void recover_ring(kt__recovery *R, const kt__slot *sl)
 		problem(R, file, "the trace file holds %" PRIu64 " more events of thread %u "
 			"than the ring had left", R->skip, sl->thread_id);
 	put_unmarked(R, sl);
+	put_overwritten(R, sl, file);
 }
 
 /* Slot @i of the control file into @page.  Return: 0, or -1 (reported). */
@@ -561,7 +578,8 @@ static void recover_rings(kt__recovery *R, uint32_t slot_size)
 		}
 		if (read_slot(R, i, slot_size, page))
 			break;
-		int rc = kt__slot_parse(page, slot_size, i, &sl, why, sizeof(why));
+		int rc = kt__slot_parse(page, slot_size, i, R->ctl_ok ? R->ctl.flags : 0, &sl, why,
+					sizeof(why));
 		if (rc < 0)
 			problem(R, "control", "offset %" PRIu64 ": %s: that ring is skipped",
 				(uint64_t)(i + 1) * slot_size, why);
@@ -631,7 +649,7 @@ static void open_trace(kt__recovery *R, const char *given, kt_reader **r, struct
 	char why[256];
 	memset(sb, 0, sizeof(*sb));
 	if (!*path) {
-		if (R->ctl_ok)
+		if (R->ctl_ok && !(R->ctl.flags & KT__CTL_F_FLIGHT)) /* a flight one has none */
 			problem(R, "control", "no trace file path (the session wrote to a pipe or "
 				"socket): recovering from the rings alone");
 		return;
@@ -695,7 +713,8 @@ static void rebuild(kt__recovery *R)
 	kt__idmap_sort(&R->threads);   /* thread frames in id order, as before */
 	for (size_t i = 0; i < R->threads.len && !R->werr; i++) {
 		struct rthread *t = KT__IDMAP_AT(&R->threads, struct rthread, i);
-		if (!t->listed && (t->in_file || t->recovered || t->dropped || t->name))
+		if (!t->listed &&
+		    (t->in_file || t->recovered || t->dropped || t->overwritten || t->name))
 			werr(R, kt_writer_thread(R->w, t->thread_id, t->os_tid, t->name));
 	}
 	kt_file_summary sum = { .flags = KT_SUMMARY_RECOVERED };
@@ -749,7 +768,8 @@ int kt__recover_write(kt__recovery *R, int fd)
 void kt__recover_result_get(const kt__recovery *R, kt__recover_result *res)
 {
 	*res = (kt__recover_result){ R->from_file, R->from_rings, R->dropped, R->threads.len,
-				     R->problems };
+				     R->problems, R->overwritten,
+				     R->ctl_ok && (R->ctl.flags & KT__CTL_F_FLIGHT) };
 }
 
 void kt__recover_close(kt__recovery *R)

@@ -28,8 +28,9 @@ struct kt__crash;
  * kt__crash_start - make PARENT/katra-<pid>/ ("" or NULL: /dev/shm) with
  * its control and names files and take the control file's lock, held
  * until the process ends.  @trace_fd is the session's file, starting at
- * @trace_off.  Rings are backed by files there once kt__crash_backing()
- * is the registry's (kt__registry_set_backing()).  Return: 0 and *@out,
+ * @trace_off (-1 and 0 for a flight session, which has none).  Rings are
+ * backed by files there once kt__crash_backing() is the registry's
+ * (kt__registry_set_backing()).  Return: 0 and *@out,
  * or -errno (nothing is left behind).  Session start and stop only.
  */
 int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
@@ -39,9 +40,14 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
  * control file and a ring file per ring, names into the names log. */
 const kt__backing *kt__crash_backing(struct kt__crash *c);
 
+/* kt__crash_publish()'s @flags: the session is a flight session, whose
+ * rings overwrite their oldest bytes (its @trace_fd was -1). */
+#define KT__CRASH_FLIGHT 1u
+
 /* kt__crash_publish - write the control header: the session's header
- * values and ring generation.  Return: 0 or -errno. */
-int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen);
+ * values, ring generation and @flags (KT__CRASH_*).  Return: 0 or
+ * -errno. */
+int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen, uint32_t flags);
 
 /* The directory, for messages. */
 const char *kt__crash_dir(const struct kt__crash *c);
@@ -69,6 +75,10 @@ typedef struct kt__recover_result {
 	uint64_t dropped;        /* events the output counts as dropped */
 	size_t threads;
 	unsigned problems;       /* damage reported: parts not recovered */
+	uint64_t overwritten;    /* a flight session's events its rings
+				  * overwrote before what they hold: drop
+				  * frames, apart from @dropped */
+	int flight;              /* the directory is a flight session's */
 } kt__recover_result;
 
 /* A message for the user, one line without its end: a problem found (the

@@ -34,26 +34,29 @@ void kt__ring_set_flight(int on)
 }
 
 /* The count of overwritten events as the producer publishes it. */
-struct over_count {
-	uint64_t origin, counted, n, first, last;
-};
+typedef struct kt__ring_flcount over_count;
 
-/* Publish @c: a seqlock (fl_seq odd while it changes), so a snapshot
- * reads the count and the position it ends at as one. */
-static void put_count(struct kt__ring *r, const struct over_count *c)
+/*
+ * Publish @c in the slot not in use, then name it: fl_seq is odd while it
+ * is written (a seqlock's writer), and fl_cnt[(fl_seq >> 1) & 1] is the
+ * whole slot at every moment, also to a reader of a killed process's
+ * crash file, which no seqlock can help (recover/'s flight window).
+ */
+static void put_count(struct kt__ring *r, const over_count *c)
 {
 	/* Relaxed: this thread alone writes the sequence. */
 	uint64_t seq = kt__load_own(&r->fl_seq);
+	struct kt__ring_flcount *to = &r->fl_cnt[((seq >> 1) + 1) & 1];
 	kt__store_relaxed(&r->fl_seq, seq + 1);
 	/* Release fence: a reader that sees any store below sees the odd
 	 * sequence too (pairs with the acquire fence in read_count()). */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	/* Relaxed: ordered by the sequence's fence and release store. */
-	kt__store_relaxed(&r->fl_origin, c->origin);
-	kt__store_relaxed(&r->fl_counted, c->counted);
-	kt__store_relaxed(&r->fl_over, c->n);
-	kt__store_relaxed(&r->fl_over_first, c->first);
-	kt__store_relaxed(&r->fl_over_last, c->last);
+	kt__store_relaxed(&to->origin, c->origin);
+	kt__store_relaxed(&to->counted, c->counted);
+	kt__store_relaxed(&to->n, c->n);
+	kt__store_relaxed(&to->first, c->first);
+	kt__store_relaxed(&to->last, c->last);
 	/* Release: a reader that acquires the even sequence sees them all. */
 	kt__store_release(&r->fl_seq, seq + 2);
 }
@@ -69,12 +72,12 @@ static void count_overwritten(struct kt__ring *r, uint64_t upto)
 {
 	/* Relaxed: the fields are this thread's; tail is set before the
 	 * session starts (or at the ring's registration), not moved in it. */
-	struct over_count c = { kt__load_stale(&r->tail), kt__load_own(&r->fl_counted),
-				kt__load_own(&r->fl_over), kt__load_own(&r->fl_over_first),
-				kt__load_own(&r->fl_over_last) };
-	int fresh = kt__load_own(&r->fl_origin) != c.origin;
+	const struct kt__ring_flcount *cur = &r->fl_cnt[(kt__load_own(&r->fl_seq) >> 1) & 1];
+	over_count c = { kt__load_stale(&r->tail), kt__load_own(&cur->counted),
+			 kt__load_own(&cur->n), kt__load_own(&cur->first), kt__load_own(&cur->last) };
+	int fresh = kt__load_own(&cur->origin) != c.origin;
 	if (fresh)
-		c = (struct over_count){ .origin = c.origin, .counted = c.origin };
+		c = (over_count){ .origin = c.origin, .counted = c.origin };
 	uint64_t pos = c.counted;
 	kt__ring_rec rec;
 	while (pos < upto &&
@@ -101,10 +104,12 @@ uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
 	bound = (end + sub - 1) & ~(sub - 1);
 	if (bound > r->size)
 		count_overwritten(r, bound - r->size);
-	/* Relaxed stores: a mark is a record start whenever it is read, and
-	 * the bound's order against the records comes from the fence. */
+	/* Relaxed: a mark is a record start whenever it is read. */
 	kt__store_relaxed(&r->fl_mark[(bound / sub) % KT__FL_MARKS], head);
-	kt__store_relaxed(&r->fl_bound, bound);
+	/* Release: the count and the mark are stored before the bound that
+	 * lets the bytes they describe be overwritten, so a crash file never
+	 * holds a bound past them (recover/'s flight window relies on it). */
+	kt__store_release(&r->fl_bound, bound);
 	/* Release fence: the new bound is visible before any store that
 	 * follows (this record's, the next fast-path records'), so a reader
 	 * that saw one of them sees the bound that covers it (pairs with the
@@ -186,20 +191,22 @@ static uint64_t lapped_below(struct kt__ring *r, uint64_t bound)
 	return bound > r->size ? bound - r->size : 0;
 }
 
-/* The producer's count, read whole (the seqlock of put_count()): 0 when
- * it is of an earlier session or changing under every try. */
-static int read_count(struct kt__ring *r, uint64_t origin, struct over_count *c)
+/* The producer's count, read whole (put_count()'s slot named by the
+ * sequence, checked as a seqlock's reader checks: the producer writes
+ * that slot again only from the sequence two past the even one before
+ * it): 0 when it is of an earlier session or changing under every try. */
+static int read_count(struct kt__ring *r, uint64_t origin, over_count *c)
 {
 	for (int i = 0; i < 4; i++) {
 		uint64_t s1 = kt__load_acquire(&r->fl_seq);
+		const struct kt__ring_flcount *from = &r->fl_cnt[(s1 >> 1) & 1];
 		/* Relaxed: checked by the sequence, as in any seqlock. */
-		*c = (struct over_count){ kt__load_stale(&r->fl_origin),
-					  kt__load_stale(&r->fl_counted), kt__load_stale(&r->fl_over),
-					  kt__load_stale(&r->fl_over_first),
-					  kt__load_stale(&r->fl_over_last) };
+		*c = (over_count){ kt__load_stale(&from->origin), kt__load_stale(&from->counted),
+				   kt__load_stale(&from->n), kt__load_stale(&from->first),
+				   kt__load_stale(&from->last) };
 		/* Acquire fence: pairs with put_count()'s release fence. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (!(s1 & 1) && s1 == kt__load_stale(&r->fl_seq))
+		if (kt__load_stale(&r->fl_seq) < (s1 | 1) + 2)
 			return c->origin == origin;
 	}
 	return 0;
@@ -207,7 +214,7 @@ static int read_count(struct kt__ring *r, uint64_t origin, struct over_count *c)
 
 void kt__ring_flight_over(struct kt__ring *r, kt__flight_span *out)
 {
-	struct over_count c;
+	over_count c;
 	/* Relaxed: tail does not move while the session runs. */
 	if (!read_count(r, kt__load_stale(&r->tail), &c) || !c.n)
 		return;
@@ -225,9 +232,9 @@ static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 	uint64_t origin = kt__load_stale(&r->tail);
 	/* The count first: every event it counts starts below c.counted, and
 	 * the copy starts no lower, so none is both counted and kept. */
-	struct over_count c = { .counted = origin };
+	over_count c = { .counted = origin };
 	if (!read_count(r, origin, &c))
-		c = (struct over_count){ .counted = origin };
+		c = (over_count){ .counted = origin };
 	/* The bound before head: a bound read late, after the producer ran
 	 * on, would put the start past head (a stale one only starts the
 	 * copy early, and the check below cuts it). */

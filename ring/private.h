@@ -90,18 +90,19 @@ struct kt__ring {
 	alignas(KT__CACHELINE) uint64_t fl_bound;
 	uint64_t fl_mark[KT__FL_MARKS];
 	/* Events overwritten, counted by the same slow path as each raise
-	 * lets it overwrite them (kt__flight_count()): every event of the
-	 * session that starts below fl_counted, a record start, is in
-	 * fl_over, its timestamps in [fl_over_first, fl_over_last].  The
-	 * counts are of the session whose first position is fl_origin.
-	 * Atomic: snapshots read them while the producer runs, as one under
-	 * the seqlock fl_seq (odd while they change). */
+	 * lets it overwrite them (flight.c's count_overwritten()): every
+	 * event of the session that starts below counted, a record start,
+	 * is in n, its timestamps in [first, last].  The counts are of the
+	 * session whose first position is origin.  Two slots, the whole one
+	 * fl_cnt[(fl_seq >> 1) & 1]: fl_seq is odd while the other is
+	 * written, so a snapshot reads one as a seqlock's reader does while
+	 * the producer runs, and a process killed mid-update leaves the last
+	 * whole one in its crash file.  Atomic: snapshots read them while the
+	 * producer runs. */
 	uint64_t fl_seq;
-	uint64_t fl_origin;
-	uint64_t fl_counted;
-	uint64_t fl_over;
-	uint64_t fl_over_first;
-	uint64_t fl_over_last;
+	struct kt__ring_flcount {
+		uint64_t origin, counted, n, first, last;
+	} fl_cnt[2];
 };
 
 /* The page's layout that ring.h promises, taken from the struct. */
@@ -120,6 +121,12 @@ _Static_assert(sizeof(struct kt__ring_ckpt) == 32, "page layout");
 _Static_assert(offsetof(struct kt__ring, ck_seq) == KT__PAGE_CK_SEQ, "page layout");
 _Static_assert(offsetof(struct kt__ring, thread_id) == KT__PAGE_THREAD, "page layout");
 _Static_assert(offsetof(struct kt__ring, os_tid) == KT__PAGE_OS_TID, "page layout");
+_Static_assert(offsetof(struct kt__ring, fl_bound) == KT__PAGE_FL_BOUND, "page layout");
+_Static_assert(offsetof(struct kt__ring, fl_mark) == KT__PAGE_FL_MARK, "page layout");
+_Static_assert(KT__FL_MARKS == KT__PAGE_FL_MARKS, "page layout");
+_Static_assert(offsetof(struct kt__ring, fl_seq) == KT__PAGE_FL_SEQ, "page layout");
+_Static_assert(offsetof(struct kt__ring, fl_cnt) == KT__PAGE_FL_COUNT, "page layout");
+_Static_assert(sizeof(struct kt__ring_flcount) == 40, "page layout");
 _Static_assert(sizeof(struct kt__ring) <= KT__PAGE_END, "a backing's bytes follow the struct");
 
 /* The calling thread's ring, or NULL: prod is the first member, so the TLS

@@ -69,6 +69,18 @@ struct kt__ring;
 #define KT__PAGE_CK_SEQ 1032         /* CK[seq & 1] is the good one */
 #define KT__PAGE_THREAD 1100         /* u32: katra's thread id */
 #define KT__PAGE_OS_TID 1104         /* u32 */
+/* Flight mode (ring/flight.c says how they are kept): */
+#define KT__PAGE_FL_BOUND 1152       /* the producer writes nothing at or
+				      * past it before raising it */
+#define KT__PAGE_FL_MARK 1160        /* KT__PAGE_FL_MARKS record starts,
+				      * one per raise of the bound */
+#define KT__PAGE_FL_MARKS 32
+#define KT__PAGE_FL_SEQ 1416         /* COUNT[(SEQ >> 1) & 1] is whole */
+#define KT__PAGE_FL_COUNT 1424       /* 2 x {u64 origin, counted, n, first,
+				      * last}: the n events of the session
+				      * starting at origin that lie below
+				      * counted (a record start) were
+				      * overwritten, stamped first to last */
 #define KT__PAGE_END 2048            /* the struct ends before: a backing
 				      * may keep its own bytes from here */
 

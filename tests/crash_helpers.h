@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <criterion/criterion.h>
@@ -132,6 +133,60 @@ static inline int katra(char *out, size_t cap, const char *const *args)
 {
 	const struct t_run here = { 0 };
 	return katra_run(&here, out, cap, args);
+}
+
+/* Call @fn with every frame of @path, which must read whole. */
+static inline void t_each_frame(const char *path, void (*fn)(void *ctx, const kt_trace_frame *f),
+				void *ctx)
+{
+	kt_reader *r;
+	kt_reader_error err;
+	cr_assert_eq(kt_reader_open(&r, path, &err), 0, "%s", err.message);
+	kt_trace_frame f;
+	int rc;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0)
+		fn(ctx, &f);
+	cr_assert_eq(rc, 0, "%s: %s", path, kt_reader_last_error(r)->message);
+	kt_reader_close(r);
+}
+
+/* @len bytes a forked child shares with the test, zeroed. */
+static inline void *t_shared(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	return p;
+}
+
+/* In a forked child: tell the test it is ready (what it stored before is
+ * seen with it), then wait to be killed. */
+static inline __attribute__((noreturn)) void t_child_ready(_Atomic int *ready)
+{
+	/* Release: pairs with t_wait_ready()'s acquire. */
+	atomic_store_explicit(ready, 1, memory_order_release);
+	for (;;)
+		pause();
+}
+
+/* Wait for a forked child to set @ready (release), failing the test
+ * should it end first. */
+static inline void t_wait_ready(_Atomic int *ready, pid_t pid)
+{
+	/* Acquire: pairs with the child's release of ready. */
+	while (!atomic_load_explicit(ready, memory_order_acquire)) {
+		int st;
+		cr_assert_eq(waitpid(pid, &st, WNOHANG), 0, "the child ended before it was ready");
+		usleep(200);
+	}
+}
+
+/* SIGKILL a child and reap it: it must die of that signal. */
+static inline void t_kill_child(pid_t pid)
+{
+	int st;
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status 0x%x", st);
 }
 
 #endif

@@ -28,14 +28,6 @@ struct shared {
 	_Atomic int64_t last[PRODUCERS]; /* the last sequence whose emit returned */
 };
 
-static struct shared *shared_page(void)
-{
-	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	cr_assert_neq(sh, MAP_FAILED);
-	return sh;
-}
-
 /* ---- the child ---------------------------------------------------------- */
 
 struct producer {
@@ -96,28 +88,8 @@ static pid_t spawn(struct shared *sh, const char *parent, const char *trace, int
 			while (atomic_load_explicit(&sh->last[i], memory_order_acquire) !=
 			       (int64_t)limit - 1)
 				usleep(1000);
-	/* Release: the parent that sees ready sees the reports before it. */
-	atomic_store_explicit(&sh->ready, 1, memory_order_release);
-	for (;;)
-		pause();
-}
-
-static void wait_ready(struct shared *sh, pid_t pid)
-{
-	/* Acquire: pairs with the child's release of ready. */
-	while (!atomic_load_explicit(&sh->ready, memory_order_acquire)) {
-		int st;
-		cr_assert_eq(waitpid(pid, &st, WNOHANG), 0, "the child ended before it was ready");
-		usleep(500);
-	}
-}
-
-static void kill_child(pid_t pid)
-{
-	int st;
-	cr_assert_eq(kill(pid, SIGKILL), 0);
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status 0x%x", st);
+	/* The parent that sees ready sees the reports before it. */
+	t_child_ready(&sh->ready);
 }
 
 /* ---- reading a recovered trace ------------------------------------------ */
@@ -205,17 +177,17 @@ static uint64_t prefix_events(const char *trace)
 static void kill_and_recover(int policy, int codec)
 {
 	char *dir = scratch(), out_buf[8192];
-	struct shared *sh = shared_page();
+	struct shared *sh = t_shared(sizeof(struct shared));
 	unsigned seed = 8 + (unsigned)policy * 1000 + (unsigned)(codec > 0 ? codec : 0);
 	for (int round = 0; round < KILLS; round++) {
 		char *trace = path_in(dir, "trace-%d.katra", round);
 		char *out = path_in(dir, "out-%d.katra", round);
 		pid_t pid = spawn(sh, dir, trace, policy, codec, PRODUCERS, 0);
-		wait_ready(sh, pid);
+		t_wait_ready(&sh->ready, pid);
 		/* Anywhere from before the first event to deep into the run. */
 		struct timespec ts = { 0, (long)(rand_r(&seed) % 30000) * 1000 };
 		nanosleep(&ts, NULL);
-		kill_child(pid);
+		t_kill_child(pid);
 		int64_t last[PRODUCERS];
 		for (int i = 0; i < PRODUCERS; i++)
 			/* Acquire: the child is dead; this pairs with its stores. */
@@ -336,7 +308,7 @@ typedef void (*child_fn)(struct shared *sh, const char *dir, const char *trace);
 /* Run @child (it reports ready, then waits) and kill it. */
 static void leftover_of(struct leftover *l, child_fn child)
 {
-	struct shared *sh = shared_page();
+	struct shared *sh = t_shared(sizeof(struct shared));
 	l->dir = scratch();
 	l->trace = path_in(l->dir, "trace.katra");
 	l->out = path_in(l->dir, "out.katra");
@@ -346,8 +318,8 @@ static void leftover_of(struct leftover *l, child_fn child)
 		child(sh, l->dir, l->trace);
 		_exit(12);
 	}
-	wait_ready(sh, pid);
-	kill_child(pid);
+	t_wait_ready(&sh->ready, pid);
+	t_kill_child(pid);
 	munmap(sh, sizeof(*sh));
 	l->crash = path_in(l->dir, "katra-%ld", (long)pid);
 	l->in_trace = prefix_events(l->trace);
@@ -588,7 +560,7 @@ Test(recover, refuses_a_live_process_and_a_clean_stop_removes_the_directory)
 	char *out = path_in(dir, "out.katra"), msg[4096];
 	int go[2];
 	cr_assert_eq(pipe(go), 0);
-	struct shared *sh = shared_page();
+	struct shared *sh = t_shared(sizeof(struct shared));
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -607,7 +579,7 @@ Test(recover, refuses_a_live_process_and_a_clean_stop_removes_the_directory)
 		_exit(kt_session_stop(s, NULL) ? 12 : 0);
 	}
 	close(go[0]);
-	wait_ready(sh, pid);
+	t_wait_ready(&sh->ready, pid);
 	char *crash = path_in(dir, "katra-%ld", (long)pid);
 	const char *args[] = { "recover", crash, "--out", out, NULL };
 	cr_assert_eq(katra(msg, sizeof(msg), args), 1, "%s", msg);

@@ -389,9 +389,10 @@ Test(flight, exited_thread_stays)
 
 /* ---- `katra snapshot PID` ------------------------------------------------ */
 
-/* Run `katra snapshot PID --out @out` as user @uid (when not our own):
- * its exit status, or -1. */
-static int run_cli(uid_t uid, const char *out)
+/* Run `katra snapshot PID --out @out` as user @uid (when not our own),
+ * its standard output to @out_fd unless it is -1: its exit status, or
+ * -1. */
+static int run_cli_to(uid_t uid, const char *out, int out_fd)
 {
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
@@ -401,7 +402,8 @@ static int run_cli(uid_t uid, const char *out)
 		 * private (a CI checkout under a 0700 mktemp -d), and what is
 		 * tested is the command's refusal, not the path's. */
 		int exe = open(KT_BIN_DIR "/katra", O_RDONLY);
-		if (exe < 0 || (uid != geteuid() && (setgid(uid) || setuid(uid))))
+		if (exe < 0 || (uid != geteuid() && (setgid(uid) || setuid(uid))) ||
+		    (out_fd >= 0 && dup2(out_fd, 1) < 0))
 			_exit(100);
 		char *const argv[] = { "katra", "snapshot", pid, "--out", (char *)out, NULL };
 		fexecve(exe, argv, environ);
@@ -411,6 +413,11 @@ static int run_cli(uid_t uid, const char *out)
 	if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st))
 		return -1;
 	return WEXITSTATUS(st);
+}
+
+static int run_cli(uid_t uid, const char *out)
+{
+	return run_cli_to(uid, out, -1);
 }
 
 static kt_session *fx_listen(void)
@@ -445,6 +452,84 @@ Test(flight, snapshot_pid_from_cli)
 	cr_assert_eq(run_cli(geteuid(), tmp_path("a.katra")), 1);
 	cr_assert_eq(access(tmp_path("a.katra"), F_OK), -1);
 	rmdir(dir);
+}
+
+union anc {
+	struct cmsghdr h;
+	uint8_t b[64];
+};
+
+/* Ancillary data as the kernel lays it out: @n descriptors in one
+ * SCM_RIGHTS header, @len_bias added to its length. */
+static size_t put_rights(union anc *ctl, const int *fds, size_t n,
+			 size_t len_bias)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	ctl->h.cmsg_level = SOL_SOCKET;
+	ctl->h.cmsg_type = SCM_RIGHTS;
+	ctl->h.cmsg_len = CMSG_LEN(n * sizeof(int)) + len_bias;
+	memcpy(CMSG_DATA(&ctl->h), fds, n * sizeof(int));
+	return CMSG_SPACE(n * sizeof(int));
+}
+
+/* Ask for a snapshot into @out_fd over the socket, as a client of
+ * protocol @magic: the reply's bytes into @rep, their count returned. */
+static size_t ask_raw(uint64_t magic, int out_fd, uint64_t rep[KT__CTL_REP_WORDS + 1])
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	cr_assert_eq(kt__control_path((long)getpid(), a.sun_path, sizeof(a.sun_path)), 0);
+	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	uint64_t req[KT__CTL_REQ_WORDS] = { magic, 0, 0 };
+	union anc ctl;
+	struct iovec iov = { req, sizeof(req) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+			    .msg_controllen = put_rights(&ctl, &out_fd, 1, 0) };
+	cr_assert_eq(sendmsg(c, &m, 0), (ssize_t)sizeof(req));
+	size_t got = 0;
+	ssize_t n;
+	while ((n = recv(c, (char *)rep + got, (KT__CTL_REP_WORDS + 1) * 8 - got, 0)) > 0)
+		got += (size_t)n;
+	close(c);
+	return got;
+}
+
+/* The reply says how many events the rings overwrote: `katra snapshot`
+ * prints it, and a version 1 client still gets its own shorter reply. */
+Test(flight, snapshot_pid_says_events_overwritten)
+{
+	fx_dir();
+	kt_config cfg = { .ring_size = KT_RING_MIN };
+	cr_assert_eq(kt_init(&cfg), 0);
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	emit_seq(kt_name("seq"), 20000); /* 24 bytes each: seven laps */
+	int out = memfd_create("cli-out", MFD_CLOEXEC);
+	cr_assert_eq(run_cli_to(geteuid(), tmp_path("a.katra"), out), 0);
+	char line[512] = "";
+	cr_assert_gt(pread(out, line, sizeof(line) - 1, 0), 0);
+	struct seen v;
+	read_back(tmp_path("a.katra"), &v);
+	cr_assert_eq(v.last[0], 20000);
+	cr_assert_gt(v.first[0], 1, "the ring lapped");
+	unsigned long long said = 0;
+	const char *at = strstr(line, "; ");
+	cr_assert(at && (at = strstr(at + 2, "; ")), "%s", line);
+	cr_assert_eq(sscanf(at, "; %llu events overwritten", &said), 1, "%s", line);
+	cr_assert_eq(said, v.first[0] - 1, "%s", line);
+	/* Each version's reply, its own size. */
+	uint64_t rep[KT__CTL_REP_WORDS + 1];
+	int f = open(tmp_path("b.katra"), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_eq(ask_raw(KT__CTL_MAGIC_V1, f, rep), KT__CTL_REP_WORDS_V1 * 8);
+	cr_assert_eq(rep[0], 0);
+	cr_assert_eq(ftruncate(f, 0), 0);
+	cr_assert_eq(ask_raw(KT__CTL_MAGIC, f, rep), KT__CTL_REP_WORDS * 8);
+	cr_assert_eq(rep[0], 0);
+	cr_assert_eq(rep[KT__CTL_REP_EVENTS_OVERWRITTEN], said);
+	close(f);
+	close(out);
+	fx_end(s);
 }
 
 Test(flight, snapshot_pid_refuses_other_user)
@@ -557,24 +642,6 @@ Test(flight, stress_snapshots_while_producing, .timeout = 600)
 	fx_end(s);
 }
 
-union anc {
-	struct cmsghdr h;
-	uint8_t b[64];
-};
-
-/* Ancillary data as the kernel lays it out: @n descriptors in one
- * SCM_RIGHTS header, @len_bias added to its length. */
-static size_t put_rights(union anc *ctl, const int *fds, size_t n,
-			 size_t len_bias)
-{
-	memset(ctl, 0, sizeof(*ctl));
-	ctl->h.cmsg_level = SOL_SOCKET;
-	ctl->h.cmsg_type = SCM_RIGHTS;
-	ctl->h.cmsg_len = CMSG_LEN(n * sizeof(int)) + len_bias;
-	memcpy(CMSG_DATA(&ctl->h), fds, n * sizeof(int));
-	return CMSG_SPACE(n * sizeof(int));
-}
-
 /* A request's bytes, parsed without a socket: the one file it brings is
  * kept, anything else refused with every descriptor listed to close. */
 Test(flight, snapshot_request_parse)
@@ -588,6 +655,11 @@ Test(flight, snapshot_request_parse)
 	cr_assert_eq(req.fd, 11);
 	cr_assert_eq(req.max_age_ns, 7);
 	cr_assert_eq(req.max_bytes, 9);
+	cr_assert_eq(req.version, 2);
+	w[0] = KT__CTL_MAGIC_V1;
+	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, 0, &req), 0);
+	cr_assert_eq(req.version, 1);
+	w[0] = KT__CTL_MAGIC;
 	/* Truncated ancillary data, a short request, a wrong magic. */
 	cr_assert_eq(kt__ctl_request_parse((uint8_t *)w, sizeof(w), ctl.b, n, MSG_CTRUNC, &req),
 		     -EINVAL);

@@ -124,12 +124,14 @@ static const char *out_error(int rc)
 static void result_line(kt__recovery *rv, const char *dir, const char *out)
 {
 	kt__recover_result res;
-	char line[8192];
+	char line[8192], over[64] = "";
 	kt__recover_result_get(rv, &res);
+	if (res.flight)
+		snprintf(over, sizeof(over), ", %" PRIu64 " overwritten", res.overwritten);
 	snprintf(line, sizeof(line), "%s: recovered %" PRIu64 " events (%" PRIu64 " from the trace "
-		 "file, %" PRIu64 " from the rings), %" PRIu64 " dropped, %zu threads: %s",
+		 "file, %" PRIu64 " from the rings), %" PRIu64 " dropped%s, %zu threads: %s",
 		 dir, res.from_file + res.from_rings, res.from_file, res.from_rings, res.dropped,
-		 res.threads, out);
+		 over, res.threads, out);
 	text_put(stdout, line, strlen(line));
 	putchar('\n');
 }

@@ -52,7 +52,9 @@ static const struct opts_spec snapshot_spec = {
 		"Asks process PID, of your own user, running a flight session started\n"
 		"with listen set, to write the newest window of its threads' rings to\n"
 		"FILE (default snapshot-PID.katra), no older than NS and no more than B\n"
-		"bytes of events.  Another user's process is refused.\n",
+		"bytes of events.  Another user's process is refused.  Prints the events\n"
+		"written, their threads, the file's bytes, the head loss and the events\n"
+		"the rings had overwritten (older than the window).\n",
 };
 
 /* PID as a number, and the process ours: 0, or the exit status said. */
@@ -120,11 +122,17 @@ static int ask(int c, const struct snap_args *a, int out_fd, uint64_t rep[KT__CT
 	size_t got = 0;
 	while (got < KT__CTL_REP_WORDS * 8) {
 		ssize_t n = recv(c, (char *)rep + got, KT__CTL_REP_WORDS * 8 - got, 0);
-		if (n <= 0)
-			return n < 0 ? -errno : -ECONNRESET;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
 		got += (size_t)n;
 	}
-	return (int)(int64_t)rep[0];
+	/* A process whose katra knows version 1 only refuses the request
+	 * with a version 1 reply. */
+	if (got == KT__CTL_REP_WORDS_V1 * 8 && (int)(int64_t)rep[0] == -EINVAL)
+		return -EPROTO;
+	return got < KT__CTL_REP_WORDS * 8 ? -ECONNRESET : (int)(int64_t)rep[0];
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -150,11 +158,14 @@ int cmd_snapshot(int argc, char **argv)
 	close(c);
 	if (rc) {
 		outfile_abort(&o);
-		fprintf(stderr, "katra snapshot: %s\n", kt_strerror(rc));
+		fprintf(stderr, "katra snapshot: %s\n",
+			rc == -EPROTO ? "process speaks an older snapshot protocol: ask with its "
+					"own katra"
+				      : kt_strerror(rc));
 		return EXIT_BAD;
 	}
 	printf("%" PRIu64 " events of %" PRIu64 " threads, %" PRIu64 " bytes; head loss %" PRIu64
-	       " ns\n",
-	       rep[4], rep[9], rep[8], rep[3]);
+	       " ns; %" PRIu64 " events overwritten\n",
+	       rep[4], rep[9], rep[8], rep[3], rep[KT__CTL_REP_EVENTS_OVERWRITTEN]);
 	return EXIT_OK;
 }

@@ -200,14 +200,16 @@ typedef struct kt_session_options {
 	/*
 	 * kt_session_mode; default KT_SESSION_NORMAL.  KT_SESSION_FLIGHT is a
 	 * flight recorder: nothing is written while it records (@path, @fd,
-	 * the codec's I/O options, the byte cap and crash files are not
-	 * used); each thread's ring keeps its newest events, a full ring
-	 * overwriting its oldest instead of dropping the newest (the emit
-	 * path costs the same; kt_config.overflow does not apply), and
+	 * the codec's I/O options and the byte cap are not used); each
+	 * thread's ring keeps its newest events, a full ring overwriting its
+	 * oldest instead of dropping the newest (the emit path costs the
+	 * same; kt_config.overflow does not apply), and
 	 * kt_session_snapshot() writes the newest window to a trace file
 	 * whenever asked.  @codec and @codec_level are the snapshots'.  The
 	 * rings of threads that exit stay (their events in snapshots) until
-	 * the session stops.
+	 * the session stops.  With crash files (@crash_dir) the rings live in
+	 * them, and after the process dies `katra recover` rebuilds each
+	 * thread's newest window, its overwritten events counted.
 	 */
 	int mode;
 	/* KT_SESSION_FLIGHT only: take snapshots asked for by `katra

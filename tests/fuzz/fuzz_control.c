@@ -51,8 +51,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t slot = rc >= 0 ? c.slot_size : 4096;
 	for (uint64_t i = 0; (i + 2) * slot <= size; i++) {
 		kt__slot s;
-		kt__slot_parse(data + (i + 1) * slot, (size_t)slot, (uint32_t)i, &s, why,
-			       sizeof(why));
+		int st = kt__slot_parse(data + (i + 1) * slot, (size_t)slot, (uint32_t)i,
+					rc >= 0 ? c.flags : 0, &s, why, sizeof(why));
+		/* A flight window, when found, lies within a ring below head. */
+		if (st == 0 && (s.from > s.head || s.head - s.from > s.size))
+			abort();
 	}
 	struct tally whole = { 0 }, pieces = { 0 };
 	enum kt__walk_end end;

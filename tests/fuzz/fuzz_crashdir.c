@@ -9,6 +9,9 @@
  * it must not crash, block or leak, and an output it writes must read
  * back whole.
  *
+ * With F_FLIGHT the directory is a flight session's, its rings lapped (the
+ * window recovery has to find from the slots' flight state).
+ *
  * Input: byte 0: flags (F_* below); byte 1: slots (low 2 bits, plus 1),
  * the ring size (KT_RING_MIN << bits 2-3) and one twist (bits 4-7, T_*
  * below; most values are none, so most inputs reach the rings); then
@@ -40,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 enum {
 	F_SEAL = 1,          /* checksum the header after the patches */
 	F_TRACE = 2,         /* the header names the trace file */
+	F_FLIGHT = 4,        /* a flight session's: rings lapped twice */
 };
 
 enum {                       /* one file swapped for something else */
@@ -98,8 +102,22 @@ static size_t counters(uint8_t *buf, int n, uint32_t thread)
 	return at;
 }
 
+/* Slot @s as a flight ring's that lapped twice: its records, at ring
+ * offset 0, are the window past the bound's lap, as the mark and the
+ * overwritten count (1000 events, stamped before them) say. */
+static void flight_slot(struct dir *d, uint8_t *s)
+{
+	uint64_t lap2 = 2 * (uint64_t)d->ring_size;
+	kt__put64(s + KT__SLOT_O_HEAD, lap2 + RECS * 24);
+	kt__put64(s + KT__SLOT_O_FL_BOUND, lap2 + d->ring_size / 16);
+	kt__put64(s + KT__SLOT_O_FL_MARK, lap2);
+	static const uint64_t count[5] = { 0, 0, 1000, 1, 99 };
+	for (int k = 0; k < 5; k++)
+		kt__put64(s + KT__SLOT_O_FL_COUNT + 8 * k, k == 1 ? lap2 : count[k]);
+}
+
 /* The well-formed directory the patches start from. */
-static void templates(struct dir *d)
+static void templates(struct dir *d, unsigned flags)
 {
 	uint8_t *h = d->ctl;
 	memcpy(h, KT__CTL_MAGIC, 8);
@@ -117,7 +135,11 @@ static void templates(struct dir *d)
 		kt__put32(s + KT__SLOT_O_THREAD, (uint32_t)i + 1);
 		kt__crash_stamp(s, (uint32_t)i);
 		d->ring_len[i] = counters(d->ring[i], RECS, (uint32_t)i + 1);
+		if (flags & F_FLIGHT)
+			flight_slot(d, s);
 	}
+	if (flags & F_FLIGHT)
+		kt__put32(h + KT__CTL_O_FLAGS, KT__CTL_F_FLIGHT);
 	static const uint8_t names[] = { 1, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 's', 'e', 'q',
 					 2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 't' };
 	memcpy(d->names, names, sizeof(names));
@@ -287,7 +309,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    !memset(d.ring[i], 0, d.ring_size))
 			abort();
 	memset(d.names, 0, sizeof(d.names));
-	templates(&d);
+	templates(&d, data[0]);
 	trace_template(&d);
 	for (size_t at = 2, n; (n = patch(&d, data + at, size - at)); at += n)
 		;
