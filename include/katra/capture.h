@@ -127,7 +127,8 @@ typedef enum kt_cap_policy {
  * and duration over the manager's template options): kt_session_start()
  * takes it as it is, but then writes one file without the byte cap.  The
  * manager's own backend (kt_manager_session_backend()) also keeps the cap
- * and the KT_CAP_KEEP_NEWEST segments.  Valid until @start returns.
+ * and the KT_CAP_KEEP_NEWEST segments.  The struct lasts until @start
+ * returns, what its pointers point at until @stop returns.
  */
 typedef struct kt_backend_args {
 	int fd;                        /* the artifact: empty, open for writing;
@@ -139,14 +140,16 @@ typedef struct kt_backend_args {
 	const kt_session_options *session;
 	/* A backend that keeps the byte cap itself says it is reached with
 	 * @on_cap(@cap_ctx): the capture then stops, output-too-large.  Any
-	 * thread, until @stop returns; it does not wait for the manager.
-	 * @cap_ctx is the capture, opaque. */
+	 * thread but inside @start (it takes the manager's lock, which @start
+	 * is called with), until @stop returns.  @cap_ctx is the capture,
+	 * opaque. */
 	void (*on_cap)(void *cap_ctx);
 	void *cap_ctx;
 } kt_backend_args;
 
 /**
- * Records a capture.  The default records with a katra session.
+ * Records a capture.  The default records with a katra session
+ * (kt_manager_session_backend()).
  * @start: begin writing a trace into @args->fd; keep what @stop needs in
  *         *@handle.  Return 0, or a negative code (the capture then fails
  *         with start-failed).  Called with the manager's lock held: it must
