@@ -176,8 +176,8 @@ typedef struct kt_session_options {
 
 	/*
 	 * kt_session_mode; default KT_SESSION_NORMAL.  KT_SESSION_FLIGHT is a
-	 * flight recorder: nothing is written while it records (@path, @fd,
-	 * the codec's I/O options are not used); each thread's ring keeps
+	 * flight recorder: nothing is written while it records (@path, @fd
+	 * and the codec's I/O options are not used); each thread's ring keeps
 	 * its newest events, a full ring overwriting its oldest instead of
 	 * dropping the newest (the emit path costs the same;
 	 * kt_config.overflow does not apply), and
