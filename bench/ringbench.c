@@ -749,29 +749,6 @@ struct run {
 	kt_capture_status cap;  /* with a manager: how the capture ended */
 };
 
-/*
- * The manager's backend: a katra session, as the default one, but keeping
- * the session's summary for the table (drops, raw bytes, flusher CPU).
- */
-struct bench_backend {
-	kt_summary sum;
-};
-
-static int bench_start(void *ctx, const kt_backend_args *a, void **handle)
-{
-	(void)ctx;
-	kt_session *s = NULL;
-	int rc = kt_session_start(NULL, a->session, &s);
-	*handle = s;
-	return rc;
-}
-
-static int bench_stop(void *ctx, void *handle)
-{
-	struct bench_backend *b = ctx;
-	return kt_session_stop(handle, &b->sum);
-}
-
 static uint64_t wall_ns(void)
 {
 	struct timespec ts;
@@ -781,10 +758,11 @@ static uint64_t wall_ns(void)
 
 /*
  * One paced run of @threads producers through a session into @path, or,
- * with @m, through a capture of the manager (whose backend is @bb).
+ * with @m, through a capture of the manager, whose backend (the manager's
+ * own) leaves each capture's session summary in *@last.
  */
 static int run_loop(const struct opts *o, int threads, double rate, double seconds,
-		    const char *path, struct run *out, kt_manager *m, struct bench_backend *bb)
+		    const char *path, struct run *out, kt_manager *m, kt_summary *last)
 {
 	struct ids id = {
 		kt_name("frame"), kt_name("update"), kt_name("physics"), kt_name("draw"),
@@ -797,7 +775,7 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	memset(out, 0, sizeof(*out));
 	int rc = 0;
 	if (m) {
-		kt_start_result r;
+		kt_capture_ref r;
 		kt_manager_start(m, &(kt_start_request){ .run_id = o->run_id, .epoch = o->epoch,
 							 .state = "running", .validity = "valid",
 							 .boundary_at = wall_ns() }, &r);
@@ -839,13 +817,13 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	out->rss_end = rss_kib();
 	out->seconds = (double)(now_ns() - t0) / 1e9;
 	if (m) {
-		kt_stop_ticket t;
+		kt_capture_ref t;
 		kt_manager_request_stop(m, &(kt_stop_request){ .run_id = o->run_id, .epoch = o->epoch,
 							       .reason = "workload-done",
 							       .boundary_at = wall_ns() }, &t);
 		kt_manager_await(m, &t, UINT64_MAX, &out->cap);
-		out->sum = bb->sum;
-		memset(&bb->sum, 0, sizeof(bb->sum));
+		out->sum = *last;
+		memset(last, 0, sizeof(*last));
 		if (out->cap.state != KT_STATE_PUBLISHED) {
 			fprintf(stderr, "ringbench: the capture ended %s, %s\n",
 				kt_capture_state_name(out->cap.state),
@@ -914,7 +892,7 @@ static int frame_loop(const struct opts *o)
 {
 	char path[4400], root[4096];
 	kt_manager *m = NULL;
-	struct bench_backend bb = { 0 };
+	kt_summary last = { 0 };
 	if (init_katra(o))
 		return 1;
 	if (o->out) {
@@ -924,7 +902,9 @@ static int frame_loop(const struct opts *o)
 			return 1;
 		kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
 					  .workload = "ringbench frame loop" };
-		kt_capture_backend be = { .start = bench_start, .stop = bench_stop, .ctx = &bb };
+		/* The manager's own backend, keeping the session's summary for
+		 * the table (drops, raw bytes, flusher CPU). */
+		kt_capture_backend be = kt_manager_session_backend(&last);
 		double dur = o->duration > 0 ? o->duration : o->seconds + 5 < 30 ? o->seconds + 5 : 30;
 		kt_manager_options mo = { .root = root, .backend = &be, .session = &so,
 					  .duration_ns = (uint64_t)(dur * 1e9),
@@ -936,7 +916,7 @@ static int frame_loop(const struct opts *o)
 		}
 	}
 	struct run run;
-	int rc = run_loop(o, o->threads, o->rate, o->seconds, path, &run, m, &bb);
+	int rc = run_loop(o, o->threads, o->rate, o->seconds, path, &run, m, &last);
 	kt_manager_close(m);
 	if (rc) {
 		kt_summary_release(&run.sum);

@@ -5,7 +5,9 @@
  * its stop, trims and publishes; a stop asks it, an await waits for the
  * final status, and captures are remembered for status and for replaying
  * a start of the same run and epoch.  Files below the root, the default
- * owner and backend are in root.c; the status JSON in sidecar.c.
+ * owner and backend are in root.c; a capture's segments and byte cap
+ * (the output its session writes to) in segments.c; the status JSON in
+ * sidecar.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -72,7 +74,7 @@ int kt_manager_new(const kt_manager_options *opts, kt_manager **out)
 	if (opts->backend)
 		m->backend = *opts->backend;
 	else
-		m->backend = kt__mgr_default_backend();
+		m->backend = kt_manager_session_backend(NULL);
 	if (opts->owner) {
 		m->owner = *opts->owner;
 	} else {
@@ -176,7 +178,7 @@ static struct capture *new_capture(kt_manager *m, const kt_start_request *req, c
  * Replay a start already seen, or remember @c (lock held).  Return: 1
  * when the start is over with *@res filled and @c not kept, else 0.
  */
-static int replay_or_remember(kt_manager *m, struct capture *c, kt_start_result *res)
+static int replay_or_remember(kt_manager *m, struct capture *c, kt_capture_ref *res)
 {
 	struct capture *old = find(m, c->st.run_id, c->st.epoch);
 	if (old && old->st.state != KT_STATE_SKIPPED) {
@@ -299,15 +301,9 @@ static int start_backend(kt_manager *m, struct capture *c)
 	c->so.run_id = c->st.run_id;
 	c->so.capture_id = c->st.capture_id;
 	c->so.epoch = c->st.epoch;
-	c->so.max_bytes = m->max_bytes;
-	c->so.cap_policy = m->cap_policy;
 	c->so.max_duration_ns = m->duration_ns;
-	c->so.on_cap = kt__mgr_on_cap;
-	c->so.open_segment = kt__mgr_open_segment;
-	c->so.retire_segment = kt__mgr_retire_segment;
-	c->so.cap_ctx = c;
 	kt_backend_args a = { c->seg_fd[0], c->st.run_id, c->st.capture_id, c->st.epoch,
-			      m->max_bytes, &c->so };
+			      m->max_bytes, &c->so, kt__mgr_on_cap, c };
 	int rc = m->backend.start(m->backend.ctx, &a, &c->handle);
 	if (rc == KT_EBUSY) {
 		/* Another katra session in this process holds the rings. */
@@ -349,7 +345,7 @@ static void start_thread(kt_manager *m, struct capture *c)
 	pthread_cond_broadcast(&m->cond);
 }
 
-void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res)
+void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_capture_ref *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->epoch = req->epoch;
@@ -412,7 +408,7 @@ static void left_wait(kt_manager *m, struct capture *c)
 		pthread_cond_broadcast(&m->cond);
 }
 
-void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_ticket *t)
+void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_capture_ref *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->epoch = req->epoch;
@@ -466,7 +462,7 @@ void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req, kt_stop_
 
 /* ---- await, status, close ---------------------------------------------- */
 
-int kt_manager_await(kt_manager *m, const kt_stop_ticket *t, uint64_t timeout_ns,
+int kt_manager_await(kt_manager *m, const kt_capture_ref *t, uint64_t timeout_ns,
 		     kt_capture_status *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -1,8 +1,9 @@
 /*
  * capture/manager_impl.h - private to capture/: a manager's and a capture's
  * state, shared by the lifecycle (manager.c), the files below the root
- * (root.c), the capture's thread and its publishing (publish.c) and the
- * status JSON (sidecar.c).  Nothing outside capture/ includes it.
+ * (root.c), a capture's segments and its session's output (segments.c),
+ * the capture's thread and its publishing (publish.c) and the status JSON
+ * (sidecar.c).  Nothing outside capture/ includes it.
  */
 #ifndef KATRA_CAPTURE_MANAGER_IMPL_H
 #define KATRA_CAPTURE_MANAGER_IMPL_H
@@ -15,6 +16,7 @@
 
 #include <katra/capture.h>
 #include <katra/katra.h>
+#include "flush/flush.h"
 
 #define KT__MGR_TMP_PREFIX ".katra-tmp-"
 #define KT__MGR_LOCK_NAME ".katra.lock"
@@ -36,6 +38,9 @@ struct capture {
 	char base[96];               /* .katra-tmp-<pid>-<capture id> */
 	int seg_fd[KT__MGR_NSEG];    /* by segment index % NSEG; -1 when closed */
 	uint32_t seg_lo, seg_hi;     /* segments kept: [lo, hi] */
+	uint32_t seg_cur;            /* the one the session writes */
+	uint64_t seg_bytes;          /* what one segment may reach */
+	uint64_t seg_last[KT_CAP_SEGMENTS]; /* last tick written, by index % N */
 	int retired;
 	uint64_t retired_tick;       /* last tick of the newest retired segment */
 	/* Retired segments the capture's thread still has to delete: an
@@ -105,9 +110,6 @@ uint64_t kt__mgr_realtime_ns(void *ctx);
 /* The default capture id: 16 random hex digits.  Return: 0 or -EIO. */
 int kt__mgr_random_id(void *ctx, char *buf, size_t size);
 
-/* The default backend: a katra session per capture. */
-kt_capture_backend kt__mgr_default_backend(void);
-
 /*
  * The default owner: flock() on the lock file below the root, which this
  * opens (or creates) into m->lockfd.  Return: 0 or -errno.
@@ -120,18 +122,23 @@ int kt__mgr_default_owner(kt_manager *m);
  */
 void kt__mgr_clean_root(kt_manager *m);
 
+/* ---- segments.c: a capture's files and its session's output ------------ */
+
 /* Close and delete every file of @c that is not published. */
 void kt__mgr_remove_temps(struct capture *c);
 
-/*
- * The backend's callbacks, on the flusher's thread (and open_segment once
- * by the start, for segment 0): the byte cap is reached; open segment
- * @index (return: its fd or -errno); segment @index retires, its last
- * event at @last_tick.  @ctx is the capture.
- */
+/* Open segment @index of @c below the root (O_EXCL).  Return: its fd
+ * (kept in c->seg_fd) or -errno.  The start, for segment 0, then the
+ * flusher's thread. */
+int kt__mgr_open_segment(struct capture *c, uint32_t index);
+
+/* The byte cap is reached (@ctx is the capture): it stops, output-too-
+ * large.  The flusher's thread, or any backend's. */
 void kt__mgr_on_cap(void *ctx);
-int kt__mgr_open_segment(void *ctx, uint32_t index);
-void kt__mgr_retire_segment(void *ctx, uint32_t index, uint64_t last_tick);
+
+/* The output the default backend's session writes @c to: its byte cap
+ * and, under KT_CAP_KEEP_NEWEST, its segments.  The start, lock held. */
+kt__output kt__mgr_output(struct capture *c);
 
 /* Delete the retired segments queued for @c; called and returns with the
  * lock held, and drops it meanwhile. */

@@ -4,17 +4,15 @@
  * RESOLVE_NO_SYMLINKS), and every name the manager makes is one path
  * component of a checked alphabet, so nothing is written outside it.
  * Here are those opens, the fsync and rename hooks, the cleaning of a
- * dead process's leftovers, a capture's segments and temporary files (and
- * the backend's callbacks that open and retire segments), the default
- * owner (a lock file) and backend (a katra session), clocks and ids.
+ * dead process's leftovers, the default owner (a lock file) and backend
+ * (a katra session writing the capture's segments: segments.c), clocks
+ * and ids.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/openat2.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,21 +140,28 @@ static void flock_release(void *ctx, const char *capture_id)
 	flock(m->lockfd, LOCK_UN);
 }
 
+/* The manager's args only: @cap_ctx is its capture, whose segments the
+ * session writes. */
 static int session_start(void *ctx, const kt_backend_args *a, void **handle)
 {
 	(void)ctx;
 	kt_session *s = NULL;
-	int rc = kt_session_start(NULL, a->session, &s);
+	kt__output out = kt__mgr_output(a->cap_ctx);
+	int rc = kt__session_start_output(a->session, &out, &s);
 	*handle = s;
 	return rc;
 }
 
 static int session_stop(void *ctx, void *handle)
 {
-	(void)ctx;
-	kt_summary sum;
+	kt_summary sum, *last = ctx;
 	int rc = kt_session_stop(handle, &sum);
-	kt_summary_release(&sum);
+	if (last) {
+		kt_summary_release(last);
+		*last = sum;
+	} else {
+		kt_summary_release(&sum);
+	}
 	return rc;
 }
 
@@ -167,9 +172,9 @@ static int session_snapshot(void *ctx, void *handle, int fd, uint64_t max_age_ns
 	return kt_session_snapshot(handle, NULL, fd, max_age_ns, max_bytes, res);
 }
 
-kt_capture_backend kt__mgr_default_backend(void)
+kt_capture_backend kt_manager_session_backend(kt_summary *last)
 {
-	return (kt_capture_backend){ session_start, session_stop, NULL, session_snapshot };
+	return (kt_capture_backend){ session_start, session_stop, last, session_snapshot };
 }
 
 int kt__mgr_default_owner(kt_manager *m)
@@ -233,98 +238,4 @@ void kt__mgr_clean_root(kt_manager *m)
 	if (owned)
 		m->owner.release(m->owner.ctx, "");
 	closedir(d);
-}
-
-/* ---- a capture's segments and temporary files ------------------------ */
-
-static void seg_name(const struct capture *c, uint32_t index, char *buf, size_t size)
-{
-	if (index == 0)
-		snprintf(buf, size, "%s.katra", c->base);
-	else
-		snprintf(buf, size, "%s.seg%" PRIu32, c->base, index);
-}
-
-/* Close and delete every file of @c that is not published. */
-void kt__mgr_remove_temps(struct capture *c)
-{
-	char name[128];
-	for (uint32_t i = c->seg_lo; i <= c->seg_hi; i++) {
-		if (c->seg_fd[i % KT__MGR_NSEG] >= 0)
-			close(c->seg_fd[i % KT__MGR_NSEG]);
-		c->seg_fd[i % KT__MGR_NSEG] = -1;
-		seg_name(c, i, name, sizeof(name));
-		unlinkat(c->m->rootfd, name, 0);
-	}
-	static const char *const other[] = { "out", "json" };
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(name, sizeof(name), "%s.%s", c->base, other[i]);
-		unlinkat(c->m->rootfd, name, 0);
-	}
-}
-
-/* ---- the backend's callbacks (the flusher's thread) ------------------- */
-
-void kt__mgr_on_cap(void *ctx)
-{
-	struct capture *c = ctx;
-	pthread_mutex_lock(&c->m->lock);
-	c->capped = 1;
-	pthread_cond_broadcast(&c->m->cond);
-	pthread_mutex_unlock(&c->m->lock);
-}
-
-int kt__mgr_open_segment(void *ctx, uint32_t index)
-{
-	struct capture *c = ctx;
-	char name[128];
-	seg_name(c, index, name, sizeof(name));
-	int fd = kt__mgr_open_beneath(c->m->rootfd, name, O_RDWR | O_CREAT | O_EXCL, 0644);
-	if (fd >= 0) {
-		c->seg_fd[index % KT__MGR_NSEG] = fd;
-		c->seg_hi = index;
-	}
-	return fd;
-}
-
-void kt__mgr_retire_segment(void *ctx, uint32_t index, uint64_t last_tick)
-{
-	struct capture *c = ctx;
-	char name[128];
-	if (index < c->seg_lo || index > c->seg_hi)
-		return;
-	close(c->seg_fd[index % KT__MGR_NSEG]);
-	c->seg_fd[index % KT__MGR_NSEG] = -1;
-	c->seg_lo = index + 1;
-	pthread_mutex_lock(&c->m->lock);
-	int queued = c->unlink_n < sizeof(c->unlink_q) / sizeof(*c->unlink_q);
-	if (queued) {
-		c->unlink_q[c->unlink_n++] = index;
-		pthread_cond_broadcast(&c->m->cond);
-	}
-	pthread_mutex_unlock(&c->m->lock);
-	if (!queued) {
-		seg_name(c, index, name, sizeof(name));
-		unlinkat(c->m->rootfd, name, 0);
-	}
-	if (!c->retired || last_tick > c->retired_tick)
-		c->retired_tick = last_tick;
-	c->retired = 1;
-}
-
-/* Delete the retired segments queued for it; called and returns with the
- * lock held, and drops it meanwhile. */
-void kt__mgr_unlink_retired(struct capture *c)
-{
-	uint32_t q[sizeof(c->unlink_q) / sizeof(*c->unlink_q)];
-	unsigned n = c->unlink_n;
-	memcpy(q, c->unlink_q, n * sizeof(*q));
-	c->unlink_n = 0;
-	pthread_mutex_unlock(&c->m->lock);
-	for (unsigned i = 0; i < n; i++) {
-		char name[128];
-		seg_name(c, q[i], name, sizeof(name));
-		unlinkat(c->m->rootfd, name, 0);
-	}
-	pthread_mutex_lock(&c->m->lock);
 }

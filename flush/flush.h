@@ -2,7 +2,9 @@
  * flush/flush.h - internal: the I/O backends a writer can use, the
  * synchronous fd sink (fd_sink.c) and the io_uring sink (uring.c).  Both
  * are kt__sink implementations (format/format.h); one thread at a time
- * calls a sink: a session's flusher, or the public writer's owner.
+ * calls a sink: a session's flusher, or the public writer's owner.  Also
+ * the door through which capture/ gives a session the output it writes
+ * to (kt__output), snapshot requests, and katra's own threads.
  */
 #ifndef KATRA_FLUSH_FLUSH_H
 #define KATRA_FLUSH_FLUSH_H
@@ -11,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <katra/katra.h>
 #include "format/format.h"
 
 /* The synchronous sink over @fd (not owned).  NULL without memory. */
@@ -44,6 +47,49 @@ int kt__uring_sink_fd(const kt__sink *s);
  * number must let go of it then, since it may soon name a file of the host.
  */
 void kt__uring_sink_on_close(kt__sink *s, void (*fn)(void *ctx), void *ctx);
+
+/*
+ * kt__output - what a session's file may take, and where the trace goes
+ * on when it is full: the capture manager's byte cap and segments
+ * (capture/segments.c).  The policy is the output's; the session only asks
+ * before each frame and does what it is told.  A session without one
+ * writes one file without bound.  The callbacks run on the session's
+ * flusher thread, one at a time, and must not call into the session.
+ */
+typedef struct kt__output {
+	uint64_t max_bytes;    /* recorded in the header (capture.max_bytes) */
+	uint64_t file_bytes;   /* what one file may reach; 0: no bound, and
+				* no callback below is called */
+	/*
+	 * A frame of about @need bytes is next, the current file holds @at
+	 * bytes, and @tail bytes (what the file's end takes: names, threads,
+	 * drop records, summary) must stay free.  Return KT__ROOM_FITS;
+	 * KT__ROOM_NEXT: go on in the next file, then ask again (a second
+	 * KT__ROOM_NEXT counts as KT__ROOM_FULL); KT__ROOM_FULL: no room.
+	 */
+	int (*room)(void *ctx, uint64_t at, uint64_t need, uint64_t tail);
+	/* The next file: an fd the session writes from offset 0 and never
+	 * closes, or -errno (then the output is full).  NULL: none. */
+	int (*next)(void *ctx);
+	/* The file that @next gave holds the header and is the current one. */
+	void (*started)(void *ctx);
+	/* The current file took a frame whose events end at tick @last. */
+	void (*wrote)(void *ctx, uint64_t last);
+	/* The output is full: from now on events are counted dropped (a
+	 * drop record per thread at the file's end says so).  Called once. */
+	void (*full)(void *ctx);
+	void *ctx;
+} kt__output;
+
+enum { KT__ROOM_FULL = 0, KT__ROOM_FITS = 1, KT__ROOM_NEXT = 2 };
+
+/*
+ * kt__session_start_output - kt_session_start() into @o->fd (@o->use_fd
+ * set), bounded by @out (copied; NULL: no bound).  Return: as
+ * kt_session_start(), and -EINVAL for an @out with a file_bytes under
+ * 64 KiB or without room and full.  Any thread.
+ */
+int kt__session_start_output(const kt_session_options *o, const kt__output *out, kt_session **s);
 
 /*
  * pthread_create() for katra's own threads (the flusher, a capture's

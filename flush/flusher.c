@@ -65,9 +65,9 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 	struct kt__ring_ref *hold;
 	if (!count)
 		return;
-	if (!s->error && !kt__cap_room(s, 128 + bound)) {
+	if (!s->error && !kt__out_room(s, 128 + bound)) {
 		t->dropped += count;
-		kt__cap_note(t, count, first, last);
+		kt__out_note(t, count, first, last);
 		return;
 	}
 	if (!s->error && s->codec == KT_CODEC_NONE && (hold = kt__ring_hold(r, pos))) {
@@ -93,7 +93,7 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 	t->written += count;
 	s->chunks++;
 	s->bytes_raw += len;
-	kt__cap_seg_saw(s, last);
+	kt__out_wrote(s, last);
 }
 
 static void put_drop(kt_session *s, struct sthread *t, uint64_t count, uint64_t first,
@@ -102,12 +102,12 @@ static void put_drop(kt_session *s, struct sthread *t, uint64_t count, uint64_t 
 	t->dropped += count;
 	if (s->error)
 		return;
-	if (!kt__cap_room(s, 64)) {
-		kt__cap_note(t, count, first, last);
+	if (!kt__out_room(s, 64)) {
+		kt__out_note(t, count, first, last);
 		return;
 	}
 	note_error(s, kt_writer_drop(s->w, t->thread_id, count, first, last));
-	kt__cap_seg_saw(s, last);
+	kt__out_wrote(s, last);
 }
 
 /*
@@ -228,8 +228,8 @@ static void drain_all(kt_session *s)
 		kt__writer_poll(s->w);
 	if (kt__registry_snapshot(&s->rings))
 		return;
-	if (s->max_bytes)
-		kt__cap_update_reserve(s);
+	if (s->out.file_bytes)
+		kt__out_size_tail(s);
 	/* Names as they come, so that a file cut short by a crash still
 	 * names its events; the end of the file adds only the newer ones. */
 	/* Not once capped: the room kept for the end holds the names known

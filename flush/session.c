@@ -1,7 +1,8 @@
 /*
  * Sessions: starting one (its options, its file, its sink, crash files,
  * the header, the flusher thread), stopping it, and what fork() does to
- * it.  The flusher thread is flusher.c's; the byte cap and segments cap.c's.
+ * it.  The flusher thread is flusher.c's; what the file may take and the
+ * files after it are the output's (kt__output, asked through output.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -237,16 +238,20 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 		return 0; /* no file: the rest is about writing one */
 	if (uses_fd(o) ? o->fd < 0 : !path)
 		return start_fail(-EINVAL, "no trace file (a path, or an fd with use_fd)");
-	if (o->cap_policy != KT_CAP_STOP && o->cap_policy != KT_CAP_KEEP_NEWEST)
-		return start_fail(-EINVAL, "cap policy %d", o->cap_policy);
-	/* Below 64 KiB a file holds little more than its own end. */
-	if (o->max_bytes && (kt__cap_seg_limit(o) < (64u << 10) ||
-			     (o->cap_policy == KT_CAP_KEEP_NEWEST && !o->open_segment)))
-		return start_fail(-EINVAL, "byte cap (max_bytes, open_segment)");
 	return 0;
 }
 
-static kt_session *session_new(const kt_session_options *o)
+/* Below 64 KiB a file holds little more than its own end. */
+static int check_output(const kt__output *out)
+{
+	if (out && out->file_bytes &&
+	    (out->file_bytes < (64u << 10) || !out->room || !out->full ||
+	     (out->next && !out->started)))
+		return start_fail(-EINVAL, "byte cap (the output's file size or callbacks)");
+	return 0;
+}
+
+static kt_session *session_new(const kt_session_options *o, const kt__output *out)
 {
 	kt_session *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -264,17 +269,12 @@ static kt_session *session_new(const kt_session_options *o)
 	s->io_timeout = o->io_timeout_ns ? o->io_timeout_ns : KT_IO_TIMEOUT_DEFAULT_NS;
 	if (s->io_timeout == UINT64_MAX)
 		s->io_timeout = 0;
-	s->max_bytes = o->max_bytes;
-	s->seg_limit = kt__cap_seg_limit(o);
-	s->cap_policy = o->cap_policy;
-	s->on_cap = o->on_cap;
-	s->open_segment = o->open_segment;
-	s->retire_segment = o->retire_segment;
-	s->cap_ctx = o->cap_ctx;
-	/* Small caps take small chunks, so a segment holds several. */
+	if (out)
+		s->out = *out;
+	/* Small files take small chunks, so a file holds several. */
 	s->chunk_max = CHUNK_MAX;
-	if (o->max_bytes && s->seg_limit / 8 < CHUNK_MAX)
-		s->chunk_max = s->seg_limit / 8;
+	if (s->out.file_bytes && s->out.file_bytes / 8 < CHUNK_MAX)
+		s->chunk_max = s->out.file_bytes / 8;
 	return s;
 }
 
@@ -375,7 +375,7 @@ static void build_header(kt_session *s, const kt_session_options *o, kt_header *
 	h->capture.codec_level = s->level;
 	h->capture.flush_period_ns = s->period_ns;
 	h->capture.fsync_interval_ns = s->fsync_ns;
-	h->capture.max_bytes = o->max_bytes;
+	h->capture.max_bytes = s->out.max_bytes;
 	h->capture.max_duration_ns = o->max_duration_ns;
 	if (o->run_id && o->run_id[0]) {
 		h->flags |= KT_HDR_CAPTURE;
@@ -411,7 +411,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "trace header (workload, run id, capture id or notes)");
 		goto err;
 	}
-	if ((s->cap_policy == KT_CAP_KEEP_NEWEST && s->max_bytes && (rc = kt__cap_keep_header(s, &h))) ||
+	if ((s->out.next && (rc = kt__session_keep_header(s, &h))) ||
 	    (rc = truncate_output(s, path)))
 		goto err;
 	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, s->start_off, &h))) {
@@ -458,7 +458,7 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 	build_header(s, o, &h, host);
 	int rc = kt__header_validate(&h);
 	if (!rc)
-		rc = kt__cap_keep_header(s, &h);
+		rc = kt__session_keep_header(s, &h);
 	if (rc)
 		return start_fail(rc, "trace header (workload, run id, capture id or notes)");
 	if ((rc = start_crash(s, o)))
@@ -476,14 +476,15 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 	return 0;
 }
 
-static int session_start(const char *path, const kt_session_options *opts, kt_session **out)
+static int session_start(const char *path, const kt_session_options *opts,
+			 const kt__output *to, kt_session **out)
 {
 	kt_session_options o;
 	int rc, created = 0;
 
 	*out = NULL;
 	start_error[0] = 0;
-	if ((rc = check_options(path, opts, &o)))
+	if ((rc = check_options(path, opts, &o)) || (rc = check_output(to)))
 		return rc;
 	if ((rc = kt__init_with(o.ring_size, o.overflow)) == -EINVAL)
 		return start_fail(rc, "ring size %zu or overflow policy %d", o.ring_size, o.overflow);
@@ -494,7 +495,7 @@ static int session_start(const char *path, const kt_session_options *opts, kt_se
 	kt_session *s = NULL;
 	if (current)
 		rc = start_fail(KT_EBUSY, "this process");
-	else if (!(s = session_new(&o)))
+	else if (!(s = session_new(&o, to)))
 		rc = start_fail(-ENOMEM, "session");
 	else if (s->flight)
 		rc = start_flight(s, &o);
@@ -672,13 +673,24 @@ static int session_stop(kt_session *s, kt_summary *sum)
  * stopped.  So none acts inside; a pending cancel acts at the caller's
  * next cancellation point.
  */
-int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+static int start_no_cancel(const char *path, const kt_session_options *opts,
+			   const kt__output *to, kt_session **out)
 {
 	int old;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	int rc = session_start(path, opts, out);
+	int rc = session_start(path, opts, to, out);
 	pthread_setcancelstate(old, NULL);
 	return rc;
+}
+
+int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+{
+	return start_no_cancel(path, opts, NULL, out);
+}
+
+int kt__session_start_output(const kt_session_options *o, const kt__output *out, kt_session **s)
+{
+	return start_no_cancel(NULL, o, out, s);
 }
 
 int kt_session_stop(kt_session *s, kt_summary *sum)

@@ -1,7 +1,7 @@
 /*
  * flush/session_impl.h - private to flush/: a session's state, shared by
- * its lifecycle (session.c), its flusher thread (flusher.c) and its byte
- * cap and segments (cap.c).
+ * its lifecycle (session.c), its flusher thread (flusher.c) and its side
+ * of the output door (output.c).
  */
 #ifndef KATRA_FLUSH_SESSION_IMPL_H
 #define KATRA_FLUSH_SESSION_IMPL_H
@@ -26,7 +26,7 @@ struct sthread {
 	char *name;
 	uint64_t written;
 	uint64_t dropped;
-	/* Lost to the byte cap and not yet in a drop record. */
+	/* Lost to a full output and not yet in a drop record. */
 	uint64_t cap_lost, cap_first, cap_last;
 	uint64_t overwritten;   /* a flight session's, counted at its stop */
 };
@@ -65,19 +65,13 @@ struct kt_session {
 	uint64_t gen;           /* this session's ring generation */
 	uint64_t start_off;     /* where the trace starts in the file */
 
-	/* The byte cap (kt_session_options.max_bytes) and its segments. */
-	uint64_t max_bytes;     /* 0: none */
-	uint64_t seg_limit;     /* bytes one file (segment) may reach */
-	uint64_t reserve;       /* kept free for the end of the file */
+	/* What the file may take, and the files after it (kt__output,
+	 * capture/'s): asked before every frame by output.c. */
+	kt__output out;         /* zero: one file without bound */
+	uint64_t reserve;       /* what the file's end takes (the output's tail) */
 	size_t chunk_max;       /* raw bytes per chunk */
-	int cap_policy;
-	int capped;
-	uint32_t seg;           /* current segment */
-	uint64_t seg_last[KT_CAP_SEGMENTS]; /* last tick written, by segment % N */
-	void (*on_cap)(void *ctx);
-	int (*open_segment)(void *ctx, uint32_t index);
-	void (*retire_segment)(void *ctx, uint32_t index, uint64_t last_tick);
-	void *cap_ctx;
+	int capped;             /* the output is full (kt_summary.capped) */
+	uint32_t seg;           /* files before the current one */
 	kt_header hdr;          /* for each new segment; strings owned below */
 	char host[256];
 	char *hdr_strings[3];
@@ -141,21 +135,19 @@ void kt__control_stop(kt_session *s);
  * session stops, then write the end of the file.  @arg is the session. */
 void *kt__flusher_main(void *arg);
 
-/* ---- cap.c: the byte cap and its segments (kt_session_options.max_bytes)
- * ------------------------------------------------------------------------ */
+/* ---- output.c: the session's side of kt__output --------------------------- */
 
-/* Events lost to the byte cap, for the drop record at the file's end. */
-void kt__cap_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t last);
-/* Size the room kept for the end of the file, once per pass. */
-void kt__cap_update_reserve(kt_session *s);
-/* Whether a frame of about @need bytes may go into the file under the
- * cap, starting the next segment if the policy says so. */
-int kt__cap_room(kt_session *s, uint64_t need);
-/* A frame with events up to tick @last went into the current segment. */
-void kt__cap_seg_saw(kt_session *s, uint64_t last);
-/* Keep a copy of the header, strings and all, for the segments to come. */
-int kt__cap_keep_header(kt_session *s, const kt_header *h);
-/* The bytes one file (segment) of a session with options @o may reach. */
-uint64_t kt__cap_seg_limit(const kt_session_options *o);
+/* Events lost to a full output, for the drop record at the file's end. */
+void kt__out_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t last);
+/* Size what the file's end takes (s->reserve), once per pass. */
+void kt__out_size_tail(kt_session *s);
+/* Whether a frame of about @need bytes may go into the file, going on in
+ * the next one when the output says so.  1 or 0. */
+int kt__out_room(kt_session *s, uint64_t need);
+/* A frame with events up to tick @last went into the current file. */
+void kt__out_wrote(kt_session *s, uint64_t last);
+/* Keep a copy of the header, strings and all, for the files to come and
+ * a flight session's snapshots.  0 or -ENOMEM. */
+int kt__session_keep_header(kt_session *s, const kt_header *h);
 
 #endif /* KATRA_FLUSH_SESSION_IMPL_H */

@@ -62,6 +62,8 @@ struct synth {
 	uint64_t from, to, step;
 	int fd;
 	const kt_session_options *so;
+	void (*on_cap)(void *cap_ctx); /* the manager's, from the args */
+	void *cap_ctx;
 	atomic_int stops;
 	/* The flight policy's snapshot: what it answers, and was asked. */
 	int snap_rc;
@@ -76,6 +78,8 @@ static int synth_start(void *ctx, const kt_backend_args *a, void **handle)
 	*handle = s;
 	s->fd = a->fd;
 	s->so = a->session;
+	s->on_cap = a->on_cap;
+	s->cap_ctx = a->cap_ctx;
 	return s->start_rc;
 }
 
@@ -268,9 +272,9 @@ static void check_json(const kt_capture_status *st, const char *name)
 	free(json);
 }
 
-static kt_start_result start(struct fx *f, const char *run, uint64_t epoch, uint64_t boundary)
+static kt_capture_ref start(struct fx *f, const char *run, uint64_t epoch, uint64_t boundary)
 {
-	kt_start_result r;
+	kt_capture_ref r;
 	kt_manager_start(f->m,
 			 &(kt_start_request){ .run_id = run, .epoch = epoch, .state = "running",
 					      .validity = "valid", .boundary_at = boundary },
@@ -278,10 +282,10 @@ static kt_start_result start(struct fx *f, const char *run, uint64_t epoch, uint
 	return r;
 }
 
-static kt_stop_ticket stop(struct fx *f, const char *run, uint64_t epoch, uint64_t boundary,
+static kt_capture_ref stop(struct fx *f, const char *run, uint64_t epoch, uint64_t boundary,
 			   int abort)
 {
-	kt_stop_ticket t;
+	kt_capture_ref t;
 	kt_manager_request_stop(f->m,
 				&(kt_stop_request){ .run_id = run, .epoch = epoch, .reason = "run-end",
 						    .boundary_at = boundary, .abort = abort },
@@ -289,7 +293,7 @@ static kt_stop_ticket stop(struct fx *f, const char *run, uint64_t epoch, uint64
 	return t;
 }
 
-static kt_capture_status await_final(struct fx *f, const kt_stop_ticket *t)
+static kt_capture_status await_final(struct fx *f, const kt_capture_ref *t)
 {
 	kt_capture_status st;
 	cr_assert_eq(kt_manager_await(f->m, t, UINT64_MAX, &st), 0);
@@ -318,7 +322,7 @@ Test(states, capturing_then_published)
 	struct fx f;
 	fx_init(&f);
 	fx_open(&f);
-	kt_start_result r = start(&f, "bench-42", 7, T0);
+	kt_capture_ref r = start(&f, "bench-42", 7, T0);
 	cr_assert_str_eq(r.run_id, "bench-42");
 	cr_assert_eq(r.epoch, 7);
 	cr_assert_str_eq(r.capture_id, "cap-0001");
@@ -328,7 +332,7 @@ Test(states, capturing_then_published)
 	cr_assert_eq(kt_manager_status(f.m, "bench-42", 7, &st), 0);
 	check_json(&st, "capturing");
 
-	kt_stop_ticket t = stop(&f, "bench-42", 7, T0 + 30 * MS, 0);
+	kt_capture_ref t = stop(&f, "bench-42", 7, T0 + 30 * MS, 0);
 	cr_assert_str_eq(t.capture_id, "cap-0001");
 	cr_assert_eq(t.state, KT_STATE_STOPPING);
 	cr_assert_eq(t.code, KT_CODE_NONE);
@@ -367,12 +371,12 @@ Test(states, replayed_names_the_first_capture)
 	fx_init(&f);
 	fx_open(&f);
 	cr_assert_eq(start(&f, "run", 1, 0).state, KT_STATE_CAPTURING);
-	kt_start_result r = start(&f, "run", 1, 0);
+	kt_capture_ref r = start(&f, "run", 1, 0);
 	cr_assert_eq(r.state, KT_STATE_REPLAYED);
 	cr_assert_eq(r.code, KT_CODE_NONE);
 	cr_assert_str_eq(r.capture_id, "cap-0001");
 	/* Also once published. */
-	kt_stop_ticket t = stop(&f, "run", 1, 0, 0);
+	kt_capture_ref t = stop(&f, "run", 1, 0, 0);
 	kt_capture_status st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
 	r = start(&f, "run", 1, 0);
@@ -387,7 +391,7 @@ Test(states, replayed_names_the_first_capture)
 static void start_refused(struct fx *f, const char *run, uint64_t epoch, kt_capture_state state,
 			  kt_capture_code code, const char *golden)
 {
-	kt_start_result r = start(f, run, epoch, 0);
+	kt_capture_ref r = start(f, run, epoch, 0);
 	cr_assert_eq(r.state, state);
 	cr_assert_eq(r.code, code);
 	kt_capture_status st;
@@ -405,16 +409,16 @@ Test(states, run_invalid)
 	long_id[129] = 0;
 	const char *bad[] = { "", long_id, "a/b", ".hidden", "a..b", "caf\xc3\xa9", "sp ace" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		kt_start_result r = start(&f, bad[i], 1, 0);
+		kt_capture_ref r = start(&f, bad[i], 1, 0);
 		cr_assert_eq(r.state, KT_STATE_SKIPPED, "%s", bad[i]);
 		cr_assert_eq(r.code, KT_CODE_RUN_INVALID, "%s", bad[i]);
 		cr_assert_str_eq(r.capture_id, "");
 	}
 	/* 128 bytes is still a run id. */
 	long_id[128] = 0;
-	kt_start_result r = start(&f, long_id, 1, 0);
+	kt_capture_ref r = start(&f, long_id, 1, 0);
 	cr_assert_eq(r.state, KT_STATE_CAPTURING);
-	kt_stop_ticket t = stop(&f, long_id, 1, 0, 1);
+	kt_capture_ref t = stop(&f, long_id, 1, 0, 1);
 	cr_assert_eq(t.state, KT_STATE_ABORTED);
 
 	/* Validity other than "valid". */
@@ -440,10 +444,10 @@ Test(states, run_ids_that_read_as_options)
 	fx_open(&f);
 	const char *bad[] = { "-rf", "--help", "-" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		kt_start_result r = start(&f, bad[i], 1, 0);
+		kt_capture_ref r = start(&f, bad[i], 1, 0);
 		cr_assert_eq(r.state, KT_STATE_SKIPPED, "%s", bad[i]);
 		cr_assert_eq(r.code, KT_CODE_RUN_INVALID, "%s", bad[i]);
-		kt_stop_ticket t = stop(&f, bad[i], 1, 0, 0);
+		kt_capture_ref t = stop(&f, bad[i], 1, 0, 0);
 		cr_assert_eq(t.code, KT_CODE_NO_ACTIVE_CAPTURE);
 	}
 	/* Inside, a dash is fine. */
@@ -459,10 +463,10 @@ Test(states, profiler_busy_then_free_again)
 	cr_assert_eq(start(&f, "first", 1, 0).state, KT_STATE_CAPTURING);
 	start_refused(&f, "second", 1, KT_STATE_SKIPPED, KT_CODE_PROFILER_BUSY,
 		      "skipped-profiler-busy");
-	kt_stop_ticket t = stop(&f, "first", 1, 0, 0);
+	kt_capture_ref t = stop(&f, "first", 1, 0, 0);
 	await_final(&f, &t);
 	/* A skipped start may be tried again with the same epoch. */
-	kt_start_result r = start(&f, "second", 1, 0);
+	kt_capture_ref r = start(&f, "second", 1, 0);
 	cr_assert_eq(r.state, KT_STATE_CAPTURING);
 	cr_assert_str_eq(r.capture_id, "cap-0002");
 	fx_fini(&f);
@@ -516,7 +520,7 @@ Test(states, stopping_while_the_backend_drains)
 	f.synth.block_stop = 1;
 	fx_open(&f);
 	start(&f, "run", 1, 0);
-	kt_stop_ticket t = stop(&f, "run", 1, 0, 0);
+	kt_capture_ref t = stop(&f, "run", 1, 0, 0);
 	cr_assert_eq(t.state, KT_STATE_STOPPING);
 	kt_capture_status st;
 	cr_assert_eq(kt_manager_await(f.m, &t, 1 * MS, &st), -ETIMEDOUT);
@@ -535,7 +539,7 @@ static void fails_after_start(struct fx *f, kt_capture_code code, const char *go
 {
 	fx_open(f);
 	start(f, "run", 1, 0);
-	kt_stop_ticket t = stop(f, "run", 1, 0, 0);
+	kt_capture_ref t = stop(f, "run", 1, 0, 0);
 	kt_capture_status st = await_final(f, &t);
 	cr_assert_eq(st.state, KT_STATE_FAILED);
 	cr_assert_eq(st.code, code);
@@ -572,7 +576,7 @@ Test(states, durability_unknown)
 		f.faults.fsync_fail = fail;
 		fx_open(&f);
 		start(&f, "run", 1, 0);
-		kt_stop_ticket t = stop(&f, "run", 1, 0, 0);
+		kt_capture_ref t = stop(&f, "run", 1, 0, 0);
 		kt_capture_status st = await_final(&f, &t);
 		cr_assert_eq(st.code, KT_CODE_DURABILITY_UNKNOWN, "fsync %d", fail);
 		char names[256];
@@ -599,7 +603,7 @@ Test(states, aborted_removes_everything)
 	fx_init(&f);
 	fx_open(&f);
 	start(&f, "run", 1, T0);
-	kt_stop_ticket t = stop(&f, "run", 1, T0 + 5 * MS, 1);
+	kt_capture_ref t = stop(&f, "run", 1, T0 + 5 * MS, 1);
 	cr_assert_eq(t.state, KT_STATE_ABORTED);
 	cr_assert_eq(t.code, KT_CODE_ABORTED);
 	kt_capture_status st = await_final(&f, &t);
@@ -619,7 +623,7 @@ Test(states, no_active_capture)
 	struct fx f;
 	fx_init(&f);
 	fx_open(&f);
-	kt_stop_ticket t = stop(&f, "nothing", 3, 0, 0);
+	kt_capture_ref t = stop(&f, "nothing", 3, 0, 0);
 	cr_assert_eq(t.state, KT_STATE_NONE);
 	cr_assert_eq(t.code, KT_CODE_NO_ACTIVE_CAPTURE);
 	cr_assert_str_eq(t.run_id, "nothing");
@@ -628,7 +632,7 @@ Test(states, no_active_capture)
 	check_json(&st, "skipped-no-active-capture");
 	/* A skipped start has no capture to stop either. */
 	f.mo.min_free = 0;
-	kt_start_result r;
+	kt_capture_ref r;
 	kt_manager_start(f.m, &(kt_start_request){ .run_id = "r", .epoch = 1, .validity = "no" }, &r);
 	t = stop(&f, "r", 1, 0, 0);
 	cr_assert_eq(t.code, KT_CODE_NO_ACTIVE_CAPTURE);
@@ -644,7 +648,7 @@ Test(states, duration_complete_and_output_too_large)
 	fx_open(&f);
 	start(&f, "run", 1, T0);
 	kt_capture_status st;
-	kt_stop_ticket t = { .run_id = "run", .epoch = 1 };
+	kt_capture_ref t = { .run_id = "run", .epoch = 1 };
 	st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
 	cr_assert_eq(st.code, KT_CODE_DURATION_COMPLETE);
@@ -653,7 +657,7 @@ Test(states, duration_complete_and_output_too_large)
 	/* The backend says the byte cap is reached. */
 	f.mo.duration_ns = 0;
 	start(&f, "run", 2, T0);
-	f.synth.so->on_cap(f.synth.so->cap_ctx);
+	f.synth.on_cap(f.synth.cap_ctx);
 	t.epoch = 2;
 	st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
@@ -661,6 +665,31 @@ Test(states, duration_complete_and_output_too_large)
 	cr_assert_str_eq(st.stop_reason, "max-bytes");
 	cr_assert_eq(st.complete, 0);
 	check_json(&st, "published-output-too-large");
+	fx_fini(&f);
+}
+
+/* The deprecated names are the one type, so code written against 0.2
+ * builds unchanged: a typedef of another type fails to compile here. */
+_Static_assert(_Generic((kt_start_result *)0, kt_capture_ref *: 1, default: 0),
+	       "kt_start_result is kt_capture_ref");
+_Static_assert(_Generic((kt_stop_ticket *)0, kt_capture_ref *: 1, default: 0),
+	       "kt_stop_ticket is kt_capture_ref");
+
+/* And a program that uses them runs as before. */
+Test(options, the_deprecated_names_still_start_and_stop)
+{
+	struct fx f;
+	fx_init(&f);
+	fx_open(&f);
+	kt_start_result r;
+	kt_manager_start(f.m, &(kt_start_request){ .run_id = "old", .epoch = 1, .validity = "valid" },
+			 &r);
+	cr_assert_eq(r.state, KT_STATE_CAPTURING);
+	kt_stop_ticket t;
+	kt_manager_request_stop(f.m, &(kt_stop_request){ .run_id = "old", .epoch = 1 }, &t);
+	kt_capture_status st = await_final(&f, &t);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
+	cr_assert_str_eq(st.capture_id, r.capture_id);
 	fx_fini(&f);
 }
 
@@ -732,7 +761,7 @@ static kt_capture_status run_to_800(struct fx *f, const uint64_t *times, int n,
 	f->synth.step = 10 * MS;
 	fx_open(f);
 	start(f, "run", 1, T0 + 50 * MS);
-	kt_stop_ticket t = stop(f, "run", 1, T0 + 800 * MS, 0);
+	kt_capture_ref t = stop(f, "run", 1, T0 + 800 * MS, 0);
 	kt_capture_status st = await_final(f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
 	return st;
@@ -746,7 +775,7 @@ Test(trim, head_loss_and_tail_excess_are_exact)
 	 * +900 ms. */
 	uint64_t times[] = { T0 + 100 * MS, T0 + 110 * MS, T0 + 900 * MS, T0 + 950 * MS };
 	kt_capture_status st = run_to_800(&f, times, 4, T0 + 110 * MS);
-	kt_stop_ticket t;
+	kt_capture_ref t;
 	cr_assert_eq(st.requested_span_ns, 750 * MS);
 	cr_assert_eq(st.head_loss_ns, 60 * MS);     /* +50 to +110 */
 	cr_assert_eq(st.tail_excess_ns, 100 * MS);  /* +800 to +900 */
@@ -809,7 +838,7 @@ Test(trim, an_open_end_keeps_the_capture)
 	fx_init(&f);
 	fx_open(&f);
 	cr_assert_eq(start(&f, "run", 1, T0).state, KT_STATE_CAPTURING);
-	kt_stop_ticket t = stop(&f, "run", 1, UINT64_MAX, 0);
+	kt_capture_ref t = stop(&f, "run", 1, UINT64_MAX, 0);
 	cr_assert_eq(t.state, KT_STATE_STOPPING);
 	cr_assert_eq(t.code, KT_CODE_NONE);
 	kt_capture_status st = await_final(&f, &t);
@@ -829,7 +858,7 @@ Test(trim, inverted_or_huge_boundaries_are_refused)
 	struct fx f;
 	fx_init(&f);
 	fx_open(&f);
-	kt_start_result r = start(&f, "huge", 1, (1ull << 63) + 5);
+	kt_capture_ref r = start(&f, "huge", 1, (1ull << 63) + 5);
 	cr_assert_eq(r.state, KT_STATE_SKIPPED);
 	cr_assert_eq(r.code, KT_CODE_RUN_INVALID);
 	cr_assert_str_eq(r.capture_id, "");
@@ -837,7 +866,7 @@ Test(trim, inverted_or_huge_boundaries_are_refused)
 	cr_assert_eq(start(&f, "run", 1, T0 + 15 * MS).state, KT_STATE_CAPTURING);
 	const uint64_t bad[] = { T0 + 5 * MS, (1ull << 63) + 5 };
 	for (int i = 0; i < 2; i++) {
-		kt_stop_ticket t = stop(&f, "run", 1, bad[i], 0);
+		kt_capture_ref t = stop(&f, "run", 1, bad[i], 0);
 		cr_assert_eq(t.state, KT_STATE_CAPTURING, "bad end %d", i);
 		cr_assert_eq(t.code, KT_CODE_RUN_INVALID, "bad end %d", i);
 		kt_capture_status st;
@@ -845,7 +874,7 @@ Test(trim, inverted_or_huge_boundaries_are_refused)
 		cr_assert_eq(st.state, KT_STATE_CAPTURING);
 		cr_assert_eq(st.boundary_finish, 0);
 	}
-	kt_stop_ticket t = stop(&f, "run", 1, T0 + 20 * MS, 0);
+	kt_capture_ref t = stop(&f, "run", 1, T0 + 20 * MS, 0);
 	cr_assert_eq(t.state, KT_STATE_STOPPING);
 	kt_capture_status st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
@@ -858,7 +887,7 @@ Test(trim, inverted_or_huge_boundaries_are_refused)
 
 struct closer_waiter {
 	kt_manager *m;
-	kt_stop_ticket t;
+	kt_capture_ref t;
 	atomic_int tid;
 	int rc;
 	kt_capture_status st;
@@ -899,7 +928,7 @@ Test(close, while_others_await_the_capture, .timeout = 60)
 		struct fx f;
 		fx_init(&f);
 		fx_open(&f);
-		kt_start_result r = start(&f, "run", 1, 0);
+		kt_capture_ref r = start(&f, "run", 1, 0);
 		cr_assert_eq(r.state, KT_STATE_CAPTURING);
 		struct closer_waiter w[2] = { { .m = f.m, .t = r }, { .m = f.m, .t = r } };
 		pthread_t th[2];
@@ -946,7 +975,7 @@ Test(procs, second_process_gets_profiler_busy_until_the_first_stops, .timeout = 
 		kt_manager *m;
 		if (kt_manager_new(&f.mo, &m))
 			_exit(10);
-		kt_start_result r;
+		kt_capture_ref r;
 		kt_manager_start(m, &(kt_start_request){ .run_id = "one", .epoch = 1, .validity = "valid" },
 				 &r);
 		if (r.state != KT_STATE_CAPTURING)
@@ -954,7 +983,7 @@ Test(procs, second_process_gets_profiler_busy_until_the_first_stops, .timeout = 
 		char c = 'S';
 		if (write(to_parent[1], &c, 1) != 1 || read(to_child[0], &c, 1) != 1)
 			_exit(12);
-		kt_stop_ticket t;
+		kt_capture_ref t;
 		kt_manager_request_stop(m, &(kt_stop_request){ .run_id = "one", .epoch = 1 }, &t);
 		kt_capture_status st;
 		kt_manager_await(m, &t, UINT64_MAX, &st);
@@ -963,7 +992,7 @@ Test(procs, second_process_gets_profiler_busy_until_the_first_stops, .timeout = 
 	}
 	wait_byte(to_parent[0], 'S');
 	fx_open(&f);
-	kt_start_result r = start(&f, "two", 1, 0);
+	kt_capture_ref r = start(&f, "two", 1, 0);
 	cr_assert_eq(r.state, KT_STATE_SKIPPED);
 	cr_assert_eq(r.code, KT_CODE_PROFILER_BUSY);
 	/* Nothing started: no capture id, in the answer or the status. */
@@ -977,7 +1006,7 @@ Test(procs, second_process_gets_profiler_busy_until_the_first_stops, .timeout = 
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 	r = start(&f, "two", 1, 0);
 	cr_assert_eq(r.state, KT_STATE_CAPTURING);
-	kt_stop_ticket t = stop(&f, "two", 1, 0, 0);
+	kt_capture_ref t = stop(&f, "two", 1, 0, 0);
 	cr_assert_eq(await_final(&f, &t).state, KT_STATE_PUBLISHED);
 	char names[512];
 	ls(f.root, names, sizeof(names));
@@ -1009,9 +1038,11 @@ static void *produce(void *arg)
 
 #define CAPPED_EVENTS ((50u << 20) / 24)
 
-/* *@last: the highest counter value in the published file. */
+/* *@last: the highest counter value in the published file; *@sum: the
+ * session's summary, from the manager's own backend. */
 /* @boundary: give the run's start (else the capture's start stands in). */
-static kt_capture_status capped_capture(int policy, int io, int boundary, int64_t *last)
+static kt_capture_status capped_capture(int policy, int io, int boundary, int64_t *last,
+					kt_summary *sum)
 {
 	/* Raw chunks: the cap is counted in 24-byte records. */
 	kt_session_options so = { .io = io, .codec = KT_SESSION_CODEC_RAW };
@@ -1019,7 +1050,8 @@ static kt_capture_status capped_capture(int policy, int io, int boundary, int64_
 	cr_assert_eq(kt_init(&cfg), 0);
 	struct fx f;
 	fx_init(&f);
-	f.mo.backend = NULL;
+	*sum = (kt_summary){ 0 };
+	f.backend = kt_manager_session_backend(sum);
 	f.mo.now = NULL;
 	f.mo.hooks = NULL;
 	f.mo.max_bytes = 2u << 20;
@@ -1030,13 +1062,13 @@ static kt_capture_status capped_capture(int policy, int io, int boundary, int64_
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t t0 = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	kt_start_result r = start(&f, "capped", 1, boundary ? t0 : 0);
+	kt_capture_ref r = start(&f, "capped", 1, boundary ? t0 : 0);
 	cr_assert_eq(r.state, KT_STATE_CAPTURING);
 	struct producer p = { .bytes = CAPPED_EVENTS * 24 };
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, produce, &p), 0);
 	pthread_join(th, NULL);
-	kt_stop_ticket t = stop(&f, "capped", 1, 0, 0);
+	kt_capture_ref t = stop(&f, "capped", 1, 0, 0);
 	kt_capture_status st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED, "state %d code %d", st.state, st.code);
 	cr_assert_leq(st.bytes, 2u << 20);
@@ -1077,8 +1109,16 @@ static kt_capture_status capped_capture(int policy, int io, int boundary, int64_
 Test(caps, two_mib_cap_under_fifty_mib_stops_output_too_large, .timeout = 120)
 {
 	int64_t last;
-	kt_capture_status st = capped_capture(KT_CAP_STOP, KT_IO_AUTO, 1, &last);
+	kt_summary sum;
+	kt_capture_status st = capped_capture(KT_CAP_STOP, KT_IO_AUTO, 1, &last, &sum);
 	cr_assert_lt(last, CAPPED_EVENTS - 1);
+	/* The session's side: full, in its one file; events past the cap
+	 * counted dropped until the capture stopped it. */
+	cr_assert_eq(sum.capped, 1);
+	cr_assert_eq(sum.segments, 1);
+	cr_assert_gt(sum.events_dropped, 0);
+	cr_assert_lt(sum.events_written, (2u << 20) / 24);
+	kt_summary_release(&sum);
 	cr_assert_eq(st.code, KT_CODE_OUTPUT_TOO_LARGE);
 	cr_assert_str_eq(st.stop_reason, "max-bytes");
 	cr_assert_eq(st.complete, 0);
@@ -1091,7 +1131,14 @@ Test(caps, two_mib_cap_under_fifty_mib_stops_output_too_large, .timeout = 120)
 static void keeps_the_newest(int io, int boundary)
 {
 	int64_t last;
-	kt_capture_status st = capped_capture(KT_CAP_KEEP_NEWEST, io, boundary, &last);
+	kt_summary sum;
+	kt_capture_status st = capped_capture(KT_CAP_KEEP_NEWEST, io, boundary, &last, &sum);
+	/* The session wrote every event, over many more files than are kept. */
+	cr_assert_eq(sum.capped, 0);
+	cr_assert_gt(sum.segments, KT_CAP_SEGMENTS);
+	cr_assert_eq(sum.events_written, CAPPED_EVENTS);
+	cr_assert_eq(sum.events_dropped, 0);
+	kt_summary_release(&sum);
 	/* The newest events are the ones kept: the producer's last is in. */
 	cr_assert_eq(last, CAPPED_EVENTS - 1);
 	cr_assert_eq(st.code, KT_CODE_NONE);
@@ -1116,22 +1163,30 @@ Test(caps, duration_cap_of_200_ms_with_a_session, .timeout = 60)
 {
 	struct fx f;
 	fx_init(&f);
-	f.mo.backend = NULL;
+	/* The manager's own backend, keeping the summary: the default's. */
+	kt_summary sum = { 0 };
+	f.backend = kt_manager_session_backend(&sum);
 	f.mo.now = NULL;
 	f.mo.hooks = NULL;
 	f.mo.duration_ns = 200 * MS;
 	fx_open(&f);
-	kt_start_result r = start(&f, "timed", 1, 0);
+	kt_capture_ref r = start(&f, "timed", 1, 0);
 	cr_assert_eq(r.state, KT_STATE_CAPTURING);
 	uint32_t id = kt_name("tick");
 	for (int i = 0; i < 1000; i++)
 		kt_instant(id);
-	kt_stop_ticket t = { .run_id = "timed", .epoch = 1 };
+	kt_capture_ref t = { .run_id = "timed", .epoch = 1 };
 	kt_capture_status st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
 	cr_assert_eq(st.code, KT_CODE_DURATION_COMPLETE);
 	cr_assert_str_eq(st.stop_reason, "max-duration");
 	cr_assert_eq(st.events, 1000);
+	cr_assert_eq(sum.events_written, 1000);
+	cr_assert_eq(sum.events_dropped, 0);
+	cr_assert_eq(sum.thread_count, 1);
+	cr_assert_eq(sum.segments, 1);
+	cr_assert_eq(sum.capped, 0);
+	kt_summary_release(&sum);
 	fx_fini(&f);
 	cr_assert_eq(kt_shutdown(), 0);
 }
@@ -1212,10 +1267,10 @@ Test(crash, sigkill_during_publish_never_leaves_a_lie, .timeout = 300)
 			for (uint64_t epoch = 1;; epoch++) {
 				char run[32];
 				snprintf(run, sizeof(run), "r%d", round);
-				kt_start_result r;
+				kt_capture_ref r;
 				kt_manager_start(m, &(kt_start_request){ .run_id = run, .epoch = epoch,
 									 .validity = "valid" }, &r);
-				kt_stop_ticket t;
+				kt_capture_ref t;
 				kt_manager_request_stop(m, &(kt_stop_request){ .run_id = run,
 									       .epoch = epoch }, &t);
 				kt_capture_status st;
@@ -1274,13 +1329,13 @@ Test(paths, hostile_run_ids_and_planted_symlinks_stay_inside)
 		{ "a/b", 0 }, { "a\0b", 3 }, { "\0", 1 }, { kib, 0 },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		kt_start_result r;
+		kt_capture_ref r;
 		kt_manager_start(f.m, &(kt_start_request){ .run_id = bad[i].id,
 							   .run_id_len = bad[i].len, .epoch = 1,
 							   .validity = "valid" }, &r);
 		cr_assert_eq(r.state, KT_STATE_SKIPPED, "run id %zu", i);
 		cr_assert_eq(r.code, KT_CODE_RUN_INVALID, "run id %zu", i);
-		kt_stop_ticket t;
+		kt_capture_ref t;
 		kt_manager_request_stop(f.m, &(kt_stop_request){ .run_id = bad[i].id,
 								 .run_id_len = bad[i].len, .epoch = 1 }, &t);
 		cr_assert_eq(t.code, KT_CODE_NO_ACTIVE_CAPTURE);
@@ -1293,7 +1348,7 @@ Test(paths, hostile_run_ids_and_planted_symlinks_stay_inside)
 	snprintf(path, sizeof(path), "%s/.katra-tmp-%ld-cap-0001.katra", f.root, (long)getpid());
 	snprintf(target, sizeof(target), "%s/artifact", f.outside);
 	cr_assert_eq(symlink(target, path), 0);
-	kt_start_result r = start(&f, "run", 1, 0);
+	kt_capture_ref r = start(&f, "run", 1, 0);
 	cr_assert_eq(r.state, KT_STATE_FAILED);
 	cr_assert_eq(r.code, KT_CODE_ARTIFACT_CREATE_FAILED);
 	unlink(path);
@@ -1306,7 +1361,7 @@ Test(paths, hostile_run_ids_and_planted_symlinks_stay_inside)
 	snprintf(target, sizeof(target), "%s/sidecar", f.outside);
 	cr_assert_eq(symlink(target, path), 0);
 	cr_assert_eq(start(&f, "run", 2, 0).state, KT_STATE_CAPTURING);
-	kt_stop_ticket t = stop(&f, "run", 2, 0, 0);
+	kt_capture_ref t = stop(&f, "run", 2, 0, 0);
 	kt_capture_status st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
 	struct stat sb;
@@ -1361,7 +1416,7 @@ Test(text, a_stop_reason_that_is_not_clean_utf8_still_publishes)
 		fx_init(&f);
 		fx_open(&f);
 		cr_assert_eq(start(&f, "run", 1, 0).state, KT_STATE_CAPTURING);
-		kt_stop_ticket t;
+		kt_capture_ref t;
 		kt_manager_request_stop(f.m, &(kt_stop_request){ .run_id = "run", .epoch = 1,
 								  .reason = cases[i].reason },
 					&t);
@@ -1412,7 +1467,7 @@ Test(fd0, a_capture_in_a_process_without_stdin, .timeout = 60)
 		if (kt_manager_new(&f.mo, &m))
 			_exit(10);
 		close(0); /* the next file opened, the capture's, gets fd 0 */
-		kt_start_result r;
+		kt_capture_ref r;
 		kt_manager_start(m, &(kt_start_request){ .run_id = "daemon", .epoch = 1,
 							  .validity = "valid" }, &r);
 		if (r.state != KT_STATE_CAPTURING)
@@ -1420,7 +1475,7 @@ Test(fd0, a_capture_in_a_process_without_stdin, .timeout = 60)
 		uint32_t id = kt_name("c");
 		for (int64_t i = 0; i < 1000; i++)
 			kt_counter(id, i);
-		kt_stop_ticket t;
+		kt_capture_ref t;
 		kt_manager_request_stop(m, &(kt_stop_request){ .run_id = "daemon", .epoch = 1 }, &t);
 		kt_capture_status st;
 		kt_manager_await(m, &t, UINT64_MAX, &st);
@@ -1454,7 +1509,7 @@ Test(flight_policy, capturing_then_published)
 	kt_capture_status st;
 	cr_assert_eq(kt_manager_status(f.m, "bench-42", 7, &st), 0);
 	check_json(&st, "capturing");
-	kt_stop_ticket t = stop(&f, "bench-42", 7, T0 + 30 * MS, 0);
+	kt_capture_ref t = stop(&f, "bench-42", 7, T0 + 30 * MS, 0);
 	cr_assert_eq(t.state, KT_STATE_STOPPING);
 	st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
@@ -1548,7 +1603,7 @@ Test(flight_policy, failed_and_aborted)
 	fx_flight(&f);
 	fx_open(&f);
 	start(&f, "run", 1, T0);
-	kt_stop_ticket t = stop(&f, "run", 1, T0 + 5 * MS, 1);
+	kt_capture_ref t = stop(&f, "run", 1, T0 + 5 * MS, 1);
 	kt_capture_status st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_ABORTED);
 	cr_assert_eq(f.synth.snaps, 0, "an abort writes nothing");
@@ -1568,7 +1623,7 @@ Test(flight_policy, runs_past_its_duration)
 	kt_capture_status st;
 	cr_assert_eq(kt_manager_status(f.m, "run", 1, &st), 0);
 	cr_assert_eq(st.state, KT_STATE_CAPTURING);
-	kt_stop_ticket t = stop(&f, "run", 1, 0, 0);
+	kt_capture_ref t = stop(&f, "run", 1, 0, 0);
 	st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED);
 	cr_assert_eq(st.code, KT_CODE_NONE);
@@ -1601,7 +1656,7 @@ static kt_capture_status flight_real(uint64_t n, int64_t *first)
 	uint32_t id = kt_name("counter");
 	for (uint64_t i = 0; i < n; i++)
 		kt_counter(id, (int64_t)i);
-	kt_stop_ticket t = stop(&f, "flight", 1, 0, 0);
+	kt_capture_ref t = stop(&f, "flight", 1, 0, 0);
 	kt_capture_status st = await_final(&f, &t);
 	cr_assert_eq(st.state, KT_STATE_PUBLISHED, "state %d code %d", st.state, st.code);
 	char path[512];

@@ -13,12 +13,12 @@
  *     kt_manager *m;
  *     kt_manager_options mo = { .root = "/var/tmp/captures" };
  *     kt_manager_new(&mo, &m);
- *     kt_start_result sr;
+ *     kt_capture_ref sr;
  *     kt_manager_start(m, &(kt_start_request){ .run_id = "bench-42", .epoch = 1,
  *                                             .validity = "valid",
  *                                             .boundary_at = t0 }, &sr);
  *     ... the run ...
- *     kt_stop_ticket tk;
+ *     kt_capture_ref tk;
  *     kt_manager_request_stop(m, &(kt_stop_request){ .run_id = "bench-42", .epoch = 1,
  *                                                   .boundary_at = t1 }, &tk);
  *     kt_capture_status st;
@@ -111,11 +111,24 @@ KT_API const char *kt_capture_state_name(kt_capture_state state);
 /** kt_capture_code_name - "run-invalid", ...; "" for KT_CODE_NONE or unknown. */
 KT_API const char *kt_capture_code_name(kt_capture_code code);
 
+/** What a capture with a byte cap does when it is reached. */
+typedef enum kt_cap_policy {
+	KT_CAP_STOP = 0,        /* the capture stops: output-too-large */
+	KT_CAP_KEEP_NEWEST = 1, /* the oldest of KT_CAP_SEGMENTS segments goes */
+} kt_cap_policy;
+
+/** Segments a KT_CAP_KEEP_NEWEST capture keeps, of max_bytes / KT_CAP_SEGMENTS
+ * bytes each. */
+#define KT_CAP_SEGMENTS 4u
+
 /**
  * What a backend is given to start a capture.  @session is filled for a
- * katra session writing this capture (fd, run id, capture id, epoch, byte
- * cap and the manager's cap callbacks, over the manager's template
- * options): a backend may pass it to kt_session_start() as it is.
+ * katra session writing this capture into @fd (run id, capture id, epoch
+ * and duration over the manager's template options): kt_session_start()
+ * takes it as it is, but then writes one file without the byte cap.  The
+ * manager's own backend (kt_manager_session_backend()) also keeps the cap
+ * and the KT_CAP_KEEP_NEWEST segments.  The struct lasts until @start
+ * returns, what its pointers point at until @stop returns.
  */
 typedef struct kt_backend_args {
 	int fd;                        /* the artifact: empty, open for writing;
@@ -125,10 +138,18 @@ typedef struct kt_backend_args {
 	uint64_t epoch;
 	uint64_t max_bytes;
 	const kt_session_options *session;
+	/* A backend that keeps the byte cap itself says it is reached with
+	 * @on_cap(@cap_ctx): the capture then stops, output-too-large.  Any
+	 * thread but inside @start (it takes the manager's lock, which @start
+	 * is called with), until @stop returns.  @cap_ctx is the capture,
+	 * opaque. */
+	void (*on_cap)(void *cap_ctx);
+	void *cap_ctx;
 } kt_backend_args;
 
 /**
- * Records a capture.  The default records with a katra session.
+ * Records a capture.  The default records with a katra session
+ * (kt_manager_session_backend()).
  * @start: begin writing a trace into @args->fd; keep what @stop needs in
  *         *@handle.  Return 0, or a negative code (the capture then fails
  *         with start-failed).  Called with the manager's lock held: it must
@@ -150,6 +171,19 @@ typedef struct kt_capture_backend {
 	int (*snapshot)(void *ctx, void *handle, int fd, uint64_t max_age_ns, uint64_t max_bytes,
 			kt_snapshot_result *res);
 } kt_capture_backend;
+
+/**
+ * kt_manager_session_backend - the manager's default backend: a katra
+ * session per capture (kt_session_start() over kt_backend_args.session),
+ * which writes the capture's segments and stops at its byte cap; flight
+ * snapshots with kt_session_snapshot().
+ * @last: NULL, or where each capture's stop leaves its session's summary
+ *        (zeroed before the first; each stop releases the one there
+ *        first); read it once kt_manager_await() has returned, and
+ *        release it with kt_summary_release().
+ * Return: the backend, for kt_manager_options.backend.  Any thread.
+ */
+KT_API kt_capture_backend kt_manager_session_backend(kt_summary *last);
 
 /**
  * Who may capture in a root.  The default takes an exclusive flock on
@@ -239,7 +273,11 @@ typedef struct kt_capture_ref {
 	kt_capture_code code;
 } kt_capture_ref;
 
+/** kt_start_result - deprecated: kt_capture_ref, the one name of what both
+ * a start and a stop answer.  Kept so that code written against 0.2 builds
+ * unchanged. */
 typedef kt_capture_ref kt_start_result;
+/** kt_stop_ticket - deprecated: kt_capture_ref, as kt_start_result. */
 typedef kt_capture_ref kt_stop_ticket;
 
 /** A run's stop.  @run_id_len 0 means strlen(@run_id). */
@@ -311,7 +349,7 @@ KT_API int kt_manager_new(const kt_manager_options *opts, kt_manager **out);
  * artifact-create-failed, start-failed.  A skipped start names no capture
  * (capture_id ""): nothing started.  Any thread.
  */
-KT_API void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_start_result *res);
+KT_API void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_capture_ref *res);
 
 /**
  * kt_manager_request_stop - ask a run's capture to stop.
@@ -326,7 +364,7 @@ KT_API void kt_manager_start(kt_manager *m, const kt_start_request *req, kt_star
  * Any thread.
  */
 KT_API void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req,
-				    kt_stop_ticket *ticket);
+				    kt_capture_ref *ticket);
 
 /**
  * kt_manager_await - wait until a ticket's capture is over.
@@ -336,7 +374,7 @@ KT_API void kt_manager_request_stop(kt_manager *m, const kt_stop_request *req,
  * is.  A no-active-capture ticket gives at once a status with state
  * skipped and that code.  Any thread.
  */
-KT_API int kt_manager_await(kt_manager *m, const kt_stop_ticket *ticket, uint64_t timeout_ns,
+KT_API int kt_manager_await(kt_manager *m, const kt_capture_ref *ticket, uint64_t timeout_ns,
 			    kt_capture_status *st);
 
 /**

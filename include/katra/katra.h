@@ -152,34 +152,11 @@ typedef struct kt_session_options {
 	uint32_t note_count;
 	const char *const *notes;
 
-	/*
-	 * A byte cap.  With @max_bytes set, the file never grows past it:
-	 * room for the names, threads, drops and summary at its end is kept
-	 * free as it fills.  What then happens to new events is @cap_policy's:
-	 *  - KT_CAP_STOP: they are counted dropped (a drop record per thread
-	 *    says so) and @on_cap(@cap_ctx) runs once, on the flusher thread,
-	 *    so the owner can stop the session.
-	 *  - KT_CAP_KEEP_NEWEST: the trace is written as KT_CAP_SEGMENTS
-	 *    segments of max_bytes / KT_CAP_SEGMENTS each; segment 0 is @path or
-	 *    @fd, each next one is an fd from @open_segment(@cap_ctx, index)
-	 *    (the session writes it from offset 0 and never closes it; a
-	 *    negative return means no more room, as for KT_CAP_STOP).  Every
-	 *    segment starts with the same header; names, threads and the
-	 *    summary go into the last one.  Once a segment is KT_CAP_SEGMENTS
-	 *    behind the current one, @retire_segment(@cap_ctx, index,
-	 *    last_tick) says the session is done with it (its events end at
-	 *    tick @last_tick) and it may be deleted: the segments kept then
-	 *    sum to at most @max_bytes.
-	 * Both callbacks run on the flusher thread and must not call into the
-	 * session.
-	 */
-	uint64_t max_bytes;
-	int cap_policy;             /* kt_cap_policy */
+	/* A byte cap, keep-newest segments and their callbacks are the
+	 * capture manager's (katra/capture.h: kt_manager_options.max_bytes
+	 * and cap_policy), not a session's: a session writes the one file it
+	 * is given. */
 	uint64_t max_duration_ns;   /* recorded in the header; not enforced here */
-	void (*on_cap)(void *ctx);
-	int (*open_segment)(void *ctx, uint32_t index);
-	void (*retire_segment)(void *ctx, uint32_t index, uint64_t last_tick);
-	void *cap_ctx;
 
 	/* Crash files: back the rings with files in CRASH_DIR/katra-<pid>/
 	 * ("" means /dev/shm) so `katra recover` can rebuild the trace of a
@@ -199,11 +176,11 @@ typedef struct kt_session_options {
 
 	/*
 	 * kt_session_mode; default KT_SESSION_NORMAL.  KT_SESSION_FLIGHT is a
-	 * flight recorder: nothing is written while it records (@path, @fd,
-	 * the codec's I/O options and the byte cap are not used); each
-	 * thread's ring keeps its newest events, a full ring overwriting its
-	 * oldest instead of dropping the newest (the emit path costs the
-	 * same; kt_config.overflow does not apply), and
+	 * flight recorder: nothing is written while it records (@path, @fd
+	 * and the codec's I/O options are not used); each thread's ring keeps
+	 * its newest events, a full ring overwriting its oldest instead of
+	 * dropping the newest (the emit path costs the same;
+	 * kt_config.overflow does not apply), and
 	 * kt_session_snapshot() writes the newest window to a trace file
 	 * whenever asked.  @codec and @codec_level are the snapshots'.  The
 	 * rings of threads that exit stay (their events in snapshots) until
@@ -256,15 +233,6 @@ typedef enum kt_session_mode {
 /** kt_session_options.io_timeout_ns's default: 5 s. */
 #define KT_IO_TIMEOUT_DEFAULT_NS UINT64_C(5000000000)
 
-/** What a session with a byte cap does when it is reached. */
-typedef enum kt_cap_policy {
-	KT_CAP_STOP = 0,
-	KT_CAP_KEEP_NEWEST = 1,
-} kt_cap_policy;
-
-/** Segments a KT_CAP_KEEP_NEWEST session keeps. */
-#define KT_CAP_SEGMENTS 4u
-
 /** What a session did, per thread and in total. */
 typedef struct kt_summary {
 	uint64_t events_written;
@@ -275,7 +243,8 @@ typedef struct kt_summary {
 				     * dropped */
 	uint64_t chunks;
 	uint64_t bytes_raw;
-	uint64_t bytes_on_disk;      /* written, over every segment of the session */
+	uint64_t bytes_on_disk;      /* written, over every segment of a capture's
+				      * session, or the one file */
 	uint64_t flusher_cpu_ns;    /* CPU time the flusher thread used */
 	int io_backend;             /* kt_io_backend that ran */
 	int io_error;               /* first I/O error as -errno, or 0 */
@@ -284,8 +253,10 @@ typedef struct kt_summary {
 	uint32_t thread_count;
 	kt_summary_thread *threads; /* thread_count rows in thread_id order;
 				     * release with kt_summary_release() */
-	int capped;                 /* the byte cap was reached */
-	uint32_t segments;          /* segments written (1 without KEEP_NEWEST) */
+	int capped;                 /* a capture's byte cap was reached (the
+				     * manager's default backend); else 0 */
+	uint32_t segments;          /* files written: a capture's segments
+				     * under KT_CAP_KEEP_NEWEST; else 1 */
 } kt_summary;
 
 /**

@@ -1,9 +1,10 @@
 /*
- * A session's byte cap (kt_session_options.max_bytes) and, with
- * KT_CAP_KEEP_NEWEST, its segments: the room kept free for the end of the
- * file, what is dropped once the cap is reached, and the rotation to the
- * next segment.  Runs on the flusher thread.  (Kept apart from the
- * session: capture policy, which moves to capture/ in a later step.)
+ * The session's side of its output (kt__output, flush/flush.h): before
+ * each frame it asks the output for room, going on in the next file when
+ * told to; it sizes what the end of the file takes (only the session
+ * knows its names and threads), and counts what a full output costs.
+ * Whether there is room, and which files come next and go, is the
+ * output's (capture/segments.c).  Runs on the flusher thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,9 +14,9 @@
 
 #include "flush/session_impl.h"
 
-/* Events lost to the byte cap: a drop record at the end of the file
- * (whose room is reserved) accounts for them. */
-void kt__cap_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t last)
+/* Events lost to a full output: a drop record at the end of the file
+ * (whose room is kept free) accounts for them. */
+void kt__out_note(struct sthread *t, uint64_t count, uint64_t first, uint64_t last)
 {
 	if (!t->cap_lost)
 		t->cap_first = first;
@@ -38,7 +39,7 @@ static void name_bytes_cb(void *ctx, uint32_t id, const char *str, size_t len,
  * record and a summary row per thread, the summary, and slack for threads
  * that have not shown up yet.
  */
-void kt__cap_update_reserve(kt_session *s)
+void kt__out_size_tail(kt_session *s)
 {
 	/* Names only grow: size the new ones, not all of them each pass. */
 	s->names_sized = kt__names_after(s->names_sized, name_bytes_cb, &s->names_bytes);
@@ -50,16 +51,16 @@ void kt__cap_update_reserve(kt_session *s)
 }
 
 /*
- * Start the next segment (KT_CAP_KEEP_NEWEST): close this one, which
- * waits for its writes in flight and so gives back the ring space that
- * zero-copy writes still read, then write the header into the next, and
- * let the owner delete the segment that falls out of the window.
+ * Go on in the output's next file: close this one, which waits for its
+ * writes in flight and so gives back the ring space that zero-copy writes
+ * still read, then write the header into the next, and tell the output,
+ * which may then let go of a file that falls out of its window.
  */
-static int rotate(kt_session *s)
+static int next_file(kt_session *s)
 {
-	if (!s->open_segment || s->error)
+	if (!s->out.next || s->error)
 		return -1;
-	int fd = s->open_segment(s->cap_ctx, s->seg + 1);
+	int fd = s->out.next(s->out.ctx);
 	if (fd < 0)
 		return fd;
 	s->seg_bytes += kt_writer_bytes(s->w);
@@ -80,43 +81,37 @@ static int rotate(kt_session *s)
 	}
 	s->fd = fd;
 	s->start_off = 0;
-	s->names_written = 0; /* every segment carries every name */
-	uint32_t next = s->seg + 1;
-	if (next >= KT_CAP_SEGMENTS && s->retire_segment)
-		s->retire_segment(s->cap_ctx, next - KT_CAP_SEGMENTS,
-				  s->seg_last[next % KT_CAP_SEGMENTS]);
-	s->seg_last[next % KT_CAP_SEGMENTS] = 0;
-	s->seg = next;
+	s->names_written = 0; /* every file carries every name */
+	s->seg++;
+	s->out.started(s->out.ctx);
 	return 0;
 }
 
-/* Whether a frame of about @need bytes may go into the file under the cap. */
-int kt__cap_room(kt_session *s, uint64_t need)
+int kt__out_room(kt_session *s, uint64_t need)
 {
-	if (!s->max_bytes)
+	const kt__output *o = &s->out;
+	if (!o->file_bytes)
 		return 1;
 	if (s->capped)
 		return 0;
-	if (kt_writer_bytes(s->w) + need + s->reserve <= s->seg_limit)
-		return 1;
-	if (s->cap_policy == KT_CAP_KEEP_NEWEST && rotate(s) == 0 &&
-	    kt_writer_bytes(s->w) + need + s->reserve <= s->seg_limit)
+	int r = o->room(o->ctx, kt_writer_bytes(s->w), need, s->reserve);
+	if (r == KT__ROOM_NEXT && next_file(s) == 0)
+		r = o->room(o->ctx, kt_writer_bytes(s->w), need, s->reserve);
+	if (r == KT__ROOM_FITS)
 		return 1;
 	s->capped = 1;
-	if (s->on_cap)
-		s->on_cap(s->cap_ctx);
+	o->full(o->ctx);
 	return 0;
 }
 
-void kt__cap_seg_saw(kt_session *s, uint64_t last)
+void kt__out_wrote(kt_session *s, uint64_t last)
 {
-	uint64_t *l = &s->seg_last[s->seg % KT_CAP_SEGMENTS];
-	if (last > *l)
-		*l = last;
+	if (s->out.wrote)
+		s->out.wrote(s->out.ctx, last);
 }
 
-/* Keep a copy of the header, strings and all, for the segments to come. */
-int kt__cap_keep_header(kt_session *s, const kt_header *h)
+/* Keep a copy of the header, strings and all, for the files to come. */
+int kt__session_keep_header(kt_session *s, const kt_header *h)
 {
 	s->hdr = *h;
 	snprintf(s->host, sizeof(s->host), "%s", h->host ? h->host : "");
@@ -135,9 +130,4 @@ int kt__cap_keep_header(kt_session *s, const kt_header *h)
 				return -ENOMEM;
 	}
 	return 0;
-}
-
-uint64_t kt__cap_seg_limit(const kt_session_options *o)
-{
-	return o->cap_policy == KT_CAP_KEEP_NEWEST ? o->max_bytes / KT_CAP_SEGMENTS : o->max_bytes;
 }
