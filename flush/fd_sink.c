@@ -232,13 +232,9 @@ kt__sink *kt__fd_sink_new(int fd)
 	f->fd = fd;
 	f->seekable = lseek(fd, 0, SEEK_CUR) >= 0;
 	f->nowait = 1;
-	f->base.acquire = fd_acquire;
-	f->base.write = fd_write;
-	f->base.sync = fd_sync;
-	f->base.write_ref = fd_write_ref;
-	f->base.close = fd_close;
-	f->base.retarget = fd_retarget;
-	f->base.backend = KT_IO_PWRITE;
+	f->base = (kt__sink){ .acquire = fd_acquire, .write = fd_write, .sync = fd_sync,
+			      .write_ref = fd_write_ref, .close = fd_close,
+			      .retarget = fd_retarget, .backend = KT_IO_PWRITE };
 	return &f->base;
 }
 

@@ -721,14 +721,9 @@ int kt__uring_sink_new(int fd, unsigned nbuf, size_t bufsz, kt__sink **out)
 	free(iov);
 	if (rc < 0)
 		goto err_mem;
-	u->base.acquire = u_acquire;
-	u->base.write = u_write;
-	u->base.sync = u_sync;
-	u->base.write_ref = u_write_ref;
-	u->base.poll = u_poll;
-	u->base.close = u_close;
-	u->base.retarget = u_retarget;
-	u->base.backend = KT_IO_URING;
+	u->base = (kt__sink){ .acquire = u_acquire, .write = u_write, .sync = u_sync,
+			      .write_ref = u_write_ref, .poll = u_poll, .close = u_close,
+			      .retarget = u_retarget, .backend = KT_IO_URING };
 	*out = &u->base;
 	return 0;
 err_mem:

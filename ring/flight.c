@@ -21,6 +21,8 @@
  * head, discarded, and the copy starts again at the first mark at or past
  * L - size, a record start whose bytes up to h are intact.
  */
+#include <sched.h>
+
 #include "ring/private.h"
 
 int kt__flight;
@@ -191,13 +193,21 @@ static uint64_t lapped_below(struct kt__ring *r, uint64_t bound)
 	return bound > r->size ? bound - r->size : 0;
 }
 
+/* Tries of read_count(): a try fails only when the producer wrote the
+ * count twice while it ran (a sub-buffer apart each), so past the first
+ * few this thread yields and tries again rather than give a count of 0,
+ * which would leave the events below the copy neither counted nor kept. */
+#define COUNT_TRIES 1024
+
 /* The producer's count, read whole (put_count()'s slot named by the
  * sequence, checked as a seqlock's reader checks: the producer writes
  * that slot again only from the sequence two past the even one before
  * it): 0 when it is of an earlier session or changing under every try. */
 static int read_count(struct kt__ring *r, uint64_t origin, over_count *c)
 {
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < COUNT_TRIES; i++) {
+		if (i >= 4)
+			sched_yield(); /* the snapshot's thread, never a producer */
 		uint64_t s1 = kt__load_acquire(&r->fl_seq);
 		const struct kt__ring_flcount *from = &r->fl_cnt[(s1 >> 1) & 1];
 		/* Relaxed: checked by the sequence, as in any seqlock. */
