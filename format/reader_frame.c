@@ -521,54 +521,37 @@ static int decode_drop(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t bl
 	return 0;
 }
 
-/* The fixed part of a body of @kind, which a shorter body lacks; a drop
- * record's body has one size, which decode_drop() checks. */
-static uint32_t body_min(uint8_t kind)
-{
-	switch (kind) {
-	case KT_FRAME_CHUNK:
-		return KT__CHUNK_FIXED;
-	case KT_FRAME_NAME:
-		return KT__NAME_FIXED;
-	case KT_FRAME_THREAD:
-		return KT__THREAD_FIXED;
-	case KT_FRAME_SRCLOC:
-		return KT__LOC_FIXED;
-	case KT_FRAME_SUMMARY:
-		return KT__SUMMARY_FIXED;
-	default:
-		return 0;
-	}
-}
+typedef int (*decode_fn)(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+			 kt_trace_frame *f);
+
+/* Per kind this reader knows: the fixed part of its body, which a shorter
+ * body lacks (a drop record's body has one size, which decode_drop()
+ * checks), and its decoder. */
+static const struct {
+	uint32_t min;
+	decode_fn decode;
+} kinds[] = {
+	[KT_FRAME_CHUNK] = { KT__CHUNK_FIXED, decode_chunk },
+	[KT_FRAME_NAME] = { KT__NAME_FIXED, decode_name },
+	[KT_FRAME_THREAD] = { KT__THREAD_FIXED, decode_thread },
+	[KT_FRAME_DROP] = { 0, decode_drop },
+	[KT_FRAME_SUMMARY] = { KT__SUMMARY_FIXED, decode_summary },
+	[KT_FRAME_SRCLOC] = { KT__LOC_FIXED, decode_srcloc },
+	[KT_FRAME_CATEGORY] = { 0, decode_category },
+	[KT_FRAME_TRACK] = { 0, kt__rd_decode_track },
+};
 
 /* The body of a frame of @kind: 0, 1 for a kind this reader does not
  * know (skipped), or a negative code. */
 static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *b,
 		       uint32_t blen, kt_trace_frame *f)
 {
-	if (blen < body_min(kind))
-		return kt__rd_stop(r, KT_EFRAME, off, "%s body is %u bytes, under %u",
-				   kt_frame_kind_name(kind), blen, body_min(kind));
-	switch (kind) {
-	case KT_FRAME_CHUNK:
-		return decode_chunk(r, off, b, blen, f);
-	case KT_FRAME_NAME:
-		return decode_name(r, off, b, blen, f);
-	case KT_FRAME_THREAD:
-		return decode_thread(r, off, b, blen, f);
-	case KT_FRAME_DROP:
-		return decode_drop(r, off, b, blen, f);
-	case KT_FRAME_SUMMARY:
-		return decode_summary(r, off, b, blen, f);
-	case KT_FRAME_SRCLOC:
-		return decode_srcloc(r, off, b, blen, f);
-	case KT_FRAME_CATEGORY:
-		return decode_category(r, off, b, blen, f);
-	case KT_FRAME_TRACK:
-		return kt__rd_decode_track(r, off, b, blen, f);
-	default:
+	if (kind >= sizeof(kinds) / sizeof(kinds[0]) || !kinds[kind].decode)
 		return 1;
-	}
+	if (blen < kinds[kind].min)
+		return kt__rd_stop(r, KT_EFRAME, off, "%s body is %u bytes, under %u",
+				   kt_frame_kind_name(kind), blen, kinds[kind].min);
+	return kinds[kind].decode(r, off, b, blen, f);
 }
 
 /* ---- frames ----------------------------------------------------------- */
