@@ -18,7 +18,9 @@ int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_erro
 /* kt_ticks_to_ns() with its set-up done once. */
 struct kt__conv {
 	uint64_t t0, ns0, num, den;
-	double ratio;
+	uint64_t whole, frac;      /* num / den and num % den */
+	uint64_t recip;            /* floor(frac * 2^64 / den) */
+	int fast;                  /* den < 2^63: the reciprocal's way is exact */
 };
 void kt__conv_init(struct kt__conv *cv, const kt_clock_calibration *c, const kt_file_summary *stop);
 uint64_t kt__conv_apply(const struct kt__conv *cv, uint64_t ticks);

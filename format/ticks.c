@@ -15,35 +15,35 @@ void kt__conv_init(struct kt__conv *cv, const kt_clock_calibration *c, const kt_
 		cv->num = stop->clock_ns1 - c->mono_ns;
 		cv->den = stop->clock_ticks1 - c->ticks;
 	}
-	cv->ratio = (double)cv->num / (double)cv->den;
+	cv->whole = cv->num / cv->den;
+	cv->frac = cv->num % cv->den;
+	cv->fast = cv->den < (UINT64_C(1) << 63);
+	cv->recip = (uint64_t)(((unsigned __int128)cv->frac << 64) / cv->den);
 }
 
 /*
- * floor(dt * num / den), exactly, without a 128-bit division in the common
- * case: a double-precision estimate, then integer corrections (products
- * only), which settle in a step or two; far off, the division after all.
- * Saturates at UINT64_MAX.
+ * floor(dt * num / den), saturating at UINT64_MAX, exactly and without a
+ * division: every event of every reader comes through here, and a 128-bit
+ * division (or a double estimate and its corrections) was a third of the
+ * merged read's time.  num / den = whole + frac / den; the reciprocal
+ * recip = floor(frac * 2^64 / den) falls short of frac * 2^64 / den by
+ * under 1, so dt * recip / 2^64 falls short of dt * frac / den by under
+ * dt / 2^64 < 1: its integer part q is floor(dt * frac / den) or one
+ * less.  The remainder dt * frac - q * den then lies in [0, 2 den), which
+ * the low 64 bits hold exactly when den < 2^63, and says which.
  */
 static uint64_t conv_scale(const struct kt__conv *cv, uint64_t dt)
 {
-	unsigned __int128 x = (unsigned __int128)dt * cv->num;
-	if ((uint64_t)(x >> 64) >= cv->den)
-		return UINT64_MAX;
-	double est = (double)dt * cv->ratio;
-	uint64_t q = est >= 18446744073709549568.0 ? UINT64_MAX - 1 : (uint64_t)est;
-	unsigned __int128 qd = (unsigned __int128)q * cv->den;
-	for (int i = 0; i < 4; i++) {
-		if (qd > x) {
-			q--;
-			qd -= cv->den;
-		} else if (x - qd >= cv->den) {
-			q++;
-			qd += cv->den;
-		} else {
-			return q;
-		}
+	if (__builtin_expect(!cv->fast, 0)) {
+		unsigned __int128 x = (unsigned __int128)dt * cv->num;
+		return (uint64_t)(x >> 64) >= cv->den ? UINT64_MAX : (uint64_t)(x / cv->den);
 	}
-	return (uint64_t)(x / cv->den);
+	uint64_t q = (uint64_t)(((unsigned __int128)dt * cv->recip) >> 64), w;
+	if (dt * cv->frac - q * cv->den >= cv->den)
+		q++;
+	if (__builtin_mul_overflow(dt, cv->whole, &w) || __builtin_add_overflow(w, q, &w))
+		return UINT64_MAX;
+	return w;
 }
 
 uint64_t kt__conv_apply(const struct kt__conv *cv, uint64_t ticks)

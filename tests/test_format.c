@@ -390,6 +390,73 @@ Test(format, ticks_convert_with_one_or_two_calibration_points)
 	cr_assert_eq(kt_ticks_to_ns(&m, NULL, 123456789), 123456789);
 }
 
+/* The reference: ns0 + floor(dt * num / den) by a 128-bit division,
+ * saturating, as SPEC §2.1 defines it. */
+static uint64_t conv_reference(uint64_t t0, uint64_t ns0, uint64_t num, uint64_t den, uint64_t t)
+{
+	unsigned __int128 q = (unsigned __int128)(t - t0) * num / den + ns0;
+	return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A value of 1 to 64 bits, so small, middling and huge all come up. */
+static uint64_t any_width(uint64_t *s)
+{
+	uint64_t v = xorshift(s);
+	unsigned bits = (unsigned)(xorshift(s) % 64) + 1;
+	return bits == 64 ? v : v & ((UINT64_C(1) << bits) - 1);
+}
+
+/* A value in [lo, UINT64_MAX]. */
+static uint64_t at_least(uint64_t *s, uint64_t lo)
+{
+	uint64_t v = any_width(s), room = UINT64_MAX - lo;
+	return room == UINT64_MAX ? v : lo + v % (room + 1);
+}
+
+/*
+ * The conversion by reciprocal is the exact quotient: two calibration
+ * points of every size (clock rates above and below 1 GHz, spans up to
+ * 2^64, the division's fallback past 2^63 ticks), and times after the
+ * first point up to where the result saturates.
+ */
+Test(format, ticks_conversion_is_the_exact_quotient)
+{
+	uint64_t seed = 0x9E3779B97F4A7C15u, checked = 0;
+	for (int i = 0; i < 200000; i++) {
+		kt_clock_calibration c = { KT_CLOCK_TSC, 1, any_width(&seed) >> 1,
+					   any_width(&seed) >> 1 };
+		kt_file_summary s = { 0 };
+		s.clock_ticks1 = at_least(&seed, c.ticks + 1);
+		s.clock_ns1 = at_least(&seed, c.mono_ns);
+		uint64_t num = s.clock_ns1 - c.mono_ns, den = s.clock_ticks1 - c.ticks;
+		for (int k = 0; k < 8; k++) {
+			/* Half of them whole multiples of the span, where the
+			 * quotient is an integer and a reciprocal that falls
+			 * short shows. */
+			uint64_t t = at_least(&seed, c.ticks), m;
+			if (k % 2 && !__builtin_mul_overflow(den, (uint64_t)k, &m) &&
+			    !__builtin_add_overflow(c.ticks, m, &m))
+				t = m;
+			cr_assert_eq(kt_ticks_to_ns(&c, &s, t),
+				     conv_reference(c.ticks, c.mono_ns, num, den, t),
+				     "t0 %llu ns0 %llu num %llu den %llu t %llu",
+				     (unsigned long long)c.ticks, (unsigned long long)c.mono_ns,
+				     (unsigned long long)num, (unsigned long long)den,
+				     (unsigned long long)t);
+			checked++;
+		}
+	}
+	cr_assert_gt(checked, 1500000);
+}
+
 Test(format, version_is_reported)
 {
 	char want[32];
