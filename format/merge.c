@@ -362,7 +362,10 @@ static void sleep_until(uint64_t mono_ns)
 
 uint64_t kt_reader_ticks_to_ns(kt_reader *r, uint64_t ticks)
 {
-	struct kt__merge *m = kt__reader_merge(r);
+	/* r->merge read here, not through kt__reader_merge(): a call per
+	 * event costs a reader that converts every event (all of them) a few
+	 * percent. */
+	struct kt__merge *m = r->merge ? r->merge : kt__reader_merge(r);
 	if (m && m->started)
 		return kt__conv_apply(&m->conv, ticks);
 	return kt_ticks_to_ns(&kt_reader_get_header(r)->clock, NULL, ticks);
