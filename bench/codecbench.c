@@ -73,8 +73,8 @@ struct ctx {
 	kt__compact_enc *enc0;   /* no LZ4 at all (under zstd, and to compare) */
 	kt__compact_enc *enc_all; /* LZ4 tried on every stream */
 	kt__compact_dec *dec;
-	kt__czstd_enc *cz[4];    /* the archival codec at levels 1, 3, 9, 19 */
-	kt__czstd_dec *czd;
+	void *cz[4];             /* the archival codec at levels 1, 3, 9, 19 */
+	void *czd;
 	ZSTD_CCtx *zc;
 	ZSTD_DCtx *zd;
 	uint8_t *tmp;        /* an intermediate encoding */
@@ -169,13 +169,13 @@ static long zstd_enc(struct ctx *c, const uint8_t *src, size_t n, uint8_t *out, 
 							 size_t raw_len, uint8_t *out,    \
 							 size_t cap)                      \
 	{                                                                                  \
-		return kt__czstd_encode(c->cz[i], ev, raw_len, out, cap);                  \
+		return kt__codec_compact_zstd.encode(c->cz[i], ev, raw_len, out, cap);     \
 	}                                                                                  \
 	static OWN int dec_##name(struct ctx *c, const uint8_t *in,  \
 							size_t len, uint8_t *out,          \
 							size_t raw_len, uint32_t count)    \
 	{                                                                                  \
-		return kt__czstd_decode(c->czd, in, len, out, raw_len, count);             \
+		return kt__codec_compact_zstd.decode(c->czd, in, len, out, raw_len, count); \
 	}
 COMPACT_ZSTD(0, compact_zstd1)
 COMPACT_ZSTD(1, compact_zstd3)
@@ -400,11 +400,12 @@ static void bench_init(struct bench *b)
 	    (rc = kt__compact_enc_lz4(b->c.enc0, 0, 1)) ||
 	    (rc = kt__compact_enc_new(&b->c.enc_all, BUF_MAX)) ||
 	    (rc = kt__compact_enc_lz4(b->c.enc_all, KT__COMPACT_ALL, 1)) ||
-	    (rc = kt__compact_dec_new(&b->c.dec)) || (rc = kt__czstd_dec_new(&b->c.czd)))
+	    (rc = kt__compact_dec_new(&b->c.dec)) ||
+	    (rc = kt__codec_compact_zstd.dec_new(&b->c.czd)))
 		die("compact codec", rc);
 	static const int levels[4] = { 1, 3, 9, 19 };
 	for (int i = 0; i < 4; i++)
-		if ((rc = kt__czstd_enc_new(&b->c.cz[i], BUF_MAX, levels[i])))
+		if ((rc = kt__codec_compact_zstd.enc_new(&b->c.cz[i], BUF_MAX, levels[i])))
 			die("compact+zstd codec", rc);
 	b->c.zc = ZSTD_createCCtx();
 	b->c.zd = ZSTD_createDCtx();

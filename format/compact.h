@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <katra/trace.h>
+
 /* Distinct (type, flags, name) keys a chunk's dictionary holds; keys past
  * it are still encoded, each spelled out again where it misses. */
 #define KT__COMPACT_KEYS 4096u
@@ -118,40 +120,84 @@ size_t kt__compact_dec_bytes(const kt__compact_dec *d);
 int kt__compact_decode(kt__compact_dec *d, const uint8_t *in, size_t len, uint8_t *out,
 		       size_t raw_len, uint32_t count);
 
-/* ---- compact, then zstd: the archival codec (format/compact_zstd.c) ----
+/* ---- the codecs as the writer and the reader take them ----------------
  *
- * One zstd frame whose content is a compact payload (written without LZ4:
- * zstd's own entropy coding does better) of at most raw_len bytes.
+ * kt__codec is a chunk codec's operations, one table per codec, picked by
+ * codec id (kt__codec_of()), so that the writer and the reader hold one
+ * encoder or decoder slot per codec and say each step once.  Encoders and
+ * decoders are opaque; the contract of each operation is written here
+ * once, and each codec's table says what is its own.  A call through the
+ * table costs one indirect call per chunk, never per event.  Threads: an
+ * encoder or decoder is used by one thread at a time; the tables are
+ * constant.
  */
-typedef struct kt__czstd_enc kt__czstd_enc;
-typedef struct kt__czstd_dec kt__czstd_dec;
+typedef struct kt__codec {
+	/* The highest level the codec takes: a writer clamps its level into
+	 * [0, level_max] (enc_new() and enc_level() of a codec with a range
+	 * refuse a level outside it with -EINVAL). */
+	int level_max;
+	/* An encoder for chunks of at most @max_raw bytes (a multiple of 8,
+	 * at most KT_MAX_RAW) at @level, allocated here once.  Return: 0 and
+	 * *@out; -EINVAL (*@out NULL); -ENOMEM (*@out NULL). */
+	int (*enc_new)(void **out, size_t max_raw, int level);
+	/* The level @e encodes at from now on: cheap, for a writer whose
+	 * level changes.  Return: 0; -EINVAL; -ENOMEM (@e unchanged). */
+	int (*enc_level)(void *e, int level);
+	/* Release; NULL is a no-op. */
+	void (*enc_free)(void *e);
+	/* As kt__compact_encode(), in this codec.  Allocates nothing. */
+	long (*encode)(void *e, const void *events, size_t raw_len, uint8_t *out, size_t cap);
+	/* A decoder, whose buffers grow to the largest raw_len met.
+	 * Return: 0 and *@out; -ENOMEM (*@out NULL). */
+	int (*dec_new)(void **out);
+	/* Release; NULL is a no-op. */
+	void (*dec_free)(void *d);
+	/* The bytes @d holds now (0 for NULL), for a reader's accounting. */
+	size_t (*dec_bytes)(const void *d);
+	/* As kt__compact_decode(), in this codec. */
+	int (*decode)(void *d, const uint8_t *in, size_t len, uint8_t *out, size_t raw_len,
+		      uint32_t count);
+} kt__codec;
 
-/* An encoder for chunks of at most @max_raw bytes, at zstd @level (1..19;
- * 0 means 3).  Its scratch is about 5.7 x @max_raw plus zstd's context.
- * Return: 0 and *@out; -EINVAL; -ENOMEM. */
-int kt__czstd_enc_new(kt__czstd_enc **out, size_t max_raw, int level);
-void kt__czstd_enc_free(kt__czstd_enc *e);
+/* A codec's table, in the codec's own file, from its static functions
+ * named as the members they fill (enc_new, enc_level, ...), so that the
+ * list of operations stands here alone. */
+#define KT__CODEC_TABLE(max_level)                                                   \
+	{ .level_max = (max_level), .enc_new = enc_new, .enc_level = enc_level,      \
+	  .enc_free = enc_free, .encode = encode, .dec_new = dec_new,               \
+	  .dec_free = dec_free, .dec_bytes = dec_bytes, .decode = decode }
 
-/* As kt__compact_encode(), the result compressed by zstd.  Allocates
- * nothing.  Return: the length; -ENOSPC (as kt__compact_encode(), or the
- * zstd frame over @cap); -ERANGE when the frame is so small that
- * kt__compact_ratio_ok() fails (a writer stores that chunk as compact);
- * -EINVAL; -EIO when zstd fails otherwise. */
-long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint8_t *out,
-		      size_t cap);
+/* KT_CODEC_COMPACT (format/compact_codec.c): the functions above.  Level:
+ * LZ4 on the payload bytes (KT__COMPACT_P) below 2, on every stream from 2
+ * (the smaller output costs the flusher ~30% more encoding,
+ * format/SPEC.md); level_max INT_MAX. */
+extern const kt__codec kt__codec_compact;
 
-/* A decoder; its buffers grow to the largest raw_len met.
- * Return: 0 and *@out; -ENOMEM. */
-int kt__czstd_dec_new(kt__czstd_dec **out);
-void kt__czstd_dec_free(kt__czstd_dec *d);
-/* The bytes @d holds now, zstd's context included (0 for NULL). */
-size_t kt__czstd_dec_bytes(const kt__czstd_dec *d);
+/*
+ * KT_CODEC_COMPACT_ZSTD (format/compact_zstd.c), the archival codec: one
+ * zstd frame whose content is a compact payload (written without LZ4:
+ * zstd's own entropy coding does better) of at most raw_len bytes.
+ * Level: zstd's, 1 to 19 (level_max), 0 meaning 3.  Its encoder's scratch
+ * is about 5.7 x @max_raw plus zstd's context; its dec_bytes counts zstd's
+ * context too.  encode: -ENOSPC also when the zstd frame is over @cap;
+ * -ERANGE when the frame is so small that kt__compact_ratio_ok() fails (a
+ * writer stores that chunk as compact); -EIO when zstd fails otherwise.
+ * decode: the frame must decode to at most @raw_len bytes (KT_EFRAME
+ * otherwise, or when it is not a zstd frame), which must then decode as
+ * compact; KT_ERAWLEN when @raw_len fails kt__compact_ratio_ok(@len).
+ */
+extern const kt__codec kt__codec_compact_zstd;
 
-/* As kt__compact_decode(), for a zstd frame of a compact payload: the
- * frame must decode to at most @raw_len bytes (KT_EFRAME otherwise, or
- * when it is not a zstd frame), which must then decode as compact.
- * KT_ERAWLEN when @raw_len fails kt__compact_ratio_ok(@len). */
-int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *out,
-		     size_t raw_len, uint32_t count);
+/* The codecs with a table: KT_CODEC_COMPACT + i for i below this. */
+#define KT__CODEC_TABLES 2u
+
+/* Codec @codec's table: KT_CODEC_COMPACT's or KT_CODEC_COMPACT_ZSTD's,
+ * NULL for any other codec. */
+static inline const kt__codec *kt__codec_of(unsigned codec)
+{
+	if (codec == KT_CODEC_COMPACT)
+		return &kt__codec_compact;
+	return codec == KT_CODEC_COMPACT_ZSTD ? &kt__codec_compact_zstd : NULL;
+}
 
 #endif /* KATRA_FORMAT_COMPACT_H */

@@ -27,32 +27,18 @@ struct kt__czstd_dec {
 	size_t cap;
 };
 
-int kt__czstd_enc_new(kt__czstd_enc **out, size_t max_raw, int level)
+/* Level 0 means 3, the level format/SPEC.md's figures are for. */
+static int enc_level(void *p, int level)
 {
-	*out = NULL;
 	if (level < 0 || level > 19)
 		return -EINVAL;
-	kt__czstd_enc *e = kt__calloc(1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	int rc = kt__compact_enc_new(&e->enc, max_raw);
-	if (!rc)
-		rc = kt__compact_enc_lz4(e->enc, 0, 1);
-	e->cc = ZSTD_createCCtx();
-	e->buf = kt__malloc(max_raw ? max_raw : 1);
-	if (!rc && (!e->cc || !e->buf))
-		rc = -ENOMEM;
-	if (rc) {
-		kt__czstd_enc_free(e);
-		return rc;
-	}
-	e->level = level ? level : 3;
-	*out = e;
+	((struct kt__czstd_enc *)p)->level = level ? level : 3;
 	return 0;
 }
 
-void kt__czstd_enc_free(kt__czstd_enc *e)
+static void enc_free(void *p)
 {
+	struct kt__czstd_enc *e = p;
 	if (!e)
 		return;
 	kt__compact_enc_free(e->enc);
@@ -61,9 +47,32 @@ void kt__czstd_enc_free(kt__czstd_enc *e)
 	free(e);
 }
 
-long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint8_t *out,
-		      size_t cap)
+static int enc_new(void **out, size_t max_raw, int level)
 {
+	*out = NULL;
+	struct kt__czstd_enc *e = kt__calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	int rc = enc_level(e, level);
+	if (!rc)
+		rc = kt__compact_enc_new(&e->enc, max_raw);
+	if (!rc)
+		rc = kt__compact_enc_lz4(e->enc, 0, 1);
+	e->cc = ZSTD_createCCtx();
+	e->buf = kt__malloc(max_raw ? max_raw : 1);
+	if (!rc && (!e->cc || !e->buf))
+		rc = -ENOMEM;
+	if (rc) {
+		enc_free(e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+static long encode(void *p, const void *events, size_t raw_len, uint8_t *out, size_t cap)
+{
+	struct kt__czstd_enc *e = p;
 	/* The compact payload never exceeds raw_len (kt__compact_encode). */
 	long n = kt__compact_encode(e->enc, events, raw_len, e->buf, raw_len);
 	if (n < 0)
@@ -74,23 +83,9 @@ long kt__czstd_encode(kt__czstd_enc *e, const void *events, size_t raw_len, uint
 	return kt__compact_ratio_ok(raw_len, z) ? (long)z : -ERANGE;
 }
 
-int kt__czstd_dec_new(kt__czstd_dec **out)
+static void dec_free(void *p)
 {
-	*out = NULL;
-	kt__czstd_dec *d = kt__calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	d->dc = ZSTD_createDCtx();
-	if (!d->dc || kt__compact_dec_new(&d->dec)) {
-		kt__czstd_dec_free(d);
-		return -ENOMEM;
-	}
-	*out = d;
-	return 0;
-}
-
-void kt__czstd_dec_free(kt__czstd_dec *d)
-{
+	struct kt__czstd_dec *d = p;
 	if (!d)
 		return;
 	kt__compact_dec_free(d->dec);
@@ -99,16 +94,33 @@ void kt__czstd_dec_free(kt__czstd_dec *d)
 	free(d);
 }
 
-size_t kt__czstd_dec_bytes(const kt__czstd_dec *d)
+static int dec_new(void **out)
 {
+	*out = NULL;
+	struct kt__czstd_dec *d = kt__calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->dc = ZSTD_createDCtx();
+	if (!d->dc || kt__compact_dec_new(&d->dec)) {
+		dec_free(d);
+		return -ENOMEM;
+	}
+	*out = d;
+	return 0;
+}
+
+static size_t dec_bytes(const void *p)
+{
+	const struct kt__czstd_dec *d = p;
 	if (!d)
 		return 0;
 	return sizeof(*d) + d->cap + kt__compact_dec_bytes(d->dec) + ZSTD_sizeof_DCtx(d->dc);
 }
 
-int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *out,
-		     size_t raw_len, uint32_t count)
+static int decode(void *p, const uint8_t *in, size_t len, uint8_t *out, size_t raw_len,
+		  uint32_t count)
 {
+	struct kt__czstd_dec *d = p;
 	if (count == 0)
 		return KT_ECOUNT;
 	if (raw_len > KT_MAX_RAW || !kt__compact_ratio_ok(raw_len, len))
@@ -127,3 +139,5 @@ int kt__czstd_decode(kt__czstd_dec *d, const uint8_t *in, size_t len, uint8_t *o
 		return KT_EFRAME;
 	return kt__compact_decode(d->dec, d->buf, n, out, raw_len, count);
 }
+
+const kt__codec kt__codec_compact_zstd = KT__CODEC_TABLE(19);

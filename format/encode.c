@@ -102,27 +102,38 @@ static void out_str(struct out *o, const char *s)
 		out_bytes(o, s, n);
 }
 
+void kt__enc_start_fields(uint8_t *b, const kt_header *h, const kt__start_at *at)
+{
+	kt__put64(b + at->wall, h->start_wall_ns);
+	kt__put64(b + at->mono, h->start_mono_ns);
+	b[at->clock] = h->clock.source;
+	kt__put64(b + at->tick_hz, h->clock.tick_hz);
+	kt__put64(b + at->ticks0, h->clock.ticks);
+	kt__put64(b + at->ns0, h->clock.mono_ns);
+	kt__put64(b + at->ring, h->capture.ring_size);
+	b[at->overflow] = h->capture.overflow;
+	b[at->codec] = h->capture.codec;
+	b[at->io] = h->capture.io;
+	kt__put32(b + at->level, (uint32_t)h->capture.codec_level);
+}
+
 /* The header body's fixed part (SPEC §2.1); reserved bytes stay zero. */
 static void enc_header_fixed(uint8_t b[KT__HEADER_FIXED], const kt_header *h)
 {
+	static const kt__start_at at = {
+		.wall = KT__HDR_WALL, .mono = KT__HDR_MONO, .clock = KT__HDR_CLOCK,
+		.tick_hz = KT__HDR_TICK_HZ, .ticks0 = KT__HDR_TICKS0, .ns0 = KT__HDR_NS0,
+		.ring = KT__HDR_RING, .overflow = KT__HDR_OVERFLOW, .codec = KT__HDR_CODEC,
+		.io = KT__HDR_IO, .level = KT__HDR_LEVEL,
+	};
 	const kt_capture_options *c = &h->capture;
 
 	memset(b, 0, KT__HEADER_FIXED);
 	kt__put32(b + KT__HDR_VERSION, KT_FORMAT_VERSION);
 	kt__put32(b + KT__HDR_FLAGS, h->flags);
 	kt__put64(b + KT__HDR_SCHEMA, KT__SCHEMA_HASH);
-	kt__put64(b + KT__HDR_WALL, h->start_wall_ns);
-	kt__put64(b + KT__HDR_MONO, h->start_mono_ns);
 	kt__put64(b + KT__HDR_PID, h->process_id);
-	b[KT__HDR_CLOCK] = h->clock.source;
-	kt__put64(b + KT__HDR_TICK_HZ, h->clock.tick_hz);
-	kt__put64(b + KT__HDR_TICKS0, h->clock.ticks);
-	kt__put64(b + KT__HDR_NS0, h->clock.mono_ns);
-	kt__put64(b + KT__HDR_RING, c->ring_size);
-	b[KT__HDR_OVERFLOW] = c->overflow;
-	b[KT__HDR_CODEC] = c->codec;
-	b[KT__HDR_IO] = c->io;
-	kt__put32(b + KT__HDR_LEVEL, (uint32_t)c->codec_level);
+	kt__enc_start_fields(b, h, &at);
 	kt__put64(b + KT__HDR_FLUSH, c->flush_period_ns);
 	kt__put64(b + KT__HDR_FSYNC, c->fsync_interval_ns);
 	kt__put64(b + KT__HDR_MAX_DURATION, c->max_duration_ns);

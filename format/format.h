@@ -233,6 +233,26 @@ static inline size_t kt__frame_size(size_t body_len)
 int kt__header_validate(const kt_header *h);
 
 /*
+ * Where a layout keeps a kt_header's start times, clock and capture
+ * settings (the u8 and u64 fields as SPEC §2.1 sizes them, level an i32).
+ * A trace's header (§2.1) and a crash file's control header
+ * (recover/crash.h) hold the same fields at offsets of their own: each
+ * names its offsets in one of these, and kt__enc_start_fields() is the
+ * one list of which field of @h goes where.
+ */
+typedef struct kt__start_at {
+	uint16_t wall, mono;                              /* u64 */
+	uint16_t clock;                                   /* u8 clock.source */
+	uint16_t tick_hz, ticks0, ns0, ring;              /* u64 */
+	uint16_t overflow, codec, io;                     /* u8 */
+	uint16_t level;                                   /* i32 */
+} kt__start_at;
+
+/* Store @h's start times, clock and capture settings into @b at @at's
+ * offsets; no other byte is touched.  Any thread. */
+void kt__enc_start_fields(uint8_t *b, const kt_header *h, const kt__start_at *at);
+
+/*
  * Encode preamble, header body, pad and checksum.  Returns the total size;
  * when it exceeds @cap nothing past @cap is written (call with cap 0 to
  * size the buffer).  @h must pass kt__header_validate().

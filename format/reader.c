@@ -283,8 +283,8 @@ void kt_reader_close(kt_reader *r)
 	free(r->frame_buf);
 	free(r->win);
 	free(r->raw_buf);
-	kt__compact_dec_free(r->cdec);
-	kt__czstd_dec_free(r->zdec);
+	for (unsigned i = 0; i < KT__CODEC_TABLES; i++)
+		kt__codec_of(KT_CODEC_COMPACT + i)->dec_free(r->dec[i]);
 	free(r->str_buf);
 	kt__idmap_free(&r->acct);
 	free(r->rows);

@@ -119,14 +119,6 @@ static int chunk_fields(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 	return 0;
 }
 
-/* Codec @codec's decoder (3 or 4), made on first use: 0 or -ENOMEM. */
-static int compact_decoder(kt_reader *r, unsigned codec)
-{
-	if (codec == KT_CODEC_COMPACT)
-		return r->cdec ? 0 : kt__compact_dec_new(&r->cdec);
-	return r->zdec ? 0 : kt__czstd_dec_new(&r->zdec);
-}
-
 /* A compact payload (codec 3, or 4 under zstd) into r->raw_buf.  The
  * bound on the ratio comes first: past it a few stored bytes could ask
  * for 64 MiB of decoding. */
@@ -134,22 +126,21 @@ static int chunk_compact(kt_reader *r, uint64_t off, const uint8_t *payload, chu
 {
 	uint64_t raw_at = off + KT__FRAME_HEAD + KT__CHUNK_RAW;
 	uint32_t raw_len = c->raw_len, stored = c->stored_len;
-	int rc;
+	const kt__codec *k = kt__codec_of(c->codec);
+	void **dec = &r->dec[c->codec - KT_CODEC_COMPACT];
 
 	if (!kt__compact_ratio_ok(raw_len, stored))
 		return kt__rd_stop(r, KT_ERAWLEN, raw_at,
 				   "raw_len %u is more than 1024 x %u + 4096 compact bytes may give",
 				   raw_len, stored);
+	/* The decoder is made on first use. */
 	if (kt__rd_grow(r, (void **)&r->raw_buf, &r->raw_cap, raw_len) ||
-	    compact_decoder(r, c->codec))
+	    (!*dec && k->dec_new(dec)))
 		return kt__rd_stop(r, -ENOMEM, off, "decoded chunk buffer");
-	if (c->codec == KT_CODEC_COMPACT)
-		rc = kt__compact_decode(r->cdec, payload, stored, r->raw_buf, raw_len,
-					c->event_count);
-	else
-		rc = kt__czstd_decode(r->zdec, payload, stored, r->raw_buf, raw_len,
-				      c->event_count);
-	size_t held = kt__compact_dec_bytes(r->cdec) + kt__czstd_dec_bytes(r->zdec);
+	int rc = k->decode(*dec, payload, stored, r->raw_buf, raw_len, c->event_count);
+	size_t held = 0;
+	for (unsigned i = 0; i < KT__CODEC_TABLES; i++)
+		held += kt__codec_of(KT_CODEC_COMPACT + i)->dec_bytes(r->dec[i]);
 	kt__reader_account(r, (int64_t)held - (int64_t)r->dec_bytes);
 	r->dec_bytes = held;
 	if (rc == -ENOMEM)

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 
 #include <katra/reader.h>
+#include "format/compact.h"
 #include "format/format.h"
 #include "format/reader_internal.h"
 
@@ -46,8 +47,8 @@ struct kt_reader {
 	uint64_t win_off;      /* file offset of win[0] */
 	uint8_t *raw_buf;      /* one decoded LZ4 chunk */
 	size_t raw_cap;
-	struct kt__compact_dec *cdec;  /* codec 3's decoder, made on first use */
-	struct kt__czstd_dec *zdec;    /* codec 4's */
+	void *dec[KT__CODEC_TABLES]; /* codec KT_CODEC_COMPACT + i's decoder
+				      * (kt__codec_of()), made on first use */
 	size_t dec_bytes;      /* both decoders' memory, counted in st.buffer_bytes */
 	char *str_buf;         /* a name or thread name plus NUL */
 	size_t str_cap;

@@ -40,12 +40,11 @@ struct kt_writer {
 	size_t frame_cap;
 	uint8_t *delta;     /* scratch for KT_CODEC_LZ4_DELTA's transform */
 	size_t delta_cap;
-	kt__compact_enc *cenc;  /* KT_CODEC_COMPACT's encoder, made on first use */
-	size_t cenc_max;        /* the largest raw_len it takes */
-	unsigned cenc_streams;  /* the streams it tries LZ4 on */
-	kt__czstd_enc *zenc;    /* KT_CODEC_COMPACT_ZSTD's */
-	size_t zenc_max;
-	int zenc_level;
+	struct wenc {           /* codec KT_CODEC_COMPACT + i's encoder */
+		void *enc;      /* made on first use (kt__codec_of()) */
+		size_t max;     /* the largest raw_len it takes */
+		int level;      /* the level it encodes at */
+	} enc[KT__CODEC_TABLES];
 
 	struct kt__idmap threads; /* struct wthread, ids in any order */
 	uint64_t chunks, events, dropped, bytes_raw, bytes_stored;
@@ -266,43 +265,40 @@ static size_t compact_size(size_t raw_len)
 	return raw_len > COMPACT_FIRST ? raw_len : COMPACT_FIRST;
 }
 
-/* KT_CODEC_COMPACT's encoder, for @raw_len bytes, trying LZ4 on the
- * payload bytes at @level 1 (or below) and on every stream from 2: the
- * smaller output costs the flusher ~30% more encoding (format/SPEC.md).
- * 0 or -ENOMEM. */
-static int compact_enc(kt_writer *w, size_t raw_len, int level)
+/* Codec @codec's encoder (3 or 4), for @raw_len bytes at @level taken
+ * into [0, level_max] (what a level means is the codec's: format/compact.h).
+ * Made again only for a larger chunk: a change of level is the codec's
+ * enc_level(), which allocates nothing where it can.  0 or -ENOMEM. */
+static int compact_enc(kt_writer *w, unsigned codec, size_t raw_len, int level)
 {
-	unsigned streams = level >= 2 ? KT__COMPACT_ALL : KT__COMPACT_P;
+	const kt__codec *k = kt__codec_of(codec);
+	struct wenc *s = &w->enc[codec - KT_CODEC_COMPACT];
 	int rc;
-	if (!w->cenc || raw_len > w->cenc_max) {
-		kt__compact_enc_free(w->cenc);
-		w->cenc = NULL;
-		if ((rc = kt__compact_enc_new(&w->cenc, compact_size(raw_len))))
+
+	level = level < 0 ? 0 : level > k->level_max ? k->level_max : level;
+	if (!s->enc || raw_len > s->max) {
+		k->enc_free(s->enc);
+		s->enc = NULL;
+		if ((rc = k->enc_new(&s->enc, compact_size(raw_len), level)))
 			return rc;
-		w->cenc_max = compact_size(raw_len);
-		w->cenc_streams = KT__COMPACT_P;
-	}
-	if (streams != w->cenc_streams && (rc = kt__compact_enc_lz4(w->cenc, streams, 1)))
+		s->max = compact_size(raw_len);
+	} else if (level != s->level && (rc = k->enc_level(s->enc, level))) {
 		return rc;
-	w->cenc_streams = streams;
+	}
+	s->level = level;
 	return 0;
 }
 
-/* KT_CODEC_COMPACT_ZSTD's encoder, for @raw_len bytes at zstd @level
- * (below 1: 3, the level SPEC.md's figures are for).  0 or -ENOMEM. */
-static int czstd_enc(kt_writer *w, size_t raw_len, int level)
+/* Codec @codec's payload of @raw_len bytes at @ev into @payload, at most
+ * @raw_len bytes: its length; -ENOSPC, -ERANGE as the codec's encode;
+ * -ENOSPC also when its encoder cannot be made. */
+static long compact_encode(kt_writer *w, unsigned codec, int level, const uint8_t *ev,
+			   size_t raw_len, uint8_t *payload)
 {
-	level = level < 1 ? 3 : level > 19 ? 19 : level;
-	if (w->zenc && raw_len <= w->zenc_max && level == w->zenc_level)
-		return 0;
-	kt__czstd_enc_free(w->zenc);
-	w->zenc = NULL;
-	int rc = kt__czstd_enc_new(&w->zenc, compact_size(raw_len), level);
-	if (rc)
-		return rc;
-	w->zenc_max = compact_size(raw_len);
-	w->zenc_level = level;
-	return 0;
+	if (compact_enc(w, codec, raw_len, level))
+		return -ENOSPC;
+	return kt__codec_of(codec)->encode(w->enc[codec - KT_CODEC_COMPACT].enc, ev, raw_len,
+					   payload, raw_len);
 }
 
 /*
@@ -318,14 +314,12 @@ static long compact_payload(kt_writer *w, unsigned *codec, int level, const uint
 {
 	long n = -ERANGE;
 	if (*codec == KT_CODEC_COMPACT_ZSTD) {
-		n = czstd_enc(w, raw_len, level) ? -ENOSPC
-			: kt__czstd_encode(w->zenc, ev, raw_len, payload, raw_len);
+		n = compact_encode(w, KT_CODEC_COMPACT_ZSTD, level, ev, raw_len, payload);
 		level = 1; /* it was zstd's: codec 3 takes its default */
 	}
 	if (n == -ERANGE) {
 		*codec = KT_CODEC_COMPACT;
-		n = compact_enc(w, raw_len, level) ? -ENOSPC
-			: kt__compact_encode(w->cenc, ev, raw_len, payload, raw_len);
+		n = compact_encode(w, KT_CODEC_COMPACT, level, ev, raw_len, payload);
 	}
 	if (n == -ENOSPC) {
 		*codec = KT_CODEC_NONE;
@@ -642,8 +636,8 @@ int kt_writer_close(kt_writer *w)
 		rc = -errno;
 	free(w->frame);
 	free(w->delta);
-	kt__compact_enc_free(w->cenc);
-	kt__czstd_enc_free(w->zenc);
+	for (unsigned i = 0; i < KT__CODEC_TABLES; i++)
+		kt__codec_of(KT_CODEC_COMPACT + i)->enc_free(w->enc[i].enc);
 	kt__idmap_free(&w->threads);
 	free(w);
 	return rc;

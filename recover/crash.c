@@ -213,6 +213,14 @@ static void put_identity(uint8_t *p)
 	}
 }
 
+/* Where the control header keeps what a trace's header starts with. */
+static const kt__start_at ctl_start_at = {
+	.wall = KT__CTL_O_WALL, .mono = KT__CTL_O_MONO, .clock = KT__CTL_O_CLOCK_SRC,
+	.tick_hz = KT__CTL_O_TICK_HZ, .ticks0 = KT__CTL_O_TICKS0, .ns0 = KT__CTL_O_NS0,
+	.ring = KT__CTL_O_RING_SIZE, .overflow = KT__CTL_O_OVERFLOW, .codec = KT__CTL_O_CODEC,
+	.io = KT__CTL_O_IO, .level = KT__CTL_O_LEVEL,
+};
+
 int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen, uint32_t flags)
 {
 	uint8_t p[KT__CTL_HEADER];
@@ -229,17 +237,7 @@ int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen, uin
 	kt__put32(p + KT__CTL_O_SLOT_SIZE, (uint32_t)c->page);
 	kt__put64(p + KT__CTL_O_PID, h->process_id);
 	kt__put64(p + KT__CTL_O_GEN, gen);
-	kt__put64(p + KT__CTL_O_WALL, h->start_wall_ns);
-	kt__put64(p + KT__CTL_O_MONO, h->start_mono_ns);
-	p[KT__CTL_O_CLOCK_SRC] = h->clock.source;
-	kt__put64(p + KT__CTL_O_TICK_HZ, h->clock.tick_hz);
-	kt__put64(p + KT__CTL_O_TICKS0, h->clock.ticks);
-	kt__put64(p + KT__CTL_O_NS0, h->clock.mono_ns);
-	kt__put64(p + KT__CTL_O_RING_SIZE, h->capture.ring_size);
-	p[KT__CTL_O_OVERFLOW] = h->capture.overflow;
-	p[KT__CTL_O_CODEC] = h->capture.codec;
-	p[KT__CTL_O_IO] = h->capture.io;
-	kt__put32(p + KT__CTL_O_LEVEL, (uint32_t)h->capture.codec_level);
+	kt__enc_start_fields(p, h, &ctl_start_at);
 	kt__put64(p + KT__CTL_O_TRACE_OFF, c->trace_off);
 	kt__put32(p + KT__CTL_O_FLAGS, flags);
 	put_identity(p);

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -136,6 +137,24 @@ int kt__stat_start_time(const char *line, size_t len, uint64_t *start)
 	return 0;
 }
 
+/* A slot's u64 fields as they are, before any check: where each sits in
+ * kt__slot and in the slot's bytes. */
+static const struct {
+	size_t field;
+	uint16_t at;
+} slot_u64[] = {
+	{ offsetof(kt__slot, size), KT__SLOT_O_SIZE },
+	{ offsetof(kt__slot, head), KT__SLOT_O_HEAD },
+	{ offsetof(kt__slot, tail), KT__SLOT_O_TAIL },
+	{ offsetof(kt__slot, lost), KT__SLOT_O_LOST },
+	{ offsetof(kt__slot, lost_base), KT__SLOT_O_LOST_BASE },
+	{ offsetof(kt__slot, pending_first), KT__SLOT_O_PENDING_FIRST },
+	{ offsetof(kt__slot, pending_last), KT__SLOT_O_PENDING_LAST },
+	{ offsetof(kt__slot, refused), KT__SLOT_O_REFUSED },
+	{ offsetof(kt__slot, refused_first), KT__SLOT_O_REFUSED_FIRST },
+	{ offsetof(kt__slot, refused_last), KT__SLOT_O_REFUSED_LAST },
+};
+
 int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, uint32_t flags, kt__slot *s,
 		   char *why, size_t cap)
 {
@@ -159,16 +178,8 @@ int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, uint32_t flags,
 			   KT__SLOT_O_INDEX, kt__get32(p + KT__SLOT_O_INDEX));
 	s->thread_id = kt__get32(p + KT__SLOT_O_THREAD);
 	s->os_tid = kt__get32(p + KT__SLOT_O_OS_TID);
-	s->size = kt__get64(p + KT__SLOT_O_SIZE);
-	s->head = kt__get64(p + KT__SLOT_O_HEAD);
-	s->tail = kt__get64(p + KT__SLOT_O_TAIL);
-	s->lost = kt__get64(p + KT__SLOT_O_LOST);
-	s->lost_base = kt__get64(p + KT__SLOT_O_LOST_BASE);
-	s->pending_first = kt__get64(p + KT__SLOT_O_PENDING_FIRST);
-	s->pending_last = kt__get64(p + KT__SLOT_O_PENDING_LAST);
-	s->refused = kt__get64(p + KT__SLOT_O_REFUSED);
-	s->refused_first = kt__get64(p + KT__SLOT_O_REFUSED_FIRST);
-	s->refused_last = kt__get64(p + KT__SLOT_O_REFUSED_LAST);
+	for (size_t i = 0; i < sizeof(slot_u64) / sizeof(slot_u64[0]); i++)
+		*(uint64_t *)((char *)s + slot_u64[i].field) = kt__get64(p + slot_u64[i].at);
 	const uint8_t *ck = p + KT__SLOT_O_CK + 32 * (kt__get64(p + KT__SLOT_O_CK_SEQ) & 1);
 	s->ck_tail = kt__get64(ck);
 	s->ck_events = kt__get64(ck + 8);

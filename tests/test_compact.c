@@ -654,34 +654,34 @@ Test(compact, zstd_archival_codec_round_trips_and_refuses_what_it_cannot_trust)
 {
 	struct chunk c;
 	chunk_init(&c);
-	kt__czstd_enc *e;
-	kt__czstd_dec *d;
-	cr_assert_eq(kt__czstd_enc_new(&e, MAX_RAW, 0), 0);
-	cr_assert_eq(kt__czstd_dec_new(&d), 0);
+	const kt__codec *zc = &kt__codec_compact_zstd;
+	void *e, *d;
+	cr_assert_eq(zc->enc_new(&e, MAX_RAW, 0), 0);
+	cr_assert_eq(zc->dec_new(&d), 0);
 	static uint8_t enc[1 << 16], out[1 << 16], frame[1 << 10];
 	for (uint64_t seed = 0; seed < 20; seed++) {
 		random_chunk(&c, seed, 1 + (uint32_t)seed * 50);
-		long n = kt__czstd_encode(e, c.buf, c.len, enc, sizeof(enc));
+		long n = zc->encode(e, c.buf, c.len, enc, sizeof(enc));
 		cr_assert_gt(n, 0);
-		cr_assert_eq(kt__czstd_decode(d, enc, (size_t)n, out, c.len, c.count), 0);
+		cr_assert_eq(zc->decode(d, enc, (size_t)n, out, c.len, c.count), 0);
 		cr_assert_eq(memcmp(out, c.buf, c.len), 0);
 	}
-	long n = kt__czstd_encode(e, c.buf, c.len, enc, 8);
+	long n = zc->encode(e, c.buf, c.len, enc, 8);
 	cr_assert_eq(n, -ENOSPC);
 	/* Not a zstd frame; a frame holding more than raw_len; a frame
 	 * holding a compact payload that does not decode. */
 	static const uint8_t junk[16] = { 1, 2, 3 };
-	cr_assert_eq(kt__czstd_decode(d, junk, sizeof(junk), out, 16, 1), KT_EFRAME);
+	cr_assert_eq(zc->decode(d, junk, sizeof(junk), out, 16, 1), KT_EFRAME);
 	static const uint8_t big[64];
 	size_t z = ZSTD_compress(frame, sizeof(frame), big, sizeof(big), 1);
 	cr_assert(!ZSTD_isError(z));
-	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 32, 1), KT_EFRAME);
+	cr_assert_eq(zc->decode(d, frame, z, out, 32, 1), KT_EFRAME);
 	static const uint8_t bad[] = { 0, 1, 4, 0, 0, 100, 0, 20, 0, 1 };
 	z = ZSTD_compress(frame, sizeof(frame), bad, sizeof(bad), 1);
-	cr_assert_eq(kt__czstd_decode(d, frame, z, out, 16, 1), KT_EEVENT);
-	kt__czstd_enc_free(e);
-	kt__czstd_dec_free(d);
-	cr_assert_eq(kt__czstd_enc_new(&e, MAX_RAW, 20), -EINVAL);
+	cr_assert_eq(zc->decode(d, frame, z, out, 16, 1), KT_EEVENT);
+	zc->enc_free(e);
+	zc->dec_free(d);
+	cr_assert_eq(zc->enc_new(&e, MAX_RAW, 20), -EINVAL);
 	cr_assert_null(e);
 	free(c.buf);
 }
@@ -704,25 +704,26 @@ Test(compact, no_payload_expands_more_than_a_reader_accepts)
 	unsigned flags = lz4_flags(&c, KT__COMPACT_ALL);
 	cr_assert_eq(flags & KT__COMPACT_T, 0);
 	/* The archival codec cannot stay within the ratio: -ERANGE. */
-	kt__czstd_enc *z;
-	cr_assert_eq(kt__czstd_enc_new(&z, MAX_RAW, 3), 0);
+	const kt__codec *zc = &kt__codec_compact_zstd;
+	void *z;
+	cr_assert_eq(zc->enc_new(&z, MAX_RAW, 3), 0);
 	static uint8_t enc[1 << 17];
-	cr_assert_eq(kt__czstd_encode(z, c.buf, c.len, enc, sizeof(enc)), -ERANGE);
-	kt__czstd_enc_free(z);
+	cr_assert_eq(zc->encode(z, c.buf, c.len, enc, sizeof(enc)), -ERANGE);
+	zc->enc_free(z);
 	/* Decoders refuse a raw_len past 1024 x the payload + 4096, before
 	 * reading it. */
 	kt__compact_dec *d;
-	kt__czstd_dec *zd;
+	void *zd;
 	cr_assert_eq(kt__compact_dec_new(&d), 0);
-	cr_assert_eq(kt__czstd_dec_new(&zd), 0);
+	cr_assert_eq(zc->dec_new(&zd), 0);
 	/* (a reserved flag: refused as KT_ERESERVED once the bytes are read) */
 	static const uint8_t bad[] = { 0x20, 1, 4, 0, 0, 100, 0, 1, 0, 1 };
 	size_t edge = 1024 * sizeof(bad) + 4096;
 	cr_assert_eq(kt__compact_decode(d, bad, sizeof(bad), c.buf, edge + 8, 1), KT_ERAWLEN);
 	cr_assert_eq(kt__compact_decode(d, bad, sizeof(bad), c.buf, edge, 1), KT_ERESERVED);
-	cr_assert_eq(kt__czstd_decode(zd, bad, sizeof(bad), c.buf, edge + 8, 1), KT_ERAWLEN);
-	cr_assert_eq(kt__czstd_decode(zd, bad, sizeof(bad), c.buf, edge, 1), KT_EFRAME);
+	cr_assert_eq(zc->decode(zd, bad, sizeof(bad), c.buf, edge + 8, 1), KT_ERAWLEN);
+	cr_assert_eq(zc->decode(zd, bad, sizeof(bad), c.buf, edge, 1), KT_EFRAME);
 	kt__compact_dec_free(d);
-	kt__czstd_dec_free(zd);
+	zc->dec_free(zd);
 	free(c.buf);
 }

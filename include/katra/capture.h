@@ -262,15 +262,26 @@ typedef struct kt_start_request {
 } kt_start_request;
 
 /**
+ * KT_CAPTURE_REF_FIELDS - the fields that name a capture and say where it
+ * stands: the run (@run_id, @epoch), the capture (@capture_id, "" when
+ * none), its @state and @code.  They are all of kt_capture_ref and the
+ * first of kt_capture_status, listed here once so that the two cannot
+ * drift apart: a status names its capture with a ref's fields, by the
+ * same names.  A declaration list, for those two structs only.
+ */
+#define KT_CAPTURE_REF_FIELDS                     \
+	char run_id[KT_CAPTURE_RUN_ID_MAX + 1];   \
+	uint64_t epoch;                           \
+	char capture_id[KT_CAPTURE_ID_MAX + 1];   \
+	kt_capture_state state;                   \
+	kt_capture_code code;
+
+/**
  * What kt_manager_start() and kt_manager_request_stop() answer: the run,
  * the capture they concern ("" when none) and its state and code then.
  */
 typedef struct kt_capture_ref {
-	char run_id[KT_CAPTURE_RUN_ID_MAX + 1];
-	uint64_t epoch;
-	char capture_id[KT_CAPTURE_ID_MAX + 1];
-	kt_capture_state state;
-	kt_capture_code code;
+	KT_CAPTURE_REF_FIELDS
 } kt_capture_ref;
 
 /** kt_start_result - deprecated: kt_capture_ref, the one name of what both
@@ -305,11 +316,7 @@ typedef struct kt_stop_request {
  * @complete: published, and the file covers the whole requested span.
  */
 typedef struct kt_capture_status {
-	char run_id[KT_CAPTURE_RUN_ID_MAX + 1];
-	uint64_t epoch;
-	char capture_id[KT_CAPTURE_ID_MAX + 1];
-	kt_capture_state state;
-	kt_capture_code code;
+	KT_CAPTURE_REF_FIELDS       /* as kt_capture_ref's */
 	char file[240];             /* <run id>.<epoch>.<capture id>.katra */
 	char sha256[65];
 	uint64_t bytes;

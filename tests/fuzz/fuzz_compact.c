@@ -29,8 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static kt__compact_enc *enc;
 static kt__compact_dec *dec;
-static kt__czstd_enc *zenc;
-static kt__czstd_dec *zdec;
+static const kt__codec *const zstd = &kt__codec_compact_zstd;
+static void *zenc, *zdec;
 static uint8_t raw[RAW_MAX], out[RAW_MAX], packed[4 * RAW_MAX];
 
 static void decode_only(const uint8_t *p, size_t n, int archival)
@@ -39,7 +39,7 @@ static void decode_only(const uint8_t *p, size_t n, int archival)
 		return;
 	size_t raw_len = ((size_t)kt__get16(p) % (RAW_MAX / 8 - 1) + 2) * 8;
 	uint32_t count = (uint32_t)(kt__get16(p + 2) % (raw_len / 16)) + 1;
-	if (archival ? kt__czstd_decode(zdec, p + 4, n - 4, out, raw_len, count)
+	if (archival ? zstd->decode(zdec, p + 4, n - 4, out, raw_len, count)
 		     : kt__compact_decode(dec, p + 4, n - 4, out, raw_len, count))
 		return;
 	uint32_t seen = 0;
@@ -122,10 +122,10 @@ static void round_trip(const uint8_t *p, size_t n)
 	if (m <= 0 || kt__compact_decode(dec, packed, (size_t)m, out, len, count) ||
 	    memcmp(out, raw, len))
 		abort();
-	m = kt__czstd_encode(zenc, raw, len, packed, sizeof(packed));
+	m = zstd->encode(zenc, raw, len, packed, sizeof(packed));
 	if (m == -ENOSPC)
 		return; /* the compact payload with its head is over raw_len */
-	if (m <= 0 || kt__czstd_decode(zdec, packed, (size_t)m, out, len, count) ||
+	if (m <= 0 || zstd->decode(zdec, packed, (size_t)m, out, len, count) ||
 	    memcmp(out, raw, len))
 		abort();
 }
@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!enc && (kt__compact_enc_new(&enc, RAW_MAX) ||
 		     kt__compact_enc_lz4(enc, KT__COMPACT_ALL, 1) || kt__compact_dec_new(&dec) ||
-		     kt__czstd_enc_new(&zenc, RAW_MAX, 1) || kt__czstd_dec_new(&zdec)))
+		     zstd->enc_new(&zenc, RAW_MAX, 1) || zstd->dec_new(&zdec)))
 		abort();
 	if (size < 1)
 		return 0;
