@@ -23,7 +23,8 @@
 /* One ring's copy and the records in it. */
 struct snap_ring {
 	struct kt__ring *ring;
-	kt__flight_span span;
+	kt__flight_copy cp;        /* its copy, and what of it is intact */
+	int more;                  /* older pieces remain to be copied */
 	uint32_t *offs;            /* offs[k]: where record k * STRIDE starts;
 				    * NULL: not indexed */
 	size_t n;                  /* records (drop markers included), when
@@ -43,7 +44,7 @@ struct snap {
 static uint64_t ts_at(const struct snap_ring *t, size_t off)
 {
 	uint64_t ts;
-	memcpy(&ts, t->span.bytes + off + KT_REC_TS, 8);
+	memcpy(&ts, t->cp.span.bytes + off + KT_REC_TS, 8);
 	return ts;
 }
 
@@ -52,15 +53,15 @@ static uint64_t ts_at(const struct snap_ring *t, size_t off)
 static size_t size_at(const struct snap_ring *t, size_t off)
 {
 	kt__ring_rec rec;
-	if (off >= t->span.len ||
-	    kt__ring_decode(t->span.bytes + off, t->span.len - off, 0, &rec) != 1)
+	if (off >= t->cp.span.len ||
+	    kt__ring_decode(t->cp.span.bytes + off, t->cp.span.len - off, 0, &rec) != 1)
 		return 0;
 	return rec.size;
 }
 
 static int index_records(struct snap_ring *t)
 {
-	size_t cap = t->span.len / KT_REC_HEAD / STRIDE + 1, size, pos = 0;
+	size_t cap = t->cp.span.len / KT_REC_HEAD / STRIDE + 1, size, pos = 0;
 	if (!(t->offs = malloc(cap * sizeof(*t->offs))))
 		return -ENOMEM;
 	while ((size = size_at(t, pos))) {
@@ -90,10 +91,20 @@ static uint8_t *arena(kt_session *s, size_t len)
 	return s->snap_arena = p;
 }
 
+/* The oldest event @t holds so far (ts_at(t, 0) when it holds any). */
+static uint64_t oldest_ts(const struct snap_ring *t)
+{
+	return t->cp.span.len ? ts_at(t, 0) : UINT64_MAX;
+}
+
 /*
- * Copy every ring, back to back once the memory is ready: the copies end
- * at nearly the same time, so the threads' windows overlap as much as
- * they can.  Rings with nothing left are dropped from the list.
+ * Copy every ring, newest pieces first: each ring's newest piece, back to
+ * back so that the copies begin at nearly the same time, then always the
+ * next older piece of the ring whose copy reaches the least far back, so
+ * that they go back in time together and each stops where its producer's
+ * overwrites meet it (ring/flight.c): the threads' windows overlap as
+ * much as they can, and nothing the producers overwrite is copied first.
+ * Rings with nothing left are dropped from the list.
  */
 static int copy_rings(struct snap *sn, const kt__ring_list *list, int index)
 {
@@ -106,12 +117,23 @@ static int copy_rings(struct snap *sn, const kt__ring_list *list, int index)
 	if (!buf)
 		return -ENOMEM;
 	for (size_t i = 0; i < list->len; i++) {
-		struct snap_ring *t = &sn->rings[sn->n];
+		struct snap_ring *t = &sn->rings[i];
 		t->ring = list->rings[i];
-		kt__ring_flight_copy(t->ring, buf, &t->span);
+		t->more = kt__ring_flight_begin(t->ring, buf, &t->cp);
 		buf += kt__ring_bytes(t->ring);
-		sn->n += t->span.len > 0;
 	}
+	for (;;) {
+		struct snap_ring *next = NULL;
+		for (size_t i = 0; i < list->len; i++)
+			if (sn->rings[i].more && (!next || oldest_ts(&sn->rings[i]) > oldest_ts(next)))
+				next = &sn->rings[i];
+		if (!next)
+			break;
+		next->more = kt__ring_flight_older(&next->cp);
+	}
+	for (size_t i = 0; i < list->len; i++)
+		if (sn->rings[i].cp.span.len > 0)
+			sn->rings[sn->n++] = sn->rings[i];
 	sn->now = kt_now();
 	for (size_t i = 0; index && i < sn->n; i++)
 		if (index_records(&sn->rings[i]))
@@ -156,7 +178,7 @@ static uint64_t bytes_from(const struct snap *sn, uint64_t ts)
 	for (size_t i = 0; i < sn->n; i++) {
 		size_t idx, off;
 		lower_bound(&sn->rings[i], ts, &idx, &off);
-		sum += sn->rings[i].span.len - off;
+		sum += sn->rings[i].cp.span.len - off;
 	}
 	return sum;
 }
@@ -183,7 +205,7 @@ static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_
 {
 	uint64_t hz = sn->s->c0.tick_hz, w = 0, newest = sn->now;
 	for (size_t i = 0; i < sn->n; i++)
-		if (!sn->rings[i].span.whole && ts_at(&sn->rings[i], 0) > w)
+		if (!sn->rings[i].cp.span.whole && ts_at(&sn->rings[i], 0) > w)
 			w = ts_at(&sn->rings[i], 0);
 	if (max_age_ns) {
 		/* Spans, not instants: on a machine up for less than
@@ -257,7 +279,7 @@ static void put_chunk(struct out *o, const struct snap_ring *t, size_t from, siz
 	if (!count || o->rc)
 		return;
 	put(o, kt__writer_chunk_known(o->w, kt__ring_thread_id(t->ring), (unsigned)o->s->codec,
-				      o->s->level, t->span.bytes + from, to - from, count, first,
+				      o->s->level, t->cp.span.bytes + from, to - from, count, first,
 				      last));
 	o->events += count;
 	o->chunks++;
@@ -274,8 +296,8 @@ static void put_ring(struct out *o, const struct snap_ring *t)
 	uint32_t count = 0;
 	uint64_t first = 0, last = 0;
 	kt__ring_rec rec;
-	while (pos < t->span.len && !o->rc &&
-	       kt__ring_decode(t->span.bytes + pos, t->span.len - pos, 0, &rec) == 1) {
+	while (pos < t->cp.span.len && !o->rc &&
+	       kt__ring_decode(t->cp.span.bytes + pos, t->cp.span.len - pos, 0, &rec) == 1) {
 		if (!rec.bytes) {
 			put_chunk(o, t, start, pos, count, first, last);
 			count = 0;
@@ -297,9 +319,9 @@ static void put_ring(struct out *o, const struct snap_ring *t)
 	put_chunk(o, t, start, pos, count, first, last);
 	/* Events the ring overwrote were lost to a full ring: a drop record,
 	 * timed before the window. */
-	if (t->span.over && !o->rc)
-		put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), t->span.over,
-				      t->span.over_first, t->span.over_last));
+	if (t->cp.span.over && !o->rc)
+		put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), t->cp.span.over,
+				      t->cp.span.over_first, t->cp.span.over_last));
 	if (o->rc)
 		return;
 	char *name = kt__ring_name_dup(t->ring);
@@ -311,12 +333,12 @@ static void put_ring(struct out *o, const struct snap_ring *t)
 static void put_row(const struct snap *sn, kt_snapshot_result *res, const struct snap_ring *t,
 		    uint64_t events)
 {
-	res->events_overwritten += t->span.over;
-	if (res->thread_rows >= sn->cap || !(events || t->span.over))
+	res->events_overwritten += t->cp.span.over;
+	if (res->thread_rows >= sn->cap || !(events || t->cp.span.over))
 		return;
 	sn->rows[res->thread_rows++] = (kt_snapshot_thread){
 		.thread_id = kt__ring_thread_id(t->ring), .events = events,
-		.overwritten = t->span.over };
+		.overwritten = t->cp.span.over };
 }
 
 /* Write the trace to @fd: header, every kept record, names, threads and
@@ -364,9 +386,9 @@ static void cut_rings(struct snap *sn, uint64_t w, kt_snapshot_result *res)
 		struct snap_ring *t = &sn->rings[i];
 		lower_bound(t, w, &t->cut, &t->cut_off);
 		res->events_trimmed += t->cut;
-		res->bytes_lapped += t->span.lapped;
-		res->bytes_overwritten += t->span.from - t->span.origin;
-		if (t->cut_off < t->span.len && ts_at(t, t->cut_off) < res->window_start)
+		res->bytes_lapped += t->cp.span.lapped;
+		res->bytes_overwritten += t->cp.span.from - t->cp.span.origin;
+		if (t->cut_off < t->cp.span.len && ts_at(t, t->cut_off) < res->window_start)
 			res->window_start = ts_at(t, t->cut_off);
 	}
 	if (res->window_start == UINT64_MAX)

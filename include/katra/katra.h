@@ -342,8 +342,9 @@ typedef struct kt_snapshot_result {
 	uint64_t events_trimmed;    /* events the rings held, left out to make
 				     * the window complete or to meet the
 				     * limits */
-	uint64_t bytes_lapped;      /* ring bytes overwritten while they were
-				     * copied, and so left out */
+	uint64_t bytes_lapped;      /* ring bytes overwritten while the rings
+				     * were copied (newest first) before the
+				     * copy reached them, and so left out */
 	uint64_t bytes_overwritten; /* ring bytes the threads wrote in this
 				     * session and no longer held: their
 				     * oldest events, overwritten (the lapped
@@ -369,8 +370,9 @@ typedef struct kt_snapshot_result {
  *              them; the file is smaller); 0: no limit.
  * @res:        optional; what was written.
  *
- * Producers go on at full rate meanwhile: each ring is copied, the part a
- * producer overwrote during the copy is discarded, and the window is cut
+ * Producers go on at full rate meanwhile: each ring is copied from its
+ * newest records back, the part a producer overwrote before the copy
+ * reached it is left out, and the window is cut
  * where every thread is complete: from the latest of the threads' oldest
  * surviving events.  The file is a normal trace (names, threads, summary)
  * and `katra verify` passes on it; each thread's events overwritten before
