@@ -155,6 +155,17 @@ static uint64_t oldest_ts(const struct snap_ring *t)
 	return t->cp.span.len ? ts_at(t, 0) : UINT64_MAX;
 }
 
+int kt__snapshot_reserve(kt_session *s)
+{
+	kt__ring_list list = { 0 };
+	size_t total = 0;
+	int rc = kt__registry_snapshot(&list);
+	for (size_t i = 0; !rc && i < list.len; i++)
+		total += kt__ring_bytes(list.rings[i]);
+	free(list.rings);
+	return rc ? rc : total && !arena(s, total) ? -ENOMEM : 0;
+}
+
 /*
  * Copy every ring, newest pieces first: each ring's newest piece, back to
  * back so that the copies begin at nearly the same time, then always the

@@ -378,8 +378,11 @@ typedef struct kt_snapshot_result {
  * and `katra verify` passes on it; each thread's events overwritten before
  * the copy are one drop record of it (ring full), timed before the
  * window.  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
- * progress.  The first snapshot maps memory as large as all the rings
- * together, kept for the next ones until the session stops.
+ * progress.  Snapshots copy into memory as large as all the rings
+ * together, kept until the session stops: mapped and faulted in when the
+ * session starts, for the threads registered then (so the process is that
+ * much larger from the start, not from the first snapshot), and grown by
+ * the first snapshot after more threads register.
  *
  * Return: 0; KT_ENOSESSION when @s is not a running flight session;
  * -EINVAL for no @path and a negative @fd; -EEXIST, -ENOMEM, -errno from
