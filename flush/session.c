@@ -465,6 +465,8 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 		return rc;
 	if (o->listen && (rc = kt__control_start(s)))
 		return start_fail(rc, "snapshot socket");
+	if ((rc = kt__snapshot_reserve(s)))
+		return start_fail(rc, "snapshot memory");
 	kt__registry_set_session(1);
 	kt__ring_set_flight(1);
 	s->gen = kt__registry_reset_for_session();

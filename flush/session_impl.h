@@ -120,6 +120,14 @@ void kt__session_forget_kfd(kt_session *s);
 int kt__session_snap_enter(kt_session *s);
 void kt__session_snap_leave(kt_session *s);
 
+/* ---- snapshot.c ---------------------------------------------------------- */
+
+/* A flight session starts: map and fault in the snapshots' copy memory for
+ * the rings registered now (as large as they are together), so that no
+ * snapshot pays for it or fails for it.  Rings registered later grow it at
+ * the next snapshot.  0 or -ENOMEM. */
+int kt__snapshot_reserve(kt_session *s);
+
 /* ---- control.c: snapshot requests from outside --------------------------- */
 
 /* Listen for `katra snapshot PID` (kt_session_options.listen).  0 or

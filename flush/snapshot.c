@@ -14,21 +14,27 @@
 
 #include "flush/session_impl.h"
 
-/* With a byte limit, every STRIDE-th record's offset is indexed: enough to
- * find a cut with a binary search and a short walk, for 1/STRIDE of the
- * records' memory.  Without one each ring is walked once, from its start
- * to its cut and on through what is written. */
-#define STRIDE 64
+/* A run of one ring's copied records: the events of one chunk to be, or
+ * one drop marker.  Each ring's copy is walked once, after all are done
+ * (walking each piece in between would make the copies take longer and
+ * the producers lap more of them); the runs are what is kept of it. */
+struct run {
+	uint64_t from, to;         /* ring positions */
+	uint64_t first, last;      /* timestamps (a marker's: of the event
+				    * after it) */
+	uint32_t count;            /* events; 0: a drop marker */
+	uint32_t before;           /* records before it (markers included) */
+};
 
 /* One ring's copy and the records in it. */
 struct snap_ring {
 	struct kt__ring *ring;
-	kt__flight_span span;
-	uint32_t *offs;            /* offs[k]: where record k * STRIDE starts;
-				    * NULL: not indexed */
-	size_t n;                  /* records (drop markers included), when
-				    * indexed */
+	kt__flight_copy cp;        /* its copy, and what of it is intact */
+	int more;                  /* older pieces remain to be copied */
+	struct run *runs;          /* in ring order */
+	size_t nruns, cap;
 	size_t cut, cut_off;       /* the first record kept, and where */
+	size_t cut_run;            /* the run it lies in (nruns: none) */
 };
 
 struct snap {
@@ -43,33 +49,86 @@ struct snap {
 static uint64_t ts_at(const struct snap_ring *t, size_t off)
 {
 	uint64_t ts;
-	memcpy(&ts, t->span.bytes + off + KT_REC_TS, 8);
+	memcpy(&ts, t->cp.span.bytes + off + KT_REC_TS, 8);
 	return ts;
 }
 
-/* The size of the record at @off: the records are the producer's, whole
- * and valid; 0 past the end. */
-static size_t size_at(const struct snap_ring *t, size_t off)
+/* Add @r, the ring's next run, counting the records before it. */
+static int add_run(struct snap_ring *t, struct run r)
 {
-	kt__ring_rec rec;
-	if (off >= t->span.len ||
-	    kt__ring_decode(t->span.bytes + off, t->span.len - off, 0, &rec) != 1)
-		return 0;
-	return rec.size;
+	if (t->nruns == t->cap) {
+		struct run *more = reallocarray(t->runs, 2 * t->cap + 64, sizeof(*more));
+		if (!more)
+			return -ENOMEM;
+		t->runs = more;
+		t->cap = 2 * t->cap + 64;
+	}
+	const struct run *last = t->nruns ? &t->runs[t->nruns - 1] : NULL;
+	r.before = last ? last->before + (last->count ? last->count : 1) : 0;
+	t->runs[t->nruns++] = r;
+	return 0;
 }
 
-static int index_records(struct snap_ring *t)
+/* The events of @r, if any, as a run ending at @to; @r then starts at
+ * @next. */
+static int close_run(struct snap_ring *t, struct run *r, uint64_t to, uint64_t next)
 {
-	size_t cap = t->span.len / KT_REC_HEAD / STRIDE + 1, size, pos = 0;
-	if (!(t->offs = malloc(cap * sizeof(*t->offs))))
-		return -ENOMEM;
-	while ((size = size_at(t, pos))) {
-		if (t->n % STRIDE == 0)
-			t->offs[t->n / STRIDE] = (uint32_t)pos;
-		t->n++;
-		pos += size;
+	int rc = 0;
+	if (r->count)
+		rc = add_run(t, (struct run){ r->from, to, r->first, r->last, r->count, 0 });
+	*r = (struct run){ .from = next };
+	return rc;
+}
+
+/*
+ * Walk the records copied, ring positions [@a, @b) (@a is where @t's copy
+ * begins), into runs: cut where they reach CHUNK_MAX bytes and at drop
+ * markers.  The records are the producer's, whole and valid.
+ *
+ * The next record's position depends on this one's length, a load: as a
+ * data dependency every record would wait for the one before.  So the
+ * step is a branch on "the same size as the record before" (runs of one
+ * size are the common case), which the processor predicts and runs ahead
+ * of; the empty asm keeps the compiler from folding the two arms back
+ * into one addition.
+ */
+static int walk_runs(struct snap_ring *t, uint64_t a, uint64_t b)
+{
+	const uint8_t *p = t->cp.span.bytes;
+	struct run r = { .from = a };
+	uint64_t pos = a;
+	size_t prev = KT_REC_HEAD;
+	int rc = 0;
+	while (pos < b && !rc) {
+		const uint8_t *q = p + (pos - a);
+		uint16_t len;
+		uint64_t ts;
+		memcpy(&len, q + KT_REC_LEN, 2);
+		memcpy(&ts, q + KT_REC_TS, 8);
+		if (q[KT_REC_TYPE] == KT__EV_DROP_MARK) {
+			rc = close_run(t, &r, pos, pos + KT__DROP_MARK_SIZE);
+			if (!rc)
+				rc = add_run(t, (struct run){ pos, pos + KT__DROP_MARK_SIZE, ts, ts,
+							       0, 0 });
+			pos += KT__DROP_MARK_SIZE;
+			continue;
+		}
+		size_t size = kt_event_size(len);
+		if (size > b - pos)
+			break;
+		r.first = r.count++ ? r.first : ts;
+		r.last = ts;
+		if (size == prev) {
+			__asm__("" : "+r"(prev));
+			pos += prev;
+		} else {
+			pos += size;
+			prev = size;
+		}
+		if (pos - r.from >= CHUNK_MAX)
+			rc = close_run(t, &r, pos, pos);
 	}
-	return 0;
+	return rc ? rc : close_run(t, &r, pos, pos);
 }
 
 /* Memory for every ring's copy: kept by the session from one snapshot to
@@ -90,12 +149,33 @@ static uint8_t *arena(kt_session *s, size_t len)
 	return s->snap_arena = p;
 }
 
+/* The oldest event @t holds so far (ts_at(t, 0) when it holds any). */
+static uint64_t oldest_ts(const struct snap_ring *t)
+{
+	return t->cp.span.len ? ts_at(t, 0) : UINT64_MAX;
+}
+
+int kt__snapshot_reserve(kt_session *s)
+{
+	kt__ring_list list = { 0 };
+	size_t total = 0;
+	int rc = kt__registry_snapshot(&list);
+	for (size_t i = 0; !rc && i < list.len; i++)
+		total += kt__ring_bytes(list.rings[i]);
+	free(list.rings);
+	return rc ? rc : total && !arena(s, total) ? -ENOMEM : 0;
+}
+
 /*
- * Copy every ring, back to back once the memory is ready: the copies end
- * at nearly the same time, so the threads' windows overlap as much as
- * they can.  Rings with nothing left are dropped from the list.
+ * Copy every ring, newest pieces first: each ring's newest piece, back to
+ * back so that the copies begin at nearly the same time, then always the
+ * next older piece of the ring whose copy reaches the least far back, so
+ * that they go back in time together and each stops where its producer's
+ * overwrites meet it (ring/flight.c): the threads' windows overlap as
+ * much as they can, and nothing the producers overwrite is copied first.
+ * Rings with nothing left are dropped from the list.
  */
-static int copy_rings(struct snap *sn, const kt__ring_list *list, int index)
+static int copy_rings(struct snap *sn, const kt__ring_list *list)
 {
 	size_t total = 0;
 	if (!(sn->rings = calloc(list->len ? list->len : 1, sizeof(*sn->rings))))
@@ -106,47 +186,69 @@ static int copy_rings(struct snap *sn, const kt__ring_list *list, int index)
 	if (!buf)
 		return -ENOMEM;
 	for (size_t i = 0; i < list->len; i++) {
-		struct snap_ring *t = &sn->rings[sn->n];
+		struct snap_ring *t = &sn->rings[i];
 		t->ring = list->rings[i];
-		kt__ring_flight_copy(t->ring, buf, &t->span);
+		t->more = kt__ring_flight_begin(t->ring, buf, &t->cp);
 		buf += kt__ring_bytes(t->ring);
-		sn->n += t->span.len > 0;
+	}
+	for (;;) {
+		struct snap_ring *next = NULL;
+		for (size_t i = 0; i < list->len; i++)
+			if (sn->rings[i].more && (!next || oldest_ts(&sn->rings[i]) > oldest_ts(next)))
+				next = &sn->rings[i];
+		if (!next)
+			break;
+		next->more = kt__ring_flight_older(&next->cp);
 	}
 	sn->now = kt_now();
-	for (size_t i = 0; index && i < sn->n; i++)
-		if (index_records(&sn->rings[i]))
+	for (size_t i = 0; i < list->len; i++)
+		if (sn->rings[i].cp.span.len > 0)
+			sn->rings[sn->n++] = sn->rings[i];
+	for (size_t i = 0; i < sn->n; i++) {
+		const kt__flight_span *sp = &sn->rings[i].cp.span;
+		if (walk_runs(&sn->rings[i], sp->from, sp->from + sp->len))
 			return -ENOMEM;
+	}
 	return 0;
 }
 
 static void free_snap(struct snap *sn)
 {
 	for (size_t i = 0; sn->rings && i < sn->n; i++)
-		free(sn->rings[i].offs);
+		free(sn->rings[i].runs);
 	free(sn->rings);
 }
 
-/* The first record of @t at or after @ts into *@idx and *@off
- * (timestamps grow along a ring). */
-static void lower_bound(const struct snap_ring *t, uint64_t ts, size_t *idx, size_t *off)
+/* Where @t is cut to start at @ts: its first record at or after @ts
+ * (timestamps grow along a ring), as its index, offset and run. */
+struct cut {
+	size_t idx, off, run;
+};
+
+static struct cut lower_bound(const struct snap_ring *t, uint64_t ts)
 {
-	size_t lo = 0, hi = t->offs ? (t->n + STRIDE - 1) / STRIDE : 0;
-	/* The first indexed record at or after @ts... */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ts_at(t, t->offs[mid]) < ts)
-			lo = mid + 1;
+	size_t k = 0, hi = t->nruns;
+	/* The first run whose last record is at or after @ts... */
+	while (k < hi) {
+		size_t mid = k + (hi - k) / 2;
+		if (t->runs[mid].last < ts)
+			k = mid + 1;
 		else
 			hi = mid;
 	}
-	/* ...and the ones before it, back to the indexed one before. */
-	*idx = lo ? (lo - 1) * STRIDE : 0;
-	*off = lo ? t->offs[lo - 1] : 0;
-	size_t size;
-	while ((size = size_at(t, *off)) && ts_at(t, *off) < ts) {
-		*off += size;
-		(*idx)++;
+	if (k == t->nruns)
+		return (struct cut){ t->nruns ? t->runs[k - 1].before + (t->runs[k - 1].count
+				     ? t->runs[k - 1].count : 1) : 0, t->cp.span.len, k };
+	/* ...and in it, the first such record. */
+	const struct run *r = &t->runs[k];
+	struct cut c = { r->before, (size_t)(r->from - t->cp.span.from), k };
+	kt__ring_rec rec;
+	while (ts_at(t, c.off) < ts &&
+	       kt__ring_decode(t->cp.span.bytes + c.off, t->cp.span.len - c.off, 0, &rec) == 1) {
+		c.off += rec.size;
+		c.idx++;
 	}
+	return c;
 }
 
 /* Ring bytes kept if the window starts at @ts. */
@@ -154,9 +256,7 @@ static uint64_t bytes_from(const struct snap *sn, uint64_t ts)
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < sn->n; i++) {
-		size_t idx, off;
-		lower_bound(&sn->rings[i], ts, &idx, &off);
-		sum += sn->rings[i].span.len - off;
+		sum += sn->rings[i].cp.span.len - lower_bound(&sn->rings[i], ts).off;
 	}
 	return sum;
 }
@@ -183,7 +283,7 @@ static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_
 {
 	uint64_t hz = sn->s->c0.tick_hz, w = 0, newest = sn->now;
 	for (size_t i = 0; i < sn->n; i++)
-		if (!sn->rings[i].span.whole && ts_at(&sn->rings[i], 0) > w)
+		if (!sn->rings[i].cp.span.whole && ts_at(&sn->rings[i], 0) > w)
 			w = ts_at(&sn->rings[i], 0);
 	if (max_age_ns) {
 		/* Spans, not instants: on a machine up for less than
@@ -257,7 +357,7 @@ static void put_chunk(struct out *o, const struct snap_ring *t, size_t from, siz
 	if (!count || o->rc)
 		return;
 	put(o, kt__writer_chunk_known(o->w, kt__ring_thread_id(t->ring), (unsigned)o->s->codec,
-				      o->s->level, t->span.bytes + from, to - from, count, first,
+				      o->s->level, t->cp.span.bytes + from, to - from, count, first,
 				      last));
 	o->events += count;
 	o->chunks++;
@@ -266,40 +366,31 @@ static void put_chunk(struct out *o, const struct snap_ring *t, size_t from, siz
 	o->bytes_raw += to - from;
 }
 
-/* The kept records of one ring: chunks cut where they are full and at
- * drop markers, which become drop frames (those of this session). */
+/* The kept records of one ring: its runs from the cut, each event run a
+ * chunk, each drop marker a drop frame (those of this session). */
 static void put_ring(struct out *o, const struct snap_ring *t)
 {
-	size_t start = t->cut_off, pos = t->cut_off;
-	uint32_t count = 0;
-	uint64_t first = 0, last = 0;
-	kt__ring_rec rec;
-	while (pos < t->span.len && !o->rc &&
-	       kt__ring_decode(t->span.bytes + pos, t->span.len - pos, 0, &rec) == 1) {
-		if (!rec.bytes) {
-			put_chunk(o, t, start, pos, count, first, last);
-			count = 0;
-			start = pos + rec.size;
-			if (rec.marker_gen == (uint32_t)o->s->gen)
-				put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), rec.count,
-						      rec.first_ts, rec.last_ts));
-		} else {
-			first = count++ ? first : rec.ts;
-			last = rec.ts;
-		}
-		pos += rec.size;
-		if (pos - start >= CHUNK_MAX) {
-			put_chunk(o, t, start, pos, count, first, last);
-			count = 0;
-			start = pos;
+	for (size_t k = t->cut_run; k < t->nruns && !o->rc; k++) {
+		const struct run *r = &t->runs[k];
+		size_t from = (size_t)(r->from - t->cp.span.from), to = (size_t)(r->to - t->cp.span.from);
+		kt__ring_rec rec = { 0 };
+		if (r->count) {
+			/* The run the cut lies in is kept from the cut. */
+			size_t skip = k == t->cut_run ? t->cut - r->before : 0;
+			from = k == t->cut_run ? t->cut_off : from;
+			put_chunk(o, t, from, to, r->count - (uint32_t)skip,
+				  skip ? ts_at(t, from) : r->first, r->last);
+		} else if (kt__ring_decode(t->cp.span.bytes + from, to - from, 0, &rec) == 1 &&
+			   !rec.bytes && rec.marker_gen == (uint32_t)o->s->gen) {
+			put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), rec.count,
+					      rec.first_ts, rec.last_ts));
 		}
 	}
-	put_chunk(o, t, start, pos, count, first, last);
 	/* Events the ring overwrote were lost to a full ring: a drop record,
 	 * timed before the window. */
-	if (t->span.over && !o->rc)
-		put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), t->span.over,
-				      t->span.over_first, t->span.over_last));
+	if (t->cp.span.over && !o->rc)
+		put(o, kt_writer_drop(o->w, kt__ring_thread_id(t->ring), t->cp.span.over,
+				      t->cp.span.over_first, t->cp.span.over_last));
 	if (o->rc)
 		return;
 	char *name = kt__ring_name_dup(t->ring);
@@ -311,12 +402,12 @@ static void put_ring(struct out *o, const struct snap_ring *t)
 static void put_row(const struct snap *sn, kt_snapshot_result *res, const struct snap_ring *t,
 		    uint64_t events)
 {
-	res->events_overwritten += t->span.over;
-	if (res->thread_rows >= sn->cap || !(events || t->span.over))
+	res->events_overwritten += t->cp.span.over;
+	if (res->thread_rows >= sn->cap || !(events || t->cp.span.over))
 		return;
 	sn->rows[res->thread_rows++] = (kt_snapshot_thread){
 		.thread_id = kt__ring_thread_id(t->ring), .events = events,
-		.overwritten = t->span.over };
+		.overwritten = t->cp.span.over };
 }
 
 /* Write the trace to @fd: header, every kept record, names, threads and
@@ -362,11 +453,14 @@ static void cut_rings(struct snap *sn, uint64_t w, kt_snapshot_result *res)
 	res->window_start = UINT64_MAX;
 	for (size_t i = 0; i < sn->n; i++) {
 		struct snap_ring *t = &sn->rings[i];
-		lower_bound(t, w, &t->cut, &t->cut_off);
+		struct cut c = lower_bound(t, w);
+		t->cut = c.idx;
+		t->cut_off = c.off;
+		t->cut_run = c.run;
 		res->events_trimmed += t->cut;
-		res->bytes_lapped += t->span.lapped;
-		res->bytes_overwritten += t->span.from - t->span.origin;
-		if (t->cut_off < t->span.len && ts_at(t, t->cut_off) < res->window_start)
+		res->bytes_lapped += t->cp.span.lapped;
+		res->bytes_overwritten += t->cp.span.from - t->cp.span.origin;
+		if (t->cut_off < t->cp.span.len && ts_at(t, t->cut_off) < res->window_start)
 			res->window_start = ts_at(t, t->cut_off);
 	}
 	if (res->window_start == UINT64_MAX)
@@ -388,7 +482,7 @@ static int snapshot(struct snap sn, const char *path, int fd, uint64_t max_age_n
 	kt__ring_list list = { 0 };
 	int rc = kt__registry_snapshot(&list);
 	if (!rc)
-		rc = copy_rings(&sn, &list, max_bytes != 0);
+		rc = copy_rings(&sn, &list);
 	free(list.rings);
 	if (!rc) {
 		cut_rings(&sn, window_start(&sn, max_age_ns, max_bytes, res), res);

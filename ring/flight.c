@@ -20,10 +20,23 @@
  * were copied (position p and p + size share memory): they are the lapped
  * head, discarded, and the copy starts again at the first mark at or past
  * L - size, a record start whose bytes up to h are intact.
+ *
+ * A snapshot copies in pieces, newest first: [m_0, h), then [m_1, m_0),
+ * ..., where the m_i are the record starts it knows (the marks, the
+ * session's start, the end of the producer's count), each piece checked
+ * as above right after its own copy.  A piece that passed stays good: the
+ * check only says that its bytes were read before the producer's next lap
+ * reached them, and later overwrites do not change the copy.  The first
+ * piece that fails keeps its part from the first record start at or past
+ * L - size, and the copy ends there.  Copying towards the producer's
+ * overwrites, rather than away from them, copies nothing they reach first.
  */
 #include <sched.h>
 
 #include "ring/private.h"
+
+_Static_assert(sizeof(((kt__flight_copy *)0)->starts) / sizeof(uint64_t) == KT__FL_MARKS + 2,
+	       "a piece starts at a mark, the session's start or the count's end");
 
 int kt__flight;
 
@@ -175,19 +188,6 @@ static void copy_part(uint8_t *dst, const uint8_t *src, size_t n)
 
 void (*kt__flight_copy_hook)(void);
 
-/* The copy, in two halves: a test's hook between them plays a producer
- * that laps the ring in the middle of it. */
-static void racy_copy(uint8_t *dst, const uint8_t *src, size_t n)
-{
-	size_t half = n / 2 & ~(size_t)7;
-	copy_part(dst, src, half);
-	/* Relaxed: set by a test before any snapshot. */
-	void (*hook)(void) = kt__load_stale(&kt__flight_copy_hook);
-	if (hook)
-		hook();
-	copy_part(dst + half, src + half, n - half);
-}
-
 static uint64_t lapped_below(struct kt__ring *r, uint64_t bound)
 {
 	return bound > r->size ? bound - r->size : 0;
@@ -233,21 +233,79 @@ void kt__ring_flight_over(struct kt__ring *r, kt__flight_span *out)
 	out->over_last = c.last;
 }
 
-/* One try of kt__ring_flight_copy(): 0 when the producer lapped all of
- * it, and another try may do better. */
-static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
+/* The record starts the copy can begin a piece at, in [@lo, @h): the
+ * marks, the session's start and the first record not counted, into
+ * @c->starts, newest first, without repeats. */
+static void piece_starts(struct kt__ring *r, kt__flight_copy *c, uint64_t lo, uint64_t h,
+			 uint64_t counted)
+{
+	uint64_t cand[KT__FL_MARKS + 2];
+	unsigned n = 0;
+	cand[n++] = c->span.origin;
+	cand[n++] = counted;
+	for (unsigned i = 0; i < KT__FL_MARKS; i++)
+		/* Relaxed: any value read is a record start; the bytes of
+		 * each piece are checked against the bound after its copy. */
+		cand[n++] = kt__load_stale(&r->fl_mark[i]);
+	c->nstarts = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t m = cand[i];
+		unsigned j = c->nstarts;
+		if (m < lo || m >= h)
+			continue;
+		while (j && c->starts[j - 1] < m)
+			j--;
+		if (j && c->starts[j - 1] == m)
+			continue;
+		memmove(&c->starts[j + 1], &c->starts[j], (c->nstarts - j) * sizeof(m));
+		c->starts[j] = m;
+		c->nstarts++;
+	}
+}
+
+/* Copy the piece [@a, the copy's oldest byte) and check it against the
+ * bound: 1 when all of it is intact, 0 when the producer's overwrites
+ * reached into it (its intact records, from the first record start past
+ * them, are kept) and the copy ends. */
+static int copy_piece(kt__flight_copy *c, uint64_t a)
+{
+	struct kt__ring *r = c->ring;
+	uint64_t b = c->span.from;
+	copy_part(c->buf + (a - c->base), r->prod.base + (a & r->prod.mask), (size_t)(b - a));
+	/* Acquire fence: pairs with kt__flight_reserve()'s release fence.  A
+	 * byte at p copied above that held the producer's next lap (p + size)
+	 * makes the bound read here more than p + size: bytes at or past
+	 * bound - size were read before they were overwritten.  Pieces
+	 * copied earlier were checked after their own copy; what the
+	 * producer writes over them since does not matter. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
+	uint64_t keep = lo <= a ? a : first_start(r, lo, b, c->span.origin, c->counted);
+	c->span.bytes = c->buf + (keep - c->base);
+	c->span.len = (size_t)(c->span.len + (b - keep));
+	c->span.from = keep;
+	c->span.whole = keep == c->span.origin;
+	/* Once the copy ends: what the producer overwrote before the copy
+	 * reached it (and the tries before this one lost). */
+	c->span.lapped = c->retried + (keep - c->base);
+	return keep == a;
+}
+
+/* One try of kt__ring_flight_begin(): 0 when the producer lapped all of
+ * the newest piece, and another try may do better. */
+static int begin_once(struct kt__ring *r, kt__flight_copy *c)
 {
 	/* Relaxed: tail is the session's first position here, set before the
 	 * session started (or at the ring's registration), never moved. */
 	uint64_t origin = kt__load_stale(&r->tail);
 	/* The count first: every event it counts starts below c.counted, and
 	 * the copy starts no lower, so none is both counted and kept. */
-	over_count c = { .counted = origin };
-	if (!read_count(r, origin, &c))
-		c = (over_count){ .counted = origin };
+	over_count n = { .counted = origin };
+	if (!read_count(r, origin, &n))
+		n = (over_count){ .counted = origin };
 	/* The bound before head: a bound read late, after the producer ran
 	 * on, would put the start past head (a stale one only starts the
-	 * copy early, and the check below cuts it). */
+	 * copy early, and the checks after each piece cut it). */
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	/* Acquire pairs with the producer's release of head: every record
 	 * below it is whole. */
@@ -257,39 +315,51 @@ static int copy_once(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
 	if (lo < lapped_below(r, h))
 		lo = lapped_below(r, h);
 	lo = lo > origin ? lo : origin;
-	lo = lo > c.counted ? lo : c.counted;
-	uint64_t start = first_start(r, lo, h, origin, c.counted);
-	*out = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin,
-				  .over = c.n, .over_first = c.first, .over_last = c.last };
-	if (start == h || !r->prod.base)
+	lo = lo > n.counted ? lo : n.counted;
+	uint64_t start = first_start(r, lo, h, origin, n.counted);
+	c->base = start;
+	c->counted = n.counted;
+	c->next = 0;
+	c->span = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin,
+				     .over = n.n, .over_first = n.first, .over_last = n.last,
+				     .lapped = c->retried };
+	c->span.bytes = c->buf + (h - start);
+	piece_starts(r, c, start, h, n.counted);
+	if (start == h || !r->prod.base) {
+		c->nstarts = 0;
 		return 1;
-	racy_copy(buf, r->prod.base + (start & r->prod.mask), (size_t)(h - start));
-	/* Acquire fence: pairs with kt__flight_reserve()'s release fence. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	lo = lapped_below(r, kt__load_stale(&r->fl_bound));
-	uint64_t keep = start;
-	if (lo > start)
-		keep = first_start(r, lo, h, origin, c.counted);
-	out->bytes = buf + (keep - start);
-	out->len = (size_t)(h - keep);
-	out->from = keep;
-	out->lapped = keep - start;
-	out->whole = keep == origin;
-	return keep < h;
+	}
+	c->next = 1;
+	int whole = copy_piece(c, c->starts[0]);
+	/* Relaxed: set by a test before any snapshot. */
+	void (*hook)(void) = kt__load_stale(&kt__flight_copy_hook);
+	if (hook)
+		hook();
+	if (!whole)
+		c->nstarts = 0;
+	return c->span.len > 0;
 }
 
-void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out)
+int kt__ring_flight_begin(struct kt__ring *r, uint8_t *buf, kt__flight_copy *c)
 {
-	/* A copy lapped whole (the caller was descheduled in the middle of
-	 * it) is tried again, a few times: only this thread waits. */
-	uint64_t lapped = 0;
-	for (int i = 0; i < 4; i++) {
-		int done = copy_once(r, buf, out);
-		lapped += out->lapped;
-		if (done)
-			break;
-	}
-	out->lapped = lapped;
+	/* A newest piece lapped whole (the caller was descheduled in the
+	 * middle of it) is tried again, a few times: only this thread
+	 * waits. */
+	c->ring = r;
+	c->buf = buf;
+	c->retried = 0;
+	for (int i = 0; i < 4 && !begin_once(r, c); i++)
+		c->retried = c->span.lapped;
+	return c->next < c->nstarts;
+}
+
+int kt__ring_flight_older(kt__flight_copy *c)
+{
+	if (c->next >= c->nstarts)
+		return 0;
+	if (!copy_piece(c, c->starts[c->next++]))
+		c->nstarts = 0;
+	return c->next < c->nstarts;
 }
 
 void kt__ring_flight_discard(struct kt__ring *r)

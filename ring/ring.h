@@ -311,19 +311,41 @@ typedef struct kt__flight_span {
 } kt__flight_span;
 
 /*
- * kt__ring_flight_copy - copy the newest records of a flight-mode ring
- * into @buf (kt__ring_size() bytes of the ring's size at least) while its
- * producer goes on, and say which of them are intact.  Never waits, never
- * writes to the ring.  Any thread; one copy of a ring at a time is not
- * required.
+ * A flight copy of one ring, piece by piece from the newest records back:
+ * kt__ring_flight_begin() reads the ring's head and copies the newest
+ * piece, each kt__ring_flight_older() the piece before the oldest copied,
+ * until the producer's overwrites (which climb from the other end) reach
+ * a piece or the ring's oldest record is in.  The pieces lie between
+ * record starts the producer left (a sub-buffer apart, ring/flight.c);
+ * each is checked against the producer's bound right after its copy.
+ * Between calls @span holds the intact records copied so far (its
+ * @lapped: once the copy ended).  Both never wait and never write to the
+ * ring; any thread, one copy of a ring at a time not required.
  */
-void kt__ring_flight_copy(struct kt__ring *r, uint8_t *buf, kt__flight_span *out);
+typedef struct kt__flight_copy {
+	kt__flight_span span;
+	struct kt__ring *ring;
+	uint8_t *buf;               /* position p of the ring at buf[p - base] */
+	uint64_t base;              /* the oldest record start the ring held */
+	uint64_t counted;           /* the producer's count ends here */
+	uint64_t retried;           /* lapped by tries of the newest piece */
+	uint64_t starts[34];        /* where pieces start, newest first */
+	unsigned nstarts, next;     /* starts[next] begins the next piece */
+} kt__flight_copy;
+
+/* kt__ring_flight_begin - start a copy of @r into @buf (the ring's size in
+ * bytes at least).  Return: 1 when older pieces remain. */
+int kt__ring_flight_begin(struct kt__ring *r, uint8_t *buf, kt__flight_copy *c);
+/* kt__ring_flight_older - copy the next older piece.  Return: as
+ * kt__ring_flight_begin(); 0 also when it was not (the copy ended). */
+int kt__ring_flight_older(kt__flight_copy *c);
 
 /* kt__ring_flight_over - the events @r's thread overwrote this session so
  * far, into @out's over fields (zero when none).  Any thread. */
 void kt__ring_flight_over(struct kt__ring *r, kt__flight_span *out);
 
-/* Tests only: called in the middle of every flight copy when set. */
+/* Tests only: called after the newest piece of every flight copy when
+ * set. */
 extern void (*kt__flight_copy_hook)(void);
 
 /* kt__ring_flight_discard - a flight session ends: the consumer gives

@@ -342,8 +342,9 @@ typedef struct kt_snapshot_result {
 	uint64_t events_trimmed;    /* events the rings held, left out to make
 				     * the window complete or to meet the
 				     * limits */
-	uint64_t bytes_lapped;      /* ring bytes overwritten while they were
-				     * copied, and so left out */
+	uint64_t bytes_lapped;      /* ring bytes overwritten while the rings
+				     * were copied (newest first) before the
+				     * copy reached them, and so left out */
 	uint64_t bytes_overwritten; /* ring bytes the threads wrote in this
 				     * session and no longer held: their
 				     * oldest events, overwritten (the lapped
@@ -369,15 +370,19 @@ typedef struct kt_snapshot_result {
  *              them; the file is smaller); 0: no limit.
  * @res:        optional; what was written.
  *
- * Producers go on at full rate meanwhile: each ring is copied, the part a
- * producer overwrote during the copy is discarded, and the window is cut
+ * Producers go on at full rate meanwhile: each ring is copied from its
+ * newest records back, the part a producer overwrote before the copy
+ * reached it is left out, and the window is cut
  * where every thread is complete: from the latest of the threads' oldest
  * surviving events.  The file is a normal trace (names, threads, summary)
  * and `katra verify` passes on it; each thread's events overwritten before
  * the copy are one drop record of it (ring full), timed before the
  * window.  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
- * progress.  The first snapshot maps memory as large as all the rings
- * together, kept for the next ones until the session stops.
+ * progress.  Snapshots copy into memory as large as all the rings
+ * together, kept until the session stops: mapped and faulted in when the
+ * session starts, for the threads registered then (so the process is that
+ * much larger from the start, not from the first snapshot), and grown by
+ * the first snapshot after more threads register.
  *
  * Return: 0; KT_ENOSESSION when @s is not a running flight session;
  * -EINVAL for no @path and a negative @fd; -EEXIST, -ENOMEM, -errno from
