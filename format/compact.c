@@ -1,7 +1,6 @@
 /*
  * The compact chunk codec's encoder (format/compact.h; the bytes are
- * defined in /work/brief/out/codec.md, the future SPEC.md §4.1.1 of
- * version 3).
+ * defined in format/SPEC.md §4.1.1, format version 3).
  *
  * A chunk's records become five streams:
  *   T  each timestamp minus the one before, a varint (one byte for the

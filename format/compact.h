@@ -3,8 +3,8 @@
  *
  * Pure bytes: a span of event records (SPEC §4.2, exactly as a raw chunk
  * holds them) in, the compact encoding out, and back.  The encoding is
- * defined in /work/brief/out/codec.md (to become a section of SPEC.md
- * version 3): five streams (timestamp deltas, record keys, 8-byte values,
+ * defined in format/SPEC.md §4.1.1 (codec 3) and §4.1.2 (codec 4,
+ * compact-zstd): five streams (timestamp deltas, record keys, 8-byte values,
  * payload lengths, payload bytes), each field predicted from the chunk so
  * far and stored only where the prediction misses, and any stream LZ4
  * compressed where that pays.
