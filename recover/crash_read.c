@@ -178,8 +178,12 @@ int kt__slot_parse(const uint8_t *p, size_t len, uint32_t index, uint32_t flags,
 			   KT__SLOT_O_INDEX, kt__get32(p + KT__SLOT_O_INDEX));
 	s->thread_id = kt__get32(p + KT__SLOT_O_THREAD);
 	s->os_tid = kt__get32(p + KT__SLOT_O_OS_TID);
-	for (size_t i = 0; i < sizeof(slot_u64) / sizeof(slot_u64[0]); i++)
-		*(uint64_t *)((char *)s + slot_u64[i].field) = kt__get64(p + slot_u64[i].at);
+	for (size_t i = 0; i < sizeof(slot_u64) / sizeof(slot_u64[0]); i++) {
+		/* memcpy: the field is a uint64_t (the table's offsetof says
+		 * so), but a cast of the byte pointer could not show it. */
+		uint64_t v = kt__get64(p + slot_u64[i].at);
+		memcpy((char *)s + slot_u64[i].field, &v, sizeof(v));
+	}
 	const uint8_t *ck = p + KT__SLOT_O_CK + 32 * (kt__get64(p + KT__SLOT_O_CK_SEQ) & 1);
 	s->ck_tail = kt__get64(ck);
 	s->ck_events = kt__get64(ck + 8);
