@@ -35,9 +35,6 @@
 
 #include "ring/private.h"
 
-_Static_assert(sizeof(((kt__flight_copy *)0)->starts) / sizeof(uint64_t) == KT__FL_MARKS + 2,
-	       "a piece starts at a mark, the session's start or the count's end");
-
 int kt__flight;
 
 void kt__ring_set_flight(int on)

@@ -329,7 +329,9 @@ typedef struct kt__flight_copy {
 	uint64_t base;              /* the oldest record start the ring held */
 	uint64_t counted;           /* the producer's count ends here */
 	uint64_t retried;           /* lapped by tries of the newest piece */
-	uint64_t starts[34];        /* where pieces start, newest first */
+	uint64_t starts[KT__PAGE_FL_MARKS + 2]; /* where pieces start, newest first: a
+						 * mark, the session's start or the
+						 * count's end */
 	unsigned nstarts, next;     /* starts[next] begins the next piece */
 } kt__flight_copy;
 
