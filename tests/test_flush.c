@@ -169,8 +169,20 @@ static void check_event(struct expect *x, const struct names *n, const kt_event 
 	}
 }
 
+/* Whether a chunk of codec @got may stand in a session of codec @codec:
+ * the compact codecs store a chunk zstd would not shrink enough as codec
+ * 3, and one no codec shrinks raw (a chunk of a few events, which a slow
+ * build such as TSan's flushes often). */
+static int chunk_codec_ok(int codec, int got)
+{
+	if (got == codec)
+		return 1;
+	return codec >= KT_CODEC_COMPACT && (got == KT_CODEC_COMPACT || got == KT_CODEC_NONE);
+}
+
 /* A session of codec option @opt and backend @io, read back exactly; its
- * chunks and header say @codec. */
+ * header says @codec, and so do its chunks but the small ones the writer
+ * keeps from growing. */
 static void run_e2e_as(int opt, int codec, int io)
 {
 	kt_config cfg = { .ring_size = 64 << 10, .overflow = KT_OVERFLOW_BLOCK };
@@ -206,7 +218,7 @@ static void run_e2e_as(int opt, int codec, int io)
 	cr_assert_eq(h->capture.io, io);
 	struct expect x[64] = { 0 };
 	char names[64][16] = { { 0 } };
-	int name_ok = 0, rc;
+	int name_ok = 0, exact = 0, rc;
 	kt_trace_frame f;
 	/* Thread ids map to e2e-N only through thread frames, which come at
 	 * stop: read twice, first for the map. */
@@ -215,13 +227,17 @@ static void run_e2e_as(int opt, int codec, int io)
 			snprintf(names[f.u.thread.thread_id], 16, "%s", f.u.thread.name);
 		if (f.kind == KT_FRAME_NAME && f.u.name.id == n.msg)
 			name_ok += !strcmp(f.u.name.str, "e2e.msg");
-		if (f.kind == KT_FRAME_CHUNK)
-			cr_assert_eq(f.u.chunk.codec, codec);
+		if (f.kind == KT_FRAME_CHUNK) {
+			cr_assert(chunk_codec_ok(codec, f.u.chunk.codec), "chunk codec %d",
+				  (int)f.u.chunk.codec);
+			exact += f.u.chunk.codec == codec;
+		}
 		if (f.kind == KT_FRAME_SUMMARY)
 			cr_assert_eq(f.u.summary.io_backend, io);
 	}
 	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
 	cr_assert_eq(name_ok, 1);
+	cr_assert_gt(exact, 0);
 	kt_reader_rewind(r);
 	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
 		if (f.kind != KT_FRAME_CHUNK)
