@@ -111,7 +111,7 @@ void kt__enc_start_fields(uint8_t *b, const kt_header *h, const kt__start_at *at
 	kt__put64(b + at->ticks0, h->clock.ticks);
 	kt__put64(b + at->ns0, h->clock.mono_ns);
 	kt__put64(b + at->ring, h->capture.ring_size);
-	b[at->overflow] = h->capture.overflow;
+	b[at->overflow] = kt__overflow_flip(h->capture.overflow);
 	b[at->codec] = h->capture.codec;
 	b[at->io] = h->capture.io;
 	kt__put32(b + at->level, (uint32_t)h->capture.codec_level);

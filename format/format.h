@@ -223,6 +223,26 @@ static inline unsigned kt__max_codec(uint32_t version)
 	return version >= 3 ? KT_CODEC_COMPACT_ZSTD : version == 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_LZ4;
 }
 
+/*
+ * The overflow byte of the header and of the crash control (SPEC §2.1,
+ * §7) keeps version 1's 0 = drop, 1 = block and adds 2 = wait in version
+ * 3, while kt_overflow numbers WAIT 0 so that a zeroed kt_config asks for
+ * the default.  The two numberings are each other's mirror: one map
+ * serves both ways.  A value past 2 passes through as it is, for the
+ * reader to refuse.
+ */
+static inline uint8_t kt__overflow_flip(unsigned v)
+{
+	static const uint8_t map[3] = { 2, 1, 0 };
+	return v < 3 ? map[v] : (uint8_t)v;
+}
+
+/* The highest overflow byte a file of @version may hold. */
+static inline unsigned kt__max_overflow_byte(uint32_t version)
+{
+	return version >= 3 ? 2 : 1;
+}
+
 /* Total bytes a frame with a @body_len body occupies. */
 static inline size_t kt__frame_size(size_t body_len)
 {

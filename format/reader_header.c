@@ -103,15 +103,15 @@ static int parse_capture(kt_header *h, const uint8_t *b, uint32_t version, kt_re
 	kt_capture_options *c = &h->capture;
 
 	c->ring_size = kt__get64(b + KT__HDR_RING);
-	c->overflow = b[KT__HDR_OVERFLOW];
 	c->codec = b[KT__HDR_CODEC];
 	c->io = b[KT__HDR_IO];
 	if (b[KT__HDR_IO_PAD])
 		return kt__rd_fail(e, KT_ERESERVED, base + KT__HDR_IO_PAD, "reserved header byte");
-	if (c->overflow > KT_OVERFLOW_BLOCK || c->codec > kt__max_codec(version) ||
-	    c->io > KT_IO_PWRITE)
+	if (b[KT__HDR_OVERFLOW] > kt__max_overflow_byte(version) ||
+	    c->codec > kt__max_codec(version) || c->io > KT_IO_PWRITE)
 		return kt__rd_fail(e, KT_EHEADER, base + KT__HDR_OVERFLOW,
 				   "capture option out of range");
+	c->overflow = kt__overflow_flip(b[KT__HDR_OVERFLOW]);
 	c->codec_level = (int32_t)kt__get32(b + KT__HDR_LEVEL);
 	c->flush_period_ns = kt__get64(b + KT__HDR_FLUSH);
 	c->fsync_interval_ns = kt__get64(b + KT__HDR_FSYNC);

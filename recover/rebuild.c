@@ -688,8 +688,8 @@ static void header_from_ctl(kt_header *h, const kt__recovery *R)
 	    (c->clock.source == KT_CLOCK_TSC || c->clock.source == KT_CLOCK_MONOTONIC))
 		h->clock = c->clock;
 	h->capture.ring_size = c->ring_size;
-	if (c->overflow <= KT_OVERFLOW_BLOCK)
-		h->capture.overflow = c->overflow;
+	if (c->overflow <= kt__max_overflow_byte(KT_FORMAT_VERSION))
+		h->capture.overflow = kt__overflow_flip(c->overflow);
 	if (c->codec <= KT_CODEC_COMPACT_ZSTD)
 		h->capture.codec = c->codec;
 	if (c->io <= KT_IO_PWRITE)

@@ -41,6 +41,12 @@ struct kt__ring {
 	uint64_t refused_total;
 	uint64_t refused_first;    /* time range of refusals this session */
 	uint64_t refused_last;
+	/* WAIT policy: the ns this thread may still wait for room, and when
+	 * that was last brought up to date (0: never).  Plain: only the
+	 * owning thread's slow path, which the re-entry mark keeps to one at
+	 * a time, touches them. */
+	uint64_t wait_credit;
+	uint64_t wait_stamp;
 
 	/* Consumer line: written only by the consumer. */
 	alignas(KT__CACHELINE) uint64_t tail;

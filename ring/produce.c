@@ -23,7 +23,8 @@
 
 #include "ring/private.h"
 
-/* BLOCK policy: wait until the flusher frees space or the session ends. */
+/* BLOCK and WAIT policies: wait until the flusher frees space, the session
+ * ends or 1 ms passes. */
 static void block_wait(struct kt__ring *r, uint64_t need)
 {
 	for (int spin = 0; spin < 2048; spin++) {
@@ -49,6 +50,61 @@ static void block_wait(struct kt__ring *r, uint64_t need)
 	}
 	/* Relaxed: a stale count only costs the flusher one spare wake. */
 	kt__sub_relaxed(&r->waiters, 1);
+}
+
+/*
+ * WAIT policy (kt_overflow): one wait's bookkeeping.  @start is when it
+ * began (0: not yet), @tail the flusher's tail last seen and @moved when
+ * it last moved.
+ */
+struct wait {
+	uint64_t start, tail, moved;
+};
+
+/* Earn credit for the time since it was last counted: a quarter of it,
+ * up to the cap. */
+static void wait_earn(struct kt__ring *r, uint64_t now)
+{
+	uint64_t earned = r->wait_stamp ? (now - r->wait_stamp) / 4 : KT_WAIT_CREDIT_NS;
+	r->wait_credit = earned >= KT_WAIT_CREDIT_NS - r->wait_credit
+				 ? KT_WAIT_CREDIT_NS
+				 : r->wait_credit + earned;
+	r->wait_stamp = now;
+}
+
+/* Charge the time waited since @w began against the credit. */
+static void wait_charge(struct kt__ring *r, const struct wait *w, uint64_t now)
+{
+	uint64_t spent = now - w->start;
+	r->wait_credit -= spent < r->wait_credit ? spent : r->wait_credit;
+}
+
+/*
+ * WAIT policy, no room at @tail: whether to wait once more.  Not while
+ * a loss is pending (this thread gave up on the flusher until its
+ * records fit again, so a stalled flusher costs one wait, not one per
+ * record), not once the flusher has freed nothing for KT_WAIT_STALL_NS,
+ * and not past the thread's credit; nor does a wait start on less than
+ * 1 ms of credit, the longest block_wait() may sleep.
+ */
+static int wait_more(struct kt__ring *r, struct wait *w, uint64_t tail)
+{
+	if (r->pending)
+		return 0;
+	uint64_t now = kt__mono_ns();
+	if (!w->start) {
+		wait_earn(r, now);
+		if (r->wait_credit < 1000000)
+			return 0;
+		*w = (struct wait){ now, tail, now };
+	} else if (tail != w->tail) {
+		w->tail = tail;
+		w->moved = now;
+	}
+	if (now - w->start < r->wait_credit && now - w->moved < KT_WAIT_STALL_NS)
+		return 1;
+	wait_charge(r, w, now);
+	return 0;
 }
 
 /* Losses and refusals from an earlier session belong to that session.
@@ -199,6 +255,7 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 	/* Relaxed: head is written only by this thread. */
 	uint64_t head = kt__load_own(&r->prod.head);
 	uint64_t tail;
+	struct wait w = { 0 };
 	for (;;) {
 		size_t need = size + (r->pending ? KT__DROP_MARK_SIZE : 0);
 		/* Relaxed: a stale mode costs this one record the other
@@ -216,7 +273,9 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 		tail = kt__load_acquire(&r->tail);
 		if (head + need - tail <= r->size)
 			break;
-		if (kt__overflow_policy() == KT_OVERFLOW_DROP) {
+		int policy = kt__overflow_policy();
+		if (policy == KT_OVERFLOW_DROP ||
+		    (policy == KT_OVERFLOW_WAIT && !wait_more(r, &w, tail))) {
 			lose(r, ts);
 			return 0;
 		}
@@ -227,6 +286,8 @@ static uint64_t emit_marked(struct kt__ring *r, uint64_t limit, uint8_t type, ui
 		block_wait(r, need);
 		ts = kt_now();
 	}
+	if (w.start)
+		wait_charge(r, &w, kt__mono_ns());
 	head = put_publish(r, head, ts, type, id, flags, payload, len);
 	return next_limit(r, head, tail);
 }

@@ -121,7 +121,7 @@ static int apply_config(const kt_config *cfg)
 	if (c.ring_size < KT_RING_MIN || c.ring_size > KT_RING_MAX ||
 	    (c.ring_size & (c.ring_size - 1)))
 		return -EINVAL;
-	if (c.overflow != KT_OVERFLOW_DROP && c.overflow != KT_OVERFLOW_BLOCK)
+	if (c.overflow < KT_OVERFLOW_WAIT || c.overflow > KT_OVERFLOW_DROP)
 		return -EINVAL;
 	if (c.clock < KT_CLOCK_AUTO || c.clock > KT_CLOCK_MONOTONIC)
 		return -EINVAL;
@@ -158,7 +158,7 @@ int kt__init_with(size_t ring_size, int overflow)
 	if (ring_size)
 		c.ring_size = ring_size;
 	if (overflow)
-		c.overflow = overflow == KT_SESSION_OVERFLOW_DROP ? KT_OVERFLOW_DROP : overflow;
+		c.overflow = overflow;
 	int rc = 0;
 	if (!initialized || ring_size || overflow)
 		rc = reg_session ? KT_EBUSY : apply_config(&c);

@@ -98,7 +98,7 @@ size_t kt__ring_page(void);
 /* Configuration and state shared by ring/ and flush/. */
 int kt__ensure_init(void);
 /* kt__init_with - as kt__ensure_init(), and then, where non-zero, the ring
- * size and overflow policy (KT_SESSION_OVERFLOW_DROP for DROP) set as
+ * size and overflow policy set as
  * kt_init() sets them, the clock kept.  0, -EINVAL, KT_EBUSY (a session
  * runs), or -EAGAIN.  Any thread; takes the registry lock. */
 int kt__init_with(size_t ring_size, int overflow);

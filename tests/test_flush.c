@@ -611,6 +611,11 @@ Test(errors, enospc_pwrite_block, .timeout = 120)
 	check_enospc(KT_OVERFLOW_BLOCK, KT_IO_PWRITE);
 }
 
+Test(errors, enospc_pwrite_wait, .timeout = 120)
+{
+	check_enospc(KT_OVERFLOW_WAIT, KT_IO_PWRITE);
+}
+
 /* io_uring writes at offsets, several at once: a device, a pipe or an
  * O_APPEND file would reorder them, so forcing it there is refused and
  * "auto" picks pwrite. */
@@ -990,7 +995,7 @@ Test(start, the_session_sets_the_ring_size_and_overflow_policy)
 	cr_assert_eq(h->capture.overflow, KT_OVERFLOW_BLOCK);
 	kt_reader_close(r);
 	/* DROP asked for by name over the BLOCK the last session left. */
-	o = (kt_session_options){ .overflow = KT_SESSION_OVERFLOW_DROP };
+	o = (kt_session_options){ .overflow = KT_OVERFLOW_DROP };
 	cr_assert_eq(kt_session_start(path, &o, &s), 0);
 	cr_assert_eq(kt_session_stop(s, &sum), 0);
 	kt_summary_release(&sum);

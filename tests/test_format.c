@@ -701,3 +701,51 @@ Test(format, delta_codec_in_a_version_1_file_is_refused)
 	kt_reader_close(r);
 	free(file);
 }
+
+/* The header's overflow byte keeps version 1's numbering (0 drop, 1
+ * block) and adds 2 = wait in version 3; the reader gives kt_overflow,
+ * whose zero is WAIT.  2 before version 3, and 3 anywhere, are refused. */
+static int overflow_as_read(uint32_t version, uint64_t hash, uint8_t byte, int *policy)
+{
+	size_t len;
+	uint8_t *file = t_sample(&len, 1);
+	file[KT__PREAMBLE_LEN + KT__HDR_OVERFLOW] = byte;
+	t_set_version(file, version, hash);
+	kt_reader *r;
+	int rc = kt_reader_open_mem(&r, file, len, NULL);
+	if (rc == 0) {
+		*policy = kt_reader_get_header(r)->capture.overflow;
+		kt_reader_close(r);
+	}
+	free(file);
+	return rc;
+}
+
+Test(format, the_overflow_byte_is_the_files_numbering)
+{
+	int p = -1;
+	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 0, &p), 0);
+	cr_assert_eq(p, KT_OVERFLOW_DROP);
+	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 1, &p), 0);
+	cr_assert_eq(p, KT_OVERFLOW_BLOCK);
+	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 2, &p), 0);
+	cr_assert_eq(p, KT_OVERFLOW_WAIT);
+	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 3, &p), KT_EHEADER);
+	cr_assert_eq(overflow_as_read(2, KT__SCHEMA_HASH_V2, 0, &p), 0);
+	cr_assert_eq(p, KT_OVERFLOW_DROP);
+	cr_assert_eq(overflow_as_read(2, KT__SCHEMA_HASH_V2, 2, &p), KT_EHEADER);
+	cr_assert_eq(overflow_as_read(1, KT__SCHEMA_HASH_V1, 2, &p), KT_EHEADER);
+
+	/* And the writer puts each policy's byte there. */
+	static const uint8_t byte_of[3] = { [KT_OVERFLOW_WAIT] = 2, [KT_OVERFLOW_BLOCK] = 1,
+					    [KT_OVERFLOW_DROP] = 0 };
+	for (int policy = 0; policy < 3; policy++) {
+		kt_header h;
+		t_header(&h);
+		h.capture.overflow = (uint8_t)policy;
+		uint8_t b[KT__HEADER_FIXED] = { 0 };
+		static const kt__start_at at = { .overflow = KT__HDR_OVERFLOW };
+		kt__enc_start_fields(b, &h, &at);
+		cr_assert_eq(b[KT__HDR_OVERFLOW], byte_of[policy]);
+	}
+}

@@ -68,7 +68,7 @@ extern "C" {
 typedef struct kt_config {
 	size_t ring_size;     /* bytes per thread ring: a power of two in
 			       * [KT_RING_MIN, KT_RING_MAX]; default 4 MiB */
-	int overflow;         /* kt_overflow; default KT_OVERFLOW_DROP */
+	int overflow;         /* kt_overflow; default KT_OVERFLOW_WAIT */
 	int clock;            /* kt_clock_source; default KT_CLOCK_AUTO: the
 			       * TSC where invariant, else CLOCK_MONOTONIC */
 } kt_config;
@@ -197,9 +197,9 @@ typedef struct kt_session_options {
 
 	/*
 	 * The rings and what a full one does, for this session: @ring_size
-	 * (as kt_config.ring_size) and @overflow (KT_OVERFLOW_BLOCK, or
-	 * KT_SESSION_OVERFLOW_DROP; 0 keeps the process's, from kt_init()
-	 * or the default DROP) are set process-wide as the session starts,
+	 * (as kt_config.ring_size) and @overflow (KT_OVERFLOW_BLOCK or
+	 * KT_OVERFLOW_DROP; 0 keeps the process's, from kt_init() or the
+	 * default WAIT) are set process-wide as the session starts,
 	 * as kt_init() would set them.  Rings that already exist keep their
 	 * size (a thread that emitted before keeps its ring); new ones get
 	 * this one.  kt_session_start() fails with -EINVAL for a size or
@@ -214,9 +214,6 @@ typedef struct kt_session_options {
 	 * complete for every reader at once, durable later. */
 	int stop_sync;
 } kt_session_options;
-
-/** kt_session_options.overflow for DROP: 0 there keeps the process's. */
-#define KT_SESSION_OVERFLOW_DROP (-1)
 
 /** kt_session_options.stop_sync. */
 typedef enum kt_stop_sync {

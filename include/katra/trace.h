@@ -55,11 +55,28 @@ typedef enum kt_clock_source {
 	KT_CLOCK_MONOTONIC = 2,
 } kt_clock_source;
 
-/** Overflow policies. */
+/**
+ * Overflow policies: what a thread whose ring is full does with a record.
+ * WAIT, the default, waits for the flusher to make room, so a burst
+ * faster than the flusher is slowed rather than lost, within two bounds
+ * that keep a stalled or overrun flusher from holding the program: a
+ * wait ends in a drop once the flusher has freed nothing for
+ * KT_WAIT_STALL_NS, and each thread waits at most a quarter of its time
+ * (a credit of up to KT_WAIT_CREDIT_NS, earned at a quarter of the time
+ * that passes); a thread that dropped waits no more until its records
+ * fit again.  BLOCK waits as long as the session runs; DROP never waits.
+ * Every drop is counted.  (The trace header's byte for the policy has
+ * its own numbering: format/SPEC.md §2.1.)
+ */
 typedef enum kt_overflow {
-	KT_OVERFLOW_DROP = 0,
+	KT_OVERFLOW_WAIT = 0,
 	KT_OVERFLOW_BLOCK = 1,
+	KT_OVERFLOW_DROP = 2,
 } kt_overflow;
+
+/** WAIT's bounds (see kt_overflow). */
+#define KT_WAIT_STALL_NS 10000000u   /* 10 ms */
+#define KT_WAIT_CREDIT_NS 250000000u /* 250 ms */
 
 /** I/O backends. */
 typedef enum kt_io_backend {
