@@ -838,6 +838,27 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	return rc;
 }
 
+/* The katra command built beside this ringbench (build/ or build-rel/),
+ * relative to the working directory where it is below it, for the hints
+ * printed after a run. */
+static void katra_beside(char *out, size_t cap)
+{
+	char exe[4096], cwd[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash = n > 0 ? memrchr(exe, '/', (size_t)n) : NULL;
+	if (!slash) {
+		snprintf(out, cap, "katra");
+		return;
+	}
+	*slash = 0;
+	const char *dir = exe;
+	size_t cl = getcwd(cwd, sizeof(cwd)) ? strlen(cwd) : 0;
+	if (cl && !strncmp(exe, cwd, cl) && exe[cl] == '/')
+		dir = exe + cl + 1;
+	if ((size_t)snprintf(out, cap, "%s/katra", dir) >= cap)
+		snprintf(out, cap, "katra");
+}
+
 static void default_path(const struct opts *o, char *path, size_t cap)
 {
 	if (o->out) {
@@ -985,8 +1006,11 @@ static int frame_loop(const struct opts *o)
 		printf("  file         %s (%s)\n", path, verified ? "verified" : "NOT VALID");
 		if (cs)
 			printf("  sha256       %s\n  sidecar      %s/%s\n", cs->sha256, root, cs->sidecar);
-		printf("next:\n  build/katra verify %s\n  build/katra stats %s\n"
-		       "  build/katra export --chrome %s /tmp/ringbench.json\n", path, path, path);
+		char katra[4200];
+		katra_beside(katra, sizeof(katra));
+		printf("next:\n  %s verify %s\n  %s stats %s\n"
+		       "  %s export --chrome %s /tmp/ringbench.json\n", katra, path, katra, path,
+		       katra, path);
 	}
 	free(cap_json);
 	kt_summary_release(sum);
