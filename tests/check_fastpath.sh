@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # check_fastpath.sh OBJDUMP OBJECT - the producer fast path holds no call
-# and no lock-prefixed instruction.  Each probe's hot part (the symbol
-# itself, not its ".cold" split) must also read the TSC and end in a ret.
+# and no lock-prefixed instruction.  Each probe's hot part must also read
+# the TSC and end in a ret.  The hot part is the symbol's code from its
+# entry to where its last record is stored (fastpath_hot.awk): gcc moves
+# the slow path to a ".cold" split, clang leaves it after that point.
 set -euo pipefail
 objdump=$1 obj=$2
 fail=0
 for fn in kt_probe_zone_begin kt_probe_counter kt_probe_site kt_probe_site_category kt_probe_arg kt_probe_alloc; do
-  body=$("$objdump" -d --no-show-raw-insn "$obj" | sed -n "/<$fn>:/,/^\$/p")
+  body=$("$objdump" -d --no-show-raw-insn "$obj" | sed -n "/<$fn>:/,/^\$/p" |
+    awk -f "$(dirname "$0")/fastpath_hot.awk")
   if [[ -z $body ]]; then
     echo "FAIL $fn: not found in $obj"; fail=1; continue
   fi
