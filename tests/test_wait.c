@@ -140,7 +140,7 @@ Test(wait, a_flusher_slower_than_the_thread_slows_it_and_loses_nothing, .timeout
 /* A reader that takes nothing until the thread has emitted everything:
  * the flusher is stuck in its write, so the thread waits once, for
  * KT_WAIT_STALL_NS, and then drops without waiting until its records fit
- * again.  Were it to wait for every record, EVENTS x 10 ms would outlast
+ * again.  Were it to wait for every record, EVENTS x 50 ms would outlast
  * the test's timeout.  Every event is either in the trace or counted. */
 Test(wait, a_stalled_flusher_costs_one_wait_then_drops, .timeout = 60)
 {
