@@ -58,6 +58,7 @@ struct opts {
 	int peer_lttng;
 	uint64_t frame_events;  /* --events for the frame loop: a count, not a time */
 	unsigned payload;       /* --payload B */
+	unsigned names;         /* --names N: the frame loop's inner zones take N names */
 	int threads;
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
@@ -643,12 +644,24 @@ static int producer_only(const struct opts *o)
 
 /* ---- the default workload ---------------------------------------------- */
 
-enum { MAX_THREADS = 16 };
+enum { MAX_THREADS = 16, MAX_NAMES = 4096 };
 static const char *const role_names[3] = { "main", "render", "worker" };
 
 struct ids {
 	uint32_t frame, update, physics, draw, submit, job, draw_calls, frame_ms, handoff;
+	const uint32_t *many;  /* --names: the inner zones' and records' names */
+	unsigned nmany;
 };
+
+/* The name of unit @n's inner zone: the fixed one, or with --names one of
+ * many, in an order that does not repeat in short cycles (a multiplicative
+ * hash of @n), as an instrumented program's many call sites would be. */
+static uint32_t inner(const struct ids *id, uint32_t fixed, uint64_t n)
+{
+	if (!id->nmany)
+		return fixed;
+	return id->many[(uint32_t)((n * 0x9e3779b97f4a7c15u) >> 32) % id->nmany];
+}
 
 struct worker {
 	int index;
@@ -665,10 +678,11 @@ struct worker {
 static unsigned unit(int role, const struct ids *id, uint64_t n)
 {
 	switch (role) {
-	case 0: /* main: update > physics, then hand a flow to render */
+	case 0: { /* main: update > physics, then hand a flow to render */
+		uint32_t physics = inner(id, id->physics, n);
 		kt_zone_begin(id->update);
-		kt_zone_begin(id->physics);
-		kt_zone_end(id->physics);
+		kt_zone_begin(physics);
+		kt_zone_end(physics);
 		kt_zone_end(id->update);
 		kt_flow(id->handoff, n, KT_FLOW_BEGIN);
 		if (n % 64 == 63) {
@@ -677,17 +691,22 @@ static unsigned unit(int role, const struct ids *id, uint64_t n)
 			return 7;
 		}
 		return 5;
-	case 1: /* render: take the flow, draw with a counter, submit */
+	}
+	case 1: { /* render: take the flow, draw with a counter, submit */
+		uint32_t draw = inner(id, id->draw, n);
 		kt_flow(id->handoff, n, KT_FLOW_END);
-		kt_zone_begin(id->draw);
+		kt_zone_begin(draw);
 		kt_counter(id->draw_calls, (int64_t)(n % 977));
-		kt_zone_end(id->draw);
+		kt_zone_end(draw);
 		kt_instant(id->submit);
 		return 5;
-	default: /* worker: jobs */
-		kt_zone_begin(id->job);
-		kt_zone_end(id->job);
+	}
+	default: { /* worker: jobs */
+		uint32_t job = inner(id, id->job, n);
+		kt_zone_begin(job);
+		kt_zone_end(job);
 		return 2;
+	}
 	}
 }
 
@@ -708,7 +727,7 @@ static void *run_worker(void *arg)
 		for (int i = 0; i < 64; i++) {
 			w->events += unit(role, w->id, n++);
 			if (w->payload) {
-				kt_emit(KT_EV_USER, w->id->job, 0, blob, w->payload);
+				kt_emit(KT_EV_USER, inner(w->id, w->id->job, n), 0, blob, w->payload);
 				w->events++;
 			}
 		}
@@ -769,8 +788,16 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	struct ids id = {
 		kt_name("frame"), kt_name("update"), kt_name("physics"), kt_name("draw"),
 		kt_name("submit"), kt_name("job"), kt_name("draw_calls"),
-		kt_name("frame_time_ms"), kt_name("main->render"),
+		kt_name("frame_time_ms"), kt_name("main->render"), NULL, 0,
 	};
+	uint32_t many[MAX_NAMES];
+	for (unsigned i = 0; i < o->names; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "site_%u", i);
+		many[i] = kt_name(name);
+	}
+	id.many = many;
+	id.nmany = o->names;
 	kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
 				  .workload = "ringbench frame loop" };
 	kt_session *s = NULL;
@@ -1181,6 +1208,8 @@ static void usage(FILE *f)
 		"  --events M          the frame loop stops after M events instead of --seconds;\n"
 		"                      with --producer-only, events per row (default 20000000)\n"
 		"  --payload B         add a B-byte user record to every unit of the frame loop\n"
+		"  --names N           the frame loop's inner zones and user records take N\n"
+		"                      names (site_0...), in no short cycle (default: one each)\n"
 		"  --json              print {\"runs\": [...]} (see bench/README.md)\n"
 		"capture (the frame loop without --out goes through the capture manager):\n"
 		"  --capture-root DIR  where captures are published (default\n"
@@ -1237,6 +1266,7 @@ int main(int argc, char **argv)
 		{ "baselines", no_argument, NULL, 'B' },
 		{ "peer", required_argument, NULL, 'L' },
 		{ "payload", required_argument, NULL, 'p' + 256 },
+		{ "names", required_argument, NULL, 'n' + 256 },
 		{ "json", no_argument, NULL, 'j' },
 		{ "capture-root", required_argument, NULL, 'C' },
 		{ "run-id", required_argument, NULL, 'C' + 256 },
@@ -1348,6 +1378,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.payload = (unsigned)v;
+			break;
+		}
+		case 'n' + 256: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v > MAX_NAMES) {
+				fprintf(stderr, "ringbench: --names wants 0..%d, got '%s'\n", MAX_NAMES,
+					optarg);
+				return 2;
+			}
+			o.names = (unsigned)v;
 			break;
 		}
 		case 't':
