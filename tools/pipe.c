@@ -37,6 +37,7 @@ struct pipe {
 	struct pipe_batch slots[PIPE_SLOTS];
 	size_t head, tail;     /* filled batches are [tail, head) */
 	int done, rc, cancel;
+	int full;              /* the merging thread waits for PIPE_RESUME free slots */
 	kt_reader *r;
 	struct pipe_batch *fill;
 	uint64_t count;        /* events collected */
@@ -114,10 +115,12 @@ static int pipe_hand_over(struct pipe *p)
 	p->count += p->fill->n;
 	p->head++;
 	pthread_cond_broadcast(&p->cond);
-	while (p->head - p->tail == PIPE_SLOTS && !p->cancel) {
+	p->full = p->head - p->tail == PIPE_SLOTS;
+	while (p->full && !p->cancel) {
 		struct pipe_batch *a = p->ahead ? pipe_unclaimed(p) : NULL;
 		if (!a) {
 			pthread_cond_wait(&p->cond, &p->lock);
+			p->full = PIPE_SLOTS - (p->head - p->tail) < PIPE_RESUME;
 			continue;
 		}
 		a->claimed = 1;
@@ -126,7 +129,9 @@ static int pipe_hand_over(struct pipe *p)
 		pthread_mutex_lock(&p->lock);
 		a->claimed = 0;
 		pthread_cond_broadcast(&p->cond);
+		p->full = p->head - p->tail == PIPE_SLOTS;
 	}
+	p->full = 0;
 	int cancel = p->cancel;
 	p->fill = &p->slots[p->head % PIPE_SLOTS];
 	p->fill->first = p->count;
@@ -238,7 +243,11 @@ static int pipe_consume(struct pipe *p)
 		p->tail++;
 		if (rc)
 			p->cancel = 1;
-		pthread_cond_broadcast(&p->cond);
+		/* A merging thread waiting for room is woken once PIPE_RESUME
+		 * slots are free, not at each: a wake-up costs about what
+		 * collecting a batch does. */
+		if (rc || !p->full || PIPE_SLOTS - (p->head - p->tail) >= PIPE_RESUME)
+			pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->lock);
 		if (rc)
 			return rc;
