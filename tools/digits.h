@@ -69,4 +69,31 @@ static inline char *put_8digits(char *d, uint32_t v)
 	return d + 8;
 }
 
+/* A time in ns below 1e8 as microseconds with three decimals (Chrome's
+ * unit), then a comma: at most 10 bytes. */
+static inline char *put_small_us_comma(char *d, uint64_t ns)
+{
+	d = put_u64(d, ns / 1000);
+	uint32_t f = (uint32_t)(ns % 1000);
+	d[0] = '.';
+	d[1] = (char)('0' + f / 100);
+	d[2] = pairs[2 * (f % 100)];
+	d[3] = pairs[2 * (f % 100) + 1];
+	d[4] = ',';
+	return d + 5;
+}
+
+/* The last eight digits of a time in ns as the same: five, a point before
+ * the last three, a comma.  Writes 10 bytes. */
+static inline char *put_lo_us_comma(char *d, uint32_t lo)
+{
+	put_8digits(d, lo);
+	d[8] = d[7];
+	d[7] = d[6];
+	d[6] = d[5];
+	d[5] = '.';
+	d[9] = ',';
+	return d + 10;
+}
+
 #endif
