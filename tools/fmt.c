@@ -27,7 +27,7 @@ static const char *const flow_phase[] = { "begin", "step", "end" };
  */
 #define OUT_STREAM_CAP (1u << 20) /* a stream's buffer: 1 MiB writes */
 #define OUT_SLACK 128             /* numbers, literals and a time, per line */
-#define MID_SLOTS 1024
+#define MID_SLOTS 1024 /* mid_of()'s hash gives 10 bits */
 
 /*
  * The constant middle of an event line, per (thread, name, type, flags,
@@ -35,8 +35,8 @@ static const char *const flow_phase[] = { "begin", "step", "end" };
  * part before the time (head) and the part after it, split at @split.
  */
 struct prefix {
-	uint32_t tid, name;
-	uint8_t type, kind, used, flags;
+	uint64_t id;    /* the name and the thread, as mid_of() keys them */
+	uint32_t what;  /* the type, flags and format, with a bit set (0: empty) */
 	uint8_t halves; /* Chrome: each half (split) fits put_mid()'s fixed copy */
 	size_t len, split;
 	char *big; /* a middle too long for s, or NULL */
@@ -202,14 +202,15 @@ static int o_hex(struct out *o, const uint8_t *p, size_t n)
 /* A miss in the middle cache: build the entry at @p; NULL when out of
  * memory (the slot is left empty). */
 static __attribute__((noinline)) const struct prefix *
-mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t flags)
+mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint64_t id,
+	 uint32_t what)
 {
 	char *buf = NULL;
 	size_t split;
 	int n = fmt_build_mid(&buf, &split, j, ev);
 	free(p->big);
 	p->big = NULL;
-	p->used = 0;
+	p->what = 0;
 	if (n < 0)
 		return NULL;
 	if ((size_t)n < sizeof(p->s)) {
@@ -221,28 +222,24 @@ mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t 
 	p->len = (size_t)n;
 	p->split = split;
 	p->halves = !p->big && split <= 64 && (size_t)n - split <= 64;
-	p->tid = ev->thread_id;
-	p->name = ev->name_id;
-	p->type = ev->type;
-	p->flags = flags;
-	p->kind = (uint8_t)j->kind;
-	p->used = 1;
+	p->id = id;
+	p->what = what;
 	return p;
 }
 
 static inline const struct prefix *mid_of(struct fmt_cache *c, const struct fmt_job *j,
 					  const kt_event *ev)
 {
-	/* The middle depends on the flags of these (phase, severity). */
-	uint8_t flags = ev->type == KT_EV_FLOW || ev->type == KT_EV_FRAME ||
-				ev->type == KT_EV_MESSAGE || fmt_is_track(ev->type) ? ev->flags : 0;
-	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u ^
-		      flags * 31u) & (MID_SLOTS - 1);
+	/* The key as two words, compared in two tests, and hashed by one
+	 * multiply. */
+	uint32_t flags = fmt_mid_flags(ev);
+	uint64_t id = (uint64_t)ev->name_id << 32 | ev->thread_id;
+	uint32_t what = ev->type | flags << 8 | (uint32_t)j->kind << 16 | 1u << 24;
+	unsigned h = (unsigned)(((id ^ (uint64_t)what << 20) * UINT64_C(0x9e3779b97f4a7c15)) >> 54);
 	struct prefix *p = &c->mids[h];
-	if (__builtin_expect(p->used && p->tid == ev->thread_id && p->name == ev->name_id &&
-			     p->type == ev->type && p->kind == j->kind && p->flags == flags, 1))
+	if (__builtin_expect(p->id == id && p->what == what, 1))
 		return p;
-	return mid_fill(p, j, ev, flags);
+	return mid_fill(p, j, ev, id, what);
 }
 
 /* Copy @len bytes of @m's text from @off.  Short pieces are copied as a
