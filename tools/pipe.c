@@ -196,9 +196,16 @@ static int pipe_write(struct pipe *p, struct pipe_batch *b)
 	if (b->ahead && b->text.len)
 		rc = p->c->text(p->ctx, b->text.buf, b->text.len);
 	for (size_t i = b->ahead; i < b->n && !rc; i++) {
-		kt_event ev = batch_event(b, i);
-		uint64_t ns = p->c->merge_ns ? b->ev[i].ns : kt_reader_ticks_to_ns(p->r, ev.ts);
-		rc = p->c->event(p->ctx, &ev, ns, b->first + i);
+		/* An event without a payload is handed as the batch holds it
+		 * (its payload NULL): no copy to fix up. */
+		kt_event fixed;
+		const kt_event *ev = &b->ev[i].ev;
+		if (ev->payload_len) {
+			fixed = batch_event(b, i);
+			ev = &fixed;
+		}
+		uint64_t ns = p->c->merge_ns ? b->ev[i].ns : kt_reader_ticks_to_ns(p->r, ev->ts);
+		rc = p->c->event(p->ctx, ev, ns, b->first + i);
 	}
 	return rc;
 }
