@@ -154,6 +154,8 @@ static int pipe_collect(struct pipe *p, const kt_event *ev)
 	e->ev.payload = NULL;
 	if (!p->c->payloads || (p->c->payloads == PIPE_PAYLOADS_FIXED && ev->payload_len > 16))
 		e->ev.payload_len = 0;
+	else if (!ev->payload_len)
+		; /* most events (zones): no call to copy nothing */
 	else if (ev->payload_len == 8)
 		memcpy(e->payload.in, ev->payload, 8); /* a constant size: no call */
 	else if (ev->payload_len < 8)
