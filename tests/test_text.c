@@ -1,13 +1,16 @@
 /* Strings from hostile files made safe: UTF-8 checks, terminal escapes,
- * JSON repair, and outputs that never replace what they should not. */
+ * JSON repair, and outputs that never replace what they should not; the
+ * formatters' digits as printf writes them. */
 #include "helpers.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <criterion/criterion.h>
 
 #include "format/utf8.h"
+#include "tools/digits.h"
 #include "tools/outfile.h"
 #include "tools/text.h"
 
@@ -254,4 +257,56 @@ Test(outfile, a_fifo_swapped_for_a_hard_link_is_refused, .timeout = 120)
 	unlink(s.b);
 	cr_assert_eq(rmdir(d), 0, "no temporary file is left behind");
 	free(d);
+}
+
+/* ---- digits: the formatters' integers, as printf writes them ------------- */
+
+static void check_u64(uint64_t v)
+{
+	char a[32], b[32];
+	*put_u64(a, v) = '\0';
+	snprintf(b, sizeof(b), "%" PRIu64, v);
+	cr_assert_str_eq(a, b);
+}
+
+/* put_u64() counts the digits from the bit length: every power of ten and
+ * two and their neighbours, where the count changes, and a spread. */
+Test(digits, u64_as_printf)
+{
+	for (uint64_t p = 1, i = 0; i < 20; i++, p *= 10) {
+		check_u64(p - 1);
+		check_u64(p);
+		check_u64(p + 1);
+	}
+	for (int b = 0; b < 64; b++) {
+		check_u64((uint64_t)1 << b);
+		check_u64(((uint64_t)1 << b) - 1);
+	}
+	check_u64(UINT64_MAX);
+	uint64_t x = 88172645463325252u;
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		check_u64(x >> (i % 64));
+	}
+}
+
+/* Eight digits by multiplies, and Chrome's microseconds made of them. */
+Test(digits, eight_digits_and_microseconds_as_printf)
+{
+	char a[32], b[32];
+	for (uint32_t v = 0; v < 100000000u; v += v < 200000 ? 1 : 9973) {
+		*put_8digits(a, v) = '\0';
+		snprintf(b, sizeof(b), "%08" PRIu32, v);
+		cr_assert_str_eq(a, b);
+		*put_lo_us_comma(a, v) = '\0';
+		snprintf(b, sizeof(b), "%05" PRIu32 ".%03" PRIu32 ",", v / 1000, v % 1000);
+		cr_assert_str_eq(a, b);
+		*put_small_us_comma(a, v) = '\0';
+		snprintf(b, sizeof(b), "%" PRIu32 ".%03" PRIu32 ",", v / 1000, v % 1000);
+		cr_assert_str_eq(a, b);
+	}
+	*put_8digits(a, 99999999u) = '\0';
+	cr_assert_str_eq(a, "99999999");
 }

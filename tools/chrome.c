@@ -269,14 +269,25 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 		return -ENOMEM;
 	t->last_ts = ev->ts;
 	t->last_out = ns;
-	if ((rc = put_drops(c, t, ev->ts, ns)))
+	/* Most threads have no drop record left to mark: no call per event. */
+	if (t->drop_next < t->drop_end && (rc = put_drops(c, t, ev->ts, ns)))
 		return rc;
+	size_t n;
+	/* A zone that opens, or closes alone, without --complete: the object
+	 * put_zone() would make is the event's own (a zone's middle is its
+	 * thread, name and type; an end that closes one zone closes the
+	 * innermost of its name), so it goes out without the calls. */
 	switch (ev->type) {
 	case KT_EV_ZONE_BEGIN:
 		rc = xstate_begin(&c->xs, t, ev->name_id);
+		if (rc > 0 && !c->o->complete)
+			return fmt_chrome_put(c->fm, ev, ns, NULL);
 		return rc > 0 ? open_zone(c, t, ev->name_id, ns, 0) : rc;
 	case KT_EV_ZONE_END:
-		return close_zones(c, t, ns, xstate_end(&c->xs, t, ev->name_id), CLOSED, 0);
+		n = xstate_end(&c->xs, t, ev->name_id);
+		if (n == 1 && !c->o->complete)
+			return fmt_chrome_put(c->fm, ev, ns, NULL);
+		return close_zones(c, t, ns, n, CLOSED, 0);
 	case KT_EV_FLOW:
 		return put_flow(c, t, ev, ns);
 	default:

@@ -12,6 +12,7 @@
 #include "tools/digits.h"
 #include "tools/fmt.h"
 #include "tools/memstats.h"
+#include "tools/outfile.h"
 #include "tools/fmt_mid.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
@@ -26,7 +27,7 @@ static const char *const flow_phase[] = { "begin", "step", "end" };
  */
 #define OUT_STREAM_CAP (1u << 20) /* a stream's buffer: 1 MiB writes */
 #define OUT_SLACK 128             /* numbers, literals and a time, per line */
-#define MID_SLOTS 1024
+#define MID_SLOTS 1024 /* mid_of()'s hash gives 10 bits */
 
 /*
  * The constant middle of an event line, per (thread, name, type, flags,
@@ -34,8 +35,9 @@ static const char *const flow_phase[] = { "begin", "step", "end" };
  * part before the time (head) and the part after it, split at @split.
  */
 struct prefix {
-	uint32_t tid, name;
-	uint8_t type, kind, used, flags;
+	uint64_t id;    /* the name and the thread, as mid_of() keys them */
+	uint32_t what;  /* the type, flags and format, with a bit set (0: empty) */
+	uint8_t halves; /* Chrome: each half (split) fits put_mid()'s fixed copy */
 	size_t len, split;
 	char *big; /* a middle too long for s, or NULL */
 	char s[128];
@@ -57,6 +59,7 @@ struct out {
 	FILE *f;
 	int err; /* a write to @f failed */
 	struct fmt_cache *c;
+	int fd;  /* @f's descriptor, written directly; -1: through @f */
 };
 
 static struct fmt_cache *fmt_cache_new(void)
@@ -88,10 +91,15 @@ static void o_failed(struct out *o)
 
 static void o_flush(struct out *o)
 {
-	if (o->f && o->len && fwrite(o->buf, 1, o->len, o->f) != o->len)
+	if (!o->f || !o->len)
+		return;
+	/* A buffer this large gains nothing from the stream's: fwrite()
+	 * would copy every byte into it once more (a tenth of an export's
+	 * time).  What the stream holds goes first, so the order stays. */
+	if (o->fd >= 0 ? fflush(o->f) || outfile_write(o->fd, o->buf, o->len)
+		       : fwrite(o->buf, 1, o->len, o->f) != o->len)
 		o_failed(o);
-	if (o->f)
-		o->len = 0;
+	o->len = 0;
 }
 
 /* Make room for @n more bytes; NULL when memory ran out. */
@@ -170,25 +178,11 @@ static inline char *put_ns(struct fmt_cache *c, char *d, uint64_t ns)
 static inline __attribute__((always_inline)) char *put_us_comma(struct fmt_cache *c, char *d,
 								  uint64_t ns)
 {
-	if (ns < 100000000u) {
-		d = put_u64(d, ns / 1000);
-		uint32_t f = (uint32_t)(ns % 1000);
-		d[0] = '.';
-		d[1] = (char)('0' + f / 100);
-		d[2] = pairs[2 * (f % 100)];
-		d[3] = pairs[2 * (f % 100) + 1];
-		d[4] = ',';
-		return d + 5;
-	}
+	if (ns < 100000000u)
+		return put_small_us_comma(d, ns);
 	uint64_t hi = ns / 100000000u;
 	d = put_hi(c, d, hi);
-	put_8digits(d, (uint32_t)(ns - hi * 100000000u));
-	d[8] = d[7];
-	d[7] = d[6];
-	d[6] = d[5];
-	d[5] = '.';
-	d[9] = ',';
-	return d + 10;
+	return put_lo_us_comma(d, (uint32_t)(ns - hi * 100000000u));
 }
 
 static int o_hex(struct out *o, const uint8_t *p, size_t n)
@@ -208,14 +202,15 @@ static int o_hex(struct out *o, const uint8_t *p, size_t n)
 /* A miss in the middle cache: build the entry at @p; NULL when out of
  * memory (the slot is left empty). */
 static __attribute__((noinline)) const struct prefix *
-mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t flags)
+mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint64_t id,
+	 uint32_t what)
 {
 	char *buf = NULL;
 	size_t split;
 	int n = fmt_build_mid(&buf, &split, j, ev);
 	free(p->big);
 	p->big = NULL;
-	p->used = 0;
+	p->what = 0;
 	if (n < 0)
 		return NULL;
 	if ((size_t)n < sizeof(p->s)) {
@@ -226,28 +221,25 @@ mid_fill(struct prefix *p, const struct fmt_job *j, const kt_event *ev, uint8_t 
 	}
 	p->len = (size_t)n;
 	p->split = split;
-	p->tid = ev->thread_id;
-	p->name = ev->name_id;
-	p->type = ev->type;
-	p->flags = flags;
-	p->kind = (uint8_t)j->kind;
-	p->used = 1;
+	p->halves = !p->big && split <= 64 && (size_t)n - split <= 64;
+	p->id = id;
+	p->what = what;
 	return p;
 }
 
 static inline const struct prefix *mid_of(struct fmt_cache *c, const struct fmt_job *j,
 					  const kt_event *ev)
 {
-	/* The middle depends on the flags of these (phase, severity). */
-	uint8_t flags = ev->type == KT_EV_FLOW || ev->type == KT_EV_FRAME ||
-				ev->type == KT_EV_MESSAGE || fmt_is_track(ev->type) ? ev->flags : 0;
-	unsigned h = (ev->thread_id * 2654435761u ^ ev->name_id * 40503u ^ ev->type * 97u ^
-		      flags * 31u) & (MID_SLOTS - 1);
+	/* The key as two words, compared in two tests, and hashed by one
+	 * multiply. */
+	uint32_t flags = fmt_mid_flags(ev);
+	uint64_t id = (uint64_t)ev->name_id << 32 | ev->thread_id;
+	uint32_t what = ev->type | flags << 8 | (uint32_t)j->kind << 16 | 1u << 24;
+	unsigned h = (unsigned)(((id ^ (uint64_t)what << 20) * UINT64_C(0x9e3779b97f4a7c15)) >> 54);
 	struct prefix *p = &c->mids[h];
-	if (__builtin_expect(p->used && p->tid == ev->thread_id && p->name == ev->name_id &&
-			     p->type == ev->type && p->kind == j->kind && p->flags == flags, 1))
+	if (__builtin_expect(p->id == id && p->what == what, 1))
 		return p;
-	return mid_fill(p, j, ev, flags);
+	return mid_fill(p, j, ev, id, what);
 }
 
 /* Copy @len bytes of @m's text from @off.  Short pieces are copied as a
@@ -474,6 +466,25 @@ static inline char *put_tail(struct fmt_cache *c, char *d, const struct prefix *
 	return x && *x->args ? put_args(d, x->args) : d;
 }
 
+/* The object's head (from @skip), its time and its tail, as @x says.
+ * Microseconds with nanosecond digits: the format's unit is us.  The head
+ * (thread) and the tail (name, type) come from the middle cache. */
+static inline __attribute__((always_inline)) char *
+put_timed(struct fmt_cache *c, char *d, const struct prefix *m, size_t skip, uint64_t ns,
+	  const kt_event *ev, const struct chrome_extra *x)
+{
+	if (!x && m->halves) {
+		/* Most objects: put_mid()'s fixed copies, without its tests. */
+		memcpy(d, m->s + skip, 64);
+		d = put_us_comma(c, d + m->split - skip, ns);
+		memcpy(d, m->s + m->split, 64);
+		return d + m->len - m->split;
+	}
+	d = put_mid(d, m, skip, m->split - skip);
+	d = put_us_comma(c, d, ns);
+	return put_tail(c, d, m, ev, x);
+}
+
 /* The rest of a memory event's Chrome counter: its pool's live bytes
  * after it (the job's memstats, on the writing thread only: pass_ahead()
  * leaves these events to it).  Out of memory, the job's mem_failed says
@@ -519,12 +530,7 @@ fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uin
 		d = o_room(o, m->len + OUT_SLACK + EXTRA_SLACK + strlen(x->args));
 	if (!d)
 		return -1;
-	/* Microseconds with nanosecond digits: the format's unit is us.  The
-	 * head (thread) and the tail (name, type) come from the middle cache. */
-	size_t skip = index ? 0 : 1;
-	d = put_mid(d, m, skip, m->split - skip);
-	d = put_us_comma(o->c, d, ns);
-	d = put_tail(o->c, d, m, ev, x);
+	d = put_timed(o->c, d, m, index ? 0 : 1, ns, ev, x);
 	int64_t i64;
 	double f64;
 	uint64_t u64;
@@ -664,6 +670,10 @@ struct fmt *fmt_new(const struct fmt_job *job, FILE *f)
 		return NULL;
 	}
 	fm->o.f = f;
+	/* Chrome's writes fail through -EIO and fmt_write_errno(); a text
+	 * pass leaves its stream's error to be found at its end, so it
+	 * writes through the stream. */
+	fm->o.fd = job->kind == FMT_CHROME ? fileno(f) : -1;
 	fm->j = job;
 	return fm;
 }
@@ -710,7 +720,7 @@ static int pass_ahead(void *ctx, void *state, struct pipe_text *t, const kt_even
 	 * thread formats the batch from here on, in order. */
 	if (fm->j->kind == FMT_CHROME && (ev->type == KT_EV_ALLOC || ev->type == KT_EV_FREE))
 		return 1;
-	struct out o = { t->buf, t->len, t->cap, NULL, 0, state };
+	struct out o = { t->buf, t->len, t->cap, NULL, 0, state, -1 };
 	int rc = fmt_one(&o, fm->j, ev, ns, index);
 	t->buf = o.buf;
 	t->len = o.len;

@@ -34,6 +34,18 @@ static inline int fmt_is_track(uint8_t type)
 	return type >= KT_EV_TRACK_BEGIN && type <= KT_EV_TRACK_COUNTER_F64;
 }
 
+/* The flags @ev's middle depends on (a flow's phase, a frame's, a
+ * message's severity, a track record's track), 0 for other types: a
+ * mask of those types, one test. */
+static inline uint32_t fmt_mid_flags(const kt_event *ev)
+{
+	const uint64_t typed = (UINT64_C(1) << KT_EV_FLOW) | (UINT64_C(1) << KT_EV_FRAME) |
+			       (UINT64_C(1) << KT_EV_MESSAGE) |
+			       ((UINT64_C(1) << (KT_EV_TRACK_COUNTER_F64 + 1)) -
+				(UINT64_C(1) << KT_EV_TRACK_BEGIN));
+	return ev->type < 64 && (typed >> ev->type & 1) ? ev->flags : 0;
+}
+
 /*
  * fmt_track_tail - the end of a track record's text or JSON line at @d:
  * its time on the track's clock, that time on katra's (CLOCK_MONOTONIC

@@ -17,6 +17,7 @@
 #ifndef KT_TOOLS_OUTFILE_H
 #define KT_TOOLS_OUTFILE_H
 
+#include <stddef.h>
 #include <sys/stat.h>
 
 typedef struct outfile {
@@ -52,5 +53,12 @@ int outfile_commit(outfile *o);
  * as it was zeroed or set up by outfile_open().
  */
 void outfile_abort(outfile *o);
+
+/*
+ * outfile_write - all @n bytes of @buf to @fd, in as many write() calls
+ * as it takes (a pipe takes less at a time; a signal may interrupt one).
+ * Returns 0, or -1 with errno set.
+ */
+int outfile_write(int fd, const void *buf, size_t n);
 
 #endif

@@ -37,6 +37,7 @@ struct pipe {
 	struct pipe_batch slots[PIPE_SLOTS];
 	size_t head, tail;     /* filled batches are [tail, head) */
 	int done, rc, cancel;
+	int full;              /* the merging thread waits for PIPE_RESUME free slots */
 	kt_reader *r;
 	struct pipe_batch *fill;
 	uint64_t count;        /* events collected */
@@ -114,10 +115,12 @@ static int pipe_hand_over(struct pipe *p)
 	p->count += p->fill->n;
 	p->head++;
 	pthread_cond_broadcast(&p->cond);
-	while (p->head - p->tail == PIPE_SLOTS && !p->cancel) {
+	p->full = p->head - p->tail == PIPE_SLOTS;
+	while (p->full && !p->cancel) {
 		struct pipe_batch *a = p->ahead ? pipe_unclaimed(p) : NULL;
 		if (!a) {
 			pthread_cond_wait(&p->cond, &p->lock);
+			p->full = PIPE_SLOTS - (p->head - p->tail) < PIPE_RESUME;
 			continue;
 		}
 		a->claimed = 1;
@@ -126,7 +129,9 @@ static int pipe_hand_over(struct pipe *p)
 		pthread_mutex_lock(&p->lock);
 		a->claimed = 0;
 		pthread_cond_broadcast(&p->cond);
+		p->full = p->head - p->tail == PIPE_SLOTS;
 	}
+	p->full = 0;
 	int cancel = p->cancel;
 	p->fill = &p->slots[p->head % PIPE_SLOTS];
 	p->fill->first = p->count;
@@ -149,6 +154,8 @@ static int pipe_collect(struct pipe *p, const kt_event *ev)
 	e->ev.payload = NULL;
 	if (!p->c->payloads || (p->c->payloads == PIPE_PAYLOADS_FIXED && ev->payload_len > 16))
 		e->ev.payload_len = 0;
+	else if (!ev->payload_len)
+		; /* most events (zones): no call to copy nothing */
 	else if (ev->payload_len == 8)
 		memcpy(e->payload.in, ev->payload, 8); /* a constant size: no call */
 	else if (ev->payload_len < 8)
@@ -191,9 +198,16 @@ static int pipe_write(struct pipe *p, struct pipe_batch *b)
 	if (b->ahead && b->text.len)
 		rc = p->c->text(p->ctx, b->text.buf, b->text.len);
 	for (size_t i = b->ahead; i < b->n && !rc; i++) {
-		kt_event ev = batch_event(b, i);
-		uint64_t ns = p->c->merge_ns ? b->ev[i].ns : kt_reader_ticks_to_ns(p->r, ev.ts);
-		rc = p->c->event(p->ctx, &ev, ns, b->first + i);
+		/* An event without a payload is handed as the batch holds it
+		 * (its payload NULL): no copy to fix up. */
+		kt_event fixed;
+		const kt_event *ev = &b->ev[i].ev;
+		if (ev->payload_len) {
+			fixed = batch_event(b, i);
+			ev = &fixed;
+		}
+		uint64_t ns = p->c->merge_ns ? b->ev[i].ns : kt_reader_ticks_to_ns(p->r, ev->ts);
+		rc = p->c->event(p->ctx, ev, ns, b->first + i);
 	}
 	return rc;
 }
@@ -238,7 +252,11 @@ static int pipe_consume(struct pipe *p)
 		p->tail++;
 		if (rc)
 			p->cancel = 1;
-		pthread_cond_broadcast(&p->cond);
+		/* A merging thread waiting for room is woken once PIPE_RESUME
+		 * slots are free, not at each: a wake-up costs about what
+		 * collecting a batch does. */
+		if (rc || !p->full || PIPE_SLOTS - (p->head - p->tail) >= PIPE_RESUME)
+			pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->lock);
 		if (rc)
 			return rc;

@@ -28,7 +28,8 @@
 
 #define PIPE_EVENTS 8192
 #define PIPE_BYTES (1u << 20)         /* payload bytes copied per batch */
-#define PIPE_SLOTS 4
+#define PIPE_SLOTS 8
+#define PIPE_RESUME 4                 /* free slots that wake a waiting merger */
 #define PIPE_AHEAD_BUDGET (1u << 20)  /* text formatted ahead, per batch */
 #define PIPE_PAYLOADS_FIXED 2
 
