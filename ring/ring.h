@@ -333,10 +333,21 @@ typedef struct kt__flight_copy {
 						 * mark, the session's start or the
 						 * count's end */
 	unsigned nstarts, next;     /* starts[next] begins the next piece */
+	/* Set by the caller before kt__ring_flight_begin() to read each piece
+	 * where it lies instead of copying it (NULL: copy): @read is given
+	 * the bytes of ring positions [@a, @b) and may find them torn (it
+	 * must stay within them and keep nothing until the piece is known
+	 * good: kt__ring_flight_begin() and _older() return); @drop then
+	 * forgets what the last @read made of them.  A piece found lapped
+	 * has its intact part copied into @buf and read again from there. */
+	int (*read)(void *ctx, const uint8_t *p, uint64_t a, uint64_t b);
+	void (*drop)(void *ctx);
+	void *ctx;
 } kt__flight_copy;
 
 /* kt__ring_flight_begin - start a copy of @r into @buf (the ring's size in
- * bytes at least).  Return: 1 when older pieces remain. */
+ * bytes at least; with @c->read set, only pieces found lapped are copied
+ * there).  Return: 1 when older pieces remain. */
 int kt__ring_flight_begin(struct kt__ring *r, uint8_t *buf, kt__flight_copy *c);
 /* kt__ring_flight_older - copy the next older piece.  Return: as
  * kt__ring_flight_begin(); 0 also when it was not (the copy ended). */
