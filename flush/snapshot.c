@@ -138,35 +138,8 @@ static int stage_room(struct snap *sn, size_t n)
 	return 0;
 }
 
-/* Encode the events of @r, read at @p, into the stage (raw where the
- * codec would not shrink them, as a writer stores them).  On torn bytes
- * the encoder may refuse (-EINVAL) or encode nonsense; either way it
- * reads only the run's bytes, and the piece's check drops the result. */
-static int stage_run(struct snap *sn, struct run *r, const uint8_t *p)
-{
-	size_t len = (size_t)(r->to - r->from);
-	int rc = stage_room(sn, len);
-	if (rc)
-		return rc;
-	uint8_t *out = sn->k->stage + sn->staged;
-	long n = kt__compact_encode(sn->k->enc, p, len, out, len);
-	r->codec = KT_CODEC_COMPACT;
-	if (n == -ENOSPC) {
-		memcpy(out, p, len);
-		n = (long)len;
-		r->codec = KT_CODEC_NONE;
-	}
-	if (n < 0)
-		return (int)n;
-	r->at = sn->staged;
-	r->stored = (uint32_t)n;
-	sn->staged += (size_t)n;
-	return 0;
-}
-
-/* Add @r, the ring's next run, its events staged from @p (the bytes at
- * its start). */
-static int add_run(struct snap_ring *t, struct run r, const uint8_t *p)
+/* Add @r, the ring's next run. */
+static int add_run(struct snap_ring *t, struct run r)
 {
 	if (t->nruns == t->cap) {
 		struct run *more = reallocarray(t->runs, 2 * t->cap + 64, sizeof(*more));
@@ -175,97 +148,81 @@ static int add_run(struct snap_ring *t, struct run r, const uint8_t *p)
 		t->runs = more;
 		t->cap = 2 * t->cap + 64;
 	}
-	int rc = r.count ? stage_run(t->sn, &r, p) : 0;
-	if (!rc)
-		t->runs[t->nruns++] = r;
-	return rc;
-}
-
-/* The piece being walked: ring position @a is at @p. */
-struct piece {
-	const uint8_t *p;
-	uint64_t a;
-};
-
-/* The events of @r, if any, as a run ending at @to; @r then starts at
- * @next. */
-static int close_run(struct snap_ring *t, const struct piece *pc, struct run *r, uint64_t to,
-		     uint64_t next)
-{
-	int rc = 0;
-	if (r->count)
-		rc = add_run(t, (struct run){ .from = r->from, .to = to, .first = r->first,
-					      .last = r->last, .count = r->count },
-			     pc->p + (r->from - pc->a));
-	*r = (struct run){ .from = next };
-	return rc;
+	t->runs[t->nruns++] = r;
+	return 0;
 }
 
 /* The drop marker at @q, ring position @pos, as a run: what it says is
  * kept now (its bytes are gone after the read), for the file when it is
  * of this session. */
-static int add_marker(struct snap_ring *t, const uint8_t *q, uint64_t pos, uint64_t left)
+static int add_marker(struct snap_ring *t, const uint8_t *q, uint64_t pos)
 {
 	kt__ring_rec rec = { 0 };
 	uint64_t ts;
 	memcpy(&ts, q + KT_REC_TS, 8);
 	struct run m = { .from = pos, .to = pos + KT__DROP_MARK_SIZE, .first = ts, .last = ts };
-	if (kt__ring_decode(q, (size_t)left, pos, &rec) == 1 && !rec.bytes &&
+	if (kt__ring_decode(q, KT__DROP_MARK_SIZE, pos, &rec) == 1 && !rec.bytes &&
 	    rec.marker_gen == (uint32_t)t->sn->s->gen)
 		m = (struct run){ m.from, m.to, ts, ts, 0, 0, 0, 0, 0, 1, rec.count, rec.first_ts,
 				  rec.last_ts };
-	return add_run(t, m, NULL);
+	return add_run(t, m);
 }
 
-/*
- * Walk the records of a piece, ring positions [@pc->a, @b), into runs:
- * cut where they reach CHUNK_MAX bytes and at drop markers, each staged
- * as it closes.  The bytes are the ring's, which the producer may be
- * overwriting: every length is checked against @b before it is used, and
- * the piece's check after the walk drops what torn bytes made.
- *
- * The next record's position depends on this one's length, a load: as a
- * data dependency every record would wait for the one before.  So the
- * step is a branch on "the same size as the record before" (runs of one
- * size are the common case), which the processor predicts and runs ahead
- * of; the empty asm keeps the compiler from folding the two arms back
- * into one addition.
- */
-static int walk_runs(struct snap_ring *t, const struct piece *pc, uint64_t b)
+/* The events from ring position @pos (at @q) on, up to @b, CHUNK_MAX
+ * bytes of them or to a drop marker, as one run: found and encoded into
+ * the stage in one pass (raw where the codec would not shrink them, as a
+ * writer stores them).  *@next: where the run ends.  On torn bytes the
+ * encoder may refuse them (-EINVAL) or encode nonsense; either way it
+ * reads only [@q, @q + @b - @pos), and the piece's check drops the
+ * result. */
+static int add_events(struct snap_ring *t, const uint8_t *q, uint64_t pos, uint64_t b,
+		      uint64_t *next)
 {
-	struct run r = { .from = pc->a };
-	uint64_t pos = pc->a;
-	size_t prev = KT_REC_HEAD;
+	struct snap *sn = t->sn;
+	int rc = stage_room(sn, sn->k->run_max);
+	if (rc)
+		return rc;
+	kt__compact_run cr;
+	uint8_t *out = sn->k->stage + sn->staged;
+	long n = kt__compact_encode_upto(sn->k->enc, q, (size_t)(b - pos), CHUNK_MAX, out,
+					 sn->k->run_max, &cr);
+	uint8_t codec = KT_CODEC_COMPACT;
+	if (n == -ENOSPC) {
+		memcpy(out, q, cr.used);
+		n = (long)cr.used;
+		codec = KT_CODEC_NONE;
+	}
+	if (n <= 0)
+		return n ? (int)n : -EINVAL; /* torn, or not a record */
+	*next = pos + cr.used;
+	rc = add_run(t, (struct run){ .from = pos, .to = pos + cr.used, .first = cr.first,
+				      .last = cr.last, .count = cr.count, .at = sn->staged,
+				      .stored = (uint32_t)n, .codec = codec });
+	sn->staged += rc ? 0 : (size_t)n;
+	return rc;
+}
+
+/* Walk the records of a piece, ring positions [@a, @b) at @p, into runs:
+ * drop markers, and the events between them in runs of CHUNK_MAX bytes,
+ * each encoded as it is found.  The bytes are the ring's, which the
+ * producer may be overwriting: each step stays within [@a, @b), and the
+ * piece's check after the walk drops what torn bytes made. */
+static int walk_runs(struct snap_ring *t, const uint8_t *p, uint64_t a, uint64_t b)
+{
+	uint64_t pos = a;
 	int rc = 0;
 	while (pos < b && !rc) {
-		const uint8_t *q = pc->p + (pos - pc->a);
-		uint16_t len;
-		uint64_t ts;
-		memcpy(&len, q + KT_REC_LEN, 2);
-		memcpy(&ts, q + KT_REC_TS, 8);
-		if (q[KT_REC_TYPE] == KT__EV_DROP_MARK) {
-			rc = close_run(t, pc, &r, pos, pos + KT__DROP_MARK_SIZE);
-			if (!rc)
-				rc = add_marker(t, q, pos, b - pos);
-			pos += KT__DROP_MARK_SIZE;
-			continue;
-		}
-		size_t size = kt_event_size(len);
-		if (size > b - pos)
-			break;
-		r.first = r.count++ ? r.first : ts;
-		r.last = ts;
-		if (size == prev) {
-			__asm__("" : "+r"(prev));
-			pos += prev;
+		const uint8_t *q = p + (pos - a);
+		if (q[KT_REC_TYPE] != KT__EV_DROP_MARK) {
+			rc = add_events(t, q, pos, b, &pos);
+		} else if (b - pos < KT__DROP_MARK_SIZE) {
+			rc = -EINVAL; /* torn */
 		} else {
-			pos += size;
-			prev = size;
+			rc = add_marker(t, q, pos);
+			pos += KT__DROP_MARK_SIZE;
 		}
-		if (pos - r.from >= CHUNK_MAX)
-			rc = close_run(t, pc, &r, pos, pos);
 	}
-	return rc ? rc : close_run(t, pc, &r, pos, pos);
+	return rc;
 }
 
 /* kt__flight_copy's read: the piece [@a, @b) at @p, a new piece of the
@@ -277,8 +234,7 @@ static int read_piece(void *ctx, const uint8_t *p, uint64_t a, uint64_t b)
 		return t->rc = -EOVERFLOW; /* more pieces than starts: a bug */
 	t->piece[t->npieces++] = t->nruns;
 	t->piece_stage = t->sn->staged;
-	struct piece pc = { p, a };
-	return t->rc = walk_runs(t, &pc, b);
+	return t->rc = walk_runs(t, p, a, b);
 }
 
 /* kt__flight_copy's drop: the piece just read was lapped (the copy reads
