@@ -268,7 +268,7 @@ static int copy_piece(kt__flight_copy *c, uint64_t a)
 {
 	struct kt__ring *r = c->ring;
 	uint64_t b = c->span.from;
-	copy_part(c->buf + (a - c->base), r->prod.base + (a & r->prod.mask), (size_t)(b - a));
+	copy_part(c->buf + (a - c->buf_at), r->prod.base + (a & r->prod.mask), (size_t)(b - a));
 	/* Acquire fence: pairs with kt__flight_reserve()'s release fence.  A
 	 * byte at p copied above that held the producer's next lap (p + size)
 	 * makes the bound read here more than p + size: bytes at or past
@@ -278,7 +278,7 @@ static int copy_piece(kt__flight_copy *c, uint64_t a)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	uint64_t keep = lo <= a ? a : first_start(r, lo, b, c->span.origin, c->counted);
-	c->span.bytes = c->buf + (keep - c->base);
+	c->span.bytes = c->buf + (keep - c->buf_at);
 	c->span.len = (size_t)(c->span.len + (b - keep));
 	c->span.from = keep;
 	c->span.whole = keep == c->span.origin;
@@ -296,8 +296,8 @@ static const uint8_t *in_place(kt__flight_copy *c, uint64_t a, uint64_t b)
 {
 	const uint8_t *p = c->ring->prod.base + (a & c->ring->prod.mask);
 #ifdef KT__TSAN
-	copy_part(c->buf + (a - c->base), p, (size_t)(b - a));
-	p = c->buf + (a - c->base);
+	copy_part(c->buf, p, (size_t)(b - a));
+	p = c->buf;
 #else
 	(void)b;
 #endif
@@ -322,7 +322,7 @@ static int read_piece(kt__flight_copy *c, uint64_t a)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	if (lo <= a && !bad) {
-		c->span.bytes = c->buf + (a - c->base);
+		c->span.bytes = NULL; /* read, not copied */
 		c->span.len = (size_t)(c->span.len + (b - a));
 		c->span.from = a;
 		c->span.whole = a == c->span.origin;
@@ -333,6 +333,9 @@ static int read_piece(kt__flight_copy *c, uint64_t a)
 	/* A fault on intact bytes (no memory, say) is read again from a copy,
 	 * where it is the reader's to report. */
 	uint64_t keep = lo <= a ? a : first_start(r, lo, b, c->span.origin, c->counted);
+	/* At the buffer's start: the buffer's pages that snapshots touch stay
+	 * few, whatever part of the ring is lapped. */
+	c->buf_at = keep;
 	if (keep < b)
 		copy_piece(c, keep);
 	if (c->span.from < b)
@@ -369,6 +372,7 @@ static int begin_once(struct kt__ring *r, kt__flight_copy *c)
 	lo = lo > n.counted ? lo : n.counted;
 	uint64_t start = first_start(r, lo, h, origin, n.counted);
 	c->base = start;
+	c->buf_at = start;
 	c->counted = n.counted;
 	c->next = 0;
 	c->span = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin,

@@ -295,7 +295,9 @@ void kt__ring_set_flight(int on);
 
 /* What a snapshot kept of a ring: @len bytes of whole records at @bytes,
  * ring positions [@from, @from + @len); @lapped bytes before them were
- * overwritten while being copied and discarded. */
+ * overwritten while being copied and discarded.  (A copy that reads its
+ * pieces in place, kt__flight_copy's @read, has no such bytes: @bytes is
+ * then the last piece copied, or NULL.) */
 typedef struct kt__flight_span {
 	const uint8_t *bytes;
 	size_t len;
@@ -325,7 +327,8 @@ typedef struct kt__flight_span {
 typedef struct kt__flight_copy {
 	kt__flight_span span;
 	struct kt__ring *ring;
-	uint8_t *buf;               /* position p of the ring at buf[p - base] */
+	uint8_t *buf;               /* position p of the ring at buf[p - buf_at] */
+	uint64_t buf_at;            /* base; with @read, the piece copied last */
 	uint64_t base;              /* the oldest record start the ring held */
 	uint64_t counted;           /* the producer's count ends here */
 	uint64_t retried;           /* lapped by tries of the newest piece */
