@@ -1,8 +1,11 @@
 /*
- * Flight sessions' snapshots: copy the newest records of every ring while
- * their producers go on (ring/flight.c), cut them to the window in which
- * every thread is complete and to the caller's age and byte limits, and
- * write them as a trace through the same writer and encoder as a session.
+ * Flight sessions' snapshots: read the newest records of every ring while
+ * their producers go on (ring/flight.c), encoding them into chunks as they
+ * are found (one pass over the ring's bytes, which are not in cache: a
+ * copy first, then a walk and an encoding of the copy, took three), cut
+ * them to the window in which every thread is complete and to the
+ * caller's age and byte limits, and write them as a trace through the
+ * same writer as a session.
  */
 #define _GNU_SOURCE
 #include <errno.h>
