@@ -124,10 +124,10 @@ void kt__session_snap_leave(kt_session *s);
 /* ---- snapshot.c ---------------------------------------------------------- */
 
 /* A flight session starts: make the snapshots' encoder and map (not
- * fault in) the memory for copies of lapped pieces for the rings
- * registered now (as large as they are together), so that no snapshot
- * fails for it.  Rings registered later grow it at the next snapshot.
- * 0 or -ENOMEM. */
+ * fault in) their stage and the memory for copies of lapped pieces for
+ * the rings registered now (as large as they are together), so that no
+ * snapshot fails for it.  Rings registered later grow them at the next
+ * snapshot.  0 or -ENOMEM. */
 int kt__snapshot_reserve(kt_session *s);
 /* The session ends: free what its snapshots kept. */
 void kt__snapshot_free(kt_session *s);

@@ -120,25 +120,18 @@ void kt__snapshot_free(kt_session *s)
 		return;
 	kt__compact_enc_free(k->enc);
 	kt__compact_dec_free(k->dec);
-	free(k->stage);
+	if (k->stage)
+		munmap(k->stage, k->stage_cap);
 	free(k->raw);
 	free(k);
 }
 
-/* Room for @n more bytes in the stage. */
-static int stage_room(struct snap *sn, size_t n)
+/* Room for @n more bytes in the stage, which maps what the rings hold
+ * and a run more (maps()): a ring's kept bytes are at most the ring, and
+ * no run is staged larger than it was raw. */
+static int stage_room(const struct snap *sn, size_t n)
 {
-	struct kt__snap_keep *k = sn->k;
-	if (k->stage_cap - sn->staged >= n)
-		return 0;
-	size_t cap = 2 * k->stage_cap > sn->staged + n ? 2 * k->stage_cap : sn->staged + n;
-	cap = cap < (8u << 20) ? 8u << 20 : cap;
-	uint8_t *p = realloc(k->stage, cap);
-	if (!p)
-		return -ENOMEM;
-	k->stage = p;
-	k->stage_cap = cap;
-	return 0;
+	return sn->k->stage_cap - sn->staged >= n ? 0 : -EOVERFLOW;
 }
 
 /* Add @r, the ring's next run. */
@@ -250,22 +243,33 @@ static void drop_piece(void *ctx)
 	t->rc = 0;
 }
 
-/* Memory for the copies of pieces found lapped (and, under
- * ThreadSanitizer, of every piece): kept by the session from one snapshot
- * to the next.  Mapped, not faulted in: most snapshots touch little of it
- * or none. */
-static uint8_t *arena(kt_session *s, size_t len)
+/* *@at, a mapping of *@have bytes that the session keeps from one
+ * snapshot to the next, made at least @len bytes (mapped again, its bytes
+ * lost, when smaller): NULL when it cannot be.  Mapped, not faulted in:
+ * a snapshot touches what it uses of it and no more. */
+static uint8_t *mapping(uint8_t **at, size_t *have, size_t len)
 {
-	if (s->snap_arena_len >= len)
-		return s->snap_arena;
-	if (s->snap_arena)
-		munmap(s->snap_arena, s->snap_arena_len);
-	s->snap_arena_len = 0;
+	if (*have >= len)
+		return *at;
+	if (*at)
+		munmap(*at, *have);
+	*have = 0;
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
-		return s->snap_arena = NULL;
-	s->snap_arena_len = len;
-	return s->snap_arena = p;
+		return *at = NULL;
+	*have = len;
+	return *at = p;
+}
+
+/* The session's memory for rings of @total bytes together: the encoder,
+ * the stage, and the buffer that pieces found lapped (under
+ * ThreadSanitizer, every piece) are copied into.  The buffer, or NULL. */
+static uint8_t *maps(kt_session *s, size_t total)
+{
+	struct kt__snap_keep *k = keep_of(s);
+	if (!k || !mapping(&k->stage, &k->stage_cap, total + k->run_max))
+		return NULL;
+	return mapping(&s->snap_arena, &s->snap_arena_len, total ? total : 1);
 }
 
 /* The oldest record @t holds so far (its first run's first timestamp, of
@@ -285,9 +289,7 @@ int kt__snapshot_reserve(kt_session *s)
 	for (size_t i = 0; !rc && i < list.len; i++)
 		total += kt__ring_bytes(list.rings[i]);
 	free(list.rings);
-	if (!rc && !keep_of(s))
-		rc = -ENOMEM;
-	return rc ? rc : total && !arena(s, total) ? -ENOMEM : 0;
+	return rc ? rc : !maps(s, total) ? -ENOMEM : 0;
 }
 
 /* @t's runs in ring order (the pieces came newest first), each with the
@@ -340,9 +342,10 @@ static int copy_rings(struct snap *sn, const kt__ring_list *list)
 		return -ENOMEM;
 	for (size_t i = 0; i < list->len; i++)
 		total += kt__ring_bytes(list->rings[i]);
-	uint8_t *buf = arena(sn->s, total ? total : 1);
-	if (!buf || !(sn->k = keep_of(sn->s)))
+	uint8_t *buf = maps(sn->s, total);
+	if (!buf)
 		return -ENOMEM;
+	sn->k = sn->s->snap_keep;
 	for (size_t i = 0; i < list->len; i++) {
 		begin_ring(sn, &sn->rings[i], list->rings[i], buf);
 		buf += kt__ring_bytes(list->rings[i]);
