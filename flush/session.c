@@ -176,8 +176,7 @@ static void session_free(kt_session *s)
 	for (uint32_t i = 0; s->hdr_notes && i < s->hdr.note_count; i++)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
-	if (s->snap_arena)
-		munmap(s->snap_arena, s->snap_arena_len);
+	kt__snapshot_free(s);
 	pthread_mutex_destroy(&s->snap_lock);
 	pthread_cond_destroy(&s->snap_done);
 	free(s);

@@ -88,6 +88,7 @@ struct kt_session {
 	pthread_cond_t snap_done;
 	uint8_t *snap_arena;     /* the copies' memory, kept between snapshots */
 	size_t snap_arena_len;
+	struct kt__snap_keep *snap_keep; /* snapshot.c's encoder and stage */
 	/* Requests from outside (control.c): the listening socket, or -1. */
 	int ctl_fd;
 	int ctl_stop;            /* atomic: the thread ends */
@@ -122,11 +123,14 @@ void kt__session_snap_leave(kt_session *s);
 
 /* ---- snapshot.c ---------------------------------------------------------- */
 
-/* A flight session starts: map and fault in the snapshots' copy memory for
+/* A flight session starts: make the snapshots' encoder and map (not
+ * fault in) their stage and the memory for copies of lapped pieces for
  * the rings registered now (as large as they are together), so that no
- * snapshot pays for it or fails for it.  Rings registered later grow it at
- * the next snapshot.  0 or -ENOMEM. */
+ * snapshot fails for it.  Rings registered later grow them at the next
+ * snapshot.  0 or -ENOMEM. */
 int kt__snapshot_reserve(kt_session *s);
+/* The session ends: free what its snapshots kept. */
+void kt__snapshot_free(kt_session *s);
 
 /* ---- control.c: snapshot requests from outside --------------------------- */
 

@@ -26,6 +26,7 @@
 
 #define HASH_BITS 13 /* 2 x KT__COMPACT_KEYS slots: short probes */
 #define LZ4_MIN 32   /* shorter streams are not worth a try */
+#define PREFETCH 4096 /* bytes ahead: records not in cache yet (encode_upto) */
 
 struct hslot {
 	uint32_t gen; /* the chunk that filled it; older ones are empty */
@@ -324,21 +325,29 @@ static void enc_reset(kt__compact_enc *e)
  * Walk the records into the streams; end[] receives where each ends.
  * The loop is the hot path of a flusher at tens of millions of records a
  * second: a record without payload whose key was predicted costs a
- * delta, a byte and a compare.  Returns 0 or -EINVAL.
+ * delta, a byte and a compare.  With @upto (a constant: each caller gets
+ * its own copy of the loop, the flusher's without the tests it adds) the
+ * walk also ends at the first record that starts at or past @u->limit,
+ * and before the first whose type and flags the format does not know,
+ * counting the records it takes.  Returns 0 or -EINVAL.
  */
-static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
-		       uint8_t *end[KT__CMP_STREAMS])
+static inline __attribute__((always_inline)) int
+enc_walk(kt__compact_enc *e, const uint8_t *ev, size_t raw_len, uint8_t *end[KT__CMP_STREAMS],
+	 const int upto, kt__compact_run *u)
 {
 	struct kt__cmp_slot *slots = e->slots, *ctx = &slots[KT__CMP_OTHER];
 	struct wr w = { e->base[2], e->base[3], e->base[4], 0, 0 };
 	uint8_t *t = e->base[0], *k = e->base[1];
 	uint64_t prev = 0, rk = 0;
-	size_t at = 0;
+	size_t at = 0, n = 0;
 
-	while (raw_len - at >= KT_REC_HEAD) {
+	while (raw_len - at >= KT_REC_HEAD && (!upto || at < u->limit)) {
 		const uint8_t *rec = ev + at;
+		if (upto)
+			__builtin_prefetch(rec + PREFETCH);
 		uint64_t ts = kt__get64(rec + KT_REC_TS), meta = kt__get64(rec + KT_REC_NAME);
 		uint64_t d = ts - prev;
+		uint8_t *t0 = t, *k0 = k;
 		prev = ts;
 		if (d < 0x80)
 			*t++ = (uint8_t)d;
@@ -349,11 +358,19 @@ static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
 			rk++;
 		} else {
 			s = enc_key_miss(e, &k, rk, (unsigned)(ctx - slots), meta);
+			if (!s && upto && k == k0) {
+				/* A key the format does not allow, refused
+				 * before its token: the walk ends before it. */
+				t = t0;
+				prev = ts - d;
+				break;
+			}
 			if (!s)
 				return -EINVAL;
 			rk = 0;
 		}
 		ctx = s;
+		n += upto;
 		if (s->cls == KT__CLS_NONE) {
 			at += KT_REC_HEAD;
 			continue;
@@ -370,7 +387,16 @@ static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
 	end[2] = w.v;
 	end[3] = w.l;
 	end[4] = w.p;
-	return at == raw_len ? 0 : -EINVAL;
+	if (upto)
+		*u = (kt__compact_run){ u->limit, at, (uint32_t)n, n ? kt__get64(ev + KT_REC_TS) : 0,
+					prev };
+	return upto || at == raw_len ? 0 : -EINVAL;
+}
+
+static int enc_streams(kt__compact_enc *e, const uint8_t *ev, size_t raw_len,
+		       uint8_t *end[KT__CMP_STREAMS])
+{
+	return enc_walk(e, ev, raw_len, end, 0, NULL);
 }
 
 /* LZ4 on the streams that ask for it, kept where smaller: each stream's
@@ -441,18 +467,14 @@ static long enc_write(unsigned flags, const uint8_t *src[KT__CMP_STREAMS],
 	return (long)total;
 }
 
-long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, uint8_t *out,
-			size_t cap)
+/* The streams walked, ending at @end, for @raw_len bytes of records:
+ * LZ4 where it pays, then head and streams into @out (at most @cap). */
+static long enc_finish(kt__compact_enc *e, size_t raw_len, uint8_t *end[KT__CMP_STREAMS],
+		       uint8_t *out, size_t cap)
 {
-	uint8_t *end[KT__CMP_STREAMS];
 	const uint8_t *src[KT__CMP_STREAMS];
 	size_t len[KT__CMP_STREAMS], plain[KT__CMP_STREAMS], sum = 0;
 
-	if (raw_len == 0 || raw_len % 8 || raw_len > e->max_raw)
-		return -EINVAL;
-	enc_reset(e);
-	if (enc_streams(e, events, raw_len, end))
-		return -EINVAL;
 	for (int i = 0; i < KT__CMP_STREAMS; i++) {
 		src[i] = e->base[i];
 		len[i] = plain[i] = (size_t)(end[i] - e->base[i]);
@@ -464,4 +486,34 @@ long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, 
 	if (flags & ~KT__COMPACT_P)
 		flags = keep_ratio(e, raw_len, flags, src, len, plain);
 	return enc_write(flags, src, len, plain, out, cap);
+}
+
+long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, uint8_t *out,
+			size_t cap)
+{
+	uint8_t *end[KT__CMP_STREAMS];
+
+	if (raw_len == 0 || raw_len % 8 || raw_len > e->max_raw)
+		return -EINVAL;
+	enc_reset(e);
+	if (enc_streams(e, events, raw_len, end))
+		return -EINVAL;
+	return enc_finish(e, raw_len, end, out, cap);
+}
+
+long kt__compact_encode_upto(kt__compact_enc *e, const void *events, size_t avail, size_t limit,
+			     uint8_t *out, size_t cap, kt__compact_run *run)
+{
+	uint8_t *end[KT__CMP_STREAMS];
+
+	*run = (kt__compact_run){ .limit = limit };
+	size_t big = kt_event_size(UINT16_MAX); /* the largest record */
+	if (limit == 0 || limit % 8 || avail % 8 || e->max_raw < big || limit > e->max_raw - big)
+		return -EINVAL;
+	enc_reset(e);
+	if (enc_walk(e, events, avail, end, 1, run))
+		return -EINVAL;
+	if (!run->used)
+		return 0;
+	return enc_finish(e, run->used, end, out, cap < run->used ? cap : run->used);
 }

@@ -84,6 +84,32 @@ int kt__compact_enc_lz4(kt__compact_enc *e, unsigned streams, int accel);
 long kt__compact_encode(kt__compact_enc *e, const void *events, size_t raw_len, uint8_t *out,
 			size_t cap);
 
+/* What kt__compact_encode_upto() took: @used bytes of records (ending at
+ * the first record start at or past @limit, or before the first record
+ * the format does not know), @count of them, timestamps @first to @last. */
+typedef struct kt__compact_run {
+	size_t limit, used;
+	uint32_t count;
+	uint64_t first, last;
+} kt__compact_run;
+
+/*
+ * kt__compact_encode_upto - as kt__compact_encode(), of the records at
+ * @events (@avail bytes at hand) from the first on, up to the first that
+ * starts at or past @limit bytes or whose type and flags the format does
+ * not allow (a reader's own record, such as a ring's drop marker; a
+ * record it refuses otherwise makes it -EINVAL), into *@run.  For a
+ * reader whose records are not walked yet: one pass finds and encodes
+ * them.  @limit plus the largest record (kt_event_size(UINT16_MAX)) must
+ * be at most the encoder's @max_raw.  Reads nothing outside
+ * events[0, @avail), whatever the bytes are.
+ * Return: the encoded length, at most @cap and at most run->used; 0 when
+ * the first record is not taken (run->used 0); -ENOSPC (run->used says
+ * how many bytes a caller then stores raw); -EINVAL.
+ */
+long kt__compact_encode_upto(kt__compact_enc *e, const void *events, size_t avail, size_t limit,
+			     uint8_t *out, size_t cap, kt__compact_run *run);
+
 /*
  * kt__compact_dec_new - a decoder: 170 KiB of tables, and a buffer for
  * LZ4-compressed streams that grows to the largest chunk's raw_len.

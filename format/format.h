@@ -444,6 +444,12 @@ struct kt_writer;
 int kt__writer_chunk_known(struct kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 			   const void *events, size_t raw_len, uint32_t count, uint64_t first,
 			   uint64_t last);
+/* The same for a payload already encoded in @codec (@stored bytes that
+ * decode to @raw_len of records): the flight snapshot's chunks, encoded
+ * as it read them (flush/snapshot.c). */
+int kt__writer_chunk_stored(struct kt_writer *w, uint32_t thread_id, unsigned codec,
+			    const void *payload, size_t stored, size_t raw_len, uint32_t count,
+			    uint64_t first, uint64_t last);
 /*
  * Where a writer's bytes go.  The writer fills a buffer it took from
  * acquire() and hands it to write() with its file offset; from then the

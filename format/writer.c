@@ -329,20 +329,63 @@ static long compact_payload(kt_writer *w, unsigned *codec, int level, const uint
 	return n;
 }
 
+/* The writer takes a chunk of @thread_id: its thread's state, or NULL
+ * (in *@rc: the writer finished or failed, or no memory). */
+static struct wthread *chunk_thread(kt_writer *w, uint32_t thread_id, int *rc)
+{
+	struct wthread *t = NULL;
+	if (w->finished)
+		*rc = KT_ESTATE;
+	else if (w->error)
+		*rc = w->error;
+	else if (!(t = thread_get(w, thread_id)))
+		*rc = -ENOMEM;
+	return t;
+}
+
+/* Where a chunk frame of a payload of at most @bound bytes is built: in
+ * the output buffer when it fits there (so that the payload is made in
+ * the bytes that get written, *@in_place 1), else in the scratch frame;
+ * NULL on error (in *@rc). */
+static uint8_t *chunk_frame(kt_writer *w, size_t bound, int *in_place, int *rc)
+{
+	uint8_t *f = reserve(w, kt__frame_size(KT__CHUNK_FIXED + bound));
+	*in_place = f != NULL;
+	if ((*rc = w->error))
+		return NULL;
+	if (!f && !(*rc = frame_room(w, KT__CHUNK_FIXED + bound)))
+		f = w->frame;
+	return f;
+}
+
+/* The chunk frame at @f, its payload of @stored bytes in place: prefix,
+ * seal, into the output, numbered and counted. */
+static int chunk_seal(kt_writer *w, struct wthread *t, uint8_t *f, int in_place,
+		      uint32_t thread_id, unsigned codec, size_t raw_len, uint32_t stored,
+		      uint32_t count, uint64_t first, uint64_t last)
+{
+	int rc;
+	kt__enc_chunk_prefix(f, thread_id, (uint8_t)codec, t->next_seq, count, (uint32_t)raw_len,
+			     stored, first, last);
+	size_t n = kt__enc_frame_seal(f, KT__CHUNK_FIXED + stored);
+	if (in_place)
+		commit(w, n);
+	else if ((rc = emit(w, f, n)))
+		return rc;
+	account_chunk(w, t, count, raw_len, stored);
+	return 0;
+}
+
 int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int level,
 			   const void *events, size_t raw_len, uint32_t count, uint64_t first,
 			   uint64_t last)
 {
 	const uint8_t *ev = events;
-	int rc;
+	int rc, in_place;
 
-	if (w->finished)
-		return KT_ESTATE;
-	if (w->error)
-		return w->error;
-	struct wthread *t = thread_get(w, thread_id);
+	struct wthread *t = chunk_thread(w, thread_id, &rc);
 	if (!t)
-		return -ENOMEM;
+		return rc;
 
 	if (codec >= KT_CODEC_COMPACT && raw_len > COMPACT_MAX) {
 		codec = KT_CODEC_LZ4_DELTA;
@@ -353,17 +396,9 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 	size_t bound = codec == KT_CODEC_LZ4 || codec == KT_CODEC_LZ4_DELTA
 			       ? (size_t)LZ4_compressBound((int)raw_len)
 			       : raw_len;
-	/* Build the frame straight in the output buffer when it fits there,
-	 * so LZ4 compresses into the bytes that get written. */
-	uint8_t *f = reserve(w, kt__frame_size(KT__CHUNK_FIXED + bound));
-	int in_place = f != NULL;
-	if (w->error)
-		return w->error;
-	if (!in_place) {
-		if ((rc = frame_room(w, KT__CHUNK_FIXED + bound)))
-			return rc;
-		f = w->frame;
-	}
+	uint8_t *f = chunk_frame(w, bound, &in_place, &rc);
+	if (!f)
+		return rc;
 	uint8_t *payload = f + KT__FRAME_HEAD + KT__CHUNK_FIXED;
 	uint32_t stored = (uint32_t)raw_len;
 	if (codec == KT_CODEC_LZ4_DELTA) {
@@ -385,15 +420,24 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 	} else {
 		memcpy(payload, ev, raw_len);
 	}
-	kt__enc_chunk_prefix(f, thread_id, (uint8_t)codec, t->next_seq, count, (uint32_t)raw_len,
-			     stored, first, last);
-	size_t n = kt__enc_frame_seal(f, KT__CHUNK_FIXED + stored);
-	if (in_place)
-		commit(w, n);
-	else if ((rc = emit(w, f, n)))
+	return chunk_seal(w, t, f, in_place, thread_id, codec, raw_len, stored, count, first, last);
+}
+
+int kt__writer_chunk_stored(kt_writer *w, uint32_t thread_id, unsigned codec,
+			    const void *payload, size_t stored, size_t raw_len, uint32_t count,
+			    uint64_t first, uint64_t last)
+{
+	int rc, in_place;
+
+	struct wthread *t = chunk_thread(w, thread_id, &rc);
+	if (!t)
 		return rc;
-	account_chunk(w, t, count, raw_len, stored);
-	return 0;
+	uint8_t *f = chunk_frame(w, stored, &in_place, &rc);
+	if (!f)
+		return rc;
+	memcpy(f + KT__FRAME_HEAD + KT__CHUNK_FIXED, payload, stored);
+	return chunk_seal(w, t, f, in_place, thread_id, codec, raw_len, (uint32_t)stored, count,
+			  first, last);
 }
 
 int kt__writer_chunk_ref(kt_writer *w, uint32_t thread_id, const void *events, size_t raw_len,

@@ -268,7 +268,7 @@ static int copy_piece(kt__flight_copy *c, uint64_t a)
 {
 	struct kt__ring *r = c->ring;
 	uint64_t b = c->span.from;
-	copy_part(c->buf + (a - c->base), r->prod.base + (a & r->prod.mask), (size_t)(b - a));
+	copy_part(c->buf + (a - c->buf_at), r->prod.base + (a & r->prod.mask), (size_t)(b - a));
 	/* Acquire fence: pairs with kt__flight_reserve()'s release fence.  A
 	 * byte at p copied above that held the producer's next lap (p + size)
 	 * makes the bound read here more than p + size: bytes at or past
@@ -278,7 +278,7 @@ static int copy_piece(kt__flight_copy *c, uint64_t a)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	uint64_t keep = lo <= a ? a : first_start(r, lo, b, c->span.origin, c->counted);
-	c->span.bytes = c->buf + (keep - c->base);
+	c->span.bytes = c->buf + (keep - c->buf_at);
 	c->span.len = (size_t)(c->span.len + (b - keep));
 	c->span.from = keep;
 	c->span.whole = keep == c->span.origin;
@@ -286,6 +286,63 @@ static int copy_piece(kt__flight_copy *c, uint64_t a)
 	 * reached it (and the tries before this one lost). */
 	c->span.lapped = c->retried + (keep - c->base);
 	return keep == a;
+}
+
+/* Where the piece [@a, @b) is read in place: the ring's bytes (mapped
+ * twice, so a piece that wraps is contiguous), or under ThreadSanitizer a
+ * copy of them (the read races the producer by design, as the copy does;
+ * the check after it decides the same way). */
+static const uint8_t *in_place(kt__flight_copy *c, uint64_t a, uint64_t b)
+{
+	const uint8_t *p = c->ring->prod.base + (a & c->ring->prod.mask);
+#ifdef KT__TSAN
+	copy_part(c->buf, p, (size_t)(b - a));
+	p = c->buf;
+#else
+	(void)b;
+#endif
+	return p;
+}
+
+/* Read the piece [@a, the copy's oldest byte) in place through c->read
+ * and check it against the bound as copy_piece() checks a copy: 1 when it
+ * was intact and read without fault.  Else what was read is dropped, the
+ * intact part is copied (from the first record start past the lapped
+ * bytes) and read from the copy, and the copy ends (0). */
+static int read_piece(kt__flight_copy *c, uint64_t a)
+{
+	struct kt__ring *r = c->ring;
+	uint64_t b = c->span.from;
+	if (!c->read)
+		return copy_piece(c, a);
+	int bad = c->read(c->ctx, in_place(c, a, b), a, b);
+	/* Acquire fence: pairs with kt__flight_reserve()'s release fence, as
+	 * in copy_piece(): the bytes read at or past bound - size were read
+	 * before the producer's next lap reached them. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
+	if (lo <= a && !bad) {
+		c->span.bytes = NULL; /* read, not copied */
+		c->span.len = (size_t)(c->span.len + (b - a));
+		c->span.from = a;
+		c->span.whole = a == c->span.origin;
+		c->span.lapped = c->retried + (a - c->base);
+		return 1;
+	}
+	c->drop(c->ctx);
+	/* A fault on intact bytes (no memory, say) is read again from a copy,
+	 * where it is the reader's to report. */
+	uint64_t keep = lo <= a ? a : first_start(r, lo, b, c->span.origin, c->counted);
+	/* At the buffer's start: the buffer's pages that snapshots touch stay
+	 * few, whatever part of the ring is lapped. */
+	c->buf_at = keep;
+	if (keep < b)
+		copy_piece(c, keep);
+	if (c->span.from < b)
+		c->read(c->ctx, c->span.bytes, c->span.from, b);
+	else
+		c->span.lapped = c->retried + (b - c->base);
+	return 0;
 }
 
 /* One try of kt__ring_flight_begin(): 0 when the producer lapped all of
@@ -315,6 +372,7 @@ static int begin_once(struct kt__ring *r, kt__flight_copy *c)
 	lo = lo > n.counted ? lo : n.counted;
 	uint64_t start = first_start(r, lo, h, origin, n.counted);
 	c->base = start;
+	c->buf_at = start;
 	c->counted = n.counted;
 	c->next = 0;
 	c->span = (kt__flight_span){ .origin = origin, .from = h, .whole = start == origin,
@@ -327,7 +385,7 @@ static int begin_once(struct kt__ring *r, kt__flight_copy *c)
 		return 1;
 	}
 	c->next = 1;
-	int whole = copy_piece(c, c->starts[0]);
+	int whole = read_piece(c, c->starts[0]);
 	/* Relaxed: set by a test before any snapshot. */
 	void (*hook)(void) = kt__load_stale(&kt__flight_copy_hook);
 	if (hook)
@@ -354,7 +412,7 @@ int kt__ring_flight_older(kt__flight_copy *c)
 {
 	if (c->next >= c->nstarts)
 		return 0;
-	if (!copy_piece(c, c->starts[c->next++]))
+	if (!read_piece(c, c->starts[c->next++]))
 		c->nstarts = 0;
 	return c->next < c->nstarts;
 }

@@ -295,7 +295,9 @@ void kt__ring_set_flight(int on);
 
 /* What a snapshot kept of a ring: @len bytes of whole records at @bytes,
  * ring positions [@from, @from + @len); @lapped bytes before them were
- * overwritten while being copied and discarded. */
+ * overwritten while being copied and discarded.  (A copy that reads its
+ * pieces in place, kt__flight_copy's @read, has no such bytes: @bytes is
+ * then the last piece copied, or NULL.) */
 typedef struct kt__flight_span {
 	const uint8_t *bytes;
 	size_t len;
@@ -325,7 +327,8 @@ typedef struct kt__flight_span {
 typedef struct kt__flight_copy {
 	kt__flight_span span;
 	struct kt__ring *ring;
-	uint8_t *buf;               /* position p of the ring at buf[p - base] */
+	uint8_t *buf;               /* position p of the ring at buf[p - buf_at] */
+	uint64_t buf_at;            /* base; with @read, the piece copied last */
 	uint64_t base;              /* the oldest record start the ring held */
 	uint64_t counted;           /* the producer's count ends here */
 	uint64_t retried;           /* lapped by tries of the newest piece */
@@ -333,10 +336,21 @@ typedef struct kt__flight_copy {
 						 * mark, the session's start or the
 						 * count's end */
 	unsigned nstarts, next;     /* starts[next] begins the next piece */
+	/* Set by the caller before kt__ring_flight_begin() to read each piece
+	 * where it lies instead of copying it (NULL: copy): @read is given
+	 * the bytes of ring positions [@a, @b) and may find them torn (it
+	 * must stay within them and keep nothing until the piece is known
+	 * good: kt__ring_flight_begin() and _older() return); @drop then
+	 * forgets what the last @read made of them.  A piece found lapped
+	 * has its intact part copied into @buf and read again from there. */
+	int (*read)(void *ctx, const uint8_t *p, uint64_t a, uint64_t b);
+	void (*drop)(void *ctx);
+	void *ctx;
 } kt__flight_copy;
 
 /* kt__ring_flight_begin - start a copy of @r into @buf (the ring's size in
- * bytes at least).  Return: 1 when older pieces remain. */
+ * bytes at least; with @c->read set, only pieces found lapped are copied
+ * there).  Return: 1 when older pieces remain. */
 int kt__ring_flight_begin(struct kt__ring *r, uint8_t *buf, kt__flight_copy *c);
 /* kt__ring_flight_older - copy the next older piece.  Return: as
  * kt__ring_flight_begin(); 0 also when it was not (the copy ended). */

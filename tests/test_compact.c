@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <criterion/criterion.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "format/compact.h"
@@ -726,4 +728,102 @@ Test(compact, no_payload_expands_more_than_a_reader_accepts)
 	kt__compact_dec_free(d);
 	zc->dec_free(zd);
 	free(c.buf);
+}
+
+/* Where the first record starting at or past @limit lies in @c, with the
+ * records before it and their last timestamp. */
+static size_t prefix_at(const struct chunk *c, size_t limit, uint32_t *count, uint64_t *last)
+{
+	size_t at = 0;
+	*count = 0;
+	while (at < c->len && at < limit) {
+		*last = kt__get64(c->buf + at + KT_REC_TS);
+		at += kt_event_size(kt__get16(c->buf + at + KT_REC_LEN));
+		(*count)++;
+	}
+	return at;
+}
+
+/* encode_upto takes the records before the limit, or before a record the
+ * format does not know, and encodes them as kt__compact_encode() does. */
+Test(compact, encode_upto_takes_whole_records_up_to_the_limit_or_a_foreign_record)
+{
+	struct chunk c;
+	chunk_init(&c);
+	kt__compact_enc *e;
+	cr_assert_eq(kt__compact_enc_new(&e, 8192 + kt_event_size(UINT16_MAX)), 0);
+	size_t cap = 2 * (size_t)MAX_RAW;
+	uint8_t *a = malloc(cap), *b = malloc(cap);
+	cr_assert(a && b);
+	for (uint64_t seed = 0; seed < 100; seed++) {
+		random_chunk(&c, seed, 1 + (uint32_t)(seed * 37 % 700));
+		size_t limit = 8 * (1 + seed * 97 % 1024);
+		uint32_t count;
+		uint64_t last = 0;
+		size_t used = prefix_at(&c, limit, &count, &last);
+		kt__compact_run run;
+		long n = kt__compact_encode_upto(e, c.buf, c.len, limit, a, cap, &run);
+		cr_assert_eq(run.used, used);
+		cr_assert_eq(run.count, count);
+		cr_assert_eq(run.first, kt__get64(c.buf + KT_REC_TS));
+		cr_assert_eq(run.last, last);
+		long m = kt__compact_encode(e, c.buf, used, b, cap);
+		cr_assert_eq(n, m);
+		cr_assert(n < 0 || memcmp(a, b, (size_t)n) == 0);
+		/* A ring's drop marker (type 0xFE) where the limit was: the
+		 * walk ends before it, with the same bytes. */
+		if (used < c.len) {
+			c.buf[used + 12] = 0xFE;
+			n = kt__compact_encode_upto(e, c.buf, c.len, 8192, a, cap, &run);
+			cr_assert_eq(run.used, used);
+			cr_assert_eq(n, m);
+		}
+	}
+	kt__compact_run run;
+	cr_assert_eq(kt__compact_encode_upto(e, c.buf, c.len, 16384, a, cap, &run), -EINVAL,
+		     "a limit past what the encoder holds");
+	c.buf[12] = 0xFE;
+	cr_assert_eq(kt__compact_encode_upto(e, c.buf, c.len, 64, a, cap, &run), 0);
+	cr_assert_eq(run.used, 0);
+	free(a);
+	free(b);
+	free(c.buf);
+	kt__compact_enc_free(e);
+}
+
+/* Bytes that change while they are read (a ring its producer overwrites)
+ * can be anything: encode_upto reads nothing past what it is given, here
+ * the end of a mapping. */
+Test(compact, encode_upto_reads_nothing_past_its_bytes_whatever_they_are)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *m = mmap(NULL, 3 * (size_t)page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	cr_assert_eq(mprotect(m + 2 * page, (size_t)page, PROT_NONE), 0);
+	struct chunk c;
+	chunk_init(&c);
+	kt__compact_enc *e;
+	cr_assert_eq(kt__compact_enc_new(&e, 4096 + kt_event_size(UINT16_MAX)), 0);
+	uint8_t *out = malloc(MAX_RAW);
+	cr_assert_not_null(out);
+	random_chunk(&c, 7, 400);
+	size_t len = c.len < 2 * (size_t)page ? c.len & ~(size_t)7 : 2 * (size_t)page;
+	uint8_t *at = m + 2 * page - len;
+	uint64_t x = 88172645463325252u;
+	for (int i = 0; i < 20000; i++) {
+		memcpy(at, c.buf, len);
+		for (int k = 0; k < 1 + i % 8; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			at[x % len] = (uint8_t)(x >> 32);
+		}
+		kt__compact_run run;
+		size_t from = 8 * (x % (len / 8));
+		kt__compact_encode_upto(e, at + from, len - from, 4096, out, MAX_RAW, &run);
+		cr_assert_leq(run.used, len - from);
+	}
+	free(out);
+	free(c.buf);
+	kt__compact_enc_free(e);
+	munmap(m, 3 * (size_t)page);
 }

@@ -309,6 +309,39 @@ Test(flight, max_bytes_keeps_newest)
 	fx_end(s);
 }
 
+/* Every session codec: the chunks a snapshot encoded as it read the ring
+ * go to the file as they are or are encoded again in the session's codec,
+ * and a cut inside one (max_bytes) keeps exactly the newest events. */
+Test(flight, every_codec_whole_and_cut_inside_a_chunk)
+{
+	static const int codecs[] = { KT_SESSION_CODEC_RAW, KT_CODEC_LZ4, KT_CODEC_LZ4_DELTA,
+				       KT_CODEC_COMPACT, KT_CODEC_COMPACT_ZSTD };
+	fx_dir();
+	kt_config cfg = { .ring_size = KT_RING_MIN };
+	cr_assert_eq(kt_init(&cfg), 0);
+	uint32_t id = kt_name("seq");
+	for (size_t i = 0; i < sizeof(codecs) / sizeof(*codecs); i++) {
+		kt_session_options o = { .mode = KT_SESSION_FLIGHT, .codec = codecs[i] };
+		kt_session *s;
+		cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+		emit_seq(id, 1000);
+		kt_snapshot_result res;
+		struct seen v;
+		snap_check(s, "a.katra", 0, 0, &res, &v);
+		cr_assert_eq(v.first[0], 1, "codec %d", codecs[i]);
+		cr_assert_eq(v.last[0], 1000);
+		/* 24-byte records: 2400 bytes hold exactly the newest 100. */
+		snap_check(s, "b.katra", 0, 2400, &res, &v);
+		cr_assert_eq(v.first[0], 901, "codec %d", codecs[i]);
+		cr_assert_eq(v.last[0], 1000);
+		cr_assert_eq(res.events_trimmed, 900);
+		cr_assert_eq(kt_session_stop(s, NULL), 0);
+		unlink(tmp_path("a.katra"));
+		unlink(tmp_path("b.katra"));
+	}
+	cr_assert_eq(rmdir(dir), 0);
+}
+
 Test(flight, max_age_reports_head_loss)
 {
 	uint32_t id;
