@@ -292,12 +292,11 @@ static int enc_bytes(struct kt__cmp_slot *s, const uint8_t *rec, uint16_t plen, 
 	return 0;
 }
 
-/* The payload of a record of slot @s into V, or L and P.  The record's
- * size, or -1 when it is not valid or runs past @room. */
+/* The payload of a record of slot @s, @plen bytes, into V, or L and P.
+ * The record's size, or -1 when it is not valid or runs past @room. */
 static __attribute__((noinline)) long enc_payload(struct kt__cmp_slot *s, const uint8_t *rec,
-						  size_t room, struct wr *w)
+						  uint16_t plen, size_t room, struct wr *w)
 {
-	uint16_t plen = kt__get16(rec + KT_REC_LEN);
 	size_t size = kt_event_size(plen);
 	if (size > room)
 		return -1;
@@ -308,6 +307,22 @@ static __attribute__((noinline)) long enc_payload(struct kt__cmp_slot *s, const 
 	else if (s->cls != KT__CLS_BYTES || enc_bytes(s, rec, plen, w))
 		return -1;
 	return (long)size;
+}
+
+/*
+ * A record's header word, read once: kt__compact_encode_upto() walks ring
+ * bytes a producer may be overwriting (a flight snapshot reads them in
+ * place), and every bound the walk checks comes from this one word.  A
+ * plain load would let the compiler read it again after the check; an
+ * atomic one may not.  @p is 8-byte aligned.
+ */
+static inline uint64_t get64_once(const uint8_t *p)
+{
+	uint64_t v = __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_RELAXED);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
 }
 
 static void enc_reset(kt__compact_enc *e)
@@ -345,7 +360,8 @@ enc_walk(kt__compact_enc *e, const uint8_t *ev, size_t raw_len, uint8_t *end[KT_
 		const uint8_t *rec = ev + at;
 		if (upto)
 			__builtin_prefetch(rec + PREFETCH);
-		uint64_t ts = kt__get64(rec + KT_REC_TS), meta = kt__get64(rec + KT_REC_NAME);
+		uint64_t ts = kt__get64(rec + KT_REC_TS);
+		uint64_t meta = upto ? get64_once(rec + KT_REC_NAME) : kt__get64(rec + KT_REC_NAME);
 		uint64_t d = ts - prev;
 		uint8_t *t0 = t, *k0 = k;
 		prev = ts;
@@ -375,7 +391,8 @@ enc_walk(kt__compact_enc *e, const uint8_t *ev, size_t raw_len, uint8_t *end[KT_
 			at += KT_REC_HEAD;
 			continue;
 		}
-		long size = enc_payload(s, rec, raw_len - at, &w);
+		long size = enc_payload(s, rec, (uint16_t)(meta >> KT_REC_META_SHIFT(KT_REC_LEN)),
+					raw_len - at, &w);
 		if (size < 0)
 			return -EINVAL;
 		at += (size_t)size;
@@ -508,7 +525,8 @@ long kt__compact_encode_upto(kt__compact_enc *e, const void *events, size_t avai
 
 	*run = (kt__compact_run){ .limit = limit };
 	size_t big = kt_event_size(UINT16_MAX); /* the largest record */
-	if (limit == 0 || limit % 8 || avail % 8 || e->max_raw < big || limit > e->max_raw - big)
+	if (limit == 0 || limit % 8 || avail % 8 || (uintptr_t)events % 8 || e->max_raw < big ||
+	    limit > e->max_raw - big)
 		return -EINVAL;
 	enc_reset(e);
 	if (enc_walk(e, events, avail, end, 1, run))

@@ -100,9 +100,10 @@ typedef struct kt__compact_run {
  * not allow (a reader's own record, such as a ring's drop marker; a
  * record it refuses otherwise makes it -EINVAL), into *@run.  For a
  * reader whose records are not walked yet: one pass finds and encodes
- * them.  @limit plus the largest record (kt_event_size(UINT16_MAX)) must
- * be at most the encoder's @max_raw.  Reads nothing outside
- * events[0, @avail), whatever the bytes are.
+ * them.  @events is 8-byte aligned, and @limit plus the largest record
+ * (kt_event_size(UINT16_MAX)) at most the encoder's @max_raw.  Reads
+ * nothing outside events[0, @avail), whatever the bytes are, even while
+ * they change: each record's header word is read once.
  * Return: the encoded length, at most @cap and at most run->used; 0 when
  * the first record is not taken (run->used 0); -ENOSPC (run->used says
  * how many bytes a caller then stores raw); -EINVAL.
