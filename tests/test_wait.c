@@ -112,9 +112,10 @@ static uint64_t count_sequence(const char *path, uint64_t *drops)
 	return next;
 }
 
-/* A reader of 4 KiB every 100 us takes ~40 MB/s, far below what one
- * thread emits: DROP loses events, WAIT loses none and the trace holds
- * every counter in order. */
+/* A reader of 16 KiB every 100 us or more takes 160 MB/s at most, far
+ * below the GB/s one thread emits: DROP loses events, WAIT loses none and
+ * the trace holds every counter in order.  The 2.4 MB take 15 ms or more
+ * of waiting, well within a thread's credit (250 ms) on a slow machine. */
 Test(wait, a_flusher_slower_than_the_thread_slows_it_and_loses_nothing, .timeout = 120)
 {
 	char path[128];
@@ -122,12 +123,12 @@ Test(wait, a_flusher_slower_than_the_thread_slows_it_and_loses_nothing, .timeout
 	kt_summary sum;
 	uint64_t drops;
 
-	struct reader slow = { .chunk = 4096, .pause_ns = 100000, .go = 1 };
+	struct reader slow = { .chunk = 16384, .pause_ns = 100000, .go = 1 };
 	run(KT_OVERFLOW_DROP, &slow, path, &sum);
 	cr_assert_gt(sum.events_dropped, 0, "the flusher kept up: the test proves nothing");
 	kt_summary_release(&sum);
 
-	slow = (struct reader){ .chunk = 4096, .pause_ns = 100000, .go = 1 };
+	slow = (struct reader){ .chunk = 16384, .pause_ns = 100000, .go = 1 };
 	run(KT_OVERFLOW_WAIT, &slow, path, &sum);
 	cr_assert_eq(sum.events_dropped, 0);
 	cr_assert_eq(sum.io_error, 0);
