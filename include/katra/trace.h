@@ -61,9 +61,10 @@ typedef enum kt_clock_source {
  * faster than the flusher is slowed rather than lost, within two bounds
  * that keep a stalled or overrun flusher from holding the program: a
  * wait ends in a drop once the flusher has freed nothing for
- * KT_WAIT_STALL_NS, and each thread waits at most a quarter of its time
- * (a credit of up to KT_WAIT_CREDIT_NS, earned at a quarter of the time
- * that passes); a thread that dropped waits no more until its records
+ * KT_WAIT_STALL_NS, and each thread waits at most half of its time (a
+ * credit of up to KT_WAIT_CREDIT_NS, earned at half the time that
+ * passes), so an overloaded program runs at least half as fast as it
+ * would untraced; a thread that dropped waits no more until its records
  * fit again.  BLOCK waits as long as the session runs; DROP never waits.
  * Every drop is counted.  (The trace header's byte for the policy has
  * its own numbering: format/SPEC.md §2.1.)
