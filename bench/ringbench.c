@@ -903,11 +903,6 @@ static void default_path(const struct opts *o, char *path, size_t cap)
 	}
 }
 
-static const char *policy_name(int policy)
-{
-	return policy == KT_OVERFLOW_DROP ? "drop" : policy == KT_OVERFLOW_BLOCK ? "block" : "wait";
-}
-
 static int init_katra(const struct opts *o)
 {
 	kt_config cfg = { .ring_size = o->ring_size, .overflow = o->policy };
@@ -1155,7 +1150,7 @@ static int max_rate_table(const struct opts *o)
 		return 0;
 	}
 	printf("highest rate held for %.0f s with 0 drops and the pace kept (%s policy, %zu KiB "
-	       "rings)\n", o->seconds, policy_name(o->policy),
+	       "rings)\n", o->seconds, kt_overflow_name((unsigned)o->policy),
 	       (o->ring_size ? o->ring_size : KT_RING_DEFAULT) >> 10);
 	printf("%-20s %7s %6s %7s %12s %16s %12s\n", "run", "threads", "codec", "io", "events/s",
 	       "flusher ns/ev", "bytes/event");
@@ -1312,13 +1307,11 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'p':
-			if (!strcmp(optarg, "wait"))
-				o.policy = KT_OVERFLOW_WAIT;
-			else if (!strcmp(optarg, "drop"))
-				o.policy = KT_OVERFLOW_DROP;
-			else if (!strcmp(optarg, "block"))
-				o.policy = KT_OVERFLOW_BLOCK;
-			else {
+			o.policy = -1;
+			for (int p = KT_OVERFLOW_WAIT; p <= KT_OVERFLOW_DROP; p++)
+				if (!strcmp(optarg, kt_overflow_name((unsigned)p)))
+					o.policy = p;
+			if (o.policy < 0) {
 				fprintf(stderr, "ringbench: --policy wants wait, block or drop, got '%s'\n",
 					optarg);
 				return 2;

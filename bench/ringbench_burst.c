@@ -101,9 +101,7 @@ int ringbench_burst(const char *path, int bursts, unsigned burst_ms, const kt_co
 	printf("ringbench: %d bursts of %u ms (call trees %d deep, %d names), each then a "
 	       "pause as long; ring %zu KiB, %s%s\n", bursts, burst_ms, TREE_DEPTH + 1, NAMES,
 	       (cfg->ring_size ? cfg->ring_size : KT_RING_DEFAULT) >> 10,
-	       cfg->overflow == KT_OVERFLOW_BLOCK  ? "block"
-	       : cfg->overflow == KT_OVERFLOW_DROP ? "drop"
-						   : "wait",
+	       kt_overflow_name((unsigned)cfg->overflow),
 	       !cfg->ring_size && !cfg->overflow && !codec ? " (every default)" : "");
 	printf("burst         events    seconds   Mevents/s\n");
 	for (int b = 0; b < bursts; b++) {

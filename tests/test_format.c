@@ -736,6 +736,11 @@ Test(format, the_overflow_byte_is_the_files_numbering)
 	cr_assert_eq(overflow_as_read(2, KT__SCHEMA_HASH_V2, 2, &p), KT_EHEADER);
 	cr_assert_eq(overflow_as_read(1, KT__SCHEMA_HASH_V1, 2, &p), KT_EHEADER);
 
+	cr_assert_str_eq(kt_overflow_name(KT_OVERFLOW_WAIT), "wait");
+	cr_assert_str_eq(kt_overflow_name(KT_OVERFLOW_BLOCK), "block");
+	cr_assert_str_eq(kt_overflow_name(KT_OVERFLOW_DROP), "drop");
+	cr_assert_str_eq(kt_overflow_name(3), "unknown");
+
 	/* And the writer puts each policy's byte there. */
 	static const uint8_t byte_of[3] = { [KT_OVERFLOW_WAIT] = 2, [KT_OVERFLOW_BLOCK] = 1,
 					    [KT_OVERFLOW_DROP] = 0 };

@@ -21,12 +21,6 @@ static const char *codec_name(unsigned c)
 	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
 }
 
-static const char *overflow_name(unsigned o)
-{
-	static const char *const names[] = { "wait", "block", "drop" };
-	return o < sizeof(names) / sizeof(names[0]) ? names[o] : "unknown";
-}
-
 static const char *io_name(unsigned io, int requested)
 {
 	switch (io) {
@@ -111,7 +105,7 @@ static void info_options(const kt_header *h, const struct info *in)
 	printf("options         ring %" PRIu64 " B, overflow %s, codec %s (level %d), io %s,\n"
 	       "                flush every %" PRIu64 " ns, fsync every %" PRIu64
 	       " ns, max %" PRIu64 " ns / %" PRIu64 " B\n",
-	       h->capture.ring_size, overflow_name(h->capture.overflow),
+	       h->capture.ring_size, kt_overflow_name(h->capture.overflow),
 	       codec_name(h->capture.codec), h->capture.codec_level, io_name(h->capture.io, 1),
 	       h->capture.flush_period_ns, h->capture.fsync_interval_ns,
 	       h->capture.max_duration_ns, h->capture.max_bytes);

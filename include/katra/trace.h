@@ -75,6 +75,10 @@ typedef enum kt_overflow {
 	KT_OVERFLOW_DROP = 2,
 } kt_overflow;
 
+/** kt_overflow_name - "wait", "block" or "drop" for @policy (a
+ * kt_overflow), "unknown" for any other value.  Any thread. */
+KT_API const char *kt_overflow_name(unsigned policy);
+
 /** WAIT's bounds (see kt_overflow).  The stall bound is past the 9-16 ms
  * a flusher on a loaded 2-core machine was seen to go without freeing
  * room while it still made progress (bench/RESULTS.md). */
