@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <katra/atomic.h>
 #include <katra/katra.h>
 #include "bench/ringbench_flight.h"
 
@@ -46,15 +47,15 @@ static void *produce(void *arg)
 {
 	struct producer *p = arg;
 	/* Relaxed: flags read for their values alone. */
-	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
-		int during = __atomic_load_n(&snapping, __ATOMIC_RELAXED);
+	while (!kt__load_stale(&stop_flag)) {
+		int during = kt__load_stale(&snapping);
 		uint64_t t0 = mono_ns();
 		for (int i = 0; i < BATCH_PAIRS; i++) {
 			kt_zone_begin(p->id);
 			kt_zone_end(p->id);
 		}
 		uint64_t dt = mono_ns() - t0;
-		during |= __atomic_load_n(&snapping, __ATOMIC_RELAXED);
+		during |= kt__load_stale(&snapping);
 		uint64_t b = dt * 100 / (2 * BATCH_PAIRS);
 		p->hist[during][b < BUCKETS ? b : BUCKETS - 1]++;
 		p->events += 2 * BATCH_PAIRS;
@@ -127,14 +128,14 @@ static int take_snapshots(kt_session *s, int count, struct shots *sh, long *rss_
 		nanosleep(&nap, NULL);
 		kt_snapshot_result res;
 		/* Relaxed: the producers only classify their batches by it. */
-		__atomic_store_n(&snapping, 1, __ATOMIC_RELAXED);
+		kt__store_relaxed(&snapping, 1);
 		uint64_t t0 = mono_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		int rc = kt_session_snapshot(s, path, -1, 0, 0, &res);
 		sh->lat_ns[i] = mono_ns() - t0;
 		sh->cpu_ns[i] = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (i && sh->lat_ns[i] > sh->later_max)
 			sh->later_max = sh->lat_ns[i];
-		__atomic_store_n(&snapping, 0, __ATOMIC_RELAXED);
+		kt__store_relaxed(&snapping, 0);
 		unlink(path);
 		if (rc) {
 			fprintf(stderr, "ringbench: snapshot: %s\n", kt_strerror(rc));
@@ -213,7 +214,9 @@ int ringbench_flight(size_t ring_size, int threads, int snapshots, int codec)
 	struct rss rss = { rss_now(), -1, -1 };
 	rc = take_snapshots(s, snapshots, &sh, &rss.first);
 	rss.end = rss_now();
-	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	/* Relaxed: the producers poll it for its value; pthread_join() orders
+	 * what they leave. */
+	kt__store_relaxed(&stop_flag, 1);
 	for (int i = 0; i < threads; i++)
 		pthread_join(p[i].t, NULL);
 	uint64_t secs = (mono_ns() - t0) / 1000000000u;

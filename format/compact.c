@@ -21,6 +21,8 @@
 
 #include <lz4.h>
 
+#include <katra/atomic.h>
+
 #include "format/compact_impl.h"
 #include "format/format.h"
 
@@ -318,7 +320,7 @@ static __attribute__((noinline)) long enc_payload(struct kt__cmp_slot *s, const 
  */
 static inline uint64_t get64_once(const uint8_t *p)
 {
-	uint64_t v = __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_RELAXED);
+	uint64_t v = kt__load_racy((const uint64_t *)(const void *)p);
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	v = __builtin_bswap64(v);
 #endif

@@ -16,13 +16,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <katra/atomic.h>
 
 #include "format/format.h"
 
@@ -73,14 +74,14 @@ void *kt__idtab_get(void **arr, size_t *len, size_t *cap, size_t size, uint32_t 
 
 /* ---- the keyed hash ---------------------------------------------------- */
 
-static _Atomic uint64_t secret;
+static uint64_t secret;
 
 /* The process's secret, drawn on first use.  Two threads may both draw
  * one; the compare-exchange keeps the first, and relaxed order is enough:
  * the value alone matters, it publishes nothing else. */
 static uint64_t get_secret(void)
 {
-	uint64_t s = atomic_load_explicit(&secret, memory_order_relaxed);
+	uint64_t s = kt__load_stale(&secret);
 	if (s)
 		return s;
 	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s)) {
@@ -92,8 +93,7 @@ static uint64_t get_secret(void)
 	}
 	s |= 1; /* 0 means "not drawn yet" */
 	uint64_t expected = 0;
-	if (!atomic_compare_exchange_strong_explicit(&secret, &expected, s, memory_order_relaxed,
-						     memory_order_relaxed))
+	if (!kt__cas_relaxed(&secret, &expected, s))
 		s = expected;
 	return s;
 }

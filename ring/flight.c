@@ -62,7 +62,7 @@ static void put_count(struct kt__ring *r, const over_count *c)
 	kt__store_relaxed(&r->fl_seq, seq + 1);
 	/* Release fence: a reader that sees any store below sees the odd
 	 * sequence too (pairs with the acquire fence in read_count()). */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	kt__fence_release();
 	/* Relaxed: ordered by the sequence's fence and release store. */
 	kt__store_relaxed(&to->origin, c->origin);
 	kt__store_relaxed(&to->counted, c->counted);
@@ -126,7 +126,7 @@ uint64_t kt__flight_reserve(struct kt__ring *r, uint64_t head, uint64_t end)
 	 * follows (this record's, the next fast-path records'), so a reader
 	 * that saw one of them sees the bound that covers it (pairs with the
 	 * acquire fence in kt__ring_flight_copy()). */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	kt__fence_release();
 	return bound;
 }
 
@@ -212,7 +212,7 @@ static int read_count(struct kt__ring *r, uint64_t origin, over_count *c)
 				   kt__load_stale(&from->n), kt__load_stale(&from->first),
 				   kt__load_stale(&from->last) };
 		/* Acquire fence: pairs with put_count()'s release fence. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		kt__fence_acquire();
 		if (kt__load_stale(&r->fl_seq) < (s1 | 1) + 2)
 			return c->origin == origin;
 	}
@@ -275,7 +275,7 @@ static int copy_piece(kt__flight_copy *c, uint64_t a)
 	 * bound - size were read before they were overwritten.  Pieces
 	 * copied earlier were checked after their own copy; what the
 	 * producer writes over them since does not matter. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	kt__fence_acquire();
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	uint64_t keep = lo <= a ? a : first_start(r, lo, b, c->span.origin, c->counted);
 	c->span.bytes = c->buf + (keep - c->buf_at);
@@ -319,7 +319,7 @@ static int read_piece(kt__flight_copy *c, uint64_t a)
 	/* Acquire fence: pairs with kt__flight_reserve()'s release fence, as
 	 * in copy_piece(): the bytes read at or past bound - size were read
 	 * before the producer's next lap reached them. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	kt__fence_acquire();
 	uint64_t lo = lapped_below(r, kt__load_stale(&r->fl_bound));
 	if (lo <= a && !bad) {
 		c->span.bytes = NULL; /* read, not copied */

@@ -3,10 +3,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <katra/atomic.h>
 
 #include "tools/cli.h"
 #include "tools/diff_run.h"
@@ -78,8 +79,8 @@ struct readers {
 	struct diff_run *runs;
 	int *rc;
 	size_t n;
-	atomic_size_t next;
-	atomic_int failed;
+	size_t next;
+	int failed;
 };
 
 static void *reader_main(void *arg)
@@ -88,11 +89,10 @@ static void *reader_main(void *arg)
 	/* Relaxed, both: the counter only hands each index to one thread and
 	 * the flag only saves work; the runs and results reach the caller
 	 * through pthread_join(). */
-	for (size_t i; !atomic_load_explicit(&r->failed, memory_order_relaxed) &&
-		       (i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed)) < r->n;) {
+	for (size_t i; !kt__load_stale(&r->failed) && (i = kt__add_relaxed(&r->next, 1)) < r->n;) {
 		r->rc[i] = diff_run_read(&r->runs[i], r->n == 1);
 		if (r->rc[i] != EXIT_OK)
-			atomic_store_explicit(&r->failed, 1, memory_order_relaxed);
+			kt__store_relaxed(&r->failed, 1);
 	}
 	return NULL;
 }
@@ -105,8 +105,6 @@ int diff_runs_read(struct diff_run *runs, size_t n)
 		return EXIT_BAD;
 	}
 	struct readers r = { .runs = runs, .rc = rc, .n = n };
-	atomic_init(&r.next, 0);
-	atomic_init(&r.failed, 0);
 	pthread_t t[DIFF_READERS - 1];
 	size_t started = 0;
 	/* A thread that cannot start leaves its runs to the others. */

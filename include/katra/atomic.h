@@ -43,6 +43,11 @@
  * readers order themselves, a field no other thread can see yet). */
 #define kt__store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
+/* Load a word another thread may be overwriting at this moment (ring
+ * bytes a seqlock-style check validates afterwards): read exactly once, so
+ * a bound checked on the value read is the bound used.  No order. */
+#define kt__load_racy(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
 /* Read-modify-write counters: one step, so nested or concurrent updates
  * are never lost, and no order.  Each returns the old value. */
 #define kt__add_relaxed(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
@@ -66,6 +71,16 @@
 #define kt__store_seq_cst(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define kt__load_seq_cst(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define kt__add_seq_cst(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+
+/* ---- fences: a seqlock's order over relaxed fields ---------------------- */
+
+/* Stores after this fence are not seen before stores ahead of it, by a
+ * thread that orders its loads with kt__fence_acquire(). */
+#define kt__fence_release() __atomic_thread_fence(__ATOMIC_RELEASE)
+
+/* Loads ahead of this fence that saw a store after a kt__fence_release()
+ * make everything before that fence visible to loads after this one. */
+#define kt__fence_acquire() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 
 /* ---- this thread and its signal handlers -------------------------------- */
 
