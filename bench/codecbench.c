@@ -39,7 +39,7 @@
 #include "format/compact.h"
 #include "format/format.h"
 
-#define CHUNK_MAX (256u << 10) /* the flusher's chunk size (flush/session.c) */
+#define CHUNK_MAX KT__CHUNK_MAX /* the flusher's chunk size */
 #define SLACK (64u << 10)      /* one record past the cut, at most */
 #define BUF_MAX (CHUNK_MAX + SLACK)
 

@@ -271,8 +271,8 @@ static kt_session *session_new(const kt_session_options *o, const kt__output *ou
 	if (out)
 		s->out = *out;
 	/* Small files take small chunks, so a file holds several. */
-	s->chunk_max = CHUNK_MAX;
-	if (s->out.file_bytes && s->out.file_bytes / 8 < CHUNK_MAX)
+	s->chunk_max = KT__CHUNK_MAX;
+	if (s->out.file_bytes && s->out.file_bytes / 8 < KT__CHUNK_MAX)
 		s->chunk_max = s->out.file_bytes / 8;
 	return s;
 }

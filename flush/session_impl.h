@@ -18,7 +18,6 @@
 #include "recover/recover.h"
 #include "ring/ring.h"
 
-#define CHUNK_MAX (256u << 10) /* raw bytes per chunk: LZ4 works well here */
 
 struct sthread {
 	uint32_t thread_id;

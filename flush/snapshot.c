@@ -101,8 +101,8 @@ static struct kt__snap_keep *keep_of(kt_session *s)
 	if (!(k = calloc(1, sizeof(*k))))
 		return NULL;
 	s->snap_keep = k;
-	/* A walk closes a run at CHUNK_MAX bytes or more, by one record. */
-	k->run_max = CHUNK_MAX + kt_event_size(UINT16_MAX);
+	/* A walk closes a run at KT__CHUNK_MAX bytes or more, by one record. */
+	k->run_max = KT__CHUNK_MAX + kt_event_size(UINT16_MAX);
 	int lvl = stage_level(s);
 	if (kt__compact_enc_new(&k->enc, k->run_max) ||
 	    kt__compact_enc_lz4(k->enc, lvl >= 2 ? KT__COMPACT_ALL : KT__COMPACT_P, 1) ||
@@ -164,7 +164,7 @@ static int add_marker(struct snap_ring *t, const uint8_t *q, uint64_t pos)
 	return add_run(t, m);
 }
 
-/* The events from ring position @pos (at @q) on, up to @b, CHUNK_MAX
+/* The events from ring position @pos (at @q) on, up to @b, KT__CHUNK_MAX
  * bytes of them or to a drop marker, as one run: found and encoded into
  * the stage in one pass (raw where the codec would not shrink them, as a
  * writer stores them).  *@next: where the run ends.  On torn bytes the
@@ -180,7 +180,7 @@ static int add_events(struct snap_ring *t, const uint8_t *q, uint64_t pos, uint6
 		return rc;
 	kt__compact_run cr;
 	uint8_t *out = sn->k->stage + sn->staged;
-	long n = kt__compact_encode_upto(sn->k->enc, q, (size_t)(b - pos), CHUNK_MAX, out,
+	long n = kt__compact_encode_upto(sn->k->enc, q, (size_t)(b - pos), KT__CHUNK_MAX, out,
 					 sn->k->run_max, &cr);
 	uint8_t codec = KT_CODEC_COMPACT;
 	if (n == -ENOSPC) {
@@ -199,7 +199,7 @@ static int add_events(struct snap_ring *t, const uint8_t *q, uint64_t pos, uint6
 }
 
 /* Walk the records of a piece, ring positions [@a, @b) at @p, into runs:
- * drop markers, and the events between them in runs of CHUNK_MAX bytes,
+ * drop markers, and the events between them in runs of KT__CHUNK_MAX bytes,
  * each encoded as it is found.  The bytes are the ring's, which the
  * producer may be overwriting: each step stays within [@a, @b), and the
  * piece's check after the walk drops what torn bytes made. */

@@ -51,7 +51,7 @@ struct kt_writer {
 };
 
 /* The compact encoders are first made for the flusher's largest chunk
- * (CHUNK_MAX, 256 KiB, plus one record), and re-made for a larger one up
+ * (KT__CHUNK_MAX, 256 KiB, plus one record), and re-made for a larger one up
  * to COMPACT_MAX.  Their scratch is about 5 times that, so a chunk above
  * it (only kt_writer_chunk()'s callers make them) is stored as codec 2. */
 #define COMPACT_FIRST ((256u << 10) + KT_REC_HEAD + KT_MAX_STRING + 1)

@@ -33,7 +33,6 @@
 #include "recover/crashdir.h"
 #include "ring/ring.h"
 
-#define CHUNK_MAX (256u << 10)       /* raw bytes per recovered chunk */
 #define WIN_MIN (4u << 10)           /* first read of a ring: a ring of */
 #define WIN_MAX (1u << 20)           /* holes costs little; then doubled */
 
@@ -385,7 +384,7 @@ static int take_record(void *ctx, const kt__ring_rec *rec)
 		R->skip--; /* the trace file holds it */
 		return 0;
 	}
-	if (R->chunk_len + rec->size > CHUNK_MAX)
+	if (R->chunk_len + rec->size > KT__CHUNK_MAX)
 		flush_chunk(R);
 	memcpy(R->chunk + R->chunk_len, rec->bytes, rec->size);
 	R->chunk_len += rec->size;
@@ -700,7 +699,7 @@ static void header_from_ctl(kt_header *h, const kt__recovery *R)
 /* Everything after the inputs are open: the output's contents. */
 static void rebuild(kt__recovery *R)
 {
-	R->chunk = malloc(CHUNK_MAX);
+	R->chunk = malloc(KT__CHUNK_MAX);
 	R->win = malloc(WIN_MAX);
 	if (!R->chunk || !R->win)
 		werr(R, -ENOMEM);
