@@ -367,6 +367,13 @@ void *kt__idtab_get(void **arr, size_t *len, size_t *cap, size_t size, uint32_t 
 		    size_t max);
 
 /*
+ * Room for one more element in the array *@arr of *@cap elements of @size
+ * bytes, @len of them used: when full it doubles (from @first), through
+ * kt__realloc().  Return: 0, or -ENOMEM with *@arr and *@cap unchanged.
+ */
+int kt__grow(void **arr, size_t *cap, size_t len, size_t size, size_t first);
+
+/*
  * A table of @size-byte elements whose first member is a uint32_t key,
  * each key once, with O(1) expected find and insert in any key order
  * (format/idtab.c).  Elements sit in @items in insertion order, or in key

@@ -72,6 +72,19 @@ void *kt__idtab_get(void **arr, size_t *len, size_t *cap, size_t size, uint32_t 
 	return base + lo * size;
 }
 
+int kt__grow(void **arr, size_t *cap, size_t len, size_t size, size_t first)
+{
+	if (len < *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : first;
+	void *p = kt__realloc(*arr, n * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
 /* ---- the keyed hash ---------------------------------------------------- */
 
 static uint64_t secret;
@@ -182,14 +195,8 @@ int kt__idmap_get(struct kt__idmap *m, uint32_t key, size_t max, void **out)
 	}
 	if (m->len >= max || m->len >= UINT32_MAX - 1)
 		return KT_ETOOBIG;
-	if (m->len == m->cap) {
-		size_t n = m->cap ? m->cap * 2 : 16;
-		void *p = kt__realloc(m->items, n * m->size);
-		if (!p)
-			return -ENOMEM;
-		m->items = p;
-		m->cap = n;
-	}
+	if (kt__grow((void **)&m->items, &m->cap, m->len, m->size, 16))
+		return -ENOMEM;
 	/* At most half full, so a probe meets an empty slot soon. */
 	if ((m->len + 1) * 2 > (m->slots ? m->mask + 1 : 0) &&
 	    map_reindex(m, m->slots ? (m->mask + 1) * 2 : 32))

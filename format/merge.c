@@ -172,14 +172,8 @@ static int index_chunk(kt_reader *r, struct kt__merge *m, const kt_trace_frame *
 			       (void **)&c);
 	if (rc < 0)
 		return rc;
-	if (m->nrefs == m->refs_cap) {
-		size_t n = m->refs_cap ? m->refs_cap * 2 : 64;
-		void *p = kt__realloc(m->refs, n * sizeof(*m->refs));
-		if (!p)
-			return -ENOMEM;
-		m->refs = p;
-		m->refs_cap = n;
-	}
+	if (kt__grow((void **)&m->refs, &m->refs_cap, m->nrefs, sizeof(*m->refs), 64))
+		return -ENOMEM;
 	size_t i = m->nrefs++;
 	m->refs[i] = (struct chunk_ref){ f->offset, f->u.chunk.first_ts, NONE };
 	if (rc == 1)

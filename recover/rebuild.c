@@ -207,15 +207,7 @@ static void flush_chunk(kt__recovery *R)
 
 static int grow_drops(kt__recovery *R)
 {
-	if (R->ndrops < R->cap_drops)
-		return 0;
-	size_t n = R->cap_drops ? R->cap_drops * 2 : 64;
-	void *p = realloc(R->drops, n * sizeof(*R->drops));
-	if (!p)
-		return -ENOMEM;
-	R->drops = p;
-	R->cap_drops = n;
-	return 0;
+	return kt__grow((void **)&R->drops, &R->cap_drops, R->ndrops, sizeof(*R->drops), 64);
 }
 
 static void copy_chunk(kt__recovery *R, const kt_trace_frame *f)

@@ -146,13 +146,9 @@ void kt__names_set_log(kt__name_fn fn, void *ctx)
 
 void kt__names_fork(int phase)
 {
-	if (phase == 0) {
-		pthread_mutex_lock(&names_lock);
-		return;
-	}
 	if (phase == 2) {
 		log_fn = NULL;
 		log_ctx = NULL;
 	}
-	pthread_mutex_unlock(&names_lock);
+	kt__fork_lock(&names_lock, phase);
 }

@@ -6,6 +6,7 @@
 #ifndef KATRA_RING_PRIVATE_H
 #define KATRA_RING_PRIVATE_H
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -187,6 +188,17 @@ void kt__ring_unmap(struct kt__ring *r);
 int kt__ring_rebind(struct kt__ring *r, const kt__backing *b);
 /* In a fork()ed child: give @r private memory to finish an emit in. */
 void kt__ring_make_private(struct kt__ring *r);
+
+/* A table's fork() handler: @phase 0, before the fork, takes @lock so no
+ * other thread holds it mid-change; 1 (the parent) and 2 (the child) let
+ * it go, the child's table whole. */
+static inline void kt__fork_lock(pthread_mutex_t *lock, int phase)
+{
+	if (phase == 0)
+		pthread_mutex_lock(lock);
+	else
+		pthread_mutex_unlock(lock);
+}
 
 /* ---- ring/names.c -------------------------------------------------------- */
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring/ring.h"
+#include "ring/private.h"
 
 const uint8_t kt__flag_on = 1;
 
@@ -111,10 +111,7 @@ void kt__categories_start(void)
 
 void kt__categories_fork(int phase)
 {
-	if (phase == 0)
-		pthread_mutex_lock(&cat_lock);
-	else
-		pthread_mutex_unlock(&cat_lock);
+	kt__fork_lock(&cat_lock, phase);
 }
 
 void kt__categories_each(void (*fn)(void *ctx, uint32_t id, uint32_t flags), void *ctx)

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include <katra/track.h>
-#include "ring/ring.h"
+#include "ring/private.h"
 
 struct track {
 	uint32_t name_id;
@@ -96,8 +96,5 @@ void kt__tracks_each(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
 
 void kt__tracks_fork(int phase)
 {
-	if (phase == 0)
-		pthread_mutex_lock(&track_lock);
-	else
-		pthread_mutex_unlock(&track_lock);
+	kt__fork_lock(&track_lock, phase);
 }
