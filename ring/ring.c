@@ -158,7 +158,7 @@ int kt__init_with(size_t ring_size, int overflow)
 	if (ring_size)
 		c.ring_size = ring_size;
 	if (overflow)
-		c.overflow = overflow;
+		c.overflow = overflow == KT_SESSION_OVERFLOW_WAIT ? KT_OVERFLOW_WAIT : overflow;
 	int rc = 0;
 	if (!initialized || ring_size || overflow)
 		rc = reg_session ? KT_EBUSY : apply_config(&c);

@@ -1003,6 +1003,18 @@ Test(start, the_session_sets_the_ring_size_and_overflow_policy)
 	cr_assert_eq(kt_reader_get_header(r)->capture.overflow, KT_OVERFLOW_DROP);
 	cr_assert_eq(kt_reader_get_header(r)->capture.ring_size, 128 << 10);
 	kt_reader_close(r);
+	/* WAIT, which is 0 in kt_overflow, asked for over that DROP. */
+	o = (kt_session_options){ .overflow = KT_SESSION_OVERFLOW_WAIT };
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	kt_summary_release(&sum);
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_get_header(r)->capture.overflow, KT_OVERFLOW_WAIT);
+	kt_reader_close(r);
+	o = (kt_session_options){ .overflow = -2 };
+	cr_assert_eq(kt_session_start(path, &o, &s), -EINVAL);
+	cr_assert_str_eq(kt_session_start_error(),
+			 "ring size 0 or overflow policy -2: Invalid argument");
 	unlink(path);
 }
 

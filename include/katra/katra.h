@@ -197,9 +197,10 @@ typedef struct kt_session_options {
 
 	/*
 	 * The rings and what a full one does, for this session: @ring_size
-	 * (as kt_config.ring_size) and @overflow (KT_OVERFLOW_BLOCK or
-	 * KT_OVERFLOW_DROP; 0 keeps the process's, from kt_init() or the
-	 * default WAIT) are set process-wide as the session starts,
+	 * (as kt_config.ring_size) and @overflow (KT_OVERFLOW_BLOCK,
+	 * KT_OVERFLOW_DROP, or KT_SESSION_OVERFLOW_WAIT for WAIT; 0 keeps
+	 * the process's, from kt_init() or the default WAIT: KT_OVERFLOW_WAIT
+	 * is 0) are set process-wide as the session starts,
 	 * as kt_init() would set them.  Rings that already exist keep their
 	 * size (a thread that emitted before keeps its ring); new ones get
 	 * this one.  kt_session_start() fails with -EINVAL for a size or
@@ -214,6 +215,10 @@ typedef struct kt_session_options {
 	 * complete for every reader at once, durable later. */
 	int stop_sync;
 } kt_session_options;
+
+/** kt_session_options.overflow for KT_OVERFLOW_WAIT: 0 there keeps the
+ * process's policy, which kt_init() may have made another. */
+#define KT_SESSION_OVERFLOW_WAIT (-1)
 
 /** kt_session_options.stop_sync. */
 typedef enum kt_stop_sync {
