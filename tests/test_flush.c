@@ -972,6 +972,22 @@ Test(start, fd_zero_is_a_valid_trace_fd)
 	unlink(path);
 }
 
+/* A session with options @o into @path, one counter in it; its header. */
+static kt_capture_options ringopt_session(const char *path, kt_session_options o)
+{
+	kt_session *s;
+	kt_summary sum;
+	cr_assert_eq(kt_session_start(path, &o, &s), 0);
+	kt_counter(kt_name("c"), 1);
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	kt_summary_release(&sum);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	kt_capture_options c = kt_reader_get_header(r)->capture;
+	kt_reader_close(r);
+	return c;
+}
+
 /* The rings' size and policy set on the session, as kt_init() sets them;
  * a size kt_init() refuses fails the start and says so. */
 Test(start, the_session_sets_the_ring_size_and_overflow_policy)
@@ -982,36 +998,18 @@ Test(start, the_session_sets_the_ring_size_and_overflow_policy)
 	kt_session_options bad = { .ring_size = 1000 };
 	cr_assert_eq(kt_session_start(path, &bad, &s), -EINVAL);
 	cr_assert_str_eq(kt_session_start_error(), "ring size 1000 or overflow policy 0: Invalid argument");
-	kt_session_options o = { .ring_size = 128 << 10, .overflow = KT_OVERFLOW_BLOCK };
-	cr_assert_eq(kt_session_start(path, &o, &s), 0);
-	kt_counter(kt_name("c"), 1);
-	kt_summary sum;
-	cr_assert_eq(kt_session_stop(s, &sum), 0);
-	kt_summary_release(&sum);
-	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	const kt_header *h = kt_reader_get_header(r);
-	cr_assert_eq(h->capture.ring_size, 128 << 10);
-	cr_assert_eq(h->capture.overflow, KT_OVERFLOW_BLOCK);
-	kt_reader_close(r);
+	kt_capture_options c = ringopt_session(
+		path, (kt_session_options){ .ring_size = 128 << 10, .overflow = KT_OVERFLOW_BLOCK });
+	cr_assert_eq(c.ring_size, 128 << 10);
+	cr_assert_eq(c.overflow, KT_OVERFLOW_BLOCK);
 	/* DROP asked for by name over the BLOCK the last session left. */
-	o = (kt_session_options){ .overflow = KT_OVERFLOW_DROP };
-	cr_assert_eq(kt_session_start(path, &o, &s), 0);
-	cr_assert_eq(kt_session_stop(s, &sum), 0);
-	kt_summary_release(&sum);
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	cr_assert_eq(kt_reader_get_header(r)->capture.overflow, KT_OVERFLOW_DROP);
-	cr_assert_eq(kt_reader_get_header(r)->capture.ring_size, 128 << 10);
-	kt_reader_close(r);
+	c = ringopt_session(path, (kt_session_options){ .overflow = KT_OVERFLOW_DROP });
+	cr_assert_eq(c.overflow, KT_OVERFLOW_DROP);
+	cr_assert_eq(c.ring_size, 128 << 10);
 	/* WAIT, which is 0 in kt_overflow, asked for over that DROP. */
-	o = (kt_session_options){ .overflow = KT_SESSION_OVERFLOW_WAIT };
-	cr_assert_eq(kt_session_start(path, &o, &s), 0);
-	cr_assert_eq(kt_session_stop(s, &sum), 0);
-	kt_summary_release(&sum);
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	cr_assert_eq(kt_reader_get_header(r)->capture.overflow, KT_OVERFLOW_WAIT);
-	kt_reader_close(r);
-	o = (kt_session_options){ .overflow = -2 };
+	c = ringopt_session(path, (kt_session_options){ .overflow = KT_SESSION_OVERFLOW_WAIT });
+	cr_assert_eq(c.overflow, KT_OVERFLOW_WAIT);
+	kt_session_options o = { .overflow = -2 };
 	cr_assert_eq(kt_session_start(path, &o, &s), -EINVAL);
 	cr_assert_str_eq(kt_session_start_error(),
 			 "ring size 0 or overflow policy -2: Invalid argument");
