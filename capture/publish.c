@@ -54,20 +54,6 @@ static int digest_and_check(int fd, char hex[65], uint64_t *events)
 	return rc < 0 ? rc : have_summary ? 0 : KT_ETRUNCATED;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static uint64_t sub0(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
@@ -206,8 +192,8 @@ static int write_sidecar(struct pub *p)
 	if (!(p->json = kt_capture_status_json(st)))
 		return -1;
 	p->jfd = kt__mgr_open_beneath(p->m->rootfd, p->json_tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-	if (p->jfd < 0 || write_all(p->jfd, p->json, strlen(p->json)) < 0 ||
-	    write_all(p->jfd, "\n", 1) < 0)
+	if (p->jfd < 0 || kt__write_all(p->jfd, p->json, strlen(p->json)) < 0 ||
+	    kt__write_all(p->jfd, "\n", 1) < 0)
 		return -1;
 	if (kt__mgr_fsync(p->m, p->jfd) < 0) {
 		p->code = KT_CODE_DURABILITY_UNKNOWN;

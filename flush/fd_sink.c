@@ -33,6 +33,21 @@ struct fd_sink {
 	uint8_t *buf;
 };
 
+int kt__write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
 static uint8_t *fd_acquire(kt__sink *s, size_t *cap)
 {
 	struct fd_sink *f = (struct fd_sink *)s;

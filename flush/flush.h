@@ -16,6 +16,15 @@
 #include <katra/katra.h>
 #include "format/format.h"
 
+/*
+ * kt__write_all - all @n bytes of @buf to @fd from its offset, in as many
+ * write() calls as it takes (a pipe takes less at a time; a signal may
+ * interrupt one).  For the small files around a trace (a sidecar) and the
+ * command's outputs; a session's file goes through a sink.  Return: 0, or
+ * -errno (-EIO for a write that took nothing).  Any thread.
+ */
+int kt__write_all(int fd, const void *buf, size_t n);
+
 /* The synchronous sink over @fd (not owned).  NULL without memory. */
 kt__sink *kt__fd_sink_new(int fd);
 

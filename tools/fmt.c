@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flush/flush.h"
 #include "tools/digits.h"
 #include "tools/fmt.h"
 #include "tools/memstats.h"
@@ -96,7 +97,7 @@ static void o_flush(struct out *o)
 	/* A buffer this large gains nothing from the stream's: fwrite()
 	 * would copy every byte into it once more (a tenth of an export's
 	 * time).  What the stream holds goes first, so the order stays. */
-	if (o->fd >= 0 ? fflush(o->f) || outfile_write(o->fd, o->buf, o->len)
+	if (o->fd >= 0 ? fflush(o->f) || kt__write_all(o->fd, o->buf, o->len)
 		       : fwrite(o->buf, 1, o->len, o->f) != o->len)
 		o_failed(o);
 	o->len = 0;

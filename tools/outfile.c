@@ -146,18 +146,3 @@ void outfile_abort(outfile *o)
 	free(o->path);
 	o->tmp = o->path = NULL;
 }
-
-int outfile_write(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}

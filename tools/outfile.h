@@ -54,11 +54,4 @@ int outfile_commit(outfile *o);
  */
 void outfile_abort(outfile *o);
 
-/*
- * outfile_write - all @n bytes of @buf to @fd, in as many write() calls
- * as it takes (a pipe takes less at a time; a signal may interrupt one).
- * Returns 0, or -1 with errno set.
- */
-int outfile_write(int fd, const void *buf, size_t n);
-
 #endif
