@@ -13,44 +13,50 @@
 #include "format/compact.h"
 #include "format/format.h"
 
-struct kt__czstd_enc {
+/* An encoder (enc, cc, level) or a decoder (dec, dc, cap): one struct,
+ * so one function frees either. */
+struct kt__czstd {
 	kt__compact_enc *enc;
 	ZSTD_CCtx *cc;
 	int level;
-	uint8_t *buf;     /* the compact payload, at most max_raw bytes */
-};
-
-struct kt__czstd_dec {
 	kt__compact_dec *dec;
 	ZSTD_DCtx *dc;
-	uint8_t *buf;
+	uint8_t *buf;     /* encoder: the compact payload, at most max_raw
+			   * bytes; decoder: the zstd frame's output */
 	size_t cap;
 };
+
+static void czstd_free(void *p)
+{
+	struct kt__czstd *z = p;
+	if (!z)
+		return;
+	kt__compact_enc_free(z->enc);
+	kt__compact_dec_free(z->dec);
+	ZSTD_freeCCtx(z->cc);
+	ZSTD_freeDCtx(z->dc);
+	free(z->buf);
+	free(z);
+}
 
 /* Level 0 means 3, the level format/SPEC.md's figures are for. */
 static int enc_level(void *p, int level)
 {
 	if (level < 0 || level > 19)
 		return -EINVAL;
-	((struct kt__czstd_enc *)p)->level = level ? level : 3;
+	((struct kt__czstd *)p)->level = level ? level : 3;
 	return 0;
 }
 
 static void enc_free(void *p)
 {
-	struct kt__czstd_enc *e = p;
-	if (!e)
-		return;
-	kt__compact_enc_free(e->enc);
-	ZSTD_freeCCtx(e->cc);
-	free(e->buf);
-	free(e);
+	czstd_free(p);
 }
 
 static int enc_new(void **out, size_t max_raw, int level)
 {
 	*out = NULL;
-	struct kt__czstd_enc *e = kt__calloc(1, sizeof(*e));
+	struct kt__czstd *e = kt__calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	int rc = enc_level(e, level);
@@ -72,7 +78,7 @@ static int enc_new(void **out, size_t max_raw, int level)
 
 static long encode(void *p, const void *events, size_t raw_len, uint8_t *out, size_t cap)
 {
-	struct kt__czstd_enc *e = p;
+	struct kt__czstd *e = p;
 	/* The compact payload never exceeds raw_len (kt__compact_encode). */
 	long n = kt__compact_encode(e->enc, events, raw_len, e->buf, raw_len);
 	if (n < 0)
@@ -85,19 +91,13 @@ static long encode(void *p, const void *events, size_t raw_len, uint8_t *out, si
 
 static void dec_free(void *p)
 {
-	struct kt__czstd_dec *d = p;
-	if (!d)
-		return;
-	kt__compact_dec_free(d->dec);
-	ZSTD_freeDCtx(d->dc);
-	free(d->buf);
-	free(d);
+	czstd_free(p);
 }
 
 static int dec_new(void **out)
 {
 	*out = NULL;
-	struct kt__czstd_dec *d = kt__calloc(1, sizeof(*d));
+	struct kt__czstd *d = kt__calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	d->dc = ZSTD_createDCtx();
@@ -111,7 +111,7 @@ static int dec_new(void **out)
 
 static size_t dec_bytes(const void *p)
 {
-	const struct kt__czstd_dec *d = p;
+	const struct kt__czstd *d = p;
 	if (!d)
 		return 0;
 	return sizeof(*d) + d->cap + kt__compact_dec_bytes(d->dec) + ZSTD_sizeof_DCtx(d->dc);
@@ -120,7 +120,7 @@ static size_t dec_bytes(const void *p)
 static int decode(void *p, const uint8_t *in, size_t len, uint8_t *out, size_t raw_len,
 		  uint32_t count)
 {
-	struct kt__czstd_dec *d = p;
+	struct kt__czstd *d = p;
 	if (count == 0)
 		return KT_ECOUNT;
 	if (raw_len > KT_MAX_RAW || !kt__compact_ratio_ok(raw_len, len))
