@@ -160,25 +160,33 @@ static void slot_now(struct uring_sink *u, unsigned i)
 	slot_free(u, i);
 }
 
-/* Write slot @i's remaining bytes: on the ring, or at once once
- * io_uring_enter is refused (perhaps by the submit a full queue makes). */
+/*
+ * Op @i (a slot or a zero-copy op) after its queueing gave @rc: in flight,
+ * or, once io_uring_enter is refused (perhaps by the submit a full queue
+ * makes) or the queueing failed at @off, handed to @now, which writes it
+ * with the pwrite sink or, with the sink's error set, fails it.
+ */
+static void start_op(struct uring_sink *u, unsigned i, int rc, uint64_t off, int *queued,
+		     int *sent, void (*now)(struct uring_sink *u, unsigned i))
+{
+	if (rc)
+		fail(u, rc, off);
+	if (u->pw || rc) {
+		now(u, i);
+		return;
+	}
+	*queued = 1;
+	*sent = 0;
+	u->inflight++;
+	submit(u);
+}
+
+/* Write slot @i's remaining bytes. */
 static void start_slot(struct uring_sink *u, unsigned i)
 {
 	struct slot *s = &u->slots[i];
 	int rc = u->pw ? 0 : queue_write(u, i);
-	if (u->pw) {
-		slot_now(u, i);
-		return;
-	}
-	if (rc) {
-		fail(u, rc, s->off + s->done);
-		slot_free(u, i);
-		return;
-	}
-	s->queued = 1;
-	s->sent = 0;
-	u->inflight++;
-	submit(u);
+	start_op(u, i, rc, s->off + s->done, &s->queued, &s->sent, slot_now);
 }
 
 static void store_res(void *ctx, int res)
@@ -204,24 +212,12 @@ static void ref_now(struct uring_sink *u, unsigned i)
 	ref_finish(u, op, res < 0 ? res : (int)op->total);
 }
 
-/* Write zero-copy op @i's remaining iovecs, as start_slot() does. */
+/* Write zero-copy op @i's remaining iovecs. */
 static void start_ref(struct uring_sink *u, unsigned i)
 {
 	struct ref_op *op = &u->refs[i];
 	int rc = u->pw ? 0 : queue_ref(u, i);
-	if (u->pw) {
-		ref_now(u, i);
-		return;
-	}
-	if (rc) {
-		fail(u, rc, op->off + op->done);
-		ref_finish(u, op, rc);
-		return;
-	}
-	op->queued = 1;
-	op->sent = 0;
-	u->inflight++;
-	submit(u);
+	start_op(u, i, rc, op->off + op->done, &op->queued, &op->sent, ref_now);
 }
 
 static void complete_ref(struct uring_sink *u, unsigned i, int res)
