@@ -110,10 +110,11 @@ private:
 
 void integrate(std::vector<particle> &ps, int job)
 {
-	KT_ZONE_C("physics", "integrate");
+	KT_ZONE_C_AS(zone, "physics", "integrate");
 	int per = kParticles / kJobs, first = job * per;
-	KT_ARG_I64("first", first);
-	KT_ARG_I64("count", per);
+	/* The zone's own: with physics off they go with it. */
+	KT_ZONE_ARG_I64(zone, "first", first);
+	KT_ZONE_ARG_I64(zone, "count", per);
 	for (int i = first; i < first + per; i++) {
 		particle &p = ps[i];
 		p.vy += 0.01f;

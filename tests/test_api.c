@@ -500,6 +500,53 @@ Test(args, arguments_follow_their_zone_begin_with_their_values)
 	unlink(path);
 }
 
+/* A named zone of a category, with an argument of its own, one of the
+ * enclosing zone's, and the zone's value under KT_ZONE_ON(). */
+static void named_fn(void)
+{
+	KT_ZONE_AS(outer, "outer");
+	KT_ZONE_C_AS(z, "named", "inner");
+	KT_ZONE_ARG_I64(z, "mine", 7);
+	KT_ZONE_ARG_U64(z, "mine_u", 8);
+	KT_ZONE_ARG_F64(z, "mine_f", 0.75);
+	KT_ZONE_ARG_STR(z, "mine_s", "ab", 2);
+	if (KT_ZONE_ON(z))
+		kt_zone_value_i64(9);
+	KT_ZONE_ARG_I64(outer, "outers", 1);
+}
+
+/* With the category on, every argument follows the zones' begins; with it
+ * off, the zone's own arguments go with it and the outer zone's stays
+ * (the inner zone is not open, so it follows the outer's begin). */
+Test(args, a_named_zone_keeps_its_arguments_to_itself)
+{
+	char path[128];
+	t_path(path, sizeof(path), "named");
+	kt_session *s = start(path);
+	named_fn();
+	cr_assert_eq(kt_category_enable("named", 0), 0);
+	named_fn();
+	stop(s);
+	struct seen sn;
+	read_back(path, &sn);
+	static const uint8_t types[] = { KT_EV_ZONE_BEGIN, KT_EV_ZONE_BEGIN, KT_EV_ARG_I64,
+					 KT_EV_ARG_U64,    KT_EV_ARG_F64,    KT_EV_ARG_STR,
+					 KT_EV_ARG_I64,    KT_EV_ARG_I64,    KT_EV_ZONE_END,
+					 KT_EV_ZONE_END,   KT_EV_ZONE_BEGIN, KT_EV_ARG_I64,
+					 KT_EV_ZONE_END };
+	cr_assert_eq(sn.nev, sizeof(types));
+	for (size_t i = 0; i < sizeof(types); i++)
+		cr_assert_eq(sn.ev[i].type, types[i], "event %zu", i);
+	cr_assert_eq(sn.ev[2].name_id, kt_name("mine"));
+	cr_assert_eq(sn.ev[6].name_id, 0, "the zone's own value");
+	int64_t v;
+	memcpy(&v, sn.ev[6].payload, 8);
+	cr_assert_eq(v, 9);
+	cr_assert_eq(sn.ev[7].name_id, kt_name("outers"));
+	cr_assert_eq(sn.ev[11].name_id, kt_name("outers"));
+	unlink(path);
+}
+
 /* Each of @n strings must be in @buf. */
 static void has_all(const char *buf, size_t len, const char *const *want, size_t n)
 {

@@ -169,7 +169,10 @@ static void count_event(struct seen *s, const kt_event *e, struct open_zones *z)
 	} else if (e->type == KT_EV_FRAME && e->name_id == id_of(s, "frame")) {
 		s->frames++;
 		s->frame_sum += (uint64_t)i64_of(e);
-	} else if (e->type == KT_EV_ARG_I64 && inner == integrate) {
+	} else if (e->type == KT_EV_ARG_I64 &&
+		   (e->name_id == id_of(s, "first") || e->name_id == id_of(s, "count"))) {
+		/* Switched off, a job's zone takes its arguments with it. */
+		cr_assert_eq(inner, integrate, "a job's argument outside its zone");
 		if (e->name_id == id_of(s, "first"))
 			s->firsts++, s->first_sum += (uint64_t)i64_of(e);
 		if (e->name_id == id_of(s, "count"))

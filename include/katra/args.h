@@ -12,9 +12,9 @@
  *
  * An argument knows nothing of its zone's category: inside a KT_ZONE_C
  * whose category is off it is still written, and a reader gives it to the
- * enclosing zone.  Guard such arguments with the category's flag:
- *     static const uint8_t *on;  ...  if (*(on ? on : (on = kt_category("render")))) ...
- * (a zone that records arguments per call is rarely one to switch off).
+ * enclosing zone.  For a zone that may be off, name it with KT_ZONE_C_AS
+ * and give its arguments through KT_ZONE_ARG_* (katra.h), or guard them
+ * with KT_ZONE_ON(): they are then written only if the zone began.
  *
  * Threads: any thread, and async-signal-safe as katra.h's emits are.
  */

@@ -713,13 +713,14 @@ static inline void kt__zone_cleanup_c(const uint32_t *id)
  * exception leaves the block.
  */
 #ifndef __cplusplus
-#define KT__ZONE(cat, literal, begin, end_fn)                                      \
+#define KT__ZONE(var, cat, literal, begin, end_fn)                                 \
 	KT__SITE(KT__CAT(kt__site_, __LINE__), cat, literal);                       \
-	const uint32_t KT__CAT(kt__zone_, __LINE__)                                 \
-		__attribute__((cleanup(end_fn), unused)) =                          \
-			begin(&KT__CAT(kt__site_, __LINE__))
-#define KT_ZONE(literal) KT__ZONE(NULL, literal, kt__site_begin, kt__zone_cleanup)
-#define KT_ZONE_C(cat, literal) KT__ZONE(cat, literal, kt__site_begin_c, kt__zone_cleanup_c)
+	const uint32_t var __attribute__((cleanup(end_fn), unused)) =               \
+		begin(&KT__CAT(kt__site_, __LINE__))
+#define KT_ZONE_AS(var, literal) KT__ZONE(var, NULL, literal, kt__site_begin, kt__zone_cleanup)
+#define KT_ZONE_C_AS(var, cat, literal)                                             \
+	KT__ZONE(var, cat, literal, kt__site_begin_c, kt__zone_cleanup_c)
+#define KT__ZONE_ID(var) (var)
 #endif
 
 #ifdef __cplusplus
@@ -749,14 +750,39 @@ struct kt__zone_guard_c {
 	kt__zone_guard_c &operator=(const kt__zone_guard_c &) = delete;
 };
 
-#define KT_ZONE(literal)                                                            \
+#define KT_ZONE_AS(var, literal)                                                    \
 	KT__SITE(KT__CAT(kt__site_, __LINE__), NULL, literal);                      \
-	const kt__zone_guard KT__CAT(kt__zone_, __LINE__)(                          \
-		kt__site_get(&KT__CAT(kt__site_, __LINE__)))
-#define KT_ZONE_C(cat, literal)                                                     \
+	const kt__zone_guard var(kt__site_get(&KT__CAT(kt__site_, __LINE__)))
+#define KT_ZONE_C_AS(var, cat, literal)                                             \
 	KT__SITE(KT__CAT(kt__site_, __LINE__), cat, literal);                       \
-	const kt__zone_guard_c KT__CAT(kt__zone_, __LINE__)(&KT__CAT(kt__site_, __LINE__))
+	const kt__zone_guard_c var(&KT__CAT(kt__site_, __LINE__))
+#define KT__ZONE_ID(var) ((var).id)
 #endif
+
+#define KT_ZONE(literal) KT_ZONE_AS(KT__CAT(kt__zone_, __LINE__), literal)
+#define KT_ZONE_C(cat, literal) KT_ZONE_C_AS(KT__CAT(kt__zone_, __LINE__), cat, literal)
+
+/**
+ * KT_ZONE_AS(z, "name"), KT_ZONE_C_AS(z, "category", "name") - KT_ZONE and
+ * KT_ZONE_C with a handle @z (a const local of the block), for arguments
+ * that belong to this zone alone.  KT_ZONE_ON(z) is true if the zone
+ * began: a KT_ZONE always, a KT_ZONE_C while its category was on.
+ * KT_ZONE_ARG_I64(z, "name", v), _U64, _F64 and KT_ZONE_ARG_STR(z, "name",
+ * s, n) are KT_ARG_*'s (katra/args.h) under that test: inside a zone whose
+ * category is off they write nothing, where a plain KT_ARG_* would be
+ * given to the enclosing zone.  The test reads the handle, a local: an
+ * off zone's arguments cost a branch.
+ */
+#define KT_ZONE_ON(var) (KT__ZONE_ID(var) != 0)
+#define KT__ZONE_ARG(var, arg, ...)                                                 \
+	do {                                                                        \
+		if (KT_ZONE_ON(var))                                                \
+			arg(__VA_ARGS__);                                           \
+	} while (0)
+#define KT_ZONE_ARG_I64(var, literal, v) KT__ZONE_ARG(var, KT_ARG_I64, literal, v)
+#define KT_ZONE_ARG_U64(var, literal, v) KT__ZONE_ARG(var, KT_ARG_U64, literal, v)
+#define KT_ZONE_ARG_F64(var, literal, v) KT__ZONE_ARG(var, KT_ARG_F64, literal, v)
+#define KT_ZONE_ARG_STR(var, literal, s, n) KT__ZONE_ARG(var, KT_ARG_STR, literal, s, n)
 
 #include <katra/args.h>
 #include <katra/mem.h>

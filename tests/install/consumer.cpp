@@ -35,10 +35,11 @@ void throws()
 	throw std::runtime_error("leaves the zone");
 }
 
-/* Every profiler API call once: 20 events. */
+/* Every profiler API call once: 21 events. */
 void api(std::uint32_t log_id, std::uint32_t load_id)
 {
-	KT_ZONE_C("render", "api");
+	KT_ZONE_C_AS(z, "render", "api");
+	KT_ZONE_ARG_I64(z, "j", 4);
 	kt_zone_value_i64(-1);
 	kt_zone_value_u64(2);
 	kt_zone_value_f64(0.5);
@@ -62,11 +63,13 @@ void api(std::uint32_t log_id, std::uint32_t load_id)
 	gpu.zone_end(katra::name("pass"), 1200);
 }
 
-/* A category switched off: nothing (arguments are not filtered by their
- * zone's category: katra/args.h). */
+/* A category switched off: nothing, its zone's own arguments included. */
 void off()
 {
-	KT_ZONE_C("physics", "off");
+	KT_ZONE_C_AS(z, "physics", "off");
+	KT_ZONE_ARG_STR(z, "lost", "x", 1);
+	if (KT_ZONE_ON(z))
+		kt_zone_value_i64(1);
 }
 
 int fail(const char *what)
@@ -100,11 +103,11 @@ int main()
 	kt_summary sum{};
 	if (kt_session_stop(s, &sum) != 0)
 		return fail("kt_session_stop failed");
-	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) + api (20) */
-	bool written = sum.events_written == 2 + 10 * 5 + 2 + 20 && sum.events_dropped == 0;
+	/* outer (2) + 10 x (zone 2, counters 2, message 1) + throws (2) + api (21) */
+	bool written = sum.events_written == 2 + 10 * 5 + 2 + 21 && sum.events_dropped == 0;
 	kt_summary_release(&sum);
 	if (!written)
-		return fail("events_written is not 74");
+		return fail("events_written is not 75");
 
 	kt_reader *r = nullptr;
 	kt_reader_error err{};
@@ -128,15 +131,15 @@ int main()
 	}
 	kt_reader_close(r);
 	std::remove(path.c_str());
-	if (rc != 0 || n != 74 || depth != 0 || max_depth != 2)
-		return fail("the trace read back is not the 74 balanced events traced");
+	if (rc != 0 || n != 75 || depth != 0 || max_depth != 2)
+		return fail("the trace read back is not the 75 balanced events traced");
 	if (tracks != 1)
 		return fail("the trace does not hold the gpu track and its pair");
 	/* work, throws, api and off (interned on its first pass, its
 	 * category off): the call sites' zones; outer is a plain guard. */
 	if (locs != 4)
 		return fail("the trace does not hold 4 source locations");
-	std::printf("consumer.cpp (C++%ld): 74 events, 4 locations and a track traced and read back\n",
+	std::printf("consumer.cpp (C++%ld): 75 events, 4 locations and a track traced and read back\n",
 		    __cplusplus / 100 % 100);
 	return 0;
 }
