@@ -4,7 +4,9 @@
  * are kt__sink implementations (format/format.h); one thread at a time
  * calls a sink: a session's flusher, or the public writer's owner.  Also
  * the door through which capture/ gives a session the output it writes
- * to (kt__output), snapshot requests, and katra's own threads.
+ * to (kt__output), snapshot requests, katra's own threads, and
+ * kt__write_all, for the small files beside a trace and the command's
+ * outputs.
  */
 #ifndef KATRA_FLUSH_FLUSH_H
 #define KATRA_FLUSH_FLUSH_H

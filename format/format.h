@@ -5,7 +5,8 @@
  * record's layout and types are katra/record.h's): where every field
  * sits, the little-endian loads and stores, the encoder (every kt__enc_*
  * fills a caller's buffer), the record check the reader and the writer
- * share, the id tables the readers use, and the writer's entry points for
+ * share, the id tables the readers use (and kt__grow, the arrays'
+ * doubling), and the writer's entry points for
  * the flusher, and the interface of the sink the writer hands its bytes
  * to.  The sinks themselves, which write to files, are flush/'s
  * (flush/flush.h).
