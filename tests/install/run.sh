@@ -47,6 +47,12 @@ pc=$(find "$prefix" -name katra.pc -path '*/pkgconfig/*' | head -n1)
 pcdir=$(dirname "$pc")
 libdir=$(dirname "$pcdir")
 [[ -e $libdir/libkatra.so ]] || fail "libkatra.so not in $libdir"
+# Before 1.0 the soname names the minor version: each may change the ABI.
+ver=$("$prefix/bin/katra" --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -n1)
+want_so=libkatra.so.${ver%%.*}
+[[ ${ver%%.*} == 0 ]] && want_so=libkatra.so.${ver%.*}
+soname=$(objdump -p "$libdir/libkatra.so" | awk '$1 == "SONAME" { print $2 }')
+[[ $soname == "$want_so" ]] || fail "soname $soname, not $want_so (version $ver)"
 [[ -f $libdir/libkatra.a ]] || fail "libkatra.a not in $libdir"
 [[ -f $libdir/cmake/katra/katraConfig.cmake ]] || fail "katraConfig.cmake not in $libdir/cmake/katra"
 
