@@ -209,7 +209,11 @@ static int walk_runs(struct snap_ring *t, const uint8_t *p, uint64_t a, uint64_t
 	int rc = 0;
 	while (pos < b && !rc) {
 		const uint8_t *q = p + (pos - a);
-		if (q[KT_REC_TYPE] != KT__EV_DROP_MARK) {
+		/* Whole records end on @b; torn sizes may stop a walk short
+		 * of it, with less than a header left to read. */
+		if (b - pos < KT_REC_HEAD) {
+			rc = -EINVAL; /* torn */
+		} else if (q[KT_REC_TYPE] != KT__EV_DROP_MARK) {
 			rc = add_events(t, q, pos, b, &pos);
 		} else if (b - pos < KT__DROP_MARK_SIZE) {
 			rc = -EINVAL; /* torn */
