@@ -66,8 +66,11 @@ typedef enum kt_clock_source {
  * passes), so an overloaded program runs at least half as fast as it
  * would untraced; a thread that dropped waits no more until its records
  * fit again.  BLOCK waits as long as the session runs; DROP never waits.
- * Every drop is counted.  (The trace header's byte for the policy has
- * its own numbering: format/SPEC.md §2.1.)
+ * Every drop is counted.  A record whose thread is still waiting when
+ * the session stops is neither written nor counted: the stop came first,
+ * as for a record emitted after it (at most one per thread).  (The trace
+ * header's byte for the policy has its own numbering: format/SPEC.md
+ * §2.1.)
  */
 typedef enum kt_overflow {
 	KT_OVERFLOW_WAIT = 0,
