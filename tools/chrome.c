@@ -319,6 +319,7 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 	}
 	if (!rc)
 		rc = tracks_finish(&c->tracks);
+	c->xs.res->tracks = c->tracks.n;
 	if (rc || tb->have_summary || !last)
 		return rc;
 	char buf[200];
