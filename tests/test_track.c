@@ -594,3 +594,66 @@ Test(track, exports_say_the_records_they_cannot_show)
 		unlink(out);
 	}
 }
+
+/* Track 1 (gpu_pairs): an end of shadow with no begin, post [shadow]
+ * ended by post's end, lighting never ended; track 2, with no pair, one
+ * begin.  The FXT export draws the track balanced and says what it
+ * skipped and closed. */
+Test(track, fxt_export_balances_a_hostile_track_and_says_so)
+{
+	char path[128];
+	track_path(path, sizeof(path), "hostile-fxt");
+	kt_header h;
+	kt_writer *w;
+	t_header(&h);
+	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	static const char *const names[] = { NULL, "gpu", "shadow", "lighting", "post" };
+	for (uint32_t i = 1; i < 5; i++)
+		cr_assert_eq(kt_writer_name(w, i, names[i], strlen(names[i])), 0);
+	uint8_t ev[2048];
+	size_t at = 0;
+	E(7000000, 2, 1001920);
+	B(7000100, 4, 1001920);
+	B(7000200, 2, 1003840);
+	E(7000300, 4, 1009600);
+	B(7000400, 3, 1009600);
+	at = put_track(ev, at, 7000500, KT_EV_TRACK_BEGIN, 2, 2, 5, 0);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, at), 0);
+	kt_track_def none = { 2, 1, 1000, 0, NULL };
+	cr_assert_eq(kt_writer_track(w, &gpu), 0);
+	cr_assert_eq(kt_writer_track(w, &none), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	char out[160], want[640];
+	snprintf(out, sizeof(out), "%s.fxt", path);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--fxt", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	snprintf(want, sizeof(want), "katra: %s: track records not shown: 0 of a track with no "
+		 "entry, 1 whose time could not be converted to katra's clock\nkatra: %s: track "
+		 "zones balanced for the viewer: skipped 1 ends with no begin, closed 1 zones at "
+		 "an outer zone's end and 1 still open at the end, skipped 0 begins past 1024 "
+		 "open zones\n", path, path);
+	cr_assert_str_eq(p.err, want);
+	size_t len = 0;
+	uint8_t *bytes = t_slurp(out, &len);
+	cr_assert_not_null(bytes);
+	static struct fxt f;
+	read_fxt(&f, bytes, len);
+	/* The zone that was never ended closes at the track's latest time. */
+	static const struct { unsigned type; const char *name; uint64_t ts; } z[] = {
+		{ 2, "post", 3300030 },	    { 2, "shadow", 3600060 }, { 3, "shadow", 4500150 },
+		{ 3, "post", 4500150 },	    { 2, "lighting", 4500150 }, { 3, "lighting", 4500150 },
+	};
+	cr_assert_eq(f.nev, 6);
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(f.ev[i].koid, 0xffffff01, "event %d", i);
+		cr_assert_eq(f.ev[i].type, z[i].type, "event %d", i);
+		cr_assert_str_eq(f.ev[i].name, z[i].name, "event %d", i);
+		cr_assert_eq(f.ev[i].ts, z[i].ts, "event %d", i);
+	}
+	cr_assert_str_eq(koid_name(&f, 0xffffff02), "gpu", "track 2's thread, empty");
+	free(bytes);
+	unlink(out);
+	unlink(path);
+}
