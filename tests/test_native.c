@@ -5,12 +5,13 @@
  * balanced slices, counters on counter tracks, flows paired, time never
  * going back on a sequence), decoded once more with --decode_raw against
  * Perfetto's field numbers as this file states them; the FXT output read
- * record by record by a reader written here and matched one for one with
+ * record by record by fxt.h's reader and matched one for one with
  * the reader's events (what `katra dump` prints); hostile zones balanced
  * in both.
  */
 #include "helpers.h"
 #include "cli.h"
+#include "fxt.h"
 
 #include <criterion/criterion.h>
 
@@ -264,171 +265,7 @@ Test(perfetto, decode_raw_shows_perfettos_field_numbers)
 	free(got);
 }
 
-/* ---- FXT: a reader written here, from the format's documentation ---- */
-
-struct fxt_event {
-	unsigned type;       /* event type */
-	uint64_t ts, koid;   /* ticks; the thread's koid */
-	char name[64];
-	unsigned nargs;
-	char arg_name[4][16];
-	uint64_t arg_val[4];
-	char text[64];       /* a string argument's value */
-	uint64_t data;       /* a counter's or flow's id */
-};
-
-struct fxt {
-	const uint64_t *w;
-	size_t n, at;
-	char strings[64][64];        /* index -> string (the test's traces are small) */
-	uint64_t threads[16][2];     /* index -> process koid, thread koid */
-	uint64_t tick_hz, pid;
-	char thread_name[16][64];    /* from kernel objects */
-	uint64_t thread_koid[16];
-	int nthread_names;
-	struct fxt_event ev[256];
-	int nev;
-};
-
-static uint64_t field(uint64_t w, unsigned lo, unsigned hi)
-{
-	return (w >> lo) & ((hi - lo == 63) ? ~UINT64_C(0) : ((UINT64_C(1) << (hi - lo + 1)) - 1));
-}
-
-/* A string reference at the record's cursor *@k (inline ones advance it). */
-static void read_str(struct fxt *f, uint64_t ref, size_t *k, size_t end, char *out, size_t cap)
-{
-	out[0] = 0;
-	if (!ref)
-		return;
-	if (ref & 0x8000) {
-		size_t len = ref & 0x7FFF, words = (len + 7) / 8;
-		cr_assert_leq(*k + words, end, "an inline string past its record");
-		snprintf(out, cap, "%.*s", (int)len, (const char *)&f->w[*k]);
-		*k += words;
-		return;
-	}
-	cr_assert_lt(ref, 64);
-	cr_assert_neq(f->strings[ref][0], 0, "string %llu used before its record",
-		      (unsigned long long)ref);
-	snprintf(out, cap, "%s", f->strings[ref]);
-}
-
-static void read_args(struct fxt *f, struct fxt_event *e, unsigned nargs, size_t *k, size_t end)
-{
-	for (unsigned i = 0; i < nargs; i++) {
-		uint64_t h = f->w[*k];
-		size_t size = field(h, 4, 15), at = *k + 1;
-		cr_assert(size >= 1 && *k + size <= end, "an argument's size word is wrong");
-		char name[16];
-		read_str(f, field(h, 16, 31), &at, end, name, sizeof(name));
-		if (i < 4) {
-			snprintf(e->arg_name[i], sizeof(e->arg_name[i]), "%s", name);
-			unsigned type = field(h, 0, 3);
-			if (type == 1 || type == 2)
-				e->arg_val[i] = field(h, 32, 63);
-			else if (type == 6)
-				read_str(f, field(h, 32, 47), &at, end, e->text, sizeof(e->text));
-			else
-				e->arg_val[i] = f->w[at++];
-		}
-		cr_assert_eq(at, *k + size, "argument %u's size does not match its contents", i);
-		*k += size;
-	}
-	e->nargs = nargs;
-}
-
-static void read_event(struct fxt *f, uint64_t h, size_t k, size_t end)
-{
-	cr_assert_lt(f->nev, 256);
-	struct fxt_event *e = &f->ev[f->nev++];
-	memset(e, 0, sizeof(*e));
-	e->type = field(h, 16, 19);
-	e->ts = f->w[k++];
-	uint64_t tref = field(h, 24, 31);
-	if (tref) {
-		cr_assert_neq(f->threads[tref][1], 0, "thread %llu used before its record",
-			      (unsigned long long)tref);
-		e->koid = f->threads[tref][1];
-	} else {
-		e->koid = f->w[k + 1];
-		k += 2;
-	}
-	char cat[16];
-	read_str(f, field(h, 32, 47), &k, end, cat, sizeof(cat));
-	cr_assert_str_eq(cat, "katra");
-	read_str(f, field(h, 48, 63), &k, end, e->name, sizeof(e->name));
-	read_args(f, e, field(h, 20, 23), &k, end);
-	if (e->type == 1 || (e->type >= 8 && e->type <= 10))
-		e->data = f->w[k++];
-	cr_assert_eq(k, end, "event record's size word does not match its contents");
-}
-
-static void read_kobj(struct fxt *f, uint64_t h, size_t k, size_t end)
-{
-	uint64_t koid = f->w[k++];
-	char name[64];
-	read_str(f, field(h, 24, 39), &k, end, name, sizeof(name));
-	if (field(h, 16, 23) == 1) {
-		f->pid = koid;
-		return;
-	}
-	cr_assert_eq(field(h, 16, 23), 2);
-	struct fxt_event args;
-	read_args(f, &args, field(h, 40, 43), &k, end);
-	cr_assert_str_eq(args.arg_name[0], "process");
-	cr_assert_eq(args.arg_val[0], f->pid);
-	snprintf(f->thread_name[f->nthread_names], 64, "%s", name);
-	f->thread_koid[f->nthread_names++] = koid;
-	cr_assert_eq(k, end);
-}
-
-static void read_fxt(struct fxt *f, const uint8_t *bytes, size_t len)
-{
-	memset(f, 0, sizeof(*f));
-	cr_assert_eq(len % 8, 0, "FXT is whole words");
-	f->w = (const void *)bytes; /* t_slurp()'s malloc: aligned for words */
-	f->n = len / 8;
-	cr_assert(f->n && f->w[0] == UINT64_C(0x0016547846040010), "no magic record first");
-	for (size_t at = 1; at < f->n;) {
-		uint64_t h = f->w[at];
-		size_t size = field(h, 4, 15), end = at + size;
-		cr_assert(size >= 1 && end <= f->n, "record at word %zu: bad size %zu", at, size);
-		switch (field(h, 0, 3)) {
-		case 1:
-			f->tick_hz = f->w[at + 1];
-			break;
-		case 2: {
-			uint64_t idx = field(h, 16, 30), slen = field(h, 32, 46);
-			cr_assert(idx > 0 && idx < 64 && size == 1 + (slen + 7) / 8);
-			snprintf(f->strings[idx], 64, "%.*s", (int)slen, (const char *)&f->w[at + 1]);
-			break;
-		}
-		case 3: {
-			uint64_t idx = field(h, 16, 23);
-			cr_assert(idx > 0 && idx < 16 && size == 3);
-			f->threads[idx][0] = f->w[at + 1];
-			f->threads[idx][1] = f->w[at + 2];
-			break;
-		}
-		case 4:
-			read_event(f, h, at + 1, end);
-			break;
-		case 7:
-			read_kobj(f, h, at + 1, end);
-			break;
-		}
-		at = end;
-	}
-}
-
-static const char *koid_name(const struct fxt *f, uint64_t koid)
-{
-	for (int i = 0; i < f->nthread_names; i++)
-		if (f->thread_koid[i] == koid)
-			return f->thread_name[i];
-	return "?";
-}
+/* ---- FXT ---- */
 
 /* FXT's event type for a katra event (flows: by phase). */
 static unsigned fxt_type(const kt_event *ev)

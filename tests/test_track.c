@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "format/format.h"
+#include "fxt.h"
 #include "perfetto.h"
 
 #define TRACK_GOLDEN KT_TEST_DATA "/tracks_v3.katra"
@@ -511,4 +512,148 @@ Test(track, perfetto_export_has_a_track_per_track)
 	for (size_t k = 0; k < 8; k++)
 		cr_assert_eq(times[k], want[k], "slice time %zu", k);
 	t_perfetto_free(tr);
+}
+
+/* The track's thread in katra's process, named after it through a kernel
+ * object, and on it, in the order the records come, its zones' begins and
+ * ends and its counters at their converted times (katra's ticks, 3 GHz:
+ * 3300030 ticks is the Perfetto test's 124222676 ns, 123456000 ns at
+ * 1000000 ticks). */
+Test(track, fxt_export_has_a_thread_per_track)
+{
+	size_t len = 0;
+	uint8_t *bytes = t_export("--fxt", "tracks_v3.katra", &len);
+	static struct fxt f;
+	read_fxt(&f, bytes, len);
+	cr_assert_eq(f.tick_hz, 3000000000u);
+	cr_assert_eq(f.nthread_names, 3, "main, render and the track");
+	cr_assert_str_eq(koid_name(&f, 1001), "main");
+	cr_assert_str_eq(koid_name(&f, 1002), "render");
+	const uint64_t koid = 0xffffff01;
+	cr_assert_str_eq(koid_name(&f, koid), "gpu");
+	static const struct { unsigned type; const char *name; uint64_t ts; } want[] = {
+		{ 2, "shadow", 3300030 },	{ 3, "shadow", 3600060 },
+		{ 2, "lighting", 3600060 },	{ 1, "gpu memory", 3750075 },
+		{ 3, "lighting", 4500150 },	{ 1, "gpu temp", 1500000 },
+		{ 2, "post", 9000300 },		{ 2, "shadow", 9000300 },
+		{ 3, "shadow", 9150300 },	{ 3, "post", 9300300 },
+	};
+	size_t n = 0, others = 0;
+	int depth = 0, maxdepth = 0;
+	for (int i = 0; i < f.nev; i++) {
+		const struct fxt_event *e = &f.ev[i];
+		if (e->koid != koid) {
+			others++;
+			continue;
+		}
+		cr_assert_lt(n, 10);
+		cr_assert_eq(e->type, want[n].type, "event %zu", n);
+		cr_assert_str_eq(e->name, want[n].name, "event %zu", n);
+		cr_assert_eq(e->ts, want[n].ts, "event %zu: ticks", n);
+		depth += e->type == 2 ? 1 : e->type == 3 ? -1 : 0;
+		cr_assert_geq(depth, 0);
+		maxdepth = depth > maxdepth ? depth : maxdepth;
+		n++;
+	}
+	cr_assert_eq(n, 10);
+	cr_assert_eq(depth, 0, "balanced");
+	cr_assert_eq(maxdepth, 2, "shadow inside post");
+	cr_assert_eq(others, 2, "main's zone render: no track record on the emitting thread");
+	/* The counters: an argument named as the counter, its id the track's
+	 * and the name's. */
+	double temp;
+	const struct fxt_event *mem = NULL, *tmp = NULL;
+	for (int i = 0; i < f.nev; i++)
+		if (f.ev[i].type == 1)
+			*(!strcmp(f.ev[i].name, "gpu memory") ? &mem : &tmp) = &f.ev[i];
+	cr_assert(mem && tmp);
+	cr_assert_str_eq(mem->arg_name[0], "gpu memory");
+	cr_assert_eq(mem->arg_val[0], 4096);
+	cr_assert_eq(mem->data, UINT64_C(1) << 32 | 4);
+	cr_assert_str_eq(tmp->arg_name[0], "gpu temp");
+	memcpy(&temp, &tmp->arg_val[0], sizeof(temp));
+	cr_assert(temp == 61.5);
+	cr_assert_eq(tmp->data, UINT64_C(1) << 32 | 6);
+	free(bytes);
+}
+
+/* The record of track 7, which has no entry, is said by every export
+ * that draws tracks, not dropped silently. */
+Test(track, exports_say_the_records_they_cannot_show)
+{
+	static const char *const fmt[] = { "--chrome", "--perfetto", "--fxt" };
+	char out[128];
+	snprintf(out, sizeof(out), "/tmp/katra-track-say-%d.out", (int)getpid());
+	for (size_t i = 0; i < 3; i++) {
+		struct proc p;
+		run_katra(&p, (const char *const[]){ "export", fmt[i], "tracks_v3.katra", out, NULL });
+		cr_assert_eq(p.status, 0, "%s: %.*s", fmt[i], (int)p.err_len, p.err);
+		cr_assert_str_eq(p.err, "katra: tracks_v3.katra: track records not shown: 1 of a "
+				 "track with no entry, 0 whose time could not be converted to "
+				 "katra's clock\n", "%s", fmt[i]);
+		unlink(out);
+	}
+}
+
+/* Track 1 (gpu_pairs): an end of shadow with no begin, post [shadow]
+ * ended by post's end, lighting never ended; track 2, with no pair, one
+ * begin.  The FXT export draws the track balanced and says what it
+ * skipped and closed. */
+Test(track, fxt_export_balances_a_hostile_track_and_says_so)
+{
+	char path[128];
+	track_path(path, sizeof(path), "hostile-fxt");
+	kt_header h;
+	kt_writer *w;
+	t_header(&h);
+	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	static const char *const names[] = { NULL, "gpu", "shadow", "lighting", "post" };
+	for (uint32_t i = 1; i < 5; i++)
+		cr_assert_eq(kt_writer_name(w, i, names[i], strlen(names[i])), 0);
+	uint8_t ev[2048];
+	size_t at = 0;
+	E(7000000, 2, 1001920);
+	B(7000100, 4, 1001920);
+	B(7000200, 2, 1003840);
+	E(7000300, 4, 1009600);
+	B(7000400, 3, 1009600);
+	at = put_track(ev, at, 7000500, KT_EV_TRACK_BEGIN, 2, 2, 5, 0);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, at), 0);
+	kt_track_def none = { 2, 1, 1000, 0, NULL };
+	cr_assert_eq(kt_writer_track(w, &gpu), 0);
+	cr_assert_eq(kt_writer_track(w, &none), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	char out[160], want[640];
+	snprintf(out, sizeof(out), "%s.fxt", path);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--fxt", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	snprintf(want, sizeof(want), "katra: %s: track records not shown: 0 of a track with no "
+		 "entry, 1 whose time could not be converted to katra's clock\nkatra: %s: track "
+		 "zones balanced for the viewer: skipped 1 ends with no begin, closed 1 zones at "
+		 "an outer zone's end and 1 still open at the end, skipped 0 begins past 1024 "
+		 "open zones\n", path, path);
+	cr_assert_str_eq(p.err, want);
+	size_t len = 0;
+	uint8_t *bytes = t_slurp(out, &len);
+	cr_assert_not_null(bytes);
+	static struct fxt f;
+	read_fxt(&f, bytes, len);
+	/* The zone that was never ended closes at the track's latest time. */
+	static const struct { unsigned type; const char *name; uint64_t ts; } z[] = {
+		{ 2, "post", 3300030 },	    { 2, "shadow", 3600060 }, { 3, "shadow", 4500150 },
+		{ 3, "post", 4500150 },	    { 2, "lighting", 4500150 }, { 3, "lighting", 4500150 },
+	};
+	cr_assert_eq(f.nev, 6);
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(f.ev[i].koid, 0xffffff01, "event %d", i);
+		cr_assert_eq(f.ev[i].type, z[i].type, "event %d", i);
+		cr_assert_str_eq(f.ev[i].name, z[i].name, "event %d", i);
+		cr_assert_eq(f.ev[i].ts, z[i].ts, "event %d", i);
+	}
+	cr_assert_str_eq(koid_name(&f, 0xffffff02), "gpu", "track 2's thread, empty");
+	free(bytes);
+	unlink(out);
+	unlink(path);
 }

@@ -49,9 +49,6 @@ struct ch {
 	struct tracks tracks;  /* zones of tracks with a clock of their own */
 };
 
-/* A track's row: a tid no katra thread has (they count up from 1). */
-#define TRACK_TID(id) (0xffffff00u | (id))
-
 /* A zone's begin or end (or one as a complete event) of @t. */
 static int put_zone(struct ch *c, struct xthread *t, uint8_t type, uint32_t name, uint64_t ns,
 		    unsigned bits, uint64_t dur)
@@ -322,6 +319,7 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 	}
 	if (!rc)
 		rc = tracks_finish(&c->tracks);
+	c->xs.res->tracks = c->tracks.n;
 	if (rc || tb->have_summary || !last)
 		return rc;
 	char buf[200];

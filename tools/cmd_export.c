@@ -52,6 +52,21 @@ static int cut_window(struct export_opts *o, const char *inp, kt_reader *r)
 	return rc;
 }
 
+/* Say which track records an export could not show, and what the tracks'
+ * matcher changed to keep their zones balanced, if anything. */
+static void say_tracks(const char *in, const struct track_counts *n)
+{
+	if (n->unknown || n->unconverted)
+		say("%s: track records not shown: %" PRIu64 " of a track with no entry, %" PRIu64
+		    " whose time could not be converted to katra's clock", in, n->unknown,
+		    n->unconverted);
+	if (n->unbegun || n->inner_closed || n->unended || n->deep)
+		say("%s: track zones balanced for the viewer: skipped %" PRIu64 " ends with no "
+		    "begin, closed %" PRIu64 " zones at an outer zone's end and %" PRIu64 " still "
+		    "open at the end, skipped %" PRIu64 " begins past %u open zones", in, n->unbegun,
+		    n->inner_closed, n->unended, n->deep, TRACK_OPEN);
+}
+
 /* Say what an export changed to keep its zones balanced, if anything;
  * the drops marked only when @drops (Chrome's marks are said only when
  * some could not be: a truncated input's one line stays one). */
@@ -74,6 +89,7 @@ static void say_export(const char *in, const struct export_result *x, int drops)
 	if (x->fallback)
 		say("%s: %" PRIu64 " names were written inline past the interning table", in,
 		    x->fallback);
+	say_tracks(in, &x->tracks);
 }
 
 static int run_format(int format, struct input *in, const struct tables *t, FILE *f,

@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "tools/export_fxt.h"
+#include "tools/fmt_mid.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
+#include "tools/tracks.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "export_fxt.c copies words as they are in memory: FXT is little-endian"
@@ -39,6 +41,8 @@ struct fx {
 	const struct tables *t;
 	uint64_t pid;
 	struct idmap strings;   /* name id -> string index */
+	struct tracks tracks;   /* zones of tracks with a clock of their own */
+	uint32_t track_koid[KT_MAX_TRACKS + 1]; /* each track entry's thread */
 	uint16_t direct[4096];  /* small name id -> string index, or 0 */
 	uint32_t next_string;
 	uint64_t w[MAX_WORDS];  /* the record being built */
@@ -127,18 +131,11 @@ static void put_header(struct fx *x)
 	free(u);
 }
 
-/* Thread @t on first sight: its thread record and its named kernel object. */
-static void put_thread(struct fx *x, struct xthread *t)
+/* The kernel object naming thread @koid @s (@n bytes, or none when NULL)
+ * in the process. */
+static void put_kobj_thread(struct fx *x, uint64_t koid, const char *s, size_t n)
 {
-	uint64_t koid = export_os_tid(x->t, t->id);
-	if (t->index < FXT_THREADS) {
-		rec_start(x);
-		x->w[x->n++] = x->pid;
-		x->w[x->n++] = koid;
-		rec_put(x, REC_THREAD | bits(t->index + 1, 16));
-	}
-	size_t n = 0, len = 0;
-	const char *s = tables_thread(x->t, t->id, &n);
+	size_t len = 0;
 	char *u = utf8(x, s ? s : "", s ? n : 0, &len);
 	if (!u)
 		return;
@@ -150,6 +147,21 @@ static void put_thread(struct fx *x, struct xthread *t)
 	rec_put(x, REC_KOBJ | bits(OBJ_THREAD, 16) | bits(len ? INLINE_STR | len : 0, 24) |
 			   bits(1, 40));
 	free(u);
+}
+
+/* Thread @t on first sight: its thread record and its named kernel object. */
+static void put_thread(struct fx *x, struct xthread *t)
+{
+	uint64_t koid = export_os_tid(x->t, t->id);
+	if (t->index < FXT_THREADS) {
+		rec_start(x);
+		x->w[x->n++] = x->pid;
+		x->w[x->n++] = koid;
+		rec_put(x, REC_THREAD | bits(t->index + 1, 16));
+	}
+	size_t n = 0;
+	const char *s = tables_thread(x->t, t->id, &n);
+	put_kobj_thread(x, koid, s, n);
 }
 
 /* The string reference of name @id: its index, made on first use; past
@@ -181,20 +193,20 @@ static uint32_t name_ref(struct fx *x, uint32_t id)
 }
 
 /*
- * Start event record @type of @t at @ts (ticks) named by name @id (or by
+ * Start event record @type at @ts (ticks) on thread @thread_ref of the
+ * table, or when 0 on thread @koid (inline), named by name @id (or by
  * @text when @id is 0 and @text is not NULL, inline).  Arguments and data
  * words follow; ev_put() writes it.  Returns the header so far.
  */
-static uint64_t ev_start(struct fx *x, struct xthread *t, unsigned type, uint64_t ts,
-			 uint32_t id, const char *text)
+static uint64_t ev_start_on(struct fx *x, uint64_t thread_ref, uint64_t koid, unsigned type,
+			    uint64_t ts, uint32_t id, const char *text)
 {
 	uint64_t ref = id ? name_ref(x, id) : 0; /* first: it may write a string record */
 	rec_start(x);
 	x->w[x->n++] = ts;
-	uint64_t thread_ref = t->index < FXT_THREADS ? t->index + 1 : 0;
 	if (!thread_ref) {
 		x->w[x->n++] = x->pid;
-		x->w[x->n++] = export_os_tid(x->t, t->id);
+		x->w[x->n++] = koid;
 	}
 	if (id && !ref) {
 		x->xs.res->fallback++;
@@ -218,6 +230,15 @@ static uint64_t ev_start(struct fx *x, struct xthread *t, unsigned type, uint64_
 	return REC_EVENT | bits(type, 16) | bits(thread_ref, 24) | bits(S_CAT, 32) | bits(ref, 48);
 }
 
+/* ev_start_on() on katra's thread @t. */
+static uint64_t ev_start(struct fx *x, struct xthread *t, unsigned type, uint64_t ts,
+			 uint32_t id, const char *text)
+{
+	uint64_t thread_ref = t->index < FXT_THREADS ? t->index + 1 : 0;
+	return ev_start_on(x, thread_ref, thread_ref ? 0 : export_os_tid(x->t, t->id), type, ts,
+			   id, text);
+}
+
 static void ev_put(struct fx *x, uint64_t header)
 {
 	rec_put(x, header | bits(x->nargs, 20));
@@ -235,6 +256,16 @@ static void arg_u64(struct fx *x, unsigned type, uint32_t name, uint64_t v)
 	x->w[x->n++] = type | bits(2, 4) | bits(name, 16);
 	x->w[x->n++] = v;
 	x->nargs++;
+}
+
+/* A counter's argument, named as the counter (header @h so far): Tracy
+ * plots a counter by its argument's name, Perfetto by "NAME:ARGUMENT".
+ * Then its counter id @id. */
+static void counter_value(struct fx *x, uint64_t h, int i64, uint64_t v, uint64_t id)
+{
+	uint32_t arg = (uint32_t)(h >> 48);
+	arg_u64(x, i64 ? ARG_I64 : ARG_F64, !arg || (arg & INLINE_STR) ? S_VALUE : arg, v);
+	x->w[x->n++] = id;
 }
 
 static uint64_t payload_u64(const kt_event *ev)
@@ -295,13 +326,8 @@ static void on_other(struct fx *x, struct xthread *t, const kt_event *ev)
 	switch (ev->type) {
 	case KT_EV_COUNTER_I64:
 	case KT_EV_COUNTER_F64:
-		/* Tracy plots a counter by its argument's name, Perfetto by
-		 * "NAME:ARGUMENT": the argument is named as the counter. */
 		h = ev_start(x, t, EV_COUNTER, ev->ts, ev->name_id, NULL);
-		uint32_t arg = (uint32_t)(h >> 48);
-		arg_u64(x, ev->type == KT_EV_COUNTER_I64 ? ARG_I64 : ARG_F64,
-			!arg || (arg & INLINE_STR) ? S_VALUE : arg, payload_u64(ev));
-		x->w[x->n++] = ev->name_id; /* the counter's id */
+		counter_value(x, h, ev->type == KT_EV_COUNTER_I64, payload_u64(ev), ev->name_id);
 		break;
 	case KT_EV_FLOW:
 		h = ev_start(x, t, flow_type[ev->flags <= KT_FLOW_END ? ev->flags : 0], ev->ts,
@@ -321,6 +347,90 @@ static void on_other(struct fx *x, struct xthread *t, const kt_event *ev)
 		h = ev_start(x, t, EV_INSTANT, ev->ts, ev->name_id, NULL);
 	}
 	ev_put(x, h);
+}
+
+/*
+ * Each track entry's thread: a koid that no thread entry of the file
+ * has.  TRACK_TID (the track's row in Chrome's export) first: below 2^32,
+ * as viewers keep 32 bits of a thread's koid.  Each thread entry that has
+ * it (only in a crafted file) moves it down by 256, so the loop ends
+ * within the file's thread entries.
+ */
+static int track_koids(struct fx *x)
+{
+	struct idmap used;
+	int added, rc = 0;
+	idmap_init(&used);
+	for (size_t i = 0; i < x->t->nthreads && !rc; i++)
+		if (!idmap_slot(&used, export_os_tid(x->t, x->t->threads[i].id), 1, &added))
+			rc = -ENOMEM;
+	for (uint32_t i = 1; i <= KT_MAX_TRACKS && !rc; i++) {
+		uint32_t koid = TRACK_TID(i);
+		while (idmap_find(&used, koid))
+			koid -= 0x100;
+		x->track_koid[i] = koid;
+	}
+	idmap_free(&used);
+	return rc;
+}
+
+/* Each track entry's thread, named after the track, in the process. */
+static int put_track_threads(struct fx *x)
+{
+	int have = 0;
+	for (uint32_t i = 1; i <= KT_MAX_TRACKS; i++)
+		have |= tables_track(x->t, i) != NULL;
+	int rc = have ? track_koids(x) : 0; /* a pass over the thread entries */
+	for (uint32_t i = 1; i <= KT_MAX_TRACKS && !rc && !x->err; i++) {
+		const kt_track_def *d = tables_track(x->t, i);
+		size_t n = 0;
+		const char *s = d ? tables_name(x->t, d->name_id, &n) : NULL;
+		if (d)
+			put_kobj_thread(x, x->track_koid[i], s ? s : "?", s ? n : 1);
+	}
+	return rc ? rc : x->err;
+}
+
+/* A track's zone (tools/tracks.h) begins or ends on its thread: on the
+ * track's own thread the matcher's balance is the only one. */
+static int put_track_zone(struct fx *x, const struct track_zone *z, int end)
+{
+	ev_put(x, ev_start_on(x, 0, x->track_koid[z->track], end ? EV_END : EV_BEGIN,
+			      end ? z->end : z->begin, z->name, NULL));
+	return x->err ? x->err : x->out.failed ? -EIO : 0;
+}
+
+static int on_track_open(void *ctx, const struct track_zone *z)
+{
+	return put_track_zone(ctx, z, 0);
+}
+
+static int on_track_close(void *ctx, const struct track_zone *z)
+{
+	return put_track_zone(ctx, z, 1);
+}
+
+/* A track record: zones through the matcher; a counter on the track's
+ * thread, its id the track's and the name's (FXT tells counters of one
+ * name apart by id), so it is not the emitting thread's of that name. */
+static int on_track(struct fx *x, const kt_event *ev)
+{
+	uint64_t ticks, v;
+	int rc = tracks_event(&x->tracks, ev, &ticks);
+	if (rc <= 0)
+		return rc;
+	kt_track_event te;
+	kt_event_get_track(ev, &te);
+	int i64 = ev->type == KT_EV_TRACK_COUNTER_I64;
+	if (i64)
+		v = (uint64_t)te.value_i64;
+	else
+		memcpy(&v, &te.value_f64, sizeof(v));
+	uint64_t h = ev_start_on(x, 0, x->track_koid[te.track], EV_COUNTER, ticks, ev->name_id,
+				 NULL);
+	counter_value(x, h, i64, v, (uint64_t)te.track << 32 | ev->name_id);
+	ev_put(x, h);
+	return 0;
 }
 
 static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
@@ -346,6 +456,9 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 		put_ends(x, t, ev->ts, xstate_end(&x->xs, t, ev->name_id), 0);
 	} else if (ev->type == KT_EV_MESSAGE) {
 		on_message(x, t, ev);
+	} else if (fmt_is_track(ev->type)) {
+		if ((rc = on_track(x, ev)) < 0)
+			return rc;
 	} else {
 		on_other(x, t, ev);
 	}
@@ -356,7 +469,10 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
  * thread's unmarked drops and open zones, and the cut, if any. */
 static void put_trace_end(struct fx *x)
 {
-	int fresh;
+	int fresh, rc = tracks_finish(&x->tracks);
+	if (rc && !x->err)
+		x->err = rc;
+	x->xs.res->tracks = x->tracks.n;
 	for (size_t i = 0; i < x->xs.ndrops; i++) {
 		struct xthread *t = xstate_thread(&x->xs, x->xs.drops[i].thread_id, &fresh);
 		if (t && fresh) {
@@ -387,11 +503,16 @@ int fxt_run(kt_reader *r, const struct tables *t, FILE *out, struct export_resul
 	x->pid = kt_reader_get_header(r)->process_id;
 	x->next_string = S_FIRST;
 	idmap_init(&x->strings);
+	tracks_init(&x->tracks, t, on_track_close, x);
+	x->tracks.open = on_track_open;
 	int rc = xstate_init(&x->xs, r, res);
 	if (!rc)
 		rc = xout_init(&x->out, out, 1 << 20);
 	if (!rc) {
 		put_header(x);
+		rc = put_track_threads(x);
+	}
+	if (!rc) {
 		static const struct pipe_client client = { .event = on_event, .payloads = 1,
 							   .merge_ns = 1 };
 		rc = pipe_run(r, &client, x);
@@ -404,6 +525,7 @@ int fxt_run(kt_reader *r, const struct tables *t, FILE *out, struct export_resul
 		rc = -EIO;
 	xstate_free(&x->xs);
 	idmap_free(&x->strings);
+	tracks_free(&x->tracks);
 	free(x);
 	return rc;
 }

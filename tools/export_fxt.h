@@ -27,7 +27,15 @@
  *    name in a string argument "event"; user records as instants with uint32 arguments
  *    "subtype" and "bytes"; each drop record as an instant
  *    "katra: N events dropped" on its thread where the loss began; a file
- *    cut short ends with an instant saying so.
+ *    cut short ends with an instant saying so;
+ *  - each track entry (SPEC §4.9) as a thread of its own in the process,
+ *    named after the track by a kernel object record before the events
+ *    (koid: TRACK_TID, moved down by 256 past any thread entry's koid;
+ *    referred to inline), carrying the track's zones as duration begin /
+ *    end events, matched and balanced per track as tracks.h says, and its
+ *    counters as counter events (counter id: the track << 32 | the name
+ *    id), at their times converted to katra's ticks.  Track records
+ *    tracks.h skips are counted in export_result.tracks.
  *
  * Strings go out as well-formed UTF-8 (text_utf8()).  Memory: the state of
  * export_state.h, a 1 MiB output buffer, and one entry per interned name.

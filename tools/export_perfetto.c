@@ -686,6 +686,7 @@ static void put_trace_end(struct pf *p)
 	int rc = tracks_finish(&p->tracks);
 	if (rc && !p->err)
 		p->err = rc;
+	p->xs.res->tracks = p->tracks.n;
 	for (size_t i = 0; i < p->xs.nthreads; i++) {
 		struct xthread *t = &p->xs.threads[i];
 		put_drops(p, t, UINT64_MAX);

@@ -32,6 +32,7 @@
 #include "tools/drops.h"
 #include "tools/idmap.h"
 #include "tools/tables.h"
+#include "tools/tracks.h"
 
 #define EXPORT_OPEN (1u << 20)
 #define EXPORT_DROPS DROPS_MAX
@@ -71,6 +72,7 @@ struct export_result {
 	uint64_t fallback;      /* exporter-specific: names written inline past a table */
 	uint64_t cut;           /* zones closed and opened again at a drop window */
 	uint64_t deep;          /* chrome --complete: zones past its depth cap, as B/E */
+	struct track_counts tracks; /* what the tracks' matcher skipped or repaired */
 };
 
 struct xstate {

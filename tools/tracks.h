@@ -28,6 +28,11 @@
 
 #define TRACK_OPEN 1024u
 
+/* A track's row in the exports that draw it as a thread (Chrome's tid,
+ * FXT's koid): a tid no katra thread has (they count up from 1) nor,
+ * below 2^22, any Linux thread. */
+#define TRACK_TID(id) (0xffffff00u | (id))
+
 struct track_open {
 	uint32_t name;
 	uint64_t begin;   /* ticks */
