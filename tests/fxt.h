@@ -60,7 +60,11 @@ static inline void read_str(struct fxt *f, uint64_t ref, size_t *k, size_t end, 
 	cr_assert_lt(ref, 64);
 	cr_assert_neq(f->strings[ref][0], 0, "string %llu used before its record",
 		      (unsigned long long)ref);
-	snprintf(out, cap, "%s", f->strings[ref]);
+	/* memmove: @out may be a field of @f (GCC's -Wrestrict says so of
+	 * snprintf in a Release build). */
+	size_t n = strnlen(f->strings[ref], cap - 1);
+	memmove(out, f->strings[ref], n);
+	out[n] = 0;
 }
 
 static inline void read_args(struct fxt *f, struct fxt_event *e, unsigned nargs, size_t *k,
