@@ -210,4 +210,12 @@ void kt__names_set_log(kt__name_fn fn, void *ctx);
  * 2 in the child (no log there: the parent's session owns it). */
 void kt__names_fork(int phase);
 
+/* ---- ring/track.c -------------------------------------------------------- */
+
+/* As kt__names_set_log(), for tracks: @fn is called under the table's lock
+ * for each track there is, then for each one created and after each
+ * calibration that kept its pair, with the track as it is then.  A fork()ed
+ * child starts with none (kt__tracks_fork()): the parent's session owns it. */
+void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx);
+
 #endif /* KATRA_RING_PRIVATE_H */
