@@ -192,6 +192,24 @@ void kt__ring_make_private(struct kt__ring *r);
 /* A table's fork() handler: @phase 0, before the fork, takes @lock so no
  * other thread holds it mid-change; 1 (the parent) and 2 (the child) let
  * it go, the child's table whole. */
+/* @lock, with cancellation off while it is held, for a lock under which a
+ * backing's log writes: write() is a cancellation point, and a thread
+ * cancelled there would keep the lock for ever.  Return: the cancel state
+ * to give kt__unlock_nocancel(). */
+static inline int kt__lock_nocancel(pthread_mutex_t *lock)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	pthread_mutex_lock(lock);
+	return cancel;
+}
+
+static inline void kt__unlock_nocancel(pthread_mutex_t *lock, int cancel)
+{
+	pthread_mutex_unlock(lock);
+	pthread_setcancelstate(cancel, NULL);
+}
+
 static inline void kt__fork_lock(pthread_mutex_t *lock, int phase)
 {
 	if (phase == 0)

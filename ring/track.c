@@ -47,7 +47,7 @@ int kt_track_create(const char *name, uint64_t clock_hz)
 	if (!id)
 		return -EINVAL;
 	int rc = -ENOSPC;
-	pthread_mutex_lock(&track_lock);
+	int cancel = kt__lock_nocancel(&track_lock);
 	for (uint32_t i = 0; i < track_count; i++)
 		if (tracks[i].name_id == id) {
 			rc = tracks[i].clock_hz == clock_hz ? (int)i + 1 : -EEXIST;
@@ -66,7 +66,7 @@ int kt_track_create(const char *name, uint64_t clock_hz)
 		log_track(track_count - 1);
 	}
 out:
-	pthread_mutex_unlock(&track_lock);
+	kt__unlock_nocancel(&track_lock, cancel);
 	return rc;
 }
 
@@ -83,7 +83,7 @@ static void thin(struct track *t)
 int kt_track_calibrate(uint32_t track, uint64_t track_ts, uint64_t ticks)
 {
 	int rc = -EINVAL;
-	pthread_mutex_lock(&track_lock);
+	int cancel = kt__lock_nocancel(&track_lock);
 	if (track && track <= track_count) {
 		struct track *t = &tracks[track - 1];
 		const kt_track_pair *last = t->count ? &t->pairs[t->count - 1] : NULL;
@@ -95,7 +95,7 @@ int kt_track_calibrate(uint32_t track, uint64_t track_ts, uint64_t ticks)
 			rc = 0;
 		}
 	}
-	pthread_mutex_unlock(&track_lock);
+	kt__unlock_nocancel(&track_lock, cancel);
 	return rc;
 }
 
@@ -112,12 +112,12 @@ void kt__tracks_each(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
 
 void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
 {
-	pthread_mutex_lock(&track_lock);
+	int cancel = kt__lock_nocancel(&track_lock);
 	log_fn = fn;
 	log_ctx = ctx;
 	for (uint32_t i = 0; i < track_count; i++)
 		log_track(i);
-	pthread_mutex_unlock(&track_lock);
+	kt__unlock_nocancel(&track_lock, cancel);
 }
 
 void kt__tracks_fork(int phase)

@@ -8,6 +8,7 @@
  */
 #include "crash_helpers.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include <katra/katra.h>
@@ -482,5 +483,38 @@ Test(crash_tables, a_halved_table_goes_to_the_other_buffer_and_the_old_stays_who
 	cr_assert(got[511].track_ts == 10 + 1022 && got[512].track_ts == 10 + 1024);
 	kt__crash_finish(c);
 	free(tracks);
+	rm_rf(dir);
+}
+
+/* ---- cancellation ------------------------------------------------------- */
+
+/* A thread with a cancel pending calibrates: the pair's pwrite() to the
+ * tracks file is a cancellation point, reached holding the track table's
+ * lock; the cancel must wait for the lock to go, or every later calibrate
+ * would wait for ever. */
+static void *calibrate_cancelled(void *arg)
+{
+	(void)arg;
+	pthread_cancel(pthread_self());
+	kt_track_calibrate(1, 100, 200);
+	pthread_testcancel();
+	return NULL;
+}
+
+Test(crash_tables, a_cancel_pending_in_calibrate_leaves_the_lock_free, .timeout = 30)
+{
+	char *dir = scratch(), *trace = path_in(dir, "cancel.katra");
+	kt_session *s;
+	kt_session_options o = { .crash_dir = dir };
+	cr_assert_eq(kt_session_start(trace, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_track_create("cancelled", 1000), 1);
+	pthread_t th;
+	void *ret;
+	cr_assert_eq(pthread_create(&th, NULL, calibrate_cancelled, NULL), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(kt_track_calibrate(1, 101, 201), 0);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	free(trace);
 	rm_rf(dir);
 }
