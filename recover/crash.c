@@ -2,10 +2,10 @@
  * Crash files, the live side: the directory, the control file's header,
  * and the backing (ring/backing.h) that puts each ring's page in a slot of
  * the control file and its bytes in a ring file, logs names and call
- * sites, and keeps tracks.  Layout and the reasoning are in
- * recover/crash.h.  Everything here runs at session start and stop or
- * under the registry, names or track table's lock; nothing runs on the
- * emit path.
+ * sites, and keeps tracks and categories' states.  Layout and the
+ * reasoning are in recover/crash.h.  Everything here runs at session
+ * start and stop or under the registry, names, track table's or
+ * categories' lock; nothing runs on the emit path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +40,7 @@ struct kt__crash {
 	int names_fd;
 	int sites_fd;
 	int tracks_fd;
+	int cats_fd;
 	int trace_fd;
 	uint64_t trace_off;
 	uint32_t slots;        /* ring-0 .. ring-(slots-1) were made */
@@ -195,6 +196,19 @@ static void crash_track(const kt__backing *b, const kt_track_def *t)
 	k->logged = n;
 }
 
+/* A category's state, in its fixed entry: one aligned 8-byte write, so a
+ * kill leaves the old state or the new one. */
+static void crash_category(const kt__backing *b, uint32_t index, uint32_t id, uint32_t flags)
+{
+	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
+	uint8_t e[KT__CAT_ENTRY];
+	kt__put32(e, id);
+	kt__put32(e + 4, flags);
+	if (index < KT_MAX_CATEGORIES &&
+	    pwrite(c->cats_fd, e, sizeof(e), (off_t)index * KT__CAT_ENTRY) != (ssize_t)sizeof(e))
+		return; /* a state lost, never an event */
+}
+
 static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out);
 static void crash_stamp(const kt__backing *b, void *page, const kt__ring_place *p);
 static void crash_retire(const kt__backing *b, void *page);
@@ -207,8 +221,8 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	if (!c)
 		return -ENOMEM;
 	c->backing = (kt__backing){ crash_place, crash_stamp, crash_name, crash_retire,
-				    crash_track };
-	c->ctl_fd = c->names_fd = c->sites_fd = c->tracks_fd = -1;
+				    crash_track, crash_category };
+	c->ctl_fd = c->names_fd = c->sites_fd = c->tracks_fd = c->cats_fd = -1;
 	c->trace_fd = trace_fd;
 	c->trace_off = trace_off;
 	c->page = kt__ring_page();
@@ -224,9 +238,13 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0 ||
 	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0 ||
 	    (rc = c->sites_fd = open_in(c, "sites", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0 ||
-	    (rc = c->tracks_fd = open_in(c, "tracks", O_WRONLY | O_CREAT | O_EXCL)) < 0)
+	    (rc = c->tracks_fd = open_in(c, "tracks", O_WRONLY | O_CREAT | O_EXCL)) < 0 ||
+	    (rc = c->cats_fd = open_in(c, "categories", O_WRONLY | O_CREAT | O_EXCL)) < 0)
 		goto err;
-	if ((rc = kt__file_reserve(c->ctl_fd, 0, (off_t)c->page)))
+	/* The categories' whole file at once: its writes then never fail
+	 * for space nor raise SIGXFSZ. */
+	if ((rc = kt__file_reserve(c->ctl_fd, 0, (off_t)c->page)) ||
+	    (rc = kt__file_reserve(c->cats_fd, 0, KT__CATS_SIZE)))
 		goto err;
 	/* Held until the process ends: `katra recover` refuses a directory
 	 * whose lock is still held.  Not inherited by fork(), so a child that
@@ -438,6 +456,7 @@ void kt__crash_finish(struct kt__crash *c)
 	unlink_in(c, "names");
 	unlink_in(c, "sites");
 	unlink_in(c, "tracks");
+	unlink_in(c, "categories");
 	unlink_in(c, "control");
 	rmdir(c->dir);
 	if (c->names_fd >= 0)
@@ -446,6 +465,8 @@ void kt__crash_finish(struct kt__crash *c)
 		close(c->sites_fd);
 	if (c->tracks_fd >= 0)
 		close(c->tracks_fd);
+	if (c->cats_fd >= 0)
+		close(c->cats_fd);
 	/* Closing drops the lock, after the files are gone. */
 	if (c->ctl_fd >= 0)
 		close(c->ctl_fd);

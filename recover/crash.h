@@ -25,6 +25,9 @@
  *             word written last, so a kill mid-update leaves the pairs as
  *             they were before it or after it; at most KT_MAX_TRACKS slots
  *             of KT__TRK_SLOT bytes, however often tracks are calibrated.
+ *   categories  KT_MAX_CATEGORIES fixed entries {u32 name id, u32
+ *             KT_CATEGORY_ON_* flags}, each rewritten in one 8-byte write
+ *             as its category is named or switched.
  *
  * The process holds a write lock (fcntl F_SETLK) on the whole control file
  * while the session runs; the kernel drops it when the process dies.  It
@@ -117,8 +120,8 @@
  * not at its checkpoint. */
 #define KT__CTL_F_FLIGHT KT__CRASH_FLIGHT
 #define KT__CTL_V1_PATH_MAX (KT__CTL_HEADER - KT__CTL_V1_O_PATH)
-/* KT__CTL_O_FLAGS: the directory has the sites and tracks files, so a
- * recovery says when one is missing.  An older katra never opens them and
+/* KT__CTL_O_FLAGS: the directory has the sites, tracks and categories
+ * files, so a recovery says when one is missing.  An older katra never opens them and
  * ignores the bit: it reads the directory as it did, without locations or
  * tracks, which is why the version stays 2. */
 #define KT__CTL_F_TABLES 2u
@@ -171,6 +174,10 @@
 #define KT__TRK_BUF (KT_MAX_TRACK_PAIRS * 16u)
 #define KT__TRK_SLOT (KT__TRK_O_PAIRS + 2u * KT__TRK_BUF)
 _Static_assert(KT__TRK_SLOT % 8 == 0, "a state word never straddles a page");
+
+/* The categories file: entry i (the process's i-th category) at 8 * i. */
+#define KT__CAT_ENTRY 8u           /* u32 name id (0: none), u32 flags */
+#define KT__CATS_SIZE (KT_MAX_CATEGORIES * KT__CAT_ENTRY)
 
 /* ---- the live side (recover/crash.c) ---------------------------------- */
 

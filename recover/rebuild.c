@@ -2,9 +2,9 @@
  * The rebuild engine of `katra recover`: a valid trace from what a dead
  * process left, the complete frames of its trace file, then, from each
  * ring in its crash directory, the published records the file does not
- * hold yet, the names and threads, the call sites' locations and the
- * tracks (those three from rebuild_logs.c), and a summary marked
- * recovered.
+ * hold yet, the names and threads, the call sites' locations, the
+ * categories and the tracks (those from rebuild_logs.c), and a summary
+ * marked recovered.
  * recover/crash.h says where each piece lives and why the checkpoint
  * tells the two apart.
  *
@@ -216,7 +216,7 @@ static void copy_trace(kt__recovery *R, kt_reader *r, const char *path)
 		else if (f.kind == KT_FRAME_SRCLOC)
 			kt__rb_put_loc(R, &f.u.srcloc);
 		else if (f.kind == KT_FRAME_CATEGORY)
-			werr(R, kt_writer_category(R->w, f.u.category.id, f.u.category.flags));
+			kt__rb_put_category(R, f.u.category.id, f.u.category.flags);
 		else if (f.kind == KT_FRAME_TRACK)
 			kt__rb_put_track(R, &f.u.track);
 	}
@@ -585,7 +585,9 @@ static void rebuild(kt__recovery *R)
 		    (t->in_file || t->recovered || t->dropped || t->overwritten || t->name))
 			werr(R, kt_writer_thread(R->w, t->thread_id, t->os_tid, t->name));
 	}
-	/* Where a session writes its tracks: at the end. */
+	/* Where a session writes its categories and tracks: at the end. */
+	if (!R->werr)
+		kt__rb_read_categories(R);
 	if (!R->werr)
 		kt__rb_read_tracks(R);
 	kt_file_summary sum = { .flags = KT_SUMMARY_RECOVERED };
@@ -653,6 +655,7 @@ void kt__recover_close(kt__recovery *R)
 	kt__idmap_free(&R->threads);
 	free(R->names);
 	free(R->locs);
+	free(R->cats);
 	free(R->drops);
 	free(R->chunk);
 	free(R->win);

@@ -62,6 +62,8 @@ struct kt__recovery {
 	uint32_t *locs;              /* ids whose location is written */
 	size_t nlocs, cap_locs;
 	uint8_t tracks[KT_MAX_TRACKS + 1]; /* track ids written */
+	uint32_t *cats;              /* category ids written */
+	size_t ncats, cap_cats;
 	struct rdrop *drops;         /* drop frames of the trace file */
 	size_t ndrops, cap_drops;
 	uint64_t from_file, from_rings, dropped, overwritten;
@@ -103,5 +105,9 @@ void kt__rb_put_loc(kt__recovery *R, const kt_srcloc *loc);
 void kt__rb_put_track(kt__recovery *R, const kt_track_def *t);
 /* The tracks file: each track that is not written yet. */
 void kt__rb_read_tracks(kt__recovery *R);
+/* Write category @id's @flags unless it is written or has no name. */
+void kt__rb_put_category(kt__recovery *R, uint32_t id, uint32_t flags);
+/* The categories file: each category that is not written yet. */
+void kt__rb_read_categories(kt__recovery *R);
 
 #endif /* KATRA_RECOVER_REBUILD_H */

@@ -1,6 +1,7 @@
 /*
- * The rebuild's tables (recover/rebuild.h): the names log, the sites log
- * and the tracks file of a crash directory, into the trace being written.
+ * The rebuild's tables (recover/rebuild.h): the names log, the sites log,
+ * the tracks file and the categories file of a crash directory, into the
+ * trace being written.
  * Like the rest of the directory they are hostile input: each entry is
  * checked before it is used, a log is read through the window up to a
  * fixed cap, and the tracks file through its KT_MAX_TRACKS fixed slots,
@@ -204,5 +205,38 @@ void kt__rb_read_tracks(kt__recovery *R)
 			kt__rb_put_track(R, &t);
 	}
 	free(pairs);
+	close(fd);
+}
+
+void kt__rb_put_category(kt__recovery *R, uint32_t id, uint32_t flags)
+{
+	if (!kt__idset_has(R->names, R->cap_names, id))
+		return;
+	int added = kt__idset_add(&R->cats, &R->ncats, &R->cap_cats, id);
+	if (added < 0)
+		kt__rb_werr(R, added);
+	else if (added)
+		kt__rb_werr(R, kt_writer_category(R->w, id, flags));
+}
+
+void kt__rb_read_categories(kt__recovery *R)
+{
+	int fd = table_file(R, "categories", "the categories' states are missing");
+	if (fd < 0)
+		return;
+	ssize_t n = pread(fd, R->win, KT__CATS_SIZE, 0);
+	if (n < 0)
+		kt__rb_problem(R, "categories", "%s: the categories' states are missing",
+			       strerror(errno));
+	for (ssize_t at = 0; at + KT__CAT_ENTRY <= n && !R->werr; at += KT__CAT_ENTRY) {
+		uint32_t id = kt__get32(R->win + at), flags = kt__get32(R->win + at + 4);
+		if (flags & ~(KT_CATEGORY_ON_START | KT_CATEGORY_ON_STOP)) {
+			kt__rb_problem(R, "categories", "offset %lld: category %u has flags 0x%x: "
+				       "its state is missing", (long long)at, id, flags);
+			continue;
+		}
+		if (id)
+			kt__rb_put_category(R, id, flags);
+	}
 	close(fd);
 }

@@ -57,6 +57,13 @@ struct kt__backing {
 	 * one's); also called for the tracks that exist when the backing is
 	 * put in place.  May be NULL. */
 	void (*track)(const kt__backing *b, const kt_track_def *t);
+	/* Category @index of the process's table (below KT_MAX_CATEGORIES),
+	 * named @id, is in state @flags: KT_CATEGORY_ON_START when it was on
+	 * as the session started (or when it was named, if later), and
+	 * KT_CATEGORY_ON_STOP when it is on now.  Under the categories' lock,
+	 * each time either changes; also called for those that exist when
+	 * the backing is put in place.  May be NULL. */
+	void (*category)(const kt__backing *b, uint32_t index, uint32_t id, uint32_t flags);
 };
 
 /* Kinds of kt__backing.name. */

@@ -236,4 +236,12 @@ void kt__names_fork(int phase);
  * child starts with none (kt__tracks_fork()): the parent's session owns it. */
 void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx);
 
+/* ---- ring/site.c --------------------------------------------------------- */
+
+/* As kt__names_set_log(), for categories: @fn is called under the
+ * categories' lock with each one's slot, name id and KT_CATEGORY_ON_*
+ * flags, then again whenever they change.  None in a fork()ed child. */
+void kt__categories_set_log(void (*fn)(void *ctx, uint32_t index, uint32_t id, uint32_t flags),
+			    void *ctx);
+
 #endif /* KATRA_RING_PRIVATE_H */

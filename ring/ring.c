@@ -442,11 +442,20 @@ static void log_track(void *ctx, const kt_track_def *t)
 	b->track(b, t);
 }
 
+/* kt__categories_set_log()'s callback when a backing keeps categories:
+ * a recovered trace says which were on, as a stopped one does. */
+static void log_category(void *ctx, uint32_t index, uint32_t id, uint32_t flags)
+{
+	const kt__backing *b = ctx;
+	b->category(b, index, id, flags);
+}
+
 int kt__registry_set_backing(const kt__backing *b)
 {
 	int rc = 0;
 	kt__names_set_log(b && b->name ? log_name : NULL, (void *)b);
 	kt__tracks_set_log(b && b->track ? log_track : NULL, (void *)b);
+	kt__categories_set_log(b && b->category ? log_category : NULL, (void *)b);
 	reg_take();
 	reg_backing = b ? b : &kt__memfd_backing;
 	if (b) {

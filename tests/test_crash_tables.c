@@ -1,10 +1,10 @@
 /*
- * What the crash files keep besides rings and names (SPEC §10.4, §10.5):
- * a child with crash files makes call sites and tracks after its last
- * flush, is SIGKILLed, and `katra recover` must give the rebuilt trace
- * the sites' locations and the tracks with their pairs exactly as a
- * stopped session would have written them; damaged tables are reported
- * and the rest recovered.
+ * What the crash files keep besides rings and names (SPEC §10.4-§10.6):
+ * a child with crash files makes call sites, categories and tracks after
+ * its last flush, is SIGKILLed, and `katra recover` must give the rebuilt
+ * trace the sites' locations, the categories' states and the tracks with
+ * their pairs exactly as a stopped session would have written them;
+ * damaged tables are reported and the rest recovered.
  */
 #include "crash_helpers.h"
 
@@ -31,10 +31,14 @@ static void tables_child(_Atomic int *ready, const char *dir, const char *trace)
 	 * after its first pass nothing below reaches the trace file. */
 	kt_session_options o = { .crash_dir = dir, .flush_period_ns = UINT64_C(60000000000) };
 	kt_session *s;
-	if (kt_init(&cfg) || kt_session_start(trace, &o, &s))
+	/* audio: off before the session and through it. */
+	if (kt_init(&cfg) || kt_category_enable("audio", 0) || kt_session_start(trace, &o, &s))
 		_exit(10);
 	while (!kt__ring_consumer_asleep())
 		usleep(100);
+	/* physics: named on during the session, then switched off. */
+	if (kt_category_enable("physics", 1) || kt_category_enable("physics", 0))
+		_exit(13);
 	static kt_site draw = { .name = "draw", .file = "src/render.c", .function = "draw_frame",
 				.category = "render", .line = 42 };
 	static kt_site tick = { .name = "tick", .file = "src/main.c", .function = "main",
@@ -106,6 +110,8 @@ struct got {
 	kt_track_pair pairs[4][KT_MAX_TRACK_PAIRS];
 	int ntrack;
 	uint64_t tick_hz;
+	uint32_t cat_id[8], cat_flags[8];
+	int ncat;
 	kt_event ev[16];             /* the zone events, payloads not kept */
 	kt_track_event tev[16];
 	int nev, ntev;
@@ -147,6 +153,10 @@ static void take_frame(void *ctx, const kt_trace_frame *f)
 		       f->u.track.pair_count * sizeof(kt_track_pair));
 		g->track[g->ntrack].pairs = g->pairs[g->ntrack];
 		g->ntrack++;
+	} else if (f->kind == KT_FRAME_CATEGORY) {
+		cr_assert_lt(g->ncat, 8);
+		g->cat_id[g->ncat] = f->u.category.id;
+		g->cat_flags[g->ncat++] = f->u.category.flags;
 	} else if (f->kind == KT_FRAME_CHUNK) {
 		take_chunk(g, f);
 	}
@@ -192,6 +202,20 @@ static void check_sites(struct got *g)
 		cr_assert_eq(g->ev[k].name_id, want[k], "event %d", k);
 }
 
+/* audio (off all along), physics (named on, then off) and render (on
+ * since it was named), in the order they were named. */
+static void check_categories(struct got *g)
+{
+	cr_assert_eq(g->ncat, 3);
+	const char *name[3] = { "audio", "physics", "render" };
+	const uint32_t flags[3] = { 0, KT_CATEGORY_ON_START,
+				    KT_CATEGORY_ON_START | KT_CATEGORY_ON_STOP };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_str_eq(g->names[g->cat_id[i]], name[i]);
+		cr_assert_eq(g->cat_flags[i], flags[i], "%s: %u", name[i], g->cat_flags[i]);
+	}
+}
+
 /* gpu: its two pairs, and its zones converted as SPEC §4.9 says; dsp:
  * the pairs a table that halved at its 1025th keeps, every one. */
 static void check_tracks(struct got *g)
@@ -231,6 +255,7 @@ Test(crash_tables, sites_and_tracks_survive_a_kill)
 	struct got *g = malloc(sizeof(*g));
 	read_got(x.out, g);
 	check_sites(g);
+	check_categories(g);
 	check_tracks(g);
 	/* The tools see them as in any trace: dump locates the zones. */
 	const char *dump[] = { "dump", x.out, NULL };
@@ -262,9 +287,9 @@ static void append(const char *path, const void *bytes, size_t n)
 	poke(path, sb.st_size, bytes, n);
 }
 
-/* A track whose state word names no buffer is refused, and a sites log
- * that ends in a malformed entry keeps those before it: both said, the
- * rest recovered. */
+/* A track whose state word names no buffer is refused, a sites log that
+ * ends in a malformed entry keeps those before it, and a category with a
+ * flag no katra writes is left out: each said, the rest recovered. */
 Test(crash_tables, damaged_tables_are_reported_and_the_rest_recovered)
 {
 	struct dead x;
@@ -277,7 +302,12 @@ Test(crash_tables, damaged_tables_are_reported_and_the_rest_recovered)
 	struct stat sb;
 	cr_assert_eq(stat(sites, &sb), 0);
 	append(sites, bad, sizeof(bad));
+	char *cats = in_crash(&x, "categories");
+	const uint8_t four[4] = { 4, 0, 0, 0 };
+	poke(cats, 4, four, sizeof(four)); /* audio's flags */
 	cr_assert_eq(recover(&x), 3, "%s", x.msg);
+	cr_assert_not_null(strstr(x.msg, "/categories: offset 0: category "), "%s", x.msg);
+	cr_assert_not_null(strstr(x.msg, " has flags 0x4: its state is missing"), "%s", x.msg);
 	char want[256];
 	snprintf(want, sizeof(want), "/tracks: offset %u: track slot 1: id 2, state 0x200000005: "
 		 "not this slot's track: that track is missing", KT__TRK_SLOT);
@@ -288,12 +318,15 @@ Test(crash_tables, damaged_tables_are_reported_and_the_rest_recovered)
 	struct got *g = malloc(sizeof(*g));
 	read_got(x.out, g);
 	check_sites(g);
+	cr_assert_eq(g->ncat, 2);
+	cr_assert_str_eq(g->names[g->cat_id[0]], "physics");
 	cr_assert_eq(g->ntrack, 1);
 	cr_assert_eq(g->track[0].id, 1);
 	cr_assert_eq(g->track[0].pair_count, 2);
 	free(g);
 	free(tracks);
 	free(sites);
+	free(cats);
 	dead_free(&x);
 }
 
@@ -322,25 +355,31 @@ Test(crash_tables, missing_tables_are_a_problem_only_when_the_header_has_them)
 	struct dead x;
 	kill_child(&x);
 	char *tracks = in_crash(&x, "tracks"), *sites = in_crash(&x, "sites");
+	char *cats = in_crash(&x, "categories");
 	cr_assert_eq(unlink(tracks), 0);
 	cr_assert_eq(unlink(sites), 0);
+	cr_assert_eq(unlink(cats), 0);
 	header_tables(&x, 1);
 	cr_assert_eq(recover(&x), 3, "%s", x.msg);
 	cr_assert_not_null(strstr(x.msg, "/sites: No such file or directory: the call sites' "
 				  "locations are missing"), "%s", x.msg);
 	cr_assert_not_null(strstr(x.msg, "/tracks: No such file or directory: the tracks and "
 				  "their clocks are missing"), "%s", x.msg);
+	cr_assert_not_null(strstr(x.msg, "/categories: No such file or directory: the "
+				  "categories' states are missing"), "%s", x.msg);
 	header_tables(&x, 0);
 	cr_assert_eq(recover(&x), 0, "%s", x.msg);
 	struct got *g = malloc(sizeof(*g));
 	read_got(x.out, g);
 	cr_assert_eq(g->nloc, 0);
 	cr_assert_eq(g->ntrack, 0);
+	cr_assert_eq(g->ncat, 0);
 	cr_assert_eq(g->nev, 4);
 	cr_assert_eq(g->ntev, 4);
 	free(g);
 	free(tracks);
 	free(sites);
+	free(cats);
 	dead_free(&x);
 }
 
@@ -488,10 +527,42 @@ Test(crash_tables, a_halved_table_goes_to_the_other_buffer_and_the_old_stays_who
 
 /* ---- cancellation ------------------------------------------------------- */
 
-/* A thread with a cancel pending calibrates: the pair's pwrite() to the
- * tracks file is a cancellation point, reached holding the track table's
- * lock; the cancel must wait for the lock to go, or every later calibrate
- * would wait for ever. */
+/*
+ * A thread with a cancel pending calls into katra where the crash files
+ * are written under a lock: the write is a cancellation point, and the
+ * cancel must wait for the lock to go, or every later call would wait for
+ * ever.  @before runs first, @thread (which must end cancelled) next, and
+ * @after, which must return 0, last; all with crash files on.
+ */
+struct cancel_case {
+	int (*before)(void);
+	void *(*thread)(void *arg);
+	int (*after)(void);
+};
+
+static void run_cancel_case(const struct cancel_case *c)
+{
+	char *dir = scratch(), *trace = path_in(dir, "cancel.katra");
+	kt_session *s;
+	kt_session_options o = { .crash_dir = dir };
+	cr_assert_eq(kt_session_start(trace, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(c->before(), 0);
+	pthread_t th;
+	void *ret;
+	cr_assert_eq(pthread_create(&th, NULL, c->thread, NULL), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(c->after(), 0);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	free(trace);
+	rm_rf(dir);
+}
+
+static int make_track(void)
+{
+	return kt_track_create("cancelled", 1000) == 1 ? 0 : -1;
+}
+
 static void *calibrate_cancelled(void *arg)
 {
 	(void)arg;
@@ -501,20 +572,38 @@ static void *calibrate_cancelled(void *arg)
 	return NULL;
 }
 
+static int calibrate_again(void)
+{
+	return kt_track_calibrate(1, 101, 201);
+}
+
 Test(crash_tables, a_cancel_pending_in_calibrate_leaves_the_lock_free, .timeout = 30)
 {
-	char *dir = scratch(), *trace = path_in(dir, "cancel.katra");
-	kt_session *s;
-	kt_session_options o = { .crash_dir = dir };
-	cr_assert_eq(kt_session_start(trace, &o, &s), 0, "%s", kt_session_start_error());
-	cr_assert_eq(kt_track_create("cancelled", 1000), 1);
-	pthread_t th;
-	void *ret;
-	cr_assert_eq(pthread_create(&th, NULL, calibrate_cancelled, NULL), 0);
-	cr_assert_eq(pthread_join(th, &ret), 0);
-	cr_assert_eq(ret, PTHREAD_CANCELED);
-	cr_assert_eq(kt_track_calibrate(1, 101, 201), 0);
-	cr_assert_eq(kt_session_stop(s, NULL), 0);
-	free(trace);
-	rm_rf(dir);
+	run_cancel_case(&(struct cancel_case){ make_track, calibrate_cancelled, calibrate_again });
+}
+
+static int category_on(void)
+{
+	return kt_category_enable("cancelled", 1);
+}
+
+static void *disable_cancelled(void *arg)
+{
+	(void)arg;
+	pthread_cancel(pthread_self());
+	kt_category_enable("cancelled", 0);
+	pthread_testcancel();
+	return NULL;
+}
+
+/* The cancelled call took effect, and the lock is free. */
+static int category_off_then_on(void)
+{
+	return kt_category_enabled("cancelled") == 0 ? kt_category_enable("cancelled", 1) : -1;
+}
+
+Test(crash_tables, a_cancel_pending_in_category_enable_leaves_the_lock_free, .timeout = 30)
+{
+	run_cancel_case(&(struct cancel_case){ category_on, disable_cancelled,
+					       category_off_then_on });
 }

@@ -11,17 +11,19 @@
  *
  * With F_FLIGHT the directory is a flight session's, its rings lapped (the
  * window recovery has to find from the slots' flight state).  With
- * F_TABLES it has a sites log (a location for "seq") and a tracks file
- * (two tracks with pairs, the second's in buffer 1), and its header says
- * so; without, it is a directory of a katra from before them.
+ * F_TABLES it has a sites log (a location for "seq"), a tracks file (two
+ * tracks with pairs, the second's in buffer 1) and a categories file (one
+ * category, "seq", on throughout), and its header says so; without, it is
+ * a directory of a katra from before them.
  *
  * Input: byte 0: flags (F_* below); byte 1: slots (low 2 bits, plus 1),
  * the ring size (KT_RING_MIN << bits 2-3) and one twist (bits 4-7, T_*
  * below; most values are none, so most inputs reach the rings); then
  * patches, each u8 target, u8 index, u16 offset, u16 length (little-
- * endian) and the bytes, applied in order: target % 5 (% 7 with F_TABLES)
+ * endian) and the bytes, applied in order: target % 5 (% 8 with F_TABLES)
  * is the control header, a slot page, a ring (offset in units of 16
- * bytes), the names log, the trace file, the sites log or the tracks file.
+ * bytes), the names log, the trace file, the sites log, the tracks file or
+ * the categories file.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -70,9 +72,9 @@ struct dir {
 	uint8_t ctl[PAGE * (SLOTS_MAX + 1)];
 	uint8_t *ring[SLOTS_MAX];
 	uint8_t names[PAGE], trace[PAGE], sites[PAGE];
-	uint8_t tracks[2 * KT__TRK_SLOT];
+	uint8_t tracks[2 * KT__TRK_SLOT], cats[KT__CATS_SIZE];
 	size_t ring_len[SLOTS_MAX];  /* bytes written; the rest is a hole */
-	size_t names_len, trace_len, sites_len, tracks_len, ring_size;
+	size_t names_len, trace_len, sites_len, tracks_len, cats_len, ring_size;
 	int slots;
 };
 
@@ -176,6 +178,10 @@ static void table_templates(struct dir *d)
 		}
 	}
 	d->tracks_len = sizeof(d->tracks);
+	memset(d->cats, 0, sizeof(d->cats));
+	kt__put32(d->cats, 1);
+	kt__put32(d->cats + 4, KT_CATEGORY_ON_START | KT_CATEGORY_ON_STOP);
+	d->cats_len = sizeof(d->cats);
 }
 
 /* A valid trace of thread 1's first four records, in d->trace. */
@@ -203,7 +209,7 @@ static size_t patch(struct dir *d, unsigned flags, const uint8_t *p, size_t n)
 {
 	if (n < 6)
 		return 0;
-	unsigned target = p[0] % (flags & F_TABLES ? 7 : 5), index = p[1];
+	unsigned target = p[0] % (flags & F_TABLES ? 8 : 5), index = p[1];
 	size_t off = kt__get16(p + 2), len = kt__get16(p + 4);
 	if (len > n - 6)
 		len = n - 6;
@@ -219,6 +225,7 @@ static size_t patch(struct dir *d, unsigned flags, const uint8_t *p, size_t n)
 	case 3: to = d->names, cap = sizeof(d->names), grow = &d->names_len; break;
 	case 5: to = d->sites, cap = sizeof(d->sites), grow = &d->sites_len; break;
 	case 6: to = d->tracks, cap = sizeof(d->tracks), grow = &d->tracks_len; break;
+	case 7: to = d->cats, cap = sizeof(d->cats), grow = &d->cats_len; break;
 	default: to = d->trace, cap = sizeof(d->trace), grow = &d->trace_len; break;
 	}
 	if (off < cap) {
@@ -286,6 +293,7 @@ static void materialize(struct dir *d, unsigned flags, unsigned twist)
 		make_node(d, "katra-1/sites", 0, d->sites, d->sites_len, d->sites_len);
 		make_node(d, "katra-1/tracks", twist == T_TRACKS_FIFO, d->tracks, d->tracks_len,
 			  d->tracks_len);
+		make_node(d, "katra-1/categories", 0, d->cats, d->cats_len, d->cats_len);
 	}
 }
 
