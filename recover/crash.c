@@ -1,10 +1,11 @@
 /*
  * Crash files, the live side: the directory, the control file's header,
  * and the backing (ring/backing.h) that puts each ring's page in a slot of
- * the control file and its bytes in a ring file, and logs names.  Layout
- * and the reasoning are in recover/crash.h.  Everything here runs at
- * session start and stop or under the registry or names lock; nothing
- * runs on the emit path.
+ * the control file and its bytes in a ring file, logs names and call
+ * sites, and keeps tracks and categories' states.  Layout and the
+ * reasoning are in recover/crash.h.  Everything here runs at session
+ * start and stop or under the registry, names, track table's or
+ * categories' lock; nothing runs on the emit path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,17 +26,29 @@
 /* A slot is a ring's page: the stamp goes after the struct. */
 _Static_assert(KT__SLOT_O_MAGIC >= KT__PAGE_END, "the slot stamp follows the struct");
 
+/* What the tracks file holds of a track. */
+struct ctrack {
+	uint8_t placed;        /* its slot is reserved and its entry written */
+	uint8_t buf;           /* the buffer its state word names */
+	uint32_t logged;       /* the pairs that buffer holds */
+};
+
 struct kt__crash {
 	kt__backing backing;   /* first: the callbacks get it as the crash */
 	char *dir;
 	int ctl_fd;
 	int names_fd;
+	int sites_fd;
+	int tracks_fd;
+	int cats_fd;
 	int trace_fd;
 	uint64_t trace_off;
 	uint32_t slots;        /* ring-0 .. ring-(slots-1) were made */
 	uint32_t *free_slots;  /* of those, retired ones, to reuse */
 	uint32_t nfree, free_cap;
 	uint64_t thread_names;  /* bytes of thread-name entries logged */
+	struct ctrack trk[KT_MAX_TRACKS]; /* under the track table's lock */
+	uint8_t pairs[KT__TRK_BUF]; /* a track's pairs, encoded */
 	size_t page;
 };
 
@@ -81,22 +94,40 @@ static void unlink_in(const struct kt__crash *c, const char *name)
 		unlink(path);
 }
 
-static void log_entry(int fd, uint32_t kind, uint32_t id, const char *s, size_t len)
+/* An entry of a log: its head, then the @n pieces of its body, at v[1..n]
+ * (v[0] is the head's). */
+static void log_entry(int fd, uint32_t kind, uint32_t id, struct iovec *v, int n)
 {
 	uint8_t head[12];
+	size_t len = 0;
+	for (int i = 1; i <= n; i++)
+		len += v[i].iov_len;
 	kt__put32(head, kind);
 	kt__put32(head + 4, id);
 	kt__put32(head + 8, (uint32_t)len);
-	struct iovec v[2] = { { head, sizeof(head) }, { (void *)s, len } };
+	v[0] = (struct iovec){ head, sizeof(head) };
 	/* One append per entry: a process killed inside it leaves a torn last
 	 * entry, which the reader stops at.  A failed log write loses a name,
 	 * never an event, so it is not an error. */
-	if (writev(fd, v, 2) < 0)
+	if (writev(fd, v, n + 1) < 0)
 		return;
 }
 
+/* A call site's location, into the sites log after its name. */
+static void log_site(int fd, const kt_srcloc *loc)
+{
+	uint8_t fixed[KT__SITE_FIXED];
+	kt__put32(fixed, loc->line);
+	kt__put32(fixed + 4, loc->category);
+	kt__put32(fixed + 8, loc->file_len);
+	struct iovec v[4] = { { 0 }, { fixed, sizeof(fixed) },
+			      { (void *)loc->file, loc->file_len },
+			      { (void *)loc->function, loc->function_len } };
+	log_entry(fd, KT__SITES_SITE, loc->id, v, 3);
+}
+
 static void crash_name(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
-		       size_t len)
+		       size_t len, const kt_srcloc *loc)
 {
 	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
 	if (kind == KT__NAME_THREAD) {
@@ -104,8 +135,78 @@ static void crash_name(const kt__backing *b, uint32_t kind, uint32_t id, const c
 			return;
 		c->thread_names += 12 + len;
 	}
-	log_entry(c->names_fd, kind == KT__NAME_THREAD ? KT__NAMES_THREAD : KT__NAMES_NAME, id, s,
-		  len);
+	struct iovec v[2] = { { 0 }, { (void *)s, len } };
+	log_entry(c->names_fd, kind == KT__NAME_THREAD ? KT__NAMES_THREAD : KT__NAMES_NAME, id, v,
+		  1);
+	if (loc)
+		log_site(c->sites_fd, loc);
+}
+
+/* Track @i's slot: its blocks reserved, so later writes to it neither fail
+ * for space nor raise SIGXFSZ, and its entry with no pair.  Return: 0. */
+static int track_place(struct kt__crash *c, const kt_track_def *t, off_t at)
+{
+	uint8_t head[KT__TRK_O_PAIRS] = { 0 };
+	kt__put32(head + KT__TRK_O_ID, t->id);
+	kt__put32(head + KT__TRK_O_NAME, t->name_id);
+	kt__put64(head + KT__TRK_O_HZ, t->clock_hz);
+	if (kt__file_reserve(c->tracks_fd, at, KT__TRK_SLOT) ||
+	    pwrite(c->tracks_fd, head, sizeof(head), at) != (ssize_t)sizeof(head))
+		return -1;
+	c->trk[t->id - 1].placed = 1;
+	return 0;
+}
+
+/*
+ * A track created or calibrated: a new last pair goes into the buffer in
+ * use, past the pairs its state word counts (the table's others are those
+ * already there: it only halves when full, and then its count drops);
+ * anything else (the table halved, a write that failed) rewrites them all
+ * into the other buffer.
+ * The state word, one aligned 8-byte write, comes last: a kill before it
+ * leaves the pairs it named whole.
+ */
+static void crash_track(const kt__backing *b, const kt_track_def *t)
+{
+	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
+	if (!t->id || t->id > KT_MAX_TRACKS || t->pair_count > KT_MAX_TRACK_PAIRS)
+		return;
+	off_t at = (off_t)(t->id - 1) * KT__TRK_SLOT;
+	struct ctrack *k = &c->trk[t->id - 1];
+	if ((!k->placed && track_place(c, t, at)) || t->pair_count == k->logged)
+		return;
+	uint32_t n = t->pair_count, first = n == k->logged + 1 ? n - 1 : 0;
+	unsigned buf = first ? k->buf : !k->buf;
+	for (uint32_t i = first; i < n; i++) {
+		kt__put64(c->pairs + 16 * (i - first), t->pairs[i].track_ts);
+		kt__put64(c->pairs + 16 * (i - first) + 8, t->pairs[i].ticks);
+	}
+	size_t bytes = 16 * (size_t)(n - first);
+	off_t to = at + KT__TRK_O_PAIRS + (off_t)buf * KT__TRK_BUF + 16 * (off_t)first;
+	uint8_t state[8];
+	kt__put64(state, (uint64_t)buf << 32 | n);
+	if (pwrite(c->tracks_fd, c->pairs, bytes, to) != (ssize_t)bytes ||
+	    pwrite(c->tracks_fd, state, 8, at + KT__TRK_O_STATE) != 8) {
+		/* No count matches it: the next call rewrites them all, never
+		 * appending to a buffer that may lag the table. */
+		k->logged = UINT32_MAX;
+		return;
+	}
+	k->buf = (uint8_t)buf;
+	k->logged = n;
+}
+
+/* A category's state, in its fixed entry: one aligned 8-byte write, so a
+ * kill leaves the old state or the new one. */
+static void crash_category(const kt__backing *b, uint32_t index, uint32_t id, uint32_t flags)
+{
+	struct kt__crash *c = (struct kt__crash *)(uintptr_t)b;
+	uint8_t e[KT__CAT_ENTRY];
+	kt__put32(e, id);
+	kt__put32(e + 4, flags);
+	if (index < KT_MAX_CATEGORIES &&
+	    pwrite(c->cats_fd, e, sizeof(e), (off_t)index * KT__CAT_ENTRY) != (ssize_t)sizeof(e))
+		return; /* a state lost, never an event */
 }
 
 static int crash_place(const kt__backing *b, uint64_t size, kt__ring_place *out);
@@ -119,8 +220,9 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 	struct kt__crash *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->backing = (kt__backing){ crash_place, crash_stamp, crash_name, crash_retire };
-	c->ctl_fd = c->names_fd = -1;
+	c->backing = (kt__backing){ crash_place, crash_stamp, crash_name, crash_retire,
+				    crash_track, crash_category };
+	c->ctl_fd = c->names_fd = c->sites_fd = c->tracks_fd = c->cats_fd = -1;
 	c->trace_fd = trace_fd;
 	c->trace_off = trace_off;
 	c->page = kt__ring_page();
@@ -134,9 +236,15 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 		return rc;
 	}
 	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0 ||
-	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0)
+	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0 ||
+	    (rc = c->sites_fd = open_in(c, "sites", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0 ||
+	    (rc = c->tracks_fd = open_in(c, "tracks", O_WRONLY | O_CREAT | O_EXCL)) < 0 ||
+	    (rc = c->cats_fd = open_in(c, "categories", O_WRONLY | O_CREAT | O_EXCL)) < 0)
 		goto err;
-	if ((rc = kt__file_reserve(c->ctl_fd, 0, (off_t)c->page)))
+	/* The categories' whole file at once: its writes then never fail
+	 * for space nor raise SIGXFSZ. */
+	if ((rc = kt__file_reserve(c->ctl_fd, 0, (off_t)c->page)) ||
+	    (rc = kt__file_reserve(c->cats_fd, 0, KT__CATS_SIZE)))
 		goto err;
 	/* Held until the process ends: `katra recover` refuses a directory
 	 * whose lock is still held.  Not inherited by fork(), so a child that
@@ -239,7 +347,7 @@ int kt__crash_publish(struct kt__crash *c, const kt_header *h, uint64_t gen, uin
 	kt__put64(p + KT__CTL_O_GEN, gen);
 	kt__enc_start_fields(p, h, &ctl_start_at);
 	kt__put64(p + KT__CTL_O_TRACE_OFF, c->trace_off);
-	kt__put32(p + KT__CTL_O_FLAGS, flags);
+	kt__put32(p + KT__CTL_O_FLAGS, flags | KT__CTL_F_TABLES);
 	put_identity(p);
 	kt__put32(p + KT__CTL_O_PATH_LEN, (uint32_t)n);
 	memcpy(p + KT__CTL_O_PATH, path, (size_t)n);
@@ -346,10 +454,19 @@ void kt__crash_finish(struct kt__crash *c)
 		unlink_in(c, name);
 	}
 	unlink_in(c, "names");
+	unlink_in(c, "sites");
+	unlink_in(c, "tracks");
+	unlink_in(c, "categories");
 	unlink_in(c, "control");
 	rmdir(c->dir);
 	if (c->names_fd >= 0)
 		close(c->names_fd);
+	if (c->sites_fd >= 0)
+		close(c->sites_fd);
+	if (c->tracks_fd >= 0)
+		close(c->tracks_fd);
+	if (c->cats_fd >= 0)
+		close(c->cats_fd);
 	/* Closing drops the lock, after the files are gone. */
 	if (c->ctl_fd >= 0)
 		close(c->ctl_fd);

@@ -16,6 +16,18 @@
  *             they appear (u32 kind 1 name / 2 thread, u32 id, u32 len,
  *             len bytes), so records naming a name interned after the last
  *             flush still find it.
+ *   sites     a log as names is: each call site's source location (kind 1,
+ *             the site's name id, len, then u32 line, u32 category, u32
+ *             file_len, file, function), appended after its name.  Bounded
+ *             as names are: a site is interned once.
+ *   tracks    a fixed place per track (KT__TRK_*): its entry, and its
+ *             calibration pairs in two buffers, the one in use named by a
+ *             word written last, so a kill mid-update leaves the pairs as
+ *             they were before it or after it; at most KT_MAX_TRACKS slots
+ *             of KT__TRK_SLOT bytes, however often tracks are calibrated.
+ *   categories  KT_MAX_CATEGORIES fixed entries {u32 name id, u32
+ *             KT_CATEGORY_ON_* flags}, each rewritten in one 8-byte write
+ *             as its category is named or switched.
  *
  * The process holds a write lock (fcntl F_SETLK) on the whole control file
  * while the session runs; the kernel drops it when the process dies.  It
@@ -108,6 +120,11 @@
  * not at its checkpoint. */
 #define KT__CTL_F_FLIGHT KT__CRASH_FLIGHT
 #define KT__CTL_V1_PATH_MAX (KT__CTL_HEADER - KT__CTL_V1_O_PATH)
+/* KT__CTL_O_FLAGS: the directory has the sites, tracks and categories
+ * files, so a recovery says when one is missing.  An older katra never opens them and
+ * ignores the bit: it reads the directory as it did, without locations or
+ * tracks, which is why the version stays 2. */
+#define KT__CTL_F_TABLES 2u
 
 /* A ring slot (page 1 + i of the control file): the ring's page, laid out
  * as ring/ring.h's KT__PAGE_* say (and checked against the struct there),
@@ -142,6 +159,25 @@
  * per job (a new name each time) would grow the log without bound.  Past
  * it a recovery may show a thread's older name. */
 #define KT__NAMES_THREAD_CAP (1u << 20)
+
+#define KT__SITES_SITE 1u          /* the kind of a sites log entry */
+#define KT__SITE_FIXED 12u         /* its body: u32 line, category, file_len */
+
+/* The tracks file: slot i (track id i + 1) at i * KT__TRK_SLOT. */
+#define KT__TRK_O_ID 0             /* u32: i + 1; 0: no track there */
+#define KT__TRK_O_NAME 4           /* u32: the name id */
+#define KT__TRK_O_HZ 8             /* u64: clock_hz */
+#define KT__TRK_O_STATE 16         /* u64: bits 0-31 the pair count, bit 32
+				    * the buffer holding them; the rest 0 */
+#define KT__TRK_O_RESERVED 24      /* u64: 0 */
+#define KT__TRK_O_PAIRS 32         /* 2 buffers: u64 track_ts, u64 ticks */
+#define KT__TRK_BUF (KT_MAX_TRACK_PAIRS * 16u)
+#define KT__TRK_SLOT (KT__TRK_O_PAIRS + 2u * KT__TRK_BUF)
+_Static_assert(KT__TRK_SLOT % 8 == 0, "a state word never straddles a page");
+
+/* The categories file: entry i (the process's i-th category) at 8 * i. */
+#define KT__CAT_ENTRY 8u           /* u32 name id (0: none), u32 flags */
+#define KT__CATS_SIZE (KT_MAX_CATEGORIES * KT__CAT_ENTRY)
 
 /* ---- the live side (recover/crash.c) ---------------------------------- */
 
@@ -252,6 +288,24 @@ enum kt__walk_end {
 size_t kt__ring_records(const uint8_t *p, size_t len, uint64_t pos,
 			int (*fn)(void *ctx, const kt__ring_rec *rec), void *ctx,
 			enum kt__walk_end *end, char *why, size_t cap);
+
+/*
+ * kt__site_parse - the location of call site @id from a sites log entry's
+ * @len-byte body @p: both strings within it, at most KT_MAX_STRING bytes
+ * and without a zero byte.  The strings point into @p.  Return: 0, or -1
+ * when the body is malformed.
+ */
+int kt__site_parse(const uint8_t *p, uint32_t len, uint32_t id, kt_srcloc *loc);
+
+/*
+ * kt__track_parse - slot @index of the tracks file, @len bytes at @p: the
+ * track's entry into @t, its pairs decoded into @pairs (KT_MAX_TRACK_PAIRS
+ * of them), which @t->pairs then names.  Everything §4.9 asks is checked
+ * (kt__track_bad()).  Return: 0; 1 for a slot never used (its id 0);
+ * KT_EFRAME with @why set.
+ */
+int kt__track_parse(const uint8_t *p, size_t len, uint32_t index, kt_track_def *t,
+		    kt_track_pair *pairs, char *why, size_t cap);
 
 /* The longest ring record: an event with a 65535-byte payload, padded. */
 #define KT__RECORD_MAX (16u + 65536u)

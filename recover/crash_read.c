@@ -297,3 +297,52 @@ size_t kt__ring_records(const uint8_t *p, size_t len, uint64_t pos,
 		off += rec.size;
 	}
 }
+
+int kt__site_parse(const uint8_t *p, uint32_t len, uint32_t id, kt_srcloc *loc)
+{
+	if (len < KT__SITE_FIXED)
+		return -1;
+	uint32_t file_len = kt__get32(p + 8);
+	if (file_len > len - KT__SITE_FIXED)
+		return -1;
+	*loc = (kt_srcloc){ .id = id, .line = kt__get32(p), .category = kt__get32(p + 4),
+			    .file_len = file_len,
+			    .function_len = len - KT__SITE_FIXED - file_len,
+			    .file = (const char *)p + KT__SITE_FIXED };
+	loc->function = loc->file + file_len;
+	if (!id || loc->file_len > KT_MAX_STRING || loc->function_len > KT_MAX_STRING ||
+	    memchr(loc->file, 0, loc->file_len) || memchr(loc->function, 0, loc->function_len))
+		return -1;
+	return 0;
+}
+
+int kt__track_parse(const uint8_t *p, size_t len, uint32_t index, kt_track_def *t,
+		    kt_track_pair *pairs, char *why, size_t cap)
+{
+	memset(t, 0, sizeof(*t));
+	if (len < KT__TRK_O_PAIRS)
+		return say(why, cap, KT_EFRAME, "track slot %u: %zu bytes, shorter than its entry",
+			   index, len);
+	t->id = kt__get32(p + KT__TRK_O_ID);
+	if (!t->id)
+		return 1;
+	t->name_id = kt__get32(p + KT__TRK_O_NAME);
+	t->clock_hz = kt__get64(p + KT__TRK_O_HZ);
+	uint64_t state = kt__get64(p + KT__TRK_O_STATE);
+	t->pair_count = (uint32_t)state;
+	unsigned buf = (unsigned)(state >> 32);
+	size_t need = KT__TRK_O_PAIRS + (size_t)buf * KT__TRK_BUF + 16 * (size_t)t->pair_count;
+	if (t->id != index + 1 || buf > 1 || t->pair_count > KT_MAX_TRACK_PAIRS ||
+	    kt__get64(p + KT__TRK_O_RESERVED))
+		return say(why, cap, KT_EFRAME, "track slot %u: id %u, state 0x%llx: not this "
+			   "slot's track", index, t->id, (unsigned long long)state);
+	if (len < need)
+		return say(why, cap, KT_EFRAME, "track slot %u: %zu bytes, its %u pairs end at %zu",
+			   index, len, t->pair_count, need);
+	const uint8_t *q = p + KT__TRK_O_PAIRS + (size_t)buf * KT__TRK_BUF;
+	for (uint32_t i = 0; i < t->pair_count; i++)
+		pairs[i] = (kt_track_pair){ kt__get64(q + 16 * i), kt__get64(q + 16 * i + 8) };
+	t->pairs = pairs;
+	const char *bad = kt__track_bad(t);
+	return bad ? say(why, cap, KT_EFRAME, "track slot %u: %s", index, bad) : 0;
+}

@@ -2,7 +2,9 @@
  * The rebuild engine of `katra recover`: a valid trace from what a dead
  * process left, the complete frames of its trace file, then, from each
  * ring in its crash directory, the published records the file does not
- * hold yet, the names and threads, and a summary marked recovered.
+ * hold yet, the names and threads, the call sites' locations, the
+ * categories and the tracks (those from rebuild_logs.c), and a summary
+ * marked recovered.
  * recover/crash.h says where each piece lives and why the checkpoint
  * tells the two apart.
  *
@@ -31,73 +33,20 @@
 #include "format/reader_internal.h"
 #include "recover/crash.h"
 #include "recover/crashdir.h"
+#include "recover/rebuild.h"
 #include "ring/ring.h"
 
-#define WIN_MIN (4u << 10)           /* first read of a ring: a ring of */
-#define WIN_MAX (1u << 20)           /* holes costs little; then doubled */
+/* rebuild.h's helpers, by the short names this file uses. */
+#define problem(...) kt__rb_problem(__VA_ARGS__)
+#define werr(R, rc) kt__rb_werr(R, rc)
+#define thread(R, id) kt__rb_thread(R, id)
+#define put_name(R, id, s, len) kt__rb_put_name(R, id, s, len)
 
 /* The fixed caps of `katra recover` (--help states them). */
 const struct kt__recover_caps kt__recover_caps = {
 	.slots = 4096,
 	.ring_bytes = UINT64_C(1) << 30,
 	.names_bytes = 64u << 20,
-};
-
-_Static_assert(WIN_MAX >= KT__RECORD_MAX && WIN_MAX >= 12 + KT_MAX_STRING,
-	       "a window holds any record and any names entry");
-
-struct rthread {
-	uint32_t thread_id;          /* first: kt__idmap's key */
-	uint32_t os_tid;
-	char *name;
-	int listed;                  /* a thread frame is written */
-	uint64_t in_file;            /* events of the trace file's prefix */
-	uint64_t recovered;          /* events taken from its ring */
-	uint64_t dropped;
-	uint64_t overwritten;        /* a flight ring's, before its window */
-};
-
-/* A drop frame of the trace file; equal ones merged, @left of them not
- * yet matched by a loss recovered from a ring. */
-struct rdrop {
-	uint32_t thread_id;
-	uint64_t count, first_ts, last_ts;
-	uint64_t left;
-};
-
-struct kt__recovery {
-	const char *dir;             /* as typed, for messages */
-	struct kt__recover_caps caps;
-	kt__recover_say_fn say;
-	void *say_ctx;
-	kt__crashdir cd;
-	int ctl_fd;
-	int trace_fd;                /* the trace file's, or -1 */
-	const char *trace_path;      /* its path, for messages */
-	struct stat trace_sb;        /* its stat; st_ino 0 when there is none */
-	kt_reader *r;                /* its reader, or NULL */
-	uint32_t slot_size;
-	unsigned problems;
-	kt_writer *w;
-	unsigned codec;
-	int level;
-	kt__ctl ctl;
-	int ctl_ok;                  /* the header's fields can be used */
-	struct kt__idmap threads;    /* struct rthread; ids in any order */
-	uint32_t *names;             /* name ids written, sorted */
-	size_t nnames, cap_names;
-	struct rdrop *drops;         /* drop frames of the trace file */
-	size_t ndrops, cap_drops;
-	uint64_t from_file, from_rings, dropped, overwritten;
-	uint64_t ring_bytes;         /* read so far, against caps.ring_bytes */
-	uint8_t *win;                /* WIN_MAX bytes of names log or ring */
-	/* the ring being walked */
-	struct rthread *t;
-	uint64_t skip;
-	uint64_t markers;
-	uint8_t *chunk;
-	size_t chunk_len;
-	int werr;
 };
 
 /* A message for the caller's callback (which escapes it whole: it may
@@ -112,8 +61,8 @@ __attribute__((format(printf, 2, 3))) static void say(kt__recovery *R, const cha
 	R->say(R->say_ctx, msg);
 }
 
-__attribute__((format(printf, 3, 4))) static void problem(kt__recovery *R, const char *file,
-							   const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) void kt__rb_problem(kt__recovery *R, const char *file,
+							  const char *fmt, ...)
 {
 	char msg[4096];
 	va_list ap;
@@ -124,7 +73,7 @@ __attribute__((format(printf, 3, 4))) static void problem(kt__recovery *R, const
 	R->problems++;
 }
 
-static struct rthread *thread(kt__recovery *R, uint32_t id)
+struct rthread *kt__rb_thread(kt__recovery *R, uint32_t id)
 {
 	void *t;
 	return kt__idmap_get(&R->threads, id, KT_MAX_SUMMARY_THREADS, &t) < 0 ? NULL : t;
@@ -132,14 +81,14 @@ static struct rthread *thread(kt__recovery *R, uint32_t id)
 
 /* ---- output ----------------------------------------------------------- */
 
-static int werr(kt__recovery *R, int rc)
+int kt__rb_werr(kt__recovery *R, int rc)
 {
 	if (rc && !R->werr)
 		R->werr = rc;
 	return rc;
 }
 
-static void put_name(kt__recovery *R, uint32_t id, const char *s, size_t len)
+void kt__rb_put_name(kt__recovery *R, uint32_t id, const char *s, size_t len)
 {
 	int added = kt__idset_add(&R->names, &R->nnames, &R->cap_names, id);
 	if (added < 0)
@@ -264,6 +213,12 @@ static void copy_trace(kt__recovery *R, kt_reader *r, const char *path)
 			copy_thread(R, &f);
 		else if (f.kind == KT_FRAME_DROP)
 			copy_drop(R, &f);
+		else if (f.kind == KT_FRAME_SRCLOC)
+			kt__rb_put_loc(R, &f.u.srcloc);
+		else if (f.kind == KT_FRAME_CATEGORY)
+			kt__rb_put_category(R, f.u.category.id, f.u.category.flags);
+		else if (f.kind == KT_FRAME_TRACK)
+			kt__rb_put_track(R, &f.u.track);
 	}
 	index_drops(R);
 	kt_reader_status st;
@@ -276,86 +231,6 @@ static void copy_trace(kt__recovery *R, kt_reader *r, const char *path)
 	else
 		say(R, "%s: cut at offset %" PRIu64 " (its writer died): %" PRIu64 " events in %" PRIu64
 		    " frames kept", path, st.valid_end, st.events, st.frames);
-}
-
-/* ---- the names log ---------------------------------------------------- */
-
-static int names_entry(kt__recovery *R, uint32_t kind, uint32_t id, const char *s, uint32_t n)
-{
-	if (kind == KT__NAMES_NAME) {
-		put_name(R, id, s, n);
-		return R->werr;
-	}
-	struct rthread *t = thread(R, id);
-	char *copy = strndup(s, n);
-	if (!t || !copy) {
-		free(copy);
-		return werr(R, -ENOMEM);
-	}
-	free(t->name);
-	t->name = copy;
-	return 0;
-}
-
-/* The whole entries in @p (@len bytes from log offset @at).  Return: the
- * bytes they take; *@bad when a malformed one ends the log. */
-static size_t names_entries(kt__recovery *R, const uint8_t *p, size_t len, uint64_t at, int *bad)
-{
-	size_t off = 0;
-	while (len - off >= 12) {
-		uint32_t kind = kt__get32(p + off), id = kt__get32(p + off + 4);
-		uint32_t n = kt__get32(p + off + 8);
-		const char *s = (const char *)p + off + 12;
-		int fits = n <= len - off - 12;
-		if ((kind != KT__NAMES_NAME && kind != KT__NAMES_THREAD) || id == 0 ||
-		    n > KT_MAX_STRING || (kind == KT__NAMES_NAME && n == 0) ||
-		    (fits && memchr(s, 0, n))) {
-			problem(R, "names", "offset %" PRIu64 ": malformed entry (kind %u, id %u, "
-				"%u bytes): the entries after it are not read", at + off, kind, id, n);
-			*bad = 1;
-			break;
-		}
-		if (!fits || names_entry(R, kind, id, s, n))
-			break; /* wait for the rest; the last may be cut by the end */
-		off += 12 + (size_t)n;
-	}
-	return off;
-}
-
-static void read_names(kt__recovery *R)
-{
-	char why[256];
-	struct stat sb;
-	int fd = kt__crashdir_file(&R->cd, "names", &sb, why, sizeof(why));
-	if (fd < 0) {
-		problem(R, "names", "%s: names interned late are missing", why);
-		return;
-	}
-	uint64_t at = 0;
-	size_t have = 0;
-	for (int bad = 0; !bad && !R->werr && at + have < R->caps.names_bytes;) {
-		size_t want = WIN_MAX - have;
-		if (want > R->caps.names_bytes - (at + have))
-			want = (size_t)(R->caps.names_bytes - (at + have));
-		ssize_t n = pread(fd, R->win + have, want, (off_t)(at + have));
-		if (n <= 0) {
-			if (n < 0)
-				problem(R, "names", "%s: the entries after offset %" PRIu64
-					" are missing", strerror(errno), at);
-			break;
-		}
-		have += (size_t)n;
-		size_t used = names_entries(R, R->win, have, at, &bad);
-		memmove(R->win, R->win + used, have - used);
-		have -= used;
-		at += used;
-	}
-	char more;
-	if (at + have >= R->caps.names_bytes &&
-	    pread(fd, &more, 1, (off_t)R->caps.names_bytes) == 1)
-		problem(R, "names", "larger than %u bytes: the entries past that are not read",
-			R->caps.names_bytes);
-	close(fd);
 }
 
 /* ---- the rings -------------------------------------------------------- */
@@ -698,7 +573,9 @@ static void rebuild(kt__recovery *R)
 	if (R->r && !R->werr)
 		copy_trace(R, R->r, R->trace_path);
 	if (!R->werr)
-		read_names(R);
+		kt__rb_read_names(R);
+	if (!R->werr)
+		kt__rb_read_sites(R);
 	if (!R->werr)
 		recover_rings(R, R->slot_size);
 	kt__idmap_sort(&R->threads);   /* thread frames in id order, as before */
@@ -708,6 +585,11 @@ static void rebuild(kt__recovery *R)
 		    (t->in_file || t->recovered || t->dropped || t->overwritten || t->name))
 			werr(R, kt_writer_thread(R->w, t->thread_id, t->os_tid, t->name));
 	}
+	/* Where a session writes its categories and tracks: at the end. */
+	if (!R->werr)
+		kt__rb_read_categories(R);
+	if (!R->werr)
+		kt__rb_read_tracks(R);
 	kt_file_summary sum = { .flags = KT_SUMMARY_RECOVERED };
 	if (!R->werr)
 		werr(R, kt_writer_finish(R->w, &sum));
@@ -772,6 +654,8 @@ void kt__recover_close(kt__recovery *R)
 		free(KT__IDMAP_AT(&R->threads, struct rthread, i)->name);
 	kt__idmap_free(&R->threads);
 	free(R->names);
+	free(R->locs);
+	free(R->cats);
 	free(R->drops);
 	free(R->chunk);
 	free(R->win);

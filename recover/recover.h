@@ -62,7 +62,8 @@ void kt__crash_finish(struct kt__crash *c);
 struct kt__recover_caps {
 	uint32_t slots;          /* ring slots of the control file read */
 	uint64_t ring_bytes;     /* ring bytes read, all rings together */
-	uint32_t names_bytes;    /* bytes of the names log read */
+	uint32_t names_bytes;    /* bytes of the names log read, and of the
+				  * sites log */
 };
 
 /* The caps of `katra recover`, stated in its --help. */

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <katra/trace.h>
+
 /* Where a new ring's page and bytes are. */
 typedef struct kt__ring_place {
 	int fd;             /* the bytes' file: closed once mapped */
@@ -40,14 +42,28 @@ struct kt__backing {
 	 * keeps beside the struct, at KT__PAGE_END and on.  May be NULL. */
 	void (*stamp)(const kt__backing *b, void *page, const kt__ring_place *p);
 	/* A name was interned (@kind 1) or a thread named (@kind 2), with
-	 * its id; also called for those that exist when the backing is put
-	 * in place.  May be NULL. */
+	 * its id, and @loc the call site's location when the name is a
+	 * site's (else NULL); also called for those that exist when the
+	 * backing is put in place.  May be NULL. */
 	void (*name)(const kt__backing *b, uint32_t kind, uint32_t id, const char *s,
-		     size_t len);
+		     size_t len, const kt_srcloc *loc);
 	/* @page, a ring @b placed, is about to be unmapped for good, its
 	 * bytes read: the backing may remove its files and reuse its place.
 	 * Never from a signal handler.  May be NULL. */
 	void (*retire)(const kt__backing *b, void *page);
+	/* Track @t was created (no pair yet) or calibrated: its pairs as
+	 * they are now, valid during the call.  Under the track table's
+	 * lock (never from a signal handler: kt_track_calibrate() is not
+	 * one's); also called for the tracks that exist when the backing is
+	 * put in place.  May be NULL. */
+	void (*track)(const kt__backing *b, const kt_track_def *t);
+	/* Category @index of the process's table (below KT_MAX_CATEGORIES),
+	 * named @id, is in state @flags: KT_CATEGORY_ON_START when it was on
+	 * as the session started (or when it was named, if later), and
+	 * KT_CATEGORY_ON_STOP when it is on now.  Under the categories' lock,
+	 * each time either changes; also called for those that exist when
+	 * the backing is put in place.  May be NULL. */
+	void (*category)(const kt__backing *b, uint32_t index, uint32_t id, uint32_t flags);
 };
 
 /* Kinds of kt__backing.name. */

@@ -192,6 +192,24 @@ void kt__ring_make_private(struct kt__ring *r);
 /* A table's fork() handler: @phase 0, before the fork, takes @lock so no
  * other thread holds it mid-change; 1 (the parent) and 2 (the child) let
  * it go, the child's table whole. */
+/* @lock, with cancellation off while it is held, for a lock under which a
+ * backing's log writes: write() is a cancellation point, and a thread
+ * cancelled there would keep the lock for ever.  Return: the cancel state
+ * to give kt__unlock_nocancel(). */
+static inline int kt__lock_nocancel(pthread_mutex_t *lock)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	pthread_mutex_lock(lock);
+	return cancel;
+}
+
+static inline void kt__unlock_nocancel(pthread_mutex_t *lock, int cancel)
+{
+	pthread_mutex_unlock(lock);
+	pthread_setcancelstate(cancel, NULL);
+}
+
 static inline void kt__fork_lock(pthread_mutex_t *lock, int phase)
 {
 	if (phase == 0)
@@ -209,5 +227,21 @@ void kt__names_set_log(kt__name_fn fn, void *ctx);
  * @phase 0 before the fork (takes its lock), 1 in the parent after it,
  * 2 in the child (no log there: the parent's session owns it). */
 void kt__names_fork(int phase);
+
+/* ---- ring/track.c -------------------------------------------------------- */
+
+/* As kt__names_set_log(), for tracks: @fn is called under the table's lock
+ * for each track there is, then for each one created and after each
+ * calibration that kept its pair, with the track as it is then.  A fork()ed
+ * child starts with none (kt__tracks_fork()): the parent's session owns it. */
+void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx);
+
+/* ---- ring/site.c --------------------------------------------------------- */
+
+/* As kt__names_set_log(), for categories: @fn is called under the
+ * categories' lock with each one's slot, name id and KT_CATEGORY_ON_*
+ * flags, then again whenever they change.  None in a fork()ed child. */
+void kt__categories_set_log(void (*fn)(void *ctx, uint32_t index, uint32_t id, uint32_t flags),
+			    void *ctx);
 
 #endif /* KATRA_RING_PRIVATE_H */

@@ -422,22 +422,40 @@ static void log_threads(const kt__backing *b)
 {
 	for (struct kt__ring *r = reg_head; r && b->name; r = r->next)
 		if (r->name)
-			b->name(b, KT__NAME_THREAD, r->thread_id, r->name, strlen(r->name));
+			b->name(b, KT__NAME_THREAD, r->thread_id, r->name, strlen(r->name), NULL);
 }
 
-/* kt__names_set_log()'s callback when a backing keeps names. */
+/* kt__names_set_log()'s callback when a backing keeps names: a call
+ * site's location goes with its name, so a recovered trace locates its
+ * zones as a flushed one does (the crash files' sites log, SPEC §10.4). */
 static void log_name(void *ctx, uint32_t id, const char *s, size_t len, const kt_srcloc *loc)
 {
-	(void)loc; /* the crash names log keeps names only: a recovered
-		    * trace names its zones but has no locations */
 	const kt__backing *b = ctx;
-	b->name(b, KT__NAME_INTERNED, id, s, len);
+	b->name(b, KT__NAME_INTERNED, id, s, len, loc);
+}
+
+/* kt__tracks_set_log()'s callback when a backing keeps tracks: a trace
+ * recovered after a kill converts its track times as one stopped would. */
+static void log_track(void *ctx, const kt_track_def *t)
+{
+	const kt__backing *b = ctx;
+	b->track(b, t);
+}
+
+/* kt__categories_set_log()'s callback when a backing keeps categories:
+ * a recovered trace says which were on, as a stopped one does. */
+static void log_category(void *ctx, uint32_t index, uint32_t id, uint32_t flags)
+{
+	const kt__backing *b = ctx;
+	b->category(b, index, id, flags);
 }
 
 int kt__registry_set_backing(const kt__backing *b)
 {
 	int rc = 0;
 	kt__names_set_log(b && b->name ? log_name : NULL, (void *)b);
+	kt__tracks_set_log(b && b->track ? log_track : NULL, (void *)b);
+	kt__categories_set_log(b && b->category ? log_category : NULL, (void *)b);
 	reg_take();
 	reg_backing = b ? b : &kt__memfd_backing;
 	if (b) {
@@ -485,7 +503,8 @@ int kt_thread_name(const char *name)
 	free(r->name);
 	r->name = copy;
 	if (reg_backing->name)
-		reg_backing->name(reg_backing, KT__NAME_THREAD, r->thread_id, copy, strlen(copy));
+		reg_backing->name(reg_backing, KT__NAME_THREAD, r->thread_id, copy, strlen(copy),
+				  NULL);
 	reg_drop();
 	return 0;
 }

@@ -8,6 +8,8 @@
  *
  * Categories are a fixed array of flag bytes: sites cache a pointer into
  * it, so it never moves, and a process names at most KT_MAX_CATEGORIES.
+ * A backing that keeps categories (crash files) is told of each state as
+ * it changes, under the lock, so what it keeps is the last state set.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +26,23 @@ static uint8_t cat_flags[KT_MAX_CATEGORIES];
 static uint8_t cat_start[KT_MAX_CATEGORIES]; /* state at the session's start */
 static uint32_t cat_ids[KT_MAX_CATEGORIES];  /* name ids, to find and to write */
 static uint32_t cat_count;
+static void (*log_fn)(void *ctx, uint32_t index, uint32_t id, uint32_t flags);
+static void *log_ctx;
+
+/* Under cat_lock: category @i's KT_CATEGORY_ON_* flags now.  Stale is
+ * enough: every store to a flag is made under cat_lock too. */
+static uint32_t cat_state(uint32_t i)
+{
+	return (cat_start[i] ? KT_CATEGORY_ON_START : 0) |
+	       (kt__load_stale(&cat_flags[i]) ? KT_CATEGORY_ON_STOP : 0);
+}
+
+/* Under cat_lock: tell the log of category @i. */
+static void log_cat(uint32_t i)
+{
+	if (log_fn)
+		log_fn(log_ctx, i, cat_ids[i], cat_state(i));
+}
 
 /* Whether KT_CATEGORIES lists @name (1 "name", -1 "-name", 0 not), and in
  * *@any_on whether it names any category to enable. */
@@ -64,6 +83,7 @@ static long cat_slot(const char *name, uint32_t id)
 	/* Relaxed: sites read the flag relaxed; it only needs to be whole. */
 	kt__store_relaxed(&cat_flags[cat_count], env_default(name));
 	cat_start[cat_count] = cat_flags[cat_count];
+	log_cat(cat_count);
 	return cat_count++;
 }
 
@@ -72,9 +92,9 @@ static long cat_find(const char *name)
 	uint32_t id = kt_name(name);
 	if (!id)
 		return -EINVAL;
-	pthread_mutex_lock(&cat_lock);
+	int cancel = kt__lock_nocancel(&cat_lock);
 	long i = cat_slot(name, id);
-	pthread_mutex_unlock(&cat_lock);
+	kt__unlock_nocancel(&cat_lock, cancel);
 	return i < 0 ? -ENOSPC : i;
 }
 
@@ -89,7 +109,13 @@ int kt_category_enable(const char *name, int on)
 	long i = cat_find(name);
 	if (i < 0)
 		return (int)i;
+	/* Under the lock with its log, so the state logged last is the one
+	 * set last.  Relaxed: sites read the flag relaxed; the lock orders
+	 * only the log. */
+	int cancel = kt__lock_nocancel(&cat_lock);
 	kt__store_relaxed(&cat_flags[i], (uint8_t)(on != 0));
+	log_cat((uint32_t)i);
+	kt__unlock_nocancel(&cat_lock, cancel);
 	return 0;
 }
 
@@ -103,14 +129,31 @@ int kt_category_enabled(const char *name)
 
 void kt__categories_start(void)
 {
-	pthread_mutex_lock(&cat_lock);
-	for (uint32_t i = 0; i < cat_count; i++)
+	int cancel = kt__lock_nocancel(&cat_lock);
+	for (uint32_t i = 0; i < cat_count; i++) {
 		cat_start[i] = kt__load_stale(&cat_flags[i]);
-	pthread_mutex_unlock(&cat_lock);
+		log_cat(i);
+	}
+	kt__unlock_nocancel(&cat_lock, cancel);
+}
+
+void kt__categories_set_log(void (*fn)(void *ctx, uint32_t index, uint32_t id, uint32_t flags),
+			    void *ctx)
+{
+	int cancel = kt__lock_nocancel(&cat_lock);
+	log_fn = fn;
+	log_ctx = ctx;
+	for (uint32_t i = 0; i < cat_count; i++)
+		log_cat(i);
+	kt__unlock_nocancel(&cat_lock, cancel);
 }
 
 void kt__categories_fork(int phase)
 {
+	if (phase == 2) {
+		log_fn = NULL;
+		log_ctx = NULL;
+	}
 	kt__fork_lock(&cat_lock, phase);
 }
 
@@ -118,9 +161,7 @@ void kt__categories_each(void (*fn)(void *ctx, uint32_t id, uint32_t flags), voi
 {
 	pthread_mutex_lock(&cat_lock);
 	for (uint32_t i = 0; i < cat_count; i++)
-		fn(ctx, cat_ids[i],
-		   (cat_start[i] ? KT_CATEGORY_ON_START : 0) |
-			   (kt__load_stale(&cat_flags[i]) ? KT_CATEGORY_ON_STOP : 0));
+		fn(ctx, cat_ids[i], cat_state(i));
 	pthread_mutex_unlock(&cat_lock);
 }
 

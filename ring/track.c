@@ -1,7 +1,9 @@
 /*
  * Tracks with a clock of their own (katra/track.h): the process's table of
  * tracks and their calibration pairs, which each session writes at its
- * end (SPEC §4.9).  A track's events never come here; they are records.
+ * end (SPEC §4.9), and which a backing that keeps tracks (crash files) is
+ * told of as they change, so that a killed process's trace has them too.
+ * A track's events never come here; they are records.
  *
  * The table is fixed (KT_MAX_TRACKS entries, ids are indexes plus one);
  * each track's pairs are one allocation of KT_MAX_TRACK_PAIRS made at its
@@ -26,6 +28,18 @@ struct track {
 static pthread_mutex_t track_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct track tracks[KT_MAX_TRACKS];
 static uint32_t track_count;
+static void (*log_fn)(void *ctx, const kt_track_def *t); /* a backing that keeps */
+static void *log_ctx;                                    /* tracks: told of each */
+
+/* Under track_lock: tell the log of track @i as it is now. */
+static void log_track(uint32_t i)
+{
+	if (!log_fn)
+		return;
+	kt_track_def d = { i + 1, tracks[i].name_id, tracks[i].clock_hz, tracks[i].count,
+			   tracks[i].pairs };
+	log_fn(log_ctx, &d);
+}
 
 int kt_track_create(const char *name, uint64_t clock_hz)
 {
@@ -33,7 +47,7 @@ int kt_track_create(const char *name, uint64_t clock_hz)
 	if (!id)
 		return -EINVAL;
 	int rc = -ENOSPC;
-	pthread_mutex_lock(&track_lock);
+	int cancel = kt__lock_nocancel(&track_lock);
 	for (uint32_t i = 0; i < track_count; i++)
 		if (tracks[i].name_id == id) {
 			rc = tracks[i].clock_hz == clock_hz ? (int)i + 1 : -EEXIST;
@@ -49,9 +63,10 @@ int kt_track_create(const char *name, uint64_t clock_hz)
 		t->name_id = id;
 		t->clock_hz = clock_hz;
 		rc = (int)++track_count;
+		log_track(track_count - 1);
 	}
 out:
-	pthread_mutex_unlock(&track_lock);
+	kt__unlock_nocancel(&track_lock, cancel);
 	return rc;
 }
 
@@ -68,7 +83,7 @@ static void thin(struct track *t)
 int kt_track_calibrate(uint32_t track, uint64_t track_ts, uint64_t ticks)
 {
 	int rc = -EINVAL;
-	pthread_mutex_lock(&track_lock);
+	int cancel = kt__lock_nocancel(&track_lock);
 	if (track && track <= track_count) {
 		struct track *t = &tracks[track - 1];
 		const kt_track_pair *last = t->count ? &t->pairs[t->count - 1] : NULL;
@@ -76,10 +91,11 @@ int kt_track_calibrate(uint32_t track, uint64_t track_ts, uint64_t ticks)
 			if (t->count == KT_MAX_TRACK_PAIRS)
 				thin(t);
 			t->pairs[t->count++] = (kt_track_pair){ track_ts, ticks };
+			log_track(track - 1);
 			rc = 0;
 		}
 	}
-	pthread_mutex_unlock(&track_lock);
+	kt__unlock_nocancel(&track_lock, cancel);
 	return rc;
 }
 
@@ -94,7 +110,21 @@ void kt__tracks_each(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
 	pthread_mutex_unlock(&track_lock);
 }
 
+void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
+{
+	int cancel = kt__lock_nocancel(&track_lock);
+	log_fn = fn;
+	log_ctx = ctx;
+	for (uint32_t i = 0; i < track_count; i++)
+		log_track(i);
+	kt__unlock_nocancel(&track_lock, cancel);
+}
+
 void kt__tracks_fork(int phase)
 {
+	if (phase == 2) {
+		log_fn = NULL;
+		log_ctx = NULL;
+	}
 	kt__fork_lock(&track_lock, phase);
 }

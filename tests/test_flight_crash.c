@@ -297,8 +297,8 @@ Test(flight_crash, window_starts_where_the_whole_count_ends)
 }
 
 /* While a flight session runs its rings are in its crash directory, the
- * header says it is a flight session's, snapshots work as without; a
- * clean stop removes the directory. */
+ * header says it is a flight session's (with sites and tracks files),
+ * snapshots work as without; a clean stop removes the directory. */
 Test(flight_crash, crash_dir_lives_with_the_session)
 {
 	char *dir = scratch();
@@ -320,7 +320,7 @@ Test(flight_crash, crash_dir_lives_with_the_session)
 	close(fd);
 	uint32_t flags;
 	memcpy(&flags, head + KT__CTL_O_FLAGS, 4);
-	cr_assert_eq(flags, KT__CTL_F_FLIGHT);
+	cr_assert_eq(flags, KT__CTL_F_FLIGHT | KT__CTL_F_TABLES);
 	kt_snapshot_result res;
 	cr_assert_eq(kt_session_snapshot(s, snap, -1, 0, 0, &res), 0);
 	cr_assert_eq(res.events + res.events_overwritten, 10000);

@@ -41,11 +41,12 @@ static void help(void)
 	       "opened).  The trace path its control file names is read only when it\n"
 	       "has no symbolic link, '.' or '..' and names a regular file of yours.\n"
 	       "Caps per directory: %u ring slots, %u MiB of ring bytes, %u MiB\n"
-	       "of names log; the trace file is read once, front to back.\n"
+	       "of names log and as much of sites log, %u track slots, %u\n"
+	       "categories; the trace file is read once, front to back.\n"
 	       "exit 0: recovered; 3: recovered, with damage reported; 1: nothing\n"
 	       "written; 2: usage.\n",
 	       kt__recover_caps.slots, (unsigned)(kt__recover_caps.ring_bytes >> 20),
-	       kt__recover_caps.names_bytes >> 20);
+	       kt__recover_caps.names_bytes >> 20, KT_MAX_TRACKS, KT_MAX_CATEGORIES);
 }
 
 static int usage(const char *what, const char *arg)

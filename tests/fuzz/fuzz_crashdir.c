@@ -10,15 +10,20 @@
  * back whole.
  *
  * With F_FLIGHT the directory is a flight session's, its rings lapped (the
- * window recovery has to find from the slots' flight state).
+ * window recovery has to find from the slots' flight state).  With
+ * F_TABLES it has a sites log (a location for "seq"), a tracks file (two
+ * tracks with pairs, the second's in buffer 1) and a categories file (one
+ * category, "seq", on throughout), and its header says so; without, it is
+ * a directory of a katra from before them.
  *
  * Input: byte 0: flags (F_* below); byte 1: slots (low 2 bits, plus 1),
  * the ring size (KT_RING_MIN << bits 2-3) and one twist (bits 4-7, T_*
  * below; most values are none, so most inputs reach the rings); then
  * patches, each u8 target, u8 index, u16 offset, u16 length (little-
- * endian) and the bytes, applied in order: target % 5 is the control
- * header, a slot page, a ring (offset in units of 16 bytes), the names
- * log or the trace file.
+ * endian) and the bytes, applied in order: target % 5 (% 8 with F_TABLES)
+ * is the control header, a slot page, a ring (offset in units of 16
+ * bytes), the names log, the trace file, the sites log, the tracks file or
+ * the categories file.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -44,6 +49,7 @@ enum {
 	F_SEAL = 1,          /* checksum the header after the patches */
 	F_TRACE = 2,         /* the header names the trace file */
 	F_FLIGHT = 4,        /* a flight session's: rings lapped twice */
+	F_TABLES = 8,        /* with sites and tracks files */
 };
 
 enum {                       /* one file swapped for something else */
@@ -54,6 +60,7 @@ enum {                       /* one file swapped for something else */
 	T_RING_HARDLINK,     /* the last ring is ring-0 again */
 	T_TRACE_FIFO,        /* the trace is a FIFO */
 	T_RING_LINK,         /* the last ring is a symbolic link to ring-0 */
+	T_TRACKS_FIFO,       /* tracks is a FIFO */
 };
 
 #define SLOTS_MAX 4
@@ -64,9 +71,10 @@ struct dir {
 	char root[64], path[4200];
 	uint8_t ctl[PAGE * (SLOTS_MAX + 1)];
 	uint8_t *ring[SLOTS_MAX];
-	uint8_t names[PAGE], trace[PAGE];
+	uint8_t names[PAGE], trace[PAGE], sites[PAGE];
+	uint8_t tracks[2 * KT__TRK_SLOT], cats[KT__CATS_SIZE];
 	size_t ring_len[SLOTS_MAX];  /* bytes written; the rest is a hole */
-	size_t names_len, trace_len, ring_size;
+	size_t names_len, trace_len, sites_len, tracks_len, cats_len, ring_size;
 	int slots;
 };
 
@@ -138,12 +146,42 @@ static void templates(struct dir *d, unsigned flags)
 		if (flags & F_FLIGHT)
 			flight_slot(d, s);
 	}
-	if (flags & F_FLIGHT)
-		kt__put32(h + KT__CTL_O_FLAGS, KT__CTL_F_FLIGHT);
+	kt__put32(h + KT__CTL_O_FLAGS, (flags & F_FLIGHT ? KT__CTL_F_FLIGHT : 0) |
+					       (flags & F_TABLES ? KT__CTL_F_TABLES : 0));
 	static const uint8_t names[] = { 1, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 's', 'e', 'q',
 					 2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 't' };
 	memcpy(d->names, names, sizeof(names));
 	d->names_len = sizeof(names);
+}
+
+/* The sites log and tracks file of F_TABLES: a location for name 1, and
+ * track 1 (three pairs, buffer 0) and track 2 (two, buffer 1), named 1. */
+static void table_templates(struct dir *d)
+{
+	static const uint8_t site[] = { 1, 0, 0, 0, 1, 0, 0, 0, 19, 0, 0, 0, 7, 0, 0, 0,
+					0, 0, 0, 0, 3, 0, 0, 0, 'f', '.', 'c', 'm', 'a',
+					'i', 'n' };
+	memset(d->sites, 0, sizeof(d->sites));
+	memcpy(d->sites, site, sizeof(site));
+	d->sites_len = sizeof(site);
+	memset(d->tracks, 0, sizeof(d->tracks));
+	for (uint32_t i = 0; i < 2; i++) {
+		uint8_t *t = d->tracks + i * KT__TRK_SLOT;
+		kt__put32(t + KT__TRK_O_ID, i + 1);
+		kt__put32(t + KT__TRK_O_NAME, 1);
+		kt__put64(t + KT__TRK_O_HZ, 1000000);
+		kt__put64(t + KT__TRK_O_STATE, (uint64_t)i << 32 | (3 - i));
+		for (uint32_t k = 0; k < 3 - i; k++) {
+			uint8_t *q = t + KT__TRK_O_PAIRS + i * KT__TRK_BUF + 16 * k;
+			kt__put64(q, 1000 * (k + 1));
+			kt__put64(q + 8, 100 + 50 * k);
+		}
+	}
+	d->tracks_len = sizeof(d->tracks);
+	memset(d->cats, 0, sizeof(d->cats));
+	kt__put32(d->cats, 1);
+	kt__put32(d->cats + 4, KT_CATEGORY_ON_START | KT_CATEGORY_ON_STOP);
+	d->cats_len = sizeof(d->cats);
 }
 
 /* A valid trace of thread 1's first four records, in d->trace. */
@@ -157,6 +195,8 @@ static void trace_template(struct dir *d)
 	if (fd < 0 || kt_writer_open_fd(&w, fd, &h))
 		abort();
 	kt_writer_name(w, 1, "seq", 3);
+	kt_srcloc loc = { .id = 1, .line = 3, .file_len = 1, .file = "t", .function = "" };
+	kt_writer_srcloc(w, &loc);
 	kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, counters(ev, 4, 1));
 	kt_writer_close(w);
 	ssize_t n = pread(fd, d->trace, sizeof(d->trace), 0);
@@ -165,11 +205,11 @@ static void trace_template(struct dir *d)
 }
 
 /* Apply one patch; returns the bytes of input it took, 0 at the end. */
-static size_t patch(struct dir *d, const uint8_t *p, size_t n)
+static size_t patch(struct dir *d, unsigned flags, const uint8_t *p, size_t n)
 {
 	if (n < 6)
 		return 0;
-	unsigned target = p[0] % 5, index = p[1];
+	unsigned target = p[0] % (flags & F_TABLES ? 8 : 5), index = p[1];
 	size_t off = kt__get16(p + 2), len = kt__get16(p + 4);
 	if (len > n - 6)
 		len = n - 6;
@@ -183,6 +223,9 @@ static size_t patch(struct dir *d, const uint8_t *p, size_t n)
 		grow = &d->ring_len[index % SLOTS_MAX];
 		break;
 	case 3: to = d->names, cap = sizeof(d->names), grow = &d->names_len; break;
+	case 5: to = d->sites, cap = sizeof(d->sites), grow = &d->sites_len; break;
+	case 6: to = d->tracks, cap = sizeof(d->tracks), grow = &d->tracks_len; break;
+	case 7: to = d->cats, cap = sizeof(d->cats), grow = &d->cats_len; break;
 	default: to = d->trace, cap = sizeof(d->trace), grow = &d->trace_len; break;
 	}
 	if (off < cap) {
@@ -246,6 +289,12 @@ static void materialize(struct dir *d, unsigned flags, unsigned twist)
 		abort();
 	for (int i = 0; i < d->slots; i++)
 		make_ring(d, i, twist, ring0);
+	if (flags & F_TABLES) {
+		make_node(d, "katra-1/sites", 0, d->sites, d->sites_len, d->sites_len);
+		make_node(d, "katra-1/tracks", twist == T_TRACKS_FIFO, d->tracks, d->tracks_len,
+			  d->tracks_len);
+		make_node(d, "katra-1/categories", 0, d->cats, d->cats_len, d->cats_len);
+	}
 }
 
 /* An output recover wrote must read back whole, summary included. */
@@ -310,8 +359,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	memset(d.names, 0, sizeof(d.names));
 	templates(&d, data[0]);
+	table_templates(&d);
 	trace_template(&d);
-	for (size_t at = 2, n; (n = patch(&d, data + at, size - at)); at += n)
+	for (size_t at = 2, n; (n = patch(&d, data[0], data + at, size - at)); at += n)
 		;
 	snprintf(d.root, sizeof(d.root), "/dev/shm/fuzz-crashdir-XXXXXX");
 	if (!mkdtemp(d.root)) {
