@@ -146,9 +146,5 @@ void kt__names_set_log(kt__name_fn fn, void *ctx)
 
 void kt__names_fork(int phase)
 {
-	if (phase == 2) {
-		log_fn = NULL;
-		log_ctx = NULL;
-	}
 	kt__fork_lock(&names_lock, phase);
 }

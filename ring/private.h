@@ -224,8 +224,9 @@ static inline void kt__fork_lock(pthread_mutex_t *lock, int phase)
  * under the names lock; NULL stops it. */
 void kt__names_set_log(kt__name_fn fn, void *ctx);
 /* fork() handlers of the name table, called by the registry's (ring.c):
- * @phase 0 before the fork (takes its lock), 1 in the parent after it,
- * 2 in the child (no log there: the parent's session owns it). */
+ * @phase 0 before the fork (takes its lock), 1 in the parent after it and
+ * 2 in the child (release it).  The registry's child handler then stops
+ * the logs: the parent's session owns them. */
 void kt__names_fork(int phase);
 
 /* ---- ring/track.c -------------------------------------------------------- */
@@ -233,7 +234,8 @@ void kt__names_fork(int phase);
 /* As kt__names_set_log(), for tracks: @fn is called under the table's lock
  * for each track there is, then for each one created and after each
  * calibration that kept its pair, with the track as it is then.  A fork()ed
- * child starts with none (kt__tracks_fork()): the parent's session owns it. */
+ * child starts with none (ring.c's fork_child()): the parent's session owns
+ * it. */
 void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx);
 
 /* ---- ring/site.c --------------------------------------------------------- */

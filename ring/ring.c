@@ -588,5 +588,9 @@ static void fork_child(void)
 	kt__tracks_fork(2);
 	kt__categories_fork(2);
 	kt__names_fork(2);
+	/* No logs in the child: the parent's session owns their files. */
+	kt__names_set_log(NULL, NULL);
+	kt__tracks_set_log(NULL, NULL);
+	kt__categories_set_log(NULL, NULL);
 	reg_drop();
 }

@@ -150,10 +150,6 @@ void kt__categories_set_log(void (*fn)(void *ctx, uint32_t index, uint32_t id, u
 
 void kt__categories_fork(int phase)
 {
-	if (phase == 2) {
-		log_fn = NULL;
-		log_ctx = NULL;
-	}
 	kt__fork_lock(&cat_lock, phase);
 }
 

@@ -122,9 +122,5 @@ void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
 
 void kt__tracks_fork(int phase)
 {
-	if (phase == 2) {
-		log_fn = NULL;
-		log_ctx = NULL;
-	}
 	kt__fork_lock(&track_lock, phase);
 }
