@@ -108,9 +108,12 @@ static void log_entry(int fd, uint32_t kind, uint32_t id, struct iovec *v, int n
 	v[0] = (struct iovec){ head, sizeof(head) };
 	/* One append per entry: a process killed inside it leaves a torn last
 	 * entry, which the reader stops at.  A failed log write loses a name,
-	 * never an event, so it is not an error. */
-	if (writev(fd, v, n + 1) < 0)
-		return;
+	 * never an event, so it is not an error.  The host's thread writes
+	 * it: past RLIMIT_FSIZE that must not end the host. */
+	kt__xfsz x;
+	kt__xfsz_hold(&x);
+	int efbig = writev(fd, v, n + 1) < 0 && errno == EFBIG;
+	kt__xfsz_release(&x, efbig);
 }
 
 /* A call site's location, into the sites log after its name. */

@@ -13,6 +13,7 @@
 #ifndef KATRA_RING_BACKING_H
 #define KATRA_RING_BACKING_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -84,6 +85,21 @@ int kt__fd_high(int fd);
  * (-ENOSPC, -EFBIG past RLIMIT_FSIZE).  Any thread.
  */
 int kt__file_reserve(int fd, off_t off, off_t len);
+
+/*
+ * kt__xfsz_hold, kt__xfsz_release - around a write by a host thread that
+ * may pass RLIMIT_FSIZE: the kernel then answers EFBIG and sends the
+ * thread SIGXFSZ, whose default action ends the host.  Held, it stays
+ * blocked; released with @efbig set (the write failed with EFBIG), one
+ * the write raised is taken back, and one the host had pending stays.
+ * The same thread, in pairs.  Async-signal-safe.
+ */
+typedef struct kt__xfsz {
+	sigset_t old;
+	int had;
+} kt__xfsz;
+void kt__xfsz_hold(kt__xfsz *x);
+void kt__xfsz_release(kt__xfsz *x, int efbig);
 
 /*
  * kt__registry_set_backing - back every ring with @b from now on; NULL

@@ -187,6 +187,29 @@ int kt__fd_high(int fd)
 	return rc;
 }
 
+/* SIGXFSZ held off a host thread's write: ring/backing.h. */
+void kt__xfsz_hold(kt__xfsz *x)
+{
+	sigset_t xfsz, pending;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &x->old);
+	sigpending(&pending);
+	x->had = sigismember(&pending, SIGXFSZ);
+}
+
+void kt__xfsz_release(kt__xfsz *x, int efbig)
+{
+	if (efbig && !x->had) {
+		sigset_t xfsz;
+		sigemptyset(&xfsz);
+		sigaddset(&xfsz, SIGXFSZ);
+		struct timespec now = { 0, 0 };
+		sigtimedwait(&xfsz, NULL, &now);
+	}
+	pthread_sigmask(SIG_SETMASK, &x->old, NULL);
+}
+
 /*
  * Blocks for every byte, before anything maps them: a file left sparse
  * on a full tmpfs (/dev/shm) answers the first store to a page it cannot
@@ -197,18 +220,10 @@ int kt__fd_high(int fd)
  */
 int kt__file_reserve(int fd, off_t off, off_t len)
 {
-	sigset_t xfsz, old, pending;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	sigpending(&pending);
-	int had = sigismember(&pending, SIGXFSZ);
+	kt__xfsz x;
+	kt__xfsz_hold(&x);
 	int rc = -posix_fallocate(fd, off, len);
-	if (rc == -EFBIG && !had) {
-		struct timespec now = { 0, 0 };
-		sigtimedwait(&xfsz, NULL, &now);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	kt__xfsz_release(&x, rc == -EFBIG);
 	return rc;
 }
 

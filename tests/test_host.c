@@ -701,6 +701,57 @@ Test(limits, a_file_size_limit_below_the_ring_size_never_kills_the_host)
 	rm_tree(dir);
 }
 
+/*
+ * The crash files' names log grows on the thread that interns a name: in
+ * a child whose RLIMIT_FSIZE (64 KiB) the log passes, 400 names of 300
+ * bytes (120 KB of log) are interned during a session with crash files.
+ * The host lives, and its own SIGXFSZ handler never runs.
+ */
+static volatile sig_atomic_t xfsz_seen;
+static void on_xfsz(int sig)
+{
+	(void)sig;
+	xfsz_seen = 1;
+}
+
+Test(limits, a_names_log_past_the_file_size_limit_never_signals_the_host)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof(dir));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(20);
+		signal(SIGXFSZ, on_xfsz);
+		struct rlimit rl = { 65536, 65536 };
+		char path[128], name[301];
+		snprintf(path, sizeof(path), "%s/names.katra", dir);
+		kt_session *s;
+		if (setrlimit(RLIMIT_FSIZE, &rl) ||
+		    kt_session_start(path, &(kt_session_options){ .crash_dir = dir }, &s))
+			_exit(10);
+		signal(SIGXFSZ, SIG_DFL);
+		for (int i = 0; i < 400; i++) {
+			snprintf(name, sizeof(name), "%0300d", i);
+			kt_name(name);
+		}
+		signal(SIGXFSZ, on_xfsz);
+		/* The trace's own names pass the limit too: the flusher, whose
+		 * thread blocks SIGXFSZ, then fails the file with EFBIG. */
+		kt_summary sum;
+		int rc = kt_session_stop(s, &sum);
+		if (rc && rc != -EFBIG)
+			_exit(12);
+		if (!rc)
+			kt_summary_release(&sum);
+		_exit(xfsz_seen ? 13 : 0);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	rm_tree(dir);
+}
+
 #include <sched.h>
 #include <sys/mount.h>
 
