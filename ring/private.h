@@ -210,6 +210,27 @@ static inline void kt__unlock_nocancel(pthread_mutex_t *lock, int cancel)
 	pthread_setcancelstate(cancel, NULL);
 }
 
+/* A table's log (the crash files' copy of categories or tracks): its
+ * callback, stored as the generic function type and called as the
+ * table's own, and the callback's context. */
+struct kt__log {
+	void (*fn)(void);
+	void *ctx;
+};
+
+/* Install @fn and @ctx as the log of the table behind @lock, then
+ * @replay(i) each of its *@n entries, under the lock (cancellation off):
+ * the log misses no entry and hears none twice. */
+static inline void kt__log_set(pthread_mutex_t *lock, struct kt__log *log, void (*fn)(void),
+			       void *ctx, const uint32_t *n, void (*replay)(uint32_t i))
+{
+	int cancel = kt__lock_nocancel(lock);
+	*log = (struct kt__log){ fn, ctx };
+	for (uint32_t i = 0; i < *n; i++)
+		replay(i);
+	kt__unlock_nocancel(lock, cancel);
+}
+
 static inline void kt__fork_lock(pthread_mutex_t *lock, int phase)
 {
 	if (phase == 0)

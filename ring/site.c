@@ -26,8 +26,8 @@ static uint8_t cat_flags[KT_MAX_CATEGORIES];
 static uint8_t cat_start[KT_MAX_CATEGORIES]; /* state at the session's start */
 static uint32_t cat_ids[KT_MAX_CATEGORIES];  /* name ids, to find and to write */
 static uint32_t cat_count;
-static void (*log_fn)(void *ctx, uint32_t index, uint32_t id, uint32_t flags);
-static void *log_ctx;
+typedef void (*cat_log_fn)(void *ctx, uint32_t index, uint32_t id, uint32_t flags);
+static struct kt__log cat_log;
 
 /* Under cat_lock: category @i's KT_CATEGORY_ON_* flags now.  Stale is
  * enough: every store to a flag is made under cat_lock too. */
@@ -40,8 +40,8 @@ static uint32_t cat_state(uint32_t i)
 /* Under cat_lock: tell the log of category @i. */
 static void log_cat(uint32_t i)
 {
-	if (log_fn)
-		log_fn(log_ctx, i, cat_ids[i], cat_state(i));
+	if (cat_log.fn)
+		((cat_log_fn)cat_log.fn)(cat_log.ctx, i, cat_ids[i], cat_state(i));
 }
 
 /* Whether KT_CATEGORIES lists @name (1 "name", -1 "-name", 0 not), and in
@@ -140,12 +140,7 @@ void kt__categories_start(void)
 void kt__categories_set_log(void (*fn)(void *ctx, uint32_t index, uint32_t id, uint32_t flags),
 			    void *ctx)
 {
-	int cancel = kt__lock_nocancel(&cat_lock);
-	log_fn = fn;
-	log_ctx = ctx;
-	for (uint32_t i = 0; i < cat_count; i++)
-		log_cat(i);
-	kt__unlock_nocancel(&cat_lock, cancel);
+	kt__log_set(&cat_lock, &cat_log, (void (*)(void))fn, ctx, &cat_count, log_cat);
 }
 
 void kt__categories_fork(int phase)

@@ -28,17 +28,17 @@ struct track {
 static pthread_mutex_t track_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct track tracks[KT_MAX_TRACKS];
 static uint32_t track_count;
-static void (*log_fn)(void *ctx, const kt_track_def *t); /* a backing that keeps */
-static void *log_ctx;                                    /* tracks: told of each */
+typedef void (*track_log_fn)(void *ctx, const kt_track_def *t);
+static struct kt__log track_log; /* a backing that keeps tracks: told of each */
 
 /* Under track_lock: tell the log of track @i as it is now. */
 static void log_track(uint32_t i)
 {
-	if (!log_fn)
+	if (!track_log.fn)
 		return;
 	kt_track_def d = { i + 1, tracks[i].name_id, tracks[i].clock_hz, tracks[i].count,
 			   tracks[i].pairs };
-	log_fn(log_ctx, &d);
+	((track_log_fn)track_log.fn)(track_log.ctx, &d);
 }
 
 int kt_track_create(const char *name, uint64_t clock_hz)
@@ -112,12 +112,7 @@ void kt__tracks_each(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
 
 void kt__tracks_set_log(void (*fn)(void *ctx, const kt_track_def *t), void *ctx)
 {
-	int cancel = kt__lock_nocancel(&track_lock);
-	log_fn = fn;
-	log_ctx = ctx;
-	for (uint32_t i = 0; i < track_count; i++)
-		log_track(i);
-	kt__unlock_nocancel(&track_lock, cancel);
+	kt__log_set(&track_lock, &track_log, (void (*)(void))fn, ctx, &track_count, log_track);
 }
 
 void kt__tracks_fork(int phase)
