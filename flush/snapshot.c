@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -723,12 +724,20 @@ int kt_session_snapshot_threads(kt_session *s, const char *path, int fd, uint64_
 	memset(res, 0, sizeof(*res));
 	if (!path && fd < 0)
 		return -EINVAL;
+	/* A host thread's call, which open()s and write()s (cancellation
+	 * points) holding the snapshot lock and, in turn, the names',
+	 * categories' and tracks' locks: a deferred cancel acting there would
+	 * leave one held for ever (every later snapshot, stop, name or
+	 * calibration waits on it).  It acts at the caller's next point. */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	int rc = kt__session_snap_enter(s);
-	if (rc)
-		return rc;
-	struct snap sn = { .s = s, .rows = rows, .cap = rows ? cap : 0 };
-	rc = snapshot(sn, path, fd, max_age_ns, max_bytes, res);
-	kt__session_snap_leave(s);
+	if (!rc) {
+		struct snap sn = { .s = s, .rows = rows, .cap = rows ? cap : 0 };
+		rc = snapshot(sn, path, fd, max_age_ns, max_bytes, res);
+		kt__session_snap_leave(s);
+	}
+	pthread_setcancelstate(cancel, NULL);
 	return rc;
 }
 

@@ -179,6 +179,58 @@ Test(cancel, a_cancelled_first_emit_leaves_no_ring_lock_held, .timeout = 60)
 	cr_assert_eq(system(cmd), 0);
 }
 
+struct snapped {
+	kt_session *s;
+	const char *path;
+	int rc;
+};
+
+/* A flight snapshot with a cancel pending: its first cancellation point is
+ * the open() of its file, with the session's snapshot lock held. */
+static void *snapshot_cancelled(void *arg)
+{
+	struct snapped *c = arg;
+	pthread_cancel(pthread_self());
+	c->rc = kt_session_snapshot(c->s, c->path, -1, 0, 0, NULL);
+	pthread_testcancel();
+	return NULL;
+}
+
+/*
+ * The same for kt_session_snapshot(), which a host thread calls and which
+ * opens and writes its file holding the session's snapshot lock, then the
+ * names', categories' and tracks' locks in turn: the cancel acts only once
+ * the snapshot is written.  Before, the thread died in open() holding the
+ * snapshot lock: the next snapshot waited on it for ever (and a stop, for
+ * the snapshot to end).
+ */
+Test(cancel, a_cancelled_snapshot_leaves_no_lock_held, .timeout = 30)
+{
+	char dir[] = "/tmp/kt-cancel-XXXXXX", a[64], b[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a.katra", dir);
+	snprintf(b, sizeof(b), "%s/b.katra", dir);
+	kt_session *s;
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	kt_instant(kt_name("before the snapshot"));
+	struct snapped c = { s, a, -1 };
+	pthread_t th;
+	void *ret = NULL;
+	cr_assert_eq(pthread_create(&th, NULL, snapshot_cancelled, &c), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(c.rc, 0);
+	cr_assert_eq(access(a, F_OK), 0);
+	kt_snapshot_result res;
+	cr_assert_eq(kt_session_snapshot(s, b, -1, 0, 0, &res), 0);
+	cr_assert_eq(res.events, 1);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	unlink(a);
+	unlink(b);
+	rmdir(dir);
+}
+
 /* ---- a daemon with fds 0-2 closed ------------------------------------------- */
 
 /* In a child with 0, 1 and 2 closed: a session by path, with crash files.
