@@ -728,15 +728,20 @@ int kt_session_snapshot_threads(kt_session *s, const char *path, int fd, uint64_
 	 * points) holding the snapshot lock and, in turn, the names',
 	 * categories' and tracks' locks: a deferred cancel acting there would
 	 * leave one held for ever (every later snapshot, stop, name or
-	 * calibration waits on it).  It acts at the caller's next point. */
+	 * calibration waits on it).  It acts at the caller's next point.
+	 * Past RLIMIT_FSIZE its file's write sends this thread SIGXFSZ, whose
+	 * default action ends the host: held off, and taken back on EFBIG. */
 	int cancel;
+	kt__xfsz x;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	kt__xfsz_hold(&x);
 	int rc = kt__session_snap_enter(s);
 	if (!rc) {
 		struct snap sn = { .s = s, .rows = rows, .cap = rows ? cap : 0 };
 		rc = snapshot(sn, path, fd, max_age_ns, max_bytes, res);
 		kt__session_snap_leave(s);
 	}
+	kt__xfsz_release(&x, rc == -EFBIG);
 	pthread_setcancelstate(cancel, NULL);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <katra/reader.h>
@@ -251,6 +252,18 @@ static inline int t_drain(kt_reader *r, uint64_t *frames)
 	if (frames)
 		*frames = n;
 	return rc;
+}
+
+/* Run @fn(@arg) in a child of fork() and return its wait status, or -1
+ * when no child could be had (not a status WIFEXITED() accepts). */
+static inline int t_in_child(int (*fn)(const char *), const char *arg)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(fn(arg));
+	int st;
+	return pid < 0 || waitpid(pid, &st, 0) != pid ? -1 : st;
 }
 
 #endif

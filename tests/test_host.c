@@ -645,18 +645,6 @@ Test(fork, before_the_first_init_while_a_name_is_interned)
 
 #include <sys/resource.h>
 
-/* Run @fn(@arg) in a child of fork() and return its wait status. */
-static int in_child(int (*fn)(const char *), const char *arg)
-{
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(fn(arg));
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	return st;
-}
-
 /*
  * In a child under RLIMIT_FSIZE of @limit bytes (the trace's header fits,
  * a ring does not): start a session (crash files in @crash_dir if set),
@@ -802,7 +790,7 @@ Test(limits, a_full_crash_directory_never_raises_sigbus)
 {
 	char dir[64];
 	tmp_dir(dir, sizeof(dir));
-	int st = in_child(small_tmpfs_child, dir);
+	int st = t_in_child(small_tmpfs_child, dir);
 	rm_tree(dir);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
 		cr_skip_test("no tmpfs could be mounted: not root or no mount namespace");
@@ -851,7 +839,7 @@ Test(limits, emits_of_threads_without_a_ring_are_counted)
 	char dir[64], path[128];
 	tmp_dir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/lost.katra", dir);
-	int st = in_child(fsize_accounting_child, path);
+	int st = t_in_child(fsize_accounting_child, path);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
 	kt_reader *r;
 	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
@@ -940,7 +928,7 @@ Test(fds, rings_keep_no_descriptor_and_none_lands_on_stdio)
 	char dir[64];
 	tmp_dir(dir, sizeof(dir));
 	for (stdio_crash = 0; stdio_crash < 2; stdio_crash++) {
-		int st = in_child(closed_stdio_child, dir);
+		int st = t_in_child(closed_stdio_child, dir);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crash files %d: status %#x",
 			  stdio_crash, st);
 	}

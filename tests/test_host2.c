@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <criterion/criterion.h>
 
@@ -231,6 +232,61 @@ Test(cancel, a_cancelled_snapshot_leaves_no_lock_held, .timeout = 30)
 	rmdir(dir);
 }
 
+/* ---- a snapshot past the file size limit ----------------------------------- */
+
+static volatile sig_atomic_t xfsz_seen;
+static void on_xfsz(int sig)
+{
+	(void)sig;
+	xfsz_seen = 1;
+}
+
+/* In a child: a flight session of 100000 counters (about 2 MB raw),
+ * then a 64 KiB RLIMIT_FSIZE and a snapshot to a file.  Exit status 0 when
+ * the snapshot failed with EFBIG and no SIGXFSZ reached the host. */
+static int snapshot_past_fsize(const char *path)
+{
+	alarm(20);
+	signal(SIGXFSZ, on_xfsz);
+	struct rlimit rl = { 65536, 65536 };
+	kt_session *s;
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .codec = KT_SESSION_CODEC_RAW };
+	if (kt_session_start(NULL, &o, &s))
+		return 10;
+	uint32_t id = kt_name("count");
+	for (int64_t i = 0; i < 100000; i++)
+		kt_counter(id, i);
+	/* After the ring is made: its memfd obeys the limit too. */
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 10;
+	/* The host's own action is the default one: SIGXFSZ would end it. */
+	signal(SIGXFSZ, SIG_DFL);
+	int rc = kt_session_snapshot(s, path, -1, 0, 0, NULL);
+	signal(SIGXFSZ, on_xfsz);
+	if (rc != -EFBIG)
+		return 11;
+	if (kt_session_stop(s, NULL))
+		return 12;
+	return xfsz_seen ? 13 : 0;
+}
+
+/*
+ * kt_session_snapshot() writes its file on the caller's thread: past
+ * RLIMIT_FSIZE the kernel sends that thread SIGXFSZ, whose default action
+ * ends the host.  The snapshot fails with EFBIG and the host lives (its
+ * own handler never runs).  Before, the child was killed by SIGXFSZ.
+ */
+Test(limits, a_snapshot_past_the_file_size_limit_never_signals_the_host, .timeout = 60)
+{
+	char dir[] = "/tmp/kt-fsize-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/snap.katra", dir);
+	int st = t_in_child(snapshot_past_fsize, path);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* ---- a daemon with fds 0-2 closed ------------------------------------------- */
 
 /* In a child with 0, 1 and 2 closed: a session by path, with crash files.
@@ -270,13 +326,7 @@ Test(fds, a_daemon_with_stdio_closed_gets_no_katra_fd_at_0_to_2, .timeout = 60)
 {
 	char dir[] = "/tmp/kt-daemon-XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(closed_stdio_child(dir));
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	int st = t_in_child(closed_stdio_child, dir);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
