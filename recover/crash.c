@@ -33,14 +33,25 @@ struct ctrack {
 	uint32_t logged;       /* the pairs that buffer holds */
 };
 
+/* The files beside the control file and the rings, one table for making,
+ * removing and closing them: the logs are appended to, the tracks' and
+ * categories' files written in place. */
+enum { F_NAMES, F_SITES, F_TRACKS, F_CATS, F_TABLES };
+static const struct {
+	const char *name;
+	int flags;
+} tables[F_TABLES] = {
+	[F_NAMES] = { "names", O_APPEND },
+	[F_SITES] = { "sites", O_APPEND },
+	[F_TRACKS] = { "tracks", 0 },
+	[F_CATS] = { "categories", 0 },
+};
+
 struct kt__crash {
 	kt__backing backing;   /* first: the callbacks get it as the crash */
 	char *dir;
 	int ctl_fd;
-	int names_fd;
-	int sites_fd;
-	int tracks_fd;
-	int cats_fd;
+	int fd[F_TABLES];      /* tables[]' files */
 	int trace_fd;
 	uint64_t trace_off;
 	uint32_t slots;        /* ring-0 .. ring-(slots-1) were made */
@@ -139,10 +150,10 @@ static void crash_name(const kt__backing *b, uint32_t kind, uint32_t id, const c
 		c->thread_names += 12 + len;
 	}
 	struct iovec v[2] = { { 0 }, { (void *)s, len } };
-	log_entry(c->names_fd, kind == KT__NAME_THREAD ? KT__NAMES_THREAD : KT__NAMES_NAME, id, v,
+	log_entry(c->fd[F_NAMES], kind == KT__NAME_THREAD ? KT__NAMES_THREAD : KT__NAMES_NAME, id, v,
 		  1);
 	if (loc)
-		log_site(c->sites_fd, loc);
+		log_site(c->fd[F_SITES], loc);
 }
 
 /* Track @i's slot: its blocks reserved, so later writes to it neither fail
@@ -153,8 +164,8 @@ static int track_place(struct kt__crash *c, const kt_track_def *t, off_t at)
 	kt__put32(head + KT__TRK_O_ID, t->id);
 	kt__put32(head + KT__TRK_O_NAME, t->name_id);
 	kt__put64(head + KT__TRK_O_HZ, t->clock_hz);
-	if (kt__file_reserve(c->tracks_fd, at, KT__TRK_SLOT) ||
-	    pwrite(c->tracks_fd, head, sizeof(head), at) != (ssize_t)sizeof(head))
+	if (kt__file_reserve(c->fd[F_TRACKS], at, KT__TRK_SLOT) ||
+	    pwrite(c->fd[F_TRACKS], head, sizeof(head), at) != (ssize_t)sizeof(head))
 		return -1;
 	c->trk[t->id - 1].placed = 1;
 	return 0;
@@ -188,8 +199,8 @@ static void crash_track(const kt__backing *b, const kt_track_def *t)
 	off_t to = at + KT__TRK_O_PAIRS + (off_t)buf * KT__TRK_BUF + 16 * (off_t)first;
 	uint8_t state[8];
 	kt__put64(state, (uint64_t)buf << 32 | n);
-	if (pwrite(c->tracks_fd, c->pairs, bytes, to) != (ssize_t)bytes ||
-	    pwrite(c->tracks_fd, state, 8, at + KT__TRK_O_STATE) != 8) {
+	if (pwrite(c->fd[F_TRACKS], c->pairs, bytes, to) != (ssize_t)bytes ||
+	    pwrite(c->fd[F_TRACKS], state, 8, at + KT__TRK_O_STATE) != 8) {
 		/* No count matches it: the next call rewrites them all, never
 		 * appending to a buffer that may lag the table. */
 		k->logged = UINT32_MAX;
@@ -208,7 +219,7 @@ static void crash_category(const kt__backing *b, uint32_t index, uint32_t id, ui
 	kt__put32(e, id);
 	kt__put32(e + 4, flags);
 	if (index < KT_MAX_CATEGORIES &&
-	    pwrite(c->cats_fd, e, sizeof(e), (off_t)index * KT__CAT_ENTRY) != (ssize_t)sizeof(e))
+	    pwrite(c->fd[F_CATS], e, sizeof(e), (off_t)index * KT__CAT_ENTRY) != (ssize_t)sizeof(e))
 		return; /* a state lost, never an event */
 }
 
@@ -225,7 +236,9 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 		return -ENOMEM;
 	c->backing = (kt__backing){ crash_place, crash_stamp, crash_name, crash_retire,
 				    crash_track, crash_category };
-	c->ctl_fd = c->names_fd = c->sites_fd = c->tracks_fd = c->cats_fd = -1;
+	c->ctl_fd = -1;
+	for (int i = 0; i < F_TABLES; i++)
+		c->fd[i] = -1;
 	c->trace_fd = trace_fd;
 	c->trace_off = trace_off;
 	c->page = kt__ring_page();
@@ -238,16 +251,16 @@ int kt__crash_start(struct kt__crash **out, const char *parent, int trace_fd,
 		free(c);
 		return rc;
 	}
-	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0 ||
-	    (rc = c->names_fd = open_in(c, "names", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0 ||
-	    (rc = c->sites_fd = open_in(c, "sites", O_WRONLY | O_CREAT | O_EXCL | O_APPEND)) < 0 ||
-	    (rc = c->tracks_fd = open_in(c, "tracks", O_WRONLY | O_CREAT | O_EXCL)) < 0 ||
-	    (rc = c->cats_fd = open_in(c, "categories", O_WRONLY | O_CREAT | O_EXCL)) < 0)
+	if ((rc = c->ctl_fd = open_in(c, "control", O_RDWR | O_CREAT | O_EXCL)) < 0)
 		goto err;
+	for (int i = 0; i < F_TABLES; i++)
+		if ((rc = c->fd[i] = open_in(c, tables[i].name,
+					     O_WRONLY | O_CREAT | O_EXCL | tables[i].flags)) < 0)
+			goto err;
 	/* The categories' whole file at once: its writes then never fail
 	 * for space nor raise SIGXFSZ. */
 	if ((rc = kt__file_reserve(c->ctl_fd, 0, (off_t)c->page)) ||
-	    (rc = kt__file_reserve(c->cats_fd, 0, KT__CATS_SIZE)))
+	    (rc = kt__file_reserve(c->fd[F_CATS], 0, KT__CATS_SIZE)))
 		goto err;
 	/* Held until the process ends: `katra recover` refuses a directory
 	 * whose lock is still held.  Not inherited by fork(), so a child that
@@ -456,20 +469,13 @@ void kt__crash_finish(struct kt__crash *c)
 		snprintf(name, sizeof(name), "ring-%u", i);
 		unlink_in(c, name);
 	}
-	unlink_in(c, "names");
-	unlink_in(c, "sites");
-	unlink_in(c, "tracks");
-	unlink_in(c, "categories");
+	for (int i = 0; i < F_TABLES; i++)
+		unlink_in(c, tables[i].name);
 	unlink_in(c, "control");
 	rmdir(c->dir);
-	if (c->names_fd >= 0)
-		close(c->names_fd);
-	if (c->sites_fd >= 0)
-		close(c->sites_fd);
-	if (c->tracks_fd >= 0)
-		close(c->tracks_fd);
-	if (c->cats_fd >= 0)
-		close(c->cats_fd);
+	for (int i = 0; i < F_TABLES; i++)
+		if (c->fd[i] >= 0)
+			close(c->fd[i]);
 	/* Closing drops the lock, after the files are gone. */
 	if (c->ctl_fd >= 0)
 		close(c->ctl_fd);
