@@ -88,12 +88,17 @@ int kt__rb_werr(kt__recovery *R, int rc)
 	return rc;
 }
 
-void kt__rb_put_name(kt__recovery *R, uint32_t id, const char *s, size_t len)
+int kt__rb_first(kt__recovery *R, uint32_t **set, size_t *n, size_t *cap, uint32_t id)
 {
-	int added = kt__idset_add(&R->names, &R->nnames, &R->cap_names, id);
+	int added = kt__idset_add(set, n, cap, id);
 	if (added < 0)
 		werr(R, added);
-	else if (added)
+	return added > 0;
+}
+
+void kt__rb_put_name(kt__recovery *R, uint32_t id, const char *s, size_t len)
+{
+	if (kt__rb_first(R, &R->names, &R->nnames, &R->cap_names, id))
 		werr(R, kt_writer_name(R->w, id, s, len));
 }
 

@@ -90,6 +90,10 @@ __attribute__((format(printf, 3, 4))) void kt__rb_problem(kt__recovery *R, const
 							   const char *fmt, ...);
 /* Keep the first write error; return @rc. */
 int kt__rb_werr(kt__recovery *R, int rc);
+/* Whether @id is new to the set (*@set, *@n, *@cap; kt__idset_add()), and
+ * so its entry is written now: 1, or 0 when it is there already or the
+ * set could not grow (the write error is then -ENOMEM). */
+int kt__rb_first(kt__recovery *R, uint32_t **set, size_t *n, size_t *cap, uint32_t id);
 /* Thread @id's record, made on first use; NULL when out of memory. */
 struct rthread *kt__rb_thread(kt__recovery *R, uint32_t id);
 /* Write name @id unless it is written. */

@@ -159,12 +159,8 @@ void kt__rb_put_loc(kt__recovery *R, const kt_srcloc *loc)
 {
 	/* A location says where the events named by its id come from: one
 	 * for an id with no name would locate nothing. */
-	if (!kt__idset_has(R->names, R->cap_names, loc->id))
-		return;
-	int added = kt__idset_add(&R->locs, &R->nlocs, &R->cap_locs, loc->id);
-	if (added < 0)
-		kt__rb_werr(R, added);
-	else if (added)
+	if (kt__idset_has(R->names, R->cap_names, loc->id) &&
+	    kt__rb_first(R, &R->locs, &R->nlocs, &R->cap_locs, loc->id))
 		kt__rb_werr(R, kt_writer_srcloc(R->w, loc));
 }
 
@@ -210,12 +206,8 @@ void kt__rb_read_tracks(kt__recovery *R)
 
 void kt__rb_put_category(kt__recovery *R, uint32_t id, uint32_t flags)
 {
-	if (!kt__idset_has(R->names, R->cap_names, id))
-		return;
-	int added = kt__idset_add(&R->cats, &R->ncats, &R->cap_cats, id);
-	if (added < 0)
-		kt__rb_werr(R, added);
-	else if (added)
+	if (kt__idset_has(R->names, R->cap_names, id) &&
+	    kt__rb_first(R, &R->cats, &R->ncats, &R->cap_cats, id))
 		kt__rb_werr(R, kt_writer_category(R->w, id, flags));
 }
 
