@@ -10,6 +10,13 @@
 #include "tools/diff.h"
 #include "tools/grow.h"
 
+/* The comparisons' random numbers, counted (diff_row's draws). */
+struct rng {
+	uint64_t state, draws;
+	double spare;      /* the polar method's second normal */
+	int have_spare;
+};
+
 /* splitmix64: a full-period 64-bit generator, enough for sampling. */
 static uint64_t next_random(uint64_t *state)
 {
@@ -25,33 +32,72 @@ static uint64_t below(uint64_t *state, uint64_t n)
 	return (uint64_t)(((unsigned __int128)next_random(state) * n) >> 64);
 }
 
+/* Uniform in (0, 1), never 0 or 1 (a log of it is finite). */
+static double uniform(struct rng *r)
+{
+	r->draws++;
+	return ((double)(next_random(&r->state) >> 11) + 0.5) * 0x1p-53;
+}
+
+/* Standard normal (Marsaglia's polar method: a pair per accepted try). */
+static double normal(struct rng *r)
+{
+	if (r->have_spare) {
+		r->have_spare = 0;
+		return r->spare;
+	}
+	double u, v, q;
+	do {
+		u = 2 * uniform(r) - 1;
+		v = 2 * uniform(r) - 1;
+		q = u * u + v * v;
+	} while (q >= 1 || q == 0);
+	double m = sqrt(-2 * log(q) / q);
+	r->spare = v * m;
+	r->have_spare = 1;
+	return u * m;
+}
+
+/* Gamma(@shape, 1), @shape >= 1 (Marsaglia and Tsang's squeeze; it accepts
+ * over 95% of its tries at any such shape, so a draw is O(1)). */
+static double gamma_draw(struct rng *r, double shape)
+{
+	double d = shape - 1.0 / 3, c = 1 / sqrt(9 * d);
+	for (;;) {
+		double x = normal(r), t = 1 + c * x;
+		if (t <= 0)
+			continue;
+		double v = t * t * t, u = uniform(r);
+		if (u < 1 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + d * (1 - v + log(v)))
+			return d * v;
+	}
+}
+
 int diff_sample_add(struct diff_sample *s, uint64_t v, uint64_t self)
 {
 	if (!s->seen)
 		s->rng = DIFF_SEED;
 	if (s->n < DIFF_SAMPLE) {
-		size_t cap = s->cap, cap2 = s->cap;
-		if (grow_array((void **)&s->v, &cap, (size_t)s->n + 1, sizeof(*s->v)) ||
-		    grow_array((void **)&s->self, &cap2, (size_t)s->n + 1, sizeof(*s->self)))
+		size_t cap = s->cap;
+		if (grow_array((void **)&s->v, &cap, (size_t)s->n + 1, sizeof(*s->v)))
 			return -ENOMEM;
 		s->cap = (uint32_t)cap;
-		s->self[s->n] = self;
 		s->v[s->n++] = v;
 	} else {
 		uint64_t j = below(&s->rng, s->seen + 1);
-		if (j < DIFF_SAMPLE) {
+		if (j < DIFF_SAMPLE)
 			s->v[j] = v;
-			s->self[j] = self;
-		}
 	}
 	s->seen++;
+	s->sum += (double)v;
+	s->sumsq += (double)v * (double)v;
+	s->self_sum += (double)self;
 	return 0;
 }
 
 void diff_sample_free(struct diff_sample *s)
 {
 	free(s->v);
-	free(s->self);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -67,37 +113,57 @@ static uint64_t rank_of(double p, size_t n)
 	return (uint64_t)(p * (double)(n - 1)) + 1;
 }
 
-/* The p50, p99 and mean of a resample given as counts per sorted value. */
-static void resample_stats(const uint64_t *v, const uint32_t *count, size_t n, double out[3])
+/*
+ * One side's resample laws: the k-th smallest of a resample of sorted
+ * v[n] is v[floor(U n)], U ~ Beta(k, n - k + 1) (diff.h); its mean, the
+ * Gamma law with the bootstrap mean's first three moments.
+ */
+struct law {
+	const uint64_t *v;
+	size_t n;
+	uint64_t k50, k99;
+	double mu, sd, alpha, sign; /* the mean's: sd of the mean; alpha 0: normal */
+};
+
+static void law_of(const uint64_t *v, size_t n, struct law *l)
 {
-	uint64_t w50 = rank_of(0.5, n), w99 = rank_of(0.99, n), seen = 0;
-	double sum = 0;
-	out[0] = out[1] = (double)v[n - 1];
-	int have50 = 0, have99 = 0;
+	double mu = 0, m2 = 0, m3 = 0;
+	for (size_t i = 0; i < n; i++)
+		mu += (double)v[i];
+	mu /= (double)n;
 	for (size_t i = 0; i < n; i++) {
-		if (!count[i])
-			continue;
-		seen += count[i];
-		sum += (double)count[i] * (double)v[i];
-		if (!have50 && seen >= w50) {
-			out[0] = (double)v[i];
-			have50 = 1;
-		}
-		if (!have99 && seen >= w99) {
-			out[1] = (double)v[i];
-			have99 = 1;
-		}
+		double d = (double)v[i] - mu;
+		m2 += d * d;
+		m3 += d * d * d;
 	}
-	out[2] = sum / (double)n;
+	m2 /= (double)n;
+	m3 /= (double)n;
+	*l = (struct law){ .v = v, .n = n, .k50 = rank_of(0.5, n), .k99 = rank_of(0.99, n),
+			   .mu = mu, .sd = sqrt(m2 / (double)n), .sign = m3 < 0 ? -1 : 1 };
+	/* The skewness of the mean is g / sqrt(n), that of Gamma(alpha)
+	 * 2 / sqrt(alpha); past 1e8 the Gamma is the normal to 1e-4. */
+	double g = m2 > 0 ? fabs(m3) / (m2 * sqrt(m2)) : 0;
+	double alpha = g > 0 ? 4 * (double)n / (g * g) : 0;
+	l->alpha = alpha < 1e8 ? alpha : 0;
 }
 
-/* One bootstrap resample of sorted @v into @out (p50, p99, mean). */
-static void resample(const uint64_t *v, size_t n, uint32_t *count, uint64_t *rng, double out[3])
+/* The k-th smallest value of a resample of @l. */
+static double order_draw(const struct law *l, uint64_t k, struct rng *r)
 {
-	memset(count, 0, n * sizeof(*count));
-	for (size_t i = 0; i < n; i++)
-		count[below(rng, n)]++;
-	resample_stats(v, count, n, out);
+	double x = gamma_draw(r, (double)k), y = gamma_draw(r, (double)(l->n - k + 1));
+	size_t i = (size_t)(x / (x + y) * (double)l->n);
+	return (double)l->v[i < l->n ? i : l->n - 1];
+}
+
+/* The mean of a resample of @l, within the sample's range as it must be. */
+static double mean_draw(const struct law *l, struct rng *r)
+{
+	if (l->sd == 0)
+		return l->mu;
+	double z = l->alpha > 0 ? (gamma_draw(r, l->alpha) - l->alpha) / sqrt(l->alpha) : normal(r);
+	double m = l->mu + l->sign * l->sd * z;
+	double lo = (double)l->v[0], hi = (double)l->v[l->n - 1];
+	return m < lo ? lo : m > hi ? hi : m;
 }
 
 static void side_of(const uint64_t *v, size_t n, struct diff_side *s)
@@ -116,43 +182,70 @@ static double ratio(double b, double a)
 	return a > 0 ? b / a - 1 : b > 0 ? INFINITY : 0;
 }
 
-static int cmp_double(const void *x, const void *y)
+/* The @k-th smallest of @v[@n], @v reordered (selection with a three-way
+ * partition about the middle of three: O(n) expected, no sort). */
+static double select_kth(double *v, size_t n, size_t k)
 {
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
+	size_t lo = 0, hi = n; /* [lo, hi) holds the k-th */
+	while (hi - lo > 1) {
+		double a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+		double pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+		size_t lt = lo, i = lo, gt = hi; /* [lo,lt) <, [lt,i) ==, [gt,hi) > */
+		while (i < gt) {
+			double t = v[i];
+			if (t < pivot) {
+				v[i++] = v[lt];
+				v[lt++] = t;
+			} else if (t > pivot) {
+				v[i] = v[--gt];
+				v[gt] = t;
+			} else {
+				i++;
+			}
+		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pivot;
+	}
+	return v[lo];
 }
 
-/* The interval of the @k-th statistic's changes over the resamples. */
+/* The interval of one statistic's changes over the resamples. */
 static void interval(double *changes, double confidence, struct diff_change *c)
 {
-	qsort(changes, DIFF_RESAMPLES, sizeof(*changes), cmp_double);
 	double tail = (1 - confidence) / 2 * DIFF_RESAMPLES;
 	size_t lo = (size_t)floor(tail), hi = DIFF_RESAMPLES - 1 - lo;
-	c->lo = changes[lo];
-	c->hi = changes[hi];
+	c->lo = select_kth(changes, DIFF_RESAMPLES, lo);
+	c->hi = select_kth(changes, DIFF_RESAMPLES, hi);
 }
 
 /* Resample both sides DIFF_RESAMPLES times: the changes of the three
- * statistics into @changes[k * DIFF_RESAMPLES + i]. */
-static int bootstrap(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, double *changes)
+ * statistics into @changes[k * DIFF_RESAMPLES + i]; the draws made. */
+static uint64_t bootstrap(const struct law *a, const struct law *b, double *changes)
 {
-	uint32_t *count = malloc((na > nb ? na : nb) * sizeof(*count));
-	if (!count)
-		return -ENOMEM;
-	uint64_t rng = DIFF_SEED;
+	struct rng r = { .state = DIFF_SEED };
 	for (size_t i = 0; i < DIFF_RESAMPLES; i++) {
-		double sa[3], sb[3];
-		resample(a, na, count, &rng, sa);
-		resample(b, nb, count, &rng, sb);
-		for (int k = 0; k < 3; k++)
-			changes[k * DIFF_RESAMPLES + i] = ratio(sb[k], sa[k]);
+		double a50 = order_draw(a, a->k50, &r), b50 = order_draw(b, b->k50, &r);
+		double a99 = order_draw(a, a->k99, &r), b99 = order_draw(b, b->k99, &r);
+		double am = mean_draw(a, &r), bm = mean_draw(b, &r);
+		changes[i] = ratio(b50, a50);
+		changes[DIFF_RESAMPLES + i] = ratio(b99, a99);
+		changes[2 * DIFF_RESAMPLES + i] = ratio(bm, am);
 	}
-	free(count);
-	return 0;
+	return r.draws;
+}
+
+enum diff_verdict diff_decide(const struct diff_change *c, double threshold)
+{
+	return c->lo > 0 && c->point > threshold ? DIFF_SLOWER
+	     : c->hi < 0 && c->point < -threshold ? DIFF_FASTER : DIFF_SAME;
 }
 
 int diff_compare(uint64_t *a, size_t na, uint64_t *b, size_t nb, double confidence,
-		 double threshold, struct diff_row *row)
+		 double threshold, size_t min_count, struct diff_row *row)
 {
 	memset(row, 0, sizeof(*row));
 	if (!na || !nb)
@@ -161,25 +254,86 @@ int diff_compare(uint64_t *a, size_t na, uint64_t *b, size_t nb, double confiden
 	qsort(b, nb, sizeof(*b), cmp_u64);
 	side_of(a, na, &row->a);
 	side_of(b, nb, &row->b);
-	double *changes = malloc(3 * DIFF_RESAMPLES * sizeof(*changes));
-	if (!changes || bootstrap(a, na, b, nb, changes)) {
-		free(changes);
-		return -ENOMEM;
-	}
 	struct diff_change *c[3] = { &row->p50, &row->p99, &row->mean };
 	double pa[3] = { row->a.p50, row->a.p99, row->a.mean };
 	double pb[3] = { row->b.p50, row->b.p99, row->b.mean };
 	for (int k = 0; k < 3; k++) {
 		c[k]->point = ratio(pb[k], pa[k]);
-		interval(changes + k * DIFF_RESAMPLES, confidence, c[k]);
+		c[k]->lo = c[k]->hi = NAN;
 	}
+	if (na < min_count || nb < min_count) {
+		row->verdict = DIFF_TOO_FEW;
+		return 0;
+	}
+	double *changes = malloc(3 * DIFF_RESAMPLES * sizeof(*changes));
+	if (!changes)
+		return -ENOMEM;
+	struct law la, lb;
+	law_of(a, na, &la);
+	law_of(b, nb, &lb);
+	row->draws = bootstrap(&la, &lb, changes);
+	for (int k = 0; k < 3; k++)
+		interval(changes + k * DIFF_RESAMPLES, confidence, c[k]);
 	free(changes);
-	row->verdict = row->p50.lo > threshold ? DIFF_SLOWER
-		     : row->p50.hi < -threshold ? DIFF_FASTER : DIFF_SAME;
+	row->verdict = diff_decide(&row->p50, threshold);
 	return 0;
+}
+
+double diff_normal_quantile(double p)
+{
+	double lo = -40, hi = 40;
+	for (int i = 0; i < 200 && hi - lo > 1e-12; i++) {
+		double mid = (lo + hi) / 2;
+		if (0.5 * erfc(-mid / M_SQRT2) < p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
+/* The change of per-run @b over per-run @a, with the log's standard error
+ * @se; no interval (NAN) where either is 0. */
+static void log_change(double a, double b, double se, double z, struct diff_change *c)
+{
+	c->point = ratio(b, a);
+	c->lo = c->hi = NAN;
+	if (a > 0 && b > 0) {
+		double l = log(b / a);
+		c->lo = exp(l - z * se) - 1;
+		c->hi = exp(l + z * se) - 1;
+	}
+}
+
+void diff_counts(struct diff_row *row, double confidence, double threshold, size_t min_count)
+{
+	const struct diff_side *a = &row->a, *b = &row->b;
+	double z = diff_normal_quantile(1 - (1 - confidence) / 2);
+	double ra = a->runs ? (double)a->runs : 1, rb = b->runs ? (double)b->runs : 1;
+	double ca = (double)a->count, cb = (double)b->count;
+	log_change(ca / ra, cb / rb, ca > 0 && cb > 0 ? sqrt(1 / ca + 1 / cb) : 0, z, &row->count);
+	double va = a->total > 0 ? a->sumsq / (a->total * a->total) : 0;
+	double vb = b->total > 0 ? b->sumsq / (b->total * b->total) : 0;
+	log_change(a->total / ra, b->total / rb, sqrt(va + vb), z, &row->total);
+	row->count_verdict = diff_decide(&row->count, threshold);
+	row->total_verdict = a->count < min_count || b->count < min_count
+			   ? DIFF_TOO_FEW : diff_decide(&row->total, threshold);
 }
 
 const char *diff_verdict_name(enum diff_verdict v)
 {
-	return v == DIFF_SLOWER ? "slower" : v == DIFF_FASTER ? "faster" : "no change";
+	return v == DIFF_SLOWER ? "slower" : v == DIFF_FASTER ? "faster"
+	     : v == DIFF_TOO_FEW ? "too few" : "no change";
+}
+
+const char *diff_count_name(enum diff_verdict v)
+{
+	return v == DIFF_SLOWER ? "more" : v == DIFF_FASTER ? "fewer"
+	     : v == DIFF_TOO_FEW ? "too few" : "no change";
+}
+
+const char *diff_total_name(enum diff_verdict v)
+{
+	return v == DIFF_SLOWER ? "more" : v == DIFF_FASTER ? "less"
+	     : v == DIFF_TOO_FEW ? "too few" : "no change";
 }

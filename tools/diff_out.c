@@ -3,6 +3,7 @@
  * printed; diff_out.h says what each step does.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -97,7 +98,8 @@ static struct pool_entry *pool_entries(const struct diff_run *runs, size_t n, si
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < runs[i].nnames; j++) {
 			const struct diff_name *dn = &runs[i].names[j];
-			e[k].name = diff_run_name(&runs[i], dn->id, &e[k].len);
+			e[k].name = dn->name;
+			e[k].len = dn->len;
 			e[k].side = runs[i].side;
 			e[k++].s = &dn->s;
 		}
@@ -106,55 +108,75 @@ static struct pool_entry *pool_entries(const struct diff_run *runs, size_t n, si
 	return e;
 }
 
-/* Pool @n samples (of one side) into one array.  NULL: no memory. */
-static uint64_t *pool(const struct diff_sample *const *s, size_t n, size_t *len, uint64_t *count,
-		      double *self_mean)
+/* What a comparison needs besides the samples. */
+struct ctx {
+	const struct diff_opts *o;
+	size_t runs[2];      /* runs on each side */
+	size_t dropped;      /* zone names the patterns left out */
+};
+
+/* Pool @n samples (of one side) into one array, and sum their exact
+ * counts and totals into @side.  NULL: no memory. */
+static uint64_t *pool(const struct diff_sample *const *s, size_t n, size_t *len,
+		      struct diff_side *side, double *self)
 {
-	double self = 0;
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
 		total += s[i]->n;
 	uint64_t *v = malloc((total ? total : 1) * sizeof(*v)), *p = v;
 	*len = total;
-	*count = 0;
+	*self = 0;
 	for (size_t i = 0; v && i < n; i++) {
+		side->count += s[i]->seen;
+		side->total += s[i]->sum;
+		side->sumsq += s[i]->sumsq;
+		*self += s[i]->self_sum;
 		if (!s[i]->n)
 			continue; /* no values, and no array to copy from */
 		memcpy(p, s[i]->v, s[i]->n * sizeof(*v));
-		for (uint32_t k = 0; k < s[i]->n; k++)
-			self += (double)s[i]->self[k];
 		p += s[i]->n;
-		*count += s[i]->seen;
 	}
-	*self_mean = total ? self / (double)total : 0;
 	return v;
 }
 
 /* Compare @na samples of A (@s) with the @nb after them.  0 or -ENOMEM. */
 static int compare(const struct diff_sample *const *s, size_t na, size_t nb,
-		   const struct diff_opts *o, struct diff_result *r)
+		   const struct ctx *c, struct diff_result *r)
 {
+	const struct diff_opts *o = c->o;
 	size_t la, lb;
-	uint64_t ca, cb;
 	double sa, sb;
-	uint64_t *a = pool(s, na, &la, &ca, &sa), *b = pool(s + na, nb, &lb, &cb, &sb);
-	int rc = a && b ? diff_compare(a, la, b, lb, o->confidence, o->threshold, &r->row)
-			: -ENOMEM;
-	r->row.a.count = ca;
-	r->row.b.count = cb;
-	r->row.a.self_mean = sa;
-	r->row.b.self_mean = sb;
-	r->row.self_change = sa > 0 ? sb / sa - 1 : 0;
+	struct diff_side a = { .runs = c->runs[0] }, b = { .runs = c->runs[1] };
+	uint64_t *va = pool(s, na, &la, &a, &sa), *vb = pool(s + na, nb, &lb, &b, &sb);
+	int rc = va && vb ? diff_compare(va, la, vb, lb, o->confidence, o->threshold,
+					 o->min_count, &r->row) : -ENOMEM;
+	struct diff_side *side[2] = { &r->row.a, &r->row.b }, *from[2] = { &a, &b };
+	double self[2] = { sa, sb };
+	for (int k = 0; k < 2; k++) {
+		side[k]->count = from[k]->count;
+		side[k]->runs = from[k]->runs;
+		side[k]->total = from[k]->total;
+		side[k]->sumsq = from[k]->sumsq;
+		side[k]->self_mean = from[k]->count ? self[k] / (double)from[k]->count : 0;
+	}
+	r->row.self_change = r->row.a.self_mean > 0 ? r->row.b.self_mean / r->row.a.self_mean - 1 : 0;
 	r->only = !la && lb ? 2 : la && !lb ? 1 : 0;
-	free(a);
-	free(b);
+	if (!r->only && la)
+		diff_counts(&r->row, o->confidence, o->threshold, o->min_count);
+	free(va);
+	free(vb);
 	return rc;
 }
 
 /* The frame times of every run, A's first. */
-static int compare_frames(const struct diff_run *runs, size_t n, const struct diff_opts *o,
+static int compare_frames(const struct diff_run *runs, size_t n, const struct ctx *c,
 			  struct diff_result *r)
 {
+	r->name = NULL;
+	if (!diff_wanted(c->o, DIFF_FRAME_NAME, strlen(DIFF_FRAME_NAME))) {
+		r->left_out = 1;
+		return 0;
+	}
 	const struct diff_sample **s = malloc(n * sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -163,14 +185,31 @@ static int compare_frames(const struct diff_run *runs, size_t n, const struct di
 		s[i] = &runs[i].frames;
 		na += !runs[i].side;
 	}
-	r->name = NULL;
-	int rc = compare(s, na, n - na, o, r);
+	int rc = compare(s, na, n - na, c, r);
 	free(s);
 	return rc;
 }
 
-/* Each name's entries (consecutive in @e) compared into @out[*nres]. */
-static int compare_names(struct pool_entry *e, size_t ne, const struct diff_opts *o,
+int diff_wanted(const struct diff_opts *o, const char *name, size_t len)
+{
+	char buf[256], *z = len < sizeof(buf) ? buf : malloc(len + 1);
+	if (!z)
+		return -1;
+	memcpy(z, name, len);
+	z[len] = 0;
+	int nul = memchr(name, 0, len) != NULL, keep = !o->nonly;
+	for (size_t i = 0; !nul && !keep && i < o->nonly; i++)
+		keep = !fnmatch(o->only[i], z, 0);
+	for (size_t i = 0; !nul && keep && i < o->nexclude; i++)
+		keep = fnmatch(o->exclude[i], z, 0) != 0;
+	if (z != buf)
+		free(z);
+	return keep && (!nul || !o->nonly);
+}
+
+/* Each name's entries (consecutive in @e) the patterns keep compared into
+ * @out[*nres]. */
+static int compare_names(struct pool_entry *e, size_t ne, struct ctx *c,
 			 struct diff_result *out, size_t *nres)
 {
 	const struct diff_sample **s = malloc((ne ? ne : 1) * sizeof(*s));
@@ -184,24 +223,32 @@ static int compare_names(struct pool_entry *e, size_t ne, const struct diff_opts
 			s[j - i] = e[j].s;
 			na += !e[j].side;
 		}
+		int keep = diff_wanted(c->o, e[i].name, e[i].len);
+		if (keep <= 0) {
+			rc = keep < 0 ? -ENOMEM : 0;
+			c->dropped += !keep;
+			continue;
+		}
 		struct diff_result *r = &out[(*nres)++];
 		r->name = e[i].name;
 		r->len = e[i].len;
-		rc = compare(s, na, j - i - na, o, r);
+		rc = compare(s, na, j - i - na, c, r);
 	}
 	free(s);
 	return rc;
 }
 
 /* Every row: the frame time first, then the names.  NULL: no memory. */
-static struct diff_result *compare_all(const struct diff_run *runs, size_t n,
-				  const struct diff_opts *o, size_t *nres)
+static struct diff_result *compare_all(const struct diff_run *runs, size_t n, struct ctx *c,
+				       size_t *nres)
 {
 	size_t ne = 0;
+	for (size_t i = 0; i < n; i++)
+		c->runs[runs[i].side]++;
 	struct pool_entry *e = pool_entries(runs, n, &ne);
 	struct diff_result *out = e ? calloc(ne + 1, sizeof(*out)) : NULL;
 	*nres = 1;
-	if (!out || compare_frames(runs, n, o, &out[0]) || compare_names(e, ne, o, out, nres)) {
+	if (!out || compare_frames(runs, n, c, &out[0]) || compare_names(e, ne, c, out, nres)) {
 		free(out);
 		out = NULL;
 	}
@@ -235,15 +282,16 @@ static int write_page(outfile *of, const char *path, const json_t *data)
 /* The results to stdout, and to the page when @html.  0, or EXIT_BAD
  * after saying why. */
 static int write_out(const struct diff_run *runs, size_t n, const struct diff_result *res,
-		     size_t nres, const struct diff_opts *o, outfile *html)
+		     size_t nres, const struct ctx *c, outfile *html)
 {
-	json_t *data = o->json || html ? diff_json(runs, n, res, nres, o) : NULL;
+	const struct diff_opts *o = c->o;
+	json_t *data = o->json || html ? diff_json(runs, n, res, nres, o, c->dropped) : NULL;
 	if ((o->json || html) && !data) {
 		say("diff: out of memory");
 		return EXIT_BAD;
 	}
 	int rc = o->json ? diff_print_json(stdout, data)
-			 : diff_print_text(stdout, runs, n, res, nres, o);
+			 : diff_print_text(stdout, runs, n, res, nres, o, c->dropped);
 	if (rc == -ENOMEM)
 		say("diff: out of memory");
 	if (!rc && html && write_page(html, o->html, data))
@@ -252,22 +300,32 @@ static int write_out(const struct diff_run *runs, size_t n, const struct diff_re
 	return rc ? EXIT_BAD : 0;
 }
 
+/* Does @r hold a verdict @fail_on names? */
+static int fails(const struct diff_result *r, int fail_on)
+{
+	enum diff_verdict v = r->row.verdict, cv = r->row.count_verdict, tv = r->row.total_verdict;
+	if (r->left_out || r->only)
+		return 0;
+	return (v == DIFF_SLOWER && (fail_on & DIFF_FAIL_SLOWER)) ||
+	       (v == DIFF_FASTER && (fail_on & DIFF_FAIL_FASTER)) ||
+	       ((cv == DIFF_SLOWER || cv == DIFF_FASTER) && (fail_on & DIFF_FAIL_COUNT)) ||
+	       ((tv == DIFF_SLOWER || tv == DIFF_FASTER) && (fail_on & DIFF_FAIL_TOTAL));
+}
+
 int diff_report(const struct diff_run *runs, size_t n, const struct diff_opts *o,
 		outfile *html)
 {
 	size_t nres = 0;
-	struct diff_result *res = compare_all(runs, n, o, &nres);
+	struct ctx c = { .o = o };
+	struct diff_result *res = compare_all(runs, n, &c, &nres);
 	if (!res) {
 		say("diff: out of memory");
 		return EXIT_BAD;
 	}
-	int fails = 0;
-	for (size_t i = 0; i < nres; i++) {
-		enum diff_verdict v = res[i].row.verdict;
-		fails |= (v == DIFF_SLOWER && (o->fail_on & DIFF_FAIL_SLOWER)) ||
-			 (v == DIFF_FASTER && (o->fail_on & DIFF_FAIL_FASTER));
-	}
-	int rc = write_out(runs, n, res, nres, o, html);
+	int failed = 0;
+	for (size_t i = 0; i < nres; i++)
+		failed |= fails(&res[i], o->fail_on);
+	int rc = write_out(runs, n, res, nres, &c, html);
 	free(res);
-	return rc ? rc : fails ? EXIT_DIFF : EXIT_OK;
+	return rc ? rc : failed ? EXIT_DIFF : EXIT_OK;
 }

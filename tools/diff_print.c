@@ -14,12 +14,16 @@
 
 /* ---- text ---------------------------------------------------------------- */
 
-/* A change as "+10.2% [+8.1%, +12.3%]", in @w columns. */
+/* A change as "+10.2% [+8.1%, +12.3%]", in @w columns; without an
+ * interval (too few values) "+10.2%" alone. */
 static void put_change(FILE *f, const struct diff_change *c, int w)
 {
 	char s[96];
-	snprintf(s, sizeof(s), "%+.1f%% [%+.1f%%, %+.1f%%]", c->point * 100, c->lo * 100,
-		 c->hi * 100);
+	if (isnan(c->lo))
+		snprintf(s, sizeof(s), "%+.1f%%", c->point * 100);
+	else
+		snprintf(s, sizeof(s), "%+.1f%% [%+.1f%%, %+.1f%%]", c->point * 100, c->lo * 100,
+			 c->hi * 100);
 	fprintf(f, " %-*s", w, s);
 }
 
@@ -64,56 +68,75 @@ static void put_pairs(FILE *f, const struct diff_run *runs, size_t n)
 
 static int put_row(FILE *f, const struct diff_result *r)
 {
+	if (r->left_out)
+		return 0;
 	char *e = r->name ? text_escape(r->name, r->len) : NULL;
 	if (r->name && !e)
 		return -ENOMEM;
-	fprintf(f, "%-24s %9" PRIu64 " %9" PRIu64, e ? e : "(frame time)", r->row.a.count,
+	fprintf(f, "%-24s %9" PRIu64 " %9" PRIu64, e ? e : DIFF_FRAME_NAME, r->row.a.count,
 		r->row.b.count);
 	free(e);
 	if (r->only || !r->row.a.count) {
 		fprintf(f, "  %s\n", r->only == 1 ? "only in A" : r->only == 2 ? "only in B" : "none");
 		return 0;
 	}
+	put_change(f, &r->row.count, 26);
 	fprintf(f, " %10.0f %10.0f", r->row.a.p50, r->row.b.p50);
 	put_change(f, &r->row.p50, 26);
 	put_change(f, &r->row.p99, 26);
 	put_change(f, &r->row.mean, 26);
+	put_change(f, &r->row.total, 26);
 	if (r->name)
 		fprintf(f, " %+10.1f%%", r->row.self_change * 100);
 	else
 		fprintf(f, " %11s", "-");
-	fprintf(f, " %s\n", diff_verdict_name(r->row.verdict));
+	fprintf(f, " %-9s %-9s %s\n", diff_verdict_name(r->row.verdict),
+		diff_count_name(r->row.count_verdict), diff_total_name(r->row.total_verdict));
 	return 0;
 }
 
-static const char *overall(const struct diff_result *res, size_t nres, size_t k[3])
+/* The rows' verdicts counted: @k[v] of the time's, @kc of the counts',
+ * @kt of the totals'.  The overall verdict: the time's. */
+static const char *overall(const struct diff_result *res, size_t nres, size_t k[4],
+			   size_t kc[4], size_t kt[4])
 {
-	k[0] = k[1] = k[2] = 0;
+	for (int i = 0; i < 4; i++)
+		k[i] = kc[i] = kt[i] = 0;
 	for (size_t i = 0; i < nres; i++)
-		if (!res[i].only && res[i].row.a.count)
+		if (!res[i].left_out && !res[i].only && res[i].row.a.count) {
 			k[res[i].row.verdict]++;
+			kc[res[i].row.count_verdict]++;
+			kt[res[i].row.total_verdict]++;
+		}
 	return k[DIFF_SLOWER] ? "slower" : k[DIFF_FASTER] ? "faster" : "no change";
 }
 
 int diff_print_text(FILE *f, const struct diff_run *runs, size_t n,
-		    const struct diff_result *res, size_t nres, const struct diff_opts *o)
+		    const struct diff_result *res, size_t nres, const struct diff_opts *o,
+		    size_t dropped)
 {
 	for (size_t i = 0; i < n; i++)
 		put_run(f, &runs[i]);
 	put_pairs(f, runs, n);
 	fprintf(f, "bootstrap of the median, p99 and mean: %d resamples of up to %d durations "
-		   "per name per run, %g%% intervals, threshold %g%%\n\n", DIFF_RESAMPLES, DIFF_SAMPLE,
-		o->confidence * 100, o->threshold * 100);
-	fprintf(f, "%-24s %9s %9s %10s %10s %-26s %-26s %-26s %11s %s\n", "zone", "count A",
-		"count B", "p50 A ns", "p50 B ns", " p50 change [interval]", " p99 change",
-		" mean change", "self mean", "verdict");
+		   "per name per run, %g%% intervals, threshold %g%%; a side with fewer than %zu "
+		   "is too few to judge\n", DIFF_RESAMPLES, DIFF_SAMPLE, o->confidence * 100,
+		o->threshold * 100, o->min_count);
+	if (dropped)
+		fprintf(f, "%zu zone names left out by --only and --exclude\n", dropped);
+	fprintf(f, "\n%-24s %9s %9s %-26s %10s %10s %-26s %-26s %-26s %-26s %11s %-9s %-9s %s\n",
+		"zone", "count A", "count B", " count change per run", "p50 A ns", "p50 B ns",
+		" p50 change [interval]", " p99 change", " mean change", " total change per run",
+		"self mean", "verdict", "count", "total");
 	for (size_t i = 0; i < nres; i++)
 		if (put_row(f, &res[i]))
 			return -ENOMEM;
-	size_t k[3];
-	const char *v = overall(res, nres, k);
-	fprintf(f, "\nverdict: %s (%zu slower, %zu faster, %zu no change)\n", v, k[DIFF_SLOWER],
-		k[DIFF_FASTER], k[DIFF_SAME]);
+	size_t k[4], kc[4], kt[4];
+	const char *v = overall(res, nres, k, kc, kt);
+	fprintf(f, "\nverdict: %s (%zu slower, %zu faster, %zu no change, %zu too few); "
+		   "count: %zu more, %zu fewer; total: %zu more, %zu less\n", v, k[DIFF_SLOWER],
+		k[DIFF_FASTER], k[DIFF_SAME], k[DIFF_TOO_FEW], kc[DIFF_SLOWER], kc[DIFF_FASTER],
+		kt[DIFF_SLOWER], kt[DIFF_FASTER]);
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -132,20 +155,27 @@ static json_t *json_change(const struct diff_change *c)
 
 static json_t *json_side(const struct diff_side *s)
 {
-	return json_pack("{s:I,s:I,s:o,s:o,s:o,s:o}", "count", (json_int_t)(s->count > INT64_MAX
-		? INT64_MAX : s->count), "sampled", (json_int_t)s->sampled, "p50_ns", json_num(s->p50),
-		"p99_ns", json_num(s->p99), "mean_ns", json_num(s->mean), "self_mean_ns",
-		json_num(s->self_mean));
+	return json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "count",
+		(json_int_t)(s->count > INT64_MAX ? INT64_MAX : s->count), "runs", (json_int_t)s->runs,
+		"sampled", (json_int_t)s->sampled, "p50_ns", json_num(s->p50), "p99_ns",
+		json_num(s->p99), "mean_ns", json_num(s->mean), "total_ns", json_num(s->total),
+		"self_mean_ns", json_num(s->self_mean));
 }
 
 static json_t *json_row(const struct diff_result *r)
 {
-	json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "a", json_side(&r->row.a), "b",
-			      json_side(&r->row.b), "p50", json_change(&r->row.p50), "p99",
+	if (r->left_out)
+		return json_null();
+	const char *only = r->only == 1 ? "only in A" : "only in B";
+	json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s}", "a",
+			      json_side(&r->row.a), "b", json_side(&r->row.b), "count_change",
+			      json_change(&r->row.count), "p50", json_change(&r->row.p50), "p99",
 			      json_change(&r->row.p99), "mean", json_change(&r->row.mean),
-			      "self_mean_change", json_num(r->row.self_change), "verdict",
-			      r->only ? (r->only == 1 ? "only in A" : "only in B")
-				      : diff_verdict_name(r->row.verdict));
+			      "total_change", json_change(&r->row.total), "self_mean_change",
+			      json_num(r->row.self_change), "verdict",
+			      r->only ? only : diff_verdict_name(r->row.verdict), "count_verdict",
+			      r->only ? only : diff_count_name(r->row.count_verdict),
+			      "total_verdict", r->only ? only : diff_total_name(r->row.total_verdict));
 	if (j && r->name && json_object_set_new(j, "name", text_json_string(r->name, r->len)))
 		return json_decref(j), NULL;
 	return j;
@@ -166,15 +196,21 @@ static json_t *json_run(const struct diff_run *r)
 }
 
 json_t *diff_json(const struct diff_run *runs, size_t n, const struct diff_result *res,
-		  size_t nres, const struct diff_opts *o)
+		  size_t nres, const struct diff_opts *o, size_t dropped)
 {
-	size_t k[3];
+	size_t k[4], kc[4], kt[4];
 	json_t *rs = json_array(), *zs = json_array();
-	json_t *top = json_pack("{s:s,s:i,s:i,s:f,s:f,s:o,s:o,s:o,s:s}", "method", "bootstrap",
-				"resamples", DIFF_RESAMPLES, "sample", DIFF_SAMPLE, "confidence",
-				o->confidence, "threshold", o->threshold, "runs", rs, "frames",
-				json_row(&res[0]), "zones", zs, "verdict", overall(res, nres, k));
-	int ok = top && rs && zs && json_object_size(top) == 9;
+	const char *v = overall(res, nres, k, kc, kt);
+	json_t *top = json_pack("{s:s,s:i,s:i,s:f,s:f,s:I,s:I,s:o,s:o,s:o,s:s,s:I,s:{s:I,s:I},"
+				"s:{s:I,s:I}}", "method", "bootstrap", "resamples", DIFF_RESAMPLES,
+				"sample", DIFF_SAMPLE, "confidence", o->confidence, "threshold",
+				o->threshold, "min_count", (json_int_t)o->min_count, "left_out",
+				(json_int_t)dropped, "runs", rs, "frames", json_row(&res[0]), "zones",
+				zs, "verdict", v, "too_few", (json_int_t)k[DIFF_TOO_FEW], "counts",
+				"more", (json_int_t)kc[DIFF_SLOWER], "fewer", (json_int_t)kc[DIFF_FASTER],
+				"totals", "more", (json_int_t)kt[DIFF_SLOWER], "less",
+				(json_int_t)kt[DIFF_FASTER]);
+	int ok = top && rs && zs && json_object_size(top) == 14;
 	for (size_t i = 0; ok && i < n; i++)
 		ok = !json_array_append_new(rs, json_run(&runs[i]));
 	for (size_t i = 1; ok && i < nres; i++)

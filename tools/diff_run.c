@@ -52,6 +52,26 @@ static void run_header(struct diff_run *run, const kt_header *h)
 	run->epoch = h->epoch;
 }
 
+/* Each sampled name's bytes copied out of @s ("?" when the file has none).
+ * 0 or -ENOMEM. */
+static int copy_names(struct diff_run *run, const struct stats *s)
+{
+	for (size_t i = 0; i < run->nnames; i++) {
+		struct diff_name *dn = &run->names[i];
+		size_t len = 1;
+		const char *b = dn->id ? tables_name(stats_tables(s), dn->id, &len) : NULL;
+		if (!b) {
+			b = "?";
+			len = 1;
+		}
+		if (!(dn->name = malloc(len ? len : 1)))
+			return -ENOMEM;
+		memcpy(dn->name, b, len);
+		dn->len = len;
+	}
+	return 0;
+}
+
 int diff_run_read(struct diff_run *run, int progress)
 {
 	struct input in;
@@ -61,15 +81,18 @@ int diff_run_read(struct diff_run *run, int progress)
 	idmap_init(&run->ids);
 	run_header(run, kt_reader_get_header(in.r));
 	struct stats_hooks hooks = { .zone = on_zone, .frame = on_frame, .ctx = run };
+	struct stats *stats = NULL;
 	if (progress)
 		progress_init(0, in.r);
-	rc = stats_collect(in.r, &hooks, &run->stats);
+	rc = stats_collect(in.r, &hooks, &stats);
 	if (progress)
 		progress_end();
 	kt_reader_status st;
 	kt_reader_get_status(in.r, &st);
 	run->dropped = st.dropped;
-	run->truncated = run->stats ? stats_truncated(run->stats) : 0;
+	run->truncated = stats ? stats_truncated(stats) : 0;
+	rc = rc ? rc : copy_names(run, stats);
+	stats_free(stats);
 	int result = rc ? pass_failed(run->path, in.r, rc) : EXIT_OK;
 	input_close(&in);
 	return result;
@@ -121,23 +144,13 @@ int diff_runs_read(struct diff_run *runs, size_t n)
 	return result;
 }
 
-const char *diff_run_name(const struct diff_run *run, uint32_t id, size_t *len)
-{
-	const char *s = id ? tables_name(stats_tables(run->stats), id, len) : NULL;
-	if (!s) {
-		*len = 1;
-		return "?";
-	}
-	return s;
-}
-
 void diff_run_free(struct diff_run *run)
 {
-	for (size_t i = 0; i < run->nnames; i++)
+	for (size_t i = 0; i < run->nnames; i++) {
 		diff_sample_free(&run->names[i].s);
+		free(run->names[i].name);
+	}
 	free(run->names);
 	idmap_free(&run->ids);
 	diff_sample_free(&run->frames);
-	stats_free(run->stats);
-	run->stats = NULL;
 }

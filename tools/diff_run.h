@@ -4,8 +4,11 @@
  * and of its frame times (tools/diff.h), from the stats pass
  * (tools/stats.h).
  *
- * Bounded: at most DIFF_NAMES names are sampled per run (32 KiB each at
- * most); the zones of names past that are counted, not compared.
+ * Bounded: at most DIFF_NAMES names are sampled per run (16 KiB each at
+ * most, so 16 MiB a run, and never more than 8 bytes per zone read); the
+ * zones of names past that are counted, not compared.  The stats pass's
+ * tables are freed when the run is read: a run keeps its samples and the
+ * bytes of its sampled names.
  *
  * diff_runs_read() reads two runs at a time, each on its own thread (every
  * struct diff_run is touched by one thread until they are joined).
@@ -24,6 +27,8 @@
 
 struct diff_name {
 	uint32_t id;
+	char *name;                /* its bytes, copied when the pass ends */
+	size_t len;
 	struct diff_sample s;
 };
 
@@ -36,7 +41,6 @@ struct diff_run {
 	uint64_t epoch;
 	uint64_t dropped;
 	int truncated;
-	struct stats *stats;       /* names, after the pass */
 	struct diff_name *names;
 	size_t nnames, cap;
 	struct idmap ids;          /* name id -> index in names */
@@ -61,10 +65,6 @@ int diff_run_read(struct diff_run *run, int progress);
  * that failed; each failure is said.
  */
 int diff_runs_read(struct diff_run *runs, size_t n);
-
-/* diff_run_name - the bytes of name @id in @run's file ("?" when it has
- * none), *@len long. */
-const char *diff_run_name(const struct diff_run *run, uint32_t id, size_t *len);
 
 void diff_run_free(struct diff_run *run);
 
