@@ -523,6 +523,29 @@ Test(diff, a_doubled_count_of_cheaper_zones_is_a_count_change)
 	unlink_pair(x.a, x.b);
 }
 
+Test(diff, a_side_of_eight_runs_keeps_1024_values_of_each)
+{
+	struct pair x;
+	json_t *o = diff_pair(&x, "pool", &(struct run_spec){ 17, 1.0, 1.0, NULL, 0, 8, 0 },
+			      &(struct run_spec){ 18, 1.0, 1.0, NULL, 0, 8, 0 },
+			      (const char *[]){ NULL });
+	json_t *w = zone_row(o, "work");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(w, "a"), "sampled")), 1600);
+	json_decref(o);
+	/* 1600 "work" zones a run: eight runs keep DIFF_POOL / 8 = 1024 each. */
+	const char *eight[] = { "diff", x.a, x.a, x.a, x.a, x.a, x.a, x.a, x.a, "--", x.b, "--json",
+				NULL };
+	o = run_json(&x.p, eight);
+	w = zone_row(o, "work");
+	json_t *a = json_object_get(w, "a"), *b = json_object_get(w, "b");
+	cr_assert_eq(json_integer_value(json_object_get(a, "count")), 8 * 1600);
+	cr_assert_eq(json_integer_value(json_object_get(a, "sampled")), 8 * 1024);
+	cr_assert_eq(json_integer_value(json_object_get(b, "sampled")), 1600);
+	cr_assert_str_eq(json_string_value(json_object_get(w, "count_verdict")), "no change");
+	json_decref(o);
+	unlink_pair(x.a, x.b);
+}
+
 Test(diff, patterns_choose_the_rows)
 {
 	struct pair x;

@@ -77,7 +77,8 @@ int diff_sample_add(struct diff_sample *s, uint64_t v, uint64_t self)
 {
 	if (!s->seen)
 		s->rng = DIFF_SEED;
-	if (s->n < DIFF_SAMPLE) {
+	uint32_t limit = s->limit ? s->limit : DIFF_SAMPLE;
+	if (s->n < limit) {
 		size_t cap = s->cap;
 		if (grow_array((void **)&s->v, &cap, (size_t)s->n + 1, sizeof(*s->v)))
 			return -ENOMEM;
@@ -85,7 +86,7 @@ int diff_sample_add(struct diff_sample *s, uint64_t v, uint64_t self)
 		s->v[s->n++] = v;
 	} else {
 		uint64_t j = below(&s->rng, s->seen + 1);
-		if (j < DIFF_SAMPLE)
+		if (j < limit)
 			s->v[j] = v;
 	}
 	s->seen++;

@@ -25,8 +25,9 @@
  *
  * Memory: a sample holds at most DIFF_SAMPLE durations (reservoir
  * sampling, Algorithm R, with a fixed seed), so a zone costs at most
- * 16 KiB per run whatever the trace's length; its count, total and self
- * total are exact.  The p50, p99 and mean are the sample's: a mean over
+ * 16 KiB per run whatever the trace's length, and a side's runs together
+ * at most DIFF_POOL values (64 KiB) when the side has more than four; its
+ * count, total and self total are exact.  The p50, p99 and mean are the sample's: a mean over
  * every zone would swing with the rare long zone (a preemption) that its
  * interval, from the sample, could not show.
  *
@@ -45,14 +46,17 @@
 #include <stdint.h>
 
 #define DIFF_SAMPLE 2048      /* durations kept per zone per run */
+#define DIFF_POOL 8192        /* per zone per side: a side of more than 4 runs
+			       * keeps DIFF_POOL / runs of each run */
 #define DIFF_RESAMPLES 1000   /* bootstrap resamples per comparison */
 #define DIFF_SEED UINT64_C(0x6b61747261646966) /* the reservoir's and the bootstrap's */
 
 #define DIFF_MIN_COUNT 10  /* the default least count per side to judge a row */
 
 struct diff_sample {
-	uint64_t *v;          /* up to DIFF_SAMPLE values, in arrival order */
+	uint64_t *v;          /* up to limit values, in arrival order */
 	uint32_t n, cap;
+	uint32_t limit;       /* values kept at most, 1 to DIFF_SAMPLE; 0: DIFF_SAMPLE */
 	uint64_t seen;        /* every value offered */
 	double sum, sumsq;    /* of every value offered */
 	double self_sum;      /* of the self times offered with them */

@@ -148,8 +148,10 @@ static int compare(const struct diff_sample *const *s, size_t na, size_t nb,
 	double sa, sb;
 	struct diff_side a = { .runs = c->runs[0] }, b = { .runs = c->runs[1] };
 	uint64_t *va = pool(s, na, &la, &a, &sa), *vb = pool(s + na, nb, &lb, &b, &sb);
-	int rc = va && vb ? diff_compare(va, la, vb, lb, o->confidence, o->threshold,
-					 o->min_count, &r->row) : -ENOMEM;
+	/* Too few by the exact counts: a side of many runs samples each less. */
+	size_t least = a.count < o->min_count || b.count < o->min_count ? SIZE_MAX : 2;
+	int rc = va && vb ? diff_compare(va, la, vb, lb, o->confidence, o->threshold, least,
+					 &r->row) : -ENOMEM;
 	struct diff_side *side[2] = { &r->row.a, &r->row.b }, *from[2] = { &a, &b };
 	double self[2] = { sa, sb };
 	for (int k = 0; k < 2; k++) {
@@ -204,7 +206,7 @@ int diff_wanted(const struct diff_opts *o, const char *name, size_t len)
 		keep = fnmatch(o->exclude[i], z, 0) != 0;
 	if (z != buf)
 		free(z);
-	return keep && (!nul || !o->nonly);
+	return keep;
 }
 
 /* Each name's entries (consecutive in @e) the patterns keep compared into

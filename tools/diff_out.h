@@ -42,7 +42,7 @@ struct diff_result {
 };
 
 /* diff_wanted - whether @o's patterns keep the name @name (@len bytes;
- * one holding a NUL byte matches no pattern). */
+ * one holding a NUL byte matches no pattern): 1 or 0, -1 out of memory. */
 int diff_wanted(const struct diff_opts *o, const char *name, size_t len);
 
 /* diff_print_text - the runs and @nres results to @f as text, @dropped

@@ -30,7 +30,7 @@ static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, ui
 		if (grow_array((void **)&run->names, &run->cap, run->nnames + 1, sizeof(*run->names)) ||
 		    !(found = idmap_slot(&run->ids, name, (uint32_t)run->nnames, &added)))
 			return -ENOMEM;
-		run->names[run->nnames++] = (struct diff_name){ .id = name };
+		run->names[run->nnames++] = (struct diff_name){ .id = name, .s.limit = run->keep };
 	}
 	return diff_sample_add(&run->names[*found].s, dur, self);
 }
@@ -79,6 +79,7 @@ int diff_run_read(struct diff_run *run, int progress)
 	if (rc)
 		return rc;
 	idmap_init(&run->ids);
+	run->frames.limit = run->keep;
 	run_header(run, kt_reader_get_header(in.r));
 	struct stats_hooks hooks = { .zone = on_zone, .frame = on_frame, .ctx = run };
 	struct stats *stats = NULL;
@@ -126,6 +127,13 @@ int diff_runs_read(struct diff_run *runs, size_t n)
 	if (!rc) {
 		say("diff: out of memory");
 		return EXIT_BAD;
+	}
+	size_t side[2] = { 0, 0 };
+	for (size_t i = 0; i < n; i++)
+		side[runs[i].side]++;
+	for (size_t i = 0; i < n; i++) {
+		size_t keep = DIFF_POOL / side[runs[i].side];
+		runs[i].keep = (uint32_t)(keep < DIFF_SAMPLE ? keep : DIFF_SAMPLE);
 	}
 	struct readers r = { .runs = runs, .rc = rc, .n = n };
 	pthread_t t[DIFF_READERS - 1];

@@ -45,6 +45,7 @@ struct diff_run {
 	size_t nnames, cap;
 	struct idmap ids;          /* name id -> index in names */
 	uint64_t unsampled;        /* zones of names past DIFF_NAMES */
+	uint32_t keep;             /* values kept per name, diff_runs_read()'s */
 	struct diff_sample frames;
 };
 
@@ -59,7 +60,9 @@ int diff_run_read(struct diff_run *run, int progress);
 /*
  * diff_runs_read - diff_run_read() each of @runs[@n], DIFF_READERS at a
  * time (one on the calling thread), with the progress bar only when there
- * is one run; after a run fails no other is started.  What each run holds
+ * is one run; after a run fails no other is started.  Each run keeps up to
+ * DIFF_POOL / (the runs on its side) values per name, at most DIFF_SAMPLE,
+ * so a side keeps at most max(DIFF_POOL, 4 * DIFF_SAMPLE) per name.  What each run holds
  * does not depend on the threads' timing: each keeps its own samples and
  * seeds.  Returns 0, or the exit status of the first run (in @runs' order)
  * that failed; each failure is said.
