@@ -22,6 +22,9 @@
  *                   interleaved in time (a merge holds every chunk decoded)
  *   escapes         N events over 4096 names of 1 KiB full of control
  *                   characters and invalid UTF-8, messages likewise
+ *   zone-names      N zones over 1024 names (katra diff's cap), round robin:
+ *                   at N = 2097152 each name has the 2048 zones a diff
+ *                   sample keeps
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -175,6 +178,20 @@ static void gen_nesting(struct gen *g, uint32_t n)
 		emit(g, 1, KT_EV_ZONE_END, 1 + i % 2, NULL, 0);
 }
 
+static void gen_zone_names(struct gen *g, uint32_t n)
+{
+	char s[32];
+	for (uint32_t id = 1; id <= 1024; id++)
+		name(g, id, s, (size_t)snprintf(s, sizeof(s), "zone-%u", id));
+	thread(g, 1, "main");
+	for (uint32_t i = 0; i < n; i++) {
+		emit(g, 1, KT_EV_ZONE_BEGIN, 1 + i % 1024, NULL, 0);
+		if (i % 3 == 0) /* durations of 10 and 20 ns, so no sample is constant */
+			emit(g, 1, KT_EV_INSTANT, 1 + i % 1024, NULL, 0);
+		emit(g, 1, KT_EV_ZONE_END, 1 + i % 1024, NULL, 0);
+	}
+}
+
 static void gen_escapes(struct gen *g, uint32_t n)
 {
 	static char s[1024];
@@ -294,6 +311,8 @@ int main(int argc, char **argv)
 		gen_wide(&g, n);
 	} else if (!strcmp(kind, "escapes")) {
 		gen_escapes(&g, n);
+	} else if (!strcmp(kind, "zone-names")) {
+		gen_zone_names(&g, n);
 	} else {
 		fprintf(stderr, "adversary: unknown kind '%s'\n", kind);
 		return 2;

@@ -95,6 +95,24 @@ for entry in "${kinds[@]}"; do
     printf '%-15s %-20s %8s %9s %9s %6s%s\n' "$kind" "$cmd" "$n" "$ta" "$tb" "$ratio" "$mark"
   done
 done
+# katra diff (its own block): `diff F F` and eight runs against eight of a
+# trace of N zones over 1024 names (adversary zone-names), at n and 4n; at
+# 4n each name has the 2048 zones a sample keeps, the caps of issue 26's D4
+# (there `diff F F` took 28 s against 0.30 s for stats).
+diff_n=524288
+"$adversary" zone-names "$diff_n" "$tmp/d.katra"
+"$adversary" zone-names $((4 * diff_n)) "$tmp/e.katra"
+for runs in 1 8; do
+  da=() db=()
+  for ((i = 0; i < runs; i++)); do da+=("$tmp/d.katra"); db+=("$tmp/e.katra"); done
+  ta=$(median_ms diff "${da[@]}" -- "${da[@]}")
+  tb=$(median_ms diff "${db[@]}" -- "${db[@]}")
+  ratio=$(awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.1f", b / (a > 0 ? a : 1) }')
+  mark=""
+  awk -v r="$ratio" 'BEGIN { exit !(r > 5) }' && mark=" !" && over=$((over + 1))
+  printf '%-15s %-20s %8s %9s %9s %6s%s\n' zone-names "diff ${runs} -- ${runs}" "$diff_n" \
+    "$ta" "$tb" "$ratio" "$mark"
+done
 if ((over > 0)); then
   echo "linear-check.sh: $over row(s) over 5" >&2
   exit 1
