@@ -20,6 +20,11 @@
 #include <jansson.h>
 #include <criterion/criterion.h>
 
+/* @x within @eps of @y (cr_assert_float_eq, which the TSan stand-in lacks). */
+#define assert_near(x, y, eps) \
+	cr_assert(fabs((double)(x) - (double)(y)) <= (eps), "%s = %.15g, not %.15g", #x, \
+		  (double)(x), (double)(y))
+
 static uint64_t rng_next(uint64_t *s)
 {
 	*s ^= *s << 13;
@@ -597,7 +602,7 @@ Test(diff, a_thirty_percent_zone_with_a_wide_interval_is_slower_at_five_percent)
 	}
 	struct diff_row r;
 	cr_assert_eq(diff_compare(a, 20, b, 20, 0.99, 0.05, DIFF_MIN_COUNT, &r), 0);
-	cr_assert_float_eq(r.p50.point, 0.30, 1e-12);
+	assert_near(r.p50.point, 0.30, 1e-12);
 	/* The interval's low end lies under the threshold, above 0: the old
 	 * rule (the whole interval past the threshold) called it no change. */
 	cr_assert(r.p50.lo > 0 && r.p50.lo < 0.05, "lo %f", r.p50.lo);
@@ -645,7 +650,7 @@ Test(diff, one_value_gives_no_interval)
 	struct diff_row r;
 	cr_assert_eq(diff_compare(a, 1, b, 1, 0.99, 0, 2, &r), 0);
 	cr_assert_eq(r.verdict, DIFF_TOO_FEW);
-	cr_assert_float_eq(r.p50.point, 0.5, 1e-12);
+	assert_near(r.p50.point, 0.5, 1e-12);
 	cr_assert(isnan(r.p50.lo) && isnan(r.p50.hi) && isnan(r.mean.lo));
 	cr_assert_eq(r.draws, 0);
 	cr_assert_eq(diff_compare(a, 2, b, 2, 0.99, 0, 2, &r), 0);
@@ -661,11 +666,11 @@ Test(diff, count_and_total_intervals)
 			      .b = { .count = 2000, .runs = 1, .total = 2e6, .sumsq = 2e9 } };
 	diff_counts(&r, 0.99, 0.05, DIFF_MIN_COUNT);
 	double z = diff_normal_quantile(0.995), se = sqrt(1.0 / 1000 + 1.0 / 2000);
-	cr_assert_float_eq(z, 2.5758293035489, 1e-9);
-	cr_assert_float_eq(r.count.point, 1.0, 1e-12);
-	cr_assert_float_eq(r.count.lo, 2 * exp(-z * se) - 1, 1e-12);
-	cr_assert_float_eq(r.count.hi, 2 * exp(z * se) - 1, 1e-12);
-	cr_assert_float_eq(r.total.lo, r.count.lo, 1e-12);
+	assert_near(z, 2.5758293035489, 1e-9);
+	assert_near(r.count.point, 1.0, 1e-12);
+	assert_near(r.count.lo, 2 * exp(-z * se) - 1, 1e-12);
+	assert_near(r.count.hi, 2 * exp(z * se) - 1, 1e-12);
+	assert_near(r.total.lo, r.count.lo, 1e-12);
 	cr_assert_eq(r.count_verdict, DIFF_SLOWER);
 	cr_assert_eq(r.total_verdict, DIFF_SLOWER);
 	/* One zone against two: never a change; and too few for the total. */
