@@ -142,7 +142,9 @@ static void law_of(const uint64_t *v, size_t n, struct law *l)
 	*l = (struct law){ .v = v, .n = n, .k50 = rank_of(0.5, n), .k99 = rank_of(0.99, n),
 			   .mu = mu, .sd = sqrt(m2 / (double)n), .sign = m3 < 0 ? -1 : 1 };
 	/* The skewness of the mean is g / sqrt(n), that of Gamma(alpha)
-	 * 2 / sqrt(alpha); past 1e8 the Gamma is the normal to 1e-4. */
+	 * 2 / sqrt(alpha); past 1e8 the Gamma is the normal to 1e-4.  A
+	 * sample's |g| is below sqrt(n), so alpha > 4: gamma_draw()'s
+	 * shape is at least 1 as it needs. */
 	double g = m2 > 0 ? fabs(m3) / (m2 * sqrt(m2)) : 0;
 	double alpha = g > 0 ? 4 * (double)n / (g * g) : 0;
 	l->alpha = alpha < 1e8 ? alpha : 0;
