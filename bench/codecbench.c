@@ -73,7 +73,7 @@ void die(const char *what, int rc)
 /* What every codec may use: scratch as large as the largest chunk's worst
  * case, and the library contexts, all made once. */
 struct ctx {
-	kt__compact_enc *enc;    /* the default: LZ4 on the payload bytes only */
+	kt__compact_enc *enc;    /* a session's: level 1 (format/compact_codec.c) */
 	kt__compact_enc *enc0;   /* no LZ4 at all (under zstd, and to compare) */
 	kt__compact_enc *enc_all; /* LZ4 tried on every stream */
 	kt__compact_enc *enc_tk[3]; /* LZ4 on T, K and P at acceleration 1, 4, 16 */
@@ -417,7 +417,7 @@ struct bench {
 static void bench_init(struct bench *b)
 {
 	int rc = kt__compact_enc_new(&b->c.enc, BUF_MAX);
-	if (rc || (rc = kt__compact_enc_new(&b->c.enc0, BUF_MAX)) ||
+	if (rc || (rc = kt__codec_compact.enc_level(b->c.enc, 1)) || (rc = kt__compact_enc_new(&b->c.enc0, BUF_MAX)) ||
 	    (rc = kt__compact_enc_lz4(b->c.enc0, 0, 1)) ||
 	    (rc = kt__compact_enc_new(&b->c.enc_all, BUF_MAX)) ||
 	    (rc = kt__compact_enc_lz4(b->c.enc_all, KT__COMPACT_ALL, 1)) ||
