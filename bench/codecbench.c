@@ -17,7 +17,9 @@
  *       every event chunk of each trace (read through kt_reader), encoded
  *       and decoded by every codec, each decode checked byte for byte.
  *       Prints per codec: bytes per event, and encode and decode ns per
- *       event (each chunk's fastest of R runs, summed).  --kinds adds
+ *       event (each chunk's fastest of R runs, summed; the compact row's
+ *       bytes are a flusher's with --reps 1 only, as its encoder keeps
+ *       from chunk to chunk which streams LZ4 does not pay on).  --kinds adds
  *       where the compact codec's bytes go: per stream, and per record
  *       type its timestamps, key misses and values (codecbench_kinds.c).
  *
