@@ -29,7 +29,7 @@ static uint64_t zz(uint64_t v)
 /* The predictors' state of one key, found by a small open hash. */
 struct key {
 	uint64_t key, last, step, second;
-	int32_t next;
+	int32_t next, next2; /* the predicted successor, and the one before it */
 };
 
 #define KEYS 8192u
@@ -42,7 +42,7 @@ static int32_t key_slot(uint64_t k)
 		if (keys[h].key == k)
 			return (int32_t)h;
 		if (keys[h].key == UINT64_MAX) {
-			keys[h] = (struct key){ .key = k, .next = (int32_t)h };
+			keys[h] = (struct key){ .key = k, .next = (int32_t)h, .next2 = -1 };
 			return (int32_t)h;
 		}
 	}
@@ -97,8 +97,12 @@ void cb_kinds_chunk(struct cb_kinds *a, const uint8_t *ev, size_t raw_len, const
 		int32_t s = key_slot(meta & UINT64_C(0xffffffffffff));
 		if (ctx < 0 || keys[ctx].next != s) {
 			k->kmiss++;
-			if (ctx >= 0)
+			/* What a second successor per key would have caught. */
+			k->kmiss2 += ctx < 0 || keys[ctx].next2 != s;
+			if (ctx >= 0) {
+				keys[ctx].next2 = keys[ctx].next;
 				keys[ctx].next = s;
+			}
 		}
 		ctx = s;
 		if (plen == 8 && type != KT_EV_MESSAGE && type != KT_EV_USER &&
@@ -125,15 +129,16 @@ void cb_kinds_print(const struct cb_kinds *a, uint64_t events)
 	for (int i = 0; i < 5; i++)
 		printf(" %s %.3f", st[i], (double)a->stream[i] / ev);
 	printf(" head %.4f\n", (double)a->head / ev);
-	printf("  %-18s %7s %9s %9s %9s %9s\n", "record type", "share", "T B/rec", "K miss",
-	       "V B/rec", "T+V B/ev");
+	printf("  %-18s %7s %9s %9s %9s %9s %9s\n", "record type", "share", "T B/rec", "K miss",
+	       "K miss2", "V B/rec", "T+V B/ev");
 	for (int t = 0; t < CB_TYPES; t++) {
 		const struct cb_kind *k = &a->kind[t];
 		if (!k->count)
 			continue;
 		double c = (double)k->count;
-		printf("  %-18s %6.1f%% %9.3f %8.1f%% %9.3f %9.3f\n", kt_event_type_name((uint8_t)t),
-		       100 * c / ev, (double)k->t / c, 100 * (double)k->kmiss / c, (double)k->v / c,
+		printf("  %-18s %6.1f%% %9.3f %8.1f%% %8.1f%% %9.3f %9.3f\n",
+		       kt_event_type_name((uint8_t)t), 100 * c / ev, (double)k->t / c,
+		       100 * (double)k->kmiss / c, 100 * (double)k->kmiss2 / c, (double)k->v / c,
 		       (double)(k->t + k->v) / ev);
 	}
 }

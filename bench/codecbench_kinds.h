@@ -8,7 +8,7 @@
 #define CB_TYPES 20
 
 struct cb_kind {
-	uint64_t count, t, kmiss, v;
+	uint64_t count, t, kmiss, kmiss2, v; /* kmiss2: missing both of two successors */
 };
 
 struct cb_kinds {
