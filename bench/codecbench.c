@@ -9,12 +9,19 @@
  *       thread: N/2 zones).  Records are laid out as the producer lays
  *       them in a ring (kt__put_record, TSC timestamps taken as each is
  *       made) and cut into 256 KiB chunks, as the flusher cuts them.
+ *       The corpus of bench/workloads.h too: `renderer`, `interp`, `jobs`
+ *       (codecbench_workloads.c), on a synthetic clock, so each thread's
+ *       chunks, and so every codec's bytes, are the same in every run.
  *
  *   codecbench measure [--reps R] [--max-events N] [--codecs a,b] FILE...
  *       every event chunk of each trace (read through kt_reader), encoded
  *       and decoded by every codec, each decode checked byte for byte.
  *       Prints per codec: bytes per event, and encode and decode ns per
- *       event (each chunk's fastest of R runs, summed).
+ *       event (each chunk's fastest of R runs, summed; the compact row's
+ *       bytes are a flusher's with --reps 1 only, as its encoder keeps
+ *       from chunk to chunk which streams LZ4 does not pay on).  --kinds adds
+ *       where the compact codec's bytes go: per stream, and per record
+ *       type its timestamps, key misses and values (codecbench_kinds.c).
  *
  * Under `valgrind --tool=callgrind` each codec's encoder and decoder is a
  * function of its own (enc_<codec>, dec_<codec>), so callgrind_annotate's
@@ -38,10 +45,9 @@
 #include <katra/writer.h>
 #include "format/compact.h"
 #include "format/format.h"
+#include "bench/codecbench.h"
+#include "bench/codecbench_kinds.h"
 
-#define CHUNK_MAX KT__CHUNK_MAX /* the flusher's chunk size */
-#define SLACK (64u << 10)      /* one record past the cut, at most */
-#define BUF_MAX (CHUNK_MAX + SLACK)
 
 static uint64_t now_ns(void)
 {
@@ -50,7 +56,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void die(const char *what, int rc)
+void die(const char *what, int rc)
 {
 	fprintf(stderr, "codecbench: %s: %s\n", what, rc ? kt_strerror(rc) : "failed");
 	exit(1);
@@ -69,9 +75,10 @@ static void die(const char *what, int rc)
 /* What every codec may use: scratch as large as the largest chunk's worst
  * case, and the library contexts, all made once. */
 struct ctx {
-	kt__compact_enc *enc;    /* the default: LZ4 on the payload bytes only */
+	kt__compact_enc *enc;    /* a session's: level 1 (format/compact_codec.c) */
 	kt__compact_enc *enc0;   /* no LZ4 at all (under zstd, and to compare) */
 	kt__compact_enc *enc_all; /* LZ4 tried on every stream */
+	kt__compact_enc *enc_tk[3]; /* LZ4 on T, K and P at acceleration 1, 4, 16 */
 	kt__compact_dec *dec;
 	void *cz[4];             /* the archival codec at levels 1, 3, 9, 19 */
 	void *czd;
@@ -144,6 +151,17 @@ static OWN long enc_compact(struct ctx *c, const uint8_t *ev,
 DEC_COMPACT(compact)
 DEC_COMPACT(compact_nolz4)
 DEC_COMPACT(compact_lz4all)
+
+#define COMPACT_TK(i, name)                                                                \
+	static OWN long enc_##name(struct ctx *c, const uint8_t *ev, size_t raw_len,       \
+				   uint8_t *out, size_t cap)                               \
+	{                                                                                  \
+		return kt__compact_encode(c->enc_tk[i], ev, raw_len, out, cap);            \
+	}                                                                                  \
+	DEC_COMPACT(name)
+COMPACT_TK(0, compact_lz4tk1)
+COMPACT_TK(1, compact_lz4tk4)
+COMPACT_TK(2, compact_lz4tk16)
 
 static OWN long enc_compact_nolz4(struct ctx *c, const uint8_t *ev,
 							size_t raw_len, uint8_t *out, size_t cap)
@@ -231,6 +249,9 @@ static const struct codec codecs[] = {
 	{ "compact", enc_compact, dec_compact },
 	{ "compact-nolz4", enc_compact_nolz4, dec_compact_nolz4 },
 	{ "compact-lz4all", enc_compact_lz4all, dec_compact_lz4all },
+	{ "compact-lz4tk1", enc_compact_lz4tk1, dec_compact_lz4tk1 },
+	{ "compact-lz4tk4", enc_compact_lz4tk4, dec_compact_lz4tk4 },
+	{ "compact-lz4tk16", enc_compact_lz4tk16, dec_compact_lz4tk16 },
 	{ "compact+zstd1", enc_compact_zstd1, dec_compact_zstd1 },
 	{ "compact+zstd3", enc_compact_zstd3, dec_compact_zstd3 },
 	{ "compact+zstd9", enc_compact_zstd9, dec_compact_zstd9 },
@@ -388,6 +409,8 @@ struct bench {
 	uint8_t *enc_out, *dec_out;
 	size_t enc_cap;
 	int reps;
+	int kinds;               /* --kinds: where compact's bytes go */
+	struct cb_kinds k;
 	int sel[NCODECS];
 	struct acc acc[NCODECS];
 	uint64_t events, chunks, raw, skipped;
@@ -396,13 +419,19 @@ struct bench {
 static void bench_init(struct bench *b)
 {
 	int rc = kt__compact_enc_new(&b->c.enc, BUF_MAX);
-	if (rc || (rc = kt__compact_enc_new(&b->c.enc0, BUF_MAX)) ||
+	if (rc || (rc = kt__codec_compact.enc_level(b->c.enc, 1)) || (rc = kt__compact_enc_new(&b->c.enc0, BUF_MAX)) ||
 	    (rc = kt__compact_enc_lz4(b->c.enc0, 0, 1)) ||
 	    (rc = kt__compact_enc_new(&b->c.enc_all, BUF_MAX)) ||
 	    (rc = kt__compact_enc_lz4(b->c.enc_all, KT__COMPACT_ALL, 1)) ||
 	    (rc = kt__compact_dec_new(&b->c.dec)) ||
 	    (rc = kt__codec_compact_zstd.dec_new(&b->c.czd)))
 		die("compact codec", rc);
+	static const int accel[3] = { 1, 4, 16 };
+	for (int i = 0; i < 3; i++)
+		if ((rc = kt__compact_enc_new(&b->c.enc_tk[i], BUF_MAX)) ||
+		    (rc = kt__compact_enc_lz4(b->c.enc_tk[i],
+					      KT__COMPACT_T | KT__COMPACT_K | KT__COMPACT_P, accel[i])))
+			die("compact codec", rc);
 	static const int levels[4] = { 1, 3, 9, 19 };
 	for (int i = 0; i < 4; i++)
 		if ((rc = kt__codec_compact_zstd.enc_new(&b->c.cz[i], BUF_MAX, levels[i])))
@@ -479,6 +508,14 @@ static void print_table(const struct bench *b, const char *path)
 	}
 }
 
+/* --kinds: the chunk encoded without LZ4, its streams' and records' share. */
+static void kinds_chunk(struct bench *b, const uint8_t *ev, size_t raw_len)
+{
+	long n = kt__compact_encode(b->c.enc0, ev, raw_len, b->enc_out, b->enc_cap);
+	if (n > 0)
+		cb_kinds_chunk(&b->k, ev, raw_len, b->enc_out, n);
+}
+
 static int measure_file(struct bench *b, const char *path, uint64_t max_events)
 {
 	kt_reader *r;
@@ -490,6 +527,7 @@ static int measure_file(struct bench *b, const char *path, uint64_t max_events)
 		return 1;
 	}
 	memset(b->acc, 0, sizeof(b->acc));
+	memset(&b->k, 0, sizeof(b->k));
 	b->events = b->chunks = b->raw = b->skipped = 0;
 	while ((rc = kt_reader_next_frame(r, &f)) == 1 && (!max_events || b->events < max_events)) {
 		if (f.kind != KT_FRAME_CHUNK)
@@ -502,6 +540,8 @@ static int measure_file(struct bench *b, const char *path, uint64_t max_events)
 			if (b->sel[i])
 				run_codec(b, i, f.u.chunk.events, f.u.chunk.raw_len,
 					  f.u.chunk.event_count);
+		if (b->kinds)
+			kinds_chunk(b, f.u.chunk.events, f.u.chunk.raw_len);
 		b->events += f.u.chunk.event_count;
 		b->raw += f.u.chunk.raw_len;
 		b->chunks++;
@@ -512,24 +552,14 @@ static int measure_file(struct bench *b, const char *path, uint64_t max_events)
 		return 1;
 	}
 	print_table(b, path);
+	if (b->kinds)
+		cb_kinds_print(&b->k, b->events);
 	return 0;
 }
 
 /* ---- synth --------------------------------------------------------------- */
 
-/* One producer thread's records, laid out as in its ring and cut into
- * chunks as the flusher cuts them. */
-struct builder {
-	kt_writer *w;
-	pthread_mutex_t *mu;
-	uint32_t tid;
-	uint8_t *buf;
-	size_t len;
-	uint64_t events, target;
-	uint64_t rng;
-};
-
-static void builder_flush(struct builder *b)
+void builder_flush(struct builder *b)
 {
 	if (!b->len)
 		return;
@@ -539,24 +569,6 @@ static void builder_flush(struct builder *b)
 	if (rc)
 		die("writing a chunk", rc);
 	b->len = 0;
-}
-
-static inline void emit(struct builder *b, uint8_t type, uint32_t id, uint8_t flags,
-			const void *payload, size_t len)
-{
-	kt__put_record(b->buf + b->len, __rdtsc(), type, id, flags, payload, len);
-	b->len += KT__EVENT_HEAD + kt__align8(len);
-	b->events++;
-	if (b->len >= CHUNK_MAX)
-		builder_flush(b);
-}
-
-static inline uint64_t rnd(struct builder *b)
-{
-	b->rng ^= b->rng << 13;
-	b->rng ^= b->rng >> 7;
-	b->rng ^= b->rng << 17;
-	return b->rng;
 }
 
 enum { NAMES = 1000, COUNTERS = 20, DEPTH = 16 };
@@ -665,11 +677,16 @@ static void name_all(kt_writer *w, unsigned n)
 
 static int synth(const char *kind, const char *path, uint64_t events, int threads)
 {
+	int wl_threads = 0;
+	void *(*wl)(void *) = cb_workload(kind, &wl_threads);
 	void *(*fn)(void *) = !strcmp(kind, "irregular") ? irregular :
 			      !strcmp(kind, "burst")     ? burst :
-			      !strcmp(kind, "empty")     ? empty : NULL;
+			      !strcmp(kind, "empty")     ? empty : wl;
+	if (!threads)
+		threads = wl ? wl_threads : !strcmp(kind, "irregular") ? 4 : 1;
 	if (!fn || threads < 1 || threads > 64) {
-		fprintf(stderr, "codecbench: synth irregular|burst|empty, 1..64 threads\n");
+		fprintf(stderr, "codecbench: synth irregular|burst|empty|renderer|interp|jobs, "
+				"1..64 threads\n");
 		return 2;
 	}
 	kt_header h;
@@ -686,7 +703,8 @@ static int synth(const char *kind, const char *path, uint64_t events, int thread
 	for (int i = 0; i < threads; i++) {
 		b[i] = (struct builder){ .w = w, .mu = &mu, .tid = (uint32_t)i + 1,
 					 .buf = malloc(BUF_MAX), .target = events / (uint64_t)threads,
-					 .rng = 0x9E3779B97F4A7C15u * (uint64_t)(i + 1) };
+					 .rng = 0x9E3779B97F4A7C15u * (uint64_t)(i + 1),
+					 .clock = wl ? UINT64_C(1) << 40 : 0, .threads = threads };
 		if (!b[i].buf || pthread_create(&th[i], NULL, fn, &b[i]))
 			die("starting a thread", 0);
 	}
@@ -694,7 +712,10 @@ static int synth(const char *kind, const char *path, uint64_t events, int thread
 		pthread_join(th[i], NULL);
 		free(b[i].buf);
 	}
-	name_all(w, NAMES + COUNTERS + 1);
+	if (wl)
+		cb_workload_names(w);
+	else
+		name_all(w, NAMES + COUNTERS + 1);
 	if ((rc = kt_writer_finish(w, NULL)) || (rc = kt_writer_close(w)))
 		die(path, rc);
 	return 0;
@@ -704,9 +725,10 @@ static int synth(const char *kind, const char *path, uint64_t events, int thread
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: codecbench synth irregular|burst|empty OUT.katra [--events N] "
+	fprintf(stderr, "usage: codecbench synth irregular|burst|empty|renderer|interp|jobs "
+			"OUT.katra [--events N] "
 			"[--threads T]\n"
-			"       codecbench measure [--reps R] [--max-events N] [--codecs a,b] "
+			"       codecbench measure [--reps R] [--max-events N] [--codecs a,b] [--kinds] "
 			"FILE...\n");
 	exit(2);
 }
@@ -726,6 +748,7 @@ static void select_codecs(struct bench *b, const char *list)
 
 int main(int argc, char **argv)
 {
+	static struct bench b;
 	uint64_t events = 0, max_events = 0;
 	int threads = 0, reps = 3, first = 0;
 	const char *list = NULL;
@@ -741,6 +764,8 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--max-events"))
 			max_events = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--kinds"))
+			b.kinds = 1;
 		else if (i + 1 < argc && !strcmp(argv[i], "--codecs"))
 			list = argv[++i];
 		else if (argv[i][0] == '-')
@@ -755,18 +780,17 @@ int main(int argc, char **argv)
 		return synth(argv[first], argv[first + 1],
 			     events ? events : !strcmp(argv[first], "empty") ? 40000000 :
 					       irr ? 8000000 : 20000000,
-			     threads ? threads : irr ? 4 : 1);
+			     threads);
 	}
 	if (strcmp(argv[1], "measure") || !first || reps < 1)
 		usage();
-	static struct bench b;
 	b.reps = reps;
 	select_codecs(&b, list);
 	bench_init(&b);
 	int status = 0;
 	for (int i = first; i < argc; i++) {
 		if (argv[i][0] == '-') {
-			i++;
+			i += strcmp(argv[i], "--kinds") != 0; /* the option's value */
 			continue;
 		}
 		status |= measure_file(&b, argv[i], max_events);

@@ -40,6 +40,7 @@
 #include "bench/ringbench_api.h"
 #include "bench/ringbench_burst.h"
 #include "bench/ringbench_flight.h"
+#include "bench/ringbench_workloads.h"
 
 struct opts {
 	double seconds;
@@ -59,7 +60,8 @@ struct opts {
 	uint64_t frame_events;  /* --events for the frame loop: a count, not a time */
 	unsigned payload;       /* --payload B */
 	unsigned names;         /* --names N: the frame loop's inner zones take N names */
-	int threads;
+	int threads;           /* 0: the workload's own count (the frame loop: 3) */
+	const struct rb_workload *workload; /* --workload: in place of the frame loop */
 	int io;                /* kt_io_backend */
 	uint64_t events;       /* --events for --producer-only */
 	int flight;            /* --flight N: snapshots (ringbench_flight.c) */
@@ -651,6 +653,7 @@ struct ids {
 	uint32_t frame, update, physics, draw, submit, job, draw_calls, frame_ms, handoff;
 	const uint32_t *many;  /* --names: the inner zones' and records' names */
 	unsigned nmany;
+	const struct rb_workload *wl; /* --workload: its units in place of unit() */
 };
 
 /* The name of unit @n's inner zone: the fixed one, or with --names one of
@@ -664,7 +667,7 @@ static uint32_t inner(const struct ids *id, uint32_t fixed, uint64_t n)
 }
 
 struct worker {
-	int index;
+	int index, threads;
 	double rate;           /* this thread's events/s; 0 = unpaced */
 	double seconds;
 	uint64_t max_events;   /* stop after this many (0: run for seconds) */
@@ -714,7 +717,8 @@ static void *run_worker(void *arg)
 {
 	struct worker *w = arg;
 	int role = w->index % 3;
-	kt_thread_name(role_names[role]);
+	const struct rb_workload *wl = w->id->wl;
+	kt_thread_name(wl ? wl->thread_name(w->index) : role_names[role]);
 	uint64_t start = now_ns(), end = start + (uint64_t)(w->seconds * 1e9);
 	uint64_t n = 0;
 	static const uint8_t blob[KT_MAX_STRING];
@@ -725,7 +729,7 @@ static void *run_worker(void *arg)
 		 * schedule to catch up. */
 		uint64_t t0 = now_ns(), before = w->events;
 		for (int i = 0; i < 64; i++) {
-			w->events += unit(role, w->id, n++);
+			w->events += wl ? wl->unit(w->index, w->threads, n++) : unit(role, w->id, n++);
 			if (w->payload) {
 				kt_emit(KT_EV_USER, inner(w->id, w->id->job, n), 0, blob, w->payload);
 				w->events++;
@@ -777,6 +781,11 @@ static uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static const char *workload_label(const struct opts *o)
+{
+	return o->workload ? o->workload->label : "ringbench frame loop";
+}
+
 /*
  * One paced run of @threads producers through a session into @path, or,
  * with @m, through a capture of the manager, whose backend (the manager's
@@ -788,7 +797,7 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	struct ids id = {
 		kt_name("frame"), kt_name("update"), kt_name("physics"), kt_name("draw"),
 		kt_name("submit"), kt_name("job"), kt_name("draw_calls"),
-		kt_name("frame_time_ms"), kt_name("main->render"), NULL, 0,
+		kt_name("frame_time_ms"), kt_name("main->render"), NULL, 0, NULL,
 	};
 	uint32_t many[MAX_NAMES];
 	for (unsigned i = 0; i < o->names; i++) {
@@ -798,8 +807,11 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	}
 	id.many = many;
 	id.nmany = o->names;
+	id.wl = o->workload;
+	if (id.wl)
+		id.wl->setup();
 	kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
-				  .workload = "ringbench frame loop" };
+				  .workload = workload_label(o) };
 	kt_session *s = NULL;
 	memset(out, 0, sizeof(*out));
 	int rc = 0;
@@ -823,7 +835,8 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	pthread_t th[MAX_THREADS];
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < threads; i++) {
-		w[i] = (struct worker){ .index = i, .rate = rate / threads, .seconds = seconds,
+		w[i] = (struct worker){ .index = i, .threads = threads, .rate = rate / threads,
+					.seconds = seconds,
 					.max_events = o->frame_events ? o->frame_events / (uint64_t)threads : 0,
 					.payload = o->payload, .id = &id };
 		pthread_create(&th[i], NULL, run_worker, &w[i]);
@@ -954,7 +967,7 @@ static int frame_loop(const struct opts *o)
 		if (capture_root(o, root, sizeof(root)))
 			return 1;
 		kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
-					  .workload = "ringbench frame loop" };
+					  .workload = workload_label(o) };
 		/* The manager's own backend, keeping the session's summary for
 		 * the table (drops, raw bytes, flusher CPU). */
 		kt_capture_backend be = kt_manager_session_backend(&last);
@@ -1005,11 +1018,11 @@ static int frame_loop(const struct opts *o)
 		print_rows(o, &row, 1, path, NULL, cap_json);
 	} else {
 		if (o->rate > 0)
-			printf("ringbench: frame loop (%d threads: main, render, worker...), %.2f s, "
-			       "target %.1fM events/s\n", o->threads, run.seconds, o->rate / 1e6);
+			printf("ringbench: %s (%d threads), %.2f s, target %.1fM events/s\n",
+			       workload_label(o), o->threads, run.seconds, o->rate / 1e6);
 		else
-			printf("ringbench: frame loop (%d threads), %.2f s, target max rate\n",
-			       o->threads, run.seconds);
+			printf("ringbench: %s (%d threads), %.2f s, target max rate\n",
+			       workload_label(o), o->threads, run.seconds);
 		print_rows(o, &row, 1, NULL, NULL, NULL);
 		printf("\n  written      %" PRIu64 " events, dropped %" PRIu64 "\n", sum->events_written,
 		       sum->events_dropped);
@@ -1123,7 +1136,8 @@ static int max_rate_table(const struct opts *o)
 	struct row rows[8];
 	struct maxrate mr[8];
 	int n = 0;
-	for (int threads = 1; threads <= 2; threads++)
+	int t0 = o->workload ? o->workload->threads : 1;
+	for (int threads = t0; threads <= t0 + (t0 < 2); threads++)
 		for (int lz = o->codec_only; lz <= 1; lz++)
 			for (int io = KT_IO_URING; io <= KT_IO_PWRITE; io++) {
 				/* The compressed rows use the codec a session would:
@@ -1205,6 +1219,10 @@ static void usage(FILE *f)
 		"  --payload B         add a B-byte user record to every unit of the frame loop\n"
 		"  --names N           the frame loop's inner zones and user records take N\n"
 		"                      names (site_0...), in no short cycle (default: one each)\n"
+		"  --workload NAME     a workload of the corpus in place of the frame loop\n"
+		"                      (" RB_WORKLOAD_NAMES ": bench/workloads.h), at --rate,\n"
+		"                      on its own threads unless --threads; also with\n"
+		"                      --find-max-rate (its threads, and one more if 1)\n"
 		"  --json              print {\"runs\": [...]} (see bench/README.md)\n"
 		"capture (the frame loop without --out goes through the capture manager):\n"
 		"  --capture-root DIR  where captures are published (default\n"
@@ -1238,7 +1256,7 @@ static int parse_size(const char *s, size_t *out)
 int main(int argc, char **argv)
 {
 	struct opts o = { .seconds = 5.0, .rate = 10e6, .codec = KT_CODEC_COMPACT,
-			  .policy = KT_OVERFLOW_WAIT, .events = 20000000, .threads = 3,
+			  .policy = KT_OVERFLOW_WAIT, .events = 20000000,
 			  .run_id = "ringbench", .epoch = 1, .max_bytes = KT_CAPTURE_MAX_BYTES,
 			  .cap_policy = KT_CAP_KEEP_NEWEST };
 	static const struct option lo[] = {
@@ -1262,6 +1280,7 @@ int main(int argc, char **argv)
 		{ "peer", required_argument, NULL, 'L' },
 		{ "payload", required_argument, NULL, 'p' + 256 },
 		{ "names", required_argument, NULL, 'n' + 256 },
+		{ "workload", required_argument, NULL, 'w' + 256 },
 		{ "json", no_argument, NULL, 'j' },
 		{ "capture-root", required_argument, NULL, 'C' },
 		{ "run-id", required_argument, NULL, 'C' + 256 },
@@ -1391,6 +1410,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'w' + 256:
+			if (!(o.workload = rb_workload_find(optarg))) {
+				fprintf(stderr, "ringbench: --workload wants %s, got '%s'\n",
+					RB_WORKLOAD_NAMES, optarg);
+				return 2;
+			}
+			break;
 		case 'F': o.find_max_rate = 1; break;
 		case 'F' + 256: o.codec_only = 1; break;
 		case 'M': o.report_rss = 1; break;
@@ -1448,6 +1474,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ringbench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (!o.threads)
+		o.threads = o.workload ? o.workload->threads : 3;
 	if (o.bursts > 0) {
 		char path[4400];
 		default_path(&o, path, sizeof(path));

@@ -13,6 +13,7 @@
  * done.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 #include <katra/reader.h>
 #include "flush/session_impl.h"
+#include "format/compact.h"
 #include "format/reader_internal.h"
 
 static struct sthread *thread_of(kt_session *s, struct kt__ring *r)
@@ -54,6 +56,34 @@ static void ref_done(void *ctx, int res)
 	kt__ring_unhold(ctx);
 }
 
+/* Whether a chunk of @bound bytes at most fits the output's byte cap; if
+ * not its @count events are dropped, and noted for a drop record. */
+static int chunk_room(kt_session *s, struct sthread *t, size_t bound, uint32_t count,
+		      uint64_t first, uint64_t last)
+{
+	if (s->error || kt__out_room(s, 128 + bound))
+		return 1;
+	t->dropped += count;
+	kt__out_note(t, count, first, last);
+	return 0;
+}
+
+/* A chunk of @len bytes of records handed to the writer (or lost, after
+ * the file went bad). */
+static void chunk_done(kt_session *s, struct sthread *t, size_t len, uint32_t count,
+		       uint64_t last)
+{
+	if (s->error) {
+		/* The file is gone bad: these events are lost, and say so. */
+		t->dropped += count;
+		return;
+	}
+	t->written += count;
+	s->chunks++;
+	s->bytes_raw += len;
+	kt__out_wrote(s, last);
+}
+
 /* The records of @span from ring position @pos, @len bytes, as a chunk. */
 static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, const kt__span *span,
 		      uint64_t pos, size_t len, uint32_t count, uint64_t first, uint64_t last)
@@ -63,13 +93,8 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 			       ? (size_t)LZ4_compressBound((int)len)
 			       : len; /* raw, or compact: never more than raw */
 	struct kt__ring_ref *hold;
-	if (!count)
+	if (!count || !chunk_room(s, t, bound, count, first, last))
 		return;
-	if (!s->error && !kt__out_room(s, 128 + bound)) {
-		t->dropped += count;
-		kt__out_note(t, count, first, last);
-		return;
-	}
 	if (!s->error && s->codec == KT_CODEC_NONE && (hold = kt__ring_hold(r, pos))) {
 		/* Raw chunks are written straight from the ring; its space
 		 * comes back when the write completes.  Until then nothing
@@ -85,15 +110,90 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 		note_error(s, kt__writer_chunk_known(s->w, t->thread_id, (unsigned)s->codec, s->level,
 						     p, len, count, first, last));
 	}
-	if (s->error) {
-		/* The file is gone bad: these events are lost, and say so. */
-		t->dropped += count;
-		return;
+	chunk_done(s, t, len, count, last);
+}
+
+/*
+ * The compact codec's encoder and its output, the flusher thread's own:
+ * with it a chunk's records are found and encoded in one pass
+ * (kt__compact_encode_upto), where the generic drain walks them to cut
+ * chunks and the writer's encoder walks them again.  Made on the first
+ * compact drain, freed when the thread ends (flush_enc_free).
+ */
+static _Thread_local struct flush_enc {
+	kt__compact_enc *enc;
+	uint8_t *out;
+	size_t max;      /* the encoder's max_raw, and out's size */
+	int level;
+	int failed;      /* no memory: the generic drain, for good */
+} fe;
+
+static void flush_enc_free(void)
+{
+	kt__compact_enc_free(fe.enc);
+	free(fe.out);
+	memset(&fe, 0, sizeof(fe));
+}
+
+/* The encoder at @level, or NULL (the generic drain then). */
+static kt__compact_enc *flush_enc(int level)
+{
+	if (!fe.enc && !fe.failed) {
+		fe.max = KT__CHUNK_MAX + kt_event_size(UINT16_MAX);
+		fe.out = malloc(fe.max);
+		if (!fe.out || kt__compact_enc_new(&fe.enc, fe.max) ||
+		    kt__codec_compact.enc_level(fe.enc, level)) {
+			flush_enc_free();
+			fe.failed = 1;
+			return NULL;
+		}
+		fe.level = level;
 	}
-	t->written += count;
-	s->chunks++;
-	s->bytes_raw += len;
-	kt__out_wrote(s, last);
+	if (fe.enc && level != fe.level && !kt__codec_compact.enc_level(fe.enc, level))
+		fe.level = level;
+	return fe.enc;
+}
+
+/* A chunk @e encoded (@n bytes), or raw (-ENOSPC: what the encoder cannot
+ * shrink goes raw, as the writer stores it). */
+static int put_encoded(kt_session *s, struct sthread *t, const uint8_t *p, long n,
+		       const kt__compact_run *run)
+{
+	if (n > 0)
+		return kt__writer_chunk_stored(s->w, t->thread_id, KT_CODEC_COMPACT, fe.out,
+					       (size_t)n, run->used, run->count, run->first,
+					       run->last);
+	return kt__writer_chunk_stored(s->w, t->thread_id, KT_CODEC_NONE, p, run->used, run->used,
+				       run->count, run->first, run->last);
+}
+
+/*
+ * Chunks of the compact codec from ring position @pos of @span on, each
+ * found and encoded in one pass, up to the span's end or the first record
+ * the format does not know (a drop marker).  Returns where it stopped.
+ */
+static uint64_t drain_compact(kt_session *s, struct sthread *t, const kt__span *span,
+			      uint64_t pos)
+{
+	kt__compact_enc *e = flush_enc(s->level);
+	size_t limit = s->chunk_max & ~(size_t)7;
+	if (!e || limit == 0 || limit > KT__CHUNK_MAX)
+		return pos;
+	while (pos < span->to) {
+		const uint8_t *p = span->bytes + (pos - span->from);
+		kt__compact_run run;
+		long n = kt__compact_encode_upto(e, p, (size_t)(span->to - pos), limit, fe.out, fe.max,
+						 &run);
+		if (run.used == 0 || (n < 0 && n != -ENOSPC))
+			break;
+		if (chunk_room(s, t, run.used, run.count, run.first, run.last)) {
+			if (!s->error)
+				note_error(s, put_encoded(s, t, p, n, &run));
+			chunk_done(s, t, run.used, run.count, run.last);
+		}
+		pos += run.used;
+	}
+	return pos;
 }
 
 static void put_drop(kt_session *s, struct sthread *t, uint64_t count, uint64_t first,
@@ -128,6 +228,8 @@ static void drain(kt_session *s, struct kt__ring *r)
 	uint32_t count = 0;
 
 	kt__ring_iter_init(&it, r, &span);
+	if (s->codec == KT_CODEC_COMPACT)
+		start = it.pos = drain_compact(s, t, &span, span.from);
 	while (kt__ring_next(&it, &rec)) {
 		uint64_t end = rec.pos + rec.size;
 		if (!rec.bytes) {
@@ -136,6 +238,9 @@ static void drain(kt_session *s, struct kt__ring *r)
 			if (!rec.stale)
 				put_drop(s, t, rec.count, rec.first_ts, rec.last_ts);
 			start = end;
+			/* The events after the marker: one pass again. */
+			if (s->codec == KT_CODEC_COMPACT)
+				start = it.pos = drain_compact(s, t, &span, end);
 			continue;
 		}
 		if (!count)
@@ -382,6 +487,7 @@ void *kt__flusher_main(void *arg)
 	}
 	drain_all(s);
 	finish_file(s);
+	flush_enc_free();
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
 		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;

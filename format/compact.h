@@ -62,7 +62,9 @@ void kt__compact_enc_free(kt__compact_enc *e);
  * kt__compact_enc_lz4 - the streams (a mask of KT__COMPACT_*) the encoder
  * tries LZ4 on from now on, at LZ4 acceleration @accel (values below 1
  * mean 1).  A stream is stored compressed only where that makes it
- * smaller, and where the payload then still keeps within
+ * smaller; a stream other than P whose LZ4 saved less than an eighth of
+ * it is not tried for the next 15 chunks (its time is not worth it); and
+ * where the payload then still keeps within
  * kt__compact_ratio_ok() (else T, K, V and L are stored plain: P alone
  * cannot expand past it).  May allocate (up to 2.7 x max_raw more): call
  * it when setting up, not per chunk.  Return: 0; -EINVAL for bits outside
@@ -195,9 +197,10 @@ typedef struct kt__codec {
 	  .dec_free = dec_free, .dec_bytes = dec_bytes, .decode = decode }
 
 /* KT_CODEC_COMPACT (format/compact_codec.c): the functions above.  Level:
- * LZ4 on the payload bytes (KT__COMPACT_P) below 2, on every stream from 2
- * (the smaller output costs the flusher ~30% more encoding,
- * format/SPEC.md); level_max INT_MAX. */
+ * LZ4 on the payload bytes (KT__COMPACT_P) at 0 and below; at 1, a
+ * session's default, on T, K and P, each where it pays (a frame loop's
+ * timestamps shrink 3x for ~0.7 ns of the flusher a record); on every
+ * stream from 2 (format/SPEC.md, bench/RESULTS.md); level_max INT_MAX. */
 extern const kt__codec kt__codec_compact;
 
 /*

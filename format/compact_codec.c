@@ -8,11 +8,15 @@
 
 #include "format/compact.h"
 
-/* LZ4 on the payload bytes below level 2, on every stream from it: the
- * smaller output costs the flusher ~30% more encoding (format/SPEC.md). */
+/* LZ4 on the payload bytes at level 0 and below; at 1 (a session's
+ * default) on the timestamps and keys too, each where it pays; on every
+ * stream from 2 (format/SPEC.md, bench/RESULTS.md). */
 static int enc_level(void *e, int level)
 {
-	return kt__compact_enc_lz4(e, level >= 2 ? KT__COMPACT_ALL : KT__COMPACT_P, 1);
+	unsigned streams = level >= 2  ? KT__COMPACT_ALL
+			   : level == 1 ? KT__COMPACT_T | KT__COMPACT_K | KT__COMPACT_P
+					: KT__COMPACT_P;
+	return kt__compact_enc_lz4(e, streams, 1);
 }
 
 static void enc_free(void *e)

@@ -652,6 +652,59 @@ Test(compact, lz4_streams_are_kept_where_they_shrink)
 	free(c.buf);
 }
 
+/* T of @n records whose spacing repeats every 64 records (@noisy 0: LZ4
+ * takes T to a tenth, which the ratio bound allows) or is random. */
+static void spaced_chunk(struct chunk *c, uint32_t n, int noisy, uint64_t *x)
+{
+	uint64_t ts = 1000;
+	c->len = 0;
+	c->count = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+		ts += noisy ? 100 + *x % 20000 : 30 + ((i % 64) * 0x9E3779B9u >> 26);
+		add(c, ts, i % 2 ? KT_EV_ZONE_END : KT_EV_ZONE_BEGIN, 1, 0, NULL, 0);
+	}
+}
+
+/* A stream whose LZ4 saved under an eighth is not tried for the next 15
+ * chunks of the encoder, then tried again; P is tried every chunk. */
+Test(compact, lz4_is_not_tried_for_15_chunks_on_a_stream_where_it_did_not_pay)
+{
+	struct chunk c;
+	chunk_init(&c);
+	kt__compact_enc *e;
+	kt__compact_dec *d;
+	uint64_t x = 88172645463325252u;
+	cr_assert_eq(kt__compact_enc_new(&e, MAX_RAW), 0);
+	cr_assert_eq(kt__compact_enc_lz4(e, KT__COMPACT_T | KT__COMPACT_P, 1), 0);
+	cr_assert_eq(kt__compact_dec_new(&d), 0);
+	uint8_t *enc = malloc(MAX_RAW), *dec = malloc(MAX_RAW);
+	cr_assert(enc && dec);
+	for (int k = 0; k < 18; k++) {
+		/* Chunk 0 is noise (T has two bytes a record that LZ4 cannot
+		 * shrink), every other one repeats. */
+		spaced_chunk(&c, 4000, k == 0, &x);
+		long n = kt__compact_encode(e, c.buf, c.len, enc, c.len);
+		cr_assert_gt(n, 0);
+		cr_assert_eq(kt__compact_decode(d, enc, (size_t)n, dec, c.len, c.count), 0);
+		cr_assert_eq(memcmp(dec, c.buf, c.len), 0);
+		int tried = k == 0 || k > 15;
+		cr_assert_eq(enc[0], tried && k ? KT__COMPACT_T : 0, "chunk %d: flags %#x", k, enc[0]);
+	}
+	/* A new setting tries every stream at once. */
+	spaced_chunk(&c, 4000, 1, &x);
+	cr_assert_gt(kt__compact_encode(e, c.buf, c.len, enc, c.len), 0);
+	spaced_chunk(&c, 4000, 0, &x);
+	cr_assert_eq(kt__compact_enc_lz4(e, KT__COMPACT_T, 1), 0);
+	cr_assert_gt(kt__compact_encode(e, c.buf, c.len, enc, c.len), 0);
+	cr_assert_eq(enc[0], KT__COMPACT_T);
+	free(enc);
+	free(dec);
+	kt__compact_dec_free(d);
+	kt__compact_enc_free(e);
+	free(c.buf);
+}
+
 Test(compact, zstd_archival_codec_round_trips_and_refuses_what_it_cannot_trust)
 {
 	struct chunk c;

@@ -215,6 +215,15 @@ Test(stress, drop_policy_with_lz4, .timeout = 900)
 	run_stress(KT_OVERFLOW_DROP, KT_CODEC_LZ4, stress_events() / 10);
 }
 
+/* The default codec: the flusher finds and encodes each chunk in one pass
+ * (flush/flusher.c, drain_compact) and hands the ring's drop markers to
+ * its iterator; every event and every loss is where the producer left
+ * it. */
+Test(stress, drop_policy_with_compact, .timeout = 900)
+{
+	run_stress(KT_OVERFLOW_DROP, KT_CODEC_COMPACT, stress_events() / 10);
+}
+
 /* ---- thread churn ------------------------------------------------------ */
 
 static int count_fds(void)
