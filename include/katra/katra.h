@@ -17,7 +17,8 @@
  * Signal handlers: the emit functions (kt_zone_begin/end, kt_instant,
  * kt_counter, kt_counter_f64, kt_frame, kt_flow, kt_message, kt_emit) and
  * kt_now() are async-signal-safe on a thread that has emitted (or called
- * kt_thread_name()) before: they take no lock and allocate nothing.  An
+ * kt_thread_name() while a session ran) before: they take no lock and
+ * allocate nothing.  An
  * emit from a handler that interrupted an emit of the same thread is not
  * written: it is counted as refused (kt_summary.events_refused, and a drop
  * record in the trace).  A thread's very first emit registers its ring,
@@ -110,6 +111,11 @@ KT_API uint32_t kt_name(const char *name);
 
 /**
  * kt_thread_name - name the calling thread in every trace it appears in.
+ * With a session running it also makes the thread's ring (as its first
+ * emit would), so its emits are async-signal-safe from then on.  With no
+ * session it only keeps the name: the ring (kt_config.ring_size, 4 MiB by
+ * default, pre-faulted) is made by the thread's first emit in a session,
+ * so a program that names its threads and never traces costs no ring.
  * Return: 0, -EINVAL for NULL or over 65535 bytes, -ENOMEM.  Any thread.
  */
 KT_API int kt_thread_name(const char *name);
