@@ -670,6 +670,25 @@ static void *lazy_thread(void *arg)
 	return NULL;
 }
 
+/* The thread entries of the trace at @path: how many, and in *@named how
+ * many have the name @name ("": any non-empty name). */
+static int thread_entries(const char *path, const char *name, int *named)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	int threads = 0;
+	*named = 0;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	while (kt_reader_next_frame(r, &f) > 0)
+		if (f.kind == KT_FRAME_THREAD) {
+			const char *n = f.u.thread.name;
+			threads++;
+			*named += n && (*name ? !strcmp(n, name) : !!n[0]);
+		}
+	kt_reader_close(r);
+	return threads;
+}
+
 /* A thread named with no session has no ring (4 MiB, pre-faulted, per
  * named thread before the fix: the ring pointer was set); its first emit
  * in a session makes one, and the trace names the thread with its last
@@ -690,17 +709,8 @@ Test(ring, a_name_with_no_session_makes_no_ring_and_reaches_the_trace)
 	pthread_barrier_wait(&l.traced);
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	pthread_join(th, NULL);
-	kt_reader *r;
-	kt_trace_frame f;
-	int named = 0, threads = 0;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	while (kt_reader_next_frame(r, &f) > 0)
-		if (f.kind == KT_FRAME_THREAD) {
-			threads++;
-			named += f.u.thread.name && !strcmp(f.u.thread.name, "tile 1");
-		}
-	kt_reader_close(r);
-	cr_assert_eq(threads, 1);
+	int named;
+	cr_assert_eq(thread_entries(path, "tile 1", &named), 1);
 	cr_assert_eq(named, 1);
 	unlink(path);
 	free(path);
@@ -739,17 +749,8 @@ Test(ring, kept_names_go_with_their_thread_and_not_to_a_fork_child)
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert_eq(st, 0);
-	kt_reader *r;
-	kt_trace_frame f;
-	int threads = 0, named = 0;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	while (kt_reader_next_frame(r, &f) > 0)
-		if (f.kind == KT_FRAME_THREAD) {
-			threads++;
-			named += f.u.thread.name && f.u.thread.name[0];
-		}
-	kt_reader_close(r);
-	cr_assert_eq(threads, 1);
+	int named;
+	cr_assert_eq(thread_entries(path, "", &named), 1);
 	cr_assert_eq(named, 0, "thread names do not carry over a fork");
 	unlink(path);
 	free(path);
