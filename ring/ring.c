@@ -315,7 +315,9 @@ static int name_keep(const char *name)
 	if (!copy)
 		return -ENOMEM;
 	reg_take();
-	int rc = reg_session;
+	/* Without the key (its making failed at load) a kept name could not
+	 * be freed: the ring is made now, as before names were kept. */
+	int rc = reg_session || !key_made;
 	if (!rc && pthread_setspecific(name_key, copy)) {
 		rc = -ENOMEM;
 	} else if (!rc) {
@@ -654,7 +656,8 @@ static void fork_child(void)
 	kt__tls_ring = NULL;
 	pthread_setspecific(exit_key, NULL);
 	/* Thread names do not carry over (SECURITY.md), kept ones neither. */
-	pthread_setspecific(name_key, NULL);
+	if (key_made)
+		pthread_setspecific(name_key, NULL);
 	free(tls_name);
 	tls_name = NULL;
 	drop_rings(reg_head, resumes ? mine : NULL);
