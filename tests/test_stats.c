@@ -121,8 +121,7 @@ static void stats_of(const char *tag, int json, struct proc *p)
 	const char *args[] = { "stats", path, json ? "--json" : NULL, NULL };
 	run_katra(p, args);
 	cr_assert_eq(p->status, 0, "%s", p->err);
-	if (!getenv("KT_KEEP"))
-		unlink(path);
+	unlink(path);
 }
 
 static void has_line(const struct proc *p, const char *line)
