@@ -248,12 +248,15 @@ static int out_header(const kt_rewrite_options *o, kt_reader *hr, kt_header *h, 
 	*h = *kt_reader_get_header(hr);
 	*notes = NULL;
 	if (o->codec >= 0 && o->codec != h->capture.codec) {
-		h->capture.codec = (uint8_t)o->codec;
-		/* The level means something else to each compact codec:
-		 * take its default (compact: LZ4 on the payload bytes;
-		 * zstd: level 3) rather than the input's. */
-		if (o->codec >= KT_CODEC_COMPACT)
+		/* The level means something else to each compact codec: take
+		 * its default (compact: LZ4 on the payload bytes; zstd: level
+		 * 3) rather than the input's.  A raw input's level means
+		 * nothing to its chunks: it is the one its codec had before
+		 * `katra decompress`, kept, so that compressing back with that
+		 * codec gives the file it was, byte for byte. */
+		if (o->codec >= KT_CODEC_COMPACT && h->capture.codec != KT_CODEC_NONE)
 			h->capture.codec_level = 0;
+		h->capture.codec = (uint8_t)o->codec;
 	}
 	if (!o->n_extra_notes)
 		return 0;

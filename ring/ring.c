@@ -1,6 +1,7 @@
 /*
  * The thread registry: katra's configuration, a ring per thread (made on
- * its first emit, recycled after it exits), the session generation, and
+ * its first emit in a session, recycled after it exits), thread names
+ * (kept without a ring until there is one), the session generation, and
  * what fork() does to them.  Everything here takes the registry lock;
  * nothing runs on the emit path but a thread's first emit.
  */
@@ -32,6 +33,14 @@ static __thread int tls_cancel_state __attribute__((tls_model("initial-exec")));
 /* Emits refused for that reason before the thread had a ring; its ring
  * counts them once it has one.  Accessed atomically: handlers may nest. */
 static __thread uint64_t tls_refused_early __attribute__((tls_model("initial-exec")));
+/* This thread's name while it has no ring: kt_thread_name() with no
+ * session keeps it here, and the ring its first emit in a session makes
+ * takes it.  A program that links katra and traces nothing must cost what
+ * it costs untraced, and a ring is 4 MiB or more, pre-faulted.  Changed
+ * only inside registry code (tls_in_registry), so a handler's first emit,
+ * which registers only outside it, reads it whole.  name_key holds the
+ * same pointer, for its destructor. */
+static __thread char *tls_name __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kt__ring *reg_head;     /* every live or retired ring */
@@ -41,8 +50,8 @@ static int reg_session;               /* a session is running */
 /* Bumped per session start (private.h says why relaxed is enough). */
 uint64_t kt__session_gen;
 static uint32_t next_thread_id = 1;
-static pthread_key_t exit_key;
-static int key_made;                  /* exit_key exists */
+static pthread_key_t exit_key, name_key;
+static int key_made;                  /* exit_key and name_key exist */
 static int forks_handled;             /* the pthread_atfork handlers are */
 static int initialized;
 static kt_config config;
@@ -52,6 +61,7 @@ static const kt__backing *reg_backing = &kt__memfd_backing;
 #define FREE_KEEP 16 /* recycled rings kept mapped; more are unmapped */
 
 static void thread_exit(void *arg);
+static void name_exit(void *arg);
 static void retire(struct kt__ring *r);
 static void fork_prepare(void);
 static void fork_parent(void);
@@ -97,8 +107,12 @@ static void reg_drop(void)
  */
 static void load_once(void)
 {
-	if (!key_made && pthread_key_create(&exit_key, thread_exit) == 0)
-		key_made = 1;
+	if (!key_made && pthread_key_create(&exit_key, thread_exit) == 0) {
+		if (pthread_key_create(&name_key, name_exit) == 0)
+			key_made = 1;
+		else
+			pthread_key_delete(exit_key);
+	}
 	if (!forks_handled && pthread_atfork(fork_prepare, fork_parent, fork_child) == 0)
 		forks_handled = 1;
 }
@@ -260,6 +274,62 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 
 /* ---- registry --------------------------------------------------------- */
 
+/* Under reg_lock, on @r's thread as it gets @r: the name it was given
+ * before it had a ring is @r's now, and the backing hears of it.  The
+ * key's value goes first, so its destructor never frees what @r owns (a
+ * key made at load: no allocation, also in a handler). */
+static void name_adopt(struct kt__ring *r)
+{
+	if (!tls_name)
+		return;
+	pthread_setspecific(name_key, NULL);
+	r->name = tls_name;
+	tls_name = NULL;
+	if (reg_backing->name)
+		reg_backing->name(reg_backing, KT__NAME_THREAD, r->thread_id, r->name,
+				  strlen(r->name), NULL);
+}
+
+/* The exit of a thread whose name never got a ring.  Under the lock, as
+ * every change of tls_name: a ring that took it meanwhile owns it. */
+static void name_exit(void *arg)
+{
+	reg_take();
+	int mine = tls_name == arg;
+	if (mine)
+		tls_name = NULL;
+	reg_drop();
+	if (mine)
+		free(arg);
+}
+
+/*
+ * kt_thread_name() on a thread with no ring.  With no session running the
+ * name is kept for the ring the thread's first emit in a session makes:
+ * 0, or -ENOMEM.  With one running, 1: the caller makes the ring now, so
+ * the thread's emits are async-signal-safe from here on, as before.
+ */
+static int name_keep(const char *name)
+{
+	char *copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	reg_take();
+	/* Without the key (its making failed at load) a kept name could not
+	 * be freed: the ring is made now, as before names were kept. */
+	int rc = reg_session || !key_made;
+	if (!rc && pthread_setspecific(name_key, copy)) {
+		rc = -ENOMEM;
+	} else if (!rc) {
+		char *old = tls_name;
+		tls_name = copy;
+		copy = old;
+	}
+	reg_drop();
+	free(copy);
+	return rc;
+}
+
 /*
  * A ring for the calling thread.  An emit from a signal handler lands
  * here too when its thread has none yet; it may not when the handler
@@ -286,6 +356,7 @@ struct kt__ring *kt__ring_register(void)
 			ring_reset(r, next_thread_id++);
 			r->next = reg_head;
 			reg_head = r;
+			name_adopt(r);
 		}
 		reg_drop();
 	}
@@ -489,8 +560,13 @@ int kt_thread_name(const char *name)
 	if (!name || strlen(name) > KT_MAX_STRING)
 		return -EINVAL;
 	struct kt__ring *r = kt__tls_full_ring();
-	if (!r && !(r = kt__ring_register()))
-		return -ENOMEM;
+	if (!r) {
+		int rc = name_keep(name);
+		if (rc <= 0)
+			return rc;
+		if (!(r = kt__ring_register()))
+			return -ENOMEM;
+	}
 	/* Unchanged: nothing to record, and the crash names log would grow
 	 * with every call of a worker that names itself per job.  No lock:
 	 * only this thread sets its ring's name while it lives. */
@@ -579,6 +655,11 @@ static void fork_child(void)
 	kt__ring_consumer_forget();
 	kt__tls_ring = NULL;
 	pthread_setspecific(exit_key, NULL);
+	/* Thread names do not carry over (SECURITY.md), kept ones neither. */
+	if (key_made)
+		pthread_setspecific(name_key, NULL);
+	free(tls_name);
+	tls_name = NULL;
 	drop_rings(reg_head, resumes ? mine : NULL);
 	drop_rings(free_head, NULL);
 	reg_head = free_head = NULL;

@@ -656,3 +656,111 @@ Test(ring, name_ids_survive_shutdown)
 	cr_assert_eq(kt_name("parse"), parse);
 	cr_assert_eq(kt_name("emit"), emit);
 }
+
+/* ---- thread names with no session (issue 25, item 5) ------------------- */
+
+struct lazy {
+	pthread_barrier_t named, traced;
+	void *ring_after_name;   /* the thread's ring once named, no session */
+	uint32_t zone;
+};
+
+static void *lazy_thread(void *arg)
+{
+	struct lazy *l = arg;
+	cr_assert_eq(kt_thread_name("first name"), 0);
+	cr_assert_eq(kt_thread_name("tile 1"), 0);
+	l->ring_after_name = (void *)kt__tls_ring;
+	pthread_barrier_wait(&l->named);  /* the session starts */
+	pthread_barrier_wait(&l->named);
+	kt_zone_begin(l->zone);
+	kt_zone_end(l->zone);
+	pthread_barrier_wait(&l->traced);
+	return NULL;
+}
+
+/* The thread entries of the trace at @path: how many, and in *@named how
+ * many have the name @name ("": any non-empty name). */
+static int thread_entries(const char *path, const char *name, int *named)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	int threads = 0;
+	*named = 0;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	while (kt_reader_next_frame(r, &f) > 0)
+		if (f.kind == KT_FRAME_THREAD) {
+			const char *n = f.u.thread.name;
+			threads++;
+			*named += n && (*name ? !strcmp(n, name) : !!n[0]);
+		}
+	kt_reader_close(r);
+	return threads;
+}
+
+/* A thread named with no session has no ring (4 MiB, pre-faulted, per
+ * named thread before the fix: the ring pointer was set); its first emit
+ * in a session makes one, and the trace names the thread with its last
+ * name. */
+Test(ring, a_name_with_no_session_makes_no_ring_and_reaches_the_trace)
+{
+	struct lazy l = { .zone = kt_name("tile") };
+	pthread_barrier_init(&l.named, NULL, 2);
+	pthread_barrier_init(&l.traced, NULL, 2);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, lazy_thread, &l), 0);
+	pthread_barrier_wait(&l.named);
+	cr_assert_null(l.ring_after_name);
+	char *path = tmp_trace("lazyname");
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	pthread_barrier_wait(&l.named);
+	pthread_barrier_wait(&l.traced);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	pthread_join(th, NULL);
+	int named;
+	cr_assert_eq(thread_entries(path, "tile 1", &named), 1);
+	cr_assert_eq(named, 1);
+	unlink(path);
+	free(path);
+}
+
+static void *named_and_gone(void *arg)
+{
+	(void)arg;
+	kt_thread_name("short-lived");
+	return (void *)kt__tls_ring;
+}
+
+/* Threads named with no session that exit: no ring, and the kept name
+ * freed by the thread's key (LeakSanitizer checks it under ASan); a fork
+ * child does not keep the forking thread's kept name. */
+Test(ring, kept_names_go_with_their_thread_and_not_to_a_fork_child)
+{
+	for (int i = 0; i < 50; i++) {
+		pthread_t th;
+		void *ring = (void *)1;
+		cr_assert_eq(pthread_create(&th, NULL, named_and_gone, NULL), 0);
+		pthread_join(th, &ring);
+		cr_assert_null(ring);
+	}
+	cr_assert_eq(kt_thread_name("parent"), 0);
+	char *path = tmp_trace("lazyfork");
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		kt_session *s;
+		if (kt_session_start(path, NULL, &s))
+			_exit(2);
+		kt_instant(kt_name("child"));
+		_exit(kt_session_stop(s, NULL) ? 3 : 0);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert_eq(st, 0);
+	int named;
+	cr_assert_eq(thread_entries(path, "", &named), 1);
+	cr_assert_eq(named, 0, "thread names do not carry over a fork");
+	unlink(path);
+	free(path);
+}

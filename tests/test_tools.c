@@ -428,8 +428,8 @@ Test(cli, decompress_and_compress_round_trip_dump_identically)
 	cr_assert_eq(p.status, 0, "%s", p.err);
 	cr_assert_eq(count_codec(d, KT_CODEC_NONE), 4);
 	cr_assert_eq(count_codec(d, KT_CODEC_LZ4), 0);
-	cr_assert_eq(count_codec(c, KT_CODEC_LZ4_DELTA), 4);
-	/* Plain LZ4 on request; the default is the delta codec. */
+	cr_assert_eq(count_codec(c, KT_CODEC_COMPACT), 4);
+	/* Plain LZ4 on request; the default is the sessions' codec, compact. */
 	char c1[64];
 	snprintf(c1, sizeof(c1), "/tmp/katra-c1-%d.katra", (int)getpid());
 	const char *com1[] = { "compress", d, c1, "--codec", "lz4", NULL };

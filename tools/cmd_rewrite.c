@@ -81,7 +81,8 @@ done:
 	return result;
 }
 
-/* --codec: lz4-delta, lz4, compact or zstd (compact-zstd). */
+/* --codec: compact (compress's default, the sessions'), zstd (compact-zstd),
+ * lz4-delta or lz4. */
 static int opt_codec(const char *cmd, const struct opt *o, const char *value, void *dst)
 {
 	if (!strcmp(value, "lz4"))
@@ -106,14 +107,16 @@ static const struct opts_spec compress_spec = {
 	.cmd = "compress", .npos = 2, .unknown = "unknown option",
 	.opts = (const struct opt[]){
 		{ "--codec", opt_codec, offsetof(struct rewrite_args, codec),
-		  .wants = "lz4-delta, lz4, compact or zstd" },
+		  .wants = "compact, zstd, lz4-delta or lz4" },
 		{ .name = NULL } },
-	.help = "usage: katra compress IN OUT [--codec lz4-delta|lz4|compact|zstd]\n"
-		"Rewrites every chunk compressed: lz4-delta (the default: timestamps as\n"
-		"differences first, about 2.5x smaller than lz4), lz4 (plain LZ4), compact\n"
-		"(each field predicted, only the misses stored: about 3x smaller than\n"
-		"lz4-delta) or zstd (compact, then zstd level 3: about 4x smaller again,\n"
-		"for traces kept long or shipped)" RECODE_HELP_TAIL,
+	.help = "usage: katra compress IN OUT [--codec compact|zstd|lz4-delta|lz4]\n"
+		"Rewrites every chunk compressed: compact (the default, as sessions write:\n"
+		"each field predicted, only the misses stored, about 3x smaller than\n"
+		"lz4-delta), zstd (compact, then zstd level 3: about 4x smaller again, for\n"
+		"traces kept long or shipped), lz4-delta (timestamps as differences first,\n"
+		"about 2.5x smaller than lz4) or lz4 (plain LZ4).  IN's codec level is kept\n"
+		"when IN is raw or already in that codec, so compress --codec X of\n"
+		"decompress's output is byte for byte the file X wrote" RECODE_HELP_TAIL,
 };
 
 static const struct opts_spec decompress_spec = {
@@ -149,7 +152,10 @@ static int cmd_rewrite(const struct opts_spec *spec, int argc, char **argv,
 
 int cmd_compress(int argc, char **argv)
 {
-	struct rewrite_args a = { .codec = KT_CODEC_LZ4_DELTA };
+	/* The codec sessions write by default (kt_session_options.codec 0):
+	 * a compressed trace is as small as the one a session would have
+	 * written. */
+	struct rewrite_args a = { .codec = KT_CODEC_COMPACT };
 	return cmd_rewrite(&compress_spec, argc, argv, &a);
 }
 

@@ -44,19 +44,31 @@ static struct mem_pool *pool_of(struct memstats *m, uint32_t id, int *err)
 	return p;
 }
 
-/* Keep @size among the pool's MEM_TOP largest, largest first; an equal
- * size keeps the earlier one ahead. */
+/* Keep the allocation of @size at @ptr among the pool's MEM_TOP largest,
+ * largest first, an equal size keeping the earlier one ahead: each pointer
+ * once (memstats.h). */
 static void top_add(struct mem_pool *p, uint64_t size, uint64_t ptr, uint64_t ns)
 {
-	size_t n = p->ntop;
-	if (n == MEM_TOP && size <= p->top[n - 1].size)
+	size_t n = p->ntop, at = 0;
+	while (at < n && p->top[at].ptr != ptr)
+		at++;
+	if (at < n && size <= p->top[at].size) {
+		p->top[at].count += size == p->top[at].size;
 		return;
+	}
+	if (at < n) {
+		/* Larger at a listed pointer: it moves up from where it was. */
+		memmove(&p->top[at], &p->top[at + 1], (n - at - 1) * sizeof(p->top[0]));
+		n--;
+	} else if (n == MEM_TOP && size <= p->top[n - 1].size) {
+		return;
+	}
 	size_t i = n < MEM_TOP ? n++ : n - 1;
 	while (i > 0 && p->top[i - 1].size < size) {
 		p->top[i] = p->top[i - 1];
 		i--;
 	}
-	p->top[i] = (struct mem_top){ size, ptr, ns };
+	p->top[i] = (struct mem_top){ size, ptr, ns, 1 };
 	p->ntop = n;
 }
 
@@ -177,8 +189,11 @@ static int text_pool(FILE *f, const struct mem_pool *p, const struct tables *t)
 		name, p->allocs, p->frees, p->bytes, p->peak, p->live, p->unknown_frees);
 	free(name);
 	fputs("  largest:", f);
-	for (size_t i = 0; i < p->ntop; i++)
+	for (size_t i = 0; i < p->ntop; i++) {
 		fprintf(f, " %" PRIu64 " @0x%" PRIx64, p->top[i].size, p->top[i].ptr);
+		if (p->top[i].count > 1)
+			fprintf(f, " x%" PRIu64, p->top[i].count);
+	}
 	fputs("\n", f);
 	if (p->replaced)
 		fprintf(f, "  %" PRIu64 " allocations of a live pointer (its free was lost)\n",
@@ -217,10 +232,11 @@ static json_t *json_pool(const struct mem_pool *p, const struct tables *t)
 	for (size_t i = 0; top && i < p->ntop; i++)
 		/* The pointer in hex, as dump has it: a string, since JSON
 		 * readers lose integers past 2^53. */
-		if (json_array_append_new(top, json_pack("{s:o,s:o,s:o}", "size",
+		if (json_array_append_new(top, json_pack("{s:o,s:o,s:o,s:o}", "size",
 							 u64j(p->top[i].size), "ptr",
 							 json_sprintf("0x%" PRIx64, p->top[i].ptr),
-							 "ns", u64j(p->top[i].ns)))) {
+							 "ns", u64j(p->top[i].ns), "allocations",
+							 u64j(p->top[i].count)))) {
 			json_decref(top);
 			return NULL;
 		}

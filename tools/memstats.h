@@ -4,7 +4,11 @@
  *
  * Per pool (a record's name; 0 is the default pool): allocations, frees,
  * bytes allocated, bytes live now and at the peak (and when), the largest
- * allocations, and frees of pointers with no live allocation in the pool
+ * allocations (each pointer once: a buffer freed and allocated again at
+ * the same address and size, frame after frame, is one row with its count
+ * of allocations and the time of the first; allocated again larger, the
+ * row takes the larger size, its count starting again; smaller, it is not
+ * a row of its own), and frees of pointers with no live allocation in the pool
  * (unknown frees: the allocation came before the trace, was dropped, or
  * the file is hostile).  An allocation of a pointer already live replaces
  * it (its free was lost): the old size leaves the live bytes and it is
@@ -34,9 +38,10 @@
 #define MEM_POINTERS (1u << 20)
 #define MEM_TOP 5
 
-/* One of a pool's largest allocations. */
+/* One of a pool's largest allocations: a pointer, its size, when it was
+ * first allocated at that size and how many times. */
 struct mem_top {
-	uint64_t size, ptr, ns;
+	uint64_t size, ptr, ns, count;
 };
 
 struct mem_pool {

@@ -15,84 +15,9 @@
 #include "tools/stats.h"
 #include "tools/tables.h"
 #include "tools/text.h"
+#include "tools/stats_impl.h"
+#include "tools/valstats.h"
 
-/* An open zone on a thread's stack. */
-struct zone {
-	uint64_t ns;
-	uint64_t child; /* time of the zones that ended inside it, for self time */
-	uint32_t name;
-	uint32_t below; /* 1 + the stack index of the next open zone of the same
-			 * name below this one; 0 when there is none; and
-			 * CROSSED when a drop window began while it was open */
-};
-#define CROSSED (1u << 31) /* stack indices stay below MAX_OPEN_ZONES */
-
-struct sthread {
-	uint32_t id;
-	uint64_t events, dropped;
-	uint64_t first_ns, last_ns; /* the earliest and latest, for the span */
-	uint64_t prev_ns;           /* the event before, in the thread's order */
-	struct zone *stack;
-	size_t depth, cap;
-	uint64_t untimed;       /* begins past the cap, still open */
-	uint64_t last_frame_ns; /* previous frame mark on this thread */
-	uint64_t zones_ns;      /* self time of its zones that ended (stats.h) */
-	int have_frame;
-	size_t drop_next, drop_end; /* its drop windows not yet passed, in stats.drops */
-	uint64_t drop_windows, drop_ns; /* its drop records, the time they cover */
-};
-
-struct sname {
-	uint32_t id;
-	uint64_t count;
-	uint64_t total_ns, self_ns; /* of its zones that ended (self: less the
-				     * zones that ended inside them) */
-	struct hist zone;
-	uint64_t across; /* its zones open across a drop window */
-	uint64_t begins, ends; /* its zone records, for the text's count */
-};
-
-/* A table of elements keyed by a leading uint32_t id, in first-seen order
- * while the pass runs (the map gives the index), sorted by id to print. */
-struct table {
-	void *a;
-	size_t n, cap, size;
-	struct idmap map;
-	uint32_t last_id, last; /* the last lookup: events come in runs */
-	int have_last;
-};
-
-struct stats {
-	struct table th, names;
-	/* (thread index, name id) -> 1 + the stack index of that thread's
-	 * innermost open zone of that name, or 0: each zone end finds its
-	 * begin in O(1), however deep the stack and whatever it holds. */
-	struct idmap tops;
-	struct hist frames;
-	uint64_t events;
-	uint64_t open;          /* zones on every stack */
-	uint64_t untimed;       /* zone begins never put on a stack */
-	uint64_t backwards;     /* events earlier than the one before on their thread */
-	uint64_t negative;      /* durations that ended before they began: 0 */
-	struct tables t;
-	const struct stats_hooks *hooks;
-	uint64_t frames_ns;     /* the sum of the frame intervals, for the mean */
-	uint64_t dropped;       /* the reader's count */
-	int truncated;          /* no summary frame */
-	struct drops drops;     /* by thread; ticks made ns once read */
-	uint64_t across;        /* zones open across a drop window */
-	struct memstats mem;    /* allocations and frees per pool */
-	struct trackstats tracks; /* zones of tracks with a clock of their own */
-};
-
-/*
- * At most this many open zones over all threads (24 bytes each): a chunk
- * of 64 MiB decodes from a quarter of a megabyte, so without a cap a small
- * file of nested begins would ask for gigabytes.  Begins past it are not
- * timed, and the first ends after them close them (innermost first, as
- * nesting has it); stats says how many there were.
- */
-#define MAX_OPEN_ZONES (1u << 22)
 
 /* The index of @id's element, added zeroed when new; -1 when out of memory. */
 static long table_index(struct table *t, uint32_t id)
@@ -120,16 +45,6 @@ static long table_index(struct table *t, uint32_t id)
 	t->last = *v;
 	t->have_last = 1;
 	return *v;
-}
-
-static struct sthread *thread_at(const struct stats *c, long i)
-{
-	return &((struct sthread *)c->th.a)[i];
-}
-
-static struct sname *name_at(const struct stats *c, long i)
-{
-	return &((struct sname *)c->names.a)[i];
 }
 
 static uint64_t tops_key(long thread, uint32_t name)
@@ -197,6 +112,9 @@ static void drops_time(struct stats *c, kt_reader *r)
 	for (size_t i = 0; i < c->th.n; i++) {
 		struct sthread *t = thread_at(c, (long)i);
 		uint64_t reach = 0;
+		int none = !t->events;
+		t->drop_from_ns = t->first_ns;
+		t->drop_to_ns = t->last_ns;
 		for (size_t k = t->drop_end - t->drop_windows; k < t->drop_end; k++) {
 			const struct xdrop *x = &c->drops.d[k];
 			uint64_t a = kt_reader_ticks_to_ns(r, x->first_ts);
@@ -204,6 +122,9 @@ static void drops_time(struct stats *c, kt_reader *r)
 			uint64_t from = a > reach ? a : reach;
 			t->drop_ns += b > from ? b - from : 0;
 			reach = b > reach ? b : reach;
+			t->drop_from_ns = none || a < t->drop_from_ns ? a : t->drop_from_ns;
+			t->drop_to_ns = none || b > t->drop_to_ns ? b : t->drop_to_ns;
+			none = 0;
 		}
 	}
 }
@@ -326,8 +247,7 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 			return rc;
 	}
 	long ti = table_index(&c->th, ev->thread_id);
-	long ni = ti < 0 ? -1 : table_index(&c->names, ev->name_id);
-	if (ni < 0)
+	if (ti < 0)
 		return -ENOMEM;
 	struct sthread *t = thread_at(c, ti);
 	if (!t->events)
@@ -340,10 +260,20 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	if (t->drop_next < t->drop_end)
 		drops_pass(c, t, ev->ts);
 	c->events++;
+	/* Name 0 of an argument is its zone's own value or text, and of a
+	 * memory record the default pool: no row of the names' own. */
+	if (!ev->name_id && ev->type >= KT_EV_ARG_I64 && ev->type <= KT_EV_ARG_STR)
+		return valstats_zone_value(&c->vals, t->depth ? t->stack[t->depth - 1].name : 0, ev);
+	if (!ev->name_id && (ev->type == KT_EV_ALLOC || ev->type == KT_EV_FREE))
+		return stats_mem_event(c, ev, ns);
+	long ni = table_index(&c->names, ev->name_id);
+	if (ni < 0 || valstats_counter(&c->vals, ev))
+		return -ENOMEM;
 	struct sname *nm = name_at(c, ni);
 	nm->count++;
 	nm->begins += ev->type == KT_EV_ZONE_BEGIN;
 	nm->ends += ev->type == KT_EV_ZONE_END;
+	nm->frames += ev->type == KT_EV_FRAME;
 	if (ev->type == KT_EV_ZONE_BEGIN)
 		return zone_begin(c, ti, ev->name_id, ns);
 	if (ev->type == KT_EV_ZONE_END)
@@ -416,6 +346,7 @@ void stats_free(struct stats *c)
 	drops_free(&c->drops);
 	memstats_free(&c->mem);
 	trackstats_free(&c->tracks);
+	valstats_free(&c->vals);
 	tables_free(&c->t);
 	free(c);
 }
@@ -466,6 +397,30 @@ static int text_loc(FILE *f, const struct tables *t, uint32_t id)
 	return text_puts(f, tloc_function(t, l)) < 0 ? -EIO : 0;
 }
 
+/* A name row's first column: its name ("(no name)" for id 0, "?" when the
+ * file does not name it), and "(frame mark)" after a name whose records
+ * are frame marks and no zone, so that a frame and a zone of one name
+ * (two ids) are told apart.  0 or -ENOMEM. */
+static int put_name(FILE *f, const struct tables *t, const struct sname *nm)
+{
+	size_t n = 9;
+	const char *name = nm->id ? tables_name(t, nm->id, &n) : "(no name)";
+	char *e = text_escape(name ? name : "?", name ? n : 1);
+	if (!e)
+		return -ENOMEM;
+	int w = fprintf(f, "%s%s", e, nm->frames && !nm->begins && !nm->ends ? " (frame mark)" : "");
+	fprintf(f, "%*s", w < 24 ? 24 - w : 0, "");
+	free(e);
+	return 0;
+}
+
+/* Percentile @p of @h as a column: "~" before one from buckets. */
+static const char *pct_col(char *buf, size_t len, const struct hist *h, double p)
+{
+	snprintf(buf, len, "%s%" PRIu64, hist_exact(h) ? "" : "~", hist_pct(h, p));
+	return buf;
+}
+
 /* The text's count of a name: a zone (its begin and end) once, any other
  * event each; a zone record with no partner is a zone too.  (--json's
  * count counts records.) */
@@ -481,24 +436,29 @@ static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 	 * of older files stays as it was. */
 	fprintf(f, "\n%-24s %10s %10s %10s %10s %10s %12s %12s%s\n", "name", "count", "zone min",
 		"p50", "p99", "max", "total", "self", t->nlocs ? "  location" : "");
+	int approx = 0;
 	for (size_t i = 0; i < c->names.n; i++) {
 		struct sname *nm = name_at(c, (long)i);
-		size_t n = 1;
-		const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
-		if (put_padded(f, name ? name : "?", name ? n : 1, 24))
+		char p50[24], p99[24];
+		if (put_name(f, t, nm))
 			return -ENOMEM;
 		fprintf(f, " %10" PRIu64, text_count(nm));
+		approx |= nm->zone.n && !hist_exact(&nm->zone);
 		if (nm->zone.n)
-			fprintf(f, " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
-				   " %12" PRIu64 " %12" PRIu64,
-				nm->zone.min, hist_pct(&nm->zone, 0.5), hist_pct(&nm->zone, 0.99),
-				nm->zone.max, nm->total_ns, nm->self_ns);
+			fprintf(f, " %10" PRIu64 " %10s %10s %10" PRIu64 " %12" PRIu64 " %12" PRIu64,
+				nm->zone.min, pct_col(p50, sizeof(p50), &nm->zone, 0.5),
+				pct_col(p99, sizeof(p99), &nm->zone, 0.99), nm->zone.max,
+				nm->total_ns, nm->self_ns);
 		else if (t->nlocs)
 			fprintf(f, " %10s %10s %10s %10s %12s %12s", "", "", "", "", "", "");
 		if (text_loc(f, t, nm->id))
 			return -EIO;
 		fprintf(f, "\n");
 	}
+	if (approx)
+		fprintf(f, "~: a percentile from buckets (a name with over %u zones), within "
+			   "%.1f%% of the value of its rank; the others are exact\n",
+			HIST_EXACT, 100 * HIST_ERROR);
 	return 0;
 }
 
@@ -515,7 +475,9 @@ static int text_drops(FILE *f, const struct stats *c, const struct tables *t)
 		struct sthread *th = thread_at(c, (long)i);
 		size_t n = 0;
 		const char *name = tables_thread(t, th->id, &n);
-		uint64_t span = th->last_ns - th->first_ns;
+		/* Its events' span and its drop windows' together: the share
+		 * is at most 100% (a snapshot's windows precede its events). */
+		uint64_t span = th->drop_to_ns > th->drop_from_ns ? th->drop_to_ns - th->drop_from_ns : 0;
 		if (!th->drop_windows)
 			continue;
 		fprintf(f, "%-8u ", th->id);
@@ -545,8 +507,10 @@ static void text_frames(FILE *f, const struct hist *h)
 {
 	if (!h->n)
 		return;
-	fprintf(f, "\nframe times: %" PRIu64 " intervals, p50 %" PRIu64 " ns, p99 %" PRIu64
-		   " ns, max %" PRIu64 " ns\n", h->n, hist_pct(h, 0.5), hist_pct(h, 0.99), h->max);
+	char p50[24], p99[24];
+	fprintf(f, "\nframe times: %" PRIu64 " intervals, p50 %s ns, p99 %s ns, max %" PRIu64 " ns%s\n",
+		h->n, pct_col(p50, sizeof(p50), h, 0.5), pct_col(p99, sizeof(p99), h, 0.99), h->max,
+		hist_exact(h) ? "" : " (~: from buckets, within 1.6%)");
 	uint64_t lo = h->min, hi = h->max, w = (hi - lo) / 10 + 1;
 	uint64_t bars[10] = { 0 }, top = 1, v, count;
 	uint32_t pos = 0;
@@ -573,7 +537,8 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 		return -EIO;
 	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
 		truncated ? ", truncated" : "");
-	if (text_threads(f, c, t) || text_names(f, c, t) || text_drops(f, c, t))
+	if (text_threads(f, c, t) || text_names(f, c, t) || valstats_text(f, &c->vals, t) ||
+	    text_drops(f, c, t))
 		return -ENOMEM;
 	if (c->untimed)
 		fprintf(f, "\nzones: %" PRIu64 " begins past %u open zones were not timed\n",
@@ -586,130 +551,6 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 	int rc = memstats_text(f, &c->mem, t);
 	rc = rc ? rc : trackstats_text(f, &c->tracks, t);
 	return rc ? rc : ferror(f) ? -EIO : 0;
-}
-
-/* ---- JSON ---------------------------------------------------------------- */
-
-/* A count or ns as a JSON integer, which is an int64: values past
- * INT64_MAX (ns near 2^64 from a crafted clock) saturate, never wrap to
- * negative numbers. */
-static json_t *json_u64(uint64_t v)
-{
-	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
-static json_t *json_thread(const struct sthread *th, const struct tables *t)
-{
-	size_t n = 0;
-	const char *name = tables_thread(t, th->id, &n);
-	double span = (double)(th->last_ns - th->first_ns) / 1e9;
-	json_t *j = json_object();
-	json_object_set_new(j, "tid", json_integer(th->id));
-	json_object_set_new(j, "name", text_json_string(name ? name : "", n));
-	json_object_set_new(j, "events", json_u64(th->events));
-	json_object_set_new(j, "dropped", json_u64(th->dropped));
-	json_object_set_new(j, "span_ns", json_u64(th->last_ns - th->first_ns));
-	json_object_set_new(j, "events_per_s",
-			    json_real(span > 0 ? (double)th->events / span : 0));
-	json_object_set_new(j, "zones_ns", json_u64(th->zones_ns));
-	/* Only with drop records: an ordinary file's keys stay as they were. */
-	if (th->drop_windows) {
-		json_object_set_new(j, "drop_windows", json_u64(th->drop_windows));
-		json_object_set_new(j, "drop_ns", json_u64(th->drop_ns));
-	}
-	return j;
-}
-
-static json_t *json_name(const struct sname *nm, const struct tables *t)
-{
-	size_t n = 0;
-	const char *name = nm->id ? tables_name(t, nm->id, &n) : NULL;
-	json_t *j = json_object();
-	json_object_set_new(j, "id", json_integer(nm->id));
-	json_object_set_new(j, "name", name ? text_json_string(name, n) : json_null());
-	json_object_set_new(j, "count", json_u64(nm->count));
-	if (nm->zone.n) {
-		const struct hist *h = &nm->zone;
-		json_t *z = json_object();
-		json_object_set_new(z, "count", json_u64(h->n));
-		json_object_set_new(z, "min_ns", json_u64(h->min));
-		json_object_set_new(z, "p50_ns", json_u64(hist_pct(h, 0.5)));
-		json_object_set_new(z, "p99_ns", json_u64(hist_pct(h, 0.99)));
-		json_object_set_new(z, "max_ns", json_u64(h->max));
-		json_object_set_new(z, "total_ns", json_u64(nm->total_ns));
-		json_object_set_new(z, "self_ns", json_u64(nm->self_ns));
-		json_object_set_new(j, "zone", z);
-	}
-	if (nm->across)
-		json_object_set_new(j, "open_across_drops", json_u64(nm->across));
-	const struct tloc *l = tables_loc(t, nm->id);
-	if (l) {
-		json_t *o = json_object();
-		json_object_set_new(o, "file", text_json_string(tloc_file(t, l), l->file_len));
-		json_object_set_new(o, "line", json_integer(l->line));
-		json_object_set_new(o, "function",
-				    text_json_string(tloc_function(t, l), l->function_len));
-		/* Incomplete (out of memory): left out, which fails the
-		 * name's key count. */
-		if (o && json_object_size(o) == 3)
-			json_object_set_new(j, "location", o);
-		else
-			json_decref(o);
-	}
-	return j;
-}
-
-/* A key whose value could not be made (out of memory) is missing: the
- * document is refused as a whole rather than printed without it. */
-static int json_complete(json_t *o, size_t keys)
-{
-	return o && json_object_size(o) == keys;
-}
-
-json_t *stats_json(const struct stats *c, const char *label)
-{
-	json_t *o = json_object(), *ths = json_array(), *names = json_array(), *fr = json_object();
-	int ok = o && ths && names && fr;
-	json_object_set_new(o, "file", text_json_string(label, strlen(label)));
-	json_object_set_new(o, "events", json_u64(c->events));
-	json_object_set_new(o, "dropped", json_u64(c->dropped));
-	json_object_set_new(o, "truncated", json_boolean(c->truncated));
-	for (size_t i = 0; i < c->th.n && ok; i++) {
-		json_t *j = json_thread(thread_at(c, (long)i), &c->t);
-		ok = json_complete(j, 7 + 2 * !!thread_at(c, (long)i)->drop_windows) &&
-		     !json_array_append_new(ths, j);
-	}
-	for (size_t i = 0; i < c->names.n && ok; i++) {
-		struct sname *nm = name_at(c, (long)i);
-		json_t *j = json_name(nm, &c->t);
-		size_t keys = 3 + !!nm->zone.n + !!tables_loc(&c->t, nm->id) + !!nm->across;
-		ok = json_complete(j, keys) && !json_array_append_new(names, j);
-	}
-	json_object_set_new(fr, "count", json_u64(c->frames.n));
-	json_object_set_new(fr, "p50_ns", json_u64(hist_pct(&c->frames, 0.5)));
-	json_object_set_new(fr, "p99_ns", json_u64(hist_pct(&c->frames, 0.99)));
-	json_object_set_new(fr, "max_ns", json_u64(c->frames.max));
-	json_object_set_new(fr, "total_ns", json_u64(c->frames_ns));
-	json_object_set_new(o, "threads", ths);
-	json_object_set_new(o, "names", names);
-	json_object_set_new(o, "frames", fr);
-	/* Only when there are any: the keys of an ordinary file stay as they were. */
-	if (c->untimed)
-		json_object_set_new(o, "zones_not_timed", json_u64(c->untimed));
-	if (c->backwards) {
-		json_object_set_new(o, "ts_backwards", json_u64(c->backwards));
-		json_object_set_new(o, "negative_durations", json_u64(c->negative));
-	}
-	if (c->mem.n)
-		json_object_set_new(o, "memory", memstats_json(&c->mem, &c->t));
-	size_t nt = trackstats_ntracks(&c->t);
-	if (nt)
-		json_object_set_new(o, "tracks", trackstats_json(&c->tracks, &c->t));
-	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n + !!nt;
-	if (ok && json_complete(o, keys) && json_complete(fr, 5))
-		return o;
-	json_decref(o);
-	return NULL;
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -732,6 +573,7 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	idmap_init(&c->names.map);
 	idmap_init(&c->tops);
 	memstats_init(&c->mem);
+	valstats_init(&c->vals);
 	trackstats_init(&c->tracks, &c->t, r);
 	int rc = stats_frames(r, c, &c->t);
 	kt_reader_status st;
@@ -750,6 +592,10 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	table_sort(&c->th);
 	table_sort(&c->names);
 	memstats_sort(&c->mem);
+	valstats_sort(&c->vals);
+	for (size_t i = 0; i < c->names.n; i++)
+		hist_finish(&name_at(c, (long)i)->zone);
+	hist_finish(&c->frames);
 	c->truncated = !c->t.have_summary;
 	return rc < 0 ? rc : 0;
 }

@@ -125,11 +125,17 @@ static inline uint32_t kt__name_cached(uint32_t *cache, const char *literal)
  * - a named argument of the innermost open zone, the name interned once
  * per call site.  Statements (each declares a static).
  */
+#ifndef KATRA_DISABLE
 #define KT__ARG(fn, literal, ...)                                                   \
 	do {                                                                        \
 		static uint32_t kt__arg_id;                                         \
 		fn(kt__name_cached(&kt__arg_id, literal), __VA_ARGS__);             \
 	} while (0)
+#else
+/* Compiled out (katra/disable.h): no static, the name checked only. */
+#define KT__ARG(fn, literal, ...)                                                   \
+	fn(KT__OFF(kt__off_text(literal), kt__off_id()), __VA_ARGS__)
+#endif
 #define KT_ARG_I64(literal, v) KT__ARG(kt_arg_i64, literal, (int64_t)(v))
 #define KT_ARG_U64(literal, v) KT__ARG(kt_arg_u64, literal, (uint64_t)(v))
 #define KT_ARG_F64(literal, v) KT__ARG(kt_arg_f64, literal, (double)(v))

@@ -17,7 +17,8 @@
  * Signal handlers: the emit functions (kt_zone_begin/end, kt_instant,
  * kt_counter, kt_counter_f64, kt_frame, kt_flow, kt_message, kt_emit) and
  * kt_now() are async-signal-safe on a thread that has emitted (or called
- * kt_thread_name()) before: they take no lock and allocate nothing.  An
+ * kt_thread_name() while a session ran) before: they take no lock and
+ * allocate nothing.  An
  * emit from a handler that interrupted an emit of the same thread is not
  * written: it is counted as refused (kt_summary.events_refused, and a drop
  * record in the trace).  A thread's very first emit registers its ring,
@@ -33,6 +34,7 @@
  * interrupted a katra call other than an emit may deadlock in the child
  * (POSIX no longer counts fork() as async-signal-safe).
  * exec(): every descriptor katra opens is close-on-exec.
+ * KATRA_DISABLE compiles every emit and call out: katra/disable.h.
  */
 #ifndef KATRA_KATRA_H
 #define KATRA_KATRA_H
@@ -109,7 +111,10 @@ KT_API int kt_shutdown(void);
 KT_API uint32_t kt_name(const char *name);
 
 /**
- * kt_thread_name - name the calling thread in every trace it appears in.
+ * kt_thread_name - name the calling thread in every trace it appears in;
+ * with a session running, also make its ring (its emits are then async-
+ * signal-safe).  With none, keep the name only: a program that never
+ * traces pays no ring (4 MiB+); the thread's first emit in one makes it.
  * Return: 0, -EINVAL for NULL or over 65535 bytes, -ENOMEM.  Any thread.
  */
 KT_API int kt_thread_name(const char *name);
@@ -410,6 +415,7 @@ KT_API void kt_summary_release(kt_summary *sum);
 
 /* ---- the producer fast path ----------------------------------------- */
 
+#ifndef KATRA_DISABLE
 /*
  * The parts of a ring the inline path touches.  The rest (and the consumer
  * side, on its own cache line) is private to ring/.  Fields here are
@@ -558,6 +564,9 @@ kt__emit(uint8_t type, uint32_t id, uint8_t flags, const void *payload, size_t l
 slow:
 	kt__emit_slow(type, id, flags, payload, len);
 }
+#else /* compiled out: calls check their arguments, emits do nothing */
+#include <katra/disable.h>
+#endif
 
 /** kt_zone_begin - a zone named @id starts on this thread. */
 static inline void kt_zone_begin(uint32_t id)
@@ -712,7 +721,7 @@ static inline void kt__zone_cleanup_c(const uint32_t *id)
  * through a scope guard's destructor (below), so it also ends when an
  * exception leaves the block.
  */
-#ifndef __cplusplus
+#if !defined(__cplusplus) && !defined(KATRA_DISABLE) /* disable.h has its own */
 #define KT__ZONE(var, cat, literal, begin, end_fn)                                 \
 	KT__SITE(KT__CAT(kt__site_, __LINE__), cat, literal);                       \
 	const uint32_t var __attribute__((cleanup(end_fn), unused)) =               \
@@ -750,6 +759,7 @@ struct kt__zone_guard_c {
 	kt__zone_guard_c &operator=(const kt__zone_guard_c &) = delete;
 };
 
+#ifndef KATRA_DISABLE
 #define KT_ZONE_AS(var, literal)                                                    \
 	KT__SITE(KT__CAT(kt__site_, __LINE__), NULL, literal);                      \
 	const kt__zone_guard var(kt__site_get(&KT__CAT(kt__site_, __LINE__)))
@@ -757,6 +767,7 @@ struct kt__zone_guard_c {
 	KT__SITE(KT__CAT(kt__site_, __LINE__), cat, literal);                       \
 	const kt__zone_guard_c var(&KT__CAT(kt__site_, __LINE__))
 #define KT__ZONE_ID(var) ((var).id)
+#endif
 #endif
 
 #define KT_ZONE(literal) KT_ZONE_AS(KT__CAT(kt__zone_, __LINE__), literal)

@@ -55,6 +55,13 @@ KT_API int kt_track_create(const char *name, uint64_t clock_hz);
  */
 KT_API int kt_track_calibrate(uint32_t track, uint64_t track_ts, uint64_t ticks);
 
+#ifdef KATRA_DISABLE
+/* Compiled out (katra/disable.h): no track (id 0), calibration a no-op. */
+#define kt_track_create(name, hz) KT__OFF(kt_track_create(name, hz), kt__off_int(0))
+#define kt_track_calibrate(track, ts, ticks)                                        \
+	KT__OFF(kt_track_calibrate(track, ts, ticks), kt__off_int(0))
+#endif
+
 /** kt_track_zone_begin - a zone named @name_id begins on track @track at
  * @track_ts (the track's clock). */
 static inline void kt_track_zone_begin(uint32_t track, uint32_t name_id, uint64_t track_ts)

@@ -150,7 +150,12 @@ typedef struct kt_rewrite_options {
 	int out_fd;                /* empty, open for writing; the trace is
 				    * written from its current offset */
 	int codec;                 /* kt_codec for every chunk; -1 keeps each
-				    * chunk's own */
+				    * chunk's own.  The header names it; its
+				    * codec level is the input's when the input
+				    * is raw or in this codec already (a
+				    * decompressed file compressed back with
+				    * its codec is the file it was), else 0 (the
+				    * codec's default) for the compact ones */
 	int filter;                /* non-zero: keep only what the next four
 				    * fields select */
 	uint64_t from_ns, to_ns;   /* events with CLOCK_MONOTONIC ns in

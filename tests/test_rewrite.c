@@ -1,0 +1,168 @@
+/*
+ * test_rewrite.c - `katra compress` and `decompress` against files a
+ * session wrote: compress's default is the sessions' codec, and
+ * decompress then compress --codec X gives back, byte for byte, the file
+ * X wrote (issue 25, item 7).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include "cli.h"
+#include <katra/katra.h>
+#include <katra/reader.h>
+
+/* A session's trace in @codec at @path: two threads, zones, counters,
+ * messages and arguments, enough for several chunks' worth of fields. */
+static void *emitter(void *arg)
+{
+	(void)arg;
+	kt_thread_name("worker");
+	uint32_t zone = kt_name("work"), ctr = kt_name("queue");
+	for (int i = 0; i < 3000; i++) {
+		kt_zone_begin(zone);
+		kt_arg_i64(kt_name("item"), i);
+		kt_counter(ctr, i * 7 - 100);
+		kt_zone_end(zone);
+	}
+	return NULL;
+}
+
+static void session_file(const char *path, int codec)
+{
+	kt_session_options o = { .codec = codec, .stop_sync = KT_STOP_SYNC_NONE };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, emitter, NULL), 0);
+	uint32_t frame = kt_name("frame"), msg = kt_name("log");
+	for (int i = 0; i < 2000; i++) {
+		kt_counter_f64(kt_name("ms"), i * 0.25);
+		kt_message(msg, "hello", 5);
+		kt_frame(frame, (uint64_t)i);
+	}
+	pthread_join(t, NULL);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	uint8_t *b = t_slurp(path, len);
+	cr_assert_not_null(b, "%s", path);
+	return b;
+}
+
+static void same_bytes(const char *a, const char *b)
+{
+	size_t na, nb;
+	uint8_t *x = slurp(a, &na), *y = slurp(b, &nb);
+	cr_assert_eq(na, nb, "%s: %zu bytes, %s: %zu", a, na, b, nb);
+	size_t i = 0;
+	while (i < na && x[i] == y[i])
+		i++;
+	cr_assert_eq(i, na, "%s and %s differ first at byte %zu", a, b, i);
+	free(x);
+	free(y);
+}
+
+static void katra_ok(const char *const *args)
+{
+	static struct proc p;
+	run_katra(&p, args);
+	cr_assert_eq(p.status, 0, "%s: %s", args[0], p.err);
+}
+
+/* The header's codec byte and level, as read back. */
+static void header_codec(const char *path, int *codec, int *level)
+{
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(&r, path, NULL), 0, "%s", path);
+	*codec = kt_reader_get_header(r)->capture.codec;
+	*level = kt_reader_get_header(r)->capture.codec_level;
+	kt_reader_close(r);
+}
+
+static const struct {
+	const char *name; /* compress --codec's name; NULL for raw */
+	int session;      /* kt_session_options.codec */
+	int codec;        /* the header's */
+} codecs[] = {
+	{ NULL, KT_SESSION_CODEC_RAW, KT_CODEC_NONE },
+	{ "lz4", KT_CODEC_LZ4, KT_CODEC_LZ4 },
+	{ "lz4-delta", KT_CODEC_LZ4_DELTA, KT_CODEC_LZ4_DELTA },
+	{ "compact", 0, KT_CODEC_COMPACT },
+	{ "zstd", KT_CODEC_COMPACT_ZSTD, KT_CODEC_COMPACT_ZSTD },
+};
+
+/* For every codec: a session's file, decompressed, then compressed with
+ * the codec it had, is that file; the raw one decompressed is itself.
+ * Before the fix the compact and zstd files came back with level 0 in
+ * the header (byte 101) and another header checksum, and the zstd chunks
+ * at level 3 instead of the session's 1. */
+Test(compress, decompress_then_compress_with_the_files_codec_is_byte_identical)
+{
+	char orig[64], dec[64], back[64];
+	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++) {
+		snprintf(orig, sizeof(orig), "/tmp/katra-rt-%d-%zu.katra", (int)getpid(), i);
+		snprintf(dec, sizeof(dec), "/tmp/katra-rt-%d-%zu-d.katra", (int)getpid(), i);
+		snprintf(back, sizeof(back), "/tmp/katra-rt-%d-%zu-c.katra", (int)getpid(), i);
+		session_file(orig, codecs[i].session);
+		int codec, level;
+		header_codec(orig, &codec, &level);
+		cr_assert_eq(codec, codecs[i].codec);
+		cr_assert_eq(level, 1, "a session's default level");
+		const char *d[] = { "decompress", orig, dec, NULL };
+		katra_ok(d);
+		header_codec(dec, &codec, &level);
+		cr_assert_eq(codec, KT_CODEC_NONE);
+		if (!codecs[i].name) {
+			same_bytes(orig, dec);
+		} else {
+			const char *c[] = { "compress", dec, back, "--codec", codecs[i].name, NULL };
+			katra_ok(c);
+			same_bytes(orig, back);
+			unlink(back);
+		}
+		unlink(orig);
+		unlink(dec);
+	}
+}
+
+/* compress with no --codec writes the sessions' default codec: a
+ * decompressed default session's file comes back as it was.  Before the
+ * fix it came back in lz4-delta, about 3 times the size. */
+Test(compress, the_default_codec_is_the_sessions)
+{
+	char orig[64], dec[64], back[64];
+	snprintf(orig, sizeof(orig), "/tmp/katra-df-%d.katra", (int)getpid());
+	snprintf(dec, sizeof(dec), "/tmp/katra-df-%d-d.katra", (int)getpid());
+	snprintf(back, sizeof(back), "/tmp/katra-df-%d-c.katra", (int)getpid());
+	session_file(orig, 0);
+	const char *d[] = { "decompress", orig, dec, NULL };
+	katra_ok(d);
+	const char *c[] = { "compress", dec, back, NULL };
+	katra_ok(c);
+	int codec, level;
+	header_codec(back, &codec, &level);
+	cr_assert_eq(codec, KT_CODEC_COMPACT);
+	same_bytes(orig, back);
+	unlink(orig);
+	unlink(dec);
+	unlink(back);
+}
+
+/* From a codec to another, the compact codecs take their own default
+ * level (0), not the input's, which meant something else. */
+Test(compress, another_codecs_level_is_not_carried_over)
+{
+	char orig[64], back[64];
+	snprintf(orig, sizeof(orig), "/tmp/katra-lv-%d.katra", (int)getpid());
+	snprintf(back, sizeof(back), "/tmp/katra-lv-%d-c.katra", (int)getpid());
+	session_file(orig, KT_CODEC_LZ4);
+	const char *c[] = { "compress", orig, back, "--codec", "zstd", NULL };
+	katra_ok(c);
+	int codec, level;
+	header_codec(back, &codec, &level);
+	cr_assert_eq(codec, KT_CODEC_COMPACT_ZSTD);
+	cr_assert_eq(level, 0);
+	unlink(orig);
+	unlink(back);
+}
