@@ -317,29 +317,38 @@ KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
 typedef struct kt_snapshot_thread {
 	uint32_t thread_id;
 	uint64_t events;            /* its events written */
-	uint64_t overwritten;       /* its events of this session that its
-				     * ring overwrote before the copy began
-				     * (exact: the thread counts each one as
-				     * its ring's bound passes it, once per
-				     * sub-buffer, off the emit's fast path);
-				     * a drop record in the file carries them.
-				     * The count is read as the copy begins:
-				     * events the thread overwrites while it
-				     * runs (at most a sub-buffer's, and what
-				     * bytes_lapped says) are not in it, and
+	uint64_t overwritten;       /* its events of this session its ring
+				     * overwrote before the copy began (exact:
+				     * counted by the thread once per
+				     * sub-buffer, off the fast path; a drop
+				     * record in the file); ones overwritten
+				     * during the copy are bytes_lapped's, and
 				     * none is both counted and in the file */
+	/* Its own window (trace ticks): its first and last events in the file,
+	 * all its events between them in it (0, 0: none).  Each reaches back
+	 * as far as its own ring held: a quiet thread keeps seconds beside a
+	 * busy one's milliseconds.  A zone begun before it has only its end
+	 * in the file (readers show it open from window_start).  Before it:
+	 * @overwritten, from overwritten_first to overwritten_last (0 with
+	 * none); @trimmed, its events the ring held, left out for
+	 * @max_age_ns or @max_bytes; and head_loss_ns, of @max_age_ns, how
+	 * much its ring no longer held. */
+	uint64_t window_start, window_end;
+	uint64_t overwritten_first, overwritten_last;
+	uint64_t trimmed;
+	uint64_t head_loss_ns;
 } kt_snapshot_thread;
 
 /** What kt_session_snapshot() wrote.  Times are trace ticks (the file's
  * clock); the _ns fields are CLOCK_MONOTONIC durations. */
 typedef struct kt_snapshot_result {
-	uint64_t window_start;      /* the first event kept: from here to
-				     * window_end every thread in the file
-				     * has all its events */
+	uint64_t window_start;      /* from here to window_end every thread
+				     * has all its events in the file: the
+				     * latest start of a thread that lost its
+				     * head's window, or first_event */
 	uint64_t window_end;        /* the last event kept */
-	uint64_t head_loss_ns;      /* of the @max_age_ns asked for, how much
-				     * before window_start the rings no longer
-				     * held; 0 with no @max_age_ns */
+	uint64_t head_loss_ns;      /* the largest row's head_loss_ns (what
+				     * a ring lacked of @max_age_ns) */
 	uint64_t events;            /* events written */
 	uint64_t events_trimmed;    /* events the rings held, left out to make
 				     * the window complete or to meet the
@@ -357,6 +366,7 @@ typedef struct kt_snapshot_result {
 				      * (whether or not there are rows) */
 	uint32_t thread_rows;        /* rows kt_session_snapshot_threads()
 				      * filled */
+	uint64_t first_event;        /* the earliest thread window's start */
 } kt_snapshot_result;
 
 /**
@@ -374,12 +384,13 @@ typedef struct kt_snapshot_result {
  *
  * Producers go on at full rate meanwhile: each ring is copied from its
  * newest records back, the part a producer overwrote before the copy
- * reached it is left out, and the window is cut
- * where every thread is complete: from the latest of the threads' oldest
- * surviving events.  The file is a normal trace (names, threads, summary)
- * and `katra verify` passes on it; each thread's events overwritten before
- * the copy are one drop record of it (ring full), timed before the
- * window.  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
+ * reached it is left out, and each thread keeps its own window: from its
+ * oldest surviving event (or the limits' start) to its newest, so a busy
+ * thread that laps its ring in milliseconds does not cut what a quiet
+ * thread kept for seconds.  The file is a normal trace (names, threads,
+ * summary) and `katra verify` passes on it; each thread's events
+ * overwritten before the copy are one drop record of it (ring full), timed
+ * before its window (SPEC §4.6; kt_session_snapshot_threads()'s rows).  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
  * progress.  Snapshots copy into memory as large as all the rings
  * together, kept until the session stops: mapped and faulted in when the
  * session starts, for the threads registered then (so the process is that
