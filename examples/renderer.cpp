@@ -4,7 +4,7 @@
  * threads rasterize the left and right halves of each frame, and when a
  * frame is slow the newest history of every thread goes to a file.
  *
- *   renderer [--frames N] [--hitch-at F] [--out PREFIX]
+ *   renderer [--frames N] [--hitch-at F] [--slow-ms MS] [--out PREFIX]
  *
  * Each frame: a frame mark and a "frame" zone on the main thread around
  * "raster" (the tiles' work, waited for); a "tile" zone per tile thread
@@ -15,7 +15,8 @@
  * 80 ms "hitch" zone on the main thread.  Frames are paced to 16 ms.
  *
  * The session is a flight recorder with every option at its default.  A
- * frame over 50 ms takes a snapshot, PREFIX-F.katra (at most 4 of them),
+ * frame over MS ms (default 50) takes a snapshot, PREFIX-F.katra (at most
+ * 16 of them),
  * and prints one line for it and one per thread of it: each thread's own
  * window and what its ring lost before it, in trace ticks, as
  * kt_session_snapshot_threads() gives them:
@@ -182,7 +183,7 @@ private:
 };
 
 struct options {
-	long frames = 100, hitch_at = 80;
+	long frames = 100, hitch_at = 80, slow_ms = 50;
 	std::string out = "renderer";
 };
 
@@ -210,7 +211,7 @@ void snapshot(kt_session *s, const options &o, long frame, double ms)
 }
 #endif
 
-/* The frame loop; @slow is called with each frame over 50 ms. */
+/* The frame loop; @slow is called with each frame over o.slow_ms. */
 template <class F> void frames(const options &o, F slow)
 {
 	std::vector<std::uint32_t> fb(kW * kH);
@@ -233,7 +234,7 @@ template <class F> void frames(const options &o, F slow)
 		}
 		katra::frame(frame_id, (std::uint64_t)f);
 		double ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
-		if (ms > 50)
+		if (ms > (double)o.slow_ms)
 			slow(f, ms);
 		next += std::chrono::milliseconds(16);
 		std::this_thread::sleep_until(next);
@@ -251,6 +252,8 @@ int parse(int argc, char **argv, options &o)
 			o.frames = std::atol(argv[i + 1]);
 		else if (a == "--hitch-at")
 			o.hitch_at = std::atol(argv[i + 1]);
+		else if (a == "--slow-ms")
+			o.slow_ms = std::atol(argv[i + 1]);
 		else
 			return 1;
 	}
@@ -263,7 +266,8 @@ int main(int argc, char **argv)
 {
 	options o;
 	if (parse(argc, argv, o)) {
-		std::fprintf(stderr, "usage: renderer [--frames N] [--hitch-at F] [--out PREFIX]\n");
+		std::fprintf(stderr, "usage: renderer [--frames N] [--hitch-at F] [--slow-ms MS] "
+				     "[--out PREFIX]\n");
 		return 2;
 	}
 	kt_thread_name("main");
@@ -277,7 +281,7 @@ int main(int argc, char **argv)
 	}
 	int taken = 0;
 	frames(o, [&](long f, double ms) {
-		if (taken++ < 4)
+		if (taken++ < 16)
 			snapshot(s, o, f, ms);
 	});
 	return kt_session_stop(s, nullptr) ? 1 : 0;

@@ -15,6 +15,7 @@
 #include "tools/stats.h"
 #include "tools/tables.h"
 #include "tools/text.h"
+#include "tools/windows.h"
 
 /* An open zone on a thread's stack. */
 struct zone {
@@ -83,6 +84,7 @@ struct stats {
 	uint64_t across;        /* zones open across a drop window */
 	struct memstats mem;    /* allocations and frees per pool */
 	struct trackstats tracks; /* zones of tracks with a clock of their own */
+	struct windows win;     /* each thread's window and loss (windows.h) */
 };
 
 /*
@@ -261,7 +263,7 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	}
 	uint32_t *top = idmap_find(&c->tops, tops_key(ti, nm->id));
 	if (!top || !*top)
-		return 0;
+		return windows_unbegun(&c->win, t->id);
 	size_t d = *top - 1;
 	uint64_t dur = elapsed(c, t->stack[d].ns, ns);
 	if (hist_add(&nm->zone, dur))
@@ -416,6 +418,7 @@ void stats_free(struct stats *c)
 	drops_free(&c->drops);
 	memstats_free(&c->mem);
 	trackstats_free(&c->tracks);
+	windows_free(&c->win);
 	tables_free(&c->t);
 	free(c);
 }
@@ -573,7 +576,8 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 		return -EIO;
 	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
 		truncated ? ", truncated" : "");
-	if (text_threads(f, c, t) || text_names(f, c, t) || text_drops(f, c, t))
+	if (text_threads(f, c, t) || text_names(f, c, t) || text_drops(f, c, t) ||
+	    windows_text(f, &c->win, t))
 		return -ENOMEM;
 	if (c->untimed)
 		fprintf(f, "\nzones: %" PRIu64 " begins past %u open zones were not timed\n",
@@ -705,7 +709,9 @@ json_t *stats_json(const struct stats *c, const char *label)
 	size_t nt = trackstats_ntracks(&c->t);
 	if (nt)
 		json_object_set_new(o, "tracks", trackstats_json(&c->tracks, &c->t));
-	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n + !!nt;
+	if (c->win.any)
+		json_object_set_new(o, "windows", windows_json(&c->win, &c->t));
+	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n + !!nt + !!c->win.any;
 	if (ok && json_complete(o, keys) && json_complete(fr, 5))
 		return o;
 	json_decref(o);
@@ -747,6 +753,11 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	if (rc >= 0)
 		rc = trackstats_finish(&c->tracks);
 	drops_time(c, r);
+	for (size_t i = 0; rc >= 0 && i < c->th.n; i++)
+		if (thread_at(c, (long)i)->events)
+			rc = windows_add(&c->win, thread_at(c, (long)i)->id,
+					 thread_at(c, (long)i)->first_ns, thread_at(c, (long)i)->last_ns);
+	windows_finish(&c->win, &c->drops, r);
 	table_sort(&c->th);
 	table_sort(&c->names);
 	memstats_sort(&c->mem);
