@@ -214,6 +214,10 @@ typedef struct kt_session_options {
 	 * KT_STOP_SYNC_NONE leaves the pages to the kernel: the file is
 	 * complete for every reader at once, durable later. */
 	int stop_sync;
+	/* Rings made and faulted in by kt_session_start() for up to this many
+	 * (<= 16) threads to come, which then pay nothing on first use (else
+	 * ~1 ms per MiB of ring, on the thread); none with crash files. */
+	unsigned spare_rings;
 } kt_session_options;
 
 /** kt_session_options.overflow for KT_OVERFLOW_WAIT: 0 there keeps the
@@ -347,8 +351,7 @@ typedef struct kt_snapshot_result {
 				     * latest start of a thread that lost its
 				     * head's window, or first_event */
 	uint64_t window_end;        /* the last event kept */
-	uint64_t head_loss_ns;      /* the largest row's head_loss_ns (what
-				     * a ring lacked of @max_age_ns) */
+	uint64_t head_loss_ns;      /* the largest row's head_loss_ns */
 	uint64_t events;            /* events written */
 	uint64_t events_trimmed;    /* events the rings held, left out to make
 				     * the window complete or to meet the
@@ -392,10 +395,8 @@ typedef struct kt_snapshot_result {
  * overwritten before the copy are one drop record of it (ring full), timed
  * before its window (SPEC §4.6; kt_session_snapshot_threads()'s rows).  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
  * progress.  Snapshots copy into memory as large as all the rings
- * together, kept until the session stops: mapped and faulted in when the
- * session starts, for the threads registered then (so the process is that
- * much larger from the start, not from the first snapshot), and grown by
- * the first snapshot after more threads register.
+ * together, kept until the session stops, mapped at its start for the
+ * threads registered then and grown by a snapshot after more register.
  *
  * Return: 0; KT_ENOSESSION when @s is not a running flight session;
  * -EINVAL for no @path and a negative @fd; -EEXIST, -ENOMEM, -errno from
@@ -405,12 +406,10 @@ typedef struct kt_snapshot_result {
 KT_API int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
 			       uint64_t max_bytes, kt_snapshot_result *res);
 
-/**
- * kt_session_snapshot_threads - kt_session_snapshot(), and a row per
+/** kt_session_snapshot_threads - kt_session_snapshot(), and a row per
  * thread in the file (with events or overwritten ones) into @rows, in the
- * order written: at most @cap of them, @res->thread_rows says how many.
- * Return, threads: as kt_session_snapshot().
- */
+ * order written: at most @cap, @res->thread_rows says how many.
+ * Return, threads: as kt_session_snapshot(). */
 KT_API int kt_session_snapshot_threads(kt_session *s, const char *path, int fd,
 				       uint64_t max_age_ns, uint64_t max_bytes,
 				       kt_snapshot_result *res, kt_snapshot_thread *rows,
