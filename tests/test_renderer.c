@@ -5,7 +5,7 @@
  * snapshot the hitch's slow frame takes holds the hitch zone, begin and
  * end, and over a second of the main thread; each thread's window and
  * loss are stated alike in the snapshot's result (the lines renderer
- * prints from it), in the file, in `katra stats` (text and JSON) and in
+ * prints from it), in the file, in `katra stats` (text and JSON, with the zones open from a thread's window start) and in
  * `katra report`'s data.  With one window for all threads (from the
  * latest first event among them) the main thread kept a few tens of ms:
  * no hitch begin, no second.
@@ -35,8 +35,16 @@ struct th {
 	uint64_t hitch_begin, hitch_end;      /* ticks */
 };
 
+/* A zone end whose begin is not in the file, in the order read. */
+struct open_zone {
+	uint32_t tid, name;
+	uint64_t ts;
+};
+
 struct file {
 	char names[MAX_IDS][32];
+	struct open_zone open[64];
+	size_t nopen;
 	struct th t[4];
 	size_t n;
 	uint64_t ring_size, origin_ns;
@@ -66,8 +74,8 @@ static void on_event(struct file *f, const kt_event *ev)
 	} else if (ev->type == KT_EV_ZONE_END) {
 		if (x->open[ev->name_id])
 			x->open[ev->name_id]--;
-		else
-			x->unbegun++;
+		else if (x->unbegun++, f->nopen < 64)
+			f->open[f->nopen++] = (struct open_zone){ ev->thread_id, ev->name_id, ev->ts };
 		x->hitch_end = hitch ? ev->ts : x->hitch_end;
 	}
 }
@@ -144,9 +152,33 @@ static uint64_t since(const struct file *f, kt_reader *r, uint64_t ts)
 	return kt_reader_ticks_to_ns(r, ts) - f->origin_ns;
 }
 
+/* Thread @x's zones open from its window start: each shown as begun at
+ * the window's start, into @text (every thread's, in the order read) and
+ * @arr (the thread's). */
+static json_t *expected_open(const struct file *f, kt_reader *r, const struct th *x, char *text,
+			     size_t cap)
+{
+	json_t *arr = json_array();
+	size_t at = strlen(text);
+	for (size_t i = 0; i < f->nopen; i++) {
+		const struct open_zone *z = &f->open[i];
+		const struct th *y = th_of((struct file *)f, z->tid);
+		uint64_t end = since(f, r, z->ts), from = since(f, r, y->first_ts);
+		if (x == y)
+			json_array_append_new(arr, json_pack("[s,I,I]", f->names[z->name],
+							     (json_int_t)end,
+							     (json_int_t)(end - from)));
+		at += (size_t)snprintf(text + at, cap - at, "%-8u %-24s %14" PRIu64 " %14" PRIu64 "\n",
+				       z->tid, f->names[z->name], end, end - from);
+	}
+	return arr;
+}
+
 /* What `katra stats` must print and say in JSON for the file's threads
- * (windows.h: in thread id order). */
-static void expected(const struct file *f, kt_reader *r, char *text, size_t cap, json_t *arr)
+ * (windows.h: in thread id order), and in @open the zones open from a
+ * window's start. */
+static void expected(const struct file *f, kt_reader *r, char *text, size_t cap, json_t *arr,
+		     char *open, size_t ocap)
 {
 	size_t at = 0;
 	for (uint32_t tid = 1; tid <= 4; tid++)
@@ -161,11 +193,13 @@ static void expected(const struct file *f, kt_reader *r, char *text, size_t cap,
 					       "%-8u %-20s %14" PRIu64 " %14" PRIu64 " %14" PRIu64
 					       " %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "\n",
 					       x->tid, x->name, a, b, b - a, x->lost, lf, ll, x->unbegun);
-			json_array_append_new(arr, json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+			open[0] = 0;
+			json_array_append_new(arr, json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
 				"tid", (int)x->tid, "name", x->name, "start_ns", (json_int_t)a,
 				"end_ns", (json_int_t)b, "window_ns", (json_int_t)(b - a), "lost",
 				(json_int_t)x->lost, "lost_first_ns", (json_int_t)lf, "lost_last_ns",
-				(json_int_t)ll, "unbegun", (json_int_t)x->unbegun));
+				(json_int_t)ll, "unbegun", (json_int_t)x->unbegun, "open_from_start",
+				expected_open(f, r, x, open, ocap)));
 		}
 }
 
@@ -234,7 +268,7 @@ static json_t *report_data(const char *dir, const char *in)
 
 Test(renderer, the_hitch_snapshot_keeps_the_hitch_and_each_thread_its_window, .timeout = 120)
 {
-	char dir[] = "/tmp/kt_rendererXXXXXX", path[160], expect[4096];
+	char dir[] = "/tmp/kt_rendererXXXXXX", path[160], expect[4096], open[8192];
 	static char out[1 << 16];
 	cr_assert_not_null(mkdtemp(dir));
 	run_renderer(dir, out, sizeof(out));
@@ -265,7 +299,7 @@ Test(renderer, the_hitch_snapshot_keeps_the_hitch_and_each_thread_its_window, .t
 	check_rows(out, &f, path);
 	/* katra stats, text and JSON. */
 	json_t *want = json_array();
-	expected(&f, r, expect, sizeof(expect), want);
+	expected(&f, r, expect, sizeof(expect), want, open, sizeof(open));
 	kt_reader_close(r);
 	struct proc p;
 	katra(&p, "stats", path, NULL, NULL);
@@ -274,6 +308,14 @@ Test(renderer, the_hitch_snapshot_keeps_the_hitch_and_each_thread_its_window, .t
 	table = strchr(strchr(table + 1, '\n') + 1, '\n') + 1;
 	cr_assert_eq(strncmp(table, expect, strlen(expect)), 0, "got:\n%s\nwant:\n%s", table, expect);
 	cr_assert(table[strlen(expect)] == '\n' || table[strlen(expect)] == 0);
+	/* The zones begun before their thread's window, from its start: the
+	 * tile threads' outer zones at least. */
+	cr_assert_geq(f.nopen, 2);
+	table = strstr(p.out, "\nzones open from their thread's window start");
+	cr_assert_not_null(table, "%s", p.out);
+	table = strchr(strchr(table + 1, '\n') + 1, '\n') + 1;
+	cr_assert_eq(strncmp(table, open, strlen(open)), 0, "got:\n%s\nwant:\n%s", table, open);
+	cr_assert_eq(table[strlen(open)], '\n');
 	katra(&p, "stats", "--json", path, NULL);
 	json_t *stats = json_loadb(p.out, p.out_len, 0, NULL);
 	cr_assert_not_null(stats);

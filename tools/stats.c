@@ -263,7 +263,7 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	}
 	uint32_t *top = idmap_find(&c->tops, tops_key(ti, nm->id));
 	if (!top || !*top)
-		return windows_unbegun(&c->win, t->id);
+		return windows_unbegun(&c->win, t->id, nm->id, ns);
 	size_t d = *top - 1;
 	uint64_t dur = elapsed(c, t->stack[d].ns, ns);
 	if (hist_add(&nm->zone, dur))

@@ -6,7 +6,8 @@
  * held; what the ring overwrote before it is the thread's drop record
  * timed before its first event (its loss).  Zone ends whose begins are
  * not in the file are counted per thread: in a snapshot, zones open from
- * before the window.
+ * before the window, listed (the first WIN_OPEN_MAX) as begun at the
+ * window's start, which is as long as the file can say they ran.
  *
  * Shown only for files with such a loss (a snapshot whose rings wrapped):
  * elsewhere every thread's window is its span, which stats already says.
@@ -32,15 +33,26 @@ struct win_thread {
 	uint64_t unbegun;               /* zone ends whose begin is not in the file */
 };
 
+#define WIN_OPEN_MAX 64
+
+/* A zone open from its thread's window start: the first event kept. */
+struct win_open {
+	uint32_t tid, name;
+	uint64_t end_ns;
+};
+
 struct windows {
 	struct win_thread *t;
 	size_t n, cap;
+	struct win_open open[WIN_OPEN_MAX];
+	size_t nopen;
 	uint64_t origin_ns;             /* the session's start */
 	int any;                        /* a thread lost events before its window */
 };
 
-/* windows_unbegun - a zone end of thread @id found no begin.  0 or -ENOMEM. */
-int windows_unbegun(struct windows *w, uint32_t id);
+/* windows_unbegun - a zone end of thread @id, of name @name at @ns,
+ * found no begin.  0 or -ENOMEM. */
+int windows_unbegun(struct windows *w, uint32_t id, uint32_t name, uint64_t ns);
 
 /* windows_add - thread @id's window [@first_ns, @last_ns] (ns as the
  * reader converts), after every event was read.  0 or -ENOMEM. */
