@@ -4,7 +4,8 @@
  * threads rasterize the left and right halves of each frame, and when a
  * frame is slow the newest history of every thread goes to a file.
  *
- *   renderer [--frames N] [--hitch-at F] [--slow-ms MS] [--out PREFIX]
+ *   renderer [--frames N] [--hitch-at F] [--slow-ms MS] [--snapshot-at S]
+ *            [--out PREFIX]
  *
  * Each frame: a frame mark and a "frame" zone on the main thread around
  * "raster" (the tiles' work, waited for); a "tile" zone per tile thread
@@ -16,7 +17,8 @@
  *
  * The session is a flight recorder with every option at its default.  A
  * frame over MS ms (default 50) takes a snapshot, PREFIX-F.katra (at most
- * 16 of them),
+ * 16 of them), as does frame S whatever its time (a machine too slow to
+ * tell the hitch by time: under a sanitizer every frame is slow),
  * and prints one line for it and one per thread of it: each thread's own
  * window and what its ring lost before it, in trace ticks, as
  * kt_session_snapshot_threads() gives them:
@@ -183,7 +185,7 @@ private:
 };
 
 struct options {
-	long frames = 100, hitch_at = 80, slow_ms = 50;
+	long frames = 100, hitch_at = 80, slow_ms = 50, snapshot_at = -1;
 	std::string out = "renderer";
 };
 
@@ -211,7 +213,8 @@ void snapshot(kt_session *s, const options &o, long frame, double ms)
 }
 #endif
 
-/* The frame loop; @slow is called with each frame over o.slow_ms. */
+/* The frame loop; @slow is called with each frame over o.slow_ms and
+ * with frame o.snapshot_at. */
 template <class F> void frames(const options &o, F slow)
 {
 	std::vector<std::uint32_t> fb(kW * kH);
@@ -234,7 +237,7 @@ template <class F> void frames(const options &o, F slow)
 		}
 		katra::frame(frame_id, (std::uint64_t)f);
 		double ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
-		if (ms > (double)o.slow_ms)
+		if (ms > (double)o.slow_ms || f == o.snapshot_at)
 			slow(f, ms);
 		next += std::chrono::milliseconds(16);
 		std::this_thread::sleep_until(next);
@@ -254,6 +257,8 @@ int parse(int argc, char **argv, options &o)
 			o.hitch_at = std::atol(argv[i + 1]);
 		else if (a == "--slow-ms")
 			o.slow_ms = std::atol(argv[i + 1]);
+		else if (a == "--snapshot-at")
+			o.snapshot_at = std::atol(argv[i + 1]);
 		else
 			return 1;
 	}
@@ -267,7 +272,7 @@ int main(int argc, char **argv)
 	options o;
 	if (parse(argc, argv, o)) {
 		std::fprintf(stderr, "usage: renderer [--frames N] [--hitch-at F] [--slow-ms MS] "
-				     "[--out PREFIX]\n");
+				     "[--snapshot-at S] [--out PREFIX]\n");
 		return 2;
 	}
 	kt_thread_name("main");
