@@ -332,7 +332,7 @@ typedef struct kt_snapshot_thread {
 	 * all its events between them in it (0, 0: none).  Each reaches back
 	 * as far as its own ring held: a quiet thread keeps seconds beside a
 	 * busy one's milliseconds.  A zone begun before it has only its end
-	 * in the file (readers show it open from window_start).  Before it:
+	 * in the file (katra stats lists it from window_start).  Before it:
 	 * @overwritten, from overwritten_first to overwritten_last (0 with
 	 * none); @trimmed, its events the ring held, left out for
 	 * @max_age_ns or @max_bytes; and head_loss_ns, of @max_age_ns, how
