@@ -514,6 +514,8 @@ static int session_start(const char *path, const kt_session_options *opts,
 		pthread_mutex_unlock(&session_lock);
 		return rc;
 	}
+	/* Best effort: a thread with no spare makes its own ring. */
+	(void)kt__registry_spare(o.spare_rings);
 	current = s;
 	/* Release: a producer that sees the session on also sees the rings
 	 * reset above (it re-reads tail with acquire in any case). */

@@ -3,8 +3,8 @@
  * their producers go on (ring/flight.c), encoding them into chunks as they
  * are found (one pass over the ring's bytes, which are not in cache: a
  * copy first, then a walk and an encoding of the copy, took three), cut
- * them to the window in which every thread is complete and to the
- * caller's age and byte limits, and write them as a trace through the
+ * each thread to its own window (as far back as its ring held, within the
+ * caller's age and byte limits), and write them as a trace through the
  * same writer as a session.
  */
 #define _GNU_SOURCE
@@ -59,6 +59,8 @@ struct snap_ring {
 	size_t cut_run;            /* the run the first record kept lies in */
 	uint64_t cut_pos, cut_ts;  /* its position and timestamp */
 	size_t cut;                /* records before it */
+	uint64_t win_end;          /* the last event kept (its window's end) */
+	uint64_t loss_ns;          /* head_loss() of its window */
 };
 
 /* What a session keeps from one snapshot to the next (so that only the
@@ -455,12 +457,6 @@ static uint64_t bytes_from(struct snap *sn, uint64_t ts)
 	return sum;
 }
 
-/* The first record @t kept (span.len > 0: it has one): its timestamp. */
-static uint64_t first_ts(const struct snap_ring *t)
-{
-	return t->nruns ? t->runs[0].first : 0;
-}
-
 static uint64_t ns_to_ticks(uint64_t ns, uint64_t hz)
 {
 	unsigned __int128 t = (unsigned __int128)ns * hz / 1000000000u;
@@ -474,27 +470,19 @@ static uint64_t ticks_to_ns(uint64_t ticks, uint64_t hz)
 }
 
 /*
- * Where the window starts: no earlier than the latest first event of a
- * ring that lost its head (before it, that thread has a hole), nor than
- * @max_age_ns before the copies, and late enough for @max_bytes.
+ * Where the window starts, for every thread alike: no earlier than
+ * @max_age_ns before the copies, and late enough for @max_bytes.  Each
+ * thread's own window then starts at its first record at or after it
+ * (lower_bound()): a thread whose ring lost its head starts at its oldest
+ * surviving record, and the others keep theirs, so one busy thread's
+ * milliseconds do not cut a quiet thread's seconds.
  */
-static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_bytes,
-			     kt_snapshot_result *res)
+static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_bytes)
 {
 	uint64_t hz = sn->s->c0.tick_hz, w = 0, newest = sn->now;
-	for (size_t i = 0; i < sn->n; i++)
-		if (!sn->rings[i].cp.span.whole && first_ts(&sn->rings[i]) > w)
-			w = first_ts(&sn->rings[i]);
 	if (max_age_ns) {
-		/* Spans, not instants: on a machine up for less than
-		 * @max_age_ns the asked start lies before the clock's zero,
-		 * and the loss is still what the window lacks of the age. */
 		uint64_t age = ns_to_ticks(max_age_ns, hz);
-		uint64_t kept = newest > w ? newest - w : 0;
-		if (w && kept < age)
-			res->head_loss_ns = ticks_to_ns(age - kept, hz);
-		else
-			w = newest > age ? newest - age : 0;
+		w = newest > age ? newest - age : 0;
 	}
 	if (max_bytes && bytes_from(sn, w) > max_bytes) {
 		/* The earliest start that fits: bytes_from() only falls as
@@ -512,6 +500,22 @@ static uint64_t window_start(struct snap *sn, uint64_t max_age_ns, uint64_t max_
 	return w;
 }
 
+/* Of the @max_age_ns asked for, what @t's ring no longer held before its
+ * window: 0 when its ring reached back that far (or held its whole
+ * session).  Spans, not instants: on a machine up for less than
+ * @max_age_ns the asked start lies before the clock's zero, and the loss
+ * is still what the window lacks of the age. */
+static uint64_t head_loss(const struct snap *sn, const struct snap_ring *t, uint64_t max_age_ns)
+{
+	uint64_t hz = sn->s->c0.tick_hz, age = ns_to_ticks(max_age_ns, hz);
+	if (!max_age_ns || t->cp.span.whole || !t->nruns)
+		return 0;
+	/* The oldest record the ring held, before any cut. */
+	uint64_t oldest = t->runs[0].first;
+	uint64_t kept = sn->now > oldest ? sn->now - oldest : 0;
+	return kept < age ? ticks_to_ns(age - kept, hz) : 0;
+}
+
 /* The file being written. */
 struct out {
 	struct snap *sn;
@@ -520,6 +524,7 @@ struct out {
 	int rc;                    /* first error */
 	uint64_t events, chunks, bytes_raw;
 	uint64_t newest;           /* the last event's timestamp */
+	uint64_t ring_newest;      /* the last event's of the ring being written */
 };
 
 static void put(struct out *o, int rc)
@@ -578,6 +583,7 @@ static void put_chunk(struct out *o, const struct snap_ring *t, const struct run
 	o->chunks++;
 	if (r->last > o->newest)
 		o->newest = r->last;
+	o->ring_newest = r->last;
 	o->bytes_raw += len;
 }
 
@@ -609,16 +615,20 @@ static void put_ring(struct out *o, const struct snap_ring *t)
 	free(name);
 }
 
-/* The caller's row for @t, if it has room and the thread is in the file. */
+/* The caller's row for @t, if it has room and the thread is in the file:
+ * its own window and what it lost before it. */
 static void put_row(const struct snap *sn, kt_snapshot_result *res, const struct snap_ring *t,
 		    uint64_t events)
 {
-	res->events_overwritten += t->cp.span.over;
-	if (res->thread_rows >= sn->cap || !(events || t->cp.span.over))
+	const kt__flight_span *sp = &t->cp.span;
+	res->events_overwritten += sp->over;
+	if (res->thread_rows >= sn->cap || !(events || sp->over))
 		return;
 	sn->rows[res->thread_rows++] = (kt_snapshot_thread){
 		.thread_id = kt__ring_thread_id(t->ring), .events = events,
-		.overwritten = t->cp.span.over };
+		.overwritten = sp->over, .window_start = events ? t->cut_ts : 0,
+		.window_end = events ? t->win_end : 0, .overwritten_first = sp->over_first,
+		.overwritten_last = sp->over_last, .trimmed = t->cut, .head_loss_ns = t->loss_ns };
 }
 
 /* Write the trace to @fd: header, every kept record, names, threads and
@@ -633,6 +643,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 	for (size_t i = 0; i < sn->n && !o.rc; i++) {
 		uint64_t before = o.events;
 		put_ring(&o, &sn->rings[i]);
+		sn->rings[i].win_end = o.ring_newest;
 		res->thread_count += o.events > before;
 		put_row(sn, res, &sn->rings[i], o.events - before);
 	}
@@ -658,10 +669,13 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 	return o.rc;
 }
 
-/* Cut every ring at @w and count what that leaves out. */
-static void cut_rings(struct snap *sn, uint64_t w, kt_snapshot_result *res)
+/* Cut every ring at @w (each thread's window starts at its first record
+ * at or after it) and count what that leaves out.  The file's first event
+ * is the earliest window's start; every thread is complete from the latest
+ * start of a thread that lost its head (or from the first event). */
+static void cut_rings(struct snap *sn, uint64_t w, uint64_t max_age_ns, kt_snapshot_result *res)
 {
-	res->window_start = UINT64_MAX;
+	uint64_t first = UINT64_MAX, complete = 0;
 	for (size_t i = 0; i < sn->n; i++) {
 		struct snap_ring *t = &sn->rings[i];
 		struct cut c = lower_bound(sn, t, w);
@@ -669,14 +683,20 @@ static void cut_rings(struct snap *sn, uint64_t w, kt_snapshot_result *res)
 		t->cut_pos = c.pos;
 		t->cut_ts = c.ts;
 		t->cut_run = c.run;
+		t->loss_ns = head_loss(sn, t, max_age_ns);
 		res->events_trimmed += t->cut;
 		res->bytes_lapped += t->cp.span.lapped;
 		res->bytes_overwritten += t->cp.span.from - t->cp.span.origin;
-		if (c.run < t->nruns && c.ts < res->window_start)
-			res->window_start = c.ts;
+		if (t->loss_ns > res->head_loss_ns)
+			res->head_loss_ns = t->loss_ns;
+		if (c.run >= t->nruns)
+			continue;
+		first = c.ts < first ? c.ts : first;
+		if (!t->cp.span.whole && c.ts > complete)
+			complete = c.ts;
 	}
-	if (res->window_start == UINT64_MAX)
-		res->window_start = 0;
+	res->first_event = first == UINT64_MAX ? 0 : first;
+	res->window_start = complete > res->first_event ? complete : res->first_event;
 }
 
 /* Create @path for the snapshot, or use @fd. */
@@ -697,7 +717,7 @@ static int snapshot(struct snap sn, const char *path, int fd, uint64_t max_age_n
 		rc = copy_rings(&sn, &list);
 	free(list.rings);
 	if (!rc) {
-		cut_rings(&sn, window_start(&sn, max_age_ns, max_bytes, res), res);
+		cut_rings(&sn, window_start(&sn, max_age_ns, max_bytes), max_age_ns, res);
 		/* A staged run that would not decode (a bug) fails the snapshot. */
 		rc = sn.rc;
 	}

@@ -214,6 +214,35 @@ static struct kt__ring *ring_get(uint64_t size)
 	return r ? r : kt__ring_map_stub();
 }
 
+/*
+ * Spare rings of the configured size, made now (their pages faulted in
+ * here, MAP_POPULATE) and kept on the free list, so that up to @n threads
+ * that register later take one without mapping or faulting anything on
+ * their own time.  Only over the default backing: a crash directory's
+ * rings are files a recovery reads as threads'.  Best effort: a spare
+ * that cannot be made leaves its thread to make its ring itself.
+ */
+unsigned kt__registry_spare(unsigned n)
+{
+	unsigned have = 0;
+	if (kt__ensure_init())
+		return 0;
+	reg_take();
+	for (struct kt__ring *r = free_head; r; r = r->next)
+		have += r->size == config.ring_size;
+	while (have < n && free_count < FREE_KEEP && reg_backing == &kt__memfd_backing) {
+		struct kt__ring *r = kt__ring_map(reg_backing, config.ring_size);
+		if (!r)
+			break;
+		r->next = free_head;
+		free_head = r;
+		free_count++;
+		have++;
+	}
+	reg_drop();
+	return have;
+}
+
 /* Under reg_lock: a drained, retired ring goes back to the free list. */
 static void ring_put(struct kt__ring *r)
 {

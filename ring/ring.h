@@ -111,6 +111,9 @@ typedef struct kt__ring_list {
 	size_t len, cap;
 } kt__ring_list;
 
+/* Make rings of the configured size for up to @n threads to come (at most
+ * 16 kept): how many are ready. */
+unsigned kt__registry_spare(unsigned n);
 /* Snapshot every registered ring (retired or not) into @out. */
 int kt__registry_snapshot(kt__ring_list *out);
 /* Recycle every retired ring that is fully drained; returns how many. */

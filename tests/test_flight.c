@@ -103,7 +103,7 @@ static void check_snapshot(const char *path, const kt_snapshot_result *res, stru
 	cr_assert_eq(v->gaps, 0, "a thread has a hole");
 	cr_assert_eq(v->events, res->events);
 	cr_assert_eq(v->threads, res->thread_count);
-	cr_assert_eq(v->min_ts, res->window_start);
+	cr_assert_eq(v->min_ts, res->first_event);
 	cr_assert_eq(v->max_ts, res->window_end);
 }
 

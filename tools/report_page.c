@@ -123,6 +123,7 @@ static const char report_script[] =
 	"  if (s.truncated) w.push(\"The trace is truncated (no summary): what follows is its valid prefix.\");\n"
 	"  if (s.zones_not_timed) w.push(s.zones_not_timed + \" zones were not timed (too many open at once).\");\n"
 	"  if (s.ts_backwards) w.push(s.ts_backwards + \" events are earlier than the event before them on their thread.\");\n"
+	"  for (const x of s.windows || []) w.push(\"Thread \" + x.name + \" (\" + x.tid + \") has its own window: \" + ns(x.window_ns) + \" from \" + ns(x.start_ns) + \" to \" + ns(x.end_ns) + \" after the start\" + (x.lost ? \", \" + x.lost + \" older events overwritten\" : \", nothing lost\") + (x.unbegun ? \", \" + x.unbegun + \" zones begun before it\" : \"\") + \".\");\n"
 	"  const fl = D.flame_left_out;\n"
 	"  if (fl.unended) w.push(fl.unended + \" zones never ended and are left out of the flame graph.\");\n"
 	"  if (fl.folded) w.push(fl.folded + \" zones past the flame graph's depth or stack caps folded into their parents.\");\n"

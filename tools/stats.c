@@ -182,7 +182,7 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	}
 	uint32_t *top = idmap_find(&c->tops, tops_key(ti, nm->id));
 	if (!top || !*top)
-		return 0;
+		return windows_unbegun(&c->win, t->id, nm->id, ns);
 	size_t d = *top - 1;
 	uint64_t dur = elapsed(c, t->stack[d].ns, ns);
 	if (hist_add(&nm->zone, dur))
@@ -347,6 +347,7 @@ void stats_free(struct stats *c)
 	memstats_free(&c->mem);
 	trackstats_free(&c->tracks);
 	valstats_free(&c->vals);
+	windows_free(&c->win);
 	tables_free(&c->t);
 	free(c);
 }
@@ -538,7 +539,7 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
 		truncated ? ", truncated" : "");
 	if (text_threads(f, c, t) || text_names(f, c, t) || valstats_text(f, &c->vals, t) ||
-	    text_drops(f, c, t))
+	    text_drops(f, c, t) || windows_text(f, &c->win, t))
 		return -ENOMEM;
 	if (c->untimed)
 		fprintf(f, "\nzones: %" PRIu64 " begins past %u open zones were not timed\n",
@@ -589,6 +590,11 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	if (rc >= 0)
 		rc = trackstats_finish(&c->tracks);
 	drops_time(c, r);
+	for (size_t i = 0; rc >= 0 && i < c->th.n; i++)
+		if (thread_at(c, (long)i)->events)
+			rc = windows_add(&c->win, thread_at(c, (long)i)->id,
+					 thread_at(c, (long)i)->first_ns, thread_at(c, (long)i)->last_ns);
+	windows_finish(&c->win, &c->drops, r);
 	table_sort(&c->th);
 	table_sort(&c->names);
 	memstats_sort(&c->mem);

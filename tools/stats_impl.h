@@ -14,6 +14,7 @@
 #include "tools/tables.h"
 #include "tools/trackstats.h"
 #include "tools/valstats.h"
+#include "tools/windows.h"
 
 /* An open zone on a thread's stack. */
 struct zone {
@@ -87,6 +88,7 @@ struct stats {
 	struct memstats mem;    /* allocations and frees per pool */
 	struct trackstats tracks; /* zones of tracks with a clock of their own */
 	struct valstats vals;   /* counters, zones' own values and texts */
+	struct windows win;     /* each thread's window and loss (windows.h) */
 };
 
 /*

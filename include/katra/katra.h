@@ -44,6 +44,7 @@
 #include <string.h>
 #include <katra/atomic.h>
 #include <katra/error.h>
+#include <katra/snapshot.h>
 #include <katra/trace.h>
 #include <katra/version.h>
 #include <katra/zone.h>
@@ -219,6 +220,10 @@ typedef struct kt_session_options {
 	 * KT_STOP_SYNC_NONE leaves the pages to the kernel: the file is
 	 * complete for every reader at once, durable later. */
 	int stop_sync;
+	/* Rings made and faulted in by kt_session_start() for up to this many
+	 * (<= 16) threads to come, which then pay nothing on first use (else
+	 * ~1 ms per MiB of ring, on the thread); none with crash files. */
+	unsigned spare_rings;
 } kt_session_options;
 
 /** kt_session_options.overflow for KT_OVERFLOW_WAIT: 0 there keeps the
@@ -317,98 +322,6 @@ KT_API const char *kt_session_start_error(void);
  * pthread_cancel() of it acts only after the call.
  */
 KT_API int kt_session_stop(kt_session *s, kt_summary *sum);
-
-/** One thread's row in kt_snapshot_result.threads. */
-typedef struct kt_snapshot_thread {
-	uint32_t thread_id;
-	uint64_t events;            /* its events written */
-	uint64_t overwritten;       /* its events of this session that its
-				     * ring overwrote before the copy began
-				     * (exact: the thread counts each one as
-				     * its ring's bound passes it, once per
-				     * sub-buffer, off the emit's fast path);
-				     * a drop record in the file carries them.
-				     * The count is read as the copy begins:
-				     * events the thread overwrites while it
-				     * runs (at most a sub-buffer's, and what
-				     * bytes_lapped says) are not in it, and
-				     * none is both counted and in the file */
-} kt_snapshot_thread;
-
-/** What kt_session_snapshot() wrote.  Times are trace ticks (the file's
- * clock); the _ns fields are CLOCK_MONOTONIC durations. */
-typedef struct kt_snapshot_result {
-	uint64_t window_start;      /* the first event kept: from here to
-				     * window_end every thread in the file
-				     * has all its events */
-	uint64_t window_end;        /* the last event kept */
-	uint64_t head_loss_ns;      /* of the @max_age_ns asked for, how much
-				     * before window_start the rings no longer
-				     * held; 0 with no @max_age_ns */
-	uint64_t events;            /* events written */
-	uint64_t events_trimmed;    /* events the rings held, left out to make
-				     * the window complete or to meet the
-				     * limits */
-	uint64_t bytes_lapped;      /* ring bytes overwritten while the rings
-				     * were copied (newest first) before the
-				     * copy reached them, and so left out */
-	uint64_t bytes_overwritten; /* ring bytes the threads wrote in this
-				     * session and no longer held: their
-				     * oldest events, overwritten (the lapped
-				     * ones included) */
-	uint64_t bytes_on_disk;     /* the file's size */
-	uint32_t thread_count;      /* threads with events in the file */
-	uint64_t events_overwritten; /* the threads' overwritten, summed
-				      * (whether or not there are rows) */
-	uint32_t thread_rows;        /* rows kt_session_snapshot_threads()
-				      * filled */
-} kt_snapshot_result;
-
-/**
- * kt_session_snapshot - write the newest window of every thread's ring
- * in a KT_SESSION_FLIGHT session to a new trace file.
- * @s:          the session.
- * @path:       the file to create (never an existing one: -EEXIST; never
- *              through a final symlink); NULL to write to @fd instead.
- * @fd:         with @path NULL: where to write, from its offset; not closed.
- * @max_age_ns: keep only events at most this old (when the rings were
- *              copied); 0: no limit.
- * @max_bytes:  keep at most this many bytes of events (as the rings hold
- *              them; the file is smaller); 0: no limit.
- * @res:        optional; what was written.
- *
- * Producers go on at full rate meanwhile: each ring is copied from its
- * newest records back, the part a producer overwrote before the copy
- * reached it is left out, and the window is cut
- * where every thread is complete: from the latest of the threads' oldest
- * surviving events.  The file is a normal trace (names, threads, summary)
- * and `katra verify` passes on it; each thread's events overwritten before
- * the copy are one drop record of it (ring full), timed before the
- * window.  Snapshots of one session are taken one at a time (a second caller waits); kt_session_stop() waits for one in
- * progress.  Snapshots copy into memory as large as all the rings
- * together, kept until the session stops: mapped and faulted in when the
- * session starts, for the threads registered then (so the process is that
- * much larger from the start, not from the first snapshot), and grown by
- * the first snapshot after more threads register.
- *
- * Return: 0; KT_ENOSESSION when @s is not a running flight session;
- * -EINVAL for no @path and a negative @fd; -EEXIST, -ENOMEM, -errno from
- * creating or writing the file (a file it created is then removed).  Any
- * thread but a signal handler.
- */
-KT_API int kt_session_snapshot(kt_session *s, const char *path, int fd, uint64_t max_age_ns,
-			       uint64_t max_bytes, kt_snapshot_result *res);
-
-/**
- * kt_session_snapshot_threads - kt_session_snapshot(), and a row per
- * thread in the file (with events or overwritten ones) into @rows, in the
- * order written: at most @cap of them, @res->thread_rows says how many.
- * Return, threads: as kt_session_snapshot().
- */
-KT_API int kt_session_snapshot_threads(kt_session *s, const char *path, int fd,
-				       uint64_t max_age_ns, uint64_t max_bytes,
-				       kt_snapshot_result *res, kt_snapshot_thread *rows,
-				       uint32_t cap);
 
 /** kt_summary_release - free what kt_session_stop() put in @sum. */
 KT_API void kt_summary_release(kt_summary *sum);
