@@ -13,6 +13,7 @@
 #include "tools/export_fxt.h"
 #include "tools/export_args.h"
 #include "tools/fmt_mid.h"
+#include "tools/grow.h"
 #include "tools/memstats.h"
 #include "tools/pipe.h"
 #include "tools/text.h"
@@ -39,12 +40,22 @@ enum { OBJ_PROCESS = 1, OBJ_THREAD = 2 };
 #define FXT_RATE UINT64_C(1000000000) /* times in ns: Tracy's importer ignores the rate */
 #define FXT_EVENT_ARGS 15u            /* a header's 4 bits */
 
+/* A name's strings, well-formed UTF-8: its own, and its source location
+ * "FILE:LINE" (made on its first begin). */
+struct fxname {
+	char *s, *loc;
+	size_t len, loc_len;
+};
+
 struct fx {
 	struct xstate xs;
 	struct xout out;
 	kt_reader *r;
 	const struct tables *t;
 	uint64_t pid;
+	struct idmap names;     /* name id -> 1 + its strings in utf8s */
+	struct fxname *utf8s;
+	size_t nutf8s, utf8s_cap;
 	struct memstats mem;    /* the pools' live bytes, for memory counters */
 	struct tracks tracks;   /* zones of tracks with a clock of their own */
 	uint32_t track_koid[KT_MAX_TRACKS + 1]; /* each track entry's thread */
@@ -92,45 +103,69 @@ static void put_string(struct fx *x, uint32_t index, const char *s, size_t n)
 	rec_put(x, REC_STRING | bits(index, 16) | bits(n, 32));
 }
 
-/* @n bytes of @s as well-formed UTF-8 (free() it), cut to @cap bytes at
- * a character's start; NULL when out of memory (noted in x->err). */
-static char *utf8_cut(struct fx *x, const char *s, size_t n, size_t *len, size_t cap)
+/* @n bytes of @s as well-formed UTF-8 (free() it), cut to FXT_TEXT bytes
+ * at a character's start; NULL when out of memory (noted in x->err). */
+static char *utf8(struct fx *x, const char *s, size_t n, size_t *len)
 {
 	char *u = text_utf8(s, n, len);
 	if (!u) {
 		x->err = -ENOMEM;
 		return NULL;
 	}
-	if (*len > cap)
-		for (*len = cap; *len && ((unsigned char)u[*len] & 0xC0) == 0x80; --*len)
+	if (*len > FXT_TEXT)
+		for (*len = FXT_TEXT; *len && ((unsigned char)u[*len] & 0xC0) == 0x80; --*len)
 			;
 	return u;
 }
 
-static char *utf8(struct fx *x, const char *s, size_t n, size_t *len)
+/* Append @n bytes of well-formed UTF-8 @u as an inline string cut to fit
+ * the record with @keep words to spare (at a character's start); returns
+ * its reference (0 when empty). */
+static uint64_t rec_utf8(struct fx *x, const char *u, size_t n, size_t keep)
 {
-	return utf8_cut(x, s, n, len, FXT_TEXT);
+	size_t room = x->n + keep < MAX_WORDS ? (MAX_WORDS - x->n - keep) * 8 : 0;
+	room = room < FXT_TEXT ? room : FXT_TEXT;
+	if (n > room)
+		for (n = room; n && ((unsigned char)u[n] & 0xC0) == 0x80; n--)
+			;
+	rec_bytes(x, u, n);
+	return n ? INLINE_STR | n : 0;
 }
 
-/* Append @n bytes of @s as an inline string cut to fit the record with
- * @keep words to spare; returns its reference (0 when empty). */
+/* rec_utf8() of @n bytes of @s, made well-formed UTF-8 first. */
 static uint64_t rec_inline(struct fx *x, const char *s, size_t n, size_t keep)
 {
-	size_t room = x->n + keep < MAX_WORDS ? (MAX_WORDS - x->n - keep) * 8 : 0, len;
-	char *u = utf8_cut(x, s ? s : "", s ? n : 0, &len, room < FXT_TEXT ? room : FXT_TEXT);
-	if (!u)
-		return 0;
-	rec_bytes(x, u, len);
+	size_t len;
+	char *u = utf8(x, s ? s : "", s ? n : 0, &len);
+	uint64_t ref = u ? rec_utf8(x, u, len, keep) : 0;
 	free(u);
-	return len ? INLINE_STR | len : 0;
+	return ref;
 }
 
-/* Name @id's string, inline ("?" when the file names none). */
+/* Name @id's string, inline ("?" when the file names none), made UTF-8
+ * once per name. */
 static uint64_t rec_name(struct fx *x, uint32_t id, size_t keep)
 {
-	size_t n = 0;
-	const char *s = tables_name(x->t, id, &n);
-	return rec_inline(x, s ? s : "?", s ? n : 1, keep);
+	int added;
+	uint32_t *slot = idmap_slot(&x->names, id, 0, &added);
+	if (slot && !*slot) {
+		size_t n = 0, len;
+		const char *s = tables_name(x->t, id, &n);
+		char *u = utf8(x, s ? s : "?", s ? n : 1, &len);
+		if (!u || grow_array((void **)&x->utf8s, &x->utf8s_cap, x->nutf8s + 1,
+				     sizeof(*x->utf8s))) {
+			free(u);
+			x->err = -ENOMEM;
+			return 0;
+		}
+		x->utf8s[x->nutf8s] = (struct fxname){ .s = u, .len = len };
+		*slot = (uint32_t)++x->nutf8s;
+	}
+	if (!slot) {
+		x->err = -ENOMEM;
+		return 0;
+	}
+	return rec_utf8(x, x->utf8s[*slot - 1].s, x->utf8s[*slot - 1].len, keep);
 }
 
 static void put_header(struct fx *x)
@@ -338,15 +373,22 @@ static void put_held(struct fx *x, struct xthread *t)
 	struct xzone *z = &t->stack[t->depth - 1];
 	uint64_t h = ev_start(x, t, EV_BEGIN, t->held_ns, z->name, NULL);
 	const struct tloc *l = tables_loc(x->t, z->name);
+	uint32_t *slot = idmap_find(&x->names, z->name); /* made by ev_start() */
 	args_kept(x, t, t->depth - 1, !!l);
-	if (l) {
-		char *loc = NULL;
-		int n = asprintf(&loc, "%s:%u", tloc_file(x->t, l), l->line);
-		if (n < 0)
+	if (l && slot) {
+		struct fxname *u = &x->utf8s[*slot - 1];
+		char *raw = NULL;
+		int n = u->loc ? 0 : asprintf(&raw, "%s:%u", tloc_file(x->t, l), l->line);
+		if (n >= 0 && !u->loc)
+			u->loc = utf8(x, raw, (size_t)n, &u->loc_len);
+		if (n >= 0)
+			free(raw); /* undefined after a failed asprintf() */
+		if (u->loc) {
+			size_t at = arg_start(x, ARG_STR, "loc", 3);
+			arg_done(x, at, rec_utf8(x, u->loc, u->loc_len, 2));
+		} else {
 			x->err = -ENOMEM;
-		else
-			arg_str(x, "loc", loc, (size_t)n);
-		free(loc);
+		}
 	}
 	ev_put(x, h);
 }
@@ -616,6 +658,7 @@ int fxt_run(kt_reader *r, const struct tables *t, FILE *out, struct export_resul
 	x->t = t;
 	x->pid = kt_reader_get_header(r)->process_id;
 	memstats_init(&x->mem);
+	idmap_init(&x->names);
 	tracks_init(&x->tracks, t, on_track_close, x);
 	x->tracks.open = on_track_open;
 	int rc = xstate_init(&x->xs, r, res);
@@ -640,6 +683,12 @@ int fxt_run(kt_reader *r, const struct tables *t, FILE *out, struct export_resul
 	if (!rc && x->mem.failed)
 		rc = -ENOMEM;
 	memstats_free(&x->mem);
+	for (size_t i = 0; i < x->nutf8s; i++) {
+		free(x->utf8s[i].s);
+		free(x->utf8s[i].loc);
+	}
+	free(x->utf8s);
+	idmap_free(&x->names);
 	tracks_free(&x->tracks);
 	free(x);
 	return rc;
