@@ -583,27 +583,29 @@ Test(native, a_file_cut_short_ends_with_a_mark_in_both_formats)
 
 /* ---- zone arguments, on their slices in every export ---- */
 
-/* Thread 1: zone [i=-5, u=2^63+7, f=2.5, s="hello", its value 42, its
- * text "zone text"] { child } then late="after child" (an argument after
- * a zone inside it), end of zone, then u=9 with no zone open. */
+/* Thread 1: zone [i=-5, u=2^63+7, f=2.5, s="hello", its value 42 then 43
+ * (a second of one name: "value#2"), its text "zone text"] { child } then
+ * late="after child" (an argument after a zone inside it), end of zone,
+ * then u=9 with no zone open. */
 static const char *args_path(void)
 {
 	static char path[96];
 	snprintf(path, sizeof(path), "/tmp/katra-native-%d-args.katra", (int)getpid());
 	static const char *const names[] = { "zone", "i", "u", "f", "s", "child", "late" };
 	kt_writer *w = open_named(path, names, 7);
-	int64_t i = -5, v = 42;
+	int64_t i = -5, v = 42, v2 = 43;
 	uint64_t u = (UINT64_C(1) << 63) + 7, u9 = 9;
 	double f = 2.5;
 	static const struct { uint8_t type; uint32_t name; const void *p; uint16_t n; } e[] = {
 		{ KT_EV_ZONE_BEGIN, 1, NULL, 0 }, { KT_EV_ARG_I64, 2, NULL, 8 },
 		{ KT_EV_ARG_U64, 3, NULL, 8 },	  { KT_EV_ARG_F64, 4, NULL, 8 },
 		{ KT_EV_ARG_STR, 5, "hello", 5 }, { KT_EV_ARG_I64, 0, NULL, 8 },
-		{ KT_EV_ARG_STR, 0, "zone text", 9 }, { KT_EV_ZONE_BEGIN, 6, NULL, 0 },
+		{ KT_EV_ARG_I64, 0, NULL, 8 },	  { KT_EV_ARG_STR, 0, "zone text", 9 },
+		{ KT_EV_ZONE_BEGIN, 6, NULL, 0 },
 		{ KT_EV_ZONE_END, 6, NULL, 0 },	  { KT_EV_ARG_STR, 7, "after child", 11 },
 		{ KT_EV_ZONE_END, 1, NULL, 0 },	  { KT_EV_ARG_U64, 3, NULL, 8 },
 	};
-	const void *num[] = { [1] = &i, [2] = &u, [3] = &f, [5] = &v, [11] = &u9 };
+	const void *num[] = { [1] = &i, [2] = &u, [3] = &f, [5] = &v, [6] = &v2, [12] = &u9 };
 	uint8_t buf[1024];
 	size_t len = 0;
 	for (size_t k = 0; k < sizeof(e) / sizeof(e[0]); k++) {
@@ -639,10 +641,11 @@ Test(fxt, zone_arguments_are_on_their_zones_with_their_types)
 	cr_assert_eq(f.nev, 5, "zone, child, child, zone, the loose u");
 	const struct fxt_event *b = &f.ev[0], *end = &f.ev[3], *loose = &f.ev[4];
 	cr_assert(b->type == 2 && !strcmp(b->name, "zone"));
-	cr_assert_eq(b->nargs, 6);
+	cr_assert_eq(b->nargs, 7);
 	static const struct { const char *name; unsigned type; } want[] = {
-		{ "i", 3 }, { "u", 4 }, { "f", 5 }, { "value", 3 }, { "s", 6 }, { "text", 6 } };
-	for (int k = 0; k < 6; k++) {
+		{ "i", 3 }, { "u", 4 }, { "f", 5 }, { "value", 3 }, { "value#2", 3 }, { "s", 6 },
+		{ "text", 6 } };
+	for (int k = 0; k < 7; k++) {
 		cr_assert_str_eq(b->arg_name[k], want[k].name, "argument %d", k);
 		cr_assert_eq(b->arg_type[k], want[k].type, "argument %d", k);
 	}
@@ -652,8 +655,9 @@ Test(fxt, zone_arguments_are_on_their_zones_with_their_types)
 	cr_assert_eq(b->arg_val[1], (UINT64_C(1) << 63) + 7);
 	cr_assert(d == 2.5);
 	cr_assert_eq(b->arg_val[3], 42);
-	cr_assert_str_eq(b->arg_text[4], "hello");
-	cr_assert_str_eq(b->arg_text[5], "zone text");
+	cr_assert_eq(b->arg_val[4], 43);
+	cr_assert_str_eq(b->arg_text[5], "hello");
+	cr_assert_str_eq(b->arg_text[6], "zone text");
 	cr_assert(f.ev[1].type == 2 && f.ev[1].nargs == 0 && f.ev[2].type == 3);
 	cr_assert(end->type == 3 && !strcmp(end->name, "zone") && end->nargs == 1);
 	cr_assert_str_eq(end->arg_name[0], "late");
@@ -677,13 +681,13 @@ Test(perfetto, zone_arguments_are_debug_annotations_on_their_slices)
 #define ANN(v, n) "    debug_annotations {\n      " v "\n      name: \"" n "\"\n    }\n"
 	cr_assert_eq(count(text, ANN("int_value: -5", "i") ANN("uint_value: 9223372036854775815", "u")
 				 ANN("double_value: 2.5", "f") ANN("string_value: \"hello\"", "s")
-				 ANN("int_value: 42", "value")
+				 ANN("int_value: 42", "value") ANN("int_value: 43", "value#2")
 				 ANN("string_value: \"zone text\"", "text")
 				 "    type: TYPE_SLICE_BEGIN\n"), 1, "%s", text);
 	cr_assert_eq(count(text, ANN("string_value: \"after child\"", "late")
 				 "    type: TYPE_SLICE_END\n"), 1);
 	cr_assert_eq(count(text, ANN("uint_value: 9", "u") "    type: TYPE_INSTANT\n"), 1);
-	cr_assert_eq(count(text, "debug_annotations {"), 8, "no other");
+	cr_assert_eq(count(text, "debug_annotations {"), 9, "no other");
 #undef ANN
 	free(text);
 	free(got);
@@ -730,12 +734,47 @@ Test(chrome, zone_arguments_are_args_of_their_zones)
 		cr_assert(json_real_value(json_object_get(b, "f")) == 2.5);
 		cr_assert_str_eq(json_string_value(json_object_get(b, "s")), "hello");
 		cr_assert_eq(json_integer_value(json_object_get(b, "value")), 42);
+		cr_assert_eq(json_integer_value(json_object_get(b, "value#2")), 43);
 		cr_assert_str_eq(json_string_value(json_object_get(b, "text")), "zone text");
 		cr_assert_str_eq(json_string_value(json_object_get(end, "late")), "after child");
-		cr_assert_eq(json_object_size(b), complete ? 7u : 6u);
+		cr_assert_eq(json_object_size(b), complete ? 8u : 7u);
 		cr_assert_eq(json_integer_value(json_object_get(chrome_find(doc, "i", "u"), "u")), 9);
 		json_decref(doc);
 	}
 	unlink(out);
+	unlink(path);
+}
+
+/* FXT: a record holds 15 arguments, so of a zone's 31 the begin takes 15,
+ * the end 15 and the last is an instant named after it: none is lost. */
+Test(fxt, a_zone_with_more_arguments_than_records_hold_loses_none)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/tmp/katra-native-%d-many.katra", (int)getpid());
+	static const char *const names[] = { "zone", "n" };
+	kt_writer *w = open_named(path, names, 2);
+	uint8_t buf[2048];
+	size_t len = 0;
+	for (uint64_t k = 0; k < 33; k++) {
+		kt_event ev = { .ts = 1000000 + 3000 * (k + 1), .name_id = k % 32 ? 2 : 1,
+				.type = k == 0 ? KT_EV_ZONE_BEGIN : k == 32 ? KT_EV_ZONE_END
+								   : KT_EV_ARG_U64,
+				.payload_len = k % 32 ? 8 : 0, .payload = (const uint8_t *)&k };
+		len += kt_event_encode(buf + len, sizeof(buf) - len, &ev);
+	}
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 3, buf, len), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	struct proc p;
+	uint8_t *got = export_as("--fxt", path, &len, &p);
+	static struct fxt f;
+	read_fxt(&f, got, len);
+	cr_assert_eq(f.nev, 3);
+	cr_assert(f.ev[0].type == 2 && f.ev[0].nargs == 15 && f.ev[0].arg_val[0] == 1);
+	cr_assert_str_eq(f.ev[0].arg_name[1], "n#2", "the second of its name");
+	cr_assert(f.ev[1].type == 3 && f.ev[1].nargs == 15 && f.ev[1].arg_val[0] == 16);
+	cr_assert(f.ev[2].type == 0 && !strcmp(f.ev[2].name, "n") && f.ev[2].arg_val[0] == 31);
+	cr_assert_str_eq(f.ev[2].arg_name[0], "n#31");
+	free(got);
 	unlink(path);
 }

@@ -355,14 +355,12 @@ static uint64_t payload_u64(const kt_event *ev)
 	return v;
 }
 
-/* An argument with no zone to carry it: an instant on @t named after it,
- * with it. */
-static void put_loose_arg(struct fx *x, struct xthread *t, const kt_event *ev, uint64_t ns)
+/* Argument @a as an instant on @t at @ns named after it, with it: one
+ * with no zone open, or one its zone's records had no room for. */
+static void put_arg_instant(struct fx *x, struct xthread *t, uint64_t ns, const struct xarg *a)
 {
-	struct xarg a;
-	xarg_of_event(&a, ev);
-	uint64_t h = ev_start(x, t, EV_INSTANT, ns, ev->name_id, ev->name_id ? NULL : "value");
-	arg_kept(x, &a);
+	uint64_t h = ev_start(x, t, EV_INSTANT, ns, a->name, a->name ? NULL : "value");
+	arg_kept(x, a);
 	ev_put(x, h);
 }
 
@@ -406,6 +404,11 @@ static void put_ends(struct fx *x, struct xthread *t, uint64_t ns, size_t n, int
 		if (forced)
 			arg_u32(x, ARG_U32, "closed", 1);
 		ev_put(x, h);
+		size_t k;
+		struct xarg *a = xstate_args(t, level, &k);
+		for (size_t j = 0; j < k; j++) /* past FXT_EVENT_ARGS on both records */
+			if (!a[j].done)
+				put_arg_instant(x, t, ns, &a[j]);
 	}
 }
 
@@ -589,8 +592,10 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	if (xstate_is_arg(ev->type)) {
 		if ((rc = xstate_arg(&x->xs, t, ev)) < 0)
 			return rc;
+		struct xarg a;
+		xarg_of_event(&a, ev);
 		if (!rc)
-			put_loose_arg(x, t, ev, ns);
+			put_arg_instant(x, t, ns, &a);
 		return x->err ? x->err : x->out.failed ? -EIO : 0;
 	}
 	if (xstate_unhold(t))

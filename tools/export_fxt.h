@@ -25,10 +25,12 @@
  *    it; the rest go on its end), typed (int64, uint64, double, string;
  *    a name 0 is "value" or "text"), numbers before texts (Tracy's importer
  *    ends a zone's text at the first text's NUL), at most 15 a record
- *    (the rest on the end), a text cut to the record's room; then its
+ *    (the rest on the end; past that each an instant named after it at
+ *    the end), a text cut to the record's room; then its
  *    source location as a string argument "loc" = "FILE:LINE", which
  *    Tracy's importer takes as the zone's source;
- *  - an argument with no zone open as an instant named after it, with it;
+ *  - an argument with no zone open as an instant named after it, with it
+ *    (a zone's second argument of a name is "NAME#2", and so on);
  *  - counters as counter events (counter id: the name id) with one
  *    argument named as the counter (int64 or double): Tracy plots it
  *    under that name; allocations and frees as counter events named after
