@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh - install the Debian 12 packages katra's build, tests, sanitizer
-# and fuzz builds need.  Idempotent: when everything is already installed it
+# and fuzz builds need, and those Tracy's tools build against
+# (scripts/viewers.sh; zstd is katra's own too).  Idempotent: when everything is already installed it
 # prints nothing and exits 0.
 set -euo pipefail
 
@@ -22,6 +23,8 @@ pkgs=(
   protobuf-c-compiler  # protoc-c: tools/perfetto_trace.proto to C at build time
   protobuf-compiler    # protoc: the tests decode the Perfetto export with it
   zlib1g-dev           # export --perfetto --deflate: Perfetto's compressed_packets
+  libcapstone-dev      # scripts/viewers.sh: Tracy's tools (its loader links capstone)
+  nlohmann-json3-dev   # scripts/viewers.sh: Tracy's import-chrome reads JSON with it
 )
 
 missing=()

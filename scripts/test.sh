@@ -13,6 +13,16 @@ cmake --build build -j2
 
 status=0
 ctest --test-dir build --output-on-failure || status=$?
+# The examples/ program's FXT and Chrome exports through Tracy's own
+# importers and loader (scripts/viewers.sh builds them from ../shared: 3
+# minutes of CPU once, then about 1 s; the test itself about 1 s).
+if [[ -x build/examples/particles ]]; then
+  { bash scripts/viewers.sh &&
+    bash tests/tracy_import.sh build/katra build/examples/particles build-tracy; } || status=$?
+else
+  echo "test.sh: no build/examples/particles (no C++ compiler?): Tracy import test not run" >&2
+  status=1
+fi
 # katra report's pages in a real browser: no console message, no request
 # (installs Debian's chromium when it is missing).
 bash tests/report_chromium.sh build/katra build/ringbench || status=$?

@@ -19,6 +19,7 @@
 #include <katra/writer.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <jansson.h>
 
 #include "tools/export_perfetto.h"
 #include "tools/perfetto_trace.pb-c.h"
@@ -284,10 +285,10 @@ static uint64_t u64_of(const kt_event *ev)
 	return v;
 }
 
-/* Event @e against the reader's @ev: time, type, values. */
-static void match(const struct fxt_event *e, const kt_event *ev, int i)
+/* Event @e against the reader's @ev at @ns: time, type, values. */
+static void match(const struct fxt_event *e, const kt_event *ev, uint64_t ns, int i)
 {
-	cr_assert_eq(e->ts, ev->ts, "event %d: ticks", i);
+	cr_assert_eq(e->ts, ns, "event %d: ns", i);
 	cr_assert_eq(e->type, fxt_type(ev), "event %d: type", i);
 	if (ev->type == KT_EV_COUNTER_I64 || ev->type == KT_EV_COUNTER_F64) {
 		cr_assert_str_eq(e->arg_name[0], e->name, "a counter's argument is its name");
@@ -311,7 +312,7 @@ Test(fxt, golden_reads_back_record_by_record_and_matches_the_events)
 	read_fxt(&f, got, len);
 	kt_reader *r;
 	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
-	cr_assert_eq(f.tick_hz, kt_reader_get_header(r)->clock.tick_hz);
+	cr_assert_eq(f.tick_hz, 1000000000u, "ns, as Tracy's importer reads them");
 	cr_assert_eq(f.pid, 4242);
 	cr_assert_eq(f.nthread_names, 2);
 	size_t dlen;
@@ -336,7 +337,7 @@ Test(fxt, golden_reads_back_record_by_record_and_matches_the_events)
 			i++;
 		}
 		cr_assert_lt(i, f.nev, "fewer FXT events than the trace has");
-		match(&f.ev[i], &ev, i);
+		match(&f.ev[i], &ev, kt_reader_ticks_to_ns(r, ev.ts), i);
 		/* a message's name is its text; its event name is an argument */
 		cr_assert_str_eq(ev.type == KT_EV_MESSAGE ? f.ev[i].text : f.ev[i].name, name,
 				 "event %d: name", i);
@@ -356,16 +357,23 @@ Test(fxt, golden_reads_back_record_by_record_and_matches_the_events)
 
 /* Thread 1: a [1], b [2], end of a at 3 (closes b inside it), an end of c
  * with no begin at 4, d [5] never ended.  Ticks from t_header's clock. */
-static void write_unbalanced(const char *path)
+/* A writer of @path whose names 1.. are @names (@n), with thread 1 "main". */
+static kt_writer *open_named(const char *path, const char *const *names, uint32_t n)
 {
 	kt_header h;
 	t_header(&h);
 	kt_writer *w;
 	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
-	static const char *const names[] = { "a", "b", "c", "d" };
-	for (uint32_t i = 0; i < 4; i++)
-		cr_assert_eq(kt_writer_name(w, i + 1, names[i], 1), 0);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(kt_writer_name(w, i + 1, names[i], strlen(names[i])), 0);
 	cr_assert_eq(kt_writer_thread(w, 1, 100, "main"), 0);
+	return w;
+}
+
+static void write_unbalanced(const char *path)
+{
+	static const char *const names[] = { "a", "b", "c", "d" };
+	kt_writer *w = open_named(path, names, 4);
 	static const struct { char kind; uint32_t name; } z[] = {
 		{ 'B', 1 }, { 'B', 2 }, { 'E', 1 }, { 'E', 3 }, { 'B', 4 } };
 	uint8_t buf[512];
@@ -571,4 +579,202 @@ Test(native, a_file_cut_short_ends_with_a_mark_in_both_formats)
 		free(got);
 	}
 	unlink(cut);
+}
+
+/* ---- zone arguments, on their slices in every export ---- */
+
+/* Thread 1: zone [i=-5, u=2^63+7, f=2.5, s="hello", its value 42 then 43
+ * (a second of one name: "value#2"), its text "zone text"] { child } then
+ * late="after child" (an argument after a zone inside it), end of zone,
+ * then u=9 with no zone open. */
+static const char *args_path(void)
+{
+	static char path[96];
+	snprintf(path, sizeof(path), "/tmp/katra-native-%d-args.katra", (int)getpid());
+	static const char *const names[] = { "zone", "i", "u", "f", "s", "child", "late" };
+	kt_writer *w = open_named(path, names, 7);
+	int64_t i = -5, v = 42, v2 = 43;
+	uint64_t u = (UINT64_C(1) << 63) + 7, u9 = 9;
+	double f = 2.5;
+	static const struct { uint8_t type; uint32_t name; const void *p; uint16_t n; } e[] = {
+		{ KT_EV_ZONE_BEGIN, 1, NULL, 0 }, { KT_EV_ARG_I64, 2, NULL, 8 },
+		{ KT_EV_ARG_U64, 3, NULL, 8 },	  { KT_EV_ARG_F64, 4, NULL, 8 },
+		{ KT_EV_ARG_STR, 5, "hello", 5 }, { KT_EV_ARG_I64, 0, NULL, 8 },
+		{ KT_EV_ARG_I64, 0, NULL, 8 },	  { KT_EV_ARG_STR, 0, "zone text", 9 },
+		{ KT_EV_ZONE_BEGIN, 6, NULL, 0 },
+		{ KT_EV_ZONE_END, 6, NULL, 0 },	  { KT_EV_ARG_STR, 7, "after child", 11 },
+		{ KT_EV_ZONE_END, 1, NULL, 0 },	  { KT_EV_ARG_U64, 3, NULL, 8 },
+	};
+	const void *num[] = { [1] = &i, [2] = &u, [3] = &f, [5] = &v, [6] = &v2, [12] = &u9 };
+	uint8_t buf[1024];
+	size_t len = 0;
+	for (size_t k = 0; k < sizeof(e) / sizeof(e[0]); k++) {
+		kt_event ev = { .ts = 1000000 + 3000 * (k + 1), .name_id = e[k].name,
+				.type = e[k].type, .payload_len = e[k].n,
+				.payload = e[k].p ? e[k].p : num[k] };
+		len += kt_event_encode(buf + len, sizeof(buf) - len, &ev);
+	}
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 3, buf, len), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	return path;
+}
+
+/* args_path()'s trace exported as @fmt: its bytes (*@len), its path. */
+static uint8_t *export_args(const char *fmt, const char **path, size_t *len)
+{
+	struct proc p;
+	*path = args_path();
+	return export_as(fmt, *path, len, &p);
+}
+
+/* FXT: the begin's arguments typed (numbers first, then texts: Tracy's
+ * importer ends a zone's text at a text's NUL), the late one on the end,
+ * the loose one an instant named after it. */
+Test(fxt, zone_arguments_are_on_their_zones_with_their_types)
+{
+	const char *path;
+	size_t len;
+	uint8_t *got = export_args("--fxt", &path, &len);
+	static struct fxt f;
+	read_fxt(&f, got, len);
+	cr_assert_eq(f.nev, 5, "zone, child, child, zone, the loose u");
+	const struct fxt_event *b = &f.ev[0], *end = &f.ev[3], *loose = &f.ev[4];
+	cr_assert(b->type == 2 && !strcmp(b->name, "zone"));
+	cr_assert_eq(b->nargs, 7);
+	static const struct { const char *name; unsigned type; } want[] = {
+		{ "i", 3 }, { "u", 4 }, { "f", 5 }, { "value", 3 }, { "value#2", 3 }, { "s", 6 },
+		{ "text", 6 } };
+	for (int k = 0; k < 7; k++) {
+		cr_assert_str_eq(b->arg_name[k], want[k].name, "argument %d", k);
+		cr_assert_eq(b->arg_type[k], want[k].type, "argument %d", k);
+	}
+	double d;
+	memcpy(&d, &b->arg_val[2], 8);
+	cr_assert_eq((int64_t)b->arg_val[0], -5);
+	cr_assert_eq(b->arg_val[1], (UINT64_C(1) << 63) + 7);
+	cr_assert(d == 2.5);
+	cr_assert_eq(b->arg_val[3], 42);
+	cr_assert_eq(b->arg_val[4], 43);
+	cr_assert_str_eq(b->arg_text[5], "hello");
+	cr_assert_str_eq(b->arg_text[6], "zone text");
+	cr_assert(f.ev[1].type == 2 && f.ev[1].nargs == 0 && f.ev[2].type == 3);
+	cr_assert(end->type == 3 && !strcmp(end->name, "zone") && end->nargs == 1);
+	cr_assert_str_eq(end->arg_name[0], "late");
+	cr_assert_str_eq(end->arg_text[0], "after child");
+	cr_assert(loose->type == 0 && !strcmp(loose->name, "u") && loose->nargs == 1);
+	cr_assert(loose->arg_type[0] == 4 && loose->arg_val[0] == 9);
+	free(got);
+	unlink(path);
+}
+
+/* Perfetto, decoded by protoc with the schema: each argument a typed
+ * debug annotation on its slice's begin, the late one on its end (the
+ * importer adds an end's annotations to the slice). */
+Test(perfetto, zone_arguments_are_debug_annotations_on_their_slices)
+{
+	const char *path;
+	size_t len;
+	uint8_t *got = export_args("--perfetto", &path, &len);
+	char *text = filter("protoc --decode=perfetto.protos.Trace --proto_path=" KT_SRC_DIR
+			    "/tools perfetto_trace.proto", got, len);
+#define ANN(v, n) "    debug_annotations {\n      " v "\n      name: \"" n "\"\n    }\n"
+	cr_assert_eq(count(text, ANN("int_value: -5", "i") ANN("uint_value: 9223372036854775815", "u")
+				 ANN("double_value: 2.5", "f") ANN("string_value: \"hello\"", "s")
+				 ANN("int_value: 42", "value") ANN("int_value: 43", "value#2")
+				 ANN("string_value: \"zone text\"", "text")
+				 "    type: TYPE_SLICE_BEGIN\n"), 1, "%s", text);
+	cr_assert_eq(count(text, ANN("string_value: \"after child\"", "late")
+				 "    type: TYPE_SLICE_END\n"), 1);
+	cr_assert_eq(count(text, ANN("uint_value: 9", "u") "    type: TYPE_INSTANT\n"), 1);
+	cr_assert_eq(count(text, "debug_annotations {"), 9, "no other");
+#undef ANN
+	free(text);
+	free(got);
+	unlink(path);
+}
+
+/* The object of @doc's traceEvents with phase @ph and name @name. */
+static json_t *chrome_find(json_t *doc, const char *ph, const char *name)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(json_object_get(doc, "traceEvents"), i, o)
+		if (!strcmp(json_string_value(json_object_get(o, "ph")), ph) &&
+		    json_string_value(json_object_get(o, "name")) &&
+		    !strcmp(json_string_value(json_object_get(o, "name")), name))
+			return json_object_get(o, "args");
+	return NULL;
+}
+
+/* Chrome JSON, parsed by jansson: the arguments in the args of their
+ * zone's B (the late one in its E's) or, with --complete, all in its X's;
+ * the loose one an instant with its value. */
+Test(chrome, zone_arguments_are_args_of_their_zones)
+{
+	const char *path = args_path();
+	char out[128];
+	snprintf(out, sizeof(out), "%s.json", path);
+	for (int complete = 0; complete < 2; complete++) {
+		struct proc p;
+		unlink(out);
+		const char *with[] = { "export", "--chrome", "--complete", path, out, NULL };
+		const char *without[] = { "export", "--chrome", path, out, NULL };
+		run_katra(&p, complete ? with : without);
+		cr_assert_eq(p.status, 0, "%s", p.err);
+		json_error_t e;
+		json_t *doc = json_load_file(out, 0, &e);
+		cr_assert_not_null(doc, "%s", e.text);
+		json_t *b = chrome_find(doc, complete ? "X" : "B", "zone");
+		json_t *end = complete ? b : chrome_find(doc, "E", "zone");
+		cr_assert(b && end);
+		cr_assert_eq(json_integer_value(json_object_get(b, "i")), -5);
+		cr_assert_str_eq(json_string_value(json_object_get(b, "u")), "9223372036854775815",
+				 "past INT64_MAX: a string");
+		cr_assert(json_real_value(json_object_get(b, "f")) == 2.5);
+		cr_assert_str_eq(json_string_value(json_object_get(b, "s")), "hello");
+		cr_assert_eq(json_integer_value(json_object_get(b, "value")), 42);
+		cr_assert_eq(json_integer_value(json_object_get(b, "value#2")), 43);
+		cr_assert_str_eq(json_string_value(json_object_get(b, "text")), "zone text");
+		cr_assert_str_eq(json_string_value(json_object_get(end, "late")), "after child");
+		cr_assert_eq(json_object_size(b), complete ? 8u : 7u);
+		cr_assert_eq(json_integer_value(json_object_get(chrome_find(doc, "i", "u"), "u")), 9);
+		json_decref(doc);
+	}
+	unlink(out);
+	unlink(path);
+}
+
+/* FXT: a record holds 15 arguments, so of a zone's 31 the begin takes 15,
+ * the end 15 and the last is an instant named after it: none is lost. */
+Test(fxt, a_zone_with_more_arguments_than_records_hold_loses_none)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/tmp/katra-native-%d-many.katra", (int)getpid());
+	static const char *const names[] = { "zone", "n" };
+	kt_writer *w = open_named(path, names, 2);
+	uint8_t buf[2048];
+	size_t len = 0;
+	for (uint64_t k = 0; k < 33; k++) {
+		kt_event ev = { .ts = 1000000 + 3000 * (k + 1), .name_id = k % 32 ? 2 : 1,
+				.type = k == 0 ? KT_EV_ZONE_BEGIN : k == 32 ? KT_EV_ZONE_END
+								   : KT_EV_ARG_U64,
+				.payload_len = k % 32 ? 8 : 0, .payload = (const uint8_t *)&k };
+		len += kt_event_encode(buf + len, sizeof(buf) - len, &ev);
+	}
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 3, buf, len), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	struct proc p;
+	uint8_t *got = export_as("--fxt", path, &len, &p);
+	static struct fxt f;
+	read_fxt(&f, got, len);
+	cr_assert_eq(f.nev, 3);
+	cr_assert(f.ev[0].type == 2 && f.ev[0].nargs == 15 && f.ev[0].arg_val[0] == 1);
+	cr_assert_str_eq(f.ev[0].arg_name[1], "n#2", "the second of its name");
+	cr_assert(f.ev[1].type == 3 && f.ev[1].nargs == 15 && f.ev[1].arg_val[0] == 16);
+	cr_assert(f.ev[2].type == 0 && !strcmp(f.ev[2].name, "n") && f.ev[2].arg_val[0] == 31);
+	cr_assert_str_eq(f.ev[2].arg_name[0], "n#31");
+	free(got);
+	unlink(path);
 }

@@ -525,7 +525,7 @@ Test(track, fxt_export_has_a_thread_per_track)
 	uint8_t *bytes = t_export("--fxt", "tracks_v3.katra", &len);
 	static struct fxt f;
 	read_fxt(&f, bytes, len);
-	cr_assert_eq(f.tick_hz, 3000000000u);
+	cr_assert_eq(f.tick_hz, 1000000000u, "ns, which Tracy's importer reads");
 	cr_assert_eq(f.nthread_names, 3, "main, render and the track");
 	cr_assert_str_eq(koid_name(&f, 1001), "main");
 	cr_assert_str_eq(koid_name(&f, 1002), "render");
@@ -549,7 +549,8 @@ Test(track, fxt_export_has_a_thread_per_track)
 		cr_assert_lt(n, 10);
 		cr_assert_eq(e->type, want[n].type, "event %zu", n);
 		cr_assert_str_eq(e->name, want[n].name, "event %zu", n);
-		cr_assert_eq(e->ts, want[n].ts, "event %zu: ticks", n);
+		cr_assert_eq(e->ts, fxt_ns(KT_TEST_DATA "/tracks_v3.katra", want[n].ts),
+			     "event %zu: ns of its ticks", n);
 		depth += e->type == 2 ? 1 : e->type == 3 ? -1 : 0;
 		cr_assert_geq(depth, 0);
 		maxdepth = depth > maxdepth ? depth : maxdepth;
@@ -650,7 +651,7 @@ Test(track, fxt_export_balances_a_hostile_track_and_says_so)
 		cr_assert_eq(f.ev[i].koid, 0xffffff01, "event %d", i);
 		cr_assert_eq(f.ev[i].type, z[i].type, "event %d", i);
 		cr_assert_str_eq(f.ev[i].name, z[i].name, "event %d", i);
-		cr_assert_eq(f.ev[i].ts, z[i].ts, "event %d", i);
+		cr_assert_eq(f.ev[i].ts, fxt_ns(path, z[i].ts), "event %d: ns of its ticks", i);
 	}
 	cr_assert_str_eq(koid_name(&f, 0xffffff02), "gpu", "track 2's thread, empty");
 	free(bytes);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/chrome.h"
+#include "tools/export_args.h"
 #include "tools/fmt.h"
 #include "tools/fmt_mid.h"
 #include "tools/memstats.h"
@@ -49,13 +50,20 @@ struct ch {
 	struct tracks tracks;  /* zones of tracks with a clock of their own */
 };
 
-/* A zone's begin or end (or one as a complete event) of @t. */
+/* A zone's begin or end (or one as a complete event) of @t, with the
+ * kept arguments of its zone at @level not yet written (level SIZE_MAX:
+ * none), which are then marked written. */
 static int put_zone(struct ch *c, struct xthread *t, uint8_t type, uint32_t name, uint64_t ns,
-		    unsigned bits, uint64_t dur)
+		    unsigned bits, uint64_t dur, size_t level)
 {
 	kt_event ev = { .thread_id = t->id, .name_id = name, .type = type };
-	struct chrome_extra x = { zone_args[bits], dur != UINT64_MAX, dur };
-	return fmt_chrome_put(c->fm, &ev, ns, bits || x.complete ? &x : NULL);
+	char *more = NULL;
+	int rc = level == SIZE_MAX ? 0 : xarg_json_kept(c->job.t, t, level, zone_args[bits], &more);
+	struct chrome_extra x = { more ? more : zone_args[bits], dur != UINT64_MAX, dur };
+	if (!rc)
+		rc = fmt_chrome_put(c->fm, &ev, ns, bits || x.complete || more ? &x : NULL);
+	free(more);
+	return rc;
 }
 
 /* Where @t keeps the begin time of the zone at @level, made as needed;
@@ -95,7 +103,7 @@ static int open_zone(struct ch *c, struct xthread *t, uint32_t name, uint64_t ns
 			return rc;
 		c->xs.res->deep++;
 	}
-	return put_zone(c, t, KT_EV_ZONE_BEGIN, name, ns, bits, UINT64_MAX);
+	return put_zone(c, t, KT_EV_ZONE_BEGIN, name, ns, bits, UINT64_MAX, t->depth - 1);
 }
 
 /* @n zones of @t closed at @ns (as xstate_end() leaves them): the last
@@ -112,9 +120,10 @@ static int close_zones(struct ch *c, struct xthread *t, uint64_t ns, size_t n, u
 			uint64_t b = *begin_slot(c, t, level, &rc); /* made at its begin */
 			bits |= b & START_BIT ? CUT_START : 0;
 			b &= ~START_BIT;
-			rc = put_zone(c, t, KT_EV_ZONE_BEGIN, name, b, bits, ns > b ? ns - b : 0);
+			rc = put_zone(c, t, KT_EV_ZONE_BEGIN, name, b, bits, ns > b ? ns - b : 0,
+				      level);
 		} else {
-			rc = put_zone(c, t, KT_EV_ZONE_END, name, ns, bits, UINT64_MAX);
+			rc = put_zone(c, t, KT_EV_ZONE_END, name, ns, bits, UINT64_MAX, level);
 		}
 		if (rc)
 			return rc;
@@ -178,7 +187,8 @@ static int put_drops(struct ch *c, struct xthread *t, uint64_t ts, uint64_t limi
 static int put_flow(struct ch *c, struct xthread *t, const kt_event *ev, uint64_t ns)
 {
 	int rc;
-	if (!t->depth && (rc = put_zone(c, t, KT_EV_ZONE_BEGIN, ev->name_id, ns, ANCHOR, 1)))
+	if (!t->depth && (rc = put_zone(c, t, KT_EV_ZONE_BEGIN, ev->name_id, ns, ANCHOR, 1,
+					      SIZE_MAX)))
 		return rc;
 	return fmt_chrome_put(c->fm, ev, ns, NULL);
 }
@@ -264,25 +274,33 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	struct xthread *t = xstate_thread(&c->xs, ev->thread_id, &fresh);
 	if (!t)
 		return -ENOMEM;
+	if (xstate_is_arg(ev->type)) { /* on its zone, or where it is */
+		rc = xstate_arg(&c->xs, t, ev);
+		return rc ? (rc < 0 ? rc : 0) : fmt_chrome_put(c->fm, ev, ns, NULL);
+	}
+	if (xstate_unhold(t) && (rc = open_zone(c, t, t->stack[t->depth - 1].name, t->held_ns, 0)))
+		return rc;
 	t->last_ts = ev->ts;
 	t->last_out = ns;
 	/* Most threads have no drop record left to mark: no call per event. */
 	if (t->drop_next < t->drop_end && (rc = put_drops(c, t, ev->ts, ns)))
 		return rc;
 	size_t n;
-	/* A zone that opens, or closes alone, without --complete: the object
-	 * put_zone() would make is the event's own (a zone's middle is its
-	 * thread, name and type; an end that closes one zone closes the
-	 * innermost of its name), so it goes out without the calls. */
+	/* A zone that closes alone with no argument left to write, without
+	 * --complete: the object put_zone() would make is the event's own (a
+	 * zone's middle is its thread, name and type; an end that closes one
+	 * zone closes the innermost of its name), so it goes out without the
+	 * calls.  A begin waits for its arguments (export_state.h). */
 	switch (ev->type) {
 	case KT_EV_ZONE_BEGIN:
 		rc = xstate_begin(&c->xs, t, ev->name_id);
-		if (rc > 0 && !c->o->complete)
-			return fmt_chrome_put(c->fm, ev, ns, NULL);
-		return rc > 0 ? open_zone(c, t, ev->name_id, ns, 0) : rc;
+		if (rc > 0)
+			xstate_hold(t, ev->ts, ns);
+		return rc < 0 ? rc : 0;
 	case KT_EV_ZONE_END:
 		n = xstate_end(&c->xs, t, ev->name_id);
-		if (n == 1 && !c->o->complete)
+		if (n == 1 && !c->o->complete &&
+		    (!t->nargs || t->args[t->nargs - 1].level < t->depth))
 			return fmt_chrome_put(c->fm, ev, ns, NULL);
 		return close_zones(c, t, ns, n, CLOSED, 0);
 	case KT_EV_FLOW:
@@ -310,6 +328,9 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 	struct xthread *last = NULL;
 	for (size_t i = 0; i < c->xs.nthreads && !rc; i++) {
 		struct xthread *t = &c->xs.threads[i];
+		if (xstate_unhold(t) &&
+		    (rc = open_zone(c, t, t->stack[t->depth - 1].name, t->held_ns, 0)))
+			break;
 		if ((rc = put_drops(c, t, UINT64_MAX, UINT64_MAX)))
 			break;
 		uint64_t end = c->o->cut_to && c->o->to_ns > t->last_out ? c->o->to_ns : t->last_out;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tools/export_perfetto.h"
+#include "tools/export_args.h"
 #include "tools/perfetto_pack.h"
 #include "tools/perfetto_trace.pb-c.h"
 #include "tools/memstats.h"
@@ -129,7 +130,8 @@ static void pb_annotation(struct pb *m, unsigned name_iid, unsigned value_field,
  * of thread @t at @ns.  A time before the sequence's last one (a hostile
  * file's) goes out as a delta of 0: Perfetto's deltas are unsigned.
  */
-static void put_event(struct pf *p, struct xthread *t, uint64_t ns, const struct pb *te)
+static void put_event_x(struct pf *p, struct xthread *t, uint64_t ns, const struct pb *te,
+			const uint8_t *x, size_t xn)
 {
 	uint8_t head[32], *h = head;
 	uint64_t delta = ns > t->last_out ? ns - t->last_out : 0;
@@ -139,8 +141,8 @@ static void put_event(struct pf *p, struct xthread *t, uint64_t ns, const struct
 	*h++ = 10 << 3;
 	h = put_varint(h, t->index + 2);
 	*h++ = 11 << 3 | 2;
-	h = put_varint(h, te->n);
-	size_t hn = (size_t)(h - head), n = hn + te->n;
+	h = put_varint(h, te->n + xn);
+	size_t hn = (size_t)(h - head), n = hn + te->n + xn;
 	uint8_t *o = xout_room(&p->out, n + 11);
 	if (!o)
 		return;
@@ -148,7 +150,14 @@ static void put_event(struct pf *p, struct xthread *t, uint64_t ns, const struct
 	o = put_varint(o, n);
 	memcpy(o, head, hn);
 	memcpy(o + hn, te->b, te->n);
+	if (xn)
+		memcpy(o + hn + te->n, x, xn);
 	xout_commit(&p->out, o + n);
+}
+
+static void put_event(struct pf *p, struct xthread *t, uint64_t ns, const struct pb *te)
+{
+	put_event_x(p, t, ns, te, NULL, 0);
 }
 
 /* ---- packets through protobuf-c ---- */
@@ -457,18 +466,17 @@ static void on_counter(struct pf *p, struct xthread *t, const kt_event *ev, uint
  * counter track. */
 static void on_memory(struct pf *p, struct xthread *t, const kt_event *ev, uint64_t ns)
 {
-	const struct mem_pool *pool;
-	if (memstats_event(&p->mem, ev, ns, &pool)) {
-		p->err = -ENOMEM;
+	uint64_t live;
+	int rc = xstate_pool_live(&p->mem, ev, ns, &live);
+	if (rc <= 0) { /* out of memory, or past the pools' cap */
+		p->err = rc;
 		return;
 	}
-	if (!pool)
-		return; /* past the pools' cap */
 	struct pb te;
 	te.n = 0;
 	pb_varint(&te, 9, TYPE_COUNTER);
 	pb_varint(&te, 11, counter_track(p, t, ev->name_id, 1));
-	pb_varint(&te, 30, pool->live > INT64_MAX ? INT64_MAX : pool->live);
+	pb_varint(&te, 30, live);
 	put_event(p, t, ns, &te);
 }
 
@@ -494,16 +502,38 @@ static void on_message(struct pf *p, struct xthread *t, const kt_event *ev, uint
 	put_event(p, t, ns, &te);
 }
 
-/* Zone ends: @n of them, all but the last forced closed (annotated). */
+/* @te at @ns on @t with the loose argument @g, or else @t's kept
+ * arguments of its zone at @level not yet written. */
+static void put_args_event(struct pf *p, struct xthread *t, uint64_t ns, const struct pb *te,
+			   size_t level, const struct xarg *g)
+{
+	struct abuf a = { 0 };
+	if ((g ? xarg_pb(p->t, g, &a) : xarg_pb_kept(p->t, t, level, &a)) < 0)
+		p->err = -ENOMEM;
+	put_event_x(p, t, ns, te, a.b, a.n);
+	free(a.b);
+}
+
+/* The begin @t held (export_state.h), with its arguments. */
+static void put_held(struct pf *p, struct xthread *t)
+{
+	struct pb te;
+	te_start(p, t, &te, TYPE_BEGIN, t->stack[t->depth - 1].name);
+	put_args_event(p, t, t->held_ns, &te, t->depth - 1, NULL);
+}
+
+/* Zone ends: @n of them, all but the last forced closed (annotated), each
+ * with its zone's arguments not on its begin (Perfetto's importer adds an
+ * end's arguments to its slice). */
 static void put_ends(struct pf *p, struct xthread *t, uint64_t ns, size_t n, int last_forced)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct pb te;
-	te.n = 0;
+		te.n = 0;
 		pb_varint(&te, 9, TYPE_END);
 		if (i + 1 < n || last_forced)
 			pb_annotation(&te, ANN_CLOSED, 2, 1);
-		put_event(p, t, ns, &te);
+		put_args_event(p, t, ns, &te, t->depth + n - 1 - i, NULL);
 	}
 }
 
@@ -586,17 +616,28 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 		return -ENOMEM;
 	if (fresh)
 		put_seq_start(p, t, ns);
+	if (xstate_is_arg(ev->type)) {
+		if ((rc = xstate_arg(&p->xs, t, ev)) < 0)
+			return rc;
+		if (!rc) { /* with no zone to carry it: an instant named after it */
+			struct xarg g;
+			struct pb te;
+			xarg_of_event(&g, ev);
+			te_start(p, t, &te, TYPE_INSTANT, ev->name_id);
+			put_args_event(p, t, ns, &te, 0, &g);
+		}
+		return p->err ? p->err : p->out.failed ? -EIO : 0;
+	}
+	if (xstate_unhold(t))
+		put_held(p, t);
 	t->last_ts = ev->ts;
 	put_drops(p, t, ev->ts);
-	struct pb te;
 	switch (ev->type) {
 	case KT_EV_ZONE_BEGIN:
 		if ((rc = xstate_begin(&p->xs, t, ev->name_id)) < 0)
 			return rc;
-		if (rc) {
-			te_start(p, t, &te, TYPE_BEGIN, ev->name_id);
-			put_event(p, t, ns, &te);
-		}
+		if (rc)
+			xstate_hold(t, ev->ts, ns);
 		break;
 	case KT_EV_ZONE_END:
 		put_ends(p, t, ns, xstate_end(&p->xs, t, ev->name_id), 0);
@@ -689,6 +730,8 @@ static void put_trace_end(struct pf *p)
 	p->xs.res->tracks = p->tracks.n;
 	for (size_t i = 0; i < p->xs.nthreads; i++) {
 		struct xthread *t = &p->xs.threads[i];
+		if (xstate_unhold(t))
+			put_held(p, t);
 		put_drops(p, t, UINT64_MAX);
 		put_ends(p, t, t->last_out, xstate_close_all(&p->xs, t), 1);
 		last = t->last_out > last ? t->last_out : last;

@@ -29,8 +29,12 @@ int xstate_init(struct xstate *s, kt_reader *r, struct export_result *res)
 void xstate_free(struct xstate *s)
 {
 	for (size_t i = 0; i < s->nthreads; i++) {
-		free(s->threads[i].stack);
-		free(s->threads[i].small);
+		struct xthread *t = &s->threads[i];
+		for (size_t j = 0; j < t->nargs; j++)
+			free(t->args[j].text);
+		free(t->args);
+		free(t->stack);
+		free(t->small);
 	}
 	free(s->threads);
 	free(s->drops);
@@ -88,8 +92,79 @@ static uint32_t *inner_of(struct xstate *s, struct xthread *t, uint32_t name, in
 	return make ? idmap_slot(&s->inner, key, 0, &added) : idmap_find(&s->inner, key);
 }
 
+int xstate_pool_live(struct memstats *m, const kt_event *ev, uint64_t ns, uint64_t *live)
+{
+	const struct mem_pool *pool;
+	if (memstats_event(m, ev, ns, &pool))
+		return -ENOMEM;
+	if (pool)
+		*live = pool->live > INT64_MAX ? INT64_MAX : pool->live;
+	return pool != NULL;
+}
+
+/* Let go of @t's arguments of zones no longer open (at or past @level):
+ * the last ones, as levels never decrease along the array. */
+static void args_trim(struct xstate *s, struct xthread *t, size_t level)
+{
+	while (t->nargs && t->args[t->nargs - 1].level >= level) {
+		struct xarg *a = &t->args[--t->nargs];
+		s->nargs--;
+		s->arg_bytes -= a->len;
+		free(a->text);
+	}
+}
+
+int xstate_arg(struct xstate *s, struct xthread *t, const kt_event *ev)
+{
+	args_trim(s, t, t->depth);
+	size_t len = ev->type == KT_EV_ARG_STR ? ev->payload_len : 0;
+	if (!t->depth || s->nargs >= EXPORT_ARGS || s->arg_bytes + len > EXPORT_ARG_BYTES) {
+		s->res->loose_args++;
+		return 0;
+	}
+	if (grow_array((void **)&t->args, &t->args_cap, t->nargs + 1, sizeof(*t->args)))
+		return -ENOMEM;
+	struct xarg a = { .level = (uint32_t)(t->depth - 1), .name = ev->name_id,
+			  .type = ev->type, .len = (uint32_t)len };
+	if (len && !(a.text = malloc(len)))
+		return -ENOMEM;
+	if (len)
+		memcpy(a.text, ev->payload, len);
+	else
+		memcpy(&a.bits, ev->payload, ev->payload_len < 8 ? ev->payload_len : 8);
+	/* Its nearest namesake in the zone (a name 0 is "value" or "text"),
+	 * within EXPORT_ARG_SAME: a bound, so a zone of many costs no more. */
+	for (size_t i = t->nargs, k = 0; i-- > 0 && k < EXPORT_ARG_SAME; k++) {
+		const struct xarg *b = &t->args[i];
+		if (b->level != a.level)
+			break;
+		int same = a.name || (b->type == KT_EV_ARG_STR) == (a.type == KT_EV_ARG_STR);
+		if (b->name == a.name && same) {
+			a.nth = b->nth + 1;
+			break;
+		}
+	}
+	t->args[t->nargs++] = a;
+	s->nargs++;
+	s->arg_bytes += len;
+	return 1;
+}
+
+struct xarg *xstate_args(struct xthread *t, size_t level, size_t *n)
+{
+	size_t end = t->nargs;
+	while (end && t->args[end - 1].level > level)
+		end--;
+	size_t start = end;
+	while (start && t->args[start - 1].level == level)
+		start--;
+	*n = end - start;
+	return *n ? t->args + start : NULL; /* none: t->args may be NULL */
+}
+
 int xstate_begin(struct xstate *s, struct xthread *t, uint32_t name)
 {
+	args_trim(s, t, t->depth);
 	if (s->open >= EXPORT_OPEN) {
 		s->res->untimed++;
 		return 0;

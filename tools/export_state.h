@@ -15,8 +15,23 @@
  * once; a begin past that is skipped, and its end is then skipped as
  * unmatched.
  *
+ * Zone arguments (SPEC §4.2: records that follow their zone's begin and
+ * belong to the thread's innermost open zone) go on their zone's slice
+ * in every export, one mechanism for all: an export holds a zone's begin
+ * (xstate_hold()) until its thread's next event that is not an argument,
+ * keeping the arguments that come meanwhile (xstate_arg()), and then
+ * writes the begin with them (what Tracy's importers read: they take a
+ * zone's arguments from its begin only).  An argument that comes later
+ * (after a zone inside it) is kept until its zone ends and goes on the
+ * end (Perfetto merges an end's arguments into the slice; Chrome's --complete
+ * puts every argument on the one X).  An argument with no open zone, or
+ * past EXPORT_ARGS kept arguments or EXPORT_ARG_BYTES kept text, is
+ * written where it is, as an instant named after it with its value
+ * (counted in loose_args).
+ *
  * Bounded whatever the trace: per thread one entry (at most
- * KT_MAX_SUMMARY_THREADS, as the reader), the open zones, and at most
+ * KT_MAX_SUMMARY_THREADS, as the reader), the open zones, the kept
+ * arguments, and at most
  * EXPORT_DROPS drop records (later ones are counted, not marked).
  *
  * The command's one thread.
@@ -31,6 +46,7 @@
 #include <katra/reader.h>
 #include "tools/drops.h"
 #include "tools/idmap.h"
+#include "tools/memstats.h"
 #include "tools/tables.h"
 #include "tools/tracks.h"
 
@@ -42,11 +58,27 @@
  * (1 KiB, made on its first zone) rather than the hash. */
 #define EXPORT_SMALL_THREADS 1024u
 #define EXPORT_SMALL_NAMES 256u
+#define EXPORT_ARGS (1u << 16)        /* zone arguments kept at once, all threads */
+#define EXPORT_ARG_BYTES (16u << 20)  /* their text */
+#define EXPORT_ARG_SAME 64u           /* how far back an argument's namesake is sought */
 
 
 struct xzone {
 	uint32_t name;
 	uint32_t below; /* 1 + the index of the next open zone of this name, or 0 */
+};
+
+/* A zone argument kept until its zone's begin or end goes out. */
+struct xarg {
+	uint32_t level;  /* its zone's place on the thread's stack */
+	uint32_t name;   /* its name id; 0 is the zone's value or text */
+	uint8_t type;    /* KT_EV_ARG_I64, _U64, _F64 or _STR */
+	uint8_t done;    /* the export wrote it (on the begin) */
+	uint32_t nth;    /* earlier arguments of its zone with its name (to tell
+			  * them apart: viewers keep one of a name) */
+	uint32_t len;    /* the text's bytes */
+	uint64_t bits;   /* a number's bits */
+	char *text;      /* the text (malloc'd), for KT_EV_ARG_STR */
 };
 
 struct xthread {
@@ -58,6 +90,12 @@ struct xthread {
 	uint64_t last_ts;         /* ticks of its last event */
 	uint64_t last_out;        /* the exporter's own: the last time it wrote */
 	size_t drop_next, drop_end; /* its drops not yet marked, in xstate.drops */
+	/* Kept arguments, by level (never decreasing: those of closed zones
+	 * leave before another is kept or another zone opens). */
+	struct xarg *args;
+	size_t nargs, args_cap;
+	int held;                 /* the innermost zone's begin is not written yet */
+	uint64_t held_ts, held_ns; /* its time */
 };
 
 /* What the exports say they changed; the command prints the non-zero ones. */
@@ -72,6 +110,7 @@ struct export_result {
 	uint64_t fallback;      /* exporter-specific: names written inline past a table */
 	uint64_t cut;           /* zones closed and opened again at a drop window */
 	uint64_t deep;          /* chrome --complete: zones past its depth cap, as B/E */
+	uint64_t loose_args;    /* arguments written as instants, not on a zone */
 	struct track_counts tracks; /* what the tracks' matcher skipped or repaired */
 };
 
@@ -84,6 +123,7 @@ struct xstate {
 	size_t open;
 	struct xdrop *drops;    /* sorted by thread, then first_ts */
 	size_t ndrops;
+	size_t nargs, arg_bytes; /* kept arguments, all threads, and their text */
 	struct export_result *res;
 };
 
@@ -141,6 +181,48 @@ size_t xstate_close_all(struct xstate *s, struct xthread *t);
 /* xstate_cut_all - as xstate_close_all(), for zones cut by a drop window
  * (counted as cut, not as unended). */
 size_t xstate_cut_all(struct xstate *s, struct xthread *t);
+
+/* xstate_pool_live - count allocation or free @ev at @ns in @m: its
+ * pool's live bytes after it into *@live (at most INT64_MAX, as the
+ * viewers' counters are signed).  Returns 1; 0 past the pools' cap (no
+ * value); -ENOMEM. */
+int xstate_pool_live(struct memstats *m, const kt_event *ev, uint64_t ns, uint64_t *live);
+
+/* xstate_hold - @t's zone just opened (xstate_begin() said 1) at @ts
+ * ticks, @ns: its begin waits for its arguments. */
+static inline void xstate_hold(struct xthread *t, uint64_t ts, uint64_t ns)
+{
+	t->held = 1;
+	t->held_ts = ts;
+	t->held_ns = ns;
+}
+
+/* xstate_unhold - whether @t holds a begin (then written by the caller
+ * now, with xstate_args() of level t->depth - 1); it holds none after. */
+static inline int xstate_unhold(struct xthread *t)
+{
+	int h = t->held;
+	t->held = 0;
+	return h;
+}
+
+/* xstate_is_arg - whether @type is a zone argument's. */
+static inline int xstate_is_arg(unsigned type)
+{
+	return type >= KT_EV_ARG_I64 && type <= KT_EV_ARG_STR;
+}
+
+/*
+ * xstate_arg - keep argument @ev for @t's innermost open zone.  Returns
+ * 1 when kept; 0 when not (no zone open, or past the caps: the caller
+ * writes it where it is, and it is counted in loose_args); -ENOMEM.
+ */
+int xstate_arg(struct xstate *s, struct xthread *t, const kt_event *ev);
+
+/* xstate_args - the kept arguments of @t's zone at @level (the innermost
+ * open one, or one xstate_end() just closed, innermost first), *@n of
+ * them, in the order they came. */
+struct xarg *xstate_args(struct xthread *t, size_t level, size_t *n);
 
 /*
  * An output buffer over a stream: the exports write their records into

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# tracy_import.sh KATRA PARTICLES TRACY_DIR - the examples/ program's FXT
+# and Chrome exports read by Tracy's own importers (tracy-import-fuchsia,
+# tracy-import-chrome, built by scripts/viewers.sh into TRACY_DIR) and
+# checked, through Tracy's loader (tracy-inspect) and tracy-csvexport,
+# against what katra says of the same trace (`katra stats --json`, `katra
+# dump`, `katra info`):
+#   names    the zone names Tracy lists are katra's, byte for byte;
+#   counts   per zone name, as many zones;
+#   totals   per zone name, total time within 1 us of katra's;
+#   threads  each thread named, under its OS tid; the GPU track a thread;
+#   nesting  per zone name, the depths Tracy gives it are katra's (record
+#            order, per thread and per track: the GPU track's included);
+#   plots    one plot per counter and per memory pool, named after it,
+#            with a point per record (no other plot);
+#   frames   one frame set, "frame", a frame per mark (no pool taken for one);
+#   args     each integrate zone's arguments in its zone text;
+#   loc      each zone's source file and line are katra's.
+# Chrome's are checked twice: B/E, and --complete (X) for the totals.
+# Exit 0 when every check passes or is in XFAIL below; 1 otherwise.
+set -euo pipefail
+
+# Checks known to fail until the Chrome export's fixes land (counters named
+# after the counter, the memory plot, parent before child at equal times,
+# OS tids, loc as Tracy reads it, --complete exact to the ns): each still
+# runs and is reported; a pass is said ("XPASS: switch it on") so the list
+# can shrink.  Names are FORMAT.CHECK.
+XFAIL=(chrome.totals chrome.threads chrome.nesting chrome.plots chrome.loc chrome-complete.totals
+       chrome-complete.threads chrome-complete.nesting chrome-complete.plots
+       chrome-complete.loc)
+
+katra=$(realpath "$1")
+particles=$(realpath "$2")
+tracy=$(realpath "$3")
+for t in tracy-import-fuchsia tracy-import-chrome tracy-inspect tracy-csvexport; do
+  [[ -x $tracy/$t ]] || { echo "tracy_import: $tracy/$t missing (bash scripts/viewers.sh)" >&2; exit 1; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/katra-tracy.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+"$particles" --frames 60 --physics-off-from 40 --out run.katra >/dev/null
+"$katra" stats --json run.katra >stats.json
+"$katra" dump --format jsonl run.katra >dump.jsonl
+"$katra" info run.katra >info.txt
+"$katra" export --fxt run.katra run.fxt 2>/dev/null
+"$katra" export --chrome run.katra run.json 2>/dev/null
+"$katra" export --chrome --complete run.katra run-complete.json 2>/dev/null
+for f in fxt chrome chrome-complete; do
+  case $f in
+    fxt) "$tracy/tracy-import-fuchsia" run.fxt $f.tracy >$f.import.log 2>&1 ;;
+    chrome) "$tracy/tracy-import-chrome" run.json $f.tracy >$f.import.log 2>&1 ;;
+    chrome-complete) "$tracy/tracy-import-chrome" run-complete.json $f.tracy >$f.import.log 2>&1 ;;
+  esac
+  "$tracy/tracy-inspect" $f.tracy >$f.inspect
+  "$tracy/tracy-csvexport" $f.tracy >$f.csv
+  "$tracy/tracy-csvexport" -u -f integrate $f.tracy >$f.integrate.csv
+done
+
+python3 - "${XFAIL[@]}" <<'PY'
+import json, re, sys
+xfail = set(sys.argv[1:])
+stats = json.load(open("stats.json"))
+dump = [json.loads(l) for l in open("dump.jsonl")]
+
+# katra's side
+zones = {}  # name -> [count, total_ns]
+for n in stats["names"]:
+    if "zone" in n:
+        zones[n["name"]] = [n["zone"]["count"], n["zone"]["total_ns"]]
+for tr in stats["tracks"]:
+    for z in tr["zones"]:
+        c = zones.setdefault(z["name"], [0, 0])
+        c[0] += z["count"]; c[1] += z["total_ns"]
+tracks = {tr["name"] for tr in stats["tracks"]}
+threads = {}  # name -> os tid
+for m in re.finditer(r"^  thread \d+\s+os tid (\d+)\s+(.*?)\s+\d+ events", open("info.txt").read(), re.M):
+    threads[m.group(2)] = int(m.group(1))
+depth = {}  # (row, name) -> set of depths, from the records' order
+stacks = {}
+plots = {}  # name -> points
+frames = 0
+for e in dump:
+    t = e["type"]
+    row = e.get("track", e["thread"]) if t.startswith("track_") else e["thread"]
+    st = stacks.setdefault(row, [])
+    if t in ("zone_begin", "track_begin"):
+        depth.setdefault((row, e["name"]), set()).add(len(st))
+        st.append(e["name"])
+    elif t in ("zone_end", "track_end"):
+        if e["name"] in st:
+            del st[len(st) - 1 - st[::-1].index(e["name"]):]
+    elif t.startswith("counter") or t.startswith("track_counter") or t in ("alloc", "free"):
+        plots[e["name"]] = plots.get(e["name"], 0) + 1
+    elif t == "frame" and e["name"] == "frame":
+        frames += 1
+locs = {n["name"]: (n["location"]["file"], n["location"]["line"])
+        for n in stats["names"] if "location" in n}
+integrates = zones["integrate"][0]
+
+failed = 0
+def check(fmt, name, ok, why):
+    global failed
+    key = f"{fmt}.{name}"
+    if ok:
+        print(f"XPASS: {key} (switch it on: remove it from XFAIL)" if key in xfail else f"ok: {key}")
+    elif key in xfail:
+        print(f"XFAIL: {key}: {why}")
+    else:
+        print(f"FAIL: {key}: {why}")
+        failed += 1
+
+for fmt in ("fxt", "chrome", "chrome-complete"):
+    ins = open(f"{fmt}.inspect").read()
+    csv = {}
+    for line in open(f"{fmt}.csv").read().splitlines()[1:]:
+        f = line.rsplit(",", 9)  # a name may hold commas
+        csv[f[0]] = {"file": f[1], "line": int(f[2]), "total": int(f[3]), "count": int(f[5])}
+    check(fmt, "names", set(csv) == set(zones),
+          f"Tracy {sorted(set(csv) - set(zones))} not katra's, katra {sorted(set(zones) - set(csv))} missing")
+    bad = [n for n in zones if n in csv and csv[n]["count"] != zones[n][0]]
+    check(fmt, "counts", not bad, "; ".join(f"{n}: {csv[n]['count']} vs {zones[n][0]}" for n in bad))
+    bad = [n for n in zones if n in csv and abs(csv[n]["total"] - zones[n][1]) > 1000]
+    check(fmt, "totals", not bad, "; ".join(f"{n}: {csv[n]['total']} vs {zones[n][1]} ns" for n in bad))
+    tnames = re.findall(r'^thread id=\d+ name="(.*)" count', ins, re.M)
+    bad = [n for n, tid in threads.items()
+           if not any(re.search(rf"\bTID {tid}\) {re.escape(n)}$|^\({tid}\) {re.escape(n)}$", s) for s in tnames)]
+    bad += [t for t in tracks if not any(s.endswith(") " + t) for s in tnames)]
+    check(fmt, "threads", not bad, f"no thread {bad} under its OS tid in {tnames}")
+    got = {}
+    for tm in re.finditer(r'^thread id=\d+ name="(?:\([^)]*\) )?(.*)" count.*\n((?:  zone .*\n)*)', ins, re.M):
+        for zm in re.finditer(r'zone "(.*)" n=\d+ total=-?\d+ depth=(\d+)\.\.(\d+)', tm.group(2)):
+            got[(tm.group(1), zm.group(1))] = (int(zm.group(2)), int(zm.group(3)))
+    want = {k: (min(v), max(v)) for k, v in depth.items()}
+    bad = [f"{k}: {got.get(k)} vs {want[k]}" for k in want if got.get(k) != want[k]]
+    check(fmt, "nesting", not bad, "; ".join(bad))
+    gp = {m.group(1): int(m.group(2)) for m in re.finditer(r'^  plot "(.*)" type=\d+ format=\d+ points=(\d+)', ins, re.M)}
+    check(fmt, "plots", gp == plots, f"Tracy {gp}, katra {plots}")
+    fs = re.findall(r'^  frameset "(.*)" frames=(\d+)', ins, re.M)
+    check(fmt, "frames", fs == [("frame", str(frames))], f"Tracy {fs}, katra frame x{frames}")
+    text = open(f"{fmt}.integrate.csv").read()
+    # each zone's text is its lines "NAME: VALUE", the first after the CSV's columns
+    n_first = len(re.findall(r"^(?:integrate,[^,]*,\d+,\d+,\d+,\d+,)?first: \d+$", text, re.M))
+    n_count = len(re.findall(r"^(?:integrate,[^,]*,\d+,\d+,\d+,\d+,)?count: 2500$", text, re.M))
+    check(fmt, "args", n_first == integrates and n_count == integrates,
+          f"{n_first} 'first' and {n_count} 'count' of {integrates} integrate zones")
+    bad = [f"{n}: {csv[n]['file']}:{csv[n]['line']} vs {f}:{l}" for n, (f, l) in locs.items()
+           if n in csv and (csv[n]["file"], csv[n]["line"]) != (f, l)]
+    check(fmt, "loc", not bad, "; ".join(bad))
+sys.exit(1 if failed else 0)
+PY
