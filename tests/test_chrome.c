@@ -17,10 +17,14 @@
 
 #define GOLDEN KT_TEST_DATA "/golden_v1.katra"
 
-/* Microseconds equal to the nanosecond (the JSON's three decimals); not
- * Criterion's float assertion, which the TSan build's stand-in lacks. */
+/* Microseconds that give the nanosecond both as Tracy's import-chrome
+ * reads them (truncated) and as Perfetto's does (rounded): the JSON's
+ * three decimals and 0.3 ns.  Not Criterion's float assertion, which the
+ * TSan build's stand-in lacks. */
+#define ROUND_NS(us) ((long long)((us) * 1000.0 + 0.5)) /* times here are positive */
 #define assert_us(got, want, ...) \
-	cr_assert((got) - (want) < 1e-6 && (want) - (got) < 1e-6, __VA_ARGS__)
+	cr_assert((long long)((got) * 1000.0) == ROUND_NS(want) && \
+		  ROUND_NS(got) == ROUND_NS(want), __VA_ARGS__)
 
 /* Tick k of the hostile trace: 1 us apart (t_header's 3 GHz clock), and
  * its time in the JSON's microseconds. */
@@ -115,7 +119,8 @@ static int closed_of(json_t *o)
 static void check_zone(json_t *o, const char *name, double b, double e, const char *cut,
 		       int closed, const struct want *w)
 {
-	cr_assert_eq((uint32_t)json_integer_value(json_object_get(o, "tid")), w->tid);
+	/* Rows are the OS tids: 100 and 200 for katra's threads 1 and 2. */
+	cr_assert_eq((uint32_t)json_integer_value(json_object_get(o, "tid")), 100 * w->tid);
 	cr_assert_str_eq(name, w->name);
 	assert_us(b, US(w->b), "%s begins at %f", name, b);
 	assert_us(e, US(w->e), "%s ends at %f", name, e);
@@ -142,7 +147,7 @@ static int check_balanced(json_t *doc, const struct want *want, size_t nwant)
 		const char *ph = json_string_value(json_object_get(o, "ph"));
 		const char *name = json_string_value(json_object_get(o, "name"));
 		double ts = json_real_value(json_object_get(o, "ts"));
-		json_int_t tid = json_integer_value(json_object_get(o, "tid"));
+		json_int_t tid = json_integer_value(json_object_get(o, "tid")) / 100; /* OS tids */
 		cr_assert_not_null(ph);
 		if (!strcmp(ph, "i") && name && strstr(name, "events dropped"))
 			drops++;
@@ -157,8 +162,9 @@ static int check_balanced(json_t *doc, const struct want *want, size_t nwant)
 		}
 		cr_assert_lt(next, nwant, "more zones than expected: %s", name);
 		if (!strcmp(ph, "X")) {
+			/* a sum of two times carries their 0.3 ns twice */
 			double dur = json_real_value(json_object_get(o, "dur"));
-			check_zone(o, name, ts, ts + dur, cut_of(o), closed_of(o), &want[next++]);
+			check_zone(o, name, ts, ts + dur - 0.0003, cut_of(o), closed_of(o), &want[next++]);
 			continue;
 		}
 		cr_assert_gt(*d, 0, "an E with nothing open on tid %lld: %s", (long long)tid, name);
@@ -223,14 +229,25 @@ Test(chrome, complete_writes_each_zone_as_one_x_event)
 	json_t *doc = export_json(path, "--complete", NULL, &p);
 	check_said(&p, path);
 	cr_assert_eq(check_balanced(doc, hostile, sizeof(hostile) / sizeof(hostile[0])), 1);
-	size_t i, x = 0;
+	size_t i, x = 0, b = 0, e = 0;
 	json_t *o;
+	/* Each zone one X, but for d opened again at 7.5 with e inside it at
+	 * the same time: d goes out as B before e's X (a viewer that sorts by
+	 * begin time alone keeps e inside d), and as E at its end. */
 	json_array_foreach(json_object_get(doc, "traceEvents"), i, o) {
 		const char *ph = json_string_value(json_object_get(o, "ph"));
-		cr_assert(strcmp(ph, "B") && strcmp(ph, "E"), "a B or E with --complete");
+		const char *name = json_string_value(json_object_get(o, "name"));
+		if (!strcmp(ph, "B") || !strcmp(ph, "E")) {
+			cr_assert_str_eq(name, "d");
+			b += !strcmp(ph, "B");
+			e += !strcmp(ph, "E");
+			cr_assert_eq(b, 1, "d's B before e's X");
+			cr_assert_eq(x, e ? 6u : 5u, "d's B before e's X, its E after");
+		}
 		x += !strcmp(ph, "X");
 	}
-	cr_assert_eq(x, 7);
+	cr_assert_eq(x, 6);
+	cr_assert_eq(e, 1);
 	json_decref(doc);
 	unlink(path);
 }
@@ -289,11 +306,12 @@ static void write_shapes(const char *path)
 		{ TICK(4), 1, 2, KT_EV_FLOW, KT_FLOW_END, 8, p99 },
 		{ TICK(5), 1, 3, KT_EV_MESSAGE, KT_SEV_INFO, 8, text },
 		{ TICK(6), 1, 4, KT_EV_ZONE_END, 0, 0, NULL },
+		{ TICK(7), 1, 2, KT_EV_FLOW, KT_FLOW_END, 8, p99 },
 	};
 	size_t len = 0;
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		len += kt_event_encode(buf + len, sizeof(buf) - len, &evs[i]);
-	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 6, buf, len), 0);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 7, buf, len), 0);
 	cr_assert_eq(kt_writer_finish(w, NULL), 0);
 	cr_assert_eq(kt_writer_close(w), 0);
 }
@@ -314,24 +332,27 @@ Test(chrome, metadata_flows_frames_messages_and_locations_in_the_viewers_shapes)
 	json_t *doc = export_json(path, NULL, NULL, &p);
 	static const char *const want[] = {
 		"{\"ph\":\"M\",\"pid\":4242,\"name\":\"process_name\",\"args\":{\"name\":\"unit test\"}}",
-		"{\"ph\":\"M\",\"pid\":4242,\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":\"main\"}}",
-		"{\"ph\":\"M\",\"pid\":4242,\"tid\":1,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":0}}",
+		"{\"ph\":\"M\",\"pid\":4242,\"tid\":100,\"name\":\"thread_name\",\"args\":{\"name\":\"main\"}}",
+		"{\"ph\":\"M\",\"pid\":4242,\"tid\":100,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":0}}",
 		/* a frame mark: an instant whose name holds "frame" */
-		"{\"pid\":4242,\"tid\":1,\"ts\":123457.0,\"ph\":\"i\",\"s\":\"p\",\"name\":\"frame: present\",\"cat\":\"frame\",\"args\":{\"frame\":7}}",
-		/* a flow outside every zone: a 1 ns slice of its own under it */
-		"{\"pid\":4242,\"tid\":1,\"ts\":123458.0,\"ph\":\"X\",\"dur\":0.001,\"name\":\"send\",\"args\":{\"flow_anchor\":true}}",
-		"{\"pid\":4242,\"tid\":1,\"ts\":123458.0,\"ph\":\"s\",\"bp\":\"e\",\"name\":\"send\",\"cat\":\"flow\",\"id\":99}",
-		"{\"pid\":4242,\"tid\":1,\"ts\":123459.0,\"ph\":\"B\",\"name\":\"work\",\"args\":{\"loc\":\"render.c:42\"}}",
-		"{\"pid\":4242,\"tid\":1,\"ts\":123460.0,\"ph\":\"f\",\"bp\":\"e\",\"name\":\"send\",\"cat\":\"flow\",\"id\":99}",
+		"{\"pid\":4242,\"tid\":100,\"ts\":123457.0003,\"ph\":\"i\",\"s\":\"p\",\"name\":\"frame: present\",\"cat\":\"frame\",\"args\":{\"frame\":7}}",
+		/* a flow outside every zone: no slice made up for it (unbound) */
+		"{\"pid\":4242,\"tid\":100,\"ts\":123458.0003,\"ph\":\"s\",\"bp\":\"e\",\"name\":\"send\",\"cat\":\"flow\",\"id\":99}",
+		"{\"pid\":4242,\"tid\":100,\"ts\":123459.0003,\"ph\":\"B\",\"name\":\"work\",\"loc\":\"render.c:42\",\"args\":{\"loc\":\"render.c:42\"}}",
+		"{\"pid\":4242,\"tid\":100,\"ts\":123460.0003,\"ph\":\"f\",\"bp\":\"e\",\"name\":\"send\",\"cat\":\"flow\",\"id\":99}",
 		/* a message: its text is the name */
-		"{\"pid\":4242,\"tid\":1,\"ts\":123461.0,\"ph\":\"i\",\"s\":\"t\",\"args\":{\"event\":\"log\",\"severity\":\"info\"},\"name\":\"hi there\"}",
-		"{\"pid\":4242,\"tid\":1,\"ts\":123462.0,\"ph\":\"E\",\"name\":\"work\"}",
+		"{\"pid\":4242,\"tid\":100,\"ts\":123461.0003,\"ph\":\"i\",\"s\":\"t\",\"args\":{\"event\":\"log\",\"severity\":\"info\"},\"name\":\"hi there\"}",
+		"{\"pid\":4242,\"tid\":100,\"ts\":123462.0003,\"ph\":\"E\",\"name\":\"work\"}",
+		/* a flow's end outside every zone: no "bp", so it binds to the
+		 * thread's next slice (the format's rule for an "f") */
+		"{\"pid\":4242,\"tid\":100,\"ts\":123463.0003,\"ph\":\"f\",\"cat\":\"flow\",\"name\":\"send\",\"id\":99}",
 	};
 	size_t n = sizeof(want) / sizeof(want[0]);
 	cr_assert_eq(json_array_size(json_object_get(doc, "traceEvents")), n);
+	cr_assert_not_null(strstr(p.err, "1 flow events could not be bound"), "%s", p.err);
 	for (size_t i = 0; i < n; i++) {
 		char *got = object_line(doc, i);
-		cr_assert_str_eq(got, want[i], "object %zu", i);
+		cr_assert_str_eq(got, want[i], "object %zu: %s", i, got);
 		free(got);
 	}
 	json_decref(doc);
@@ -441,5 +462,67 @@ Test(losses, stats_text_counts_zones_once_json_counts_records)
 	cr_assert_eq(json_integer_value(json_object_get(by_key(names, "name", "e"), "count")), 2);
 	cr_assert_eq(json_integer_value(json_object_get(by_key(names, "name", "c"), "count")), 1);
 	json_decref(doc);
+	unlink(path);
+}
+
+/* ---- the size guard ---- */
+
+/* A trace of @zones zones of 1 us, one after another, on thread 1 (OS tid
+ * 100): 2 * @zones events. */
+static void write_many(const char *path, uint32_t zones)
+{
+	kt_header h;
+	t_header(&h);
+	kt_writer *w;
+	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_name(w, 1, "z", 1), 0);
+	cr_assert_eq(kt_writer_thread(w, 1, 100, "main"), 0);
+	enum { PER = 32768 };
+	uint8_t *buf = malloc(PER * 2 * 32);
+	cr_assert_not_null(buf);
+	for (uint32_t z = 0; z < zones; z += PER) {
+		size_t len = 0;
+		for (uint32_t k = z; k < z + PER && k < zones; k++)
+			for (int e = 0; e < 2; e++) {
+				kt_event ev = { .ts = TICK(2 * (uint64_t)k + (uint64_t)e), .name_id = 1,
+						.type = e ? KT_EV_ZONE_END : KT_EV_ZONE_BEGIN };
+				len += kt_event_encode(buf + len, PER * 2 * 32 - len, &ev);
+			}
+		cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_LZ4, 3, buf, len), 0);
+	}
+	free(buf);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+}
+
+/*
+ * 2.8M events would make about 267 MiB of JSON, past the 256 MiB Chrome's
+ * viewers load: refused before anything is written, with a window to try;
+ * a window of a tenth of the trace is written.
+ */
+Test(chrome, an_export_too_big_for_its_viewers_is_refused_before_it_is_written)
+{
+	char path[96], out[112];
+	snprintf(path, sizeof(path), "/tmp/katra-chrome-big-%d.katra", (int)getpid());
+	snprintf(out, sizeof(out), "%s.json", path);
+	write_many(path, 1400000);
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--chrome", path, out, NULL });
+	cr_assert_eq(p.status, 1, "%.*s", (int)p.err_len, p.err);
+	cr_assert_not_null(strstr(p.err, "would be about 267 MiB (2800000 events), past the "
+					 "256 MiB its viewers load"), "%s", p.err);
+	cr_assert_not_null(strstr(p.err, "--window"), "%s", p.err);
+	cr_assert_eq(access(out, F_OK), -1, "nothing written");
+	/* A tenth: ticks 0..280000 us from the trace's start (123456 us). */
+	run_katra(&p, (const char *const[]){ "export", "--chrome", "--window",
+					      "123456000..403456000", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	struct stat st;
+	cr_assert_eq(stat(out, &st), 0);
+	cr_assert_gt(st.st_size, 280000 * 50, "the window's 280000 events: %lld bytes",
+		     (long long)st.st_size);
+	cr_assert_lt(st.st_size, 281000 * 100);
+	unlink(out);
 	unlink(path);
 }

@@ -257,15 +257,18 @@ Test(mem, chrome_export_has_a_live_bytes_counter_per_pool)
 	uint64_t tex[8];
 	size_t ntex = 0, ndef = 0, last_def = 0;
 	json_array_foreach(evs, i, e) {
+		/* One counter "memory", a value per pool keyed by the pool's name: the
+		 * key names the plot in Tracy. */
 		const char *name = json_string_value(json_object_get(e, "name"));
-		if (!name || strncmp(name, "memory ", 7))
+		if (!name || strcmp(name, "memory"))
 			continue;
 		cr_assert_str_eq(json_string_value(json_object_get(e, "ph")), "C");
-		uint64_t live = jget(json_object_get(e, "args"), "live");
-		if (!strcmp(name, "memory textures") && ntex < 8)
-			tex[ntex++] = live;
-		else if (!strcmp(name, "memory default"))
-			ndef++, last_def = live;
+		json_t *args = json_object_get(e, "args");
+		cr_assert_eq(json_object_size(args), 1);
+		if (json_object_get(args, "textures") && ntex < 8)
+			tex[ntex++] = jget(args, "textures");
+		else if (json_object_get(args, "default"))
+			ndef++, last_def = jget(args, "default");
 	}
 	static const uint64_t want[] = { 4096, 5120, 1024, 9216, 8192, 0 };
 	cr_assert_eq(ntex, 6);

@@ -301,10 +301,10 @@ Test(digits, eight_digits_and_microseconds_as_printf)
 		snprintf(b, sizeof(b), "%08" PRIu32, v);
 		cr_assert_str_eq(a, b);
 		*put_lo_us_comma(a, v) = '\0';
-		snprintf(b, sizeof(b), "%05" PRIu32 ".%03" PRIu32 ",", v / 1000, v % 1000);
+		snprintf(b, sizeof(b), "%05" PRIu32 ".%03" PRIu32 "3,", v / 1000, v % 1000);
 		cr_assert_str_eq(a, b);
 		*put_small_us_comma(a, v) = '\0';
-		snprintf(b, sizeof(b), "%" PRIu32 ".%03" PRIu32 ",", v / 1000, v % 1000);
+		snprintf(b, sizeof(b), "%" PRIu32 ".%03" PRIu32 "3,", v / 1000, v % 1000);
 		cr_assert_str_eq(a, b);
 	}
 	*put_8digits(a, 99999999u) = '\0';

@@ -19,16 +19,19 @@
 #include "tools/text.h"
 #include "tools/tracks.h"
 
-enum { CUT_START = 1, CUT_END = 2, CLOSED = 4, ANCHOR = 8 };
-/* In a kept begin time: the zone's start was cut.  (A time past 2^63 ns,
- * from a crafted clock, loses that bit: a wrong duration, never a fault.) */
+enum { CUT_START = 1, CUT_END = 2, CLOSED = 4 };
+/* In a kept begin time: the zone's start was cut; the zone went out as a
+ * begin (B), its end to be an E.  (A time past 2^62 ns, from a crafted
+ * clock, loses those bits: a wrong duration, never a fault.) */
 #define START_BIT (UINT64_C(1) << 63)
+#define AS_B_BIT (UINT64_C(1) << 62)
+#define TIME_MASK (AS_B_BIT - 1)
 
 /* The args a zone's object gets, by its CUT_* and CLOSED bits. */
 static const char *const zone_args[] = {
 	"", "\"cut\":\"start\"", "\"cut\":\"end\"", "\"cut\":\"both\"",
 	"\"closed\":true", "\"cut\":\"start\",\"closed\":true", "\"cut\":\"end\",\"closed\":true",
-	"\"cut\":\"both\",\"closed\":true", "\"flow_anchor\":true",
+	"\"cut\":\"both\",\"closed\":true",
 };
 
 /* A thread's open zones' begin times (ns, START_BIT when cut), for
@@ -48,6 +51,7 @@ struct ch {
 	struct xbegin *begins; /* by thread index */
 	size_t nbegins, begins_cap;
 	struct tracks tracks;  /* zones of tracks with a clock of their own */
+	uint8_t *track_b[KT_MAX_TRACKS + 1]; /* per track and level: went out as B */
 };
 
 /* A zone's begin or end (or one as a complete event) of @t, with the
@@ -89,14 +93,37 @@ static uint64_t *begin_slot(struct ch *c, struct xthread *t, size_t level, int *
 	return &b->ns[level];
 }
 
+/*
+ * --complete: a zone opening at @ns inside one that began at the same
+ * time.  Complete events go out at their ends, a child's before its
+ * parent's, and a viewer that sorts by begin time alone (stably: Tracy's
+ * import-chrome) would nest them upside down; so the parent goes out as a
+ * begin now, before the child, and as an end at its end.
+ */
+static int parent_first(struct ch *c, struct xthread *t, uint64_t ns)
+{
+	int rc;
+	size_t level = t->depth - 1;
+	if (!level || level > CHROME_X_DEPTH)
+		return 0;
+	uint64_t *slot = begin_slot(c, t, level - 1, &rc); /* made at its begin */
+	if (!slot || (*slot & AS_B_BIT) || (*slot & TIME_MASK) != ns)
+		return rc;
+	*slot |= AS_B_BIT;
+	return put_zone(c, t, KT_EV_ZONE_BEGIN, t->stack[level - 1].name, ns,
+			*slot & START_BIT ? CUT_START : 0, UINT64_MAX, level - 1);
+}
+
 /* @t has just opened zone @name (xstate_begin() said 1) at @ns. */
 static int open_zone(struct ch *c, struct xthread *t, uint32_t name, uint64_t ns, unsigned bits)
 {
 	int rc;
 	if (c->o->complete) {
+		if ((rc = parent_first(c, t, ns)))
+			return rc;
 		uint64_t *slot = begin_slot(c, t, t->depth - 1, &rc);
 		if (slot) {
-			*slot = (ns & ~START_BIT) | (bits & CUT_START ? START_BIT : 0);
+			*slot = (ns & TIME_MASK) | (bits & CUT_START ? START_BIT : 0);
 			return 0;
 		}
 		if (rc)
@@ -116,10 +143,12 @@ static int close_zones(struct ch *c, struct xthread *t, uint64_t ns, size_t n, u
 		uint32_t name = t->stack[level].name;
 		unsigned bits = i + 1 < n ? inner : last;
 		int rc;
-		if (c->o->complete && level < CHROME_X_DEPTH) {
-			uint64_t b = *begin_slot(c, t, level, &rc); /* made at its begin */
+		uint64_t b = c->o->complete && level < CHROME_X_DEPTH
+			? *begin_slot(c, t, level, &rc) /* made at its begin */
+			: AS_B_BIT;
+		if (!(b & AS_B_BIT)) {
 			bits |= b & START_BIT ? CUT_START : 0;
-			b &= ~START_BIT;
+			b &= TIME_MASK;
 			rc = put_zone(c, t, KT_EV_ZONE_BEGIN, name, b, bits, ns > b ? ns - b : 0,
 				      level);
 		} else {
@@ -143,9 +172,9 @@ static int drop_mark(struct ch *c, struct xthread *t, const struct xdrop *d, uin
 {
 	char buf[320], num[32];
 	int n = snprintf(buf, sizeof(buf), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
-			 ".%03u,\"ph\":\"i\",\"s\":\"t\",\"name\":\"katra: %" PRIu64
+			 ".%03u3,\"ph\":\"i\",\"s\":\"t\",\"name\":\"katra: %" PRIu64
 			 " events dropped\",\"cat\":\"katra\",\"args\":{\"dropped\":%s,"
-			 "\"until_ts\":%" PRIu64 ".%03u}}", c->job.pid, t->id, a / 1000,
+			 "\"until_ts\":%" PRIu64 ".%03u3}}", c->job.pid, export_os_tid(c->job.t, t->id), a / 1000,
 			 (unsigned)(a % 1000), d->count, json_u64(num, sizeof(num), d->count),
 			 b / 1000, (unsigned)(b % 1000));
 	return fmt_chrome_raw(c->fm, buf, (size_t)n);
@@ -181,19 +210,31 @@ static int put_drops(struct ch *c, struct xthread *t, uint64_t ts, uint64_t limi
 	return rc;
 }
 
-/* A flow event: when no zone is open, first a slice of its own, 1 ns
- * long from the flow's time (Perfetto binds a flow to the slice that
- * encloses it): one X object, in either mode. */
+/* A raw object @head + the JSON literal of name @id + @tail. */
+static int put_named(struct ch *c, const char *head, uint32_t id, const char *tail);
+
+/* A flow event, bound ("bp":"e") to the zone around it.  Outside every
+ * zone there is none: its end binds to the thread's next slice (the
+ * format's rule for an "f" without "bp"), and a begin or a step is left
+ * unbound (counted: viewers skip it).  No slice is made up for it: a
+ * viewer shows every slice as a zone. */
 static int put_flow(struct ch *c, struct xthread *t, const kt_event *ev, uint64_t ns)
 {
-	int rc;
-	if (!t->depth && (rc = put_zone(c, t, KT_EV_ZONE_BEGIN, ev->name_id, ns, ANCHOR, 1,
-					      SIZE_MAX)))
-		return rc;
-	return fmt_chrome_put(c->fm, ev, ns, NULL);
+	if (t->depth)
+		return fmt_chrome_put(c->fm, ev, ns, NULL);
+	c->xs.res->unbound += ev->flags != KT_FLOW_END;
+	if (ev->flags != KT_FLOW_END)
+		return fmt_chrome_put(c->fm, ev, ns, NULL);
+	uint64_t id = 0;
+	memcpy(&id, ev->payload, ev->payload_len < 8 ? ev->payload_len : 8);
+	char head[160], tail[64];
+	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
+		 ".%03u3,\"ph\":\"f\",\"cat\":\"flow\",\"name\":", c->job.pid,
+		 export_os_tid(c->job.t, t->id), ns / 1000, (unsigned)(ns % 1000));
+	snprintf(tail, sizeof(tail), ",\"id\":%" PRIu64 "}", id);
+	return put_named(c, head, ev->name_id, tail);
 }
 
-/* A raw object @head + the JSON literal of name @id + @tail. */
 static int put_named(struct ch *c, const char *head, uint32_t id, const char *tail)
 {
 	size_t n = 0;
@@ -206,17 +247,50 @@ static int put_named(struct ch *c, const char *head, uint32_t id, const char *ta
 	return rc;
 }
 
+/* A track zone opens (tools/tracks.h): inside one that began at the same
+ * time, that one goes out as a begin now (parent_first()'s reason). */
+static int open_track_zone(void *ctx, const struct track_zone *z)
+{
+	struct ch *c = ctx;
+	size_t d = c->tracks.depth[z->track]; /* this zone's level + 1 */
+	uint8_t **as_b = &c->track_b[z->track];
+	if (!*as_b && !(*as_b = calloc(TRACK_OPEN, 1)))
+		return -ENOMEM;
+	(*as_b)[d - 1] = 0;
+	if (d < 2 || (*as_b)[d - 2])
+		return 0;
+	const struct track_open *up = &c->tracks.stack[z->track][d - 2];
+	uint64_t b = kt_reader_ticks_to_ns(c->r, up->begin);
+	if (b != kt_reader_ticks_to_ns(c->r, z->begin) || b < c->o->from_ns || b > c->o->to_ns)
+		return 0;
+	(*as_b)[d - 2] = 1;
+	char head[192];
+	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
+		 ".%03u3,\"ph\":\"B\",\"cat\":\"track\",\"name\":", c->job.pid,
+		 TRACK_TID(z->track), b / 1000, (unsigned)(b % 1000));
+	return put_named(c, head, up->name, "}");
+}
+
 /* A track zone, matched (tools/tracks.h): one complete event on its
- * track's row, when it meets the window. */
+ * track's row, when it meets the window; an end when it went out as a
+ * begin. */
 static int put_track_zone(void *ctx, const struct track_zone *z)
 {
 	struct ch *c = ctx;
 	uint64_t b = kt_reader_ticks_to_ns(c->r, z->begin), e = kt_reader_ticks_to_ns(c->r, z->end);
+	uint8_t *as_b = c->track_b[z->track];
+	char head[256];
+	if (as_b && as_b[z->depth]) {
+		as_b[z->depth] = 0;
+		snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
+			 ".%03u3,\"ph\":\"E\",\"cat\":\"track\",\"name\":", c->job.pid,
+			 TRACK_TID(z->track), e / 1000, (unsigned)(e % 1000));
+		return put_named(c, head, z->name, "}");
+	}
 	if (e < c->o->from_ns || b > c->o->to_ns)
 		return 0;
-	char head[256];
 	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
-		 ".%03u,\"dur\":%" PRIu64 ".%03u,\"ph\":\"X\",\"cat\":\"track\",\"name\":",
+		 ".%03u3,\"dur\":%" PRIu64 ".%03u3,\"ph\":\"X\",\"cat\":\"track\",\"name\":",
 		 c->job.pid, TRACK_TID(z->track), b / 1000, (unsigned)(b % 1000), (e - b) / 1000,
 		 (unsigned)((e - b) % 1000));
 	return put_named(c, head, z->name, "}");
@@ -234,17 +308,26 @@ static int put_track(struct ch *c, const kt_event *ev)
 	uint64_t ns = kt_reader_ticks_to_ns(c->r, ticks);
 	if (ns < c->o->from_ns || ns > c->o->to_ns)
 		return 0;
-	char head[192], tail[64];
+	char head[192], val[40];
 	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
-		 ".%03u,\"ph\":\"C\",\"name\":", c->job.pid, TRACK_TID(te.track), ns / 1000,
+		 ".%03u3,\"ph\":\"C\",\"name\":", c->job.pid, TRACK_TID(te.track), ns / 1000,
 		 (unsigned)(ns % 1000));
 	if (ev->type == KT_EV_TRACK_COUNTER_I64)
-		snprintf(tail, sizeof(tail), ",\"args\":{\"value\":%" PRId64 "}}", te.value_i64);
+		snprintf(val, sizeof(val), "%" PRId64, te.value_i64);
 	else if (te.value_f64 - te.value_f64 == 0)
-		snprintf(tail, sizeof(tail), ",\"args\":{\"value\":%.17g}}", te.value_f64);
+		snprintf(val, sizeof(val), "%.17g", te.value_f64);
 	else
-		snprintf(tail, sizeof(tail), ",\"args\":{\"value\":null}}");
-	return put_named(c, head, ev->name_id, tail);
+		snprintf(val, sizeof(val), "null");
+	/* The value's key is the counter's name: a viewer names its plot by
+	 * the key (Tracy) or by name and key (Perfetto). */
+	size_t n = 0;
+	const char *s = tables_name(c->job.t, ev->name_id, &n);
+	char *lit = s ? text_json(s, n) : strdup("\"?\""), *tail = NULL;
+	int len = lit ? asprintf(&tail, ",\"args\":{%s:%s}}", lit, val) : -1;
+	rc = len < 0 ? -ENOMEM : put_named(c, head, ev->name_id, tail);
+	free(lit);
+	free(tail);
+	return rc;
 }
 
 /* Each track's row: named after the track, after the threads' rows. */
@@ -345,8 +428,8 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 		return rc;
 	char buf[200];
 	int n = snprintf(buf, sizeof(buf), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
-			 ".%03u,\"ph\":\"i\",\"s\":\"p\",\"name\":\"katra: the file was cut short "
-			 "here; later events are lost\",\"cat\":\"katra\"}", c->job.pid, last->id,
+			 ".%03u3,\"ph\":\"i\",\"s\":\"p\",\"name\":\"katra: the file was cut short "
+			 "here; later events are lost\",\"cat\":\"katra\"}", c->job.pid, export_os_tid(tb, last->id),
 			 last->last_out / 1000, (unsigned)(last->last_out % 1000));
 	return fmt_chrome_raw(c->fm, buf, (size_t)n);
 }
@@ -370,7 +453,8 @@ static int put_metadata(struct ch *c, const struct tables *t)
 		n = asprintf(&buf, ",\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
 			     "\"args\":{\"name\":%s}},\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,"
 			     "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%zu}}",
-			     c->job.pid, e->id, lit, c->job.pid, e->id, i);
+			     c->job.pid, export_os_tid(t, e->id), lit, c->job.pid,
+			     export_os_tid(t, e->id), i);
 		free(lit);
 		rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
 		free(buf);
@@ -386,6 +470,8 @@ static void ch_free(struct ch *c)
 	fmt_free(c->fm);
 	memstats_free(&c->mem);
 	tracks_free(&c->tracks);
+	for (uint32_t i = 0; i <= KT_MAX_TRACKS; i++)
+		free(c->track_b[i]);
 	xstate_free(&c->xs);
 	free(c);
 }
@@ -401,6 +487,7 @@ int chrome_run(kt_reader *r, const struct tables *t, FILE *f, const struct chrom
 	/* The metadata come first: every event's object follows a comma. */
 	memstats_init(&c->mem);
 	tracks_init(&c->tracks, t, put_track_zone, c);
+	c->tracks.open = open_track_zone;
 	c->job = (struct fmt_job){ .t = t, .kind = FMT_CHROME, .printed = 1,
 				   .pid = kt_reader_get_header(r)->process_id, .mem = &c->mem };
 	int rc = xstate_init(&c->xs, r, res);

@@ -13,14 +13,22 @@
  * its end ("cut": "start"), so no slice spans events that were lost.
  *
  * Before the events: process_name, and thread_name and thread_sort_index
- * per thread.  A flow event outside every zone of its thread gets a
- * slice of its own, an X 1 ns long from its time (Perfetto binds a flow
- * to the slice that encloses it).
+ * per thread; a thread's row is its OS tid (what the user's other tools
+ * call it), katra's id when the file has none.  A flow event binds to the
+ * zone around it ("bp":"e"); outside every zone, its end binds to the
+ * thread's next slice and a begin or a step stays unbound (counted in
+ * res->unbound): no slice is made up, a viewer shows every one as a zone.
+ * Times are microseconds with three decimals and a fourth, 3 (0.3 ns), so
+ * that readers that truncate to ns and readers that round both get the
+ * nanosecond (tools/digits.h).
  *
  * With complete set, a zone is one "X" object with its duration, written
  * at its end: a thread keeps the begin times of its innermost
  * CHROME_X_DEPTH open zones, and a zone deeper than that is written as
- * B/E (counted in res->deep).
+ * B/E (counted in res->deep).  A zone that another opens inside at the
+ * same time goes out as B before it and E at its end: viewers sort by
+ * begin time alone, and X objects come out child first.  The same holds
+ * for the zones of a track with a clock of its own.
  *
  * Memory: export_state.h's, the formatter's (fmt.h), and 8 bytes per
  * open zone within the cap.  The command's one thread, with the reader's

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <katra/reader.h>
 #include "tools/chrome.h"
@@ -28,7 +29,7 @@
 enum { CHROME = 1, COLLAPSED = 2, PERFETTO = 3, FXT = 4 };
 
 struct export_opts {
-	int chrome, collapsed, perfetto, fxt, zstd, deflate;
+	int chrome, collapsed, perfetto, fxt, zstd, deflate, any_size;
 	struct chrome_opts copts; /* --complete, and the window's end */
 	struct when_window win;
 	struct thread_list threads;
@@ -50,6 +51,76 @@ static int cut_window(struct export_opts *o, const char *inp, kt_reader *r)
 	o->copts.from_ns = f.from_ns;
 	o->copts.to_ns = f.to_ns;
 	return rc;
+}
+
+/*
+ * The size guard.  What a viewer can load, by format, as measured or as
+ * its makers say: Tracy's import-chrome held 19.6 times its JSON in memory
+ * (3.47 GB for 177 MB) and ran out of 16 GB on 4.43 GB; Perfetto's UI has
+ * about 2 GB for everything, a proto trace taking 2-4 times its size
+ * there (its "large traces" page) and JSON more; a JavaScript viewer
+ * reads a JSON file as one string, at most 2^29 characters in V8.  The
+ * FXT limit is Perfetto's UI's, as for proto; Tracy's import-fuchsia took
+ * 9.5 GB for 50M events.  Bytes per event: the examples/ program's and
+ * the default run's exports (Chrome 89-106, Perfetto 20, FXT 21).
+ */
+#define MIB (UINT64_C(1) << 20)
+static const struct {
+	uint64_t limit, per_event;
+	const char *viewers;
+} size_guard[] = {
+	[CHROME] = { 256 * MIB, 100, "Tracy's import-chrome needs about 20 times that in "
+				    "memory, Perfetto's UI about 2 GB for a trace" },
+	[PERFETTO] = { 512 * MIB, 20, "Perfetto's UI holds about 2 GB, 2 to 4 times the file" },
+	[FXT] = { 512 * MIB, 22, "Perfetto's UI holds about 2 GB, 2 to 4 times the file; "
+				 "Tracy's import-fuchsia about 190 bytes per event" },
+};
+
+/* The events an export of @r keeps: those of the chunks of the threads
+ * kept, a chunk that meets the window's edge in the share of its time
+ * inside it.  A pass over the frames, no event decoded. */
+static uint64_t selected_events(kt_reader *r, const struct export_opts *o)
+{
+	kt_trace_frame f;
+	double n = 0;
+	kt_reader_rewind(r);
+	kt_reader_skip_events(r, 1);
+	while (kt_reader_next_frame(r, &f) > 0) {
+		if (f.kind != KT_FRAME_CHUNK)
+			continue;
+		int keep = !o->threads.n;
+		for (int i = 0; i < o->threads.n; i++)
+			keep |= o->threads.ids[i] == f.u.chunk.thread_id;
+		uint64_t a = kt_reader_ticks_to_ns(r, f.u.chunk.first_ts);
+		uint64_t b = kt_reader_ticks_to_ns(r, f.u.chunk.last_ts);
+		uint64_t lo = a > o->copts.from_ns ? a : o->copts.from_ns;
+		uint64_t hi = b < o->copts.to_ns ? b : o->copts.to_ns;
+		if (!keep || lo > hi)
+			continue;
+		n += b > a ? (double)f.u.chunk.event_count * (double)(hi - lo) / (double)(b - a)
+			   : f.u.chunk.event_count;
+	}
+	kt_reader_skip_events(r, 0);
+	kt_reader_rewind(r);
+	return (uint64_t)n;
+}
+
+/* Whether @format's export of @r into @out is too big for its viewers
+ * (said, with what to do); never for a device (/dev/null: no viewer). */
+static int too_big(int format, kt_reader *r, const struct export_opts *o, const char *out)
+{
+	struct stat st;
+	if (o->any_size || format == COLLAPSED || (!stat(out, &st) && S_ISCHR(st.st_mode)))
+		return 0;
+	uint64_t events = selected_events(r, o);
+	uint64_t bytes = events * size_guard[format].per_event;
+	if (bytes <= size_guard[format].limit)
+		return 0;
+	say("%s: would be about %" PRIu64 " MiB (%" PRIu64 " events), past the %" PRIu64
+	    " MiB its viewers load (%s): export a part with --window T..T, --frames A..B or "
+	    "--thread ID, or pass --any-size to write it anyway", out, bytes / MIB, events,
+	    size_guard[format].limit / MIB, size_guard[format].viewers);
+	return 1;
 }
 
 /* Say which track records an export could not show, and what the tracks'
@@ -89,6 +160,9 @@ static void say_export(const char *in, const struct export_result *x, int drops)
 	if (x->fallback)
 		say("%s: %" PRIu64 " names were written inline past the interning table", in,
 		    x->fallback);
+	if (x->unbound)
+		say("%s: %" PRIu64 " flow events could not be bound to a zone around them "
+		    "(Chrome: left unbound; Perfetto: each on an instant of its own)", in, x->unbound);
 	say_tracks(in, &x->tracks);
 }
 
@@ -166,6 +240,7 @@ static const struct opts_spec export_spec = {
 		{ .name = "--complete", .offset = offsetof(struct export_opts, copts.complete), .flag = 1 },
 		{ .name = "--zstd", .offset = offsetof(struct export_opts, zstd), .flag = 1 },
 		{ .name = "--deflate", .offset = offsetof(struct export_opts, deflate), .flag = 1 },
+		{ .name = "--any-size", .offset = offsetof(struct export_opts, any_size), .flag = 1 },
 		WHEN_OPTS(offsetof(struct export_opts, win)),
 		OPT_THREAD(offsetof(struct export_opts, threads)),
 		{ .name = NULL } },
@@ -174,7 +249,7 @@ static const struct opts_spec export_spec = {
 		"       katra export --perfetto [--zstd | --deflate] IN OUT.pftrace\n"
 		"       katra export --fxt IN OUT.fxt\n"
 		"       (each also [--from T] [--to T] [--window T..T] [--frames A..B]\n"
-		"       [--thread ID ...])\n"
+		"       [--thread ID ...] [--any-size])\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, Tracy's\n"
 		"import-chrome, speedscope, chrome://tracing): zones as B/E (with\n"
 		"--complete, as X with their duration), instants, counters as C,\n"
@@ -205,7 +280,15 @@ static const struct opts_spec export_spec = {
 		"OUT is written whole or not at all (a temporary file beside it,\n"
 		"renamed); IN itself is never replaced.  Damaged frames of IN are\n"
 		"skipped and said on stderr; the exit status is then 3 (partial).\n"
-		"A window or --thread (up to 64) keeps only those events.\n" WHEN_HELP,
+		"A window or --thread (up to 64) keeps only those events.\n"
+		"Size guard: an export its viewers cannot load is refused before it is\n"
+		"written (exit 1, said on stderr with a window to try): past about\n"
+		"256 MiB of Chrome JSON (about 100 bytes an event: Tracy's import-chrome\n"
+		"needs some 20 times the file in memory, Perfetto's UI about 2 GB for a\n"
+		"trace), 512 MiB of Perfetto or FXT (20 bytes an event; Perfetto's UI\n"
+		"holds 2 to 4 times the file).  The events are counted from the chunks\n"
+		"the window and --thread keep.  --any-size writes it anyway; a device\n"
+		"(/dev/null) is never refused.\n" WHEN_HELP,
 };
 
 int cmd_export(int argc, char **argv)
@@ -242,6 +325,8 @@ int cmd_export(int argc, char **argv)
 		goto done;
 	}
 	kt_reader_rewind(in.r);
+	if (too_big(format, in.r, &o, out))
+		goto done;
 	if (output_open(&of, out, &in) < 0)
 		goto done;
 	int werr;

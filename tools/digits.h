@@ -97,7 +97,10 @@ static inline char *put_8digits(char *d, uint32_t v)
 }
 
 /* A time in ns below 1e8 as microseconds with three decimals (Chrome's
- * unit), then a comma: at most 10 bytes. */
+ * unit) and a fourth, 3, then a comma: at most 11 bytes.  The 0.3 ns
+ * makes a reader that truncates to nanoseconds (Tracy's import-chrome,
+ * after a double's rounding below them) and one that rounds (Perfetto's)
+ * both read the nanosecond written. */
 static inline char *put_small_us_comma(char *d, uint64_t ns)
 {
 	d = put_u64(d, ns / 1000);
@@ -106,19 +109,21 @@ static inline char *put_small_us_comma(char *d, uint64_t ns)
 	d[1] = (char)('0' + f / 100);
 	d[2] = pairs[2 * (f % 100)];
 	d[3] = pairs[2 * (f % 100) + 1];
-	d[4] = ',';
-	return d + 5;
+	d[4] = '3';
+	d[5] = ',';
+	return d + 6;
 }
 
 /* The last eight digits of a time in ns as the same: five, a point before
- * the last three (put in by shifts), a comma.  Writes 10 bytes. */
+ * the last three (put in by shifts), 3, a comma.  Writes 11 bytes. */
 static inline char *put_lo_us_comma(char *d, uint32_t lo)
 {
 	uint64_t x = digits8_word(lo);
 	put_le64(d, (x & 0xffffffffffu) | (uint64_t)'.' << 40 | (x >> 40) << 48);
 	d[8] = (char)(x >> 56);
-	d[9] = ',';
-	return d + 10;
+	d[9] = '3';
+	d[10] = ',';
+	return d + 11;
 }
 
 #endif

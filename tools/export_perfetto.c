@@ -18,6 +18,8 @@
 #include "tools/export_perfetto.h"
 #include "tools/export_args.h"
 #include "tools/perfetto_pack.h"
+#include "tools/perfetto_pb.h"
+#include "tools/perfetto_slice.h"
 #include "tools/perfetto_trace.pb-c.h"
 #include "tools/memstats.h"
 #include "tools/fmt_mid.h"
@@ -41,6 +43,7 @@ typedef Perfetto__Protos__TrackDescriptor TrackDesc;
 
 #define SEQ_GLOBAL 1
 #define SEQ_CLEARED 1       /* SEQ_INCREMENTAL_STATE_CLEARED */
+#define SEQ_NEEDS 2         /* SEQ_NEEDS_INCREMENTAL_STATE */
 #define CLOCK_REALTIME_ID 1
 #define CLOCK_MONO_ID 3
 #define CLOCK_SEQ_ID 64     /* a sequence's own clock: incremental ns */
@@ -70,65 +73,16 @@ struct pf {
 	struct tracks tracks;   /* zones of tracks with a clock of their own */
 	struct idmap track_counters; /* TRACK_COUNTER_UUID -> 1 once described */
 	uint64_t bodies;        /* log message bodies interned so far */
+	struct pslices slices;  /* per thread: flows on their slices */
 	int err;                /* -ENOMEM once out of memory */
 };
 
-/* ---- hand encoding ---- */
-
-/* A message being encoded.  Callers set .n = 0 rather than zero-initialize
- * it: zeroing the buffer for every event was a fifth of the writer's time. */
-struct pb {
-	uint8_t b[192];
-	size_t n;
-};
-
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline void pb_varint(struct pb *m, unsigned field, uint64_t v)
-{
-	uint8_t *p = put_varint(m->b + m->n, (uint64_t)field << 3);
-	m->n = (size_t)(put_varint(p, v) - m->b);
-}
-
-static inline void pb_fixed64(struct pb *m, unsigned field, uint64_t v)
-{
-	uint8_t *p = put_varint(m->b + m->n, (uint64_t)field << 3 | 1);
-	for (int i = 0; i < 8; i++)
-		*p++ = (uint8_t)(v >> (8 * i));
-	m->n = (size_t)(p - m->b);
-}
-
-/* A length-delimited field; @n must fit (callers keep their strings short). */
-static inline void pb_bytes(struct pb *m, unsigned field, const void *s, size_t n)
-{
-	uint8_t *p = put_varint(m->b + m->n, (uint64_t)field << 3 | 2);
-	p = put_varint(p, n);
-	memcpy(p, s, n);
-	m->n = (size_t)(p + n - m->b);
-}
-
-/* A debug annotation {name_iid, uint or bool value} inside a TrackEvent. */
-static void pb_annotation(struct pb *m, unsigned name_iid, unsigned value_field, uint64_t v)
-{
-	struct pb a;
-	a.n = 0;
-	pb_varint(&a, 1, name_iid);
-	pb_varint(&a, value_field, v);
-	pb_bytes(m, 4, a.b, a.n);
-}
-
 /*
- * One TracePacket {timestamp (delta on clock 64), sequence, track_event}
- * of thread @t at @ns.  A time before the sequence's last one (a hostile
- * file's) goes out as a delta of 0: Perfetto's deltas are unsigned.
+ * One TracePacket {timestamp (delta on clock 64), sequence, flags,
+ * track_event} of thread @t at @ns.  A time before the sequence's last one
+ * (a hostile file's) goes out as a delta of 0: Perfetto's deltas are
+ * unsigned.  Every event needs the sequence's incremental state: its clock
+ * and track are the sequence's defaults, and most name interned data.
  */
 static void put_event_x(struct pf *p, struct xthread *t, uint64_t ns, const struct pb *te,
 			const uint8_t *x, size_t xn)
@@ -140,6 +94,8 @@ static void put_event_x(struct pf *p, struct xthread *t, uint64_t ns, const stru
 	h = put_varint(h, delta);
 	*h++ = 10 << 3;
 	h = put_varint(h, t->index + 2);
+	*h++ = 13 << 3;
+	*h++ = SEQ_NEEDS;
 	*h++ = 11 << 3 | 2;
 	h = put_varint(h, te->n + xn);
 	size_t hn = (size_t)(h - head), n = hn + te->n + xn;
@@ -153,6 +109,16 @@ static void put_event_x(struct pf *p, struct xthread *t, uint64_t ns, const stru
 	if (xn)
 		memcpy(o + hn + te->n, x, xn);
 	xout_commit(&p->out, o + n);
+}
+
+/* @t's slices (tools/perfetto_slice.h); NULL with p->err set when out of
+ * memory. */
+static struct pslice *slice_of(struct pf *p, struct xthread *t)
+{
+	struct pslice *s = pslice_of(&p->slices, t->index);
+	if (!s)
+		p->err = -ENOMEM;
+	return s;
 }
 
 static void put_event(struct pf *p, struct xthread *t, uint64_t ns, const struct pb *te)
@@ -338,12 +304,31 @@ static void put_interned(struct pf *p, struct xthread *t, Perfetto__Protos__Inte
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	pk.has_trusted_packet_sequence_id = 1;
 	pk.trusted_packet_sequence_id = t->index + 2;
+	pk.has_sequence_flags = 1;
+	pk.sequence_flags = SEQ_NEEDS; /* adds to the state the first packet cleared */
 	pk.interned_data = in;
 	put_packet(p, &pk);
 }
 
+/* The source location of name @id, when the file gives one, into @sl
+ * (its strings malloc'd: free them); 0, or -1 when there is none or
+ * memory ran out (p->err says which). */
+static int source_location(struct pf *p, uint32_t id, Perfetto__Protos__SourceLocation *sl)
+{
+	const struct tloc *l = tables_loc(p->t, id);
+	if (!l)
+		return -1;
+	sl->has_iid = sl->has_line_number = 1;
+	sl->iid = id;
+	sl->line_number = l->line;
+	sl->file_name = utf8(p, tloc_file(p->t, l), l->file_len);
+	sl->function_name = utf8(p, tloc_function(p->t, l), l->function_len);
+	return sl->file_name && sl->function_name ? 0 : -1;
+}
+
 /* The iid of name @id on @t's sequence, interned (a packet before the
- * event) on first use; 0 when past PERFETTO_INTERNED: write it inline. */
+ * event) on first use, with its source location (iid @id too) when the
+ * file gives one; 0 when past PERFETTO_INTERNED: write it inline. */
 static uint64_t name_iid(struct pf *p, struct xthread *t, uint32_t id)
 {
 	uint64_t key = (uint64_t)t->index << 32 | id;
@@ -365,9 +350,16 @@ static uint64_t name_iid(struct pf *p, struct xthread *t, uint32_t id)
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	in.n_event_names = 1;
 	in.event_names = &ep;
+	Perfetto__Protos__SourceLocation sl = PERFETTO__PROTOS__SOURCE_LOCATION__INIT, *sp = &sl;
+	if (!source_location(p, id, &sl)) {
+		in.n_source_locations = 1;
+		in.source_locations = &sp;
+	}
 	put_interned(p, t, &in);
 	free(en.name);
-	return id;
+	free(sl.file_name);
+	free(sl.function_name);
+	return p->err ? 0 : id;
 }
 
 /* A TrackEvent of @type named by katra name @id (none when 0). */
@@ -380,6 +372,9 @@ static void te_start(struct pf *p, struct xthread *t, struct pb *te, unsigned ty
 	uint64_t iid = name_iid(p, t, id);
 	if (iid) {
 		pb_varint(te, 10, iid);
+		/* A zone's place in the source: interned with its name. */
+		if (type == TYPE_BEGIN && tables_loc(p->t, id))
+			pb_varint(te, 34, iid);
 		return;
 	}
 	p->xs.res->fallback++;
@@ -438,14 +433,6 @@ static uint64_t counter_track(struct pf *p, struct xthread *t, uint32_t id, int 
 		free(td.name);
 	}
 	return uuid;
-}
-
-static uint64_t payload_u64(const kt_event *ev)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8 && i < ev->payload_len; i++)
-		v |= (uint64_t)ev->payload[i] << (8 * i);
-	return v;
 }
 
 static void on_counter(struct pf *p, struct xthread *t, const kt_event *ev, uint64_t ns)
@@ -519,6 +506,9 @@ static void put_held(struct pf *p, struct xthread *t)
 {
 	struct pb te;
 	te_start(p, t, &te, TYPE_BEGIN, t->stack[t->depth - 1].name);
+	struct pslice *s = slice_of(p, t);
+	if (s)
+		pslice_begin(s, &te);
 	put_args_event(p, t, t->held_ns, &te, t->depth - 1, NULL);
 }
 
@@ -533,6 +523,9 @@ static void put_ends(struct pf *p, struct xthread *t, uint64_t ns, size_t n, int
 		pb_varint(&te, 9, TYPE_END);
 		if (i + 1 < n || last_forced)
 			pb_annotation(&te, ANN_CLOSED, 2, 1);
+		struct pslice *s = slice_of(p, t);
+		if (s)
+			pslice_end(s, t->depth + n - 1 - i, &te);
 		put_args_event(p, t, ns, &te, t->depth + n - 1 - i, NULL);
 	}
 }
@@ -545,6 +538,8 @@ static void on_instant_kind(struct pf *p, struct xthread *t, const kt_event *ev,
 		pb_varint(&te, 11, FRAMES_UUID);
 		pb_annotation(&te, ANN_FRAME, 3, payload_u64(ev));
 	} else if (ev->type == KT_EV_FLOW) {
+		/* No slice to bind it to (perfetto_slice.h): the instant's. */
+		p->xs.res->unbound++;
 		pb_fixed64(&te, ev->flags == KT_FLOW_END ? 48 : 47, payload_u64(ev));
 	} else if (ev->type == KT_EV_USER) {
 		pb_annotation(&te, ANN_SUBTYPE, 3, ev->flags);
@@ -628,6 +623,12 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 		}
 		return p->err ? p->err : p->out.failed ? -EIO : 0;
 	}
+	/* A flow right inside a held begin, or ended inside a zone, goes on
+	 * its slice (perfetto_slice.h) and the begin stays held. */
+	struct pslice *s;
+	if (ev->type == KT_EV_FLOW && (s = slice_of(p, t)) &&
+	    pslice_flow(s, t->depth, t->held, ev->flags, payload_u64(ev)))
+		return p->err ? p->err : p->out.failed ? -EIO : 0;
 	if (xstate_unhold(t))
 		put_held(p, t);
 	t->last_ts = ev->ts;
@@ -791,6 +792,7 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	idmap_free(&p.counters);
 	idmap_free(&p.pools);
 	idmap_free(&p.track_counters);
+	pslices_free(&p.slices);
 	memstats_free(&p.mem);
 	tracks_free(&p.tracks);
 	free(p.seen);

@@ -16,14 +16,19 @@
  *    starts clock 64, incremental nanoseconds, at CLOCK_MONOTONIC's value:
  *    every later packet's timestamp is its delta from the one before;
  *  - event names interned on first use per sequence (iid = katra's name
- *    id), message bodies interned as log message bodies;
+ *    id), with the zone's source location (file, function, line; the
+ *    same iid) when the file gives one, which each slice begin names;
+ *    message bodies interned as log message bodies; every packet after
+ *    the first of a thread's sequence that uses its state (the defaults,
+ *    clock 64, interned data) is flagged SEQ_NEEDS_INCREMENTAL_STATE;
  *  - zones as TYPE_SLICE_BEGIN / TYPE_SLICE_END, balanced as
  *    export_state.h says (a forced end has the annotation "closed");
  *    counters as TYPE_COUNTER on a counter track per name (described on
  *    first use); instants as TYPE_INSTANT; frame marks as instants on the
- *    Frames track with annotation "frame"; flows as instants carrying
- *    flow_ids (begin, step) or terminating_flow_ids (end), so each binds
- *    to the slice around it; messages as instants with a log_message
+ *    Frames track with annotation "frame"; flows on the slices around
+ *    them, as tools/perfetto_slice.h says (flow_ids on a zone's begin,
+ *    terminating_flow_ids on its end), and where it cannot, as instants
+ *    carrying them; messages as instants with a log_message
  *    (PRIO_INFO); user records as instants with annotations "subtype" and
  *    "bytes"; each drop record as an instant "katra: N events dropped" on
  *    its thread where the loss began.

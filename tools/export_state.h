@@ -110,6 +110,7 @@ struct export_result {
 	uint64_t fallback;      /* exporter-specific: names written inline past a table */
 	uint64_t cut;           /* zones closed and opened again at a drop window */
 	uint64_t deep;          /* chrome --complete: zones past its depth cap, as B/E */
+	uint64_t unbound;       /* flows with no zone around them to bind to */
 	uint64_t loose_args;    /* arguments written as instants, not on a zone */
 	struct track_counts tracks; /* what the tracks' matcher skipped or repaired */
 };

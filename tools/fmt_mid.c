@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/export_state.h"
 #include "tools/fmt_mid.h"
 #include "tools/text.h"
 
@@ -65,13 +66,17 @@ static char *loc_label(const struct tables *t, const kt_event *ev, int json, con
 }
 
 /* A Chrome zone begin's extras: its category as "cat" (the viewer's
- * filter) and its location as args.loc; "" when the file gives neither. */
+ * filter) and its location as "loc" (where Tracy's import-chrome reads a
+ * zone's source file and line) and as args.loc (which Perfetto's UI and
+ * chrome://tracing show); "" when the file gives neither. */
 static char *chrome_loc(const struct tables *t, const kt_event *ev)
 {
 	const struct tloc *l = ev->type == KT_EV_ZONE_BEGIN ? tables_loc(t, ev->name_id) : NULL;
 	char *cat = l && l->category ? name_label(t, l->category, 1) : strdup("");
-	char *loc = loc_label(t, ev, 1, ",\"args\":{\"loc\":", "}"), *out = NULL;
-	if (cat && loc && asprintf(&out, "%s%s%s", *cat ? ",\"cat\":" : "", cat, loc) < 0)
+	char *loc = loc_label(t, ev, 1, "", ""), *out = NULL;
+	if (cat && loc && asprintf(&out, "%s%s%s%s%s%s%s", *cat ? ",\"cat\":" : "", cat,
+				   *loc ? ",\"loc\":" : "", loc, *loc ? ",\"args\":{\"loc\":" : "",
+				   loc, *loc ? "}" : "") < 0)
 		out = NULL;
 	free(cat);
 	free(loc);
@@ -160,13 +165,18 @@ static int chrome_mid(char **buf, const char *head, const char *nm, const char *
 		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s}", head, nm);
 	case KT_EV_COUNTER_I64:
 	case KT_EV_COUNTER_F64:
-		return asprintf(buf, "%s\"ph\":\"C\",\"name\":%s,\"args\":{\"value\":", head, nm);
+		/* The value's key is the counter's name: a viewer names the plot
+		 * by the key (Tracy) or by the name and the key (Perfetto). */
+		return asprintf(buf, "%s\"ph\":\"C\",\"name\":%s,\"args\":{%s:", head, nm,
+				*nm == '"' ? nm : "\"?\"");
 	case KT_EV_ALLOC:
 	case KT_EV_FREE:
-		/* A counter track per pool, "memory" and its name: @nm is a JSON
-		 * string literal, or null for the default pool or an unnamed one. */
-		return asprintf(buf, "%s\"ph\":\"C\",\"name\":\"memory %s,\"args\":{\"live\":", head,
-				*nm == '"' ? nm + 1 : ev->name_id ? "?\"" : "default\"");
+		/* A counter "memory", a value per pool keyed by the pool's name
+		 * (the plot's name in Tracy; "memory POOL" in Perfetto): @nm is a
+		 * JSON string literal, or null for the default pool or an
+		 * unnamed one. */
+		return asprintf(buf, "%s\"ph\":\"C\",\"name\":\"memory\",\"args\":{%s:", head,
+				*nm == '"' ? nm : ev->name_id ? "\"?\"" : "\"default\"");
 	case KT_EV_FRAME:
 		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"p\",\"name\":%s,\"cat\":\"frame\","
 				     "\"args\":{\"frame\":", head, nm);
@@ -203,8 +213,9 @@ int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_e
 			     ev->thread_id, th, type, nm, loc);
 	} else if (j->kind == FMT_CHROME) {
 		char head[64];
+		/* The OS tid: what the user's other tools call the thread. */
 		int h = snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":",
-				 j->pid, ev->thread_id);
+				 j->pid, export_os_tid(j->t, ev->thread_id));
 		*split = (size_t)h;
 		n = chrome_mid(buf, head, nm, loc, ev);
 	} else {
