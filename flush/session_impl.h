@@ -131,6 +131,11 @@ int kt__snapshot_reserve(kt_session *s);
 /* The session ends: free what its snapshots kept. */
 void kt__snapshot_free(kt_session *s);
 
+/* snapshot_tables.c: write the names, categories and tracks known now to
+ * @w, each table copied under its lock and written after it (no lock held
+ * across a write).  0 or the first error (-ENOMEM, a write's). */
+int kt__snapshot_tables(kt_writer *w);
+
 /* ---- control.c: snapshot requests from outside --------------------------- */
 
 /* Listen for `katra snapshot PID` (kt_session_options.listen).  0 or
