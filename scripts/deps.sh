@@ -22,6 +22,8 @@ pkgs=(
   protobuf-c-compiler  # protoc-c: tools/perfetto_trace.proto to C at build time
   protobuf-compiler    # protoc: the tests decode the Perfetto export with it
   zlib1g-dev           # export --perfetto --deflate: Perfetto's compressed_packets
+  fuse3                # test_listener: a file whose writes never return (fusermount3)
+  libfuse3-dev         # test_listener's one-file filesystem (tests/fuse_stall.c)
 )
 
 missing=()
