@@ -29,6 +29,12 @@
 
 #include "flush/session_impl.h"
 
+#ifdef SO_PASSRIGHTS
+#define KT_SO_PASSRIGHTS SO_PASSRIGHTS
+#else
+#define KT_SO_PASSRIGHTS 83 /* Linux 6.16's, where the headers lack it */
+#endif
+
 /* @name under @at, made 0700 if missing, opened without following a link
  * there, and refused unless it is a directory of ours closed to others. */
 static int own_dir(int at, const char *name)
@@ -148,30 +154,28 @@ static int wait_for(const kt_session *s, int c, short events, uint64_t deadline)
 	}
 }
 
-/* Read one request into @req (every descriptor it brought closed but a
- * version 1 or 2 file's, in @req->fd). */
+/* Read one request into @req.  Its ancillary data is never taken: a
+ * descriptor a client sends (the listener refuses them where the kernel
+ * has SO_PASSRIGHTS) is dropped by the kernel, never installed here, so
+ * no close() of ours runs its file's flush (a FUSE file's may never
+ * return).  Versions 1 and 2, which bring the output file, are refused. */
 static int read_request(kt_session *s, int c, kt__ctl_req *req)
 {
-	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
 	uint64_t words[KT__CTL_REQ_WORDS];
 	struct iovec iov = { words, sizeof(words) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			    .msg_controllen = sizeof(ctl.buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	memset(req, 0, sizeof(*req));
 	req->fd = -1;
 	if (!wait_for(s, c, POLLIN, kt__mono_ns() + KT__CTL_IO_S * 1000000000ull))
 		return -ETIMEDOUT;
-	ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	int rc = kt__ctl_request_parse((const uint8_t *)words, n > 0 ? (size_t)n : 0,
-				       n >= 0 ? (const uint8_t *)ctl.buf : NULL,
-				       n >= 0 ? m.msg_controllen : 0, m.msg_flags, req);
-	for (size_t i = 0; i < req->nfds && i < KT__CTL_FDS; i++)
-		if (req->fds[i] != req->fd)
-			close(req->fds[i]);
-	return rc;
+	ssize_t n = recvmsg(c, &m, MSG_DONTWAIT);
+	if (n == (ssize_t)sizeof(words) &&
+	    (words[0] == KT__CTL_MAGIC_V1 || words[0] == KT__CTL_MAGIC)) {
+		req->version = words[0] == KT__CTL_MAGIC ? 2 : 1;
+		return -EPROTONOSUPPORT;
+	}
+	return kt__ctl_request_parse((const uint8_t *)words, n > 0 ? (size_t)n : 0, NULL, 0,
+				     m.msg_flags, req);
 }
 
 /* Send the reply (a version's words) with @mfd when it is not -1. */
@@ -225,12 +229,6 @@ static void serve(kt_session *s, int c)
 	int mfd = -1, rc = read_request(s, c, &req);
 	if (rc == -ETIMEDOUT)
 		return;
-	/* Versions 1 and 2 bring a file for this process to write: refused
-	 * (flush.h). */
-	if (!rc && req.version < 3)
-		rc = -EPROTONOSUPPORT;
-	if (req.fd >= 0)
-		close(req.fd);
 	if (!rc)
 		rc = take(s, &req, &r, &mfd);
 	uint64_t vals[] = { (uint64_t)(int64_t)rc, r.window_start, r.window_end,
@@ -312,6 +310,12 @@ static int bind_socket(kt_session *s)
 		return -errno;
 	if ((fd = kt__fd_high(fd)) < 0)
 		return fd;
+	/* No descriptor may be sent to us (inherited by the connections):
+	 * the last close of one a client passed and let go of runs on our
+	 * thread, and may wait for good (a TCP socket lingering on bytes
+	 * nobody takes).  Kernels before 6.16 do not know the option. */
+	int no = 0;
+	setsockopt(fd, SOL_SOCKET, KT_SO_PASSRIGHTS, &no, sizeof(no));
 	int rc = 0;
 	if (bind(fd, (struct sockaddr *)&a, (socklen_t)len) < 0)
 		rc = -errno;

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
@@ -401,4 +403,124 @@ Test(listener, a_runtime_dir_not_ours_is_not_used)
 	cr_assert(!other_used, "another user's directory was used");
 	if (!as_root)
 		cr_skip_test("not root: another user's directory not tried");
+}
+
+/* ---- a descriptor a client passes ---------------------------------------- */
+
+/* A TCP listener on the loopback that never accepts nor reads: the
+ * bytes sent to it stay unsent, and its close (at the test's end) resets
+ * the connections. */
+static int deaf_listener(struct sockaddr_in *a)
+{
+	socklen_t len = sizeof(*a);
+	*a = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int lsn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(lsn, (struct sockaddr *)a, sizeof(*a)), 0);
+	cr_assert_eq(listen(lsn, 4), 0);
+	cr_assert_eq(getsockname(lsn, (struct sockaddr *)a, &len), 0);
+	return lsn;
+}
+
+/* A socket whose last close waits for good: connected to @a, its unsent
+ * bytes fill both ends' buffers, and SO_LINGER says to wait until they
+ * are sent.  -1 on failure. */
+static int lingering_socket(const struct sockaddr_in *a)
+{
+	static char junk[65536];
+	struct linger lg = { 1, 1 << 30 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof(*a)) ||
+	    fcntl(fd, F_SETFL, O_NONBLOCK))
+		return -1;
+	for (int i = 0; i < 4096 && write(fd, junk, sizeof(junk)) > 0; i++)
+		;
+	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) ? -1 : fd;
+}
+
+/* In a child: send a request of @magic to process @pid with a lingering
+ * socket to @to attached, and exit, which drops the child's copy without
+ * lingering (an exiting process's close does not wait): the host's copy is
+ * the last.  The child's status: 0 sent, 2 the kernel refused the
+ * descriptor (SO_PASSRIGHTS), 1 failed. */
+static int send_with_fd(long pid, uint64_t magic, const struct sockaddr_in *to)
+{
+	fflush(NULL);
+	pid_t child = fork();
+	if (child == 0) {
+		struct sockaddr_un a;
+		char name[64];
+		int d = kt__control_dir(), fd = lingering_socket(to), len = -1;
+		if (d >= 0 && !kt__control_name(pid, name, sizeof(name)))
+			len = kt__control_at(d, name, &a);
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || len < 0 || c < 0 || connect(c, (struct sockaddr *)&a, (socklen_t)len))
+			_exit(1);
+		uint64_t req[KT__CTL_REQ_WORDS] = { magic, 0, 0 };
+		union {
+			char b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr h;
+		} ctl;
+		memset(&ctl, 0, sizeof(ctl));
+		struct iovec iov = { req, sizeof(req) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+				    .msg_controllen = sizeof(ctl.b) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		if (sendmsg(c, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(req))
+			_exit(0);
+		_exit(errno == EPERM ? 2 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(child, &st, 0), child);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Found by the second self-attack: a client passes, with a request, a
+ * descriptor whose last close waits for good (a TCP socket lingering on
+ * bytes nobody takes) and closes its own copy.  The host must neither
+ * close it on its own thread nor wait: its stop still comes.  Before, the
+ * control thread took every descriptor a request brought and closed it,
+ * and sat in that close; the stop waited for the thread.
+ */
+Test(listener, a_passed_descriptor_never_holds_up_the_host, .timeout = 240)
+{
+	fx_base();
+	char buf[64];
+	long pid = 0;
+	struct proc host = spawn((char *const[]){ KT_LISTEN_HOST, "P", NULL });
+	int ready = !line(&host, buf, sizeof(buf)) && sscanf(buf, "ready %ld", &pid) == 1;
+	struct sockaddr_in to;
+	int lsn = deaf_listener(&to), sent2 = -1, sent3 = -1;
+	if (ready) {
+		/* A connection that says nothing holds the host's thread while
+		 * the senders send and exit, so that the host's copies are the
+		 * last when it takes their requests. */
+		struct sockaddr_un a;
+		char name[64];
+		int d = kt__control_dir(), len;
+		cr_assert_eq(kt__control_name(pid, name, sizeof(name)), 0);
+		cr_assert_gt(len = kt__control_at(d, name, &a), 0);
+		int hold = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_eq(connect(hold, (struct sockaddr *)&a, (socklen_t)len), 0);
+		close(d);
+		/* Version 2 brings a descriptor; version 3 none, but one may
+		 * come all the same. */
+		sent2 = send_with_fd(pid, KT__CTL_MAGIC, &to);
+		sent3 = send_with_fd(pid, KT__CTL_MAGIC_V3, &to);
+		close(hold);
+	}
+	/* The listener stays until the stop's answer: its close would reset
+	 * the connections and end any wait. */
+	int stopped = said(&host, "stop", "stopped 0");
+	close(lsn);
+	end(&host);
+	rm_base();
+	cr_assert(ready);
+	cr_assert((sent2 == 0 || sent2 == 2) && (sent3 == 0 || sent3 == 2), "%d %d", sent2, sent3);
+	cr_assert(stopped, "kt_session_stop() waited on a passed descriptor");
+	cr_log_info("sent (0) or refused by the kernel (2): %d %d", sent2, sent3);
 }

@@ -173,8 +173,10 @@ static int ask(int c, const struct snap_args *a, uint64_t rep[KT__CTL_REP_WORDS]
 /* Copy the snapshot's @len bytes from @in (the process's memfd) to @out. */
 static int copy(int in, int out, uint64_t len)
 {
+	/* Memory (a memfd answers F_GET_SEALS; a file on a mount that
+	 * stalls does not): the copy's reads cannot stall. */
 	struct stat sb;
-	if (fstat(in, &sb) < 0 || !S_ISREG(sb.st_mode))
+	if (fstat(in, &sb) < 0 || !S_ISREG(sb.st_mode) || fcntl(in, F_GET_SEALS) < 0)
 		return -EPROTO;
 	enum { BUF = 1 << 20 };
 	char *buf = malloc(BUF);
