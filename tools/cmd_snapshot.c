@@ -102,11 +102,20 @@ static int dial(long pid)
 	if (!rc && ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
 		    connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0))
 		rc = -errno;
+	/* A katra before issue 26 named its socket PID.sock. */
+	char old[32];
+	snprintf(old, sizeof(old), "%ld.sock", pid);
+	int older = rc == -ENOENT && fstatat(dir, old, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 	if (dir >= 0)
 		close(dir);
-	if (rc) {
+	if (older) {
+		fprintf(stderr, "katra snapshot: process %ld speaks an older snapshot protocol: ask "
+				"with its own katra\n", pid);
+	} else if (rc) {
 		fprintf(stderr, "katra snapshot: process %ld has no flight session listening: %s\n",
 			pid, kt_strerror(rc));
+	}
+	if (rc || older) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
