@@ -7,6 +7,9 @@
  *   name        a new thread calls kt_name(): "named ID" once it returns
  *   snap OUT    runs `katra snapshot <own pid> --out OUT` (KATRA names
  *               the binary): "snap STATUS", its exit status
+ *   names N     interns N names of 200 bytes: "names N"
+ *   selfsnap P  a new thread calls kt_session_snapshot() into path P:
+ *               "selfsnap RC" once it returns
  *   stop        kt_session_stop(): "stopped RC"
  *   exit        exit(0) without a stop; end of input does the same
  * So a test can tell which of these a stalled file holds up: each answer
@@ -38,6 +41,26 @@ static void *namer(void *arg)
 	return NULL;
 }
 
+static kt_session *session;
+static char self_path[512];
+
+static void *self_snap(void *arg)
+{
+	(void)arg;
+	say("selfsnap", kt_session_snapshot(session, self_path, -1, 0, 0, NULL));
+	return NULL;
+}
+
+static void intern(long n)
+{
+	char name[256];
+	for (long i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "pad-%ld-%0190d", i, 0);
+		kt_name(name);
+	}
+	say("names", n);
+}
+
 static int run_cli(const char *out)
 {
 	char pid[32];
@@ -66,10 +89,11 @@ int main(int argc, char **argv)
 	}
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
 	kt_session *s;
-	if (kt_session_start(NULL, &o, &s)) {
+	if (kt_session_start(NULL, &o, &session)) {
 		fprintf(stderr, "listen_host: %s\n", kt_session_start_error());
 		return 1;
 	}
+	s = session;
 	char tag[64];
 	snprintf(tag, sizeof(tag), "from-%s", argv[1]);
 	uint32_t id = kt_name(tag);
@@ -85,6 +109,13 @@ int main(int argc, char **argv)
 				pthread_detach(t);
 		} else if (!strncmp(line, "snap ", 5)) {
 			say("snap", run_cli(line + 5));
+		} else if (!strncmp(line, "names ", 6)) {
+			intern(atol(line + 6));
+		} else if (!strncmp(line, "selfsnap ", 9)) {
+			pthread_t t;
+			snprintf(self_path, sizeof(self_path), "%s", line + 9);
+			if (!pthread_create(&t, NULL, self_snap, NULL))
+				pthread_detach(t);
 		} else if (!strcmp(line, "stop")) {
 			say("stopped", kt_session_stop(s, NULL));
 		} else if (!strcmp(line, "exit")) {

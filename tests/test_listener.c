@@ -137,6 +137,27 @@ static int names(const char *path, const char *want)
 	return t_names_in(path, &want, 1) > 0;
 }
 
+static int said(const struct proc *p, const char *cmd, const char *want)
+{
+	char buf[64];
+	tell(p, cmd);
+	return !line(p, buf, sizeof(buf)) && !strcmp(buf, want);
+}
+
+/* Start fuse_stall on base/mnt: 0, or -1 (not mounted: skip). */
+static int fx_fuse(struct proc *fs, char *mnt, size_t cap)
+{
+	char buf[32];
+	snprintf(mnt, cap, "%s/mnt", base);
+	cr_assert_eq(mkdir(mnt, 0700), 0);
+	*fs = spawn((char *const[]){ KT_FUSE_STALL, mnt, NULL });
+	if (!line(fs, buf, sizeof(buf)) && !strcmp(buf, "ready"))
+		return 0;
+	end(fs);
+	umount2(mnt, MNT_DETACH);
+	return -1;
+}
+
 /* ---- D1: a file whose writes never return ------------------------------- */
 
 /*
@@ -152,12 +173,8 @@ Test(listener, a_stalled_output_file_never_holds_up_the_host, .timeout = 240)
 		cr_skip_test("no FUSE here (/dev/fuse, or fuse_stall not built): not run");
 	fx_base();
 	char mnt[96], out[128], buf[128], pidw[32];
-	snprintf(mnt, sizeof(mnt), "%s/mnt", base);
-	cr_assert_eq(mkdir(mnt, 0700), 0);
-	struct proc fs = spawn((char *const[]){ KT_FUSE_STALL, mnt, NULL });
-	if (line(&fs, buf, sizeof(buf)) || strcmp(buf, "ready")) {
-		end(&fs);
-		umount2(mnt, MNT_DETACH);
+	struct proc fs;
+	if (fx_fuse(&fs, mnt, sizeof(mnt))) {
 		rm_base();
 		cr_skip_test("FUSE cannot mount here: not run");
 	}
@@ -188,6 +205,42 @@ Test(listener, a_stalled_output_file_never_holds_up_the_host, .timeout = 240)
 	cr_assert(named, "kt_name() on another thread waited on the stalled file");
 	cr_assert(stopped, "kt_session_stop() waited on the stalled file");
 	cr_assert(exited, "the host's exit waited on the stalled file");
+	cr_assert(unmounted);
+}
+
+/*
+ * The host's own snapshot, into a file of its own choosing on a mount that
+ * stalls, holds up that snapshot only: a kt_name() on another thread
+ * still returns.  Before, the snapshot wrote the names holding the names'
+ * lock, and with more names than the writer's 256 KiB buffer the write
+ * that stalled came while it held it: kt_name() waited for good.
+ */
+Test(listener, a_stalled_snapshot_file_never_holds_up_kt_name, .timeout = 240)
+{
+	if (access("/dev/fuse", R_OK | W_OK) || access(KT_FUSE_STALL, X_OK))
+		cr_skip_test("no FUSE here (/dev/fuse, or fuse_stall not built): not run");
+	fx_base();
+	char mnt[96], cmd[160], buf[128];
+	struct proc fs;
+	if (fx_fuse(&fs, mnt, sizeof(mnt))) {
+		rm_base();
+		cr_skip_test("FUSE cannot mount here: not run");
+	}
+	struct proc host = spawn((char *const[]){ KT_LISTEN_HOST, "S", NULL });
+	int ready = !line(&host, buf, sizeof(buf)) && !strncmp(buf, "ready ", 6);
+	int interned = said(&host, "names 4000", "names 4000");
+	snprintf(cmd, sizeof(cmd), "selfsnap %s/self.katra", mnt);
+	tell(&host, cmd);
+	int stalled = !line(&fs, buf, sizeof(buf)) && !strcmp(buf, "write");
+	tell(&host, "name");
+	int named = !line(&host, buf, sizeof(buf)) && !strncmp(buf, "named ", 6);
+	end(&fs);
+	end(&host);
+	int unmounted = umount2(mnt, MNT_DETACH) == 0;
+	rm_base();
+	cr_assert(ready && interned);
+	cr_assert(stalled, "no write reached the stalling file");
+	cr_assert(named, "kt_name() waited on the host's stalled snapshot");
 	cr_assert(unmounted);
 }
 
@@ -223,13 +276,6 @@ static int snap(const struct proc *p, const char *file)
 	snprintf(cmd, sizeof(cmd), "snap %s/%s", base, file);
 	tell(p, cmd);
 	return !line(p, buf, sizeof(buf)) && !strcmp(buf, "snap 0");
-}
-
-static int said(const struct proc *p, const char *cmd, const char *want)
-{
-	char buf[64];
-	tell(p, cmd);
-	return !line(p, buf, sizeof(buf)) && !strcmp(buf, want);
 }
 
 /*
