@@ -25,6 +25,8 @@
  *   zone-names      N zones over 1024 names (katra diff's cap), round robin:
  *                   at N = 2097152 each name has the 2048 zones a diff
  *                   sample keeps
+ *   track-unmatched one track: 1024 zone begins of one name (a track's
+ *                   most open), then N ends of another
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -235,6 +237,35 @@ static void gen_wide(struct gen *g, uint32_t n)
 	free(buf);
 }
 
+/* A track record on thread 1: its track time is the event's. */
+static void emit_track(struct gen *g, uint8_t type, uint32_t name)
+{
+	uint8_t p[8];
+	kt__put64(p, g->ts + 10);
+	if (1 != g->tid || g->len >= CHUNK_CAP)
+		flush_chunk(g);
+	g->tid = 1;
+	kt_event ev = { .ts = g->ts += 10, .name_id = name, .type = type, .flags = 1,
+			.payload = p, .payload_len = 8 };
+	g->len += kt_event_encode(g->buf + g->len, sizeof(g->buf) - g->len, &ev);
+}
+
+static void gen_track_unmatched(struct gen *g, uint32_t n)
+{
+	static const kt_track_pair zero[] = { { 0, 0 } };
+	kt_track_def t = { 1, 3, 1000000000u, 1, zero };
+	name(g, 1, "opened", 6);
+	name(g, 2, "closed", 6);
+	name(g, 3, "gpu", 3);
+	thread(g, 1, "main");
+	if (kt_writer_track(g->w, &t))
+		die("track", -EIO);
+	for (uint32_t i = 0; i < 1024; i++)
+		emit_track(g, KT_EV_TRACK_BEGIN, 1);
+	for (uint32_t i = 0; i < n; i++)
+		emit_track(g, KT_EV_TRACK_END, 2);
+}
+
 /*
  * Reverse, in place, the order of the frames of the kinds in @mask among
  * themselves: every other frame keeps its place.  A writer numbers a
@@ -313,6 +344,8 @@ int main(int argc, char **argv)
 		gen_escapes(&g, n);
 	} else if (!strcmp(kind, "zone-names")) {
 		gen_zone_names(&g, n);
+	} else if (!strcmp(kind, "track-unmatched")) {
+		gen_track_unmatched(&g, n);
 	} else {
 		fprintf(stderr, "adversary: unknown kind '%s'\n", kind);
 		return 2;

@@ -51,13 +51,16 @@ int kt__ctl_request_parse(const uint8_t *words, size_t len, const uint8_t *ctl, 
 	uint64_t w[KT__CTL_REQ_WORDS];
 	/* A truncated ancillary part may have lost descriptors: closed ones
 	 * are no worse than a file half-named. */
-	if (len != sizeof(w) || (msg_flags & MSG_CTRUNC) || req->nfds != 1)
+	if (len != sizeof(w) || (msg_flags & MSG_CTRUNC))
 		return -EINVAL;
 	memcpy(w, words, sizeof(w));
-	if (w[0] != KT__CTL_MAGIC && w[0] != KT__CTL_MAGIC_V1)
+	unsigned version = w[0] == KT__CTL_MAGIC_V3 ? 3 : w[0] == KT__CTL_MAGIC ? 2
+			 : w[0] == KT__CTL_MAGIC_V1 ? 1 : 0;
+	/* Versions 1 and 2 bring the output file, version 3 nothing. */
+	if (!version || req->nfds != (version < 3 ? 1u : 0u))
 		return -EINVAL;
-	req->version = w[0] == KT__CTL_MAGIC ? 2 : 1;
-	req->fd = req->fds[0];
+	req->version = version;
+	req->fd = version < 3 ? req->fds[0] : -1;
 	req->max_age_ns = w[1];
 	req->max_bytes = w[2];
 	return 0;

@@ -113,32 +113,46 @@ int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /*
  * Snapshot requests (flush/control.c, tools/cmd_snapshot.c): the client
- * sends KT__CTL_REQ_WORDS u64 { magic, max_age_ns, max_bytes } with the
- * output file's descriptor (SCM_RIGHTS); the process answers, in host
- * byte order (both ends are on one machine), the reply of the magic's
- * version, its size fixed by it:
+ * sends KT__CTL_REQ_WORDS u64 { magic, max_age_ns, max_bytes }; the
+ * process answers, in host byte order (both ends are on one machine), the
+ * reply of the magic's version, its size fixed by it:
  *   version 1 (KT__CTL_MAGIC_V1): KT__CTL_REP_WORDS_V1 u64 { rc,
  *     window_start, window_end, head_loss_ns, events, events_trimmed,
  *     bytes_lapped, bytes_overwritten, bytes_on_disk, thread_count };
- *   version 2 (KT__CTL_MAGIC): the same, then events_overwritten.
+ *   version 2 (KT__CTL_MAGIC): the same, then events_overwritten;
+ *   version 3 (KT__CTL_MAGIC_V3): version 2's words.
+ * Versions 1 and 2 brought the output file's descriptor (SCM_RIGHTS) for
+ * the process to write: a file someone else chose, whose write may never
+ * return (a FUSE file), so they are refused now, with their own reply, rc
+ * -EPROTONOSUPPORT.  Version 3 brings no descriptor: the process writes
+ * the snapshot into memory of its own (a memfd) and, with rc 0, sends it
+ * with the reply (SCM_RIGHTS, one descriptor); the client copies
+ * bytes_on_disk bytes of it into the file it made, then sends one byte
+ * (or closes).  The process empties the memfd then, or after
+ * KT__CTL_COPY_S seconds, whichever comes first.
  * A request that does not parse is answered with the newest reply, rc
  * -EINVAL (its version is not known).
  */
 #define KT__CTL_MAGIC_V1 UINT64_C(0x31706e736172746b) /* "ktrasnp1" */
 #define KT__CTL_MAGIC UINT64_C(0x32706e736172746b)    /* "ktrasnp2" */
+#define KT__CTL_MAGIC_V3 UINT64_C(0x33706e736172746b) /* "ktrasnp3" */
 #define KT__CTL_REQ_WORDS 3
 #define KT__CTL_REP_WORDS_V1 10
 #define KT__CTL_REP_WORDS 11
 #define KT__CTL_REP_EVENTS_OVERWRITTEN 10 /* its word in a version 2 reply */
+#define KT__CTL_REP_BYTES 8               /* bytes_on_disk's word */
+#define KT__CTL_IO_S 2     /* a client's request and its reply, at most */
+#define KT__CTL_COPY_S 10  /* a client's copy of the snapshot, at most */
 
 /* Descriptors a request's parse keeps track of; more are counted only. */
 #define KT__CTL_FDS 8
 
 /* A snapshot request, parsed. */
 typedef struct kt__ctl_req {
-	unsigned version;           /* 1 or 2, from the magic; 0 unparsed */
+	unsigned version;           /* 1, 2 or 3, from the magic; 0 unparsed */
 	uint64_t max_age_ns, max_bytes;
-	int fd;                     /* the output file: -1 unless valid */
+	int fd;                     /* versions 1 and 2: the output file, -1
+				     * unless valid; version 3: -1 */
 	int fds[KT__CTL_FDS];       /* every descriptor it brought, @fd too */
 	size_t nfds;                /* how many; past KT__CTL_FDS, counted only */
 } kt__ctl_req;
@@ -147,20 +161,43 @@ typedef struct kt__ctl_req {
  * kt__ctl_request_parse - a request's @len bytes at @words and the
  * ancillary data recvmsg() returned (@ctl_len bytes at @ctl, aligned as a
  * struct cmsghdr; NULL for none), with its @msg_flags.  Valid: exactly
- * the request's words, a version's magic first, and one descriptor in all, not
- * truncated (MSG_CTRUNC).  Pure: it closes nothing; the caller closes
- * every fds[] but the one it keeps.  Return: 0 with @req->fd set, or
+ * the request's words, a version's magic first, not truncated
+ * (MSG_CTRUNC), and one descriptor in all for versions 1 and 2, none for
+ * version 3.  Pure: it closes nothing; the caller closes every fds[] but
+ * the one it keeps.  Return: 0 with @req->fd set (-1 for version 3), or
  * -EINVAL (@req->fds still listed).  Any thread.
  */
 int kt__ctl_request_parse(const uint8_t *words, size_t len, const uint8_t *ctl, size_t ctl_len,
 			  int msg_flags, kt__ctl_req *req);
 
 /*
- * kt__control_path - the socket of process @pid's flight session:
- * $XDG_RUNTIME_DIR/katra/PID.sock, or /tmp/katra-UID/PID.sock, the
- * directory made (0700) if missing and refused (-EPERM) unless it is the
- * caller's and closed to others.  Return: 0, or -errno.  Any thread.
+ * Where a flight session listens.  The directory: $XDG_RUNTIME_DIR/katra
+ * when $XDG_RUNTIME_DIR is the caller's own (its euid) and closed to
+ * others (no group or other bits), else /tmp/katra-EUID; made 0700 if
+ * missing, never through a symbolic link, and refused (-EPERM) unless it
+ * is the caller's and closed to others.  It is used through the
+ * descriptor kt__control_dir() returns, never by its path again: a name
+ * in it is reached as /proc/self/fd/DIRFD/NAME (kt__control_at()).
+ * A socket's name says which process it is: "NS-PID.sock", NS the inode
+ * of its PID namespace and PID its pid there, so that processes of one
+ * user in different PID namespaces (each a pid 1, say) never share one.
  */
-int kt__control_path(long pid, char *buf, size_t cap);
+
+/* kt__control_dir - the directory, opened (O_PATH, close-on-exec) and
+ * checked.  Return: the descriptor, or -errno.  Any thread. */
+int kt__control_dir(void);
+
+/* kt__control_name - the socket's name for process @pid as this process
+ * sees it (0: this process), from /proc/PID/ns/pid and /proc/PID/status
+ * (NSpid); a process whose /proc cannot be read is named as in namespace
+ * 0.  Return: 0, or -errno (-ENAMETOOLONG when @cap is too small).  Any
+ * thread. */
+int kt__control_name(long pid, char *buf, size_t cap);
+
+/* kt__control_at - @name in the directory @dirfd as a socket address:
+ * /proc/self/fd/DIRFD/NAME, so that bind() and connect() reach the
+ * directory opened, whatever its path names now.  Return: the address's
+ * length, or -ENAMETOOLONG. */
+int kt__control_at(int dirfd, const char *name, void *sockaddr_un);
 
 #endif

@@ -96,10 +96,8 @@ static void fork_child(void)
 	/* Closed only after current is cleared (kt_session_stop()). */
 	if (s && s->own_fd)
 		close(s->fd);
-	/* The parent's listening socket: the child has no thread to serve
-	 * it, and must not remove it. */
-	if (s && s->ctl_fd >= 0)
-		close(s->ctl_fd);
+	if (s)
+		kt__control_fork_child(s);
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
 }

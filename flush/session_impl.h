@@ -88,12 +88,17 @@ struct kt_session {
 	uint8_t *snap_arena;     /* the copies' memory, kept between snapshots */
 	size_t snap_arena_len;
 	struct kt__snap_keep *snap_keep; /* snapshot.c's encoder and stage */
-	/* Requests from outside (control.c): the listening socket, or -1. */
+	/* Requests from outside (control.c): the listening socket, or -1;
+	 * the fields after it are valid while it is not -1. */
 	int ctl_fd;
 	int ctl_stop;            /* atomic: the thread ends */
 	int ctl_running;
 	pthread_t ctl_thread;
-	char ctl_path[108];
+	int ctl_dir;             /* the socket's directory (kt__control_dir) */
+	int ctl_wake;            /* an eventfd: the stop wakes the thread */
+	char ctl_name[64];       /* the socket's name in it */
+	dev_t ctl_dev;           /* and its inode, as bound */
+	ino_t ctl_ino;
 };
 
 static inline void note_error(kt_session *s, int rc)
@@ -131,14 +136,23 @@ int kt__snapshot_reserve(kt_session *s);
 /* The session ends: free what its snapshots kept. */
 void kt__snapshot_free(kt_session *s);
 
+/* snapshot_tables.c: write the names, categories and tracks known now to
+ * @w, each table copied under its lock and written after it (no lock held
+ * across a write).  0 or the first error (-ENOMEM, a write's). */
+int kt__snapshot_tables(kt_writer *w);
+
 /* ---- control.c: snapshot requests from outside --------------------------- */
 
 /* Listen for `katra snapshot PID` (kt_session_options.listen).  0 or
  * -errno. */
 int kt__control_start(kt_session *s);
-/* Stop listening and remove the socket; without session_lock held (a
- * request being served takes it).  Does nothing when not listening. */
+/* Stop listening and remove the socket (if it is still the one made);
+ * without session_lock held (a request being served takes it).  Bounded:
+ * a wait on a client ends at once.  Does nothing when not listening. */
 void kt__control_stop(kt_session *s);
+/* In a fork()ed child: close the parent's socket and descriptors, remove
+ * nothing. */
+void kt__control_fork_child(kt_session *s);
 
 /* ---- flusher.c ----------------------------------------------------------- */
 

@@ -533,29 +533,6 @@ static void put(struct out *o, int rc)
 		o->rc = rc;
 }
 
-static void name_cb(void *ctx, uint32_t id, const char *str, size_t len, const kt_srcloc *loc)
-{
-	struct out *o = ctx;
-	if (!o->rc)
-		put(o, kt_writer_name(o->w, id, str, len));
-	if (loc && !o->rc)
-		put(o, kt_writer_srcloc(o->w, loc));
-}
-
-static void category_cb(void *ctx, uint32_t id, uint32_t flags)
-{
-	struct out *o = ctx;
-	if (!o->rc)
-		put(o, kt_writer_category(o->w, id, flags));
-}
-
-static void track_cb(void *ctx, const kt_track_def *t)
-{
-	struct out *o = ctx;
-	if (!o->rc)
-		put(o, kt_writer_track(o->w, t));
-}
-
 /* Event run @r of @t from ring position @from on (its start, or the cut
  * after @skip of its events; @first: the timestamp there) as one chunk:
  * as staged when the whole run is, in the session's codec (or raw, as a
@@ -648,9 +625,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 		put_row(sn, res, &sn->rings[i], o.events - before);
 	}
 	if (!o.rc)
-		kt__names_after(0, name_cb, &o);
-	kt__categories_each(category_cb, &o);
-	kt__tracks_each(track_cb, &o);
+		put(&o, kt__snapshot_tables(o.w));
 	kt_file_summary fs;
 	memset(&fs, 0, sizeof(fs));
 	kt_clock_calibration c1;
@@ -745,10 +720,11 @@ int kt_session_snapshot_threads(kt_session *s, const char *path, int fd, uint64_
 	if (!path && fd < 0)
 		return -EINVAL;
 	/* A host thread's call, which open()s and write()s (cancellation
-	 * points) holding the snapshot lock and, in turn, the names',
-	 * categories' and tracks' locks: a deferred cancel acting there would
-	 * leave one held for ever (every later snapshot, stop, name or
-	 * calibration waits on it).  It acts at the caller's next point.
+	 * points) holding the snapshot lock (the names', categories' and
+	 * tracks' locks only while they are copied, snapshot_tables.c): a
+	 * deferred cancel acting there would leave one held for ever (every
+	 * later snapshot and stop waits on it).  It acts at the caller's next
+	 * point.
 	 * Past RLIMIT_FSIZE its file's write sends this thread SIGXFSZ, whose
 	 * default action ends the host: held off, and taken back on EFBIG. */
 	int cancel;

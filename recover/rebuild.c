@@ -583,6 +583,7 @@ static void rebuild(kt__recovery *R)
 		kt__rb_read_sites(R);
 	if (!R->werr)
 		recover_rings(R, R->slot_size);
+	kt__rb_name_threads(R);
 	kt__idmap_sort(&R->threads);   /* thread frames in id order, as before */
 	for (size_t i = 0; i < R->threads.len && !R->werr; i++) {
 		struct rthread *t = KT__IDMAP_AT(&R->threads, struct rthread, i);
@@ -614,6 +615,7 @@ int kt__recover_open(kt__recovery **out, const char *dir, const char *trace,
 	*R = (kt__recovery){ .dir = dir, .caps = *caps, .say = fn, .say_ctx = ctx,
 			     .cd = { .fd = -1 }, .ctl_fd = -1, .trace_fd = -1 };
 	kt__idmap_init(&R->threads, sizeof(struct rthread));
+	kt__idmap_init(&R->tnames, sizeof(struct rtname));
 	if (open_dir(R))
 		return -1;
 	open_trace(R, trace, &R->r, &R->trace_sb);
@@ -658,6 +660,9 @@ void kt__recover_close(kt__recovery *R)
 	for (size_t i = 0; i < R->threads.len; i++)
 		free(KT__IDMAP_AT(&R->threads, struct rthread, i)->name);
 	kt__idmap_free(&R->threads);
+	for (size_t i = 0; i < R->tnames.len; i++)
+		free(KT__IDMAP_AT(&R->tnames, struct rtname, i)->name);
+	kt__idmap_free(&R->tnames);
 	free(R->names);
 	free(R->locs);
 	free(R->cats);

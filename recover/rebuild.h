@@ -30,6 +30,12 @@ struct rthread {
 	uint64_t overwritten;        /* a flight ring's, before its window */
 };
 
+/* A thread's name from the names log, the last one for its id. */
+struct rtname {
+	uint32_t thread_id;          /* first: kt__idmap's key */
+	char *name;
+};
+
 /* A drop frame of the trace file; equal ones merged, @left of them not
  * yet matched by a loss recovered from a ring. */
 struct rdrop {
@@ -57,6 +63,11 @@ struct kt__recovery {
 	kt__ctl ctl;
 	int ctl_ok;                  /* the header's fields can be used */
 	struct kt__idmap threads;    /* struct rthread; ids in any order */
+	struct kt__idmap tnames;     /* struct rtname: the names log's thread
+				      * names, given to threads that have a
+				      * ring, events or a drop once all are
+				      * read (kt__rb_name_threads()) */
+	uint64_t tnames_over;        /* thread names past the map's cap */
 	uint32_t *names;             /* name ids written (kt__idset_add()) */
 	size_t nnames, cap_names;
 	uint32_t *locs;              /* ids whose location is written */
@@ -101,6 +112,9 @@ void kt__rb_put_name(kt__recovery *R, uint32_t id, const char *s, size_t len);
 
 /* rebuild_logs.c: the names log (names and thread names). */
 void kt__rb_read_names(kt__recovery *R);
+/* Give the names log's thread names to the threads that have a ring,
+ * events or a drop; the others are a problem, and not written. */
+void kt__rb_name_threads(kt__recovery *R);
 /* The sites log: a location for each named id that has none yet. */
 void kt__rb_read_sites(kt__recovery *R);
 /* Write @loc unless its id has a location already or no name. */

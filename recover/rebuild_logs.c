@@ -43,15 +43,45 @@ static int names_take(kt__recovery *R, uint32_t kind, uint32_t id, const uint8_t
 		kt__rb_put_name(R, id, s, n);
 		return R->werr;
 	}
-	struct rthread *t = kt__rb_thread(R, id);
-	char *copy = strndup(s, n);
-	if (!t || !copy) {
-		free(copy);
-		return kt__rb_werr(R, -ENOMEM);
+	/* Kept aside: only a thread with a ring, events or a drop is one
+	 * (kt__rb_name_threads()); a log cannot make threads. */
+	void *p2;
+	int rc = kt__idmap_get(&R->tnames, id, KT_MAX_SUMMARY_THREADS, &p2);
+	if (rc == KT_ETOOBIG) {
+		R->tnames_over++;
+		return 0;
 	}
-	free(t->name);
-	t->name = copy;
+	char *copy = rc < 0 ? NULL : strndup(s, n);
+	if (!copy)
+		return kt__rb_werr(R, -ENOMEM);
+	struct rtname *tn = p2;
+	free(tn->name);
+	tn->name = copy;
 	return 0;
+}
+
+void kt__rb_name_threads(kt__recovery *R)
+{
+	size_t unused = 0;
+	uint32_t first = 0;
+	for (size_t i = 0; i < R->tnames.len; i++) {
+		struct rtname *tn = KT__IDMAP_AT(&R->tnames, struct rtname, i);
+		struct rthread *t = kt__idmap_find(&R->threads, tn->thread_id);
+		/* A thread of the trace file or of a ring slot. */
+		if (t) {
+			free(t->name);
+			t->name = tn->name;
+			tn->name = NULL;
+		} else if (!unused++ || tn->thread_id < first) {
+			first = tn->thread_id;
+		}
+	}
+	if (unused)
+		kt__rb_problem(R, "names", "%zu thread names for threads with no ring, events or "
+			       "drop (the first: thread %u): not written", unused, first);
+	if (R->tnames_over)
+		kt__rb_problem(R, "names", "%" PRIu64 " thread names past %u threads: not read",
+			       R->tnames_over, KT_MAX_SUMMARY_THREADS);
 }
 
 static int sites_head_ok(uint32_t kind, uint32_t id, uint32_t n)

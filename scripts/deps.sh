@@ -25,6 +25,8 @@ pkgs=(
   zlib1g-dev           # export --perfetto --deflate: Perfetto's compressed_packets
   libcapstone-dev      # scripts/viewers.sh: Tracy's tools (its loader links capstone)
   nlohmann-json3-dev   # scripts/viewers.sh: Tracy's import-chrome reads JSON with it
+  fuse3                # test_listener: a file whose writes never return (fusermount3)
+  libfuse3-dev         # test_listener's one-file filesystem (tests/fuse_stall.c)
 )
 
 missing=()

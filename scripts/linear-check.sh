@@ -40,6 +40,7 @@ kinds=(
   "far-ids 2000000"
   "large-messages 64000"
   "escapes 16000"
+  "track-unmatched 1000000"
 )
 commands=(
   "verify" "info" "stats" "stats --json" "dump" "dump --format jsonl"

@@ -241,6 +241,24 @@ static inline uint8_t *t_golden(const char *path, const void *p, size_t len, siz
 	return t_slurp(path, glen);
 }
 
+/* How many of @want's @n names a (possibly cut) trace at @path holds. */
+static inline int t_names_in(const char *path, const char *const *want, int n)
+{
+	kt_reader *r;
+	if (kt_reader_open(&r, path, NULL))
+		return 0;
+	kt_trace_frame f;
+	int found = 0;
+	while (kt_reader_next_frame(r, &f) > 0)
+		if (f.kind == KT_FRAME_NAME)
+			for (int i = 0; i < n; i++)
+				if (f.u.name.len == strlen(want[i]) &&
+				    !memcmp(f.u.name.str, want[i], f.u.name.len))
+					found++;
+	kt_reader_close(r);
+	return found;
+}
+
 /* Read every frame; returns the last kt_reader_next_frame() result. */
 static inline int t_drain(kt_reader *r, uint64_t *frames)
 {

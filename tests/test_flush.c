@@ -757,24 +757,6 @@ Test(errors, an_o_append_fd_starts_the_trace_at_the_end_of_the_file, .timeout = 
 	recount_mid_file(1);
 }
 
-/* How many of @want's names a (possibly cut) trace at @path holds. */
-static int names_in(const char *path, const char *const *want, int n)
-{
-	kt_reader *r;
-	if (kt_reader_open(&r, path, NULL))
-		return 0;
-	kt_trace_frame f;
-	int found = 0;
-	while (kt_reader_next_frame(r, &f) > 0)
-		if (f.kind == KT_FRAME_NAME)
-			for (int i = 0; i < n; i++)
-				if (f.u.name.len == strlen(want[i]) &&
-				    !memcmp(f.u.name.str, want[i], f.u.name.len))
-					found++;
-	kt_reader_close(r);
-	return found;
-}
-
 /* A process that dies without stopping its session leaves a trace cut
  * short: its names are in it all the same, written as they were interned,
  * so the events it holds are named.  @o: the session's options. */
@@ -797,7 +779,7 @@ static void cut_short_names_its_events(const kt_session_options *o)
 		}
 		/* Wait until the flusher has put both names in the file, then
 		 * die as a crash would: no stop, no summary. */
-		while (names_in(path, want, 2) < 2) {
+		while (t_names_in(path, want, 2) < 2) {
 			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);
 		}
@@ -806,7 +788,7 @@ static void cut_short_names_its_events(const kt_session_options *o)
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
-	cr_assert_eq(names_in(path, want, 2), 2);
+	cr_assert_eq(t_names_in(path, want, 2), 2);
 	kt_reader *r;
 	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
 	kt_event ev;

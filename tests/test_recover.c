@@ -808,3 +808,47 @@ Test(hostile, odd_arguments_fail_cleanly)
 	free(deep);
 	forge_free(&f);
 }
+
+/* Thread frames of @path: how many, and whether thread 1 is named
+ * "seq-0" and thread 2 "seq-1". */
+static void count_threads(void *ctx, const kt_trace_frame *f)
+{
+	int *n = ctx;
+	if (f->kind != KT_FRAME_THREAD)
+		return;
+	n[0]++;
+	if (f->u.thread.thread_id >= 1 && f->u.thread.thread_id <= 2) {
+		char want[16];
+		snprintf(want, sizeof(want), "seq-%u", f->u.thread.thread_id - 1);
+		n[f->u.thread.thread_id] = !strcmp(f->u.thread.name, want);
+	}
+}
+
+/*
+ * A names log planted with 3000 thread names for threads that have no
+ * ring, no events and no drop: recover writes none of them (issue 26's
+ * D6: it wrote a thread for each, the trace verified, and nothing was
+ * said), says so as a problem, and the two real threads keep their names.
+ */
+Test(hostile, a_names_log_cannot_make_threads)
+{
+	struct forge f;
+	forge(&f, 2, NULL);
+	char *names = path_in(f.dir, "names");
+	int fd = open(names, O_WRONLY | O_APPEND | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	for (uint32_t id = 3; id < 3003; id++)
+		names_entry(fd, KT__NAMES_THREAD, id, "invented");
+	close(fd);
+	free(names);
+	cr_assert_eq(recover_out(&f, f.dir, NULL), 3, "%s", f.msg);
+	has(&f, "katra-1/names: 3000 thread names for threads with no ring, events or drop "
+		"(the first: thread 3): not written");
+	int n[3] = { 0 };
+	char *out = path_in(f.work, "out.katra");
+	t_each_frame(out, count_threads, n);
+	free(out);
+	cr_assert_eq(n[0], 2, "%d thread frames", n[0]);
+	cr_assert(n[1] && n[2], "the real threads' names");
+	forge_free(&f);
+}

@@ -4,12 +4,17 @@
  *
  * The process must be the caller's own user's (checked here on /proc, and
  * again by the process on the socket's peer credentials), and must have
- * started its flight session with kt_session_options.listen.  The output
- * is created here, beside its name with O_EXCL (tools/outfile.h), and only
- * its descriptor is handed over: the traced process never opens a path.
+ * started its flight session with kt_session_options.listen.  The one
+ * who answers on the socket must be that process (SO_PEERCRED): a socket
+ * of another PID namespace's process is refused.  The process writes the
+ * snapshot into memory of its own and hands it over (flush/flush.h); the
+ * output is created here, beside its name with O_EXCL (tools/outfile.h),
+ * and written here: the traced process never opens, nor writes, a file
+ * someone else chose, so a file that stalls stalls this command only.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -79,60 +84,127 @@ static int check_pid(const char *word, long *pid)
 	return 0;
 }
 
-/* Connect to @pid's socket: a descriptor, or -1 with the reason said. */
+/* Connect to @pid's socket, and check that @pid is who answers: a
+ * descriptor, or -1 with the reason said. */
 static int dial(long pid)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct sockaddr_un a;
 	struct stat sb;
-	int rc = kt__control_path(pid, a.sun_path, sizeof(a.sun_path));
-	if (!rc && (lstat(a.sun_path, &sb) < 0 || !S_ISSOCK(sb.st_mode) || sb.st_uid != geteuid()))
+	char name[64];
+	int fd = -1, len = 0, dir = kt__control_dir(), rc = dir < 0 ? dir : 0;
+	if (!rc)
+		rc = kt__control_name(pid, name, sizeof(name));
+	if (!rc && (fstatat(dir, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(sb.st_mode) ||
+		    sb.st_uid != geteuid()))
 		rc = -ENOENT;
-	int fd = rc ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (!rc && (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0))
+	if (!rc && (len = kt__control_at(dir, name, &a)) < 0)
+		rc = len;
+	if (!rc && ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+		    connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0))
 		rc = -errno;
-	if (rc) {
+	/* A katra before issue 26 named its socket PID.sock. */
+	char old[32];
+	snprintf(old, sizeof(old), "%ld.sock", pid);
+	int older = rc == -ENOENT && fstatat(dir, old, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+	if (dir >= 0)
+		close(dir);
+	if (older) {
+		fprintf(stderr, "katra snapshot: process %ld speaks an older snapshot protocol: ask "
+				"with its own katra\n", pid);
+	} else if (rc) {
 		fprintf(stderr, "katra snapshot: process %ld has no flight session listening: %s\n",
 			pid, kt_strerror(rc));
+	}
+	if (rc || older) {
 		if (fd >= 0)
 			close(fd);
+		return -1;
+	}
+	/* The socket's name says which process it is; the kernel says who
+	 * listens on it (its pid as this process sees it). */
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 || cr.pid != (pid_t)pid ||
+	    cr.uid != geteuid()) {
+		fprintf(stderr, "katra snapshot: the socket named for process %ld is not process "
+				"%ld's: refused\n", pid, pid);
+		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-/* Send the request with @out_fd; the reply into @rep.  0 or -errno. */
-static int ask(int c, const struct snap_args *a, int out_fd, uint64_t rep[KT__CTL_REP_WORDS])
+/* Send the request; the reply into @rep and the snapshot's memfd into
+ * *@mfd.  0 or -errno. */
+static int ask(int c, const struct snap_args *a, uint64_t rep[KT__CTL_REP_WORDS], int *mfd)
 {
-	uint64_t req[KT__CTL_REQ_WORDS] = { KT__CTL_MAGIC, a->max_age_ns, a->max_bytes };
+	uint64_t req[KT__CTL_REQ_WORDS] = { KT__CTL_MAGIC_V3, a->max_age_ns, a->max_bytes };
+	if (send(c, req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
+		return -errno;
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	memset(&ctl, 0, sizeof(ctl));
-	struct iovec iov = { req, sizeof(req) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			    .msg_controllen = sizeof(ctl.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &out_fd, sizeof(int));
-	if (sendmsg(c, &m, MSG_NOSIGNAL) != (ssize_t)sizeof(req))
-		return -errno;
 	size_t got = 0;
+	*mfd = -1;
 	while (got < KT__CTL_REP_WORDS * 8) {
-		ssize_t n = recv(c, (char *)rep + got, KT__CTL_REP_WORDS * 8 - got, 0);
+		struct iovec iov = { (char *)rep + got, KT__CTL_REP_WORDS * 8 - got };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl.buf) };
+		ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
 		if (n < 0)
 			return -errno;
+		for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+			for (size_t i = 0; h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+			     i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+				if (*mfd < 0)
+					*mfd = fd;
+				else
+					close(fd);
+			}
 		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
-	/* A process whose katra knows version 1 only refuses the request
-	 * with a version 1 reply. */
-	if (got == KT__CTL_REP_WORDS_V1 * 8 && (int)(int64_t)rep[0] == -EINVAL)
+	/* A process whose katra knows versions 1 and 2 only refuses the
+	 * request as not parsed. */
+	if (got == KT__CTL_REP_WORDS * 8 && (int)(int64_t)rep[0] == -EINVAL && *mfd < 0)
 		return -EPROTO;
-	return got < KT__CTL_REP_WORDS * 8 ? -ECONNRESET : (int)(int64_t)rep[0];
+	if (got < KT__CTL_REP_WORDS * 8)
+		return -ECONNRESET;
+	if (rep[0])
+		return (int)(int64_t)rep[0];
+	return *mfd < 0 ? -EPROTO : 0;
+}
+
+/* Copy the snapshot's @len bytes from @in (the process's memfd) to @out. */
+static int copy(int in, int out, uint64_t len)
+{
+	/* Memory (a memfd answers F_GET_SEALS; a file on a mount that
+	 * stalls does not): the copy's reads cannot stall. */
+	struct stat sb;
+	if (fstat(in, &sb) < 0 || !S_ISREG(sb.st_mode) || fcntl(in, F_GET_SEALS) < 0)
+		return -EPROTO;
+	enum { BUF = 1 << 20 };
+	char *buf = malloc(BUF);
+	int rc = buf ? 0 : -ENOMEM;
+	for (uint64_t off = 0; !rc && off < len;) {
+		size_t want = len - off < BUF ? (size_t)(len - off) : BUF;
+		ssize_t n = pread(in, buf, want, (off_t)off);
+		if (n <= 0) {
+			/* The process let it go (KT__CTL_COPY_S passed). */
+			rc = n < 0 ? -errno : -ETIMEDOUT;
+			break;
+		}
+		for (ssize_t done = 0, w; !rc && done < n; done += w)
+			if ((w = write(out, buf + done, (size_t)(n - done))) < 0)
+				rc = -errno;
+		off += (uint64_t)n;
+	}
+	free(buf);
+	return rc;
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -153,9 +225,16 @@ int cmd_snapshot(int argc, char **argv)
 	outfile o = { .fd = -1 };
 	uint64_t rep[KT__CTL_REP_WORDS] = { 0 };
 	const char *out = a.out ? a.out : def;
-	if (!(rc = outfile_open(&o, out, NULL)) && !(rc = ask(c, &a, o.fd, rep)))
-		rc = outfile_commit(&o);
+	int mfd = -1;
+	if (!(rc = outfile_open(&o, out, NULL)) && !(rc = ask(c, &a, rep, &mfd)))
+		rc = copy(mfd, o.fd, rep[KT__CTL_REP_BYTES]);
+	/* Done with the memfd: the process may let it go. */
+	send(c, "", 1, MSG_NOSIGNAL);
+	if (mfd >= 0)
+		close(mfd);
 	close(c);
+	if (!rc)
+		rc = outfile_commit(&o);
 	if (rc) {
 		outfile_abort(&o);
 		fprintf(stderr, "katra snapshot: %s\n",

@@ -13,6 +13,12 @@ void tracks_init(struct tracks *k, const struct tables *t, track_zone_fn zone, v
 	k->t = t;
 	k->zone = zone;
 	k->ctx = ctx;
+	idmap_init(&k->tops);
+}
+
+static uint64_t top_key(uint32_t track, uint32_t name)
+{
+	return (uint64_t)track << 32 | name;
 }
 
 /* Close the zones of @track above depth @to, innermost first, at @end. */
@@ -21,6 +27,10 @@ static int close_to(struct tracks *k, uint32_t track, size_t to, uint64_t end)
 	while (k->depth[track] > to) {
 		size_t d = --k->depth[track];
 		const struct track_open *o = &k->stack[track][d];
+		uint32_t *top = idmap_find(&k->tops, top_key(track, o->name));
+		if (top)
+			*top = o->below;
+		k->steps++;
 		struct track_zone z = { track, o->name, o->begin, end > o->begin ? end : o->begin,
 					d };
 		int rc = k->zone(k->ctx, &z);
@@ -39,16 +49,20 @@ static int begin(struct tracks *k, uint32_t track, uint32_t name, uint64_t at)
 		k->n.deep++;
 		return 0;
 	}
-	k->stack[track][k->depth[track]++] = (struct track_open){ name, at };
+	int added;
+	uint32_t *top = idmap_slot(&k->tops, top_key(track, name), 0, &added);
+	if (!top)
+		return -ENOMEM;
+	k->stack[track][k->depth[track]] = (struct track_open){ name, *top, at };
+	*top = (uint32_t)++k->depth[track];
 	struct track_zone z = { track, name, at, 0, 0 };
 	return k->open ? k->open(k->ctx, &z) : 0;
 }
 
 static int end(struct tracks *k, uint32_t track, uint32_t name, uint64_t at)
 {
-	size_t i = k->depth[track];
-	while (i && k->stack[track][i - 1].name != name)
-		i--;
+	const uint32_t *top = idmap_find(&k->tops, top_key(track, name));
+	size_t i = top ? *top : 0;
 	if (!i) {
 		k->n.unbegun++;
 		return 0;
@@ -100,4 +114,5 @@ void tracks_free(struct tracks *k)
 	for (uint32_t i = 0; i <= KT_MAX_TRACKS; i++)
 		free(k->stack[i]);
 	memset(k->stack, 0, sizeof(k->stack));
+	idmap_free(&k->tops);
 }

@@ -14,6 +14,10 @@
  *
  * Bounded whatever the trace: per track (at most KT_MAX_TRACKS) a stack of
  * at most TRACK_OPEN open zones; a begin past it is skipped (counted).
+ * An end finds its begin in O(1), as a thread's zone end does (stats.c):
+ * a map from (track, name) to the innermost open zone of that name, each
+ * open zone linked to the next one of its name below it.  Each zone is
+ * pushed and popped once, whatever the order of begins and ends.
  *
  * One thread per struct tracks.
  */
@@ -24,6 +28,7 @@
 #include <stdint.h>
 
 #include <katra/reader.h>
+#include "tools/idmap.h"
 #include "tools/tables.h"
 
 #define TRACK_OPEN 1024u
@@ -35,6 +40,8 @@
 
 struct track_open {
 	uint32_t name;
+	uint32_t below;   /* 1 + the stack index of the next open zone of the
+			   * same name below this one; 0 when none */
 	uint64_t begin;   /* ticks */
 };
 
@@ -67,6 +74,10 @@ struct tracks {
 	struct track_open *stack[KT_MAX_TRACKS + 1];
 	size_t depth[KT_MAX_TRACKS + 1];
 	uint64_t last[KT_MAX_TRACKS + 1]; /* the latest time seen per track */
+	struct idmap tops;       /* (track, name) -> 1 + its innermost open
+				  * zone's stack index, 0 when none open */
+	uint64_t steps;          /* stack entries an end looked at, popped
+				  * ones included: at most one per begin */
 	struct track_counts n;
 };
 
@@ -86,7 +97,7 @@ int tracks_event(struct tracks *k, const kt_event *ev, uint64_t *ticks);
  * returned. */
 int tracks_finish(struct tracks *k);
 
-/* tracks_free - release @k's stacks. */
+/* tracks_free - release @k's stacks and map. */
 void tracks_free(struct tracks *k);
 
 #endif

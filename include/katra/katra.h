@@ -197,8 +197,12 @@ typedef struct kt_session_options {
 	int mode;
 	/* KT_SESSION_FLIGHT only: take snapshots asked for by `katra
 	 * snapshot PID`, from processes of this user only, over a socket in
-	 * $XDG_RUNTIME_DIR/katra/ (or /tmp/katra-UID/, made 0700), served by
-	 * a thread of katra's until the session stops. */
+	 * $XDG_RUNTIME_DIR/katra/ (when that directory is this user's and
+	 * 0700; else /tmp/katra-UID/, made 0700), served by a thread of
+	 * katra's until the session stops.  The snapshot is written into
+	 * memory and handed to the client, which writes the file: no client
+	 * makes this process write a file, and none holds up the stop, a
+	 * kt_name() or the exit (SECURITY.md §5). */
 	int listen;
 
 	/*

@@ -39,9 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t magic;
 	if (rc == 0) {
 		memcpy(&magic, words, 8);
-		unsigned version = magic == KT__CTL_MAGIC ? 2 : magic == KT__CTL_MAGIC_V1 ? 1 : 0;
-		if (len != KT__CTL_REQ_WORDS * 8 || !version || req.version != version ||
-		    req.nfds != 1 || req.fd != req.fds[0] || flags)
+		unsigned version = magic == KT__CTL_MAGIC_V3 ? 3 : magic == KT__CTL_MAGIC ? 2
+				 : magic == KT__CTL_MAGIC_V1 ? 1 : 0;
+		if (len != KT__CTL_REQ_WORDS * 8 || !version || req.version != version || flags)
+			abort();
+		if (version < 3 ? req.nfds != 1 || req.fd != req.fds[0] : req.nfds || req.fd != -1)
 			abort();
 	} else if (req.fd != -1) {
 		abort();
