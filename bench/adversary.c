@@ -314,7 +314,7 @@ int main(int argc, char **argv)
 	kt_header_init(&h);
 	h.tool_version = "adversary";
 	h.workload = kind;
-	int rc = kt_writer_open(&g.w, out, &h);
+	int rc = kt_writer_open(out, &h, &g.w);
 	if (rc)
 		die(out, rc);
 	unsigned reverse = 0;

@@ -521,7 +521,7 @@ static int measure_file(struct bench *b, const char *path, uint64_t max_events)
 	kt_reader *r;
 	kt_reader_error err;
 	kt_trace_frame f;
-	int rc = kt_reader_open(&r, path, &err);
+	int rc = kt_reader_open(path, &err, &r);
 	if (rc) {
 		fprintf(stderr, "codecbench: %s: %s\n", path, err.message);
 		return 1;
@@ -694,7 +694,7 @@ static int synth(const char *kind, const char *path, uint64_t events, int thread
 	h.clock.source = KT_CLOCK_TSC;
 	h.workload = kind;
 	kt_writer *w;
-	int rc = kt_writer_open(&w, path, &h);
+	int rc = kt_writer_open(path, &h, &w);
 	if (rc)
 		die(path, rc);
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

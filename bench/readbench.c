@@ -35,7 +35,7 @@ static int one_round(const char *path, struct round *out, uint64_t *checksum)
 {
 	kt_reader *r;
 	kt_reader_error err;
-	int rc = kt_reader_open(&r, path, &err);
+	int rc = kt_reader_open(path, &err, &r);
 	if (rc) {
 		fprintf(stderr, "readbench: %s: %s\n", path, err.message);
 		return rc;
@@ -45,7 +45,7 @@ static int one_round(const char *path, struct round *out, uint64_t *checksum)
 	uint64_t n = 0, sum = 0;
 	while ((rc = kt_reader_next(r, &ev)) == 1) {
 		n++;
-		sum += kt_reader_ticks_to_ns(r, ev.ts);
+		sum += kt_reader_get_time_ns(r, ev.ts);
 	}
 	out->wall_s = seconds(CLOCK_MONOTONIC) - w0;
 	out->cpu_s = seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;

@@ -542,7 +542,7 @@ static int producer_only(const struct opts *o)
 						      : k == ROW_FLIGHT ? &so_flight : &so_crash, &s);
 				if (rc) {
 					fprintf(stderr, "ringbench: session: %s\n",
-						kt_session_start_error());
+						kt_session_get_start_error());
 					return 1;
 				}
 				katra_batch(id); /* register this thread's ring */
@@ -828,7 +828,7 @@ static int run_loop(const struct opts *o, int threads, double rate, double secon
 	} else if ((rc = kt_session_start(path, &so, &s))) {
 		/* The message names what failed: the file, the crash
 		 * directory, the I/O backend... */
-		fprintf(stderr, "ringbench: cannot start a session: %s\n", kt_session_start_error());
+		fprintf(stderr, "ringbench: cannot start a session: %s\n", kt_session_get_start_error());
 		return rc;
 	}
 	struct worker w[MAX_THREADS];
@@ -998,7 +998,7 @@ static int frame_loop(const struct opts *o)
 	kt_reader_status st = { 0 };
 	uint64_t in_file = cs ? cs->events : sum->events_written;
 	uint64_t on_disk = cs ? cs->bytes : sum->bytes_on_disk;
-	int verified = kt_reader_open(&r, path, &err) == 0;
+	int verified = kt_reader_open(path, &err, &r) == 0;
 	if (verified) {
 		kt_trace_frame f;
 		while (kt_reader_next_frame(r, &f) > 0)

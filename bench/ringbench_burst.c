@@ -72,7 +72,7 @@ static int verified(const char *path, uint64_t written)
 	kt_reader *r;
 	kt_reader_error err;
 	kt_reader_status st = { 0 };
-	if (kt_reader_open(&r, path, &err))
+	if (kt_reader_open(path, &err, &r))
 		return 0;
 	kt_trace_frame f;
 	while (kt_reader_next_frame(r, &f) > 0)

@@ -194,7 +194,7 @@ static int replay_or_remember(kt_manager *m, struct capture *c, kt_capture_ref *
 			pthread_join(m->caps[i]->thread, NULL);
 			m->caps[i]->joinable = 0;
 		}
-	/* Remembered from here on, even when skipped, for kt_manager_status(); a
+	/* Remembered from here on, even when skipped, for kt_manager_get_status(); a
 	 * later start of the same run and epoch finds this newer record first. */
 	if (remember(m, c)) {
 		res->state = KT_STATE_FAILED;
@@ -499,7 +499,8 @@ int kt_manager_await(kt_manager *m, const kt_capture_ref *t, uint64_t timeout_ns
 	return rc;
 }
 
-int kt_manager_status(kt_manager *m, const char *run_id, uint64_t epoch, kt_capture_status *st)
+int kt_manager_get_status(kt_manager *m, const char *run_id, uint64_t epoch,
+			  kt_capture_status *st)
 {
 	memset(st, 0, sizeof(*st));
 	if (!run_id)

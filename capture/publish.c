@@ -39,7 +39,7 @@ static int digest_and_check(int fd, char hex[65], uint64_t *events)
 	if (rc)
 		return rc;
 	kt_reader *r = NULL;
-	rc = kt_reader_open_fd(&r, fd, NULL);
+	rc = kt_reader_open_fd(fd, NULL, &r);
 	if (rc < 0)
 		return rc;
 	kt_trace_frame f;
@@ -106,11 +106,11 @@ static int plan_trim(struct pub *p, kt_rewrite_options *o)
 {
 	kt_capture_status *st = p->st;
 	kt_reader *hr = NULL;
-	if (!p->n || kt_reader_open_fd(&hr, p->fds[0], NULL) < 0) {
+	if (!p->n || kt_reader_open_fd(p->fds[0], NULL, &hr) < 0) {
 		kt_reader_close(hr);
 		return -1;
 	}
-	kt_header h = *kt_reader_header(hr);
+	kt_header h = *kt_reader_get_header(hr);
 	uint64_t w0 = h.start_wall_ns, m0 = h.start_mono_ns;
 	*o = (kt_rewrite_options){ .in_fds = p->fds, .n_in = p->n, .codec = -1, .filter = 1,
 				   .from_ns = 0, .to_ns = UINT64_MAX };

@@ -338,7 +338,6 @@ void frames(const options &o)
 		ps[i] = { (float)(i % kWidth), (float)(i % kHeight), (i % 7 - 3) * 0.1f, 0 };
 	pool workers(2);
 	renderer render;
-	std::uint32_t frame_id = katra::name("frame"), ms_id = katra::name("frame ms");
 	auto last = std::chrono::steady_clock::now();
 	for (long f = 0; f < o.frames; f++) {
 		KT_ZONE("loop");
@@ -349,9 +348,10 @@ void frames(const options &o)
 			workers.frame([&ps](int job) { integrate(ps, job); });
 		}
 		render.submit(ps);
-		katra::frame(frame_id, (std::uint64_t)f);
+		KT_FRAME("frame"); /* numbered 0, 1, 2, ...: f */
 		auto now = std::chrono::steady_clock::now();
-		katra::counter(ms_id, std::chrono::duration<double, std::milli>(now - last).count());
+		std::chrono::duration<double, std::milli> ms = now - last;
+		KT_COUNTER("frame ms", ms.count()); /* a double: an f64 counter */
 		last = now;
 	}
 	render.finish();
@@ -369,7 +369,7 @@ int main(int argc, char **argv)
 	kt_session *s = nullptr;
 	kt_session_options so{};
 	if (kt_session_start(o.out, &so, &s) != 0) {
-		std::fprintf(stderr, "particles: %s: %s\n", o.out, kt_session_start_error());
+		std::fprintf(stderr, "particles: %s: %s\n", o.out, kt_session_get_start_error());
 		return 1;
 	}
 	frames(o);

@@ -281,7 +281,7 @@ int main(int argc, char **argv)
 	so.mode = KT_SESSION_FLIGHT;
 	kt_session *s = nullptr;
 	if (kt_session_start(nullptr, &so, &s) != 0) {
-		std::fprintf(stderr, "renderer: %s\n", kt_session_start_error());
+		std::fprintf(stderr, "renderer: %s\n", kt_session_get_start_error());
 		return 1;
 	}
 	int taken = 0;

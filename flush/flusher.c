@@ -455,7 +455,7 @@ static void finish_file(kt_session *s)
 		note_error(s, kt_writer_finish(s->w, &fs));
 	if (!s->error && s->stop_sync)
 		note_error(s, kt__writer_sync(s->w, 1));
-	uint64_t handed = kt_writer_bytes(s->w);
+	uint64_t handed = kt_writer_get_bytes(s->w);
 	/* Closing waits for every write in flight and reports their errors. */
 	kt__session_forget_kfd(s);
 	note_error(s, kt_writer_close(s->w));

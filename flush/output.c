@@ -63,7 +63,7 @@ static int next_file(kt_session *s)
 	int fd = s->out.next(s->out.ctx);
 	if (fd < 0)
 		return fd;
-	s->seg_bytes += kt_writer_bytes(s->w);
+	s->seg_bytes += kt_writer_get_bytes(s->w);
 	/* The sink goes on to the next file: setting up another io_uring
 	 * with its registered buffers would stall the flusher for ~10 ms. */
 	kt__sink *sink = NULL;
@@ -94,9 +94,9 @@ int kt__out_room(kt_session *s, uint64_t need)
 		return 1;
 	if (s->capped)
 		return 0;
-	int r = o->room(o->ctx, kt_writer_bytes(s->w), need, s->reserve);
+	int r = o->room(o->ctx, kt_writer_get_bytes(s->w), need, s->reserve);
 	if (r == KT__ROOM_NEXT && next_file(s) == 0)
-		r = o->room(o->ctx, kt_writer_bytes(s->w), need, s->reserve);
+		r = o->room(o->ctx, kt_writer_get_bytes(s->w), need, s->reserve);
 	if (r == KT__ROOM_FITS)
 		return 1;
 	s->capped = 1;

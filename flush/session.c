@@ -180,7 +180,7 @@ static void session_free(kt_session *s)
 	free(s);
 }
 
-/* Say why the start failed, for kt_session_start_error(): "@what: why".
+/* Say why the start failed, for kt_session_get_start_error(): "@what: why".
  * Returns @rc. */
 __attribute__((format(printf, 2, 3))) static int start_fail(int rc, const char *fmt, ...)
 {
@@ -193,7 +193,7 @@ __attribute__((format(printf, 2, 3))) static int start_fail(int rc, const char *
 	return rc;
 }
 
-const char *kt_session_start_error(void)
+const char *kt_session_get_start_error(void)
 {
 	return start_error;
 }

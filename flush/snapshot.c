@@ -614,7 +614,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 {
 	struct out o = { .sn = sn, .s = sn->s };
 	kt_header h = sn->s->hdr;
-	int rc = kt_writer_open_fd(&o.w, fd, &h);
+	int rc = kt_writer_open_fd(fd, &h, &o.w);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < sn->n && !o.rc; i++) {

@@ -29,12 +29,12 @@ static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
 	return rc;
 }
 
-int kt_writer_open_fd(kt_writer **out, int fd, const kt_header *h)
+int kt_writer_open_fd(int fd, const kt_header *h, kt_writer **out)
 {
 	return writer_new(out, fd, 0, h);
 }
 
-int kt_writer_open(kt_writer **out, const char *path, const kt_header *h)
+int kt_writer_open(const char *path, const kt_header *h, kt_writer **out)
 {
 	*out = NULL;
 	int rc = kt__header_validate(h);

@@ -354,7 +354,7 @@ static void sleep_until(uint64_t mono_ns)
 		;
 }
 
-uint64_t kt_reader_ticks_to_ns(kt_reader *r, uint64_t ticks)
+uint64_t kt_reader_get_time_ns(kt_reader *r, uint64_t ticks)
 {
 	/* r->merge read here, not through kt__reader_merge(): a call per
 	 * event costs a reader that converts every event (all of them) a few
@@ -376,7 +376,7 @@ int kt_replay(kt_reader *r, kt_replay_fn fn, void *ctx, const kt_replay_options 
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
 		/* The index pass has seen the summary by now, if there is one:
 		 * convert with both calibration points, as katra info does. */
-		uint64_t ns = kt_reader_ticks_to_ns(r, ev.ts);
+		uint64_t ns = kt_reader_get_time_ns(r, ev.ts);
 		if (pace) {
 			struct timespec now;
 			clock_gettime(CLOCK_MONOTONIC, &now);

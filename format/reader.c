@@ -180,7 +180,7 @@ static const char *file_kind(mode_t mode)
 				: "not a regular file";
 }
 
-int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err)
+int kt_reader_open_fd(int fd, kt_reader_error *err, kt_reader **out)
 {
 	return kt__reader_open_fd_at(out, fd, 0, err);
 }
@@ -222,7 +222,7 @@ int kt__reader_open_fd_at(kt_reader **out, int fd, uint64_t base, kt_reader_erro
 	return open_fd(out, fd, base, NULL, err);
 }
 
-int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
+int kt_reader_open(const char *path, kt_reader_error *err, kt_reader **out)
 {
 	kt_reader_error local;
 
@@ -249,7 +249,7 @@ int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err)
 	return 0;
 }
 
-int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len, kt_reader_error *err)
+int kt_reader_open_mem(const void *buf, size_t len, kt_reader_error *err, kt_reader **out)
 {
 	kt_reader_error local;
 
@@ -421,7 +421,7 @@ int kt__reader_keeps(kt_reader *r, const kt_event *ev)
 	const kt_reader_filter *f = &r->filter;
 	if (!r->filtered)
 		return 1;
-	uint64_t ns = kt_reader_ticks_to_ns(r, ev->ts);
+	uint64_t ns = kt_reader_get_time_ns(r, ev->ts);
 	if (ns < f->from_ns || ns > f->to_ns)
 		return 0;
 	if (!f->threads || !f->nthreads)

@@ -55,7 +55,7 @@ static int last_summary(const kt_rewrite_options *o, kt_file_summary *sum, int *
 {
 	kt_reader *r = NULL;
 	int fd = o->in_fds[o->n_in - 1];
-	int rc = kt_reader_open_fd(&r, fd, &res->in_err);
+	int rc = kt_reader_open_fd(fd, &res->in_err, &r);
 	*have = 0;
 	if (rc < 0) {
 		res->in_index = (int)o->n_in - 1;
@@ -219,7 +219,7 @@ static int copy_input(struct copy *cp, size_t idx, const kt_file_summary *stop,
 {
 	const kt_rewrite_options *o = cp->o;
 	kt_reader *r = NULL;
-	int rc = kt_reader_open_fd(&r, o->in_fds[idx], &cp->res->in_err);
+	int rc = kt_reader_open_fd(o->in_fds[idx], &cp->res->in_err, &r);
 	if (rc < 0) {
 		cp->res->in_index = (int)idx;
 		return rc;
@@ -316,7 +316,7 @@ int kt_rewrite(const kt_rewrite_options *o, kt_rewrite_result *res)
 
 	/* The header (and the strings it points to) of the first input. */
 	kt_reader *hr = NULL;
-	if ((rc = kt_reader_open_fd(&hr, o->in_fds[0], &res->in_err)) < 0) {
+	if ((rc = kt_reader_open_fd(o->in_fds[0], &res->in_err, &hr)) < 0) {
 		res->in_index = 0;
 		return rc;
 	}
@@ -324,7 +324,7 @@ int kt_rewrite(const kt_rewrite_options *o, kt_rewrite_result *res)
 	const char **notes = NULL;
 	struct copy cp = { .o = o, .h = &h, .res = res };
 	if ((rc = out_header(o, hr, &h, &notes)) || (rc = seen_init(&cp.seen, o)) ||
-	    (rc = kt_writer_open_fd(&cp.w, o->out_fd, &h)))
+	    (rc = kt_writer_open_fd(o->out_fd, &h, &cp.w)))
 		goto out;
 	rc = copy_all(&cp, have_stop ? &stop : NULL);
 	res->bytes = kt_writer_get_bytes(cp.w);

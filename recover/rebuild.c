@@ -230,7 +230,7 @@ static void copy_trace(kt__recovery *R, kt_reader *r, const char *path)
 	kt_reader_get_status(r, &st);
 	if (rc < 0 && rc != KT_ETRUNCATED)
 		problem(R, "control", "trace file %s: %s: the frames before it are kept", path,
-			kt_reader_last_error(r)->message);
+			kt_reader_get_last_error(r)->message);
 	else if (st.complete)
 		say(R, "%s: complete (the session had stopped)", path);
 	else
@@ -631,12 +631,12 @@ int kt__recover_write(kt__recovery *R, int fd)
 {
 	kt_header h;
 	if (R->r)
-		h = *kt_reader_header(R->r);
+		h = *kt_reader_get_header(R->r);
 	else
 		header_from_ctl(&h, R);
 	R->codec = h.capture.codec;
 	R->level = h.capture.codec_level;
-	int rc = kt_writer_open_fd(&R->w, fd, &h);
+	int rc = kt_writer_open_fd(fd, &h, &R->w);
 	if (rc)
 		return rc;
 	rebuild(R);

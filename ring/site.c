@@ -119,7 +119,7 @@ int kt_category_enable(const char *name, int on)
 	return 0;
 }
 
-int kt_category_enabled(const char *name)
+int kt_category_get_enabled(const char *name)
 {
 	long i = cat_find(name);
 	if (i == -EINVAL)

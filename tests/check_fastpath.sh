@@ -7,7 +7,8 @@
 set -euo pipefail
 objdump=$1 obj=$2
 fail=0
-for fn in kt_probe_zone_begin kt_probe_counter kt_probe_site kt_probe_site_category kt_probe_arg kt_probe_alloc; do
+for fn in kt_probe_zone_begin kt_probe_counter kt_probe_site kt_probe_site_category kt_probe_arg kt_probe_alloc \
+  kt_probe_frame_site kt_probe_counter_site kt_probe_message_site; do
   body=$("$objdump" -d --no-show-raw-insn "$obj" | sed -n "/<$fn>:/,/^\$/p" |
     awk -f "$(dirname "$0")/fastpath_hot.awk")
   if [[ -z $body ]]; then

@@ -141,12 +141,12 @@ static inline void t_each_frame(const char *path, void (*fn)(void *ctx, const kt
 {
 	kt_reader *r;
 	kt_reader_error err;
-	cr_assert_eq(kt_reader_open(&r, path, &err), 0, "%s", err.message);
+	cr_assert_eq(kt_reader_open(path, &err, &r), 0, "%s", err.message);
 	kt_trace_frame f;
 	int rc;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0)
 		fn(ctx, &f);
-	cr_assert_eq(rc, 0, "%s: %s", path, kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s: %s", path, kt_reader_get_last_error(r)->message);
 	kt_reader_close(r);
 }
 

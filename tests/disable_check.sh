@@ -69,6 +69,9 @@ bad=(
   'void f(void) { KT_ZONE(42); }'
   'void f(void) { KT_ARG_I64(7, 1); }'
   'int f(void) { return kt_track_create(5, 1); }'
+  'void f(void) { KT_FRAME(3); }'
+  'void f(void) { KT_COUNTER("c", "seven"); }'
+  'void f(void) { KT_MESSAGE("m", 5); }'
 )
 # The same calls with the right arguments, which must compile: the bad
 # ones fail for their argument, nothing else.
@@ -81,6 +84,9 @@ good=(
   'void f(void) { KT_ZONE("z"); }'
   'void f(void) { KT_ARG_I64("a", 1); }'
   'int f(void) { return kt_track_create("t", 1); }'
+  'void f(void) { KT_FRAME("f"); }'
+  'void f(void) { KT_COUNTER("c", 7); }'
+  'void f(void) { KT_MESSAGE("m", "five"); }'
 )
 # try LANG CODE: 0 when CODE compiles with KATRA_DISABLE.
 try() {

@@ -36,6 +36,11 @@ static void work(uint32_t counter, int n)
 	kt_zone_text("text", 4);
 	kt_counter(counter, n);
 	kt_counter_f64(counter, n * 0.25);
+	KT_COUNTER("c_i64", n);
+	KT_COUNTER("c_f64", n * 0.5);
+	KT_MESSAGE("log", "text");
+	KT_MESSAGE("log", "text", 2);
+	KT_FRAME("site frame");
 }
 
 int main(void)
@@ -52,8 +57,8 @@ int main(void)
 #ifdef KATRA_DISABLE
 	CHECK(id == 0 && pool == 0);
 	CHECK(rc == -ENOSYS && s == NULL);
-	CHECK(!strcmp(kt_session_start_error(), "tracing compiled out (KATRA_DISABLE)"));
-	CHECK(kt_category_enabled("physics") == 0 && *kt_category("physics") == 0);
+	CHECK(!strcmp(kt_session_get_start_error(), "tracing compiled out (KATRA_DISABLE)"));
+	CHECK(kt_category_get_enabled("physics") == 0 && *kt_category("physics") == 0);
 	CHECK(kt_now() == 0 && kt_version() == KT_VERSION_NUMBER);
 #else
 	CHECK(id != 0 && rc == 0);

@@ -11,6 +11,9 @@ void kt_probe_site(void);
 void kt_probe_site_category(void);
 void kt_probe_arg(uint32_t id, int64_t v);
 void kt_probe_alloc(const void *p, size_t n);
+void kt_probe_frame_site(void);
+void kt_probe_counter_site(double v);
+void kt_probe_message_site(void);
 
 void kt_probe_zone_begin(uint32_t id)
 {
@@ -45,4 +48,21 @@ void kt_probe_arg(uint32_t id, int64_t v)
 void kt_probe_alloc(const void *p, size_t n)
 {
 	kt_alloc(p, n);
+}
+
+/* The site macros once their name is cached: a frame mark (its number a
+ * load and a store), a counter and a message, their first pass cold. */
+void kt_probe_frame_site(void)
+{
+	KT_FRAME("probe frame");
+}
+
+void kt_probe_counter_site(double v)
+{
+	KT_COUNTER("probe counter", v);
+}
+
+void kt_probe_message_site(void)
+{
+	KT_MESSAGE("probe message", "text");
 }

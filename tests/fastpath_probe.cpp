@@ -12,6 +12,9 @@ extern "C" void kt_probe_site(void);
 extern "C" void kt_probe_site_category(void);
 extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v);
 extern "C" void kt_probe_alloc(const void *p, std::size_t n);
+extern "C" void kt_probe_frame_site(void);
+extern "C" void kt_probe_counter_site(double v);
+extern "C" void kt_probe_message_site(void);
 
 extern "C" void kt_probe_zone_begin(std::uint32_t id)
 {
@@ -42,4 +45,20 @@ extern "C" void kt_probe_arg(std::uint32_t id, std::int64_t v)
 extern "C" void kt_probe_alloc(const void *p, std::size_t n)
 {
 	katra::alloc(p, n);
+}
+
+/* The site macros through their C++ overloads. */
+extern "C" void kt_probe_frame_site(void)
+{
+	KT_FRAME("probe frame");
+}
+
+extern "C" void kt_probe_counter_site(double v)
+{
+	KT_COUNTER("probe counter", v);
+}
+
+extern "C" void kt_probe_message_site(void)
+{
+	KT_MESSAGE("probe message", std::string_view{ "text" });
 }

@@ -197,10 +197,10 @@ static inline uint64_t fxt_ns(const char *path, uint64_t ticks)
 {
 	kt_reader *r;
 	kt_event ev;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	while (kt_reader_next(r, &ev) > 0)
 		;
-	uint64_t ns = kt_reader_ticks_to_ns(r, ticks);
+	uint64_t ns = kt_reader_get_time_ns(r, ticks);
 	kt_reader_close(r);
 	return ns;
 }

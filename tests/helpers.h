@@ -176,7 +176,7 @@ static inline uint8_t *t_sample(size_t *len, int finish)
 	if (fd < 0)
 		return NULL;
 	kt_writer *w;
-	if (kt_writer_open_fd(&w, fd, &h))
+	if (kt_writer_open_fd(&h, &w, fd))
 		return NULL;
 	for (uint32_t i = 1; i <= T_NAMES; i++)
 		kt_writer_name(w, i, t_names[i], strlen(t_names[i]));
@@ -202,7 +202,7 @@ static inline uint8_t *t_one_chunk_file(unsigned codec, int level, const uint8_t
 	t_header(&h);
 	int fd = memfd_create("katra-one-chunk", MFD_CLOEXEC);
 	kt_writer *w;
-	if (fd < 0 || kt_writer_open_fd(&w, fd, &h))
+	if (fd < 0 || kt_writer_open_fd(&h, &w, fd))
 		return NULL;
 	int rc = kt_writer_chunk(w, 7, codec, level, ev, n);
 	if (!rc)
@@ -245,7 +245,7 @@ static inline uint8_t *t_golden(const char *path, const void *p, size_t len, siz
 static inline int t_names_in(const char *path, const char *const *want, int n)
 {
 	kt_reader *r;
-	if (kt_reader_open(&r, path, NULL))
+	if (kt_reader_open(path, NULL, &r))
 		return 0;
 	kt_trace_frame f;
 	int found = 0;

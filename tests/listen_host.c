@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
 	kt_session *s;
 	if (kt_session_start(NULL, &o, &session)) {
-		fprintf(stderr, "listen_host: %s\n", kt_session_start_error());
+		fprintf(stderr, "listen_host: %s\n", kt_session_get_start_error());
 		return 1;
 	}
 	s = session;

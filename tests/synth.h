@@ -64,7 +64,7 @@ static inline kt_writer *t_synth_open(const char *path, const char *const *names
 		h.epoch = 0;
 	}
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0, "open %s", path);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0, "open %s", path);
 	for (uint32_t i = 0; i < n; i++)
 		cr_assert_eq(kt_writer_name(w, i + 1, names[i], strlen(names[i])), 0);
 	return w;

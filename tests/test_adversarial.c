@@ -19,7 +19,7 @@ static int t_open_writer(kt_writer **w)
 	t_header(&h);
 	int fd = memfd_create("katra-adversarial", MFD_CLOEXEC);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(kt_writer_open_fd(w, fd, &h), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, w), 0);
 	return fd;
 }
 
@@ -124,7 +124,7 @@ Test(adversarial, slice_by_many_threads_is_linear)
 	cr_assert_eq(res.events_in, 2 * (uint64_t)n);
 	cr_assert_eq(res.events_out, (uint64_t)n);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open_fd(&r, out, NULL), 0);
+	cr_assert_eq(kt_reader_open_fd(out, NULL, &r), 0);
 	kt_trace_frame f;
 	uint64_t threads = 0, chunks = 0, drops = 0;
 	int rc;
@@ -156,7 +156,7 @@ Test(adversarial, reader_passes_with_threads_in_descending_order_are_linear)
 	const uint32_t n = 20000;
 	int fd = t_threads_descending(n);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open_fd(&r, fd, NULL), 0);
+	cr_assert_eq(kt_reader_open_fd(fd, NULL, &r), 0);
 
 	kt__idtab_work = 0;
 	uint64_t frames;
@@ -200,7 +200,7 @@ Test(adversarial, merge_of_many_small_chunks_holds_memory_linear_in_the_file)
 	int fd = t_threads_descending(n);
 	uint64_t size = t_size(fd);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open_fd(&r, fd, NULL), 0);
+	cr_assert_eq(kt_reader_open_fd(fd, NULL, &r), 0);
 	struct mallinfo2 before = mallinfo2();
 	kt_event ev;
 	/* After the n begins every thread's chunk is loaded at once. */
@@ -233,7 +233,7 @@ Test(adversarial, merge_of_many_small_chunks_holds_memory_linear_in_the_file)
 static int t_read_all(const char *path, const uint8_t *mem, size_t len, kt_reader_error *e)
 {
 	kt_reader *r;
-	int rc = mem ? kt_reader_open_mem(&r, mem, len, e) : kt_reader_open(&r, path, e);
+	int rc = mem ? kt_reader_open_mem(mem, len, e, &r) : kt_reader_open(path, e, &r);
 	if (rc)
 		return rc;
 	rc = t_drain(r, NULL);

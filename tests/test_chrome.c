@@ -41,7 +41,7 @@ static void write_hostile(const char *path)
 	kt_header h;
 	t_header(&h);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	static const char *const names[] = { "a", "b", "c", "d", "e", "x", "y" };
 	for (uint32_t i = 0; i < 7; i++)
 		cr_assert_eq(kt_writer_name(w, i + 1, names[i], 1), 0);
@@ -290,7 +290,7 @@ static void write_shapes(const char *path)
 	kt_header h;
 	t_header(&h);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	static const char *const names[] = { "present", "send", "log", "work" };
 	for (uint32_t i = 0; i < 4; i++)
 		cr_assert_eq(kt_writer_name(w, i + 1, names[i], strlen(names[i])), 0);
@@ -474,7 +474,7 @@ static void write_many(const char *path, uint32_t zones)
 	kt_header h;
 	t_header(&h);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	cr_assert_eq(kt_writer_name(w, 1, "z", 1), 0);
 	cr_assert_eq(kt_writer_thread(w, 1, 100, "main"), 0);
 	enum { PER = 32768 };

@@ -41,7 +41,7 @@ static void write_trace(const char *path, const struct zev *a, size_t na, const 
 	kt_header h;
 	t_header(&h);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	static const char *const names[] = { "frame", "draw", "semi;colon\x1b", "wait" };
 	for (uint32_t i = 0; i < 4; i++)
 		cr_assert_eq(kt_writer_name(w, i + 1, names[i], strlen(names[i])), 0);

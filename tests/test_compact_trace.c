@@ -58,7 +58,7 @@ static int chunks_of(const uint8_t *p, size_t len, uint8_t *codecs, int max, uin
 	kt_trace_frame f;
 	int n = 0, rc;
 	*ev_len = 0;
-	cr_assert_eq(kt_reader_open_mem(&r, p, len, NULL), 0);
+	cr_assert_eq(kt_reader_open_mem(p, len, NULL, &r), 0);
 	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
 		if (f.kind != KT_FRAME_CHUNK)
 			continue;
@@ -196,7 +196,7 @@ static uint8_t *golden(unsigned codec, size_t *len)
 	h.capture.codec_level = 0;
 	int fd = memfd_create("katra-golden", MFD_CLOEXEC);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	for (uint32_t i = 1; i <= T_NAMES; i++)
 		cr_assert_eq(kt_writer_name(w, i, t_names[i], strlen(t_names[i])), 0);
 	cr_assert_eq(kt_writer_thread(w, 1, 1001, "main"), 0);
@@ -276,7 +276,7 @@ static uint64_t first_chunk(const uint8_t *p, size_t len)
 {
 	kt_reader *r;
 	kt_trace_frame f;
-	cr_assert_eq(kt_reader_open_mem(&r, p, len, NULL), 0);
+	cr_assert_eq(kt_reader_open_mem(p, len, NULL, &r), 0);
 	while (kt_reader_next_frame(r, &f) > 0 && f.kind != KT_FRAME_CHUNK)
 		;
 	cr_assert_eq(f.kind, KT_FRAME_CHUNK);
@@ -307,7 +307,7 @@ static int read_all(const uint8_t *p, size_t len, uint64_t *at, uint64_t *peak, 
 {
 	kt_reader *r;
 	kt_reader_status st;
-	cr_assert_eq(kt_reader_open_mem(&r, p, len, NULL), 0);
+	cr_assert_eq(kt_reader_open_mem(p, len, NULL, &r), 0);
 	int rc = t_drain(r, NULL);
 	*at = kt_reader_get_last_error(r)->offset;
 	snprintf(msg, 256, "%s", kt_reader_get_last_error(r)->message);

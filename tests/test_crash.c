@@ -126,7 +126,7 @@ static void read_recovered(const char *path, struct recovered *rv)
 	memset(rv, 0, sizeof(*rv));
 	kt_reader *r;
 	kt_reader_error err;
-	cr_assert_eq(kt_reader_open(&r, path, &err), 0, "%s", err.message);
+	cr_assert_eq(kt_reader_open(path, &err, &r), 0, "%s", err.message);
 	kt_trace_frame f;
 	int rc;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
@@ -155,7 +155,7 @@ static void read_recovered(const char *path, struct recovered *rv)
 			rv->complete = 1;
 		}
 	}
-	cr_assert_eq(rc, 0, "%s: %s", path, kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s: %s", path, kt_reader_get_last_error(r)->message);
 	kt_reader_close(r);
 }
 
@@ -163,7 +163,7 @@ static void read_recovered(const char *path, struct recovered *rv)
 static uint64_t prefix_events(const char *trace)
 {
 	kt_reader *r;
-	if (kt_reader_open(&r, trace, NULL))
+	if (kt_reader_open(trace, NULL, &r))
 		return 0; /* cut inside the header: no event either */
 	t_drain(r, NULL);
 	kt_reader_status st;
@@ -879,7 +879,7 @@ Test(crash, a_relative_crash_dir_survives_chdir)
 	cr_assert_eq(chdir(dir), 0);
 	kt_session *s;
 	cr_assert_eq(kt_session_start(trace, &(kt_session_options){ .crash_dir = "crash" }, &s), 0,
-		     "%s", kt_session_start_error());
+		     "%s", kt_session_get_start_error());
 	uint32_t id = kt_name("count");
 	emit_thousand(&id);
 	cr_assert_eq(chdir("/"), 0);

@@ -167,8 +167,8 @@ static void read_got(const char *path, struct got *g)
 	memset(g, 0, sizeof(*g));
 	t_each_frame(path, take_frame, g);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	g->tick_hz = kt_reader_header(r)->clock.tick_hz;
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	g->tick_hz = kt_reader_get_header(r)->clock.tick_hz;
 	kt_reader_close(r);
 }
 
@@ -545,7 +545,7 @@ static void run_cancel_case(const struct cancel_case *c)
 	char *dir = scratch(), *trace = path_in(dir, "cancel.katra");
 	kt_session *s;
 	kt_session_options o = { .crash_dir = dir };
-	cr_assert_eq(kt_session_start(trace, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(trace, &o, &s), 0, "%s", kt_session_get_start_error());
 	cr_assert_eq(c->before(), 0);
 	pthread_t th;
 	void *ret;
@@ -599,7 +599,7 @@ static void *disable_cancelled(void *arg)
 /* The cancelled call took effect, and the lock is free. */
 static int category_off_then_on(void)
 {
-	return kt_category_enabled("cancelled") == 0 ? kt_category_enable("cancelled", 1) : -1;
+	return kt_category_get_enabled("cancelled") == 0 ? kt_category_enable("cancelled", 1) : -1;
 }
 
 Test(crash_tables, a_cancel_pending_in_category_enable_leaves_the_lock_free, .timeout = 30)

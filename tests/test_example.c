@@ -37,6 +37,7 @@ struct seen {
 	uint64_t frames, frame_sum; /* frame marks and their numbers' sum */
 	uint64_t firsts, first_sum, counts, count_sum;
 	uint64_t raster_values, lit_counters;
+	uint64_t ms_counters; /* KT_COUNTER("frame ms", a double): f64 */
 	uint64_t allocs, frees, alloc_bytes, live, peak;
 	uint64_t records;
 	/* The "gpu" track: its entry, each frame's "present" begin (ns),
@@ -111,7 +112,7 @@ static uint64_t gpu_ns(kt_reader *r, const struct seen *s, uint64_t track_ts)
 	uint64_t ticks;
 	cr_assert_eq(kt_track_to_ticks(&s->gpu, kt_reader_get_header(r)->clock.tick_hz, track_ts,
 				       &ticks), 0);
-	return kt_reader_ticks_to_ns(r, ticks);
+	return kt_reader_get_time_ns(r, ticks);
 }
 
 /* A record of the gpu track: a frame's number starts it, then its zone
@@ -144,7 +145,7 @@ static void count_gpu(kt_reader *r, struct seen *s, const kt_event *e)
 		s->bad_nesting += g->depth != (is_frame ? 0u : 1u);
 		if (is_frame) {
 			g->end_ns = gpu_ns(r, s, te.track_ts);
-			g->emitted_ns = kt_reader_ticks_to_ns(r, e->ts);
+			g->emitted_ns = kt_reader_get_time_ns(r, e->ts);
 			g->track_end = te.track_ts;
 		} else if (g->passes < 3) {
 			g->pass_ticks[g->passes] = te.track_ts - g->pass_ticks[g->passes];
@@ -181,6 +182,8 @@ static void count_event(struct seen *s, const kt_event *e, struct open_zones *z)
 		s->raster_values++;
 	} else if (e->type == KT_EV_COUNTER_I64 && e->name_id == id_of(s, "lit pixels")) {
 		s->lit_counters++;
+	} else if (e->type == KT_EV_COUNTER_F64 && e->name_id == id_of(s, "frame ms")) {
+		s->ms_counters++;
 	} else if (e->type == KT_EV_ALLOC && e->name_id == id_of(s, "framebuffers")) {
 		uint64_t size;
 		memcpy(&size, e->payload + 8, 8);
@@ -195,7 +198,7 @@ static void read_example(const char *path, struct seen *s)
 {
 	kt_reader *r;
 	kt_reader_error err;
-	cr_assert_eq(kt_reader_open(&r, path, &err), 0, "%s", err.message);
+	cr_assert_eq(kt_reader_open(path, &err, &r), 0, "%s", err.message);
 	read_tables(r, s);
 	cr_assert_eq(s->gpu.clock_hz, 19200000, "the gpu track's entry");
 	static struct open_zones open[16];
@@ -209,7 +212,7 @@ static void read_example(const char *path, struct seen *s)
 			continue;
 		}
 		if (e.type == KT_EV_ZONE_BEGIN && e.name_id == present && s->npresent <= FRAMES)
-			s->present_ns[s->npresent++] = kt_reader_ticks_to_ns(r, e.ts);
+			s->present_ns[s->npresent++] = kt_reader_get_time_ns(r, e.ts);
 		count_event(s, &e, &open[e.thread_id]);
 	}
 	cr_assert_eq(rc, 0);
@@ -267,6 +270,7 @@ Test(example, particles_records_what_its_frames_did)
 	/* A value on every raster zone, and the counter beside it. */
 	cr_assert_eq(s.raster_values, FRAMES);
 	cr_assert_eq(s.lit_counters, FRAMES);
+	cr_assert_eq(s.ms_counters, FRAMES, "C++'s KT_COUNTER of a double");
 	/* Memory balance: a framebuffer per frame, each freed. */
 	cr_assert_eq(s.allocs, FRAMES);
 	cr_assert_eq(s.frees, FRAMES);

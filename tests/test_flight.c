@@ -76,7 +76,7 @@ static void read_back(const char *path, struct seen *v)
 {
 	memset(v, 0, sizeof(*v));
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_trace_frame f;
 	while ((v->rc = kt_reader_next_frame(r, &f)) > 0) {
 		if (f.kind != KT_FRAME_CHUNK)
@@ -132,7 +132,7 @@ static kt_session *fx_begin(size_t ring)
 	cr_assert_eq(kt_init(&cfg), 0);
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	return s;
 }
 
@@ -323,7 +323,7 @@ Test(flight, every_codec_whole_and_cut_inside_a_chunk)
 	for (size_t i = 0; i < sizeof(codecs) / sizeof(*codecs); i++) {
 		kt_session_options o = { .mode = KT_SESSION_FLIGHT, .codec = codecs[i] };
 		kt_session *s;
-		cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+		cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 		emit_seq(id, 1000);
 		kt_snapshot_result res;
 		struct seen v;
@@ -458,7 +458,7 @@ static kt_session *fx_listen(void)
 	fx_dir();
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	return s;
 }
 
@@ -549,7 +549,7 @@ Test(flight, snapshot_pid_says_events_overwritten)
 	cr_assert_eq(kt_init(&cfg), 0);
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	emit_seq(kt_name("seq"), 20000); /* 24 bytes each: seven laps */
 	int out = memfd_create("cli-out", MFD_CLOEXEC);
 	cr_assert_eq(run_cli_to(geteuid(), tmp_path("a.katra"), out), 0);

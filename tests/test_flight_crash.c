@@ -306,7 +306,7 @@ Test(flight_crash, crash_dir_lives_with_the_session)
 	char *snap = path_in(dir, "snap.katra");
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .crash_dir = dir, .ring_size = RING };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	uint32_t id = kt_name("seq");
 	for (int64_t i = 0; i < 10000; i++) /* 24 bytes each: three laps and more */
 		kt_counter(id, i);

@@ -71,7 +71,7 @@ static size_t read_threads(const char *path, struct tl *t)
 {
 	kt_reader *r;
 	size_t n = 0;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_trace_frame f;
 	int rc;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0)
@@ -116,7 +116,7 @@ static void two_threads(uint64_t quiet, uint64_t busy, uint64_t max_bytes, struc
 	cr_assert_eq(kt_init(&cfg), 0);
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	struct job jobs[2] = { { kt_name("seq"), quiet }, { kt_name("seq"), busy } };
 	for (int i = 0; i < 2; i++) {
 		pthread_t th;
@@ -247,7 +247,7 @@ Test(window, spare_rings_are_made_at_the_start_not_on_the_threads)
 {
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .spare_rings = 2 };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	long first = new_thread_faults(), second = new_thread_faults();
 	long third = new_thread_faults();
 	cr_assert_lt(first, 64, "%ld page faults", first);

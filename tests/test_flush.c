@@ -212,8 +212,8 @@ static void run_e2e_as(int opt, int codec, int io)
 
 	kt_reader *r;
 	kt_reader_error e;
-	cr_assert_eq(kt_reader_open(&r, path, &e), 0, "%s", e.message);
-	const kt_header *h = kt_reader_header(r);
+	cr_assert_eq(kt_reader_open(path, &e, &r), 0, "%s", e.message);
+	const kt_header *h = kt_reader_get_header(r);
 	cr_assert_eq(h->capture.codec, codec);
 	cr_assert_eq(h->capture.io, io);
 	struct expect x[64] = { 0 };
@@ -235,7 +235,7 @@ static void run_e2e_as(int opt, int codec, int io)
 		if (f.kind == KT_FRAME_SUMMARY)
 			cr_assert_eq(f.u.summary.io_backend, io);
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(name_ok, 1);
 	cr_assert_gt(exact, 0);
 	kt_reader_rewind(r);
@@ -359,7 +359,7 @@ static void deny_io_uring(void)
 static void check_backend_trace(const char *path, uint64_t events, int backend)
 {
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_trace_frame f;
 	int rc, seen = -1;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0)
@@ -644,7 +644,7 @@ Test(errors, uring_only_where_offsets_hold)
 	cr_assert_eq(sum.io_backend, KT_IO_PWRITE);
 	kt_summary_release(&sum);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(t_drain(r, NULL), 0);
 	kt_reader_close(r);
 	close(fds[0]);
@@ -674,8 +674,8 @@ static void check_fsize(int io)
 
 	kt_reader *r;
 	kt_reader_error e;
-	cr_assert_eq(kt_reader_open(&r, path, &e), 0, "%s", e.message);
-	cr_assert_eq(t_drain(r, NULL), 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(kt_reader_open(path, &e, &r), 0, "%s", e.message);
+	cr_assert_eq(t_drain(r, NULL), 0, "%s", kt_reader_get_last_error(r)->message);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
 	cr_assert_eq(st.truncated, 1);
@@ -790,7 +790,7 @@ static void cut_short_names_its_events(const kt_session_options *o)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
 	cr_assert_eq(t_names_in(path, want, 2), 2);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_event ev;
 	int rc, events = 0;
 	while ((rc = kt_reader_next(r, &ev)) > 0)
@@ -870,13 +870,13 @@ Test(start, a_bad_crash_directory_leaves_the_old_file_and_is_named)
 	cr_assert_eq(kt_session_start(path, NULL, &s), -ENOENT);
 	unsetenv("KT_CRASH_DIR");
 	check_precious(path);
-	cr_assert_str_eq(kt_session_start_error(),
+	cr_assert_str_eq(kt_session_get_start_error(),
 			 "crash directory in /nonexistent-katra-dir (KT_CRASH_DIR): "
 			 "No such file or directory");
 	kt_session_options o = { .crash_dir = "/nonexistent-katra-dir/x" };
 	cr_assert_eq(kt_session_start(path, &o, &s), -ENOENT);
 	check_precious(path);
-	cr_assert_str_eq(kt_session_start_error(),
+	cr_assert_str_eq(kt_session_get_start_error(),
 			 "crash directory in /nonexistent-katra-dir/x (crash_dir): "
 			 "No such file or directory");
 	cr_assert_eq(kt_session_start(fresh, &o, &s), -ENOENT);
@@ -888,14 +888,14 @@ Test(start, a_bad_crash_directory_leaves_the_old_file_and_is_named)
 	o = (kt_session_options){ .workload = huge };
 	cr_assert_eq(kt_session_start(path, &o, &s), -EINVAL);
 	check_precious(path);
-	cr_assert_eq(strncmp(kt_session_start_error(), "trace header", 12), 0, "%s",
-		     kt_session_start_error());
+	cr_assert_eq(strncmp(kt_session_get_start_error(), "trace header", 12), 0, "%s",
+		     kt_session_get_start_error());
 	/* The same start with good options replaces it. */
 	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
-	cr_assert_str_eq(kt_session_start_error(), "");
+	cr_assert_str_eq(kt_session_get_start_error(), "");
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(t_drain(r, NULL), 0);
 	kt_reader_close(r);
 	unlink(path);
@@ -947,7 +947,7 @@ Test(start, fd_zero_is_a_valid_trace_fd)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(t_drain(r, NULL), 0);
 	kt_reader_status rs;
 	kt_reader_get_status(r, &rs);
@@ -967,7 +967,7 @@ static kt_capture_options ringopt_session(const char *path, kt_session_options o
 	cr_assert_eq(kt_session_stop(s, &sum), 0);
 	kt_summary_release(&sum);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_capture_options c = kt_reader_get_header(r)->capture;
 	kt_reader_close(r);
 	return c;
@@ -982,7 +982,8 @@ Test(start, the_session_sets_the_ring_size_and_overflow_policy)
 	kt_session *s;
 	kt_session_options bad = { .ring_size = 1000 };
 	cr_assert_eq(kt_session_start(path, &bad, &s), -EINVAL);
-	cr_assert_str_eq(kt_session_start_error(), "ring size 1000 or overflow policy 0: Invalid argument");
+	cr_assert_str_eq(kt_session_get_start_error(),
+			 "ring size 1000 or overflow policy 0: Invalid argument");
 	kt_capture_options c = ringopt_session(
 		path, (kt_session_options){ .ring_size = 128 << 10, .overflow = KT_OVERFLOW_BLOCK });
 	cr_assert_eq(c.ring_size, 128 << 10);
@@ -996,7 +997,7 @@ Test(start, the_session_sets_the_ring_size_and_overflow_policy)
 	cr_assert_eq(c.overflow, KT_OVERFLOW_WAIT);
 	kt_session_options o = { .overflow = -2 };
 	cr_assert_eq(kt_session_start(path, &o, &s), -EINVAL);
-	cr_assert_str_eq(kt_session_start_error(),
+	cr_assert_str_eq(kt_session_get_start_error(),
 			 "ring size 0 or overflow policy -2: Invalid argument");
 	unlink(path);
 }

@@ -70,7 +70,7 @@ static uint64_t check_counters(const char *path, uint32_t id, int *threads)
 	int64_t next[MAXT] = { 0 };
 	kt_reader *r;
 	kt_reader_error e;
-	cr_assert_eq(kt_reader_open(&r, path, &e), 0, "%s", e.message);
+	cr_assert_eq(kt_reader_open(path, &e, &r), 0, "%s", e.message);
 	kt_trace_frame f;
 	int rc;
 	uint64_t n = 0;
@@ -93,7 +93,7 @@ static uint64_t check_counters(const char *path, uint32_t id, int *threads)
 			n++;
 		}
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
 	cr_assert_eq(st.complete, 1);
@@ -166,7 +166,7 @@ static void fifty_forks(int crash_files)
 	snprintf(path, sizeof(path), "%s/parent.katra", dir);
 	kt_session_options o = { .crash_dir = crash_files ? dir : NULL };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_get_start_error());
 	uint32_t id = kt_name("count");
 	/* Another thread emits all along, so forks land mid-emit there too. */
 	struct emitter em = { id, THREAD_EVENTS, 0 };
@@ -253,7 +253,7 @@ Test(exec, a_program_execed_mid_session_inherits_no_katra_fd, .timeout = 120)
 	 * rings, crash files (control, names, ring-N). */
 	kt_session_options o = { .crash_dir = dir };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_get_start_error());
 	uint32_t id = kt_name("count");
 	struct emitter em = { id, 200000, 0 };
 	pthread_t th;
@@ -381,7 +381,7 @@ static void timer_run(int run, const char *dir)
 	/* The file verifies, and the main thread's records are all there, in
 	 * order, none written over. */
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_event ev;
 	int rc;
 	int64_t next = 0;
@@ -402,7 +402,7 @@ static void timer_run(int run, const char *dir)
 		}
 		next++;
 	}
-	cr_assert_eq(rc, 0, "run %d: %s", run, kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "run %d: %s", run, kt_reader_get_last_error(r)->message);
 	cr_assert_eq(next, MAIN_EVENTS);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
@@ -448,7 +448,7 @@ static void reader_leaves(int fds[2], int sock)
 	signal(SIGPIPE, SIG_DFL);
 	kt_session_options o = { .fd = fds[1], .use_fd = 1 };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	struct emitter em = { kt_name("count"), PIPE_EVENTS, 0 };
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, emit_counters, &em), 0);
@@ -570,7 +570,7 @@ Test(signals, a_handlers_first_emit_allocates_nothing_after_the_host_made_keys)
 	tmp_dir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/first.katra", dir);
 	kt_session *s;
-	cr_assert_eq(kt_session_start(path, NULL, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0, "%s", kt_session_get_start_error());
 	first_emit_id = kt_name("count");
 	struct sigaction sa = { .sa_handler = first_emit_handler };
 	sigemptyset(&sa.sa_mask);
@@ -842,7 +842,7 @@ Test(limits, emits_of_threads_without_a_ring_are_counted)
 	int st = t_in_child(fsize_accounting_child, path);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(t_drain(r, NULL), 0);
 	kt_reader_status st2;
 	kt_reader_get_status(r, &st2);

@@ -40,7 +40,7 @@ static void stalled_reader(int policy)
 	kt_session_options o = { .fd = fds[1], .use_fd = 1, .io_timeout_ns = 200000000,
 				 .codec = KT_SESSION_CODEC_RAW };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	uint32_t id = kt_name("count");
 	for (int64_t i = 0; i < STALL_EVENTS; i++)
 		kt_counter(id, i);
@@ -128,7 +128,7 @@ Test(cancel, a_cancelled_start_and_stop_leave_no_lock_held, .timeout = 30)
 	c.rc = -1;
 	run_cancelled(stop_cancelled, &c);
 	kt_session *s;
-	cr_assert_eq(kt_session_start(path, NULL, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0, "%s", kt_session_get_start_error());
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	unlink(path);
 	rmdir(dir);
@@ -160,7 +160,7 @@ Test(cancel, a_cancelled_first_emit_leaves_no_ring_lock_held, .timeout = 60)
 	snprintf(path, sizeof(path), "%s/t.katra", dir);
 	kt_session *s;
 	kt_session_options o = { .crash_dir = dir };
-	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_get_start_error());
 	for (int i = 0; i < 50; i++) {
 		pthread_t th;
 		void *ret = NULL;
@@ -213,7 +213,7 @@ Test(cancel, a_cancelled_snapshot_leaves_no_lock_held, .timeout = 30)
 	snprintf(b, sizeof(b), "%s/b.katra", dir);
 	kt_session *s;
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
-	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	kt_instant(kt_name("before the snapshot"));
 	struct snapped c = { s, a, -1 };
 	pthread_t th;
@@ -361,7 +361,7 @@ Test(unload, dlclose_then_a_traced_thread_exits, .timeout = 60)
 	cr_assert(WIFEXITED(st), "the host died by signal %d", WTERMSIG(st));
 	cr_assert_eq(WEXITSTATUS(st), 0, "probe step %d failed", WEXITSTATUS(st));
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, trace, NULL), 0);
+	cr_assert_eq(kt_reader_open(trace, NULL, &r), 0);
 	cr_assert_eq(t_drain(r, NULL), 0);
 	kt_reader_close(r);
 	unlink(trace);

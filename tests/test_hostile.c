@@ -53,7 +53,7 @@ static kt_writer *w_open(const char *path, int captured)
 		h.epoch = 0;
 	}
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0, "%s", path);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0, "%s", path);
 	return w;
 }
 
@@ -341,7 +341,7 @@ static void evil_trace(const char *path, int captured)
 	h.capture_id = captured ? "cap\xff\xfe" : "";
 	h.notes = evil_notes;
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	w_name(w, 1, "zone\n\x1b[2K");
 	w_name(w, 2, "bad\xff");
 	cr_assert_eq(kt_writer_thread(w, 1, 7, "th\xfe\x1b]2;x\x07"), 0);
@@ -1053,7 +1053,7 @@ Test(time, spans_past_int64_saturate_in_json)
 	h.clock.tick_hz = 1000000000;
 	h.clock.ticks = h.clock.mono_ns = 0;
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	w_name(w, 1, "zone");
 	const kt_event evs[] = { { .ts = 0, .name_id = 1, .type = KT_EV_ZONE_BEGIN },
 				 { .ts = UINT64_MAX, .name_id = 1, .type = KT_EV_ZONE_END } };

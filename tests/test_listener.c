@@ -362,7 +362,7 @@ Test(listener, a_start_never_removes_a_live_socket)
 	kt_session *s = start_listening();
 	struct stat sb;
 	int kept = stat(path, &sb) == 0 && S_ISSOCK(sb.st_mode);
-	const char *why = s ? "" : kt_session_start_error();
+	const char *why = s ? "" : kt_session_get_start_error();
 	int said_inuse = strstr(why, kt_strerror(-EADDRINUSE)) != NULL;
 	if (s)
 		kt_session_stop(s, NULL);
@@ -394,7 +394,7 @@ Test(listener, a_swapped_directory_loses_nothing_at_stop)
 {
 	fx_base();
 	kt_session *s = start_listening();
-	cr_assert_not_null(s, "%s", kt_session_start_error());
+	cr_assert_not_null(s, "%s", kt_session_get_start_error());
 	char dirp[96], old[96], other[96], victim[400], name[256] = "", mine[400];
 	snprintf(dirp, sizeof(dirp), "%s/katra", base);
 	snprintf(old, sizeof(old), "%s/old", base);
@@ -444,7 +444,7 @@ Test(listener, a_runtime_dir_not_ours_is_not_used)
 			kt_session_stop(s2, NULL);
 	}
 	rm_base();
-	cr_assert_not_null(s, "%s", kt_session_start_error());
+	cr_assert_not_null(s, "%s", kt_session_get_start_error());
 	cr_assert(!open_used, "a directory others may enter was used");
 	cr_assert(!other_used, "another user's directory was used");
 	if (!as_root)

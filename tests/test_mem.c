@@ -33,7 +33,7 @@ static void mem_read_back(const char *path, struct mem_seen *s)
 	kt_chunk_iter it;
 	kt_event ev;
 	memset(s, 0, sizeof(*s));
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	while (kt_reader_next_frame(r, &f) > 0) {
 		if (f.kind != KT_FRAME_CHUNK)
 			continue;
@@ -126,7 +126,7 @@ static uint8_t *mem_file(size_t *len)
 	kt_writer *w;
 	t_header(&h);
 	int fd = memfd_create("mem", MFD_CLOEXEC);
-	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	cr_assert_eq(kt_writer_name(w, 1, "textures", 8), 0);
 	cr_assert_eq(kt_writer_name(w, 2, "meshes", 6), 0);
 	cr_assert_eq(kt_writer_name(w, 3, "load", 4), 0);

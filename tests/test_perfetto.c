@@ -345,7 +345,7 @@ static FILE *decoded(const char *katra, const char *tag, struct proc *p)
 static uint64_t file_locations(const char *path, struct check *c)
 {
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_trace_frame fr;
 	while (kt_reader_next_frame(r, &fr) == 1) {
 		const kt_srcloc *l = kt_trace_frame_get_srcloc(&fr);
@@ -416,7 +416,7 @@ static void write_flows(const char *path)
 	kt_header h;
 	t_header(&h);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	static const char *const names[] = { "send", "recv", "late", "take", "tick", "hand" };
 	for (uint32_t i = 0; i < 6; i++)
 		cr_assert_eq(kt_writer_name(w, i + 1, names[i], strlen(names[i])), 0);

@@ -25,7 +25,7 @@ static void map_sample(const uint8_t *buf, size_t len, struct layout *l)
 	kt_trace_frame f;
 	uint64_t events = 0;
 	memset(l, 0, sizeof(*l));
-	cr_assert_eq(kt_reader_open_mem(&r, buf, len, NULL), 0);
+	cr_assert_eq(kt_reader_open_mem(buf, len, NULL, &r), 0);
 	while (kt_reader_next_frame(r, &f) > 0) {
 		cr_assert_lt(l->n, 32);
 		if (l->n == 0)
@@ -69,7 +69,7 @@ static int read_err(const uint8_t *buf, size_t len, uint64_t *offset, kt_reader_
 {
 	kt_reader *r;
 	kt_reader_error e;
-	int rc = kt_reader_open_mem(&r, buf, len, &e);
+	int rc = kt_reader_open_mem(buf, len, &e, &r);
 	if (rc) {
 		*offset = e.offset;
 		return rc;
@@ -308,9 +308,9 @@ static void check_every_cut(int use_fd)
 		if (use_fd) {
 			cr_assert_eq(ftruncate(fd, 0), 0);
 			cr_assert_eq(pwrite(fd, fx.buf, cut, 0), (ssize_t)cut);
-			rc = kt_reader_open_fd(&r, fd, &e);
+			rc = kt_reader_open_fd(fd, &e, &r);
 		} else {
-			rc = kt_reader_open_mem(&r, fx.buf, cut, &e);
+			rc = kt_reader_open_mem(fx.buf, cut, &e, &r);
 		}
 		if (cut < fx.l.first_frame) {
 			cr_assert_eq(rc, KT_ETRUNCATED, "cut %zu: %s", cut, e.message);
@@ -361,7 +361,7 @@ static int open_fd_of(const uint8_t *buf, size_t len, kt_reader **r)
 {
 	int fd = memfd_create("claim", MFD_CLOEXEC);
 	cr_assert_eq(pwrite(fd, buf, len, 0), (ssize_t)len);
-	cr_assert_eq(kt_reader_open_fd(r, fd, NULL), 0);
+	cr_assert_eq(kt_reader_open_fd(fd, NULL, r), 0);
 	return fd;
 }
 
@@ -456,16 +456,16 @@ Test(open, paths_that_are_not_traces)
 {
 	kt_reader *r;
 	kt_reader_error e;
-	cr_assert_eq(kt_reader_open(&r, "/nonexistent/trace.katra", &e), -ENOENT);
+	cr_assert_eq(kt_reader_open("/nonexistent/trace.katra", &e, &r), -ENOENT);
 	cr_assert_null(r);
-	cr_assert_eq(kt_reader_open(&r, "/tmp", &e), -EISDIR);
-	cr_assert_eq(kt_reader_open(&r, "/dev/null", &e), KT_ENOTFILE);
+	cr_assert_eq(kt_reader_open("/tmp", &e, &r), -EISDIR);
+	cr_assert_eq(kt_reader_open("/dev/null", &e, &r), KT_ENOTFILE);
 	cr_assert_str_eq(e.message, "offset 0: not a regular file (traces are read from files: "
 				    "save a stream to a file first): /dev/null is a character device");
 	char path[] = "/tmp/katra-empty-XXXXXX";
 	int fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(kt_reader_open(&r, path, &e), KT_ETRUNCATED);
+	cr_assert_eq(kt_reader_open(path, &e, &r), KT_ETRUNCATED);
 	cr_assert_str_eq(e.message, "offset 0: file is truncated: the file is empty");
 	close(fd);
 	unlink(path);
@@ -480,7 +480,7 @@ Test(skip_events, frames_without_decoding_then_the_fault_on_decode)
 	fx.buf[fx.raw + 8 + 40 + 12] = 99; /* first record's type */
 	reseal(fx.buf, fx.raw);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open_mem(&r, fx.buf, fx.len, NULL), 0);
+	cr_assert_eq(kt_reader_open_mem(fx.buf, fx.len, NULL, &r), 0);
 	cr_assert_eq(kt_reader_skip_events(r, 1), 0);
 	kt_trace_frame f;
 	int rc, chunks = 0, summary = 0;
@@ -518,7 +518,7 @@ Test(open, fifo_is_refused_without_waiting_for_a_writer, .timeout = 10)
 	cr_assert_eq(mkfifo(path, 0600), 0);
 	kt_reader *r;
 	kt_reader_error e;
-	cr_assert_eq(kt_reader_open(&r, path, &e), KT_ENOTFILE);
+	cr_assert_eq(kt_reader_open(path, &e, &r), KT_ENOTFILE);
 	cr_assert_null(r);
 	cr_assert_eq(e.code, KT_ENOTFILE);
 	cr_assert_not_null(strstr(e.message, "trace.katra is a FIFO or pipe"), "%s", e.message);
@@ -534,10 +534,10 @@ Test(open, pipes_and_sockets_are_refused)
 	kt_reader_error e;
 	cr_assert_eq(pipe(p), 0);
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, s), 0);
-	cr_assert_eq(kt_reader_open_fd(&r, p[0], &e), KT_ENOTFILE);
+	cr_assert_eq(kt_reader_open_fd(p[0], &e, &r), KT_ENOTFILE);
 	cr_assert_str_eq(e.message, "offset 0: not a regular file (traces are read from files: "
 				    "save a stream to a file first): a FIFO or pipe");
-	cr_assert_eq(kt_reader_open_fd(&r, s[0], &e), KT_ENOTFILE);
+	cr_assert_eq(kt_reader_open_fd(s[0], &e, &r), KT_ENOTFILE);
 	cr_assert_not_null(strstr(e.message, "a socket"));
 	cr_assert_null(r);
 	/* The fds are the caller's: still open. */
@@ -565,7 +565,7 @@ Test(open, a_cut_inside_the_header_is_truncated_through_a_path)
 		close(fd);
 		kt_reader *r;
 		kt_reader_error e;
-		cr_assert_eq(kt_reader_open(&r, path, &e), KT_ETRUNCATED, "cut %zu: %s", cut,
+		cr_assert_eq(kt_reader_open(path, &e, &r), KT_ETRUNCATED, "cut %zu: %s", cut,
 			     e.message);
 		cr_assert_eq(e.code, KT_ETRUNCATED);
 		cr_assert_eq(e.offset, cut, "cut %zu", cut);
@@ -587,7 +587,7 @@ Test(window, fd_reader_matches_memory_reader_across_window_edges)
 	t_header(&h);
 	int fd = memfd_create("window", MFD_CLOEXEC);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	static uint8_t ev[12 * (65536 + 16)], payload[65535];
 	char name[4096];
 	memset(name, 'n', sizeof(name));
@@ -612,8 +612,8 @@ Test(window, fd_reader_matches_memory_reader_across_window_edges)
 	cr_assert_gt(len, 4u << 20);
 
 	kt_reader *a, *b;
-	cr_assert_eq(kt_reader_open_fd(&a, fd, NULL), 0);
-	cr_assert_eq(kt_reader_open_mem(&b, buf, len, NULL), 0);
+	cr_assert_eq(kt_reader_open_fd(fd, NULL, &a), 0);
+	cr_assert_eq(kt_reader_open_mem(buf, len, NULL, &b), 0);
 	kt_trace_frame fa, fb;
 	int ra, rb;
 	uint64_t frames = 0;
@@ -662,7 +662,7 @@ static int count_filtered(kt_reader *r)
 Test(filter, the_reader_keeps_only_the_window_and_threads_named)
 {
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, KT_TEST_DATA "/golden_v1.katra", NULL), 0);
+	cr_assert_eq(kt_reader_open(KT_TEST_DATA "/golden_v1.katra", NULL, &r), 0);
 	static const uint32_t two[] = { 2 }, one[] = { 1 };
 	kt_reader_filter f = { 0, UINT64_MAX, two, 1 };
 	cr_assert_eq(kt_reader_set_filter(r, &f), 0);

@@ -231,7 +231,7 @@ static void read_out(const char *path, const char *name, struct outcome *o)
 	memset(o, 0, sizeof(*o));
 	kt_reader *r;
 	kt_reader_error err;
-	cr_assert_eq(kt_reader_open(&r, path, &err), 0, "%s: %s", path, err.message);
+	cr_assert_eq(kt_reader_open(path, &err, &r), 0, "%s: %s", path, err.message);
 	kt_trace_frame f;
 	int rc, summary = 0;
 	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
@@ -246,7 +246,7 @@ static void read_out(const char *path, const char *name, struct outcome *o)
 			summary = 1;
 		}
 	}
-	cr_assert_eq(rc, 0, "%s: %s", path, kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s: %s", path, kt_reader_get_last_error(r)->message);
 	cr_assert(summary);
 	kt_reader_close(r);
 }
@@ -733,7 +733,7 @@ static void write_trace(const char *path, uint64_t n)
 	kt_header h;
 	kt_header_init(&h);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open(&w, path, &h), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	uint8_t buf[EVENTS * REC];
 	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, buf, records(buf, n, 0)), 0);
 	cr_assert_eq(kt_writer_close(w), 0);

@@ -112,7 +112,7 @@ static void read_file(const char *path, struct file *f, kt_reader **rp)
 {
 	memset(f, 0, sizeof(*f));
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_trace_frame fr;
 	int rc;
 	while ((rc = kt_reader_next_frame(r, &fr)) > 0)
@@ -163,7 +163,7 @@ static void run_renderer(const char *dir, char *out, size_t cap)
 
 static uint64_t since(const struct file *f, kt_reader *r, uint64_t ts)
 {
-	return kt_reader_ticks_to_ns(r, ts) - f->origin_ns;
+	return kt_reader_get_time_ns(r, ts) - f->origin_ns;
 }
 
 /* Thread @x's zones open from its window start: each shown as begun at
@@ -305,8 +305,8 @@ Test(renderer, the_hitch_snapshot_keeps_the_hitch_and_each_thread_its_window, .t
 	 * of it: 80 frames paced to 16 ms came before. */
 	cr_assert_neq(main_th->hitch_begin, 0);
 	cr_assert_gt(main_th->hitch_end, main_th->hitch_begin);
-	cr_assert_geq(kt_reader_ticks_to_ns(r, main_th->last_ts) -
-			      kt_reader_ticks_to_ns(r, main_th->first_ts),
+	cr_assert_geq(kt_reader_get_time_ns(r, main_th->last_ts) -
+			      kt_reader_get_time_ns(r, main_th->first_ts),
 		      1000000000ull);
 	cr_assert_eq(main_th->lost, 0);
 	/* The snapshot's result, as renderer printed it. */

@@ -30,7 +30,7 @@ static void session_file(const char *path, int codec)
 {
 	kt_session_options o = { .codec = codec, .stop_sync = KT_STOP_SYNC_NONE };
 	kt_session *s;
-	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_start_error());
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_get_start_error());
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, emitter, NULL), 0);
 	uint32_t frame = kt_name("frame"), msg = kt_name("log");
@@ -74,7 +74,7 @@ static void katra_ok(const char *const *args)
 static void header_codec(const char *path, int *codec, int *level)
 {
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0, "%s", path);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0, "%s", path);
 	*codec = kt_reader_get_header(r)->capture.codec;
 	*level = kt_reader_get_header(r)->capture.codec_level;
 	kt_reader_close(r);

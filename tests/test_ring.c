@@ -85,7 +85,7 @@ static void check_stress_trace(const char *path, int nprod, uint64_t per_thread,
 {
 	kt_reader *r;
 	kt_reader_error e;
-	cr_assert_eq(kt_reader_open(&r, path, &e), 0, "%s", e.message);
+	cr_assert_eq(kt_reader_open(path, &e, &r), 0, "%s", e.message);
 	static struct per_thread t[MAX_THREADS];
 	memset(t, 0, sizeof(t));
 	kt_trace_frame f;
@@ -134,7 +134,7 @@ static void check_stress_trace(const char *path, int nprod, uint64_t per_thread,
 			}
 		}
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
 	cr_assert_eq(st.complete, 1);
@@ -301,7 +301,7 @@ Test(churn, thousand_short_threads_lose_nothing_and_leak_nothing, .timeout = 300
 	cr_assert_eq(fds1, fds0, "fds %d, started with %d", fds1, fds0);
 
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(t_drain(r, NULL), 0);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
@@ -373,7 +373,7 @@ Test(ring, oversize_records_are_refused_and_counted)
 	cr_assert_eq(sum.events_dropped, 7);
 	kt_summary_release(&sum);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(t_drain(r, NULL), 0);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
@@ -406,9 +406,9 @@ Test(ring, configuration_is_checked)
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	cr_assert_eq(kt_session_stop(s2 = NULL, NULL), -EINVAL);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
-	cr_assert_eq(kt_reader_header(r)->clock.source, KT_CLOCK_MONOTONIC);
-	cr_assert_eq(kt_reader_header(r)->capture.ring_size, 1 << 20);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	cr_assert_eq(kt_reader_get_header(r)->clock.source, KT_CLOCK_MONOTONIC);
+	cr_assert_eq(kt_reader_get_header(r)->capture.ring_size, 1 << 20);
 	kt_reader_close(r);
 	unlink(path);
 	free(path);
@@ -431,7 +431,7 @@ Test(ring, zone_macro_interns_once_and_closes_at_scope_exit)
 	/* The zone's id is its call site's (katra/zone.h), named once. */
 	uint32_t zid = 0, iid = kt_name("inside");
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_trace_frame f;
 	uint8_t types[8];
 	uint32_t ids[8];
@@ -482,7 +482,7 @@ Test(ring, events_from_before_the_session_are_discarded)
 	cr_assert_eq(sum.events_written, 1);
 	kt_summary_release(&sum);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_trace_frame f;
 	int64_t v = 0;
 	while (kt_reader_next_frame(r, &f) > 0)
@@ -570,7 +570,7 @@ static void emit_interrupted(const char *tag, kt_summary *sum)
 	/* The file holds the counter and the messages whole, and says three
 	 * events were lost: the nested ones, which never overwrote them. */
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	kt_event ev;
 	int rc, n = 0;
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
@@ -584,7 +584,7 @@ static void emit_interrupted(const char *tag, kt_summary *sum)
 		for (int k = 0; k < TRAP_LEN; k++)
 			cr_assert_eq(ev.payload[k], 'm');
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	cr_assert_eq(n, 1 + TRAP_ROUNDS);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
@@ -687,7 +687,7 @@ static int thread_entries(const char *path, const char *name, int *named)
 	kt_trace_frame f;
 	int threads = 0;
 	*named = 0;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	while (kt_reader_next_frame(r, &f) > 0)
 		if (f.kind == KT_FRAME_THREAD) {
 			const char *n = f.u.thread.name;

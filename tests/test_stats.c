@@ -87,7 +87,7 @@ static void stats_file(const char *path)
 	t_header(&h);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	for (uint32_t i = 1; i <= SNAP; i++)
 		cr_assert_eq(kt_writer_name(w, i, names[i], strlen(names[i])), 0);
 	cr_assert_eq(kt_writer_thread(w, 1, 1001, "main"), 0);

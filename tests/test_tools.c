@@ -33,7 +33,7 @@ Test(merge, ties_break_by_thread_then_sequence)
 	t_header(&h);
 	int fd = memfd_create("merge", MFD_CLOEXEC);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	uint8_t buf[4096];
 	size_t n = 0;
 	n = put(buf, n, 100, 20);
@@ -49,7 +49,7 @@ Test(merge, ties_break_by_thread_then_sequence)
 	kt_writer_close(w);
 
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open_fd(&r, fd, NULL), 0);
+	cr_assert_eq(kt_reader_open_fd(fd, NULL, &r), 0);
 	static const uint32_t want[] = { 12, 10, 20, 21, 11, 22 };
 	kt_event ev;
 	for (int pass = 0; pass < 2; pass++) {
@@ -67,7 +67,7 @@ Test(merge, ties_break_by_thread_then_sequence)
 Test(merge, golden_file_in_time_order)
 {
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
+	cr_assert_eq(kt_reader_open(GOLDEN, NULL, &r), 0);
 	kt_event ev;
 	uint64_t n = 0, last = 0;
 	uint32_t order[4] = { 0 };
@@ -114,7 +114,7 @@ Test(merge, replay_is_deterministic_and_stoppable)
 	struct collect a = { .len = 0 }, b = { .len = 0 };
 	kt_replay_options fast = { .max = 1 }, paced = { .speed = 1e6 };
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, GOLDEN, NULL), 0);
+	cr_assert_eq(kt_reader_open(GOLDEN, NULL, &r), 0);
 	cr_assert_eq(kt_replay(r, collect_cb, &a, &fast), 0);
 	kt_reader_rewind(r);
 	cr_assert_eq(kt_replay(r, collect_cb, &b, &paced), 0);
@@ -409,7 +409,7 @@ static int count_codec(const char *file, int codec)
 	kt_reader *r;
 	kt_trace_frame f;
 	int n = 0;
-	cr_assert_eq(kt_reader_open(&r, file, NULL), 0);
+	cr_assert_eq(kt_reader_open(file, NULL, &r), 0);
 	while (kt_reader_next_frame(r, &f) > 0)
 		n += f.kind == KT_FRAME_CHUNK && f.u.chunk.codec == codec;
 	kt_reader_close(r);
@@ -506,7 +506,7 @@ Test(cli, slice_keeps_the_chosen_thread_and_time)
 	 * (the drop record lies before the slice). */
 	kt_reader *r;
 	kt_trace_frame f;
-	cr_assert_eq(kt_reader_open(&r, out, NULL), 0);
+	cr_assert_eq(kt_reader_open(out, NULL, &r), 0);
 	int seen = 0;
 	while (kt_reader_next_frame(r, &f) > 0)
 		if (f.kind == KT_FRAME_SUMMARY) {
@@ -597,7 +597,7 @@ static void nth_chunk(const char *path, int nth, uint64_t *off, uint64_t *size, 
 	kt_reader *r;
 	kt_trace_frame f;
 	int seen = 0;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	while (kt_reader_next_frame(r, &f) > 0 && !(f.kind == KT_FRAME_CHUNK && seen++ == nth))
 		;
 	*off = f.offset;
@@ -844,7 +844,7 @@ Test(cli, replay_max_equals_paced_replay_across_batches)
 	kt_header h;
 	t_header(&h);
 	kt_writer *w;
-	cr_assert_eq(kt_writer_open_fd(&w, fd, &h), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	static const uint8_t kinds[9] = { KT_EV_ZONE_BEGIN, KT_EV_ZONE_END, KT_EV_INSTANT,
 					  KT_EV_COUNTER_I64, KT_EV_COUNTER_F64, KT_EV_FRAME,
 					  KT_EV_FLOW, KT_EV_MESSAGE, KT_EV_USER };

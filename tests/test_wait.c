@@ -84,7 +84,7 @@ static uint64_t count_sequence(const char *path, uint64_t *drops)
 {
 	kt_reader *r;
 	kt_reader_error e;
-	cr_assert_eq(kt_reader_open(&r, path, &e), 0, "%s", e.message);
+	cr_assert_eq(kt_reader_open(path, &e, &r), 0, "%s", e.message);
 	kt_trace_frame f;
 	uint64_t next = 0;
 	int rc;
@@ -107,7 +107,7 @@ static uint64_t count_sequence(const char *path, uint64_t *drops)
 			next = (uint64_t)v + 1;
 		}
 	}
-	cr_assert_eq(rc, 0, "%s", kt_reader_last_error(r)->message);
+	cr_assert_eq(rc, 0, "%s", kt_reader_get_last_error(r)->message);
 	kt_reader_close(r);
 	return next;
 }
@@ -175,7 +175,7 @@ Test(wait, is_the_default_and_the_header_says_so)
 	cr_assert_eq(kt_session_stop(s, &sum), 0);
 	kt_summary_release(&sum);
 	kt_reader *r;
-	cr_assert_eq(kt_reader_open(&r, path, NULL), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(kt_reader_get_header(r)->capture.overflow, KT_OVERFLOW_WAIT);
 	kt_reader_close(r);
 	unlink(path);

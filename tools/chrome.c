@@ -188,8 +188,8 @@ static int put_drops(struct ch *c, struct xthread *t, uint64_t ts, uint64_t limi
 	const struct xdrop *d;
 	int rc = 0;
 	while (!rc && (d = xstate_drop_due(&c->xs, t, ts))) {
-		uint64_t a = kt_reader_ticks_to_ns(c->r, d->first_ts);
-		uint64_t b = kt_reader_ticks_to_ns(c->r, d->last_ts);
+		uint64_t a = kt_reader_get_time_ns(c->r, d->first_ts);
+		uint64_t b = kt_reader_get_time_ns(c->r, d->last_ts);
 		if (b < c->o->from_ns || a > c->o->to_ns)
 			continue; /* outside the window: not this export's */
 		a = a < limit ? a : limit;
@@ -260,8 +260,8 @@ static int open_track_zone(void *ctx, const struct track_zone *z)
 	if (d < 2 || (*as_b)[d - 2])
 		return 0;
 	const struct track_open *up = &c->tracks.stack[z->track][d - 2];
-	uint64_t b = kt_reader_ticks_to_ns(c->r, up->begin);
-	if (b != kt_reader_ticks_to_ns(c->r, z->begin) || b < c->o->from_ns || b > c->o->to_ns)
+	uint64_t b = kt_reader_get_time_ns(c->r, up->begin);
+	if (b != kt_reader_get_time_ns(c->r, z->begin) || b < c->o->from_ns || b > c->o->to_ns)
 		return 0;
 	(*as_b)[d - 2] = 1;
 	char head[192];
@@ -277,7 +277,7 @@ static int open_track_zone(void *ctx, const struct track_zone *z)
 static int put_track_zone(void *ctx, const struct track_zone *z)
 {
 	struct ch *c = ctx;
-	uint64_t b = kt_reader_ticks_to_ns(c->r, z->begin), e = kt_reader_ticks_to_ns(c->r, z->end);
+	uint64_t b = kt_reader_get_time_ns(c->r, z->begin), e = kt_reader_get_time_ns(c->r, z->end);
 	uint8_t *as_b = c->track_b[z->track];
 	char head[256];
 	if (as_b && as_b[z->depth]) {
@@ -305,7 +305,7 @@ static int put_track(struct ch *c, const kt_event *ev)
 		return rc;
 	kt_track_event te;
 	kt_event_get_track(ev, &te);
-	uint64_t ns = kt_reader_ticks_to_ns(c->r, ticks);
+	uint64_t ns = kt_reader_get_time_ns(c->r, ticks);
 	if (ns < c->o->from_ns || ns > c->o->to_ns)
 		return 0;
 	char head[192], val[40];
@@ -406,7 +406,7 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 		if (!t)
 			return -ENOMEM;
 		if (fresh)
-			t->last_out = kt_reader_ticks_to_ns(c->r, c->xs.drops[i].first_ts);
+			t->last_out = kt_reader_get_time_ns(c->r, c->xs.drops[i].first_ts);
 	}
 	struct xthread *last = NULL;
 	for (size_t i = 0; i < c->xs.nthreads && !rc; i++) {

@@ -128,7 +128,7 @@ int input_open_quiet(struct input *in, const char *path, kt_reader_error *err)
 		return -EISDIR;
 	if (!S_ISREG(in->sb.st_mode))
 		return -ESPIPE;
-	return kt_reader_open_fd(&in->r, in->fd, err);
+	return kt_reader_open_fd(in->fd, err, &in->r);
 }
 
 void input_close(struct input *in)

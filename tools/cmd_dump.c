@@ -91,7 +91,7 @@ static int replay_paced(kt_reader *r, struct fmt *fm, struct pacer *p)
 	uint64_t n = 0;
 	int rc;
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
-		uint64_t ns = kt_reader_ticks_to_ns(r, ev.ts);
+		uint64_t ns = kt_reader_get_time_ns(r, ev.ts);
 		pace(p, ns, fm);
 		if (fmt_event(fm, &ev, ns))
 			return -ENOMEM;

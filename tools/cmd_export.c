@@ -91,8 +91,8 @@ static uint64_t selected_events(kt_reader *r, const struct export_opts *o)
 		int keep = !o->threads.n;
 		for (int i = 0; i < o->threads.n; i++)
 			keep |= o->threads.ids[i] == f.u.chunk.thread_id;
-		uint64_t a = kt_reader_ticks_to_ns(r, f.u.chunk.first_ts);
-		uint64_t b = kt_reader_ticks_to_ns(r, f.u.chunk.last_ts);
+		uint64_t a = kt_reader_get_time_ns(r, f.u.chunk.first_ts);
+		uint64_t b = kt_reader_get_time_ns(r, f.u.chunk.last_ts);
 		uint64_t lo = a > o->copts.from_ns ? a : o->copts.from_ns;
 		uint64_t hi = b < o->copts.to_ns ? b : o->copts.to_ns;
 		if (!keep || lo > hi)

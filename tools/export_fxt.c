@@ -418,7 +418,7 @@ static void put_drops(struct fx *x, struct xthread *t, uint64_t ts)
 	while ((d = xstate_drop_due(&x->xs, t, ts))) {
 		char text[80];
 		snprintf(text, sizeof(text), "katra: %" PRIu64 " events dropped", d->count);
-		ev_put(x, ev_start(x, t, EV_INSTANT, kt_reader_ticks_to_ns(x->r, d->first_ts), 0,
+		ev_put(x, ev_start(x, t, EV_INSTANT, kt_reader_get_time_ns(x->r, d->first_ts), 0,
 				   text));
 	}
 }
@@ -541,7 +541,7 @@ static int put_track_threads(struct fx *x)
 static int put_track_zone(struct fx *x, const struct track_zone *z, int end)
 {
 	ev_put(x, ev_start_on(x, 0, x->track_koid[z->track], end ? EV_END : EV_BEGIN,
-			      kt_reader_ticks_to_ns(x->r, end ? z->end : z->begin), z->name, NULL));
+			      kt_reader_get_time_ns(x->r, end ? z->end : z->begin), z->name, NULL));
 	return x->err ? x->err : x->out.failed ? -EIO : 0;
 }
 
@@ -572,7 +572,7 @@ static int on_track(struct fx *x, const kt_event *ev)
 	else
 		memcpy(&v, &te.value_f64, sizeof(v));
 	uint64_t h = ev_start_on(x, 0, x->track_koid[te.track], EV_COUNTER,
-				 kt_reader_ticks_to_ns(x->r, ticks), ev->name_id, NULL);
+				 kt_reader_get_time_ns(x->r, ticks), ev->name_id, NULL);
 	counter_value(x, ev->name_id, i64, v, (uint64_t)te.track << 32 | ev->name_id);
 	ev_put(x, h);
 	return 0;
@@ -636,7 +636,7 @@ static void put_trace_end(struct fx *x)
 		if (t && fresh) {
 			put_thread(x, t);
 			t->last_ts = x->xs.drops[i].first_ts;
-			t->last_out = kt_reader_ticks_to_ns(x->r, t->last_ts);
+			t->last_out = kt_reader_get_time_ns(x->r, t->last_ts);
 		}
 	}
 	struct xthread *last = NULL;

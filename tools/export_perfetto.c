@@ -559,7 +559,7 @@ static void put_drops(struct pf *p, struct xthread *t, uint64_t ts)
 	te.n = 0;
 		pb_varint(&te, 9, TYPE_INSTANT);
 		pb_bytes(&te, 23, text, (size_t)n);
-		put_event(p, t, kt_reader_ticks_to_ns(p->r, d->first_ts), &te);
+		put_event(p, t, kt_reader_get_time_ns(p->r, d->first_ts), &te);
 	}
 }
 
@@ -593,7 +593,7 @@ static int put_track_counter(struct pf *p, const kt_event *ev, uint64_t ticks)
 		e.has_counter_value = 1, e.counter_value = te.value_i64;
 	else
 		e.has_double_counter_value = 1, e.double_counter_value = te.value_f64;
-	Packet pk = mono_packet(SEQ_GLOBAL, kt_reader_ticks_to_ns(p->r, ticks));
+	Packet pk = mono_packet(SEQ_GLOBAL, kt_reader_get_time_ns(p->r, ticks));
 	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	pk.track_event = &e;
 	put_packet(p, &pk);
@@ -679,7 +679,7 @@ static int put_track_slice(struct pf *p, const struct track_zone *z, int end)
 	te.track_uuid = TRACK_UUID(z->track);
 	if (!end && !(te.name = name_of(p, z->name)))
 		return p->err;
-	Packet pk = mono_packet(SEQ_GLOBAL, kt_reader_ticks_to_ns(p->r, end ? z->end : z->begin));
+	Packet pk = mono_packet(SEQ_GLOBAL, kt_reader_get_time_ns(p->r, end ? z->end : z->begin));
 	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	pk.track_event = &te;
 	put_packet(p, &pk);
@@ -722,7 +722,7 @@ static void put_trace_end(struct pf *p)
 	for (size_t i = 0; i < p->xs.ndrops; i++) {
 		struct xthread *t = xstate_thread(&p->xs, p->xs.drops[i].thread_id, &fresh);
 		if (t && fresh)
-			put_seq_start(p, t, kt_reader_ticks_to_ns(p->r, p->xs.drops[i].first_ts));
+			put_seq_start(p, t, kt_reader_get_time_ns(p->r, p->xs.drops[i].first_ts));
 	}
 	uint64_t last = 0;
 	int rc = tracks_finish(&p->tracks);

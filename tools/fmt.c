@@ -655,8 +655,8 @@ static int fmt_drops_due(struct fmt *fm, uint64_t ts)
 	const struct drops *ds = fm->j->drops;
 	for (; fm->drop_next < ds->n && ds->d[fm->drop_next].first_ts <= ts; fm->drop_next++) {
 		const struct xdrop *d = &ds->d[fm->drop_next];
-		uint64_t a = kt_reader_ticks_to_ns(fm->j->drops_r, d->first_ts);
-		uint64_t b = kt_reader_ticks_to_ns(fm->j->drops_r, d->last_ts);
+		uint64_t a = kt_reader_get_time_ns(fm->j->drops_r, d->first_ts);
+		uint64_t b = kt_reader_get_time_ns(fm->j->drops_r, d->last_ts);
 		if (fmt_keeps(fm->j, d->thread_id, a) && fmt_drop_line(&fm->o, fm->j, d, a, b))
 			return -ENOMEM;
 	}

@@ -239,7 +239,7 @@ char *fmt_track_tail(char *d, const struct fmt_job *j, const kt_event *ev)
 	n = snprintf(d, 32, json ? ",\"track_ts\":%" PRIu64 : " ts=%" PRIu64, te.track_ts);
 	d += n > 0 && n < 32 ? n : 0;
 	if (rc == 0 && j->drops_r) {
-		uint64_t ns = kt_reader_ticks_to_ns(j->drops_r, ticks);
+		uint64_t ns = kt_reader_get_time_ns(j->drops_r, ticks);
 		n = snprintf(d, 32, json ? ",\"at_ns\":%" PRIu64 : " at=%" PRIu64, ns);
 		d += n > 0 && n < 32 ? n : 0;
 	}

@@ -62,7 +62,7 @@ static void pipe_format_ahead(struct pipe *p, struct pipe_batch *b)
 	size_t i;
 	for (i = 0; i < b->n && b->text.len < PIPE_AHEAD_BUDGET; i++) {
 		kt_event ev = batch_event(b, i);
-		if (p->c->ahead(p->ctx, p->ahead, &b->text, &ev, kt_reader_ticks_to_ns(p->r, ev.ts),
+		if (p->c->ahead(p->ctx, p->ahead, &b->text, &ev, kt_reader_get_time_ns(p->r, ev.ts),
 				b->first + i))
 			break;
 	}
@@ -149,7 +149,7 @@ static int pipe_collect(struct pipe *p, const kt_event *ev)
 	 * merging thread has the longer share of the work), unless the client
 	 * says its own is the longer. */
 	if (p->c->merge_ns)
-		e->ns = kt_reader_ticks_to_ns(p->r, ev->ts);
+		e->ns = kt_reader_get_time_ns(p->r, ev->ts);
 	e->ev = *ev;
 	e->ev.payload = NULL;
 	if (!p->c->payloads || (p->c->payloads == PIPE_PAYLOADS_FIXED && ev->payload_len > 16))
@@ -206,7 +206,7 @@ static int pipe_write(struct pipe *p, struct pipe_batch *b)
 			fixed = batch_event(b, i);
 			ev = &fixed;
 		}
-		uint64_t ns = p->c->merge_ns ? b->ev[i].ns : kt_reader_ticks_to_ns(p->r, ev->ts);
+		uint64_t ns = p->c->merge_ns ? b->ev[i].ns : kt_reader_get_time_ns(p->r, ev->ts);
 		rc = p->c->event(p->ctx, ev, ns, b->first + i);
 	}
 	return rc;
@@ -219,7 +219,7 @@ static int pipe_here(kt_reader *r, const struct pipe_client *c, void *ctx)
 	uint64_t i = 0;
 	int rc;
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
-		if ((rc = c->event(ctx, &ev, kt_reader_ticks_to_ns(r, ev.ts), i)) != 0)
+		if ((rc = c->event(ctx, &ev, kt_reader_get_time_ns(r, ev.ts), i)) != 0)
 			return rc;
 		progress_events(++i);
 	}

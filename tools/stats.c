@@ -117,8 +117,8 @@ static void drops_time(struct stats *c, kt_reader *r)
 		t->drop_to_ns = t->last_ns;
 		for (size_t k = t->drop_end - t->drop_windows; k < t->drop_end; k++) {
 			const struct xdrop *x = &c->drops.d[k];
-			uint64_t a = kt_reader_ticks_to_ns(r, x->first_ts);
-			uint64_t b = kt_reader_ticks_to_ns(r, x->last_ts);
+			uint64_t a = kt_reader_get_time_ns(r, x->first_ts);
+			uint64_t b = kt_reader_get_time_ns(r, x->last_ts);
 			uint64_t from = a > reach ? a : reach;
 			t->drop_ns += b > from ? b - from : 0;
 			reach = b > reach ? b : reach;

@@ -34,7 +34,7 @@ static int on_zone(void *ctx, const struct track_zone *z)
 		return 0;
 	}
 	struct track_row *w = &s->rows[*slot];
-	uint64_t b = kt_reader_ticks_to_ns(s->r, z->begin), e = kt_reader_ticks_to_ns(s->r, z->end);
+	uint64_t b = kt_reader_get_time_ns(s->r, z->begin), e = kt_reader_get_time_ns(s->r, z->end);
 	uint64_t d = e > b ? e - b : 0;
 	w->count++;
 	w->total_ns = w->total_ns > UINT64_MAX - d ? UINT64_MAX : w->total_ns + d;

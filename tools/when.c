@@ -154,7 +154,7 @@ static int frames(kt_reader *r, uint64_t a, uint64_t b, uint64_t *from, uint64_t
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
 		if (ev.type != KT_EV_FRAME || ev.payload_len != 8)
 			continue;
-		uint64_t n = get_u64(ev.payload), ns = kt_reader_ticks_to_ns(r, ev.ts);
+		uint64_t n = get_u64(ev.payload), ns = kt_reader_get_time_ns(r, ev.ts);
 		if (!have_from && n >= a) {
 			*from = prev;
 			have_from = 1;

@@ -75,8 +75,8 @@ void windows_finish(struct windows *w, const struct drops *d, kt_reader *r)
 		size_t k, end;
 		drops_thread(d, x->id, &k, &end);
 		for (; k < end; k++) {
-			uint64_t a = kt_reader_ticks_to_ns(r, d->d[k].first_ts);
-			uint64_t b = kt_reader_ticks_to_ns(r, d->d[k].last_ts);
+			uint64_t a = kt_reader_get_time_ns(r, d->d[k].first_ts);
+			uint64_t b = kt_reader_get_time_ns(r, d->d[k].last_ts);
 			/* Only drops wholly before the window are its loss; one
 			 * inside it is a hole, which stats' drop table says. */
 			if (b >= x->first_ns)

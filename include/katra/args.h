@@ -21,7 +21,13 @@
 #ifndef KATRA_ARGS_H
 #define KATRA_ARGS_H
 
+/* The emit path this header builds on: katra.h includes this file at its
+ * end, so included first it is katra.h, whole. */
+#include <katra/katra.h>
+
 #ifdef __cplusplus
+#include <type_traits>
+#include <utility>
 extern "C" {
 #endif
 
@@ -107,17 +113,41 @@ static inline void kt_frame_end(uint32_t id, uint64_t frame_no)
 	kt__emit_on(KT_EV_FRAME, id, KT_FRAME_PHASE_END, &frame_no, 8);
 }
 
+/* A call site's first pass: intern @literal and cache its id.  Cold and
+ * out of line, so the site's hot part holds no call (check_fastpath.sh). */
+static __attribute__((cold, noinline, unused)) uint32_t kt__name_intern(uint32_t *cache,
+									  const char *literal)
+{
+	uint32_t id = kt_name(literal);
+	/* Relaxed: racing threads intern the same string and store the same
+	 * id; nothing else is published through the cache. */
+	kt__store_relaxed(cache, id);
+	return id;
+}
+
 /* A literal's id, interned on its first pass and cached at the call site. */
 static inline uint32_t kt__name_cached(uint32_t *cache, const char *literal)
 {
-	/* Relaxed: racing threads intern the same string and store the same
-	 * id; nothing else is published through the cache. */
+	/* Relaxed: the cache holds the one id of @literal or 0 (as above). */
 	uint32_t id = kt__load_stale(cache);
-	if (__builtin_expect(id == 0, 0)) {
-		id = kt_name(literal);
-		kt__store_relaxed(cache, id);
-	}
+	if (__builtin_expect(id == 0, 0))
+		id = kt__name_intern(cache, literal);
 	return id;
+}
+
+/* A frame mark of a KT_FRAME site: its number is the count of marks the
+ * site wrote before it. */
+static inline void kt__frame_next(uint32_t id, uint64_t *frame_no)
+{
+	if (kt__on()) {
+		/* Relaxed load and store, no read-modify-write: a loop's frame is
+		 * marked from one thread, so nothing races; two threads marking
+		 * one site at once may write one number twice, never a torn one,
+		 * and the mark costs no lock-prefixed instruction. */
+		uint64_t n = kt__load_own(frame_no);
+		kt__store_relaxed(frame_no, n + 1);
+		kt__emit(KT_EV_FRAME, id, 0, &n, 8);
+	}
 }
 
 /**
@@ -141,7 +171,102 @@ static inline uint32_t kt__name_cached(uint32_t *cache, const char *literal)
 #define KT_ARG_F64(literal, v) KT__ARG(kt_arg_f64, literal, (double)(v))
 #define KT_ARG_STR(literal, s, n) KT__ARG(kt_arg_str, literal, s, n)
 
+/*
+ * KT_FRAME("name"), KT_COUNTER("name", v), KT_MESSAGE("name", text) and
+ * KT_MESSAGE("name", text, len) - kt_frame(), kt_counter() or
+ * kt_counter_f64(), and kt_message() with the name interned once per call
+ * site (kt_name(): two sites of one name are one frame, counter or
+ * message name), then costing what the call costs.  Statements (each
+ * declares a static).
+ *
+ * KT_FRAME numbers its marks 0, 1, 2, ... in the order the site writes
+ * them (marks while no session runs are not counted); kt_frame() takes the
+ * number from the caller.  KT_COUNTER is kt_counter_f64() for a float,
+ * double or long double @v and kt_counter() (an int64_t) for an integer
+ * (a _Generic selection in C, overloads in C++).  KT_MESSAGE's @text is
+ * NUL-terminated without @len (in C++ also anything with data() and
+ * size(), a std::string_view or std::string); it is copied into the
+ * trace and need not outlive the call.  Threads and signal handlers: as
+ * the calls they make, once each site has made its first pass (which
+ * interns, so takes a lock: not in a handler).
+ */
+#ifndef KATRA_DISABLE
+#define KT__NAMED(var, literal) kt__name_cached(&var, literal)
+#define KT_FRAME(literal)                                                           \
+	do {                                                                        \
+		static uint32_t kt__frame_id;                                       \
+		static uint64_t kt__frame_no;                                       \
+		kt__frame_next(KT__NAMED(kt__frame_id, literal), &kt__frame_no);    \
+	} while (0)
+#define KT__SITE_CALL(fn, literal, ...)                                             \
+	do {                                                                        \
+		static uint32_t kt__site_name;                                      \
+		fn(KT__NAMED(kt__site_name, literal), __VA_ARGS__);                 \
+	} while (0)
+#else
+/* Compiled out (katra/disable.h): no static, the name checked only, the
+ * value evaluated and dropped as the inline call drops it. */
+#define KT_FRAME(literal) kt_frame(KT__OFF(kt__off_text(literal), kt__off_id()), 0)
+#define KT__SITE_CALL(fn, literal, ...)                                             \
+	fn(KT__OFF(kt__off_text(literal), kt__off_id()), __VA_ARGS__)
+#endif
+
+#ifndef __cplusplus
+#define KT__COUNTER_FN(v)                                                           \
+	_Generic((v), float: kt_counter_f64, double: kt_counter_f64,                 \
+		 long double: kt_counter_f64, default: kt__counter_int)
+#define KT_COUNTER(literal, v) KT__SITE_CALL(KT__COUNTER_FN(v), literal, v)
+#define KT__MESSAGE2(literal, text) KT__SITE_CALL(kt__message_cstr, literal, text)
+#else
+#define KT_COUNTER(literal, v) KT__SITE_CALL(kt__counter_any, literal, v)
+#define KT__MESSAGE2(literal, text) KT__SITE_CALL(kt__message_any, literal, text)
+#endif
+#define KT__MESSAGE3(literal, text, len) KT__SITE_CALL(kt_message, literal, text, len)
+#define KT__PICK3(a, b, c, m, ...) m
+#define KT_MESSAGE(...) KT__PICK3(__VA_ARGS__, KT__MESSAGE3, KT__MESSAGE2, )(__VA_ARGS__)
+
+/* An integer counter: @value converted as kt_counter() converts it (a
+ * _Generic selection's default takes any integer type). */
+static inline void kt__counter_int(uint32_t id, int64_t value)
+{
+	kt_counter(id, value);
+}
+
+/* A NUL-terminated message (strlen of a literal folds at compile time). */
+static inline void kt__message_cstr(uint32_t id, const char *text)
+{
+	kt_message(id, text, strlen(text));
+}
+
 #ifdef __cplusplus
+}
+
+/* KT_COUNTER's and KT_MESSAGE's overloads in C++. */
+template <class T, typename std::enable_if<std::is_integral<T>::value, int>::type = 0>
+static inline void kt__counter_any(uint32_t id, T value) noexcept
+{
+	kt_counter(id, static_cast<int64_t>(value));
+}
+static inline void kt__counter_any(uint32_t id, double value) noexcept
+{
+	kt_counter_f64(id, value);
+}
+static inline void kt__counter_any(uint32_t id, float value) noexcept
+{
+	kt_counter_f64(id, value);
+}
+static inline void kt__counter_any(uint32_t id, long double value) noexcept
+{
+	kt_counter_f64(id, static_cast<double>(value));
+}
+static inline void kt__message_any(uint32_t id, const char *text) noexcept
+{
+	kt__message_cstr(id, text);
+}
+template <class S, class = decltype(std::declval<const S &>().size())>
+static inline void kt__message_any(uint32_t id, const S &text) noexcept
+{
+	kt_message(id, text.data(), text.size());
 }
 #endif
 #endif /* KATRA_ARGS_H */

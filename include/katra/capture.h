@@ -284,13 +284,6 @@ typedef struct kt_capture_ref {
 	KT_CAPTURE_REF_FIELDS
 } kt_capture_ref;
 
-/** kt_start_result - deprecated: kt_capture_ref, the one name of what both
- * a start and a stop answer.  Kept so that code written against 0.2 builds
- * unchanged. */
-typedef kt_capture_ref kt_start_result;
-/** kt_stop_ticket - deprecated: kt_capture_ref, as kt_start_result. */
-typedef kt_capture_ref kt_stop_ticket;
-
 /** A run's stop.  @run_id_len 0 means strlen(@run_id). */
 typedef struct kt_stop_request {
 	const char *run_id;
@@ -385,11 +378,11 @@ KT_API int kt_manager_await(kt_manager *m, const kt_capture_ref *ticket, uint64_
 			    kt_capture_status *st);
 
 /**
- * kt_manager_status - the status of the capture of @run_id, @epoch.
+ * kt_manager_get_status - the status of the capture of @run_id, @epoch.
  * Return: 0; -ENOENT if the manager knows no such capture.  Any thread.
  */
-KT_API int kt_manager_status(kt_manager *m, const char *run_id, uint64_t epoch,
-			     kt_capture_status *st);
+KT_API int kt_manager_get_status(kt_manager *m, const char *run_id, uint64_t epoch,
+				 kt_capture_status *st);
 
 /**
  * kt_manager_close - abort the active capture, if any, wait for every

@@ -1,7 +1,8 @@
 /*
  * katra/disable.h - katra compiled out.  Define KATRA_DISABLE before the
  * first katra header (or build with -DKATRA_DISABLE) and katra.h includes
- * this in place of its producer fast path; never include it yourself.
+ * this in place of its producer fast path; never include it yourself
+ * (included alone, it is katra.h with KATRA_DISABLE defined).
  *
  * Every emit, macro and call of katra.h, zone.h, args.h, mem.h, track.h
  * and katra.hpp then turns into nothing that names the library: a program
@@ -17,7 +18,8 @@
  * - the inline emits (kt_zone_begin(), kt_counter(), kt_arg_i64(),
  *   kt_alloc(), kt_track_counter(), ...) stay functions that do nothing:
  *   their arguments are evaluated, and the compiler drops them;
- * - KT_ZONE, KT_ZONE_C and the KT_ARG_* macros declare no site; a
+ * - KT_ZONE, KT_ZONE_C, the KT_ARG_* macros, KT_FRAME, KT_COUNTER and
+ *   KT_MESSAGE declare no site (their values are evaluated); a
  *   KT_ZONE_AS handle is a const 0 marked unused, so KT_ZONE_ON() is false.
  *
  * What the calls give back, compiled out:
@@ -25,20 +27,29 @@
  *   katra::track is not ok()); kt_now() returns 0;
  * - sessions fail, so a program sees that it traces nothing:
  *   kt_session_start() returns -ENOSYS and sets *out to NULL, and
- *   kt_session_start_error() and kt_strerror() say "tracing compiled out
+ *   kt_session_get_start_error() and kt_strerror() say "tracing compiled out
  *   (KATRA_DISABLE)"; kt_session_stop(), kt_session_snapshot() and
  *   kt_session_snapshot_threads() return KT_ENOSESSION with the summary or
  *   result they fill zeroed; kt_summary_release() does nothing;
  * - settings succeed and do nothing: kt_init(), kt_shutdown(),
  *   kt_thread_name(), kt_category_enable() and kt_track_calibrate() return
- *   0; kt_category_enabled() returns 0 and kt_category() a flag that is
+ *   0; kt_category_get_enabled() returns 0 and kt_category() a flag that is
  *   off (nothing is traced);
  * - kt_version() and kt_version_string() give the headers' version.
  *
  * katra/reader.h, writer.h and capture.h are the library's: a program that
  * reads or writes traces, or runs the capture manager, links it.
  */
-#ifndef KATRA_DISABLE_H
+#ifndef KATRA_KATRA_H
+/* Included on its own: it is katra.h compiled out, which includes this
+ * file again where it belongs (its producer path). */
+#ifndef KATRA_DISABLE
+#define KATRA_DISABLE
+#endif
+#include <katra/katra.h>
+#elif !defined(KATRA_DISABLE)
+#error "katra.h was included without KATRA_DISABLE: define it before the first katra header"
+#elif !defined(KATRA_DISABLE_H)
 #define KATRA_DISABLE_H
 
 #include <errno.h>
@@ -104,7 +115,7 @@ static inline int kt__off_snapshot(kt_snapshot_result *res)
 #define kt_thread_name(s) KT__OFF(kt_thread_name(s), kt__off_int(0))
 #define kt_session_start(path, opts, out)                                           \
 	KT__OFF(kt_session_start(path, opts, out), kt__off_start(out))
-#define kt_session_start_error() KT__OFF(kt_session_start_error(), kt__off_why())
+#define kt_session_get_start_error() KT__OFF(kt_session_get_start_error(), kt__off_why())
 #define kt_session_stop(s, sum) KT__OFF(kt_session_stop(s, sum), kt__off_stop(sum))
 #define kt_session_snapshot(s, path, fd, age, bytes, res)                           \
 	KT__OFF(kt_session_snapshot(s, path, fd, age, bytes, res), kt__off_snapshot(res))
@@ -115,7 +126,7 @@ static inline int kt__off_snapshot(kt_snapshot_result *res)
 #define kt_site_id(site) KT__OFF(kt_site_id(site), kt__off_id())
 #define kt_category(s) KT__OFF(kt_category(s), kt__off_flag())
 #define kt_category_enable(s, on) KT__OFF(kt_category_enable(s, on), kt__off_int(0))
-#define kt_category_enabled(s) KT__OFF(kt_category_enabled(s), kt__off_int(0))
+#define kt_category_get_enabled(s) KT__OFF(kt_category_get_enabled(s), kt__off_int(0))
 #define kt_strerror(err) KT__OFF(kt_strerror(err), kt__off_why())
 #define kt_err_name(err) KT__OFF(kt_err_name(err), kt__off_why())
 #define kt_overflow_name(p) KT__OFF(kt_overflow_name(p), kt__off_why())

@@ -294,7 +294,7 @@ typedef struct kt_summary {
  * on a pipe, socket or O_APPEND file, where writes at offsets cannot
  * work); -errno from creating or writing the file, from creating the crash
  * directory or its files, or from io_uring set-up when KT_IO_URING is
- * forced.  kt_session_start_error() then says which.  Any thread; a
+ * forced.  kt_session_get_start_error() then says which.  Any thread; a
  * pthread_cancel() of it acts only after the call (no cancellation point
  * acts inside).
  */
@@ -302,14 +302,14 @@ KT_API int kt_session_start(const char *path, const kt_session_options *opts,
 			    kt_session **out);
 
 /**
- * kt_session_start_error - why the calling thread's last kt_session_start()
+ * kt_session_get_start_error - why the calling thread's last kt_session_start()
  * failed, naming what failed: "crash directory in /x (KT_CRASH_DIR): No
  * such file or directory", "trace file out.katra: Permission denied", ...
  *
  * Return: a thread-local string, "" after a start that succeeded; valid
  * until the thread's next kt_session_start().
  */
-KT_API const char *kt_session_start_error(void);
+KT_API const char *kt_session_get_start_error(void);
 
 /**
  * kt_session_stop - drain, finish and close the session's file.

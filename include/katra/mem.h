@@ -19,6 +19,10 @@
 #ifndef KATRA_MEM_H
 #define KATRA_MEM_H
 
+/* The emit path: katra.h includes this file at its end, so included first
+ * it is katra.h, whole. */
+#include <katra/katra.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -113,9 +113,9 @@ typedef struct kt_reader_status {
 
 /**
  * kt_reader_open - open a trace file by path and read its header.
- * @out:  receives the reader on success; set to NULL on failure.
  * @path: file to read.
  * @err:  optional; on failure receives the code, offset and a message.
+ * @out:  receives the reader on success; set to NULL on failure.
  *
  * The file is opened with O_NONBLOCK, so naming a FIFO never waits, and
  * anything but a regular file is refused at once.
@@ -127,7 +127,7 @@ typedef struct kt_reader_status {
  * file, as a cut after it is: err->offset is the file's size); -ENOMEM.
  * Any thread.
  */
-KT_API int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *err);
+KT_API int kt_reader_open(const char *path, kt_reader_error *err, kt_reader **out);
 
 /**
  * kt_reader_open_fd - as kt_reader_open(), over an fd open on a regular
@@ -136,7 +136,7 @@ KT_API int kt_reader_open(kt_reader **out, const char *path, kt_reader_error *er
  * The reader reads with pread() and never closes or moves @fd; the caller
  * keeps it open until kt_reader_close().  Return: as kt_reader_open().
  */
-KT_API int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err);
+KT_API int kt_reader_open_fd(int fd, kt_reader_error *err, kt_reader **out);
 
 /**
  * kt_reader_open_mem - as kt_reader_open(), over bytes in memory.
@@ -144,8 +144,8 @@ KT_API int kt_reader_open_fd(kt_reader **out, int fd, kt_reader_error *err);
  * @buf must stay valid and unchanged until kt_reader_close().
  * Return: as kt_reader_open(), without the -errno cases of file I/O.
  */
-KT_API int kt_reader_open_mem(kt_reader **out, const void *buf, size_t len,
-			      kt_reader_error *err);
+KT_API int kt_reader_open_mem(const void *buf, size_t len,
+			      kt_reader_error *err, kt_reader **out);
 
 /**
  * kt_reader_get_header - the decoded file header.
@@ -323,7 +323,7 @@ typedef struct kt_reader_filter {
 
 /**
  * kt_reader_set_filter - from now on, kt_reader_next() returns only the
- * events whose time (kt_reader_ticks_to_ns()) lies in [from_ns, to_ns] and
+ * events whose time (kt_reader_get_time_ns()) lies in [from_ns, to_ns] and
  * whose thread is one of @f's threads (all when it names none).  @f is
  * copied; its thread array must stay valid while the filter is set.  NULL
  * removes the filter.  kt_reader_rewind() keeps it.
@@ -354,14 +354,14 @@ KT_API int kt_reader_set_filter(kt_reader *r, const kt_reader_filter *f);
 KT_API int kt_reader_next(kt_reader *r, kt_event *ev);
 
 /**
- * kt_reader_ticks_to_ns - kt_ticks_to_ns() with the reader's best
+ * kt_reader_get_time_ns - kt_ticks_to_ns() with the reader's best
  * calibration: both points once kt_reader_next() has indexed a file with a
  * summary, the header's alone otherwise.  This is the conversion
  * kt_replay() uses.  Safe to call from another thread than the one driving
  * the reader once that thread has returned its first event (the
  * calibration does not change after the index pass).
  */
-KT_API uint64_t kt_reader_ticks_to_ns(kt_reader *r, uint64_t ticks);
+KT_API uint64_t kt_reader_get_time_ns(kt_reader *r, uint64_t ticks);
 
 /** Called for each replayed event with its CLOCK_MONOTONIC time; a
  * non-zero return stops the replay and becomes kt_replay()'s result. */
@@ -398,19 +398,6 @@ KT_API const char *kt_event_type_name(unsigned type);
 
 /** kt_frame_kind_name - "chunk", "name", ...; "unknown" else. */
 KT_API const char *kt_frame_kind_name(unsigned kind);
-
-/*
- * Deprecated names, kept so that code written against 0.2 builds and links
- * unchanged: each is the function named beside it.  New code uses the
- * kt_<object>_get_<what> names, the one style of katra's getters (a noun
- * alone would collide with a type, as kt_reader_status does).
- */
-
-/** kt_reader_header - deprecated: kt_reader_get_header(). */
-KT_API const kt_header *kt_reader_header(const kt_reader *r);
-
-/** kt_reader_last_error - deprecated: kt_reader_get_last_error(). */
-KT_API const kt_reader_error *kt_reader_last_error(const kt_reader *r);
 
 #ifdef __cplusplus
 }

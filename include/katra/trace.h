@@ -222,7 +222,7 @@ typedef struct kt_track_def {
 
 /** One decoded event.  payload points into the chunk it came from. */
 typedef struct kt_event {
-	uint64_t ts;          /* ticks; see kt_reader_ticks_to_ns() */
+	uint64_t ts;          /* ticks; see kt_reader_get_time_ns() */
 	uint32_t thread_id;   /* the chunk's thread */
 	uint32_t name_id;
 	uint8_t type;         /* kt_event_type */

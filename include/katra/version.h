@@ -29,7 +29,7 @@ extern "C" {
  * changing either.
  */
 #define KT_VERSION_MAJOR 0
-#define KT_VERSION_MINOR 3
+#define KT_VERSION_MINOR 4
 #define KT_VERSION_PATCH 0
 /* One number that orders versions: MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define KT_VERSION_NUMBER \

@@ -41,13 +41,13 @@ KT_API void kt_header_init(kt_header *h);
  * hold (a string over 65535 bytes, more than 1024 notes, a tick rate of 0);
  * -errno from open() or write().  Any thread.
  */
-KT_API int kt_writer_open(kt_writer **out, const char *path, const kt_header *h);
+KT_API int kt_writer_open(const char *path, const kt_header *h, kt_writer **out);
 
 /**
  * kt_writer_open_fd - as kt_writer_open(), writing at the current end of an
  * open fd it does not own (kt_writer_close() leaves it open).
  */
-KT_API int kt_writer_open_fd(kt_writer **out, int fd, const kt_header *h);
+KT_API int kt_writer_open_fd(int fd, const kt_header *h, kt_writer **out);
 
 /**
  * kt_writer_chunk - append one event chunk.
@@ -128,10 +128,6 @@ KT_API int kt_writer_close(kt_writer *w);
 
 /** kt_writer_get_bytes - bytes written to the file so far (header included). */
 KT_API uint64_t kt_writer_get_bytes(const kt_writer *w);
-
-/** kt_writer_bytes - deprecated: kt_writer_get_bytes(), the getters' one
- * style (katra/reader.h says why). */
-KT_API uint64_t kt_writer_bytes(const kt_writer *w);
 
 /**
  * kt_event_encode - encode one record into @buf (SPEC §4.2).

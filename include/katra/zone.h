@@ -81,10 +81,10 @@ KT_API const uint8_t *kt_category(const char *name);
 KT_API int kt_category_enable(const char *name, int on);
 
 /**
- * kt_category_enabled - whether category @name is on (1) or off (0);
+ * kt_category_get_enabled - whether category @name is on (1) or off (0);
  * -EINVAL for a name kt_category() would refuse.  Any thread.
  */
-KT_API int kt_category_enabled(const char *name);
+KT_API int kt_category_get_enabled(const char *name);
 
 #ifdef __cplusplus
 }

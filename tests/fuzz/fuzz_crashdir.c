@@ -192,7 +192,7 @@ static void trace_template(struct dir *d)
 	kt_writer *w;
 	uint8_t ev[4 * 24];
 	kt_header_init(&h);
-	if (fd < 0 || kt_writer_open_fd(&w, fd, &h))
+	if (fd < 0 || kt_writer_open_fd(fd, &h, &w))
 		abort();
 	kt_writer_name(w, 1, "seq", 3);
 	kt_srcloc loc = { .id = 1, .line = 3, .file_len = 1, .file = "t", .function = "" };
@@ -303,7 +303,7 @@ static void check_out(struct dir *d)
 	kt_reader *r;
 	put_path(d, "out.katra");
 	kt_reader_error err;
-	if (kt_reader_open(&r, d->path, &err)) {
+	if (kt_reader_open(d->path, &err, &r)) {
 		fprintf(stderr, "fuzz_crashdir: the output does not open: %s\n", err.message);
 		abort();
 	}
@@ -313,7 +313,7 @@ static void check_out(struct dir *d)
 		summary |= f.kind == KT_FRAME_SUMMARY;
 	if (rc != 0 || !summary) {
 		fprintf(stderr, "fuzz_crashdir: the output does not read back: %s\n",
-			rc ? kt_reader_last_error(r)->message : "no summary");
+			rc ? kt_reader_get_last_error(r)->message : "no summary");
 		abort();
 	}
 	kt_reader_close(r);

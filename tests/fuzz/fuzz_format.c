@@ -38,7 +38,7 @@ static void jsonl_each(kt_reader *r, const struct tables *t, FILE *f)
 	kt_event ev;
 	kt_reader_rewind(r);
 	while (fm && kt_reader_next(r, &ev) > 0)
-		if (fmt_event(fm, &ev, kt_reader_ticks_to_ns(r, ev.ts)))
+		if (fmt_event(fm, &ev, kt_reader_get_time_ns(r, ev.ts)))
 			break;
 	fmt_free(fm);
 }
@@ -63,7 +63,7 @@ static void chrome(kt_reader *r, const struct tables *t)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	kt_reader *r;
-	if (kt_reader_open_mem(&r, data, size, NULL))
+	if (kt_reader_open_mem(data, size, NULL, &r))
 		return 0;
 	struct tables t;
 	FILE *devnull = fopen("/dev/null", "w");

@@ -64,7 +64,7 @@ static int read_all(const uint8_t *data, size_t size)
 {
 	kt_reader *r;
 	kt_reader_error err;
-	int rc = kt_reader_open_mem(&r, data, size, &err);
+	int rc = kt_reader_open_mem(data, size, &err, &r);
 	check_error(rc, &err);
 	if (rc)
 		return rc;
@@ -76,7 +76,7 @@ static int read_all(const uint8_t *data, size_t size)
 	kt_event ev;
 	uint64_t last = 0;
 	while ((rc = kt_reader_next(r, &ev)) > 0)
-		last += ev.ts + ev.payload_len + kt_reader_ticks_to_ns(r, ev.ts);
+		last += ev.ts + ev.payload_len + kt_reader_get_time_ns(r, ev.ts);
 	(void)last;
 	check_error(rc, kt_reader_get_last_error(r));
 	kt_reader_close(r);

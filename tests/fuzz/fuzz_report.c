@@ -46,7 +46,7 @@ static void frames_diff(const struct report *rep)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	kt_reader *r;
-	if (kt_reader_open_mem(&r, data, size, NULL))
+	if (kt_reader_open_mem(data, size, NULL, &r))
 		return 0;
 	struct report *rep = calloc(1, sizeof(*rep));
 	if (rep && !report_collect(r, rep)) {

@@ -121,7 +121,7 @@ static void exported(kt_reader *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	kt_reader *r;
-	if (kt_reader_open_mem(&r, data, size, NULL))
+	if (kt_reader_open_mem(data, size, NULL, &r))
 		return 0;
 	FILE *devnull = fopen("/dev/null", "w");
 	int truncated = 0;

@@ -29,7 +29,7 @@ static void frame(int n)
 int main(void)
 {
 	frame(1);
-	if (kt_category_enable("render", 0) || kt_category_enabled("render") != 0) {
+	if (kt_category_enable("render", 0) || kt_category_get_enabled("render") != 0) {
 		fprintf(stderr, "kt_category_enable did not switch render off\n");
 		return 1;
 	}

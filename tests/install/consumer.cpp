@@ -86,7 +86,7 @@ int main()
 	kt_session *s = nullptr;
 	kt_session_options o{};
 	if (kt_session_start(path.c_str(), &o, &s) != 0)
-		return fail(kt_session_start_error());
+		return fail(kt_session_get_start_error());
 	std::uint32_t count_id = katra::name("count"), log_id = katra::name("log");
 	{
 		katra::zone outer(katra::name("outer"));
@@ -111,7 +111,7 @@ int main()
 
 	kt_reader *r = nullptr;
 	kt_reader_error err{};
-	if (kt_reader_open(&r, path.c_str(), &err) != 0)
+	if (kt_reader_open(path.c_str(), &err, &r) != 0)
 		return fail(err.message);
 	kt_trace_frame f;
 	int locs = 0, tracks = 0;

@@ -76,7 +76,7 @@ cp "$here/consumer.c" "$tmp/proj/"
 cat >"$tmp/proj/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.20)
 project(katra_consumer LANGUAGES C)
-find_package(katra 0.3 REQUIRED COMPONENTS shared static)
+find_package(katra 0.4 REQUIRED COMPONENTS shared static)
 add_executable(consumer_shared consumer.c)
 target_link_libraries(consumer_shared PRIVATE katra::katra)
 add_executable(consumer_static consumer.c)
@@ -120,7 +120,7 @@ cmake_minimum_required(VERSION 3.20)
 project(katra_consumer_cxx LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 20)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
-find_package(katra 0.3 REQUIRED COMPONENTS static)
+find_package(katra 0.4 REQUIRED COMPONENTS static)
 add_executable(consumer_cxx consumer.cpp)
 target_link_libraries(consumer_cxx PRIVATE katra::katra_static)
 CMAKE
