@@ -624,10 +624,9 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	/* A flow right inside a held begin, or ended inside a zone, goes on
 	 * its slice (perfetto_slice.h) and the begin stays held. */
 	struct pslice *s;
-	kt_value v;
-	kt_event_get_value(ev, &v);
-	if (ev->type == KT_EV_FLOW && (s = slice_of(p, t)) &&
-	    pslice_flow(s, t->depth, t->held, ev->flags, v.u64))
+	kt_value v = { .kind = KT_VALUE_NONE }; /* a zone's begin or end has none to read */
+	if (ev->type > KT_EV_ZONE_END && kt_event_get_value(ev, &v) && ev->type == KT_EV_FLOW &&
+	    (s = slice_of(p, t)) && pslice_flow(s, t->depth, t->held, ev->flags, v.u64))
 		return p->err ? p->err : p->out.failed ? -EIO : 0;
 	if (xstate_unhold(t))
 		put_held(p, t);
