@@ -53,7 +53,7 @@ static inline enum kt__cmp_cls kt__cmp_cls_of(kt_payload payload)
 static inline enum kt__cmp_cls kt__cmp_cls(uint8_t type, uint8_t flags)
 {
 	switch (type) {
-#define KT__CMP_CLS(code, name, text, payload, max_flags) \
+#define KT__CMP_CLS(code, name, text, payload, max_flags, value) \
 	case code:                                          \
 		return kt__flags_fit(flags, max_flags) ? kt__cmp_cls_of(payload) : KT__CLS_BAD;
 		KT_EVENT_TYPES(KT__CMP_CLS)

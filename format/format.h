@@ -324,7 +324,7 @@ static inline uint32_t kt__summary_body_len(uint32_t threads)
 
 /* The types whose records are a bare head (no payload, flags 0), as a
  * mask by code, made from KT_EVENT_TYPES. */
-#define KT__EV_BARE_BIT(code, name, text, payload, max_flags)            \
+#define KT__EV_BARE_BIT(code, name, text, payload, max_flags, value)            \
 	| ((payload) == KT_PAYLOAD_NONE && (max_flags) == KT_REC_FLAGS_ZERO \
 		   ? UINT64_C(1) << (code)                                  \
 		   : 0)

@@ -6,7 +6,7 @@
 const char *kt_event_type_name(unsigned type)
 {
 	switch (type) {
-#define KT__EV_NAME(code, name, text, payload, max_flags) \
+#define KT__EV_NAME(code, name, text, payload, max_flags, value) \
 	case code:                                        \
 		return text;
 		KT_EVENT_TYPES(KT__EV_NAME)

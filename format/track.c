@@ -52,22 +52,6 @@ const kt_track_def *kt_trace_frame_get_track(const kt_trace_frame *f)
 	return f && f->kind == KT_FRAME_TRACK ? &f->u.track : NULL;
 }
 
-int kt_event_get_track(const kt_event *ev, kt_track_event *out)
-{
-	if (ev->type < KT_EV_TRACK_BEGIN || ev->type > KT_EV_TRACK_COUNTER_F64 ||
-	    ev->payload_len < 8)
-		return 0;
-	memset(out, 0, sizeof(*out));
-	out->track = ev->flags;
-	out->track_ts = kt__get64(ev->payload);
-	if (ev->payload_len >= 16) {
-		uint64_t v = kt__get64(ev->payload + 8);
-		out->value_i64 = (int64_t)v;
-		memcpy(&out->value_f64, &v, 8);
-	}
-	return 1;
-}
-
 /* @dt track ticks in katra ticks at the nominal rates: floor(dt * hz /
  * clock_hz), or -ERANGE past 64 bits. */
 static int nominal(const kt_track_def *t, uint64_t tick_hz, uint64_t dt, uint64_t *out)

@@ -176,7 +176,7 @@ static inline uint8_t *t_sample(size_t *len, int finish)
 	if (fd < 0)
 		return NULL;
 	kt_writer *w;
-	if (kt_writer_open_fd(&h, &w, fd))
+	if (kt_writer_open_fd(fd, &h, &w))
 		return NULL;
 	for (uint32_t i = 1; i <= T_NAMES; i++)
 		kt_writer_name(w, i, t_names[i], strlen(t_names[i]));
@@ -202,7 +202,7 @@ static inline uint8_t *t_one_chunk_file(unsigned codec, int level, const uint8_t
 	t_header(&h);
 	int fd = memfd_create("katra-one-chunk", MFD_CLOEXEC);
 	kt_writer *w;
-	if (fd < 0 || kt_writer_open_fd(&h, &w, fd))
+	if (fd < 0 || kt_writer_open_fd(fd, &h, &w))
 		return NULL;
 	int rc = kt_writer_chunk(w, 7, codec, level, ev, n);
 	if (!rc)

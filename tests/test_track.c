@@ -102,7 +102,7 @@ static uint8_t *track_file(size_t *len)
 	kt_writer *w;
 	t_header(&h);
 	int fd = memfd_create("track", MFD_CLOEXEC);
-	cr_assert_eq(kt_writer_open_fd(&h, &w, fd), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	static const char *const names[] = { NULL, "gpu", "shadow", "lighting", "gpu memory",
 					     "post", "gpu temp", "render" };
 	for (uint32_t i = 1; i < 8; i++)
@@ -183,7 +183,7 @@ Test(track, golden_file_matches_committed_bytes_and_reads_back)
 	uint8_t *golden = t_golden_same(TRACK_GOLDEN, file, len, &glen);
 	kt_reader *r;
 	struct seen s;
-	cr_assert_eq(kt_reader_open_mem(glen, NULL, &r, golden), 0);
+	cr_assert_eq(kt_reader_open_mem(golden, glen, NULL, &r), 0);
 	cr_assert_eq(read_back(r, &s), 0);
 	kt_reader_close(r);
 	cr_assert_eq(s.tracks, 1);
@@ -249,7 +249,7 @@ Test(track, a_session_writes_tracks_pairs_and_records)
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	kt_reader *r;
 	struct seen sn;
-	cr_assert_eq(kt_reader_open(NULL, &r, path), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	cr_assert_eq(read_back(r, &sn), 0);
 	kt_reader_close(r);
 	cr_assert_eq(sn.tracks, 1);
@@ -288,7 +288,7 @@ Test(track, calibration_pairs_thin_out_and_stay_bounded)
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	kt_reader *r;
 	kt_trace_frame f;
-	cr_assert_eq(kt_reader_open(NULL, &r, path), 0);
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
 	int found = 0;
 	while (kt_reader_next_frame(r, &f) > 0) {
 		const kt_track_def *d = kt_trace_frame_get_track(&f);
@@ -318,7 +318,7 @@ static int read_track_body(const uint8_t *body, uint32_t n, kt_reader_error *err
 	kt_writer *w;
 	t_header(&h);
 	int fd = memfd_create("hostile", MFD_CLOEXEC);
-	cr_assert_eq(kt_writer_open_fd(&h, &w, fd), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	cr_assert_eq(kt_writer_track(w, &gpu), 0);
 	cr_assert_eq(kt_writer_finish(w, NULL), 0);
 	cr_assert_eq(kt_writer_close(w), 0);
@@ -339,7 +339,7 @@ static int read_track_body(const uint8_t *body, uint32_t n, kt_reader_error *err
 	memcpy(out + off + nw, file + off + old, len - off - old);
 	kt_reader *r;
 	kt_trace_frame f;
-	int rc = kt_reader_open_mem(len - old + nw, err, &r, out);
+	int rc = kt_reader_open_mem(out, len - old + nw, err, &r);
 	cr_assert_eq(rc, 0);
 	while ((rc = kt_reader_next_frame(r, &f)) > 0)
 		;
@@ -396,7 +396,7 @@ Test(track, the_writer_refuses_what_the_reader_would)
 	kt_writer *w;
 	t_header(&h);
 	int fd = memfd_create("refuse", MFD_CLOEXEC);
-	cr_assert_eq(kt_writer_open_fd(&h, &w, fd), 0);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
 	kt_track_def d = gpu;
 	d.clock_hz = 0;
 	cr_assert_eq(kt_writer_track(w, &d), -EINVAL);
@@ -623,7 +623,7 @@ Test(track, fxt_export_balances_a_hostile_track_and_says_so)
 	kt_header h;
 	kt_writer *w;
 	t_header(&h);
-	cr_assert_eq(kt_writer_open(&h, &w, path), 0);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
 	static const char *const names[] = { NULL, "gpu", "shadow", "lighting", "post" };
 	for (uint32_t i = 1; i < 5; i++)
 		cr_assert_eq(kt_writer_name(w, i, names[i], strlen(names[i])), 0);

@@ -225,8 +225,9 @@ static int put_flow(struct ch *c, struct xthread *t, const kt_event *ev, uint64_
 	c->xs.res->unbound += ev->flags != KT_FLOW_END;
 	if (ev->flags != KT_FLOW_END)
 		return fmt_chrome_put(c->fm, ev, ns, NULL);
-	uint64_t id = 0;
-	memcpy(&id, ev->payload, ev->payload_len < 8 ? ev->payload_len : 8);
+	kt_value v;
+	kt_event_get_value(ev, &v);
+	uint64_t id = v.u64;
 	char head[160], tail[64];
 	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
 		 ".%03u3,\"ph\":\"f\",\"cat\":\"flow\",\"name\":", c->job.pid,

@@ -33,12 +33,14 @@ char *xarg_name(const struct tables *t, const struct xarg *a, size_t *n)
 
 void xarg_of_event(struct xarg *a, const kt_event *ev)
 {
+	kt_value v;
+	kt_event_get_value(ev, &v);
 	*a = (struct xarg){ .name = ev->name_id, .type = ev->type };
-	if (ev->type == KT_EV_ARG_STR) {
-		a->text = (char *)ev->payload;
-		a->len = ev->payload_len;
+	if (v.kind == KT_VALUE_TEXT) {
+		a->text = (char *)v.bytes;
+		a->len = (uint32_t)v.len;
 	} else {
-		memcpy(&a->bits, ev->payload, ev->payload_len < 8 ? ev->payload_len : 8);
+		a->bits = v.bits;
 	}
 }
 

@@ -347,14 +347,6 @@ static void counter_value(struct fx *x, uint32_t id, int i64, uint64_t v, uint64
 	x->w[x->n++] = cid;
 }
 
-static uint64_t payload_u64(const kt_event *ev)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8 && i < ev->payload_len; i++)
-		v |= (uint64_t)ev->payload[i] << (8 * i);
-	return v;
-}
-
 /* Argument @a as an instant on @t at @ns named after it, with it: one
  * with no zone open, or one its zone's records had no room for. */
 static void put_arg_instant(struct fx *x, struct xthread *t, uint64_t ns, const struct xarg *a)
@@ -428,7 +420,9 @@ static void put_drops(struct fx *x, struct xthread *t, uint64_t ts)
 static void on_message(struct fx *x, struct xthread *t, const kt_event *ev, uint64_t ns)
 {
 	size_t len;
-	char *u = utf8(x, (const char *)ev->payload, ev->payload_len, &len);
+	kt_value v;
+	kt_event_get_value(ev, &v);
+	char *u = utf8(x, (const char *)v.bytes, v.len, &len);
 	if (!u)
 		return;
 	u[len] = 0;
@@ -467,26 +461,28 @@ static const unsigned flow_type[] = { EV_FLOW_BEGIN, EV_FLOW_STEP, EV_FLOW_END }
 static void on_other(struct fx *x, struct xthread *t, const kt_event *ev, uint64_t ns)
 {
 	uint64_t h;
+	kt_value v;
+	kt_event_get_value(ev, &v);
 	switch (ev->type) {
 	case KT_EV_COUNTER_I64:
 	case KT_EV_COUNTER_F64:
 		h = ev_start(x, t, EV_COUNTER, ns, ev->name_id, NULL);
-		counter_value(x, ev->name_id, ev->type == KT_EV_COUNTER_I64, payload_u64(ev),
+		counter_value(x, ev->name_id, v.kind == KT_VALUE_I64, v.bits,
 			      ev->name_id);
 		break;
 	case KT_EV_FLOW:
 		h = ev_start(x, t, flow_type[ev->flags <= KT_FLOW_END ? ev->flags : 0], ns,
 			     ev->name_id, NULL);
-		x->w[x->n++] = payload_u64(ev); /* the flow's id */
+		x->w[x->n++] = v.u64; /* the flow's id */
 		break;
 	case KT_EV_FRAME:
 		h = ev_start(x, t, EV_INSTANT, ns, ev->name_id, NULL);
-		arg_u64(x, ARG_U64, "frame", 5, payload_u64(ev));
+		arg_u64(x, ARG_U64, "frame", 5, v.u64);
 		break;
 	case KT_EV_USER:
 		h = ev_start(x, t, EV_INSTANT, ns, ev->name_id, NULL);
 		arg_u32(x, ARG_U32, "subtype", ev->flags);
-		arg_u32(x, ARG_U32, "bytes", ev->payload_len);
+		arg_u32(x, ARG_U32, "bytes", (uint32_t)v.len);
 		break;
 	default:
 		h = ev_start(x, t, EV_INSTANT, ns, ev->name_id, NULL);

@@ -435,17 +435,14 @@ static uint64_t counter_track(struct pf *p, struct xthread *t, uint32_t id, int 
 	return uuid;
 }
 
-static void on_counter(struct pf *p, struct xthread *t, const kt_event *ev, uint64_t ns)
+static void on_counter(struct pf *p, struct xthread *t, uint32_t id, const kt_value *v, uint64_t ns)
 {
-	uint64_t track = counter_track(p, t, ev->name_id, 0);
+	uint64_t track = counter_track(p, t, id, 0);
 	struct pb te;
 	te.n = 0;
 	pb_varint(&te, 9, TYPE_COUNTER);
 	pb_varint(&te, 11, track);
-	if (ev->type == KT_EV_COUNTER_I64)
-		pb_varint(&te, 30, payload_u64(ev)); /* int64: two's complement as a varint */
-	else
-		pb_fixed64(&te, 44, payload_u64(ev));
+	pb_counter_value(&te, v);
 	put_event(p, t, ns, &te);
 }
 
@@ -468,12 +465,12 @@ static void on_memory(struct pf *p, struct xthread *t, const kt_event *ev, uint6
 }
 
 /* A message: its body interned (a packet before), then the instant. */
-static void on_message(struct pf *p, struct xthread *t, const kt_event *ev, uint64_t ns)
+static void on_message(struct pf *p, struct xthread *t, uint32_t id, const kt_value *v, uint64_t ns)
 {
 	Perfetto__Protos__LogMessageBody lb = PERFETTO__PROTOS__LOG_MESSAGE_BODY__INIT, *lp = &lb;
 	lb.has_iid = 1;
 	lb.iid = ++p->bodies;
-	if (!(lb.body = utf8(p, (const char *)ev->payload, ev->payload_len)))
+	if (!(lb.body = utf8(p, (const char *)v->bytes, v->len)))
 		return;
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	in.n_log_message_body = 1;
@@ -482,7 +479,7 @@ static void on_message(struct pf *p, struct xthread *t, const kt_event *ev, uint
 	free(lb.body);
 	struct pb te, lm;
 	lm.n = 0;
-	te_start(p, t, &te, TYPE_INSTANT, ev->name_id);
+	te_start(p, t, &te, TYPE_INSTANT, id);
 	pb_varint(&lm, 2, lb.iid);
 	pb_varint(&lm, 3, PRIO_INFO);
 	pb_bytes(&te, 21, lm.b, lm.n);
@@ -530,20 +527,21 @@ static void put_ends(struct pf *p, struct xthread *t, uint64_t ns, size_t n, int
 	}
 }
 
-static void on_instant_kind(struct pf *p, struct xthread *t, const kt_event *ev, uint64_t ns)
+static void on_instant_kind(struct pf *p, struct xthread *t, const kt_event *ev,
+			    const kt_value *v, uint64_t ns)
 {
 	struct pb te;
 	te_start(p, t, &te, TYPE_INSTANT, ev->name_id);
 	if (ev->type == KT_EV_FRAME) {
 		pb_varint(&te, 11, FRAMES_UUID);
-		pb_annotation(&te, ANN_FRAME, 3, payload_u64(ev));
+		pb_annotation(&te, ANN_FRAME, 3, v->u64);
 	} else if (ev->type == KT_EV_FLOW) {
 		/* No slice to bind it to (perfetto_slice.h): the instant's. */
 		p->xs.res->unbound++;
-		pb_fixed64(&te, ev->flags == KT_FLOW_END ? 48 : 47, payload_u64(ev));
+		pb_fixed64(&te, ev->flags == KT_FLOW_END ? 48 : 47, v->u64);
 	} else if (ev->type == KT_EV_USER) {
 		pb_annotation(&te, ANN_SUBTYPE, 3, ev->flags);
-		pb_annotation(&te, ANN_BYTES, 3, ev->payload_len);
+		pb_annotation(&te, ANN_BYTES, 3, v->len);
 	}
 	put_event(p, t, ns, &te);
 }
@@ -626,8 +624,9 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	/* A flow right inside a held begin, or ended inside a zone, goes on
 	 * its slice (perfetto_slice.h) and the begin stays held. */
 	struct pslice *s;
-	if (ev->type == KT_EV_FLOW && (s = slice_of(p, t)) &&
-	    pslice_flow(s, t->depth, t->held, ev->flags, payload_u64(ev)))
+	kt_value v = { .kind = KT_VALUE_NONE }; /* a zone's begin or end has none to read */
+	if (ev->type > KT_EV_ZONE_END && kt_event_get_value(ev, &v) && ev->type == KT_EV_FLOW &&
+	    (s = slice_of(p, t)) && pslice_flow(s, t->depth, t->held, ev->flags, v.u64))
 		return p->err ? p->err : p->out.failed ? -EIO : 0;
 	if (xstate_unhold(t))
 		put_held(p, t);
@@ -645,10 +644,10 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 		break;
 	case KT_EV_COUNTER_I64:
 	case KT_EV_COUNTER_F64:
-		on_counter(p, t, ev, ns);
+		on_counter(p, t, ev->name_id, &v, ns);
 		break;
 	case KT_EV_MESSAGE:
-		on_message(p, t, ev, ns);
+		on_message(p, t, ev->name_id, &v, ns);
 		break;
 	case KT_EV_ALLOC:
 	case KT_EV_FREE:
@@ -662,7 +661,7 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 				rc = put_track_counter(p, ev, ticks);
 			return rc < 0 ? rc : p->err;
 		}
-		on_instant_kind(p, t, ev, ns);
+		on_instant_kind(p, t, ev, &v, ns);
 	}
 	return p->err ? p->err : p->out.failed ? -EIO : 0;
 }

@@ -117,7 +117,9 @@ static void args_trim(struct xstate *s, struct xthread *t, size_t level)
 int xstate_arg(struct xstate *s, struct xthread *t, const kt_event *ev)
 {
 	args_trim(s, t, t->depth);
-	size_t len = ev->type == KT_EV_ARG_STR ? ev->payload_len : 0;
+	kt_value v;
+	kt_event_get_value(ev, &v);
+	size_t len = v.kind == KT_VALUE_TEXT ? v.len : 0;
 	if (!t->depth || s->nargs >= EXPORT_ARGS || s->arg_bytes + len > EXPORT_ARG_BYTES) {
 		s->res->loose_args++;
 		return 0;
@@ -129,9 +131,9 @@ int xstate_arg(struct xstate *s, struct xthread *t, const kt_event *ev)
 	if (len && !(a.text = malloc(len)))
 		return -ENOMEM;
 	if (len)
-		memcpy(a.text, ev->payload, len);
+		memcpy(a.text, v.bytes, len);
 	else
-		memcpy(&a.bits, ev->payload, ev->payload_len < 8 ? ev->payload_len : 8);
+		a.bits = v.bits;
 	/* Its nearest namesake in the zone (a name 0 is "value" or "text"),
 	 * within EXPORT_ARG_SAME: a bound, so a zone of many costs no more. */
 	for (size_t i = t->nargs, k = 0; i-- > 0 && k < EXPORT_ARG_SAME; k++) {

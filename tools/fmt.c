@@ -269,9 +269,9 @@ static inline char *put_f64(char *d, double v, int json)
 
 /* A message's bytes as a JSON literal, in every format: quoted, escaped,
  * nothing lost.  0, or -1 when out of memory. */
-static int o_message(struct out *o, const kt_event *ev)
+static int o_message(struct out *o, const kt_value *v)
 {
-	char *lit = text_json((const char *)ev->payload, ev->payload_len);
+	char *lit = text_json((const char *)v->bytes, v->len);
 	int rc = lit ? o_mem(o, lit, strlen(lit)) : -1;
 	free(lit);
 	return rc;
@@ -309,17 +309,13 @@ static inline char *put_key(char *d, int jsonl, const char *key, size_t n)
 
 /* An allocation's or a free's pointer (hex: a JSON string, as numbers
  * past 2^53 do not survive JSON readers) and an allocation's size. */
-static inline char *line_mem(char *d, int jsonl, const kt_event *ev)
+static inline char *line_mem(char *d, int jsonl, const kt_value *v)
 {
-	uint64_t v;
-	memcpy(&v, ev->payload, 8);
-	d = put_hex(put_key(d, jsonl, KEY(",\"ptr\":\"")), v);
+	d = put_hex(put_key(d, jsonl, KEY(",\"ptr\":\"")), v->ptr);
 	if (jsonl)
 		*d++ = '"';
-	if (ev->type == KT_EV_ALLOC) {
-		memcpy(&v, ev->payload + 8, 8);
-		d = put_u64(put_key(d, jsonl, KEY(",\"size\":")), v);
-	}
+	if (v->kind == KT_VALUE_ALLOC)
+		d = put_u64(put_key(d, jsonl, KEY(",\"size\":")), v->size);
 	return d;
 }
 
@@ -341,36 +337,26 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 	/* Everything between the time and the value depends only on the
 	 * thread, the name and the type: built once, then copied. */
 	d = put_mid(d, m, 0, m->len);
-	int64_t i64;
-	double f64;
-	uint64_t u64;
-	switch (ev->type) {
-	case KT_EV_ZONE_BEGIN:
-	case KT_EV_ZONE_END:
-	case KT_EV_INSTANT:
+	kt_value v;
+	kt_event_get_value(ev, &v);
+	switch (v.kind) {
+	case KT_VALUE_NONE:
 		break;
-	case KT_EV_COUNTER_I64:
-	case KT_EV_ARG_I64:
-		memcpy(&i64, ev->payload, 8);
-		d = put_i64(put_key(d, jsonl, KEY(",\"value\":")), i64);
+	case KT_VALUE_I64:
+		d = put_i64(put_key(d, jsonl, KEY(",\"value\":")), v.i64);
 		break;
-	case KT_EV_ARG_U64:
-		memcpy(&u64, ev->payload, 8);
-		d = put_u64(put_key(d, jsonl, KEY(",\"value\":")), u64);
+	case KT_VALUE_U64:
+		d = put_u64(put_key(d, jsonl, KEY(",\"value\":")), v.u64);
 		break;
-	case KT_EV_COUNTER_F64:
-	case KT_EV_ARG_F64:
-		memcpy(&f64, ev->payload, 8);
-		d = put_f64(put_key(d, jsonl, KEY(",\"value\":")), f64, jsonl);
+	case KT_VALUE_F64:
+		d = put_f64(put_key(d, jsonl, KEY(",\"value\":")), v.f64, jsonl);
 		break;
-	case KT_EV_FRAME:
-		memcpy(&u64, ev->payload, 8);
-		d = put_u64(put_key(d, jsonl, KEY(",\"frame\":")), u64);
+	case KT_VALUE_FRAME:
+		d = put_u64(put_key(d, jsonl, KEY(",\"frame\":")), v.u64);
 		break;
-	case KT_EV_FLOW: {
+	case KT_VALUE_FLOW: {
 		const char *ph = flow_phase[ev->flags < 3 ? ev->flags : 0];
-		memcpy(&u64, ev->payload, 8);
-		d = put_u64(put_key(d, jsonl, KEY(",\"flow\":")), u64);
+		d = put_u64(put_key(d, jsonl, KEY(",\"flow\":")), v.u64);
 		d = put_key(d, jsonl, KEY(",\"phase\":\""));
 		memcpy(d, ph, strlen(ph));
 		d += strlen(ph);
@@ -378,22 +364,25 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 			*d++ = '"';
 		break;
 	}
-	case KT_EV_MESSAGE:
-	case KT_EV_ARG_STR:
+	case KT_VALUE_TEXT:
 		o_commit(o, put_key(d, jsonl, KEY(",\"text\":")));
-		if (o_message(o, ev) || !(d = o_room(o, 2)))
+		if (o_message(o, &v) || !(d = o_room(o, 2)))
 			goto fail;
 		break;
-	case KT_EV_USER:
+	case KT_VALUE_BYTES:
 		d = put_u64(put_key(d, jsonl, KEY(",\"flags\":")), ev->flags);
 		o_commit(o, put_key(d, jsonl, KEY(",\"bytes\":\"")));
-		if (o_hex(o, ev->payload, ev->payload_len) || !(d = o_room(o, 3)))
+		if (o_hex(o, v.bytes, v.len) || !(d = o_room(o, 3)))
 			goto fail;
 		if (jsonl)
 			*d++ = '"';
 		break;
+	case KT_VALUE_ALLOC:
+	case KT_VALUE_FREE:
+		d = line_mem(d, jsonl, &v);
+		break;
 	default:
-		d = fmt_is_mem(ev->type) ? line_mem(d, jsonl, ev) : fmt_track_tail(d, j, ev);
+		d = fmt_track_tail(d, j, ev);
 		break;
 	}
 	if (jsonl)
@@ -407,20 +396,18 @@ fail:
 
 /* The rest of a Chrome object whose value is a u64 (an argument, a frame
  * number). */
-static inline char *chrome_u64(char *d, const kt_event *ev)
+static inline char *chrome_u64(char *d, const kt_event *ev, const kt_value *v)
 {
-	uint64_t u64;
-	memcpy(&u64, ev->payload, 8);
 	/* An argument past INT64_MAX as a string: JSON readers (jansson,
 	 * viewers' doubles) lose or refuse larger integers. */
-	int quote = ev->type == KT_EV_ARG_U64 && u64 > INT64_MAX;
+	int quote = v->kind == KT_VALUE_U64 && v->u64 > INT64_MAX;
 	if (quote)
 		*d++ = '"';
-	d = put_u64(d, u64);
+	d = put_u64(d, v->u64);
 	if (quote)
 		*d++ = '"';
 	/* A named frame's number is its async id: no args to close. */
-	int named = ev->type == KT_EV_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END;
+	int named = v->kind == KT_VALUE_FRAME && ev->flags && ev->flags <= KT_FRAME_PHASE_END;
 	memcpy(d, "}}", 2);
 	return d + (named ? 1 : 2);
 }
@@ -503,7 +490,7 @@ static char *chrome_mem(char *d, const struct fmt_job *j, const kt_event *ev, ui
 
 /* The rest of the object of a type without a case below: its type, flags
  * and payload in hex.  NULL out of memory. */
-static char *chrome_other(struct out *o, char *d, const kt_event *ev)
+static char *chrome_other(struct out *o, char *d, const kt_event *ev, const kt_value *v)
 {
 	memcpy(d, "\"type\":", 7);
 	d = put_u64(d + 7, ev->type);
@@ -511,7 +498,7 @@ static char *chrome_other(struct out *o, char *d, const kt_event *ev)
 	d = put_u64(d + 9, ev->flags);
 	memcpy(d, ",\"bytes\":\"", 10);
 	o_commit(o, d + 10);
-	if (o_hex(o, ev->payload, ev->payload_len) || !(d = o_room(o, 3)))
+	if (o_hex(o, v->bytes, v->len) || !(d = o_room(o, 3)))
 		return NULL;
 	memcpy(d, "\"}}", 3);
 	return d + 3;
@@ -532,57 +519,46 @@ fmt_chrome_event(struct out *o, const struct fmt_job *j, const kt_event *ev, uin
 	if (!d)
 		return -1;
 	d = put_timed(o->c, d, m, index ? 0 : 1, ns, ev, x);
-	int64_t i64;
-	double f64;
-	uint64_t u64;
-	switch (ev->type) {
-	case KT_EV_ZONE_BEGIN:
-	case KT_EV_ZONE_END:
-	case KT_EV_INSTANT:
+	kt_value v;
+	kt_event_get_value(ev, &v);
+	switch (v.kind) {
+	case KT_VALUE_NONE:
 		break;
-	case KT_EV_COUNTER_I64:
-	case KT_EV_ARG_I64:
-		memcpy(&i64, ev->payload, 8);
-		d = put_i64(d, i64);
+	case KT_VALUE_I64:
+		d = put_i64(d, v.i64);
 		memcpy(d, "}}", 2);
 		d += 2;
 		break;
-	case KT_EV_COUNTER_F64:
-	case KT_EV_ARG_F64:
-		memcpy(&f64, ev->payload, 8);
-		d = put_f64(d, f64, 1);
+	case KT_VALUE_F64:
+		d = put_f64(d, v.f64, 1);
 		memcpy(d, "}}", 2);
 		d += 2;
 		break;
-	case KT_EV_ARG_U64:
-	case KT_EV_FRAME:
-		d = chrome_u64(d, ev);
+	case KT_VALUE_U64:
+	case KT_VALUE_FRAME:
+		d = chrome_u64(d, ev, &v);
 		break;
-	case KT_EV_ALLOC:
-	case KT_EV_FREE:
+	case KT_VALUE_ALLOC:
+	case KT_VALUE_FREE:
 		d = chrome_mem(d, j, ev, ns);
 		break;
-	case KT_EV_FLOW:
-		memcpy(&u64, ev->payload, 8);
-		d = put_u64(d, u64);
+	case KT_VALUE_FLOW:
+		d = put_u64(d, v.u64);
 		*d++ = '}';
 		break;
-	case KT_EV_ARG_STR:
+	case KT_VALUE_TEXT: {
+		/* A message's text is its name (Tracy's importer reads it
+		 * there): no args to close. */
+		size_t close = ev->type == KT_EV_MESSAGE ? 1 : 2;
 		o_commit(o, d);
-		if (o_message(o, ev) || !(d = o_room(o, 2)))
+		if (o_message(o, &v) || !(d = o_room(o, close)))
 			goto fail;
-		memcpy(d, "}}", 2);
-		d += 2;
+		memcpy(d, "}}", close);
+		d += close;
 		break;
-	case KT_EV_MESSAGE:
-		/* The text is the name (Tracy's importer reads it there). */
-		o_commit(o, d);
-		if (o_message(o, ev) || !(d = o_room(o, 1)))
-			goto fail;
-		*d++ = '}';
-		break;
+	}
 	default:
-		if (!(d = chrome_other(o, d, ev)))
+		if (!(d = chrome_other(o, d, ev, &v)))
 			goto fail;
 		break;
 	}

@@ -138,6 +138,52 @@ static char *frame_name(const struct tables *t, uint32_t id)
 	return lit;
 }
 
+static int chrome_mid(char **buf, const char *head, const char *nm, const char *extra,
+		      const kt_event *ev);
+
+/* The type whose Chrome middle a type without a case of its own takes:
+ * the one of its value kind, which fmt.c's switch over kinds closes (an
+ * argument's for a number or text, "memory"'s for an allocation); 0 for
+ * a kind shown as bytes. */
+static uint8_t chrome_like(const kt_event *ev)
+{
+	kt_value v;
+	kt_event_get_value(ev, &v);
+	switch (v.kind) {
+	case KT_VALUE_NONE:
+		return KT_EV_INSTANT;
+	case KT_VALUE_I64:
+		return KT_EV_ARG_I64;
+	case KT_VALUE_U64:
+		return KT_EV_ARG_U64;
+	case KT_VALUE_F64:
+		return KT_EV_ARG_F64;
+	case KT_VALUE_TEXT:
+		return KT_EV_ARG_STR;
+	case KT_VALUE_FRAME:
+		return KT_EV_FRAME;
+	case KT_VALUE_FLOW:
+		return KT_EV_FLOW;
+	case KT_VALUE_ALLOC:
+	case KT_VALUE_FREE:
+		return KT_EV_ALLOC;
+	default:
+		return 0;
+	}
+}
+
+/* A type without a case in chrome_mid(): an added row shows as its value
+ * kind's type does, with no line here; bytes (fmt.c's chrome_other()) for
+ * the rest. */
+static int other_mid(char **buf, const char *head, const char *nm, const char *extra,
+		     const kt_event *ev)
+{
+	kt_event like = *ev;
+	if ((like.type = chrome_like(ev)))
+		return chrome_mid(buf, head, nm, extra, &like);
+	return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", head, nm);
+}
+
 /* The Chrome middle of @ev after its head (@head, @nm the name literal,
  * @extra mid_extra()'s). */
 static int chrome_mid(char **buf, const char *head, const char *nm, const char *extra,
@@ -189,7 +235,7 @@ static int chrome_mid(char **buf, const char *head, const char *nm, const char *
 				ph[ev->flags < 3 ? ev->flags : 0], nm);
 	}
 	default:
-		return asprintf(buf, "%s\"ph\":\"i\",\"s\":\"t\",\"name\":%s,\"args\":{", head, nm);
+		return other_mid(buf, head, nm, extra, ev);
 	}
 }
 

@@ -121,8 +121,8 @@ int memstats_event(struct memstats *m, const kt_event *ev, uint64_t ns,
 		   const struct mem_pool **pool)
 {
 	*pool = NULL;
-	if ((ev->type != KT_EV_ALLOC || ev->payload_len != 16) &&
-	    (ev->type != KT_EV_FREE || ev->payload_len != 8))
+	kt_value v;
+	if (!kt_event_get_value(ev, &v) || (v.kind != KT_VALUE_ALLOC && v.kind != KT_VALUE_FREE))
 		return 0;
 	int err = 0;
 	struct mem_pool *p = pool_of(m, ev->name_id, &err);
@@ -130,15 +130,10 @@ int memstats_event(struct memstats *m, const kt_event *ev, uint64_t ns,
 		m->other_pools += !err;
 		return err;
 	}
-	uint64_t ptr, size;
-	memcpy(&ptr, ev->payload, 8);
-	if (ev->type == KT_EV_FREE) {
-		on_free(m, p, ptr);
-	} else {
-		memcpy(&size, ev->payload + 8, 8);
-		if ((err = on_alloc(m, p, ptr, size, ns)))
-			return err;
-	}
+	if (v.kind == KT_VALUE_FREE)
+		on_free(m, p, v.ptr);
+	else if ((err = on_alloc(m, p, v.ptr, v.size, ns)))
+		return err;
 	*pool = p;
 	return 0;
 }

@@ -67,13 +67,14 @@ static inline void pb_annotation(struct pb *m, unsigned name_iid, unsigned value
 	pb_bytes(m, 4, a.b, a.n);
 }
 
-/* The first 8 bytes of @ev's payload (fewer when shorter), little-endian. */
-static inline uint64_t payload_u64(const kt_event *ev)
+/* A counter's value in a TrackEvent: an int64 as a varint (two's
+ * complement), a double as its fixed64 bits. */
+static inline void pb_counter_value(struct pb *m, const kt_value *v)
 {
-	uint64_t v = 0;
-	for (int i = 0; i < 8 && i < ev->payload_len; i++)
-		v |= (uint64_t)ev->payload[i] << (8 * i);
-	return v;
+	if (v->kind == KT_VALUE_I64)
+		pb_varint(m, 30, v->bits);
+	else
+		pb_fixed64(m, 44, v->bits);
 }
 
 #endif

@@ -75,16 +75,9 @@ static struct report_series *series_of(struct report *rep, uint32_t id, int coun
 
 static double counter_value(const kt_event *ev)
 {
-	if (ev->payload_len < 8)
-		return 0;
-	if (ev->type == KT_EV_COUNTER_F64) {
-		double d;
-		memcpy(&d, ev->payload, sizeof(d));
-		return d;
-	}
-	int64_t v;
-	memcpy(&v, ev->payload, sizeof(v));
-	return (double)v;
+	kt_value v;
+	kt_event_get_value(ev, &v);
+	return v.kind == KT_VALUE_F64 ? v.f64 : v.kind == KT_VALUE_I64 ? (double)v.i64 : 0;
 }
 
 /* A series per thread and per counter name, looked up by a one-entry cache

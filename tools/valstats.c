@@ -59,21 +59,29 @@ static void add_value(struct vstat *r, int is_int, int64_t i, double d)
 /* The number @ev carries: 1 with *@i and *@d set, 0 for no number. */
 static int value_of(const kt_event *ev, int64_t *i, double *d, int *is_int)
 {
-	if (ev->payload_len != 8 || !ev->payload)
+	kt_value v;
+	if (!kt_event_get_value(ev, &v))
 		return 0;
-	uint64_t u;
-	memcpy(&u, ev->payload, 8);
-	*is_int = ev->type != KT_EV_COUNTER_F64 && ev->type != KT_EV_ARG_F64;
-	if (*is_int) {
-		*i = (int64_t)u;
+	switch (v.kind) {
+	case KT_VALUE_I64:
+		*i = v.i64;
+		*d = (double)v.i64;
+		*is_int = 1;
+		return 1;
+	case KT_VALUE_U64:
+		*i = (int64_t)v.u64;
+		*d = (double)v.u64;
 		/* An unsigned value past INT64_MAX is kept as a double. */
-		*is_int = ev->type != KT_EV_ARG_U64 || u <= INT64_MAX;
-		*d = ev->type == KT_EV_ARG_U64 ? (double)u : (double)*i;
-	} else {
-		memcpy(d, &u, 8);
+		*is_int = v.u64 <= INT64_MAX;
+		return 1;
+	case KT_VALUE_F64:
+		*d = v.f64;
 		*i = 0;
+		*is_int = 0;
+		return 1;
+	default:
+		return 0;
 	}
-	return 1;
 }
 
 int valstats_counter(struct valstats *v, const kt_event *ev)

@@ -132,14 +132,6 @@ int when_early(const char *cmd, const struct when_window *w)
 	return opts_window(cmd, w->from.v, w->to.v);
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int k = 7; k >= 0; k--)
-		v = v << 8 | p[k];
-	return v;
-}
-
 /*
  * One pass for --frames @a..@b: @from is the mark before the first mark
  * numbered @a or more (0, the trace's start, if it is the first mark);
@@ -149,12 +141,13 @@ static uint64_t get_u64(const uint8_t *p)
 static int frames(kt_reader *r, uint64_t a, uint64_t b, uint64_t *from, uint64_t *to)
 {
 	kt_event ev;
+	kt_value v;
 	uint64_t prev = 0;
 	int rc, have_from = 0, have_to = 0;
 	while ((rc = kt_reader_next(r, &ev)) > 0) {
-		if (ev.type != KT_EV_FRAME || ev.payload_len != 8)
+		if (!kt_event_get_value(&ev, &v) || v.kind != KT_VALUE_FRAME)
 			continue;
-		uint64_t n = get_u64(ev.payload), ns = kt_reader_get_time_ns(r, ev.ts);
+		uint64_t n = v.u64, ns = kt_reader_get_time_ns(r, ev.ts);
 		if (!have_from && n >= a) {
 			*from = prev;
 			have_from = 1;

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <katra/error.h>
+#include <katra/record.h>
 #include <katra/trace.h>
 #include <katra/version.h>
 
@@ -228,6 +229,43 @@ typedef struct kt_track_event {
  * @out untouched).  Pure; any thread.
  */
 KT_API int kt_event_get_track(const kt_event *ev, kt_track_event *out);
+
+/**
+ * The value an event carries, decoded from its payload as its type's row of
+ * KT_EVENT_TYPES (katra/record.h) says: the one place that reads a
+ * payload's bytes.  Only the fields @kind names are set, with bytes and
+ * len (always); the others are 0.
+ */
+typedef struct kt_value {
+	kt_value_kind kind;
+	uint32_t track;       /* TRACK*: the track's id (the record's flags) */
+	int64_t i64;          /* I64, TRACK_I64 */
+	uint64_t u64;         /* U64; FRAME: the number; FLOW: the id */
+	double f64;           /* F64, TRACK_F64 */
+	uint64_t bits;        /* every kind with one number (I64, U64, F64,
+			       * FRAME, FLOW, TRACK_I64, TRACK_F64): its 8
+			       * bytes as stored (an f64's IEEE-754 bits) */
+	uint64_t ptr;         /* ALLOC, FREE: the address */
+	uint64_t size;        /* ALLOC: the bytes allocated */
+	uint64_t track_ts;    /* TRACK*: the time on the track's own clock */
+	const uint8_t *bytes; /* TEXT, BYTES: the value (no NUL); every kind:
+			       * the raw payload, valid as the event's */
+	size_t len;           /* its length in bytes */
+} kt_value;
+
+/**
+ * kt_event_get_value - the value @ev carries, into @out.
+ *
+ * Every event a reader returns has the payload its type's row states; a
+ * copy that dropped it (a tool's pass without payloads) or a type no row
+ * names does not.
+ *
+ * Return: 1 with @out's kind and fields set; 0 when @ev's payload is not
+ * what its type's row states, or no row names its type: @out's kind is
+ * KT_VALUE_NONE and only bytes and len are set.  Pure;
+ * any thread.
+ */
+KT_API int kt_event_get_value(const kt_event *ev, kt_value *out);
 
 /**
  * kt_track_to_ticks - @track_ts, a time on track @t's clock, as katra's

@@ -105,34 +105,71 @@ typedef enum kt_frame_phase {
 #define KT_REC_FLAGS_ZERO 0u     /* flags must be 0 */
 #define KT_REC_FLAGS_ANY 0xffu   /* free for the user */
 
+/** What a record's payload means, as kt_event_get_value() (katra/reader.h)
+ * hands it over: the table's last column.  Each kind has one payload
+ * (KT__VALUE_PAYLOAD below); a reader shows a kind, not a type, so a
+ * new type of a known kind is shown without a change to any reader. */
+typedef enum kt_value_kind {
+	KT_VALUE_NONE = 0,      /* no value (or a payload a pass did not copy) */
+	KT_VALUE_I64 = 1,       /* .i64: a signed number */
+	KT_VALUE_U64 = 2,       /* .u64: an unsigned number */
+	KT_VALUE_F64 = 3,       /* .f64: a double */
+	KT_VALUE_FRAME = 4,     /* .u64: a frame's number */
+	KT_VALUE_FLOW = 5,      /* .u64: a flow's id */
+	KT_VALUE_TEXT = 6,      /* .bytes, .len: text, as the user gave it */
+	KT_VALUE_BYTES = 7,     /* .bytes, .len: opaque bytes */
+	KT_VALUE_ALLOC = 8,     /* .ptr, .size: an allocation */
+	KT_VALUE_FREE = 9,      /* .ptr: a free */
+	KT_VALUE_TRACK = 10,    /* .track, .track_ts: a time on a track */
+	KT_VALUE_TRACK_I64 = 11, /* .track, .track_ts, .i64: a track's counter */
+	KT_VALUE_TRACK_F64 = 12, /* .track, .track_ts, .f64: a track's counter */
+} kt_value_kind;
+
+/* The payload a value kind is stored as: a constant expression, so the
+ * table's two columns are checked against each other at compile time
+ * (format/value.c). */
+#define KT__VALUE_PAYLOAD(kind)                                                          \
+	((kind) == KT_VALUE_NONE                                        ? KT_PAYLOAD_NONE  \
+	 : (kind) == KT_VALUE_I64                                       ? KT_PAYLOAD_I64   \
+	 : (kind) == KT_VALUE_F64                                       ? KT_PAYLOAD_F64   \
+	 : (kind) == KT_VALUE_TEXT || (kind) == KT_VALUE_BYTES          ? KT_PAYLOAD_BYTES \
+	 : (kind) == KT_VALUE_ALLOC || (kind) == KT_VALUE_TRACK_I64 ||                      \
+			   (kind) == KT_VALUE_TRACK_F64                         \
+		 ? KT_PAYLOAD_U64X2                                                        \
+		 : KT_PAYLOAD_U64)
+
 /*
  * The one list of event types: X(code, enum name, display name, payload,
- * highest flags).  Append only: the codes are in every trace file.
+ * highest flags, value kind).  Append only: the codes are in every trace
+ * file.  A new type is one row here; kt_event_get_value() and every tool
+ * that shows values by kind (dump, stats, the exports) take it from here,
+ * and only what a tool shows by type (a Chrome phase, a viewer's record)
+ * needs a line more (ARCHITECTURE.md, "Adding an event type").
  */
-#define KT_EVENT_TYPES(X)                                                              \
-	X(1, KT_EV_ZONE_BEGIN,  "zone_begin",  KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO)    \
-	X(2, KT_EV_ZONE_END,    "zone_end",    KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO)    \
-	X(3, KT_EV_INSTANT,     "instant",     KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO)    \
-	X(4, KT_EV_COUNTER_I64, "counter_i64", KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO)    \
-	X(5, KT_EV_COUNTER_F64, "counter_f64", KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO)    \
-	X(6, KT_EV_FRAME,       "frame",       KT_PAYLOAD_U64,   KT_FRAME_PHASE_END)   \
-	X(7, KT_EV_FLOW,        "flow",        KT_PAYLOAD_U64,   KT_FLOW_END)          \
-	X(8, KT_EV_MESSAGE,     "message",     KT_PAYLOAD_BYTES, KT_SEV_FATAL)         \
-	X(9, KT_EV_USER,        "user",        KT_PAYLOAD_BYTES, KT_REC_FLAGS_ANY)     \
-	X(10, KT_EV_ARG_I64,    "arg_i64",     KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO)    \
-	X(11, KT_EV_ARG_U64,    "arg_u64",     KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)    \
-	X(12, KT_EV_ARG_F64,    "arg_f64",     KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO)    \
-	X(13, KT_EV_ARG_STR,    "arg_str",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO)    \
-	X(14, KT_EV_ALLOC,      "alloc",       KT_PAYLOAD_U64X2, KT_REC_FLAGS_ZERO)    \
-	X(15, KT_EV_FREE,       "free",        KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO)    \
-	X(16, KT_EV_TRACK_BEGIN, "track_begin", KT_PAYLOAD_U64,  KT_REC_FLAGS_ANY)     \
-	X(17, KT_EV_TRACK_END,  "track_end",   KT_PAYLOAD_U64,   KT_REC_FLAGS_ANY)     \
-	X(18, KT_EV_TRACK_COUNTER_I64, "track_counter_i64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY) \
-	X(19, KT_EV_TRACK_COUNTER_F64, "track_counter_f64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY)
+#define KT_EVENT_TYPES(X)                                                                                   \
+	X(1, KT_EV_ZONE_BEGIN,  "zone_begin",  KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO,  KT_VALUE_NONE)         \
+	X(2, KT_EV_ZONE_END,    "zone_end",    KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO,  KT_VALUE_NONE)         \
+	X(3, KT_EV_INSTANT,     "instant",     KT_PAYLOAD_NONE,  KT_REC_FLAGS_ZERO,  KT_VALUE_NONE)         \
+	X(4, KT_EV_COUNTER_I64, "counter_i64", KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO,  KT_VALUE_I64)          \
+	X(5, KT_EV_COUNTER_F64, "counter_f64", KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO,  KT_VALUE_F64)          \
+	X(6, KT_EV_FRAME,       "frame",       KT_PAYLOAD_U64,   KT_FRAME_PHASE_END, KT_VALUE_FRAME)        \
+	X(7, KT_EV_FLOW,        "flow",        KT_PAYLOAD_U64,   KT_FLOW_END,        KT_VALUE_FLOW)         \
+	X(8, KT_EV_MESSAGE,     "message",     KT_PAYLOAD_BYTES, KT_SEV_FATAL,       KT_VALUE_TEXT)         \
+	X(9, KT_EV_USER,        "user",        KT_PAYLOAD_BYTES, KT_REC_FLAGS_ANY,   KT_VALUE_BYTES)        \
+	X(10, KT_EV_ARG_I64,    "arg_i64",     KT_PAYLOAD_I64,   KT_REC_FLAGS_ZERO,  KT_VALUE_I64)          \
+	X(11, KT_EV_ARG_U64,    "arg_u64",     KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO,  KT_VALUE_U64)          \
+	X(12, KT_EV_ARG_F64,    "arg_f64",     KT_PAYLOAD_F64,   KT_REC_FLAGS_ZERO,  KT_VALUE_F64)          \
+	X(13, KT_EV_ARG_STR,    "arg_str",     KT_PAYLOAD_BYTES, KT_REC_FLAGS_ZERO,  KT_VALUE_TEXT)         \
+	X(14, KT_EV_ALLOC,      "alloc",       KT_PAYLOAD_U64X2, KT_REC_FLAGS_ZERO,  KT_VALUE_ALLOC)        \
+	X(15, KT_EV_FREE,       "free",        KT_PAYLOAD_U64,   KT_REC_FLAGS_ZERO,  KT_VALUE_FREE)         \
+	X(16, KT_EV_TRACK_BEGIN, "track_begin", KT_PAYLOAD_U64,  KT_REC_FLAGS_ANY,   KT_VALUE_TRACK)        \
+	X(17, KT_EV_TRACK_END,  "track_end",   KT_PAYLOAD_U64,   KT_REC_FLAGS_ANY,   KT_VALUE_TRACK)        \
+	X(18, KT_EV_TRACK_COUNTER_I64, "track_counter_i64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY, KT_VALUE_TRACK_I64) \
+	X(19, KT_EV_TRACK_COUNTER_F64, "track_counter_f64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY, KT_VALUE_TRACK_F64)
 
 /** Event record types (SPEC §4.2). */
 typedef enum kt_event_type {
-#define KT__EV_ENUM(code, name, text, payload, max_flags) name = code,
+#define KT__EV_ENUM(code, name, text, payload, max_flags, value) name = code,
 	KT_EVENT_TYPES(KT__EV_ENUM)
 #undef KT__EV_ENUM
 } kt_event_type;
@@ -169,7 +206,7 @@ static inline int kt__flags_fit(unsigned flags, unsigned max_flags)
 static inline int kt__record_ok(uint8_t type, uint8_t flags, size_t len)
 {
 	switch (type) {
-#define KT__EV_OK(code, name, text, payload, max_flags) \
+#define KT__EV_OK(code, name, text, payload, max_flags, value) \
 	case code:                                        \
 		return kt__payload_fits(payload, len) && kt__flags_fit(flags, max_flags);
 		KT_EVENT_TYPES(KT__EV_OK)
