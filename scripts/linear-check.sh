@@ -41,6 +41,7 @@ kinds=(
   "large-messages 64000"
   "escapes 16000"
   "track-unmatched 1000000"
+  "args-closed 20000"
 )
 commands=(
   "verify" "info" "stats" "stats --json" "dump" "dump --format jsonl"
