@@ -27,6 +27,8 @@
  *                   sample keeps
  *   track-unmatched one track: 1024 zone begins of one name (a track's
  *                   most open), then N ends of another
+ *   args-closed     one zone, N/2 zones inside it, min(N/2, 65536) arguments
+ *                   on the innermost, then the outer end closing them all
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -266,6 +268,24 @@ static void gen_track_unmatched(struct gen *g, uint32_t n)
 		emit_track(g, KT_EV_TRACK_END, 2);
 }
 
+/* One outer zone, N/2 zones inside it, N/2 arguments (at most 65,536, the
+ * exports' EXPORT_ARGS) on the innermost, then the outer zone's end, which closes
+ * them all at once: each closed zone's arguments are looked up while every
+ * argument kept inside it is still held. */
+static void gen_args_closed(struct gen *g, uint32_t n)
+{
+	name(g, 1, "outer", 5);
+	name(g, 2, "inner", 5);
+	name(g, 3, "arg", 3);
+	thread(g, 1, "main");
+	emit(g, 1, KT_EV_ZONE_BEGIN, 1, NULL, 0);
+	for (uint32_t i = 0; i < n / 2; i++)
+		emit(g, 1, KT_EV_ZONE_BEGIN, 2, NULL, 0);
+	for (uint64_t i = 0; i < n / 2 && i < 65536; i++)
+		emit(g, 1, KT_EV_ARG_I64, 3, &i, 8);
+	emit(g, 1, KT_EV_ZONE_END, 1, NULL, 0);
+}
+
 /*
  * Reverse, in place, the order of the frames of the kinds in @mask among
  * themselves: every other frame keeps its place.  A writer numbers a
@@ -346,6 +366,8 @@ int main(int argc, char **argv)
 		gen_zone_names(&g, n);
 	} else if (!strcmp(kind, "track-unmatched")) {
 		gen_track_unmatched(&g, n);
+	} else if (!strcmp(kind, "args-closed")) {
+		gen_args_closed(&g, n);
 	} else {
 		fprintf(stderr, "adversary: unknown kind '%s'\n", kind);
 		return 2;

@@ -33,7 +33,7 @@ trap 'rm -rf "$tmp"' EXIT
 kinds=(
   "names-desc 20000"
   "threads-desc 2000"
-  "many-threads 8000"
+  "many-threads 50000"
   "unmatched-ends 2000000"
   "deep-nesting 2000000"
   "huge-ids 10000"
@@ -41,6 +41,7 @@ kinds=(
   "large-messages 64000"
   "escapes 16000"
   "track-unmatched 1000000"
+  "args-closed 20000"
 )
 commands=(
   "verify" "info" "stats" "stats --json" "dump" "dump --format jsonl"

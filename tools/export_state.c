@@ -154,12 +154,14 @@ int xstate_arg(struct xstate *s, struct xthread *t, const kt_event *ev)
 
 struct xarg *xstate_args(struct xthread *t, size_t level, size_t *n)
 {
-	size_t end = t->nargs;
-	while (end && t->args[end - 1].level > level)
-		end--;
-	size_t start = end;
-	while (start && t->args[start - 1].level == level)
-		start--;
+	/* By binary search (levels never decrease along the array), not a
+	 * walk back: closing N zones at once asks for each level in turn,
+	 * and a walk passed every kept argument of the zones inside (up to
+	 * EXPORT_ARGS) N times. */
+	size_t end = level >= UINT32_MAX ? t->nargs
+		     : lower_bound_u32(t->args, t->nargs, sizeof(*t->args), (uint32_t)level + 1);
+	size_t start = lower_bound_u32(t->args, end, sizeof(*t->args),
+				       (uint32_t)(level < UINT32_MAX ? level : UINT32_MAX));
 	*n = end - start;
 	return *n ? t->args + start : NULL; /* none: t->args may be NULL */
 }

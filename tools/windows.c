@@ -7,21 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/bsearch.h"
 #include "tools/text.h"
 #include "tools/windows.h"
 
-/* @id's row, added when new (rows stay few: one per thread); NULL when
- * out of memory. */
+/* @id's row, added when new; NULL when out of memory.  Found through the
+ * id map, never by a walk over the rows: a file's threads (up to the
+ * reader's million) each add one, and each zone end with no begin looks
+ * its thread up. */
 static struct win_thread *row(struct windows *w, uint32_t id)
 {
-	for (size_t i = w->n; i-- > 0;)
-		if (w->t[i].id == id)
-			return &w->t[i];
+	if (!w->ids.mul)
+		idmap_init(&w->ids);
+	int added;
+	uint32_t *at = idmap_slot(&w->ids, id, (uint32_t)w->n, &added);
+	if (!at)
+		return NULL;
+	if (!added)
+		return &w->t[*at];
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 16;
 		struct win_thread *p = reallocarray(w->t, cap, sizeof(*p));
-		if (!p)
+		if (!p) {
+			idmap_free(&w->ids); /* holds an index with no row */
 			return NULL;
+		}
 		w->t = p;
 		w->cap = cap;
 	}
@@ -40,13 +50,12 @@ int windows_unbegun(struct windows *w, uint32_t id, uint32_t name, uint64_t ns)
 	return 0;
 }
 
-/* The window of thread @id (every thread with an open zone has one). */
+/* The window of thread @id (every thread with an open zone has one), once
+ * windows_finish() sorted the rows. */
 static const struct win_thread *find(const struct windows *w, uint32_t id)
 {
-	for (size_t i = 0; i < w->n; i++)
-		if (w->t[i].id == id)
-			return &w->t[i];
-	return NULL;
+	size_t i = lower_bound_u32(w->t, w->n, sizeof(*w->t), id);
+	return i < w->n && w->t[i].id == id ? &w->t[i] : NULL;
 }
 
 int windows_add(struct windows *w, uint32_t id, uint64_t first_ns, uint64_t last_ns)
@@ -68,6 +77,8 @@ static int by_id(const void *a, const void *b)
 void windows_finish(struct windows *w, const struct drops *d, kt_reader *r)
 {
 	w->origin_ns = kt_reader_get_header(r)->clock.mono_ns;
+	/* The map's indexes go stale: rows are only found by id from here. */
+	idmap_free(&w->ids);
 	if (w->n > 1)
 		qsort(w->t, w->n, sizeof(*w->t), by_id);
 	for (size_t i = 0; i < w->n; i++) {
@@ -198,6 +209,7 @@ json_t *windows_json(const struct windows *w, const struct tables *t)
 
 void windows_free(struct windows *w)
 {
+	idmap_free(&w->ids);
 	free(w->t);
 	memset(w, 0, sizeof(*w));
 }

@@ -67,21 +67,6 @@ static void collapsed(kt_reader *r)
 	tables_free(&t);
 }
 
-/* Records whose size words (bits 4-15, never 0) tile @len bytes exactly. */
-static void check_fxt(const char *s, size_t len)
-{
-	if (len % 8)
-		__builtin_trap();
-	for (size_t at = 0; at < len;) {
-		uint64_t h;
-		memcpy(&h, s + at, 8);
-		size_t words = (h >> 4) & 0xFFF;
-		if (!words || at + words * 8 > len)
-			__builtin_trap();
-		at += words * 8;
-	}
-}
-
 static void check_perfetto(const char *s, size_t len)
 {
 	Perfetto__Protos__Trace *tr =
@@ -110,7 +95,7 @@ static void exported(kt_reader *r)
 		int rc = fxt ? fxt_run(r, &t, m, &res) : perfetto_run(r, &t, m, PERFETTO_PLAIN, &res);
 		fclose(m);
 		if (rc == 0 && fxt)
-			check_fxt(text, len);
+			must_tile_fxt((const uint8_t *)text, len);
 		else if (rc == 0)
 			check_perfetto(text, len);
 		free(text);
