@@ -16,7 +16,8 @@
 #    pct below): DuckDB's quantile_disc() takes rank ceil(p n) - 1, which
 #    in a sparse tail can be several buckets away (frame p99 of the drop
 #    run: 1574242 ns against 1490944 at stats' rank, 5% apart);
-#  - frame-time count exactly, p99 as above; drops per thread exactly;
+#  - events per name, frame-time count exactly, p99 as above; drops per
+#    thread exactly;
 #  - a damaged copy: exit 3, the damage said, the zones still equal to
 #    stats' on the same copy; a cut copy: exit 3, "truncated";
 #  - a query error: DuckDB's message with the position, exit 1;
@@ -80,6 +81,12 @@ for f in "$cap" "$tmp/drop.katra"; do
   "$katra" stats --json "$f" >"$tmp/stats.json"
   compare_zones "$f" "$(stats_zones "$tmp/stats.json")" "$(sql_zones "$f")"
   [[ $(cat "$tmp/sql_rc") == 0 ]] || fail "$f: sql exit $(cat "$tmp/sql_rc")"
+  # Events per name (--json counts records: a zone's begin and end each).
+  want=$(jq -c '[.names[] | [.name, .count]] | sort' "$tmp/stats.json")
+  got=$("$katra" sql 'SELECT name, count(*) AS n FROM events WHERE type IS NOT NULL
+                      GROUP BY name' "$f" --format json |
+        jq -s -c 'map([.name, .n]) | sort')
+  [[ $want == "$got" ]] || fail "$f: events per name: stats $want, sql $got"
   # Frame times: the count exactly, p99 within a bucket.
   want=$(jq -c '[.frames.count, .frames.p99_ns]' "$tmp/stats.json")
   got=$("$katra" sql "$pct SELECT count(frame_ns) AS n, pct(list(frame_ns), 0.99) AS p99

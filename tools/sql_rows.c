@@ -24,35 +24,43 @@
 #define VIEW(n, c) { n, c, (int)(sizeof(c) / sizeof(c[0])) }
 
 static const struct sql_col events_cols[] = {
-	{ "file", STR }, { "thread", U32 }, { "ts_ns", U64 }, { "type", STR },
+	{ "thread", U32 }, { "ts_ns", U64 }, { "type", STR },
 	{ "name", STR }, { "value", F64 },
+	{ "file", STR },
 };
 static const struct sql_col zones_cols[] = {
-	{ "file", STR }, { "thread", U32 }, { "name", STR }, { "category", STR },
+	{ "thread", U32 }, { "name", STR }, { "category", STR },
 	{ "begin_ns", U64 }, { "end_ns", U64 }, { "dur_ns", U64 }, { "self_ns", U64 },
 	{ "depth", U32 }, { "parent", STR },
+	{ "file", STR },
 };
 static const struct sql_col frames_cols[] = {
-	{ "file", STR }, { "thread", U32 }, { "ts_ns", U64 }, { "frame_ns", U64 },
+	{ "thread", U32 }, { "ts_ns", U64 }, { "frame_ns", U64 },
+	{ "file", STR },
 };
 static const struct sql_col counters_cols[] = {
-	{ "file", STR }, { "thread", U32 }, { "ts_ns", U64 }, { "name", STR }, { "value", F64 },
+	{ "thread", U32 }, { "ts_ns", U64 }, { "name", STR }, { "value", F64 },
+	{ "file", STR },
 };
 static const struct sql_col memory_cols[] = {
-	{ "file", STR }, { "thread", U32 }, { "ts_ns", U64 }, { "kind", STR },
+	{ "thread", U32 }, { "ts_ns", U64 }, { "kind", STR },
 	{ "pool", STR }, { "ptr", U64 }, { "size", U64 },
+	{ "file", STR },
 };
 static const struct sql_col drops_cols[] = {
-	{ "file", STR }, { "thread", U32 }, { "count", U64 }, { "first_ns", U64 },
+	{ "thread", U32 }, { "count", U64 }, { "first_ns", U64 },
 	{ "last_ns", U64 },
+	{ "file", STR },
 };
 static const struct sql_col threads_cols[] = {
-	{ "file", STR }, { "thread", U32 }, { "os_tid", U32 }, { "name", STR },
+	{ "thread", U32 }, { "os_tid", U32 }, { "name", STR },
+	{ "file", STR },
 };
 static const struct sql_col captures_cols[] = {
-	{ "file", STR }, { "run_id", STR }, { "capture_id", STR }, { "epoch", U64 },
+	{ "run_id", STR }, { "capture_id", STR }, { "epoch", U64 },
 	{ "host", STR }, { "pid", U64 }, { "start_wall_ns", U64 }, { "events_written", U64 },
 	{ "events_dropped", U64 }, { "truncated", BOOL }, { "damaged_frames", U64 },
+	{ "file", STR },
 };
 
 const struct sql_view_def sql_views[SQL_NVIEWS] = {
@@ -87,6 +95,7 @@ struct sql_cursor {
 	size_t index;
 	int view;
 	const char *path;
+	uint32_t path_len;
 	kt_reader *r;
 	struct tables t;
 	int events_pass;         /* the events are being merged */
@@ -135,6 +144,7 @@ int sql_cursor_open(struct sql_files *files, size_t index, int view, struct sql_
 	c->index = index;
 	c->view = view;
 	c->path = files->paths[index];
+	c->path_len = (uint32_t)strlen(c->path);
 	idmap_init(&c->thmap);
 	idmap_init(&c->tops);
 	kt_reader_error err = { 0 };
@@ -255,15 +265,15 @@ static int zone_end(struct sql_cursor *c, struct cthread *t, size_t ti, const kt
 	z.child = t->stack[d].child;
 	if (t->depth)
 		t->stack[t->depth - 1].child += dur;
-	name_of(c, z.name, &row[2]);
+	name_of(c, z.name, &row[1]);
 	const struct tloc *l = tables_loc(&c->t, z.name);
-	name_of(c, l ? l->category : 0, &row[3]);
-	cell_u(&row[4], z.ns);
-	cell_u(&row[5], ns);
-	cell_u(&row[6], dur);
-	cell_u(&row[7], dur > z.child ? dur - z.child : 0);
-	cell_u(&row[8], d);
-	name_of(c, d ? t->stack[d - 1].name : 0, &row[9]);
+	name_of(c, l ? l->category : 0, &row[2]);
+	cell_u(&row[3], z.ns);
+	cell_u(&row[4], ns);
+	cell_u(&row[5], dur);
+	cell_u(&row[6], dur > z.child ? dur - z.child : 0);
+	cell_u(&row[7], d);
+	name_of(c, d ? t->stack[d - 1].name : 0, &row[8]);
 	return 1;
 }
 
@@ -299,14 +309,13 @@ static int memory_row(struct sql_cursor *c, const kt_event *ev, struct sql_cell 
 	int alloc = ev->type == KT_EV_ALLOC && ev->payload_len == 16;
 	if (!alloc && (ev->type != KT_EV_FREE || ev->payload_len != 8))
 		return 0;
-	row[3].s = alloc ? "alloc" : "free";
-	row[3].len = (uint32_t)strlen(row[3].s);
-	name_of(c, ev->name_id, &row[4]);
+	row[2] = (struct sql_cell){ .s = alloc ? "alloc" : "free", .len = alloc ? 5 : 4 };
+	name_of(c, ev->name_id, &row[3]);
 	memcpy(&v, ev->payload, 8);
-	cell_u(&row[5], v);
+	cell_u(&row[4], v);
 	if (alloc) {
 		memcpy(&v, ev->payload + 8, 8);
-		cell_u(&row[6], v);
+		cell_u(&row[5], v);
 	}
 	return 1;
 }
@@ -320,11 +329,11 @@ static int event_row(struct sql_cursor *c, const kt_event *ev, uint64_t ns, stru
 	double v;
 	switch (c->view) {
 	case SQL_EVENTS:
-		row[3].s = kt_event_type_name(ev->type);
-		row[3].len = (uint32_t)strlen(row[3].s);
-		name_of(c, ev->name_id, &row[4]);
+		row[2] = (struct sql_cell){ .s = kt_event_type_name(ev->type) };
+		row[2].len = (uint32_t)strlen(row[2].s);
+		name_of(c, ev->name_id, &row[3]);
 		if (payload_value(ev, &v))
-			row[5] = (struct sql_cell){ .d = v };
+			row[4] = (struct sql_cell){ .d = v };
 		return 1;
 	case SQL_ZONES:
 		if (ev->type != KT_EV_ZONE_BEGIN && ev->type != KT_EV_ZONE_END)
@@ -340,7 +349,7 @@ static int event_row(struct sql_cursor *c, const kt_event *ev, uint64_t ns, stru
 		if (!(t = thread_state(c, ev->thread_id, &ti)))
 			return -ENOMEM;
 		if (t->have_frame)
-			cell_u(&row[3], ns >= t->last_frame_ns ? ns - t->last_frame_ns : 0);
+			cell_u(&row[2], ns >= t->last_frame_ns ? ns - t->last_frame_ns : 0);
 		t->have_frame = 1;
 		t->last_frame_ns = ns;
 		return 1;
@@ -348,8 +357,8 @@ static int event_row(struct sql_cursor *c, const kt_event *ev, uint64_t ns, stru
 		if ((ev->type != KT_EV_COUNTER_I64 && ev->type != KT_EV_COUNTER_F64) ||
 		    !payload_value(ev, &v))
 			return 0;
-		name_of(c, ev->name_id, &row[3]);
-		row[4] = (struct sql_cell){ .d = v };
+		name_of(c, ev->name_id, &row[2]);
+		row[3] = (struct sql_cell){ .d = v };
 		return 1;
 	default:
 		return memory_row(c, ev, row);
@@ -367,10 +376,10 @@ static int next_event_row(struct sql_cursor *c, struct sql_cell *row, char *why,
 	}
 	while ((rc = kt_reader_next(c->r, &ev)) > 0) {
 		uint64_t ns = kt_reader_ticks_to_ns(c->r, ev.ts);
-		for (int i = 3; i < SQL_MAX_COLS; i++)
+		for (int i = 2; i < SQL_MAX_COLS; i++)
 			row[i] = (struct sql_cell){ .null = 1 };
-		cell_u(&row[1], ev.thread_id);
-		cell_u(&row[c->view == SQL_ZONES ? 4 : 2], ns);
+		cell_u(&row[0], ev.thread_id);
+		cell_u(&row[c->view == SQL_ZONES ? 3 : 1], ns);
 		int made = event_row(c, &ev, ns, row);
 		if (made)
 			return made < 0 ? read_error(c, made, why, cap) : 1;
@@ -397,10 +406,10 @@ static int next_drop_row(struct sql_cursor *c, struct sql_cell *row, char *why, 
 	while ((rc = kt_reader_next_frame(c->r, &f)) > 0) {
 		if (f.kind != KT_FRAME_DROP)
 			continue;
-		cell_u(&row[1], f.u.drop.thread_id);
-		cell_u(&row[2], f.u.drop.count);
-		cell_u(&row[3], kt_ticks_to_ns(&h->clock, s, f.u.drop.first_ts));
-		cell_u(&row[4], kt_ticks_to_ns(&h->clock, s, f.u.drop.last_ts));
+		cell_u(&row[0], f.u.drop.thread_id);
+		cell_u(&row[1], f.u.drop.count);
+		cell_u(&row[2], kt_ticks_to_ns(&h->clock, s, f.u.drop.first_ts));
+		cell_u(&row[3], kt_ticks_to_ns(&h->clock, s, f.u.drop.last_ts));
 		return 1;
 	}
 	if (rc < 0)
@@ -422,44 +431,50 @@ static int next_capture_row(struct sql_cursor *c, struct sql_cell *row)
 		return 0;
 	const kt_header *h = kt_reader_get_header(c->r);
 	int cap = (h->flags & KT_HDR_CAPTURE) != 0;
-	str_cell(&row[1], cap ? h->run_id : NULL);
-	str_cell(&row[2], cap ? h->capture_id : NULL);
-	row[1].null = row[2].null = !cap;
-	cell_u(&row[3], h->epoch);
-	row[3].null = !cap;
-	str_cell(&row[4], h->host);
-	cell_u(&row[5], h->process_id);
-	cell_u(&row[6], h->start_wall_ns);
-	cell_u(&row[7], c->t.summary.events_written);
-	cell_u(&row[8], c->t.summary.events_dropped);
-	row[7].null = row[8].null = !c->t.have_summary;
+	str_cell(&row[0], cap ? h->run_id : NULL);
+	str_cell(&row[1], cap ? h->capture_id : NULL);
+	row[0].null = row[1].null = !cap;
+	cell_u(&row[2], h->epoch);
+	row[2].null = !cap;
+	str_cell(&row[3], h->host);
+	cell_u(&row[4], h->process_id);
+	cell_u(&row[5], h->start_wall_ns);
+	cell_u(&row[6], c->t.summary.events_written);
+	cell_u(&row[7], c->t.summary.events_dropped);
+	row[6].null = row[7].null = !c->t.have_summary;
 	kt_reader_skipped sk;
 	kt_reader_get_skipped(c->r, &sk);
-	cell_u(&row[9], !c->t.have_summary);
-	cell_u(&row[10], sk.frames);
+	cell_u(&row[8], !c->t.have_summary);
+	cell_u(&row[9], sk.frames);
 	note_damage(c);
+	return 1;
+}
+
+/* The rows of the views that list entries of the file's tables. */
+static int next_table_row(struct sql_cursor *c, struct sql_cell *row)
+{
+	if (c->view == SQL_CAPTURES)
+		return next_capture_row(c, row);
+	if (c->next >= c->t.nthreads) {
+		note_damage(c);
+		return 0;
+	}
+	const struct tentry *e = &c->t.threads[c->next++];
+	cell_u(&row[0], e->id);
+	cell_u(&row[1], e->os_tid);
+	row[2] = (struct sql_cell){ .s = tables_str(&c->t, e), .len = e->len };
 	return 1;
 }
 
 int sql_cursor_next(struct sql_cursor *c, struct sql_cell *row, char *why, size_t cap)
 {
-	str_cell(&row[0], c->path);
-	switch (c->view) {
-	case SQL_DROPS:
-		return next_drop_row(c, row, why, cap);
-	case SQL_THREADS:
-		if (c->next >= c->t.nthreads) {
-			note_damage(c);
-			return 0;
-		}
-		const struct tentry *e = &c->t.threads[c->next++];
-		cell_u(&row[1], e->id);
-		cell_u(&row[2], e->os_tid);
-		row[3] = (struct sql_cell){ .s = tables_str(&c->t, e), .len = e->len };
-		return 1;
-	case SQL_CAPTURES:
-		return next_capture_row(c, row);
-	default:
-		return next_event_row(c, row, why, cap);
-	}
+	int rc = c->view == SQL_DROPS ? next_drop_row(c, row, why, cap)
+	       : c->view == SQL_THREADS || c->view == SQL_CAPTURES ? next_table_row(c, row)
+	       : next_event_row(c, row, why, cap);
+	/* The file, last: a query that reads no column (count(*)) is given
+	 * the first, so the first is a cheap one. */
+	if (rc > 0)
+		row[sql_views[c->view].ncols - 1] = (struct sql_cell){ .s = c->path,
+								     .len = c->path_len };
+	return rc;
 }
