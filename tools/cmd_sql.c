@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <katra/reader.h>
 #include "tools/cli.h"
 #include "tools/cmd.h"
 #include "tools/sql_duck.h"
@@ -244,28 +245,80 @@ static const char parquet_help[] =
 	"run id (the capture's; a file without one: its name without .katra).\n"
 	"Characters other than A-Z a-z 0-9 _ . - in a run id become _.\n";
 
-/* The views a dataset holds: all. */
-static int export_views(struct sql_db *d, const char *dir)
+/* The partition of file @path into @run (@cap bytes): its run id, or its
+ * name without the directory and ".katra"; any byte but A-Z a-z 0-9 _ . -
+ * made '_', and a leading '.' too (a header's run id is untrusted bytes:
+ * "x/../y" must not climb).  Returns 0 or the exit status said. */
+static int run_of(const char *path, char *run, size_t cap)
 {
-	/* The partition key of each file: its run id, made a safe directory
-	 * name (a header's run id is any bytes; "x/../y" must not climb). */
-	int rc = sql_run("export", d,
-			 "CREATE TEMP TABLE katra_runs AS SELECT file, regexp_replace("
-			 "regexp_replace(coalesce(run_id, regexp_replace(file, '^.*/|\\.katra$', '',"
-			 " 'g')), '[^A-Za-z0-9_.-]', '_', 'g'), '^\\.', '_') AS run_id FROM captures",
-			 -1);
-	char *q = NULL;
-	for (int i = 0; !rc && i < SQL_NVIEWS; i++) {
+	kt_reader *r;
+	kt_reader_error err = { 0 };
+	int rc = kt_reader_open(&r, path, &err);
+	if (rc < 0)
+		return read_failed(path, rc, &err);
+	const kt_header *h = kt_reader_get_header(r);
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	const char *id = (h->flags & KT_HDR_CAPTURE) && h->run_id[0] ? h->run_id : base;
+	size_t n = strlen(id);
+	if (id == base && n > 6 && !strcmp(id + n - 6, ".katra"))
+		n -= 6;
+	n = n < cap - 1 ? n : cap - 1;
+	for (size_t i = 0; i < n; i++) {
+		char ch = id[i];
+		int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+			 (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || (ch == '.' && i);
+		run[i] = ok ? ch : '_';
+	}
+	run[n] = 0;
+	kt_reader_close(r);
+	return n ? 0 : (say("export: %s: no run id and no name", path), EXIT_BAD);
+}
+
+/* mkdir @path, an existing directory being fine (DIR itself was new). */
+static int dir_made(const char *path)
+{
+	struct stat st;
+	if (!mkdir(path, 0777) || (errno == EEXIST && !lstat(path, &st) && S_ISDIR(st.st_mode)))
+		return 0;
+	say("export: %s: %s", path, strerror(errno));
+	return EXIT_BAD;
+}
+
+/* Every view of file @i as DIR/VIEW/run_id=RUN/part-I.parquet: one
+ * partition per run id, hive-style, each file written once, without
+ * DuckDB's PARTITION_BY (which hashes a key per row: 5 times the CPU). */
+static int export_file(struct sql_db *d, const char *dir, size_t i)
+{
+	char run[256], *path = NULL, *q = NULL;
+	int rc = run_of(d->files.paths[i], run, sizeof(run));
+	for (int v = 0; !rc && v < SQL_NVIEWS; v++) {
+		const char *name = sql_views[v].name;
+		free(path);
 		free(q);
 		q = NULL;
-		if (asprintf(&q,
-			     "COPY (SELECT r.run_id, v.* FROM %s v JOIN katra_runs r USING (file))"
-			     " TO '%s/%s' (FORMAT PARQUET, PARTITION_BY (run_id))",
-			     sql_views[i].name, dir, sql_views[i].name) < 0)
-			return duck_said("export", "out of memory");
-		rc = sql_run("export", d, q, -1);
+		if (asprintf(&path, "%s/%s/run_id=%s", dir, name, run) < 0 ||
+		    asprintf(&q, "COPY (SELECT * FROM katra_scan('%s', %zu)) TO "
+				 "'%s/part-%zu.parquet' (FORMAT PARQUET)", name, i, path, i) < 0) {
+			path = NULL;
+			rc = duck_said("export", "out of memory");
+			break;
+		}
+		*strrchr(path, '/') = 0;
+		rc = dir_made(path);
+		path[strlen(path)] = '/';
+		rc = rc ? rc : dir_made(path);
+		rc = rc ? rc : sql_run("export", d, q, -1);
 	}
+	free(path);
 	free(q);
+	return rc;
+}
+
+static int export_views(struct sql_db *d, const char *dir)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < d->files.n; i++)
+		rc = export_file(d, dir, i);
 	return rc;
 }
 

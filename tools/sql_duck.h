@@ -102,6 +102,7 @@ typedef void (*duckdb_table_function_t)(duckdb_function_info info, duckdb_data_c
 	X(duckdb_logical_type, duckdb_create_logical_type, (duckdb_type))                    \
 	X(void, duckdb_destroy_logical_type, (duckdb_logical_type *))                        \
 	X(char *, duckdb_get_varchar, (duckdb_value))                                        \
+	X(int64_t, duckdb_get_int64, (duckdb_value))                                         \
 	X(void, duckdb_destroy_value, (duckdb_value *))                                      \
 	X(duckdb_table_function, duckdb_create_table_function, (void))                       \
 	X(void, duckdb_destroy_table_function, (duckdb_table_function *))                    \

@@ -15,13 +15,14 @@
 struct scan_bound {
 	struct sql_files *files;
 	int view;
+	size_t from, to;           /* the files it reads: [from, to) */
 };
 
 /* One scan of one view over every file: the hand-out of files. */
 struct scan_global {
 	struct sql_files *files;
 	int view;
-	size_t next_file;          /* under files->lock */
+	size_t next_file, end;     /* next_file under files->lock */
 	idx_t ncols;               /* the columns the query reads (projection) */
 	idx_t cols[SQL_MAX_COLS];  /* their indices in the view */
 };
@@ -62,8 +63,12 @@ static void scan_bind(duckdb_bind_info info)
 			view = i;
 	duck.duckdb_free(name);
 	duck.duckdb_destroy_value(&v);
-	if (view < 0) {
-		duck.duckdb_bind_set_error(info, "katra_scan: no such view");
+	struct sql_files *files = duck.duckdb_bind_get_extra_info(info);
+	v = duck.duckdb_bind_get_parameter(info, 1);
+	int64_t only = v ? duck.duckdb_get_int64(v) : -1;
+	duck.duckdb_destroy_value(&v);
+	if (view < 0 || only < -1 || (only >= 0 && (uint64_t)only >= files->n)) {
+		duck.duckdb_bind_set_error(info, "katra_scan: no such view or file");
 		return;
 	}
 	const struct sql_view_def *d = &sql_views[view];
@@ -77,7 +82,8 @@ static void scan_bind(duckdb_bind_info info)
 		duck.duckdb_bind_set_error(info, "katra_scan: out of memory");
 		return;
 	}
-	*b = (struct scan_bound){ duck.duckdb_bind_get_extra_info(info), view };
+	*b = (struct scan_bound){ files, view, only < 0 ? 0 : (size_t)only,
+				  only < 0 ? files->n : (size_t)only + 1 };
 	duck.duckdb_bind_set_bind_data(info, b, free);
 }
 
@@ -89,8 +95,10 @@ static void scan_init(duckdb_init_info info)
 	const struct scan_bound *b = duck.duckdb_init_get_bind_data(info);
 	g->files = b->files;
 	g->view = b->view;
+	g->next_file = b->from;
+	g->end = b->to;
 	/* A file is read by one thread; files by as many as DuckDB has. */
-	duck.duckdb_init_set_max_threads(info, g->files->n ? g->files->n : 1);
+	duck.duckdb_init_set_max_threads(info, g->end > g->next_file ? g->end - g->next_file : 1);
 	g->ncols = duck.duckdb_init_get_column_count(info);
 	if (g->ncols > SQL_MAX_COLS)
 		g->ncols = SQL_MAX_COLS;
@@ -174,7 +182,7 @@ static int scan_row(struct scan_global *g, struct scan_local *l, struct sql_cell
 			l->cur = NULL;
 		}
 		pthread_mutex_lock(&g->files->lock);
-		size_t i = g->next_file < g->files->n ? g->next_file++ : SIZE_MAX;
+		size_t i = g->next_file < g->end ? g->next_file++ : SIZE_MAX;
 		pthread_mutex_unlock(&g->files->lock);
 		if (i == SIZE_MAX)
 			return 0;
@@ -226,9 +234,12 @@ int sql_register(duckdb_connection con, struct sql_files *files, char *why, size
 {
 	duckdb_table_function f = duck.duckdb_create_table_function();
 	duckdb_logical_type vt = duck.duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+	duckdb_logical_type it = duck.duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
 	duck.duckdb_table_function_set_name(f, "katra_scan");
 	duck.duckdb_table_function_add_parameter(f, vt);
+	duck.duckdb_table_function_add_parameter(f, it);
 	duck.duckdb_destroy_logical_type(&vt);
+	duck.duckdb_destroy_logical_type(&it);
 	duck.duckdb_table_function_set_extra_info(f, files, NULL);
 	duck.duckdb_table_function_set_bind(f, scan_bind);
 	duck.duckdb_table_function_set_init(f, scan_init);
@@ -244,7 +255,7 @@ int sql_register(duckdb_connection con, struct sql_files *files, char *why, size
 	for (int i = 0; i < SQL_NVIEWS; i++) {
 		char q[160];
 		duckdb_result res;
-		snprintf(q, sizeof(q), "CREATE TEMP VIEW %s AS SELECT * FROM katra_scan('%s')",
+		snprintf(q, sizeof(q), "CREATE TEMP VIEW %s AS SELECT * FROM katra_scan('%s', -1)",
 			 sql_views[i].name, sql_views[i].name);
 		st = duck.duckdb_query(con, q, &res);
 		if (st != DuckDBSuccess)

@@ -1,6 +1,6 @@
 /*
  * sql_scan.h - katra's traces as DuckDB tables: one table function,
- * katra_scan('VIEW'), read by `katra sql` and `katra export --parquet`
+ * katra_scan('VIEW', FILE), read by `katra sql` and `katra export --parquet`
  * (docs/SQL.md gives every view's columns, types and units).
  *
  * A scan reads each file with katra's public reader (katra/reader.h):
@@ -76,9 +76,10 @@ int sql_files_init(struct sql_files *f, const char *const *paths, size_t n);
 void sql_files_free(struct sql_files *f);
 
 /*
- * sql_register - register katra_scan() on @con for @files (which must
- * outlive the connection) and a temporary view per entry of sql_views
- * (SELECT * FROM katra_scan('zones'), ...).  Returns 0, or -1 with DuckDB's
+ * sql_register - register katra_scan(VIEW, FILE) on @con for @files (which
+ * must outlive the connection): view VIEW of file FILE (an index in
+ * @files), or of every file when FILE is -1; and a temporary view per
+ * entry of sql_views (SELECT * FROM katra_scan('zones', -1), ...).  Returns 0, or -1 with DuckDB's
  * message in @why (@cap bytes).
  */
 int sql_register(duckdb_connection con, struct sql_files *files, char *why, size_t cap);
