@@ -172,10 +172,14 @@ static int sql_open(const char *cmd, const struct sql_args *a, struct sql_db *d)
 
 /* After the query: say each file's damage as stats does; EXIT_PARTIAL
  * when any, else @result. */
-static int damage_said(const struct sql_files *f, int result)
+static int damage_said(struct sql_files *f, int result)
 {
 	for (size_t i = 0; i < f->n; i++) {
-		const struct sql_damage *d = &f->damage[i];
+		/* Read under the lock the scans wrote it under (scan_init()'s
+		 * comment says why). */
+		pthread_mutex_lock(&f->lock);
+		struct sql_damage dd = f->damage[i], *d = &dd;
+		pthread_mutex_unlock(&f->lock);
 		char *p = text_escape(f->paths[i], strlen(f->paths[i]));
 		if (d->skipped)
 			say("%s: %" PRIu64 " damaged frames skipped, the first at offset %" PRIu64

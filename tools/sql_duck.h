@@ -131,6 +131,8 @@ typedef void (*duckdb_table_function_t)(duckdb_function_info info, duckdb_data_c
 					    duckdb_delete_callback_t))                       \
 	X(void, duckdb_bind_set_error, (duckdb_bind_info, const char *))                     \
 	X(void *, duckdb_init_get_bind_data, (duckdb_init_info))                             \
+	X(void *, duckdb_init_get_extra_info, (duckdb_init_info))                            \
+	X(void *, duckdb_function_get_extra_info, (duckdb_function_info))                    \
 	X(void, duckdb_init_set_init_data, (duckdb_init_info, void *,                        \
 					    duckdb_delete_callback_t))                       \
 	X(idx_t, duckdb_init_get_column_count, (duckdb_init_info))                           \

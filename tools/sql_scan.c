@@ -82,8 +82,10 @@ static void scan_bind(duckdb_bind_info info)
 		duck.duckdb_bind_set_error(info, "katra_scan: out of memory");
 		return;
 	}
+	pthread_mutex_lock(&files->lock); /* read by scan_init(), maybe elsewhere */
 	*b = (struct scan_bound){ files, view, only < 0 ? 0 : (size_t)only,
 				  only < 0 ? files->n : (size_t)only + 1 };
+	pthread_mutex_unlock(&files->lock);
 	duck.duckdb_bind_set_bind_data(info, b, free);
 }
 
@@ -92,8 +94,13 @@ static void scan_init(duckdb_init_info info)
 	struct scan_global *g = calloc(1, sizeof(*g));
 	if (!g)
 		return;
+	struct sql_files *files = duck.duckdb_init_get_extra_info(info);
+	/* Written under the files' lock, read under it by scan_function() on
+	 * DuckDB's threads: DuckDB orders them, but with atomics of its own
+	 * that ThreadSanitizer cannot see in an uninstrumented library. */
+	pthread_mutex_lock(&files->lock);
 	const struct scan_bound *b = duck.duckdb_init_get_bind_data(info);
-	g->files = b->files;
+	g->files = files;
 	g->view = b->view;
 	g->next_file = b->from;
 	g->end = b->to;
@@ -104,6 +111,7 @@ static void scan_init(duckdb_init_info info)
 		g->ncols = SQL_MAX_COLS;
 	for (idx_t i = 0; i < g->ncols; i++)
 		g->cols[i] = duck.duckdb_init_get_column_index(info, i);
+	pthread_mutex_unlock(&files->lock);
 	duck.duckdb_init_set_init_data(info, g, free);
 }
 
@@ -170,8 +178,8 @@ static int put_cell(duckdb_vector vec, void *data, duckdb_type type, idx_t row,
 
 /* The next row of any file for this thread: 1, 0 when every file is
  * read, or a negative code with @why. */
-static int scan_row(struct scan_global *g, struct scan_local *l, struct sql_cell *row, char *why,
-		    size_t cap)
+static int scan_row(struct sql_files *files, struct scan_global *g, int view, struct scan_local *l,
+		    struct sql_cell *row, char *why, size_t cap)
 {
 	for (;;) {
 		if (l->cur) {
@@ -181,12 +189,12 @@ static int scan_row(struct scan_global *g, struct scan_local *l, struct sql_cell
 			sql_cursor_close(l->cur);
 			l->cur = NULL;
 		}
-		pthread_mutex_lock(&g->files->lock);
+		pthread_mutex_lock(&files->lock);
 		size_t i = g->next_file < g->end ? g->next_file++ : SIZE_MAX;
-		pthread_mutex_unlock(&g->files->lock);
+		pthread_mutex_unlock(&files->lock);
 		if (i == SIZE_MAX)
 			return 0;
-		int rc = sql_cursor_open(g->files, i, g->view, &l->cur, why, cap);
+		int rc = sql_cursor_open(files, i, view, &l->cur, why, cap);
 		if (rc < 0)
 			return rc;
 	}
@@ -200,28 +208,33 @@ static void scan_function(duckdb_function_info info, duckdb_data_chunk out)
 		duck.duckdb_function_set_error(info, "katra_scan: out of memory");
 		return;
 	}
-	const struct sql_view_def *d = &sql_views[g->view];
+	struct sql_files *files = duck.duckdb_function_get_extra_info(info);
+	struct scan_global gc; /* what scan_init() chose (its comment says why locked) */
+	pthread_mutex_lock(&files->lock);
+	gc = *g;
+	pthread_mutex_unlock(&files->lock);
+	const struct sql_view_def *d = &sql_views[gc.view];
 	duckdb_vector vec[SQL_MAX_COLS];
 	void *data[SQL_MAX_COLS];
 	duckdb_type type[SQL_MAX_COLS];
-	for (idx_t j = 0; j < g->ncols; j++) {
+	for (idx_t j = 0; j < gc.ncols; j++) {
 		vec[j] = duck.duckdb_data_chunk_get_vector(out, j);
 		data[j] = duck.duckdb_vector_get_data(vec[j]);
-		type[j] = d->cols[g->cols[j]].type;
+		type[j] = d->cols[gc.cols[j]].type;
 	}
 	idx_t max = duck.duckdb_vector_size(), n = 0;
 	struct sql_cell row[SQL_MAX_COLS];
 	char why[512];
 	while (n < max) {
-		int rc = scan_row(g, l, row, why, sizeof(why));
+		int rc = scan_row(files, g, gc.view, l, row, why, sizeof(why));
 		if (rc < 0) {
 			duck.duckdb_function_set_error(info, why);
 			return;
 		}
 		if (!rc)
 			break;
-		for (idx_t j = 0; j < g->ncols; j++)
-			if (put_cell(vec[j], data[j], type[j], n, &row[g->cols[j]])) {
+		for (idx_t j = 0; j < gc.ncols; j++)
+			if (put_cell(vec[j], data[j], type[j], n, &row[gc.cols[j]])) {
 				duck.duckdb_function_set_error(info, "katra_scan: out of memory");
 				return;
 			}
