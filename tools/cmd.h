@@ -25,5 +25,7 @@ int cmd_slice(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_sql(int argc, char **argv); /* and export --parquet: cmd_export_parquet() */
+int cmd_export_parquet(int argc, char **argv);
 
 #endif

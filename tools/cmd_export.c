@@ -250,6 +250,7 @@ static const struct opts_spec export_spec = {
 		"       katra export --fxt IN OUT.fxt\n"
 		"       (each also [--from T] [--to T] [--window T..T] [--frames A..B]\n"
 		"       [--thread ID ...] [--any-size])\n"
+		"       katra export --parquet IN... DIR (DuckDB: `--parquet --help`)\n"
 		"Writes the Chrome Trace Event Format (Perfetto UI, Tracy's\n"
 		"import-chrome, speedscope, chrome://tracing): zones as B/E (with\n"
 		"--complete, as X with their duration), instants, counters as C,\n"
@@ -294,6 +295,9 @@ static const struct opts_spec export_spec = {
 int cmd_export(int argc, char **argv)
 {
 	const char *pos[2];
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--parquet")) /* many inputs, DuckDB (tools/cmd_sql.c) */
+			return cmd_export_parquet(argc, argv);
 	struct export_opts o = { .copts = { .to_ns = UINT64_MAX } };
 	int rc = opts_parse(&export_spec, argc, argv, &o, pos);
 	if (rc != OPTS_GO)

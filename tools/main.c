@@ -43,6 +43,9 @@ static const struct command commands[] = {
 	{ "diff", cmd_diff, "diff A B [--json]",
 	  "zone and frame times of B against A: change,\n"
 	  "interval, verdict [--fail-on slower --threshold 5%]" },
+	{ "sql", cmd_sql, "sql 'QUERY' FILE...",
+	  "DuckDB's SQL over views of the traces (zones,\n"
+	  "frames, ...) [--format table|csv|json]" },
 	{ "dump", cmd_dump, "dump FILE",
 	  "events of all threads in timestamp order\n"
 	  "[--format text|jsonl] [--thread T] [--from NS --to NS]" },
