@@ -24,6 +24,7 @@
 #include <lz4.h>
 
 #include <katra/reader.h>
+#include "flush/live.h"
 #include "flush/session_impl.h"
 #include "format/compact.h"
 #include "format/reader_internal.h"
@@ -254,6 +255,8 @@ static void drain(kt_session *s, struct kt__ring *r)
 		}
 	}
 	put_chunk(s, t, r, &span, start, span.to - start, count, first, last);
+	if (s->live) /* while the span is still the flusher's */
+		kt__live_span(s->live, r, span.bytes, (size_t)(span.to - span.from), t->dropped);
 	kt__ring_read(r, span.to);
 	if (!s->crash)
 		kt__ring_done(r);
@@ -362,6 +365,8 @@ static void drain_all(kt_session *s)
 		note_error(s, kt__writer_push(s->w));
 	if (retired_seen)
 		kt__registry_reap();
+	if (s->live && s->w)
+		kt__live_publish(s->live, s->seg_bytes + kt_writer_bytes(s->w), 0);
 }
 
 /*
@@ -487,6 +492,7 @@ void *kt__flusher_main(void *arg)
 	}
 	drain_all(s);
 	finish_file(s);
+	kt__live_publish(s->live, s->on_disk, 1);
 	flush_enc_free();
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flush/live.h"
 #include "flush/session_impl.h"
 
 #define URING_BUFS 8            /* staging buffers in flight at most */
@@ -177,6 +178,7 @@ static void session_free(kt_session *s)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
 	kt__snapshot_free(s);
+	kt__live_stop(s->live);
 	pthread_mutex_destroy(&s->snap_lock);
 	pthread_cond_destroy(&s->snap_done);
 	free(s);
@@ -430,6 +432,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 		goto err;
 	}
+	s->live = kt__live_start(&s->c0); /* NULL: the session goes on without */
 	if ((rc = kt__thread_start(&s->thread, kt__flusher_main, s))) {
 		start_fail(rc, "flusher thread");
 		goto err;
