@@ -96,6 +96,8 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 	struct kt__ring_ref *hold;
 	if (!count || !chunk_room(s, t, bound, count, first, last))
 		return;
+	if (s->live) /* while the records are in cache */
+		kt__live_records(s->live, r, p, len);
 	if (!s->error && s->codec == KT_CODEC_NONE && (hold = kt__ring_hold(r, pos))) {
 		/* Raw chunks are written straight from the ring; its space
 		 * comes back when the write completes.  Until then nothing
@@ -173,8 +175,8 @@ static int put_encoded(kt_session *s, struct sthread *t, const uint8_t *p, long 
  * found and encoded in one pass, up to the span's end or the first record
  * the format does not know (a drop marker).  Returns where it stopped.
  */
-static uint64_t drain_compact(kt_session *s, struct sthread *t, const kt__span *span,
-			      uint64_t pos)
+static uint64_t drain_compact(kt_session *s, struct sthread *t, struct kt__ring *r,
+			      const kt__span *span, uint64_t pos)
 {
 	kt__compact_enc *e = flush_enc(s->level);
 	size_t limit = s->chunk_max & ~(size_t)7;
@@ -188,6 +190,8 @@ static uint64_t drain_compact(kt_session *s, struct sthread *t, const kt__span *
 		if (run.used == 0 || (n < 0 && n != -ENOSPC))
 			break;
 		if (chunk_room(s, t, run.used, run.count, run.first, run.last)) {
+			if (s->live) /* while the records are in cache */
+				kt__live_records(s->live, r, p, run.used);
 			if (!s->error)
 				note_error(s, put_encoded(s, t, p, n, &run));
 			chunk_done(s, t, run.used, run.count, run.last);
@@ -230,7 +234,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 
 	kt__ring_iter_init(&it, r, &span);
 	if (s->codec == KT_CODEC_COMPACT)
-		start = it.pos = drain_compact(s, t, &span, span.from);
+		start = it.pos = drain_compact(s, t, r, &span, span.from);
 	while (kt__ring_next(&it, &rec)) {
 		uint64_t end = rec.pos + rec.size;
 		if (!rec.bytes) {
@@ -241,7 +245,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 			start = end;
 			/* The events after the marker: one pass again. */
 			if (s->codec == KT_CODEC_COMPACT)
-				start = it.pos = drain_compact(s, t, &span, end);
+				start = it.pos = drain_compact(s, t, r, &span, end);
 			continue;
 		}
 		if (!count)
@@ -255,8 +259,8 @@ static void drain(kt_session *s, struct kt__ring *r)
 		}
 	}
 	put_chunk(s, t, r, &span, start, span.to - start, count, first, last);
-	if (s->live) /* while the span is still the flusher's */
-		kt__live_span(s->live, r, span.bytes, (size_t)(span.to - span.from), t->dropped);
+	if (s->live)
+		kt__live_ring(s->live, r, span.to - span.from, t->dropped);
 	kt__ring_read(r, span.to);
 	if (!s->crash)
 		kt__ring_done(r);

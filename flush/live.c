@@ -25,7 +25,14 @@
 #include "flush/live.h"
 #include "ring/ring.h"
 
-#define ZHASH 256 /* open addressing over name ids: slot + 1, 0 empty */
+#define ZHASH 256 /* open addressing over name ids */
+
+/* A name's zone slot + 1 (0: empty), beside its id: a probe reads one
+ * cache line, not the zones' entries 4 KiB apart. */
+struct zkey {
+	uint32_t id;
+	uint32_t slot;
+};
 
 struct open_zone {
 	uint32_t name;
@@ -46,7 +53,9 @@ struct kt__live {
 	int fd;
 	int names_pending;
 	uint64_t last_pub;
-	uint16_t zhash[ZHASH];
+	struct zkey zhash[ZHASH];
+	struct kt__ring *last_ring; /* the ring being drained, and its slot */
+	int last_slot;
 	struct lthread th[KT__LIVE_THREADS];
 	char path[128];
 };
@@ -135,16 +144,16 @@ static struct kt__live_zone *zone_of(struct kt__live *l, uint32_t id)
 {
 	unsigned h = (id * 2654435761u) >> 24;
 	for (unsigned i = 0; i < ZHASH; i++, h = (h + 1) & (ZHASH - 1)) {
-		uint16_t v = l->zhash[h];
-		if (v && l->priv.zones[v - 1].id == id)
-			return &l->priv.zones[v - 1];
-		if (v)
+		const struct zkey *k = &l->zhash[h];
+		if (k->slot && k->id == id)
+			return &l->priv.zones[k->slot - 1];
+		if (k->slot)
 			continue;
 		if (l->priv.nzones == KT__LIVE_ZONES)
 			return NULL;
 		struct kt__live_zone *z = &l->priv.zones[l->priv.nzones++];
 		z->id = id;
-		l->zhash[h] = (uint16_t)l->priv.nzones;
+		l->zhash[h] = (struct zkey){ id, l->priv.nzones };
 		l->names_pending = 1;
 		return z;
 	}
@@ -275,12 +284,22 @@ static int thread_slot(struct kt__live *l, uint32_t id, uint32_t os_tid)
 	return (int)p->nthreads++;
 }
 
-void kt__live_span(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len,
-		   uint64_t dropped)
+/* Ring @r's thread: its slot (-1 past the table) and its open zones. */
+static struct lthread *thread_of(struct kt__live *l, struct kt__ring *r, int *slot)
 {
 	static struct lthread spare; /* threads past the table: totals only */
-	int i = thread_slot(l, kt__ring_thread_id(r), kt__ring_os_tid(r));
-	struct lthread *t = i < 0 ? &spare : &l->th[i];
+	if (r != l->last_ring) {
+		l->last_ring = r;
+		l->last_slot = thread_slot(l, kt__ring_thread_id(r), kt__ring_os_tid(r));
+	}
+	*slot = l->last_slot;
+	return l->last_slot < 0 ? &spare : &l->th[l->last_slot];
+}
+
+void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len)
+{
+	int i;
+	struct lthread *t = thread_of(l, r, &i);
 	uint64_t events = 0, last = l->priv.last_ts;
 	kt__ring_rec rec;
 	for (size_t off = 0; off < len; off += rec.size) {
@@ -295,13 +314,21 @@ void kt__live_span(struct kt__live *l, struct kt__ring *r, const uint8_t *p, siz
 	}
 	l->priv.last_ts = last;
 	l->priv.events += events;
+	if (i >= 0)
+		l->priv.threads[i].events += events;
+}
+
+void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t unread, uint64_t dropped)
+{
+	int i;
+	thread_of(l, r, &i);
+	l->last_ring = NULL; /* a ring recycled for another thread is looked up again */
 	if (i < 0)
 		return;
 	struct kt__live_thread *lt = &l->priv.threads[i];
 	l->priv.dropped += dropped - lt->dropped;
-	lt->events += events;
 	lt->dropped = dropped;
-	lt->fill = len;
+	lt->fill = unread;
 	lt->ring_bytes = kt__ring_bytes(r);
 	if (!lt->name[0]) {
 		char *name = kt__ring_name_dup(r);

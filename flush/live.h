@@ -111,10 +111,13 @@ struct kt__live *kt__live_start(const kt_clock_calibration *c0);
 
 struct kt__ring;
 
-/* The records of ring @r's span, @len bytes at @p, just drained (still
- * the flusher's); @dropped: the ring's thread's drops so far. */
-void kt__live_span(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len,
-		   uint64_t dropped);
+/* The records of ring @r, @len bytes at @p, as they go into the file: one
+ * chunk's, walked while the flusher has them in cache (no drop marker). */
+void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len);
+
+/* Ring @r was drained: @unread bytes were waiting, its thread's drops
+ * are @dropped so far. */
+void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t unread, uint64_t dropped);
 
 /* A pass ends: copy the figures to the page if KT__LIVE_PUBLISH_NS went
  * by (or @last), with the session's @bytes so far. */

@@ -121,9 +121,8 @@ static uint64_t pct(const struct kt__live_page *p, const uint32_t *now, const ui
 {
 	if (!n)
 		return 0;
-	uint64_t want = (uint64_t)(q * (double)n + 0.999999), seen = 0;
-	if (want == 0)
-		want = 1;
+	/* The rank katra stats takes (tools/hist.c). */
+	uint64_t want = (uint64_t)(q * (double)(n - 1)) + 1, seen = 0;
 	for (unsigned b = 0; b < KT__LIVE_BUCKETS; b++) {
 		seen += (uint32_t)(now[b] - (then ? then[b] : 0));
 		if (seen >= want)
