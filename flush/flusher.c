@@ -97,7 +97,7 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 	if (!count || !chunk_room(s, t, bound, count, first, last))
 		return;
 	if (s->live) /* while the records are in cache */
-		kt__live_records(s->live, r, p, len);
+		kt__live_records(s->live, r, p, len, count);
 	if (!s->error && s->codec == KT_CODEC_NONE && (hold = kt__ring_hold(r, pos))) {
 		/* Raw chunks are written straight from the ring; its space
 		 * comes back when the write completes.  Until then nothing
@@ -191,7 +191,7 @@ static uint64_t drain_compact(kt_session *s, struct sthread *t, struct kt__ring 
 			break;
 		if (chunk_room(s, t, run.used, run.count, run.first, run.last)) {
 			if (s->live) /* while the records are in cache */
-				kt__live_records(s->live, r, p, run.used);
+				kt__live_records(s->live, r, p, run.used, run.count);
 			if (!s->error)
 				note_error(s, put_encoded(s, t, p, n, &run));
 			chunk_done(s, t, run.used, run.count, run.last);
@@ -233,6 +233,8 @@ static void drain(kt_session *s, struct kt__ring *r)
 	uint32_t count = 0;
 
 	kt__ring_iter_init(&it, r, &span);
+	if (s->live)
+		kt__live_ring_begin(s->live, r, span.to - span.from);
 	if (s->codec == KT_CODEC_COMPACT)
 		start = it.pos = drain_compact(s, t, r, &span, span.from);
 	while (kt__ring_next(&it, &rec)) {
@@ -260,7 +262,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 	}
 	put_chunk(s, t, r, &span, start, span.to - start, count, first, last);
 	if (s->live)
-		kt__live_ring(s->live, r, span.to - span.from, t->dropped);
+		kt__live_ring(s->live, r, t->dropped);
 	kt__ring_read(r, span.to);
 	if (!s->crash)
 		kt__ring_done(r);

@@ -56,6 +56,7 @@ struct kt__live {
 	struct zkey zhash[ZHASH];
 	struct kt__ring *last_ring; /* the ring being drained, and its slot */
 	int last_slot;
+	int skip;                   /* this drain's records are counted only */
 	struct lthread th[KT__LIVE_THREADS];
 	char path[128];
 };
@@ -296,12 +297,38 @@ static struct lthread *thread_of(struct kt__live *l, struct kt__ring *r, int *sl
 	return l->last_slot < 0 ? &spare : &l->th[l->last_slot];
 }
 
-void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len)
+void kt__live_ring_begin(struct kt__live *l, struct kt__ring *r, uint64_t unread)
+{
+	int i;
+	struct lthread *t = thread_of(l, r, &i);
+	l->skip = unread > kt__ring_bytes(r) / 4;
+	if (i >= 0) {
+		l->priv.threads[i].fill = unread;
+		l->priv.threads[i].ring_bytes = kt__ring_bytes(r);
+	}
+	if (l->skip) {
+		/* Zones open across what is skipped would be timed wrong:
+		 * their ends count untimed instead. */
+		t->depth = 0;
+		t->too_deep = 0;
+		t->have_frame = 0;
+	}
+}
+
+void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len,
+		      uint64_t count)
 {
 	int i;
 	struct lthread *t = thread_of(l, r, &i);
 	uint64_t events = 0, last = l->priv.last_ts;
 	kt__ring_rec rec;
+	if (l->skip) {
+		l->priv.skipped += count;
+		l->priv.events += count;
+		if (i >= 0)
+			l->priv.threads[i].events += count;
+		return;
+	}
 	for (size_t off = 0; off < len; off += rec.size) {
 		if (kt__ring_decode(p + off, len - off, off, &rec) != 1)
 			break;
@@ -318,7 +345,7 @@ void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, 
 		l->priv.threads[i].events += events;
 }
 
-void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t unread, uint64_t dropped)
+void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t dropped)
 {
 	int i;
 	thread_of(l, r, &i);
@@ -328,8 +355,6 @@ void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t unread, uint
 	struct kt__live_thread *lt = &l->priv.threads[i];
 	l->priv.dropped += dropped - lt->dropped;
 	lt->dropped = dropped;
-	lt->fill = unread;
-	lt->ring_bytes = kt__ring_bytes(r);
 	if (!lt->name[0]) {
 		char *name = kt__ring_name_dup(r);
 		if (name)

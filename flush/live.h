@@ -69,6 +69,7 @@ struct kt__live_page {
 	uint64_t last_ts;        /* the newest event seen (ticks) */
 	uint64_t events, dropped, bytes, flusher_cpu_ns;
 	uint64_t untimed;        /* zones too deep or begun before the session */
+	uint64_t skipped;        /* events not walked: the flusher was behind */
 	uint64_t other_zones;    /* zone ends of names past the table */
 	uint64_t frame_count, frame_total, frame_max, frame_max_end; /* ticks */
 	uint32_t frame_hist[KT__LIVE_BUCKETS];
@@ -111,13 +112,22 @@ struct kt__live *kt__live_start(const kt_clock_calibration *c0);
 
 struct kt__ring;
 
-/* The records of ring @r, @len bytes at @p, as they go into the file: one
- * chunk's, walked while the flusher has them in cache (no drop marker). */
-void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len);
+/*
+ * Ring @r's drain begins with @unread bytes waiting.  Over a quarter of
+ * the ring: the flusher is behind, and this drain's records are counted,
+ * not walked (the page's skipped; the thread's open zones forgotten), so
+ * that the live figures never cost the host a drop.
+ */
+void kt__live_ring_begin(struct kt__live *l, struct kt__ring *r, uint64_t unread);
 
-/* Ring @r was drained: @unread bytes were waiting, its thread's drops
- * are @dropped so far. */
-void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t unread, uint64_t dropped);
+/* The @count records of ring @r, @len bytes at @p, as they go into the
+ * file: one chunk's, walked while the flusher has them in cache (no drop
+ * marker). */
+void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len,
+		      uint64_t count);
+
+/* Ring @r was drained: its thread's drops are @dropped so far. */
+void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t dropped);
 
 /* A pass ends: copy the figures to the page if KT__LIVE_PUBLISH_NS went
  * by (or @last), with the session's @bytes so far. */

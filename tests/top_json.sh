@@ -36,7 +36,7 @@ wait_live "$pid"
 wait "$pid"
 "$katra" stats "$tmp/p.katra" --json >"$tmp/stats.json"
 
-jq -e '.ended == true and .since_start == true' "$tmp/top.json" >/dev/null ||
+jq -e '.ended == true and .since_start == true and .events_not_walked == 0' "$tmp/top.json" >/dev/null ||
   fail "the last copy is not marked ended: $(head -c 300 "$tmp/top.json")"
 for k in events dropped; do
   a=$(jq ".$k" "$tmp/top.json"); b=$(jq ".$k" "$tmp/stats.json")

@@ -48,7 +48,7 @@ struct top_thread {
 struct top_view {
 	double secs;             /* the window's length */
 	int all;                 /* since the session's start */
-	uint64_t events, dropped, bytes, cpu_ns, untimed, other_zones;
+	uint64_t events, dropped, bytes, cpu_ns, untimed, other_zones, skipped;
 	uint64_t frames, frame_total_ns, frame_p50_ns, frame_p99_ns, frame_max_ns;
 	struct top_zone zones[KT__LIVE_ZONES];
 	size_t nzones;

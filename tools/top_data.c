@@ -209,6 +209,7 @@ void top_window(const struct kt__live_page *now, const struct kt__live_page *the
 	v->cpu_ns = D(flusher_cpu_ns);
 	v->untimed = D(untimed);
 	v->other_zones = D(other_zones);
+	v->skipped = D(skipped);
 	v->frames = D(frame_count);
 	v->frame_total_ns = top_ns(now, D(frame_total));
 #undef D
@@ -265,11 +266,12 @@ json_t *top_json(const struct top_view *v, long pid)
 				   "total_ns", (json_int_t)v->frame_total_ns, "p50_ns",
 				   (json_int_t)v->frame_p50_ns, "p99_ns", (json_int_t)v->frame_p99_ns,
 				   "max_ns", (json_int_t)v->frame_max_ns);
-	return json_pack("{s:I,s:b,s:b,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "pid",
+	return json_pack("{s:I,s:b,s:b,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "pid",
 			 (json_int_t)pid, "ended", (int)v->now->ended, "since_start", v->all,
 			 "window_s", v->secs, "events", (json_int_t)v->events, "dropped",
 			 (json_int_t)v->dropped, "bytes", (json_int_t)v->bytes, "flusher_cpu_ns",
 			 (json_int_t)v->cpu_ns, "zones_untimed", (json_int_t)v->untimed,
-			 "zone_ends_past_table", (json_int_t)v->other_zones, "frames", frames,
+			 "zone_ends_past_table", (json_int_t)v->other_zones, "events_not_walked",
+			 (json_int_t)v->skipped, "frames", frames,
 			 "zones", zones, "threads", threads, "counters", counters_json(v->now));
 }

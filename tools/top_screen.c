@@ -65,9 +65,11 @@ static void header(const struct top_view *v, const struct top_ui *ui, int cols)
 	     clean(ui->filter, f, sizeof(f)), ui->paused ? "  PAUSED" : "",
 	     ui->ended ? "  EXITED" : "", cols, "");
 	attroff(A_REVERSE);
-	line(1, cols, "events %.0f/s  dropped %" PRIu64 "  written %.1f KiB/s  flusher cpu %.1f%%",
+	line(1, cols,
+	     "events %.0f/s  dropped %" PRIu64 "  written %.1f KiB/s  flusher cpu %.1f%%%s",
 	     per_s(v->events, v->secs), v->dropped, per_s(v->bytes, v->secs) / 1024,
-	     v->secs > 0 ? 100.0 * (double)v->cpu_ns / (v->secs * 1e9) : 0);
+	     v->secs > 0 ? 100.0 * (double)v->cpu_ns / (v->secs * 1e9) : 0,
+	     v->skipped ? "  (flusher behind: zones in part)" : "");
 	line(2, cols, "frames %" PRIu64 "  p50 %s  p99 %s  slowest %s", v->frames,
 	     dur(v->frame_p50_ns, a, sizeof(a)), dur(v->frame_p99_ns, b, sizeof(b)),
 	     dur(v->frame_max_ns, c, sizeof(c)));
