@@ -482,6 +482,9 @@ void *kt__flusher_main(void *arg)
 	kt_session *s = arg;
 	uint64_t last_sync = kt__mono_ns();
 
+	/* Here, not on the host's thread: past a file size limit the page's
+	 * memfd raises SIGXFSZ, which this thread blocks.  NULL: no page. */
+	s->live = kt__live_start(&s->c0);
 	/* Acquire pairs with the release in kt_session_stop(): once stop is
 	 * seen, everything emitted before the stop call is in the rings. */
 	while (!kt__load_acquire(&s->stop)) {

@@ -61,6 +61,17 @@ struct kt__live {
 	char path[128];
 };
 
+/* @fd moved past 0, 1 and 2, which a daemon that closed its stdio
+ * would otherwise find katra's; -1 if it cannot be. */
+static int fd_high(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return high;
+}
+
 int kt__live_path(long pid, char *buf, size_t cap)
 {
 	int rc = kt__control_path(pid, buf, cap);
@@ -84,7 +95,7 @@ static int write_discovery(struct kt__live *l)
 		return -1;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", l->path);
 	unlink(tmp);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = fd_high(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
 	if (fd < 0)
 		return -1;
 	int n = snprintf(text, sizeof(text), "katra-live 1 fd %d\n", l->fd);
@@ -105,8 +116,12 @@ struct kt__live *kt__live_start(const kt_clock_calibration *c0)
 	struct kt__live *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
-	l->fd = memfd_create("katra-live", MFD_CLOEXEC);
-	if (l->fd < 0 || ftruncate(l->fd, sizeof(struct kt__live_page)) < 0)
+	l->fd = fd_high(memfd_create("katra-live", MFD_CLOEXEC));
+	/* On the flusher thread, SIGXFSZ blocked (kt__thread_start()): past
+	 * RLIMIT_FSIZE these fail with EFBIG and the host lives.  The blocks
+	 * reserved now: a full tmpfs answers here, not with SIGBUS at a store. */
+	if (l->fd < 0 || ftruncate(l->fd, sizeof(struct kt__live_page)) < 0 ||
+	    posix_fallocate(l->fd, 0, sizeof(struct kt__live_page)))
 		goto fail;
 	l->pub = mmap(NULL, sizeof(*l->pub), PROT_READ | PROT_WRITE, MAP_SHARED, l->fd, 0);
 	if (l->pub == MAP_FAILED) {

@@ -104,9 +104,10 @@ struct kt__live;
 
 /*
  * kt__live_start - make the page (memfd, mapped) and its discovery file.
- * @c0: the session's start calibration.  Any thread, before the flusher
- * starts.  Return: the state, or NULL (no memory, no memfd, no directory:
- * the session goes on without live figures).
+ * @c0: the session's start calibration.  The flusher thread, as it
+ * starts (SIGXFSZ is blocked there).  Return: the state, or NULL (no
+ * memory, no memfd, no directory, a file size limit under the page: the
+ * session goes on without live figures).
  */
 struct kt__live *kt__live_start(const kt_clock_calibration *c0);
 

@@ -432,7 +432,6 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 		goto err;
 	}
-	s->live = kt__live_start(&s->c0); /* NULL: the session goes on without */
 	if ((rc = kt__thread_start(&s->thread, kt__flusher_main, s))) {
 		start_fail(rc, "flusher thread");
 		goto err;

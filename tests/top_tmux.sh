@@ -8,8 +8,9 @@
 # exits the screen says so and keeps the figures: its zone names are the
 # trace's and its frame count and zone counts are stats' within 5%; a key
 # then ends katra top and the shell's screen is back (no line of top's
-# left, the exit status 0); a second run ended with Ctrl-C gives the
-# screen back too.  TOP_TMUX_KEEP=FILE keeps the last screen there.
+# left, the exit status 0, "exited" said); a second run shrunk to 50x10
+# shows the reduced layout, and Ctrl-C gives the screen back too.
+# TOP_TMUX_KEEP=FILE keeps the screen of the ended session there.
 set -euo pipefail
 
 katra=${1:?usage: top_tmux.sh KATRA PARTICLES}
@@ -61,8 +62,8 @@ wait_for "filter ''"
 
 wait "$pid"
 pid=
-wait_for "process exited: press any key"
-wait_for "EXITED"
+wait_for "the session ended (the process exited or stopped it): press any key"
+wait_for "  ENDED"
 sleep 0.3
 screen
 [[ -n ${TOP_TMUX_KEEP:-} ]] && cp "$tmp/screen" "$TOP_TMUX_KEEP"
@@ -83,6 +84,7 @@ paste "$tmp/shown.tsv" "$tmp/stats.tsv" |
 
 tm send-keys -t top x
 wait_for "^top-exit-0"
+grep -q "^katra top: process [0-9]*: exited" "$tmp/screen" || fail "katra top did not say the process exited"
 grep -qE "^(ZONE |THREAD |katra top  pid)" "$tmp/screen" && fail "top's screen is still there after it ended"
 
 # Ctrl-C: the terminal given back as well.

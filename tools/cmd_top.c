@@ -245,7 +245,9 @@ static int top_live(const struct top_source *src, struct top_ui *ui)
 	}
 	endwin();
 	if (ui->ended)
-		printf("katra top: process %ld exited\n", src->pid);
+		printf("katra top: process %ld: %s\n", src->pid,
+		       kill((pid_t)src->pid, 0) < 0 && errno == ESRCH ? "exited"
+								 : "its session ended");
 	free(hist);
 	free(v);
 	return EXIT_OK;

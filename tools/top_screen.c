@@ -63,7 +63,7 @@ static void header(const struct top_view *v, const struct top_ui *ui, int cols)
 	line(0, cols, "katra top  pid %ld  window %s  sort %s  filter '%s'%s%s%*s", ui->pid,
 	     top_window_names[ui->window], top_sort_names[ui->sort],
 	     clean(ui->filter, f, sizeof(f)), ui->paused ? "  PAUSED" : "",
-	     ui->ended ? "  EXITED" : "", cols, "");
+	     ui->ended ? "  ENDED" : "", cols, "");
 	attroff(A_REVERSE);
 	line(1, cols,
 	     "events %.0f/s  dropped %" PRIu64 "  written %.1f KiB/s  flusher cpu %.1f%%%s",
@@ -169,7 +169,7 @@ void top_draw(const struct top_view *v, const struct top_ui *ui)
 	}
 	attron(A_REVERSE);
 	line(rows - 1, cols, "%s%*s",
-	     ui->ended ? "process exited: press any key"
+	     ui->ended ? "the session ended (the process exited or stopped it): press any key"
 		       : "q quit  p pause  s sort  / filter  t thread  w window",
 	     cols, "");
 	attroff(A_REVERSE);
