@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -21,7 +22,6 @@
 
 #include <katra/atomic.h>
 #include <katra/record.h>
-#include "flush/flush.h"
 #include "flush/live.h"
 #include "ring/ring.h"
 
@@ -58,7 +58,6 @@ struct kt__live {
 	int last_slot;
 	int skip;                   /* this drain's records are counted only */
 	struct lthread th[KT__LIVE_THREADS];
-	char path[128];
 };
 
 /* @fd moved past 0, 1 and 2, which a daemon that closed its stdio
@@ -72,40 +71,36 @@ static int fd_high(int fd)
 	return high;
 }
 
-int kt__live_path(long pid, char *buf, size_t cap)
-{
-	int rc = kt__control_path(pid, buf, cap);
-	if (rc)
-		return rc;
-	size_t n = strlen(buf);
-	if (n >= 5 && !strcmp(buf + n - 5, ".sock"))
-		n -= 5;
-	if (n + 6 > cap)
-		return -ENAMETOOLONG;
-	memcpy(buf + n, ".live", 6);
-	return 0;
-}
+/* A viewer's scan of a process's descriptors stops after this many. */
+#define FD_SCAN_MAX 65536
 
-/* The discovery file: written whole under a temporary name, then renamed
- * over whatever an earlier process of our pid left. */
-static int write_discovery(struct kt__live *l)
+int kt__live_find(long pid)
 {
-	char tmp[140], text[64];
-	if (kt__live_path((long)getpid(), l->path, sizeof(l->path)))
-		return -1;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", l->path);
-	unlink(tmp);
-	int fd = fd_high(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-	if (fd < 0)
-		return -1;
-	int n = snprintf(text, sizeof(text), "katra-live 1 fd %d\n", l->fd);
-	int rc = kt__write_all(fd, text, (size_t)n);
-	close(fd);
-	if (rc || rename(tmp, l->path)) {
-		unlink(tmp);
-		return -1;
+	char dir[40], link[64], target[64];
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int found = -ENOENT;
+	struct dirent *e;
+	for (unsigned n = 0; found < 0 && n < FD_SCAN_MAX && (e = readdir(d)); n++) {
+		snprintf(link, sizeof(link), "%s/%.20s", dir, e->d_name);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = 0;
+		if (strncmp(target, "/memfd:" KT__LIVE_MEMFD " ", sizeof("/memfd:" KT__LIVE_MEMFD)))
+			continue;
+		int fd = open(link, O_RDONLY | O_CLOEXEC);
+		struct stat sb;
+		if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    (uint64_t)sb.st_size >= sizeof(struct kt__live_page))
+			found = fd;
+		else if (fd >= 0)
+			close(fd);
 	}
-	return 0;
+	closedir(d);
+	return found;
 }
 
 struct kt__live *kt__live_start(const kt_clock_calibration *c0)
@@ -116,7 +111,9 @@ struct kt__live *kt__live_start(const kt_clock_calibration *c0)
 	struct kt__live *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
-	l->fd = fd_high(memfd_create("katra-live", MFD_CLOEXEC));
+	/* Its name is how a viewer finds it (kt__live_find()): nothing on
+	 * disk to create, or to leave behind when the process dies. */
+	l->fd = fd_high(memfd_create(KT__LIVE_MEMFD, MFD_CLOEXEC));
 	/* On the flusher thread, SIGXFSZ blocked (kt__thread_start()): past
 	 * RLIMIT_FSIZE these fail with EFBIG and the host lives.  The blocks
 	 * reserved now: a full tmpfs answers here, not with SIGBUS at a store. */
@@ -133,11 +130,8 @@ struct kt__live *kt__live_start(const kt_clock_calibration *c0)
 	l->priv.pid = (uint32_t)getpid();
 	l->priv.clock = *c0;
 	memcpy(l->pub, &l->priv, offsetof(struct kt__live_page, frame_hist));
-	if (write_discovery(l))
-		goto fail;
 	return l;
 fail:
-	l->path[0] = 0;
 	kt__live_stop(l);
 	return NULL;
 }
@@ -146,8 +140,6 @@ void kt__live_stop(struct kt__live *l)
 {
 	if (!l)
 		return;
-	if (l->path[0])
-		unlink(l->path);
 	if (l->pub)
 		munmap(l->pub, sizeof(*l->pub));
 	if (l->fd >= 0)

@@ -5,10 +5,11 @@
  * fixed histogram, frame intervals, counters' last values, per thread
  * events, drops and ring fill) and copies them at most every
  * KT__LIVE_PUBLISH_NS into a shared page: a memfd of the session, under a
- * seqlock.  A viewer finds it through a small file beside the listener's
- * socket ($DIR/PID.live, kt__control_path()'s directory) naming the fd,
- * and maps /proc/PID/fd/N read-only: the host does no I/O for it, and a
- * viewer that leaves costs nothing.  Totals only, since the session's
+ * seqlock.  A viewer finds it among /proc/PID/fd by its name
+ * ("/memfd:katra-live") and maps it read-only: the host does no I/O for
+ * it, leaves no file behind, and a viewer that leaves costs nothing.
+ * Opening another process's /proc/PID/fd/N takes the rights ptrace's
+ * read mode takes: the same user, as for `katra snapshot`.  Totals only, since the session's
  * start: the viewer takes a window as the difference of two copies.
  *
  * Every figure is a running total of the flusher's (u64 or u32 that wraps);
@@ -31,6 +32,7 @@
 #define KT__LIVE_FRAMES 256      /* the last frame intervals, for a graph */
 #define KT__LIVE_DEPTH 64        /* open zones per thread; deeper: untimed */
 #define KT__LIVE_PUBLISH_NS UINT64_C(100000000)
+#define KT__LIVE_MEMFD "katra-live" /* the memfd's name */
 
 struct kt__live_zone {
 	uint32_t id;
@@ -103,7 +105,7 @@ static inline uint64_t kt__live_bucket_mid(unsigned b)
 struct kt__live;
 
 /*
- * kt__live_start - make the page (memfd, mapped) and its discovery file.
+ * kt__live_start - make the page (a memfd named KT__LIVE_MEMFD, mapped).
  * @c0: the session's start calibration.  The flusher thread, as it
  * starts (SIGXFSZ is blocked there).  Return: the state, or NULL (no
  * memory, no memfd, no directory, a file size limit under the page: the
@@ -134,17 +136,20 @@ void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t dropped);
  * by (or @last), with the session's @bytes so far. */
 void kt__live_publish(struct kt__live *l, uint64_t bytes, int last);
 
-/* The session ends: remove the discovery file, unmap, close.  After the
+/* The session ends: unmap, close.  After the
  * flusher has ended.  NULL: nothing. */
 void kt__live_stop(struct kt__live *l);
 
 /* ---- the viewer's side --------------------------------------------------- */
 
 /*
- * kt__live_path - the discovery file of process @pid: $DIR/PID.live in
- * kt__control_path()'s directory.  Return: 0 or -errno.
+ * kt__live_find - process @pid's live page: the first of its descriptors
+ * (at most 65536 looked at) that links to a memfd named KT__LIVE_MEMFD and
+ * is as large as a page, opened read-only.  Not yet checked: map it and
+ * kt__live_copy().  Return: the fd; -ENOENT (none); another -errno
+ * (/proc/PID/fd not readable: no such process, or not ours).
  */
-int kt__live_path(long pid, char *buf, size_t cap);
+int kt__live_find(long pid);
 
 /*
  * kt__live_copy - a consistent copy of the page at @src (@len bytes, a

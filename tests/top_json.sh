@@ -18,7 +18,7 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 fail() { echo "top_json: $*" >&2; exit 1; }
 
-# Wait until process $1 publishes its live page (its discovery file).
+# Wait until process $1 publishes its live page.
 wait_live() {
   for _ in $(seq 1 200); do
     "$katra" top "$1" --once --json >/dev/null 2>&1 && return 0

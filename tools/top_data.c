@@ -25,30 +25,6 @@
 const char *const top_sort_names[TOP_SORTS] = { "self", "total", "count", "p99", "name" };
 const char *const top_window_names[3] = { "1 s", "10 s", "all" };
 
-/* The fd number the discovery file names, or -1. */
-static int discovery_fd(long pid)
-{
-	char path[140], text[64];
-	if (kt__live_path(pid, path, sizeof(path)))
-		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	ssize_t n = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	int num = -1;
-	if (n <= 0)
-		return -1;
-	text[n] = 0;
-	if (sscanf(text, "katra-live 1 fd %d", &num) != 1 || num < 0)
-		return -1;
-	return num;
-}
-
 static int not_live(long pid)
 {
 	fprintf(stderr,
@@ -73,17 +49,14 @@ int top_open(long pid, struct top_source *src)
 		fprintf(stderr, "katra top: process %ld belongs to another user: refused\n", pid);
 		return EXIT_BAD;
 	}
-	int num = discovery_fd(pid);
-	if (num < 0)
-		return not_live(pid);
-	snprintf(proc, sizeof(proc), "/proc/%ld/fd/%d", pid, num);
-	int fd = open(proc, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-	    (size_t)sb.st_size < sizeof(struct kt__live_page)) {
-		if (fd >= 0)
-			close(fd);
-		return not_live(pid);
+	int fd = kt__live_find(pid);
+	if (fd == -EACCES || fd == -EPERM) {
+		fprintf(stderr, "katra top: process %ld: its descriptors cannot be read: refused\n",
+			pid);
+		return EXIT_BAD;
 	}
+	if (fd < 0)
+		return not_live(pid);
 	src->len = sizeof(struct kt__live_page);
 	void *m = mmap(NULL, src->len, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
