@@ -24,6 +24,7 @@
 #include <lz4.h>
 
 #include <katra/reader.h>
+#include "flush/live.h"
 #include "flush/session_impl.h"
 #include "format/compact.h"
 #include "format/reader_internal.h"
@@ -95,6 +96,8 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 	struct kt__ring_ref *hold;
 	if (!count || !chunk_room(s, t, bound, count, first, last))
 		return;
+	if (s->live) /* while the records are in cache */
+		kt__live_records(s->live, r, p, len, count);
 	if (!s->error && s->codec == KT_CODEC_NONE && (hold = kt__ring_hold(r, pos))) {
 		/* Raw chunks are written straight from the ring; its space
 		 * comes back when the write completes.  Until then nothing
@@ -172,8 +175,8 @@ static int put_encoded(kt_session *s, struct sthread *t, const uint8_t *p, long 
  * found and encoded in one pass, up to the span's end or the first record
  * the format does not know (a drop marker).  Returns where it stopped.
  */
-static uint64_t drain_compact(kt_session *s, struct sthread *t, const kt__span *span,
-			      uint64_t pos)
+static uint64_t drain_compact(kt_session *s, struct sthread *t, struct kt__ring *r,
+			      const kt__span *span, uint64_t pos)
 {
 	kt__compact_enc *e = flush_enc(s->level);
 	size_t limit = s->chunk_max & ~(size_t)7;
@@ -187,6 +190,8 @@ static uint64_t drain_compact(kt_session *s, struct sthread *t, const kt__span *
 		if (run.used == 0 || (n < 0 && n != -ENOSPC))
 			break;
 		if (chunk_room(s, t, run.used, run.count, run.first, run.last)) {
+			if (s->live) /* while the records are in cache */
+				kt__live_records(s->live, r, p, run.used, run.count);
 			if (!s->error)
 				note_error(s, put_encoded(s, t, p, n, &run));
 			chunk_done(s, t, run.used, run.count, run.last);
@@ -228,8 +233,10 @@ static void drain(kt_session *s, struct kt__ring *r)
 	uint32_t count = 0;
 
 	kt__ring_iter_init(&it, r, &span);
+	if (s->live)
+		kt__live_ring_begin(s->live, r, span.to - span.from);
 	if (s->codec == KT_CODEC_COMPACT)
-		start = it.pos = drain_compact(s, t, &span, span.from);
+		start = it.pos = drain_compact(s, t, r, &span, span.from);
 	while (kt__ring_next(&it, &rec)) {
 		uint64_t end = rec.pos + rec.size;
 		if (!rec.bytes) {
@@ -240,7 +247,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 			start = end;
 			/* The events after the marker: one pass again. */
 			if (s->codec == KT_CODEC_COMPACT)
-				start = it.pos = drain_compact(s, t, &span, end);
+				start = it.pos = drain_compact(s, t, r, &span, end);
 			continue;
 		}
 		if (!count)
@@ -254,6 +261,8 @@ static void drain(kt_session *s, struct kt__ring *r)
 		}
 	}
 	put_chunk(s, t, r, &span, start, span.to - start, count, first, last);
+	if (s->live)
+		kt__live_ring(s->live, r, t->dropped);
 	kt__ring_read(r, span.to);
 	if (!s->crash)
 		kt__ring_done(r);
@@ -362,6 +371,8 @@ static void drain_all(kt_session *s)
 		note_error(s, kt__writer_push(s->w));
 	if (retired_seen)
 		kt__registry_reap();
+	if (s->live && s->w)
+		kt__live_publish(s->live, s->seg_bytes + kt_writer_get_bytes(s->w), 0);
 }
 
 /*
@@ -471,6 +482,9 @@ void *kt__flusher_main(void *arg)
 	kt_session *s = arg;
 	uint64_t last_sync = kt__mono_ns();
 
+	/* Here, not on the host's thread: past a file size limit the page's
+	 * memfd raises SIGXFSZ, which this thread blocks.  NULL: no page. */
+	s->live = kt__live_start(&s->c0);
 	/* Acquire pairs with the release in kt_session_stop(): once stop is
 	 * seen, everything emitted before the stop call is in the rings. */
 	while (!kt__load_acquire(&s->stop)) {
@@ -487,6 +501,7 @@ void *kt__flusher_main(void *arg)
 	}
 	drain_all(s);
 	finish_file(s);
+	kt__live_publish(s->live, s->on_disk, 1);
 	flush_enc_free();
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flush/live.h"
 #include "flush/session_impl.h"
 
 #define URING_BUFS 8            /* staging buffers in flight at most */
@@ -175,6 +176,7 @@ static void session_free(kt_session *s)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
 	kt__snapshot_free(s);
+	kt__live_stop(s->live);
 	pthread_mutex_destroy(&s->snap_lock);
 	pthread_cond_destroy(&s->snap_done);
 	free(s);

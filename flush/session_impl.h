@@ -77,6 +77,7 @@ struct kt_session {
 	char **hdr_notes;
 
 	struct kt__crash *crash; /* crash files, or NULL */
+	struct kt__live *live;   /* live.h's figures, or NULL */
 
 	/* Flight mode (KT_SESSION_FLIGHT): no file, no flusher; snapshots
 	 * (snapshot.c) run one at a time under snap_lock, and stop waits

@@ -22,7 +22,7 @@ ROOMS='
 ring    1 ring.h
 format  1 format.h reader_internal.h utf8.h compact.h
 recover 2 recover.h
-flush   3 flush.h
+flush   3 flush.h live.h
 capture 4 capture_internal.h
 tools   5 -
 bench   5 -

@@ -17,6 +17,8 @@ pkgs=(
   liblz4-dev
   libxxhash-dev
   libjansson-dev
+  libncurses-dev       # katra top: the live screen (curses)
+  tmux                 # tests/top_tmux.sh drives katra top in a pane
   libcriterion-dev
   nettle-dev           # SHA-256
   libzstd-dev          # the archival chunk codec (compact, then zstd)

@@ -257,7 +257,7 @@ static int run_of(const char *path, char *run, size_t cap)
 {
 	kt_reader *r;
 	kt_reader_error err = { 0 };
-	int rc = kt_reader_open(&r, path, &err);
+	int rc = kt_reader_open(path, &err, &r);
 	if (rc < 0)
 		return read_failed(path, rc, &err);
 	const kt_header *h = kt_reader_get_header(r);

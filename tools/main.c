@@ -63,6 +63,8 @@ static const struct command commands[] = {
 	{ "snapshot", cmd_snapshot, "snapshot PID [--out OUT]",
 	  "ask a running process's flight session for its\n"
 	  "newest window (your own processes only)" },
+	{ "top", cmd_top, "top PID", "a running process's frames, zones and threads,\n"
+	  "live (your own processes only)" },
 	{ "recover", cmd_recover, "recover DIR [--out OUT]",
 	  "rebuild the trace of a process that died from\n"
 	  "its crash directory; --list finds leftovers" },

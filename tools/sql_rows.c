@@ -148,7 +148,7 @@ int sql_cursor_open(struct sql_files *files, size_t index, int view, struct sql_
 	idmap_init(&c->thmap);
 	idmap_init(&c->tops);
 	kt_reader_error err = { 0 };
-	int rc = kt_reader_open(&c->r, c->path, &err);
+	int rc = kt_reader_open(c->path, &err, &c->r);
 	if (rc < 0) {
 		snprintf(why, cap, "%s: %s", c->path, reason(rc, &err));
 		sql_cursor_close(c);
@@ -279,44 +279,39 @@ static int zone_end(struct sql_cursor *c, struct cthread *t, size_t ti, const kt
 
 /* ---- events --------------------------------------------------------------- */
 
+/* A counter's or an argument's number as a double; 0 for another type. */
 static int payload_value(const kt_event *ev, double *v)
 {
-	int64_t i;
-	uint64_t u;
+	kt_value val;
 	switch (ev->type) {
 	case KT_EV_COUNTER_I64:
 	case KT_EV_ARG_I64:
-		memcpy(&i, ev->payload, 8);
-		*v = (double)i;
-		return 1;
 	case KT_EV_ARG_U64:
-		memcpy(&u, ev->payload, 8);
-		*v = (double)u;
-		return 1;
 	case KT_EV_COUNTER_F64:
 	case KT_EV_ARG_F64:
-		memcpy(v, ev->payload, 8);
-		return 1;
+		break;
 	default:
 		return 0;
 	}
+	if (!kt_event_get_value(ev, &val))
+		return 0;
+	*v = val.kind == KT_VALUE_I64 ? (double)val.i64 :
+	     val.kind == KT_VALUE_U64 ? (double)val.u64 : val.f64;
+	return 1;
 }
 
 /* A memory event's row; 0 for an event of another type. */
 static int memory_row(struct sql_cursor *c, const kt_event *ev, struct sql_cell *row)
 {
-	uint64_t v;
-	int alloc = ev->type == KT_EV_ALLOC && ev->payload_len == 16;
-	if (!alloc && (ev->type != KT_EV_FREE || ev->payload_len != 8))
+	kt_value val;
+	if ((ev->type != KT_EV_ALLOC && ev->type != KT_EV_FREE) || !kt_event_get_value(ev, &val))
 		return 0;
+	int alloc = val.kind == KT_VALUE_ALLOC;
 	row[2] = (struct sql_cell){ .s = alloc ? "alloc" : "free", .len = alloc ? 5 : 4 };
 	name_of(c, ev->name_id, &row[3]);
-	memcpy(&v, ev->payload, 8);
-	cell_u(&row[4], v);
-	if (alloc) {
-		memcpy(&v, ev->payload + 8, 8);
-		cell_u(&row[5], v);
-	}
+	cell_u(&row[4], val.ptr);
+	if (alloc)
+		cell_u(&row[5], val.size);
 	return 1;
 }
 
@@ -375,7 +370,7 @@ static int next_event_row(struct sql_cursor *c, struct sql_cell *row, char *why,
 		c->events_pass = 1;
 	}
 	while ((rc = kt_reader_next(c->r, &ev)) > 0) {
-		uint64_t ns = kt_reader_ticks_to_ns(c->r, ev.ts);
+		uint64_t ns = kt_reader_get_time_ns(c->r, ev.ts);
 		for (int i = 2; i < SQL_MAX_COLS; i++)
 			row[i] = (struct sql_cell){ .null = 1 };
 		cell_u(&row[0], ev.thread_id);

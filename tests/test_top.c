@@ -1,0 +1,158 @@
+/*
+ * test_top.c - the live page of a recording session (flush/live.h), which
+ * `katra top` reads: the bucket arithmetic its percentiles rest on, the
+ * bounds its copy puts on another process's bytes, and the figures a
+ * session publishes for events whose relations are known exactly.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <katra/katra.h>
+#include "flush/live.h"
+
+static struct kt__live_page page, copy;
+
+Test(bucket, exact_below_32_then_sixteen_per_octave)
+{
+	for (uint64_t v = 0; v < 32; v++)
+		cr_assert_eq(kt__live_bucket(v), v);
+	cr_assert_eq(kt__live_bucket(32), 32);
+	cr_assert_eq(kt__live_bucket(33), 32);
+	cr_assert_eq(kt__live_bucket(34), 33);
+	cr_assert_eq(kt__live_bucket(63), 47);
+	cr_assert_eq(kt__live_bucket(64), 48);
+	cr_assert_eq(kt__live_bucket(UINT64_MAX), 32 + 58 * 16 + 15);
+	cr_assert_lt(kt__live_bucket(UINT64_MAX), KT__LIVE_BUCKETS);
+	/* Every bucket's middle lies in it, within 1/32 of its values. */
+	for (unsigned b = 0; b <= kt__live_bucket(UINT64_MAX); b++) {
+		uint64_t mid = kt__live_bucket_mid(b);
+		cr_assert_eq(kt__live_bucket(mid), b, "bucket %u: middle %llu", b,
+			     (unsigned long long)mid);
+	}
+	cr_assert_eq(kt__live_bucket_mid(32), 33);
+	cr_assert_eq(kt__live_bucket_mid(48), 66);
+}
+
+static void valid(struct kt__live_page *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->magic = KT__LIVE_MAGIC;
+	p->size = sizeof(*p);
+	p->clock.tick_hz = 1000000000;
+}
+
+Test(copy, counts_are_clamped_and_names_cut)
+{
+	valid(&page);
+	page.nzones = 1000;
+	page.nthreads = 99;
+	page.ncounters = UINT32_MAX;
+	memset(page.zones[3].name, 'a', KT__LIVE_NAME);
+	memset(page.counters[31].name, 'b', KT__LIVE_NAME);
+	cr_assert_eq(kt__live_copy(&copy, &page, sizeof(page)), 0);
+	cr_assert_eq(copy.nzones, KT__LIVE_ZONES);
+	cr_assert_eq(copy.nthreads, KT__LIVE_THREADS);
+	cr_assert_eq(copy.ncounters, KT__LIVE_COUNTERS);
+	cr_assert_eq(strlen(copy.zones[3].name), KT__LIVE_NAME - 1);
+	cr_assert_eq(strlen(copy.counters[31].name), KT__LIVE_NAME - 1);
+}
+
+Test(copy, what_is_not_a_page_is_refused)
+{
+	valid(&page);
+	cr_assert_eq(kt__live_copy(&copy, &page, sizeof(page) - 1), -EPROTO);
+	page.magic ^= 1;
+	cr_assert_eq(kt__live_copy(&copy, &page, sizeof(page)), -EPROTO);
+	valid(&page);
+	page.size = 64;
+	cr_assert_eq(kt__live_copy(&copy, &page, sizeof(page)), -EPROTO);
+	valid(&page);
+	page.clock.tick_hz = 0;
+	cr_assert_eq(kt__live_copy(&copy, &page, sizeof(page)), -EPROTO);
+	valid(&page);
+	page.seq = 7; /* a writer that never finishes */
+	cr_assert_eq(kt__live_copy(&copy, &page, sizeof(page)), -EAGAIN);
+}
+
+/* The page of this process's session, found as katra top finds it and
+ * mapped, once its flusher made it. */
+static const void *map_own_page(void)
+{
+	int fd = -1;
+	for (int i = 0; i < 500 && fd < 0; i++) {
+		fd = kt__live_find((long)getpid());
+		if (fd < 0)
+			usleep(10000);
+	}
+	cr_assert_geq(fd, 0, "no live page");
+	void *m = mmap(NULL, sizeof(page), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(m, MAP_FAILED);
+	return m;
+}
+
+static const struct kt__live_zone *zone_named(const struct kt__live_page *p, const char *name)
+{
+	for (uint32_t i = 0; i < p->nzones; i++)
+		if (!strcmp(p->zones[i].name, name))
+			return &p->zones[i];
+	return NULL;
+}
+
+Test(session, the_last_copy_holds_every_zone_frame_and_counter)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/katra-test-top-%d.katra", (int)getpid());
+	kt_session *s;
+	setenv("KATRA_LIVE", "1", 1); /* the page is opt-in */
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	const void *m = map_own_page();
+	uint32_t outer = kt_name("outer"), inner = kt_name("inner"), fr = kt_name("frame"),
+		 cnt = kt_name("items");
+	for (int f = 0; f < 3; f++) {
+		kt_zone_begin(outer);
+		kt_zone_begin(inner);
+		kt_zone_end(inner);
+		kt_zone_begin(inner);
+		kt_zone_end(inner);
+		kt_zone_end(outer);
+		kt_counter(cnt, 40 + f);
+		kt_frame(fr, (uint64_t)f);
+	}
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	unlink(path);
+	cr_assert_eq(kt__live_copy(&copy, m, sizeof(page)), 0);
+	munmap((void *)m, sizeof(page));
+	cr_assert_eq(copy.ended, 1);
+	cr_assert_eq(copy.pid, (uint32_t)getpid());
+	cr_assert_eq(copy.events, sum.events_written);
+	cr_assert_eq(copy.events, 3 * 8);
+	cr_assert_eq(copy.frame_count, 2);
+	cr_assert_eq(copy.untimed, 0);
+	const struct kt__live_zone *o = zone_named(&copy, "outer"), *i = zone_named(&copy, "inner");
+	cr_assert(o && i);
+	cr_assert_eq(o->count, 3);
+	cr_assert_eq(i->count, 6);
+	cr_assert_eq(i->self, i->total);
+	cr_assert_eq(o->self, o->total - i->total);
+	uint64_t in_hist = 0;
+	for (unsigned b = 0; b < KT__LIVE_BUCKETS; b++)
+		in_hist += o->hist[b];
+	cr_assert_eq(in_hist, 3);
+	cr_assert_eq(copy.ncounters, 1);
+	cr_assert_str_eq(copy.counters[0].name, "items");
+	cr_assert_eq(copy.counters[0].i, 42);
+	cr_assert_eq(copy.nthreads, 1);
+	cr_assert_eq(copy.threads[0].events, 3 * 8);
+	/* Gone with the session: a viewer that comes now finds no page. */
+	cr_assert_eq(kt__live_find((long)getpid()), -ENOENT);
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# top_tmux.sh KATRA PARTICLES - `katra top` on a terminal: a tmux pane
+# (120x45) runs it against examples/particles with --window all (the
+# whole session, which `katra stats` of the trace covers); keys go in with
+# send-keys, the screen comes out with capture-pane.  Checks: 's' sorts by
+# total (the header says so and the rows are in that order), '/plot'
+# leaves only zones named like it, '/' alone clears it; when the process
+# exits the screen says so and keeps the figures: its zone names are the
+# trace's and its frame count and zone counts are stats' within 5%; a key
+# then ends katra top and the shell's screen is back (no line of top's
+# left, the exit status 0, "exited" said); a second run shrunk to 50x10
+# shows the reduced layout, and Ctrl-C gives the screen back too.
+# TOP_TMUX_KEEP=FILE keeps the screen of the ended session there.
+set -euo pipefail
+export KATRA_LIVE=1 # the live page is opt-in
+
+katra=${1:?usage: top_tmux.sh KATRA PARTICLES}
+particles=${2:?usage: top_tmux.sh KATRA PARTICLES}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/katra-toptmux.XXXXXX")
+sock="$tmp/tmux.sock"
+pid=
+trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; tmux -S "$sock" kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
+fail() { echo "top_tmux: $*" >&2; [[ -f $tmp/screen ]] && cat "$tmp/screen" >&2; exit 1; }
+tm() { tmux -S "$sock" "$@"; }
+screen() { tm capture-pane -p -t top >"$tmp/screen"; }
+# Wait (at most 20 s) until the screen holds $1.
+wait_for() {
+  for _ in $(seq 1 200); do
+    screen
+    grep -q -- "$1" "$tmp/screen" && return 0
+    sleep 0.1
+  done
+  fail "the screen never showed '$1'"
+}
+# The zone rows: from the ZONE header to the THREAD header.
+zone_rows() { awk '/^ZONE /{z=1; next} /^THREAD /{z=0} z && NF' "$tmp/screen"; }
+
+"$particles" --frames 8000 --out "$tmp/p.katra" >/dev/null &
+pid=$!
+for _ in $(seq 1 200); do
+  "$katra" top "$pid" --once --json >/dev/null 2>&1 && break
+  sleep 0.05
+done
+tm -f /dev/null new-session -d -s top -x 120 -y 45 "PS1='$ ' bash --norc --noprofile"
+tm send-keys -t top "$katra top $pid --window all; echo top-exit-\$?" Enter
+wait_for "^ZONE "
+
+tm send-keys -t top s
+wait_for "sort total"
+zone_rows | awk '{ v = $(NF - 3); u = (v ~ /ms$/) ? 1e6 : (v ~ /us$/) ? 1e3 : (v ~ /ns$/) ? 1 : 1e9
+                   sub(/[a-z]+$/, "", v); t = v * u
+                   if (NR > 1 && t > last * 1.0001) bad = 1; last = t } END { exit bad }' ||
+  fail "rows not sorted by total after 's'"
+
+tm send-keys -t top / plot Enter
+wait_for "filter 'plot'"
+sleep 0.5
+screen
+[[ $(zone_rows | awk '{ print $1 }' | sort -u | tr '\n' ' ') == "plot " ]] ||
+  fail "filter 'plot' shows other zones: $(zone_rows | awk '{ print $1 }' | tr '\n' ' ')"
+tm send-keys -t top / Enter
+wait_for "filter ''"
+
+wait "$pid"
+pid=
+wait_for "the session ended (the process exited or stopped it): press any key"
+wait_for "  ENDED"
+sleep 0.3
+screen
+[[ -n ${TOP_TMUX_KEEP:-} ]] && cp "$tmp/screen" "$TOP_TMUX_KEEP"
+"$katra" stats "$tmp/p.katra" --json >"$tmp/stats.json"
+frames=$(sed -n 's/^frames \([0-9]*\) .*/\1/p' "$tmp/screen")
+want=$(jq '.frames.count' "$tmp/stats.json")
+awk -v a="$frames" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 0.05 * b) }' ||
+  fail "frames on screen '$frames', stats $want"
+# Zone names and counts on screen: stats' within 5%.  Names with a space
+# (none in particles' zones) would need more than awk's fields.
+zone_rows | awk '{ print $1 "\t" $2 }' | sort >"$tmp/shown.tsv"
+jq -r '.names[] | select(.zone) | [.name, .zone.count] | @tsv' "$tmp/stats.json" | sort >"$tmp/stats.tsv"
+[[ $(cut -f1 "$tmp/shown.tsv") == "$(cut -f1 "$tmp/stats.tsv")" ]] ||
+  fail "zone names on screen: $(cut -f1 "$tmp/shown.tsv" | tr '\n' ' '); stats: $(cut -f1 "$tmp/stats.tsv" | tr '\n' ' ')"
+paste "$tmp/shown.tsv" "$tmp/stats.tsv" |
+  awk -F'\t' '{ d = $2 - $4; if (d < 0) d = -d; if (d > 0.05 * $4) { print; bad = 1 } } END { exit bad }' ||
+  fail "zone counts on screen off stats by more than 5%"
+
+tm send-keys -t top x
+wait_for "^top-exit-0"
+grep -q "^katra top: process [0-9]*: exited" "$tmp/screen" || fail "katra top did not say the process exited"
+grep -qE "^(ZONE |THREAD |katra top  pid)" "$tmp/screen" && fail "top's screen is still there after it ended"
+
+# Ctrl-C: the terminal given back as well.
+"$particles" --frames 1000000 --out "$tmp/q.katra" >/dev/null &
+pid=$!
+for _ in $(seq 1 200); do
+  "$katra" top "$pid" --once --json >/dev/null 2>&1 && break
+  sleep 0.05
+done
+tm send-keys -t top clear Enter "$katra top $pid; echo top2-exit-\$?" Enter
+wait_for "^ZONE "
+tm send-keys -t top C-c
+wait_for "^top2-exit-0"
+grep -qE "^(ZONE |THREAD |katra top  pid)" "$tmp/screen" && fail "top's screen is still there after Ctrl-C"
+echo "top_tmux: sort, filter, exit and Ctrl-C checked; $frames frames on screen, stats $want"
