@@ -137,8 +137,10 @@ int main(int argc, char **argv)
 	pids[2] = spawn_helper("/proc/self/exe");
 	char c;
 	/* Killed mid-run: after it has emitted, while it still does. */
-	if (read(ready[0], &c, 1) == 1)
+	if (read(ready[0], &c, 1) == 1) {
+		usleep(50000); /* its flusher has written some */
 		kill(pids[1], SIGKILL);
+	}
 	int bad = wait_all(pids, 3, pids[1]);
 	zones("parent_zone", 100);
 	if (own && kt_session_stop(own, NULL))

@@ -25,5 +25,6 @@ int cmd_slice(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #endif

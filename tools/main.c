@@ -60,6 +60,10 @@ static const struct command commands[] = {
 	{ "snapshot", cmd_snapshot, "snapshot PID [--out OUT]",
 	  "ask a running process's flight session for its\n"
 	  "newest window (your own processes only)" },
+	{ "record", cmd_record, "record -- CMD ARGS...",
+	  "run CMD with tracing on, no session code needed:\n"
+	  "it and every katra-linked process it starts\n"
+	  "[-o OUT] [--dir DIR] [--flight] [--crash-dir D]" },
 	{ "recover", cmd_recover, "recover DIR [--out OUT]",
 	  "rebuild the trace of a process that died from\n"
 	  "its crash directory; --list finds leftovers" },
