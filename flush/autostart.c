@@ -45,6 +45,11 @@ static int exit_hooked;
 
 /* A positive decimal from variable @name, or @dflt when unset; -1 when set
  * to anything else. */
+/* Defined (non-zero) by a program that must never record itself: the
+ * katra command, which a recorded script may run, and whose `katra
+ * record` sets the variable for its child only. */
+extern const int kt__record_exempt __attribute__((weak));
+
 static long env_num(const char *name, long dflt)
 {
 	const char *v = getenv(name);
@@ -105,7 +110,7 @@ static void at_exit(void)
 static void start_recorded(void)
 {
 	const char *dir = getenv("KT_RECORD_DIR");
-	if (!dir || !*dir)
+	if (!dir || !*dir || (&kt__record_exempt && kt__record_exempt))
 		return;
 	long codec = env_num("KT_RECORD_CODEC", 0), ring = env_num("KT_RECORD_RING", 0);
 	long flight = env_num("KT_RECORD_FLIGHT", 0);

@@ -141,6 +141,10 @@ Test(record, exit_status_as_a_shell)
 	close(fd);
 	const char *c[] = { KATRA, "record", "-o", "c.katra", "--", "./plain", NULL };
 	cr_assert_eq(run(c), 126);
+	/* katra itself, run by a recorded script, is not recorded. */
+	const char *k[] = { KATRA, "record", "-o", "k.katra", "--", KATRA, "--help", NULL };
+	cr_assert_eq(run(k), 1);
+	cr_assert(err_has("nothing was traced"));
 	const char *d[] = { KATRA, "record", "-o", "d.katra", "--", "sh", "-c", "kill -TERM $$",
 			    NULL };
 	int st = finish(start(d));
