@@ -170,7 +170,7 @@ Test(record, multiproc_every_process_a_file)
 	DIR *d = opendir("m.katra.d");
 	cr_assert_not_null(d);
 	struct dirent *e;
-	int parent = 0, worker = 0, helper = 0;
+	int parent = 0, worker = 0, helper = 0, doomed = 0;
 	while ((e = readdir(d))) {
 		char path[512];
 		long ev, dr;
@@ -188,6 +188,11 @@ Test(record, multiproc_every_process_a_file)
 		} else if (has_thread(path, "helper")) {
 			helper++;
 			cr_assert(complete && ev == 2000 && dr == 0, "helper %ld %ld", ev, dr);
+		} else {
+			/* The killed worker's, cut short; nothing else: the
+			 * helper's pre-exec file held nothing and went. */
+			cr_assert(!complete && ev > 0, "%s: %ld events", path, ev);
+			cr_assert_eq(++doomed, 1);
 		}
 	}
 	closedir(d);

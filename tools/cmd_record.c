@@ -198,8 +198,34 @@ static int is_trace_name(const char *name)
 }
 
 /*
+ * A file that holds nothing: no event chunk and no summary.  A fork()ed
+ * child that execs at once leaves such a one (its session started in the
+ * child handler; the exec'd image writes PID-1.katra).  A file the reader
+ * refuses is kept, for the user to see.
+ */
+static int holds_nothing(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	kt_reader *r;
+	kt_trace_frame f;
+	int rc, something = 0;
+	if (fd < 0)
+		return 0;
+	if (kt_reader_open_fd(&r, fd, NULL)) {
+		close(fd);
+		return 0;
+	}
+	kt_reader_skip_events(r, 1);
+	while (!something && (rc = kt_reader_next_frame(r, &f)) == 1)
+		something = f.kind == KT_FRAME_CHUNK || f.kind == KT_FRAME_SUMMARY;
+	kt_reader_close(r);
+	close(fd);
+	return !something && rc == 0;
+}
+
+/*
  * The processes' files in @dir: regular files only, never followed; an
- * empty one (a fork()ed child that exec'd before its first write) goes.
+ * empty one, or one that holds nothing (holds_nothing()), goes.
  * Their names into @names (up to @cap).  Returns how many.
  */
 static size_t list_files(const char *dir, char names[][64], size_t cap)
@@ -215,7 +241,7 @@ static size_t list_files(const char *dir, char names[][64], size_t cap)
 		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(sb.st_mode))
 			continue;
-		if (sb.st_size == 0) {
+		if (sb.st_size == 0 || holds_nothing(dirfd(d), e->d_name)) {
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
