@@ -198,6 +198,11 @@ Test(record, multiproc_every_process_a_file)
 	closedir(d);
 	cr_assert_eq(parent, 1);
 	cr_assert_eq(worker, 1);
+	/* katra record says each process's account. */
+	cr_assert(err_has("parent           "));
+	cr_assert(err_has(": 400 events, 0 dropped, complete"));
+	cr_assert(err_has(": 100000 events, 0 dropped, complete"));
+	cr_assert(err_has(": 2000 events, 0 dropped, complete"));
 	cr_assert_eq(helper, 1);
 }
 

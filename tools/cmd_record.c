@@ -197,38 +197,64 @@ static int is_trace_name(const char *name)
 	return strspn(name, "0123456789-") == n - 6;
 }
 
+/* What a process's file holds, as record_finish() reports it. */
+struct proc_file {
+	char name[64];
+	uint64_t pid, events, dropped;
+	char thread[64];  /* its first named thread's name */
+	int complete, chunks, readable;
+};
+
+/* Read @name in @dirfd without decoding events (the directory's files
+ * are read as any input: the reader trusts no byte of them). */
+static void scan_file(int dirfd, const char *name, struct proc_file *pf)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	kt_reader *r;
+	kt_trace_frame f;
+	kt_reader_status st;
+	memset(pf, 0, sizeof(*pf));
+	snprintf(pf->name, sizeof(pf->name), "%s", name);
+	if (fd < 0)
+		return;
+	if (kt_reader_open_fd(&r, fd, NULL)) {
+		close(fd);
+		return;
+	}
+	pf->readable = 1;
+	pf->pid = kt_reader_get_header(r)->process_id;
+	kt_reader_skip_events(r, 1);
+	while (kt_reader_next_frame(r, &f) == 1) {
+		pf->chunks += f.kind == KT_FRAME_CHUNK;
+		if (f.kind == KT_FRAME_CHUNK)
+			pf->events += f.u.chunk.event_count;
+		if (f.kind == KT_FRAME_THREAD && !pf->thread[0] && f.u.thread.name_len)
+			snprintf(pf->thread, sizeof(pf->thread), "%s", f.u.thread.name);
+	}
+	kt_reader_get_status(r, &st);
+	pf->complete = st.complete;
+	pf->dropped = st.dropped;
+	kt_reader_close(r);
+	close(fd);
+}
+
 /*
  * A file that holds nothing: no event chunk and no summary.  A fork()ed
  * child that execs at once leaves such a one (its session started in the
  * child handler; the exec'd image writes PID-1.katra).  A file the reader
  * refuses is kept, for the user to see.
  */
-static int holds_nothing(int dirfd, const char *name)
+static int holds_nothing(const struct proc_file *pf)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	kt_reader *r;
-	kt_trace_frame f;
-	int rc, something = 0;
-	if (fd < 0)
-		return 0;
-	if (kt_reader_open_fd(&r, fd, NULL)) {
-		close(fd);
-		return 0;
-	}
-	kt_reader_skip_events(r, 1);
-	while (!something && (rc = kt_reader_next_frame(r, &f)) == 1)
-		something = f.kind == KT_FRAME_CHUNK || f.kind == KT_FRAME_SUMMARY;
-	kt_reader_close(r);
-	close(fd);
-	return !something && rc == 0;
+	return pf->readable && !pf->chunks && !pf->complete;
 }
 
 /*
  * The processes' files in @dir: regular files only, never followed; an
- * empty one, or one that holds nothing (holds_nothing()), goes.
- * Their names into @names (up to @cap).  Returns how many.
+ * empty one, or one that holds nothing (holds_nothing()), goes.  Each
+ * read into @pf (up to @cap).  Returns how many.
  */
-static size_t list_files(const char *dir, char names[][64], size_t cap)
+static size_t list_files(const char *dir, struct proc_file *pf, size_t cap)
 {
 	DIR *d = opendir(dir);
 	size_t n = 0;
@@ -241,44 +267,79 @@ static size_t list_files(const char *dir, char names[][64], size_t cap)
 		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(sb.st_mode))
 			continue;
-		if (sb.st_size == 0 || holds_nothing(dirfd(d), e->d_name)) {
+		if (sb.st_size)
+			scan_file(dirfd(d), e->d_name, &pf[n]);
+		if (sb.st_size == 0 || holds_nothing(&pf[n])) {
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
-		strcpy(names[n++], e->d_name);
+		n++;
 	}
 	closedir(d);
 	return n;
 }
 
+static int by_pid(const void *a, const void *b)
+{
+	const struct proc_file *x = a, *y = b;
+	return x->pid != y->pid ? (x->pid > y->pid) - (x->pid < y->pid) : strcmp(x->name, y->name);
+}
+
+/* A line per process, by pid: every event a survivor wrote or dropped. */
+static void report_files(struct proc_file *pf, size_t n)
+{
+	qsort(pf, n, sizeof(*pf), by_pid);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(stderr, "  pid %-8llu %-16s ", (unsigned long long)pf[i].pid,
+			pf[i].thread[0] ? pf[i].thread : "-");
+		text_puts(stderr, pf[i].name);
+		fprintf(stderr, ": %llu events, %llu dropped, %s\n",
+			(unsigned long long)pf[i].events, (unsigned long long)pf[i].dropped,
+			!pf[i].readable ? "unreadable"
+			: pf[i].complete ? "complete" : "cut short (katra recover, with --crash-dir)");
+	}
+}
+
 /* OUT from the processes' files: 0, or the exit status said. */
 static int record_finish(const struct rec_args *a, const char *cmd)
 {
-	char names[MAX_PROCS][64], path[PATH_MAX];
-	size_t n = list_files(a->dir, names, MAX_PROCS);
+	char path[PATH_MAX];
+	struct proc_file *pf = calloc(MAX_PROCS, sizeof(*pf));
+	if (!pf) {
+		say("record: out of memory");
+		return EXIT_BAD;
+	}
+	size_t n = list_files(a->dir, pf, MAX_PROCS);
+	int rc = 0;
 	if (!n) {
 		say("record: nothing was traced: %s wrote no file (is it linked with katra?)", cmd);
 		if (!a->dir_given)
 			rmdir(a->dir);
-		return EXIT_BAD;
+		rc = EXIT_BAD;
+	} else if (n > 1) {
+		fprintf(stderr, "katra record: %zu processes traced, one file each in ", n);
+		text_puts(stderr, a->dir);
+		fputc('\n', stderr);
+		report_files(pf, n);
+	} else {
+		snprintf(path, sizeof(path), "%s/%s", a->dir, pf[0].name);
+		if (link(path, a->out) < 0) {
+			say("record: %s: %s", a->out, strerror(errno));
+			rc = EXIT_BAD;
+		} else {
+			if (!a->keep) {
+				unlink(path);
+				if (!a->dir_given)
+					rmdir(a->dir);
+			}
+			fprintf(stderr, "katra record: 1 process traced: ");
+			text_puts(stderr, a->out);
+			fputc('\n', stderr);
+			report_files(pf, n);
+		}
 	}
-	if (n > 1) {
-		fprintf(stderr, "katra record: %zu processes traced, one file each in %s\n", n,
-			a->dir);
-		return 0;
-	}
-	snprintf(path, sizeof(path), "%s/%s", a->dir, names[0]);
-	if (link(path, a->out) < 0) {
-		say("record: %s: %s", a->out, strerror(errno));
-		return EXIT_BAD;
-	}
-	if (!a->keep) {
-		unlink(path);
-		if (!a->dir_given)
-			rmdir(a->dir);
-	}
-	fprintf(stderr, "katra record: 1 process traced: %s\n", a->out);
-	return 0;
+	free(pf);
+	return rc;
 }
 
 static int run(const struct rec_args *a, char **cmd)
