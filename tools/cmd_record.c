@@ -311,7 +311,13 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 	}
 	size_t n = list_files(a->dir, pf, MAX_PROCS);
 	int rc = 0;
-	if (!n) {
+	if (!n && a->flight) {
+		/* A flight session writes only the snapshots asked of it. */
+		fprintf(stderr, "katra record: --flight: nothing is written at exit; each process "
+				"answered `katra snapshot PID` while it ran\n");
+		if (!a->dir_given)
+			rmdir(a->dir);
+	} else if (!n) {
 		say("record: nothing was traced: %s wrote no file (is it linked with katra?)", cmd);
 		if (!a->dir_given)
 			rmdir(a->dir);
