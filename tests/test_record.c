@@ -23,6 +23,8 @@
 
 static char tmp[] = "/tmp/kt_record_XXXXXX";
 
+/* Each test in a directory of its own (not a TestSuite's .init: the
+ * TSan build's stand-in for Criterion has none), removed when it passes. */
 static void setup(void)
 {
 	cr_assert_not_null(mkdtemp(tmp));
@@ -35,8 +37,6 @@ static void teardown(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
 }
-
-TestSuite(record, .init = setup, .fini = teardown);
 
 /* katra ARGS with stderr to err.txt; the pid, not waited for. */
 static pid_t start(const char *const *args)
@@ -113,6 +113,7 @@ static int has_thread(const char *path, const char *name)
 
 Test(record, one_process_file_becomes_out)
 {
+	setup();
 	const char *args[] = { KATRA, "record", "-o", "h.katra", "--", MULTIPROC, "helper", NULL };
 	cr_assert_eq(run(args), 0);
 	long ev, dr;
@@ -127,10 +128,12 @@ Test(record, one_process_file_becomes_out)
 	/* OUT is never replaced. */
 	cr_assert_eq(run(args), 1);
 	cr_assert(err_has("exists"));
+	teardown();
 }
 
 Test(record, exit_status_as_a_shell)
 {
+	setup();
 	const char *a[] = { KATRA, "record", "-o", "a.katra", "--", "sh", "-c", "exit 7", NULL };
 	cr_assert_eq(run(a), 7);
 	cr_assert(err_has("nothing was traced"));
@@ -149,21 +152,25 @@ Test(record, exit_status_as_a_shell)
 			    NULL };
 	int st = finish(start(d));
 	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %d", st);
+	teardown();
 }
 
 Test(record, unwritable_dir_said_before_cmd)
 {
+	setup();
 	const char *a[] = { KATRA, "record", "-o", "a.katra", "--dir", "/proc/kt-no", "--",
 			    "touch", "ran", NULL };
 	cr_assert_eq(run(a), 1);
 	cr_assert(err_has("capture directory"));
 	cr_assert_neq(access("ran", F_OK), 0, "CMD ran");
+	teardown();
 }
 
 /* Each process's file in DIR: the parent, the worker, the helper whole;
  * every event of theirs written (none dropped). */
 Test(record, multiproc_every_process_a_file)
 {
+	setup();
 	const char *a[] = { KATRA, "record", "-o", "m.katra", "--keep", "--", MULTIPROC,
 			    "--events", "50000", NULL };
 	cr_assert_eq(run(a), 0);
@@ -204,6 +211,7 @@ Test(record, multiproc_every_process_a_file)
 	cr_assert(err_has(": 100000 events, 0 dropped, complete"));
 	cr_assert(err_has(": 2000 events, 0 dropped, complete"));
 	cr_assert_eq(helper, 1);
+	teardown();
 }
 
 /* The program's own session wins: its file holds the parent's events;
@@ -211,6 +219,7 @@ Test(record, multiproc_every_process_a_file)
  * helper it execs is recorded through the environment. */
 Test(record, own_session_wins)
 {
+	setup();
 	char own[600];
 	snprintf(own, sizeof(own), "%s/own.katra", tmp);
 	const char *a[] = { KATRA, "record", "-o", "o.katra", "--keep", "--", MULTIPROC,
@@ -233,11 +242,13 @@ Test(record, own_session_wins)
 	closedir(d);
 	cr_assert_eq(helper, 1);
 	cr_assert_eq(workers, 0);
+	teardown();
 }
 
 /* SIGINT to katra record reaches CMD, which stops; the trace is written. */
 Test(record, sigint_forwarded)
 {
+	setup();
 	const char *a[] = { KATRA, "record", "-o", "s.katra", "--", MULTIPROC, "--until-signal",
 			    NULL };
 	pid_t pid = start(a);
@@ -264,4 +275,5 @@ Test(record, sigint_forwarded)
 	cr_assert(complete, "s.katra not complete");
 	cr_assert_gt(ev, 0);
 	cr_assert_eq(ev % 2, 0); /* whole zones: the loop ended between them */
+	teardown();
 }
