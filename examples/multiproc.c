@@ -135,6 +135,9 @@ int main(int argc, char **argv)
 	pids[0] = spawn_worker(events, -1);
 	pids[1] = spawn_worker(0, ready[1]);
 	pids[2] = spawn_helper("/proc/self/exe");
+	/* Only the doomed worker's end stays open: should it die first, the
+	 * read below sees the end of the pipe instead of waiting for ever. */
+	close(ready[1]);
 	char c;
 	/* Killed mid-run: after it has emitted, while it still does. */
 	if (read(ready[0], &c, 1) == 1) {
