@@ -101,6 +101,8 @@ static void fork_child(void)
 		kt__control_fork_child(s);
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
+	/* Last: under `katra record` the child starts a session of its own. */
+	kt__autostart_child(s);
 }
 
 /*
@@ -688,13 +690,21 @@ static int start_no_cancel(const char *path, const kt_session_options *opts,
 	return rc;
 }
 
+/* The program's own session wins over a recorded one (autostart.c). */
 int kt_session_start(const char *path, const kt_session_options *opts, kt_session **out)
+{
+	kt__autostart_yield();
+	return start_no_cancel(path, opts, NULL, out);
+}
+
+int kt__session_start_plain(const char *path, const kt_session_options *opts, kt_session **out)
 {
 	return start_no_cancel(path, opts, NULL, out);
 }
 
 int kt__session_start_output(const kt_session_options *o, const kt__output *out, kt_session **s)
 {
+	kt__autostart_yield();
 	return start_no_cancel(NULL, o, out, s);
 }
 

@@ -176,4 +176,16 @@ void kt__out_wrote(kt_session *s, uint64_t last);
  * a flight session's snapshots.  0 or -ENOMEM. */
 int kt__session_keep_header(kt_session *s, const kt_header *h);
 
+/* ---- autostart.c: the session the environment asks for (KT_RECORD_DIR) ---- */
+
+/* kt_session_start() without giving way to a recorded session: the one
+ * autostart.c itself starts. */
+int kt__session_start_plain(const char *path, const kt_session_options *opts, kt_session **out);
+/* A program starts its own session: stop the recorded one first, if it
+ * runs.  1 when it stopped one, else 0.  Any thread but a flusher. */
+int kt__autostart_yield(void);
+/* In a fork()ed child, after session.c's handler: @parent_current was the
+ * parent's session; when it was the recorded one, start the child's. */
+void kt__autostart_child(kt_session *parent_current);
+
 #endif /* KATRA_FLUSH_SESSION_IMPL_H */

@@ -22,6 +22,11 @@
 #include "tools/fmt.h"
 #include "tools/recover.h"
 
+/* flush/autostart.c: a script under `katra record` that runs katra does
+ * not trace katra itself. */
+extern const int kt__record_exempt;
+const int kt__record_exempt = 1;
+
 struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -65,6 +70,10 @@ static const struct command commands[] = {
 	  "newest window (your own processes only)" },
 	{ "top", cmd_top, "top PID", "a running process's frames, zones and threads,\n"
 	  "live (your own processes only)" },
+	{ "record", cmd_record, "record -- CMD ARGS...",
+	  "run CMD with tracing on, no session code needed:\n"
+	  "it and every katra-linked process it starts\n"
+	  "[-o OUT] [--dir DIR] [--flight] [--crash-dir D]" },
 	{ "recover", cmd_recover, "recover DIR [--out OUT]",
 	  "rebuild the trace of a process that died from\n"
 	  "its crash directory; --list finds leftovers" },

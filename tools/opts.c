@@ -101,6 +101,14 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+int opt_str(const char *cmd, const struct opt *o, const char *value, void *dst)
+{
+	(void)cmd;
+	(void)o;
+	*(const char **)dst = value;
+	return 0;
+}
+
 int opt_ns(const char *cmd, const struct opt *o, const char *value, void *dst)
 {
 	return parse_u64(value, dst) ? opt_bad(cmd, o, value) : 0;

@@ -61,6 +61,8 @@ int opts_parse(const struct opts_spec *s, int argc, char **argv, void *dst, cons
 /* opt_bad - say "CMD: OPTION wants WANTS, not 'VALUE'".  Returns EXIT_USAGE. */
 int opt_bad(const char *cmd, const struct opt *o, const char *value);
 
+/* opt_str - the word itself, as a const char *. */
+opt_read_fn opt_str;
 /* opt_ns - a uint64_t of nanoseconds, in decimal. */
 opt_read_fn opt_ns;
 

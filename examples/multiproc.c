@@ -1,0 +1,152 @@
+/*
+ * multiproc - a program of several processes, as `katra record` traces
+ * them (issue #30).  It has no session code: run it as
+ *
+ *     katra record -o multiproc.katra -- ./multiproc
+ *
+ * The parent forks two workers that emit zones at full rate, execs one
+ * helper (this program again, `multiproc helper`) and kills the second
+ * worker with SIGKILL while it runs.  Each process's events go to its own
+ * file in the record's directory; `katra record` makes them one trace.
+ *
+ *     multiproc [--events N]     the first worker's zones (default 200000)
+ *     multiproc --own PATH       the parent starts its own session into
+ *                                PATH (which wins: README, "katra record")
+ *     multiproc --until-signal   the parent emits until SIGINT or SIGTERM,
+ *                                then exits 0 (for the forwarding test)
+ *     multiproc helper           the exec'd helper: 1000 zones
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <katra/katra.h>
+
+#define HELPER_ZONES 1000
+
+static volatile sig_atomic_t stop_now;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_now = 1;
+}
+
+static void zones(const char *name, long n)
+{
+	uint32_t id = kt_name(name);
+	for (long i = 0; i < n; i++) {
+		kt_zone_begin(id);
+		kt_zone_end(id);
+	}
+}
+
+/* Emits until killed; says on @ready that it has begun. */
+static void doomed_worker(int ready)
+{
+	kt_thread_name("doomed");
+	uint32_t id = kt_name("doomed_zone");
+	for (long i = 0;; i++) {
+		kt_zone_begin(id);
+		kt_zone_end(id);
+		if (i == 1000 && write(ready, "r", 1) != 1)
+			_exit(1);
+	}
+}
+
+static pid_t spawn_worker(long events, int ready)
+{
+	pid_t pid = fork();
+	if (pid)
+		return pid;
+	if (ready >= 0)
+		doomed_worker(ready);
+	kt_thread_name("worker");
+	zones("worker_zone", events);
+	exit(0); /* exit(), not _exit(): the recorded session stops at exit */
+}
+
+static pid_t spawn_helper(const char *self)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self, self, "helper", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_all(const pid_t *pids, int n, pid_t doomed)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+			;
+		int killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+		if (pids[i] == doomed ? !killed : !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			bad = 1;
+	}
+	return bad;
+}
+
+static void until_signal(void)
+{
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
+	uint32_t id = kt_name("parent_tick");
+	while (!stop_now) {
+		kt_zone_begin(id);
+		usleep(1000);
+		kt_zone_end(id);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	long events = 200000;
+	kt_session *own = NULL;
+	if (argc > 1 && !strcmp(argv[1], "helper")) {
+		kt_thread_name("helper");
+		zones("helper_zone", HELPER_ZONES);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--until-signal")) {
+		until_signal();
+		return 0;
+	}
+	if (argc > 2 && !strcmp(argv[1], "--events"))
+		events = strtol(argv[2], NULL, 10);
+	if (argc > 2 && !strcmp(argv[1], "--own") && kt_session_start(argv[2], NULL, &own)) {
+		fprintf(stderr, "multiproc: %s\n", kt_session_get_start_error());
+		return 1;
+	}
+	kt_thread_name("parent");
+	zones("parent_zone", 100);
+	int ready[2];
+	if (pipe(ready))
+		return 1;
+	pid_t pids[3];
+	pids[0] = spawn_worker(events, -1);
+	pids[1] = spawn_worker(0, ready[1]);
+	pids[2] = spawn_helper("/proc/self/exe");
+	/* Only the doomed worker's end stays open: should it die first, the
+	 * read below sees the end of the pipe instead of waiting for ever. */
+	close(ready[1]);
+	char c;
+	/* Killed mid-run: after it has emitted, while it still does. */
+	if (read(ready[0], &c, 1) == 1) {
+		usleep(50000); /* its flusher has written some */
+		kill(pids[1], SIGKILL);
+	}
+	int bad = wait_all(pids, 3, pids[1]);
+	zones("parent_zone", 100);
+	if (own && kt_session_stop(own, NULL))
+		bad = 1;
+	return bad;
+}

@@ -1,0 +1,172 @@
+/*
+ * A session the environment asks for (`katra record`, issue #30): when
+ * KT_RECORD_DIR names a directory, the library starts a session of its own
+ * as it loads, into DIR/PID.katra, and stops it at exit.  Options come down
+ * the same way: KT_RECORD_CODEC, KT_RECORD_RING, KT_RECORD_FLIGHT (and the
+ * library's other variables: KT_CATEGORIES, KT_CRASH_DIR, KT_CLOCK, KT_IO).
+ *
+ * Why at load and not at the first emit: the first emit may be a signal
+ * handler's, which must take no lock and allocate nothing; a constructor
+ * runs once, before main, on the one thread there is.  A program that
+ * execs a katra-linked one passes the environment on, so the new image
+ * starts its own session at its load the same way.
+ *
+ * Which wins: the program's own.  A kt_session_start() (or the capture
+ * manager's) while the recorded session runs first stops that one - its
+ * file keeps what was emitted until then - and then starts the program's
+ * as it asked, so a program that traces itself goes on doing exactly what
+ * it did without `katra record`; its own file is where its own code said.
+ *
+ * fork(): the child of a process whose session is the recorded one starts
+ * a recorded session of its own (session.c's child handler calls
+ * kt__autostart_child()), into DIR/PID.katra.  A child of a program's own
+ * session sees no session, as before: that protects the parent's trace
+ * and is the program's choice.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flush/session_impl.h"
+
+#define MAX_SAME_PID 64 /* an exec'd image after a fork()ed child's file */
+
+/* Taken by a stop here, so the program's start and the exit's stop never
+ * both stop it. */
+static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static kt_session *recorded; /* the session started here, or NULL */
+static int recorded_fd = -1;
+static int exit_hooked;
+
+/* A positive decimal from variable @name, or @dflt when unset; -1 when set
+ * to anything else. */
+/* Defined (non-zero) by a program that must never record itself: the
+ * katra command, which a recorded script may run, and whose `katra
+ * record` sets the variable for its child only. */
+extern const int kt__record_exempt __attribute__((weak));
+
+static long env_num(const char *name, long dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	return errno || *end || n < 0 ? -1 : n;
+}
+
+/* DIR/PID.katra, or DIR/PID-N.katra when a fork()ed child of the same pid
+ * left one before it exec'd this image: created, never an existing file. */
+static int open_file(const char *dir)
+{
+	char path[4096];
+	pid_t pid = getpid();
+	for (int n = 0; n < MAX_SAME_PID; n++) {
+		int len = n ? snprintf(path, sizeof(path), "%s/%d-%d.katra", dir, (int)pid, n)
+			    : snprintf(path, sizeof(path), "%s/%d.katra", dir, (int)pid);
+		if (len < 0 || (size_t)len >= sizeof(path))
+			return -ENAMETOOLONG;
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+			      0644);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}
+
+static void say_failed(const char *what, int rc)
+{
+	/* stderr may be closed or the program's own: one line, once. */
+	fprintf(stderr, "katra: KT_RECORD_DIR: %s: %s\n", what, kt_strerror(rc));
+}
+
+/* Returns 1 when it stopped one. */
+static int stop_recorded(void)
+{
+	pthread_mutex_lock(&rec_lock);
+	kt_session *s = recorded;
+	recorded = NULL;
+	if (s)
+		kt_session_stop(s, NULL);
+	if (s && recorded_fd >= 0)
+		close(recorded_fd);
+	if (s)
+		recorded_fd = -1;
+	pthread_mutex_unlock(&rec_lock);
+	return s != NULL;
+}
+
+static void at_exit(void)
+{
+	stop_recorded();
+}
+
+static void start_recorded(void)
+{
+	const char *dir = getenv("KT_RECORD_DIR");
+	if (!dir || !*dir || (&kt__record_exempt && kt__record_exempt))
+		return;
+	long codec = env_num("KT_RECORD_CODEC", 0), ring = env_num("KT_RECORD_RING", 0);
+	long flight = env_num("KT_RECORD_FLIGHT", 0);
+	if (codec < 0 || ring < 0 || flight < 0) {
+		say_failed("KT_RECORD_CODEC, _RING or _FLIGHT is not a number", -EINVAL);
+		return;
+	}
+	kt_session_options o = { 0 };
+	o.codec = (int)codec;
+	o.ring_size = (size_t)ring;
+	if (flight) {
+		o.mode = KT_SESSION_FLIGHT;
+		o.listen = 1;
+	} else {
+		if ((recorded_fd = open_file(dir)) < 0) {
+			say_failed(dir, recorded_fd);
+			recorded_fd = -1;
+			return;
+		}
+		o.fd = recorded_fd;
+		o.use_fd = 1;
+	}
+	int rc = kt__session_start_plain(NULL, &o, &recorded);
+	if (rc) {
+		say_failed("session", rc);
+		if (recorded_fd >= 0)
+			close(recorded_fd);
+		recorded_fd = -1;
+		recorded = NULL;
+		return;
+	}
+	if (!exit_hooked)
+		exit_hooked = atexit(at_exit) == 0;
+}
+
+/* After session.c's (102): its fork handlers are registered first. */
+__attribute__((constructor(103))) static void autostart_load(void)
+{
+	start_recorded();
+}
+
+int kt__autostart_yield(void)
+{
+	return stop_recorded();
+}
+
+void kt__autostart_child(kt_session *parent_current)
+{
+	int was_recorded = recorded && parent_current == recorded;
+	/* Another thread of the parent may have held it: it has none here. */
+	rec_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	/* The parent's session and fd: the parent's alone. */
+	recorded = NULL;
+	if (recorded_fd >= 0)
+		close(recorded_fd);
+	recorded_fd = -1;
+	if (was_recorded)
+		start_recorded();
+}

@@ -1,0 +1,279 @@
+/*
+ * `katra record -- CMD` (issue #30): examples/multiproc run with no
+ * session code, its processes' traces; CMD's exit status passed on (127,
+ * 126, a signal); a program's own session under record; SIGINT forwarded.
+ * Counts are exact: multiproc's parent emits 2 x 100 zones, its worker
+ * 2 x EVENTS records, its helper 2 x 1000.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KATRA KT_BIN_DIR "/katra"
+#define MULTIPROC KT_BIN_DIR "/examples/multiproc"
+#define EVENTS 50000
+
+static char tmp[] = "/tmp/kt_record_XXXXXX";
+
+/* Each test in a directory of its own (not a TestSuite's .init: the
+ * TSan build's stand-in for Criterion has none), removed when it passes. */
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(tmp));
+	cr_assert_eq(chdir(tmp), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* katra ARGS with stderr to err.txt; the pid, not waited for. */
+static pid_t start(const char *const *args)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execv(KATRA, (char *const *)args);
+		_exit(99);
+	}
+	return pid;
+}
+
+static int finish(pid_t pid)
+{
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+static int run(const char *const *args)
+{
+	int st = finish(start(args));
+	cr_assert(WIFEXITED(st), "katra died: %d", st);
+	return WEXITSTATUS(st);
+}
+
+static int err_has(const char *what)
+{
+	char buf[4096] = { 0 };
+	FILE *f = fopen("err.txt", "r");
+	cr_assert_not_null(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, what) != NULL;
+}
+
+/* `katra info @path`'s events, dropped and status complete or not. */
+static void info(const char *path, long *events, long *dropped, int *complete)
+{
+	char cmd[512], line[512];
+	snprintf(cmd, sizeof(cmd), "%s info '%s' 2>/dev/null", KATRA, path);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	*events = *dropped = -1;
+	*complete = 0;
+	while (fgets(line, sizeof(line), p)) {
+		sscanf(line, "events %ld", events);
+		sscanf(line, "dropped %ld", dropped);
+		if (!strncmp(line, "status", 6) && strstr(line, "complete"))
+			*complete = 1;
+	}
+	pclose(p);
+}
+
+/* The thread name of @path's thread 1 line, as info prints it. */
+static int has_thread(const char *path, const char *name)
+{
+	char cmd[512], line[512];
+	int found = 0;
+	snprintf(cmd, sizeof(cmd), "%s info '%s' 2>/dev/null", KATRA, path);
+	FILE *p = popen(cmd, "r");
+	while (fgets(line, sizeof(line), p))
+		if (!strncmp(line, "  thread", 8) && strstr(line, name))
+			found = 1;
+	pclose(p);
+	return found;
+}
+
+Test(record, one_process_file_becomes_out)
+{
+	setup();
+	const char *args[] = { KATRA, "record", "-o", "h.katra", "--", MULTIPROC, "helper", NULL };
+	cr_assert_eq(run(args), 0);
+	long ev, dr;
+	int complete;
+	info("h.katra", &ev, &dr, &complete);
+	cr_assert_eq(ev, 2000);
+	cr_assert_eq(dr, 0);
+	cr_assert(complete);
+	cr_assert(has_thread("h.katra", "helper"));
+	/* OUT.d was made for the run and goes with its one file. */
+	cr_assert_neq(access("h.katra.d", F_OK), 0);
+	/* OUT is never replaced. */
+	cr_assert_eq(run(args), 1);
+	cr_assert(err_has("exists"));
+	teardown();
+}
+
+Test(record, exit_status_as_a_shell)
+{
+	setup();
+	const char *a[] = { KATRA, "record", "-o", "a.katra", "--", "sh", "-c", "exit 7", NULL };
+	cr_assert_eq(run(a), 7);
+	cr_assert(err_has("nothing was traced"));
+	cr_assert_neq(access("a.katra", F_OK), 0);
+	const char *b[] = { KATRA, "record", "-o", "b.katra", "--", "no-such-command-kt", NULL };
+	cr_assert_eq(run(b), 127);
+	int fd = open("plain", O_WRONLY | O_CREAT, 0644);
+	close(fd);
+	const char *c[] = { KATRA, "record", "-o", "c.katra", "--", "./plain", NULL };
+	cr_assert_eq(run(c), 126);
+	/* katra itself, run by a recorded script, is not recorded. */
+	const char *k[] = { KATRA, "record", "-o", "k.katra", "--", KATRA, "--help", NULL };
+	cr_assert_eq(run(k), 1);
+	cr_assert(err_has("nothing was traced"));
+	const char *d[] = { KATRA, "record", "-o", "d.katra", "--", "sh", "-c", "kill -TERM $$",
+			    NULL };
+	int st = finish(start(d));
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %d", st);
+	teardown();
+}
+
+Test(record, unwritable_dir_said_before_cmd)
+{
+	setup();
+	const char *a[] = { KATRA, "record", "-o", "a.katra", "--dir", "/proc/kt-no", "--",
+			    "touch", "ran", NULL };
+	cr_assert_eq(run(a), 1);
+	cr_assert(err_has("capture directory"));
+	cr_assert_neq(access("ran", F_OK), 0, "CMD ran");
+	teardown();
+}
+
+/* Each process's file in DIR: the parent, the worker, the helper whole;
+ * every event of theirs written (none dropped). */
+Test(record, multiproc_every_process_a_file)
+{
+	setup();
+	const char *a[] = { KATRA, "record", "-o", "m.katra", "--keep", "--", MULTIPROC,
+			    "--events", "50000", NULL };
+	cr_assert_eq(run(a), 0);
+	DIR *d = opendir("m.katra.d");
+	cr_assert_not_null(d);
+	struct dirent *e;
+	int parent = 0, worker = 0, helper = 0, doomed = 0;
+	while ((e = readdir(d))) {
+		char path[512];
+		long ev, dr;
+		int complete;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "m.katra.d/%s", e->d_name);
+		info(path, &ev, &dr, &complete);
+		if (has_thread(path, "parent")) {
+			parent++;
+			cr_assert(complete && ev == 400 && dr == 0, "parent %ld %ld", ev, dr);
+		} else if (has_thread(path, "worker")) {
+			worker++;
+			cr_assert(complete && ev == 2 * EVENTS && dr == 0, "worker %ld %ld", ev, dr);
+		} else if (has_thread(path, "helper")) {
+			helper++;
+			cr_assert(complete && ev == 2000 && dr == 0, "helper %ld %ld", ev, dr);
+		} else {
+			/* The killed worker's, cut short; nothing else: the
+			 * helper's pre-exec file held nothing and went. */
+			cr_assert(!complete && ev > 0, "%s: %ld events", path, ev);
+			cr_assert_eq(++doomed, 1);
+		}
+	}
+	closedir(d);
+	cr_assert_eq(parent, 1);
+	cr_assert_eq(worker, 1);
+	/* katra record says each process's account. */
+	cr_assert(err_has("parent           "));
+	cr_assert(err_has(": 400 events, 0 dropped, complete"));
+	cr_assert(err_has(": 100000 events, 0 dropped, complete"));
+	cr_assert(err_has(": 2000 events, 0 dropped, complete"));
+	cr_assert_eq(helper, 1);
+	teardown();
+}
+
+/* The program's own session wins: its file holds the parent's events;
+ * its fork()ed workers stay silent (the parent's trace protected); the
+ * helper it execs is recorded through the environment. */
+Test(record, own_session_wins)
+{
+	setup();
+	char own[600];
+	snprintf(own, sizeof(own), "%s/own.katra", tmp);
+	const char *a[] = { KATRA, "record", "-o", "o.katra", "--keep", "--", MULTIPROC,
+			    "--own", own, NULL };
+	cr_assert_eq(run(a), 0);
+	long ev, dr;
+	int complete;
+	info("own.katra", &ev, &dr, &complete);
+	cr_assert(complete && ev == 400, "own %ld", ev);
+	DIR *d = opendir("o.katra.d");
+	cr_assert_not_null(d);
+	struct dirent *e;
+	int helper = 0, workers = 0;
+	while ((e = readdir(d))) {
+		char path[512];
+		snprintf(path, sizeof(path), "o.katra.d/%s", e->d_name);
+		helper += has_thread(path, "helper");
+		workers += has_thread(path, "worker") + has_thread(path, "doomed");
+	}
+	closedir(d);
+	cr_assert_eq(helper, 1);
+	cr_assert_eq(workers, 0);
+	teardown();
+}
+
+/* SIGINT to katra record reaches CMD, which stops; the trace is written. */
+Test(record, sigint_forwarded)
+{
+	setup();
+	const char *a[] = { KATRA, "record", "-o", "s.katra", "--", MULTIPROC, "--until-signal",
+			    NULL };
+	pid_t pid = start(a);
+	/* CMD is running and traced once its file is there. */
+	for (int i = 0; i < 2000; i++) {
+		DIR *d = opendir("s.katra.d");
+		struct dirent *e;
+		int seen = 0;
+		while (d && (e = readdir(d)))
+			seen |= e->d_name[0] != '.';
+		if (d)
+			closedir(d);
+		if (seen)
+			break;
+		usleep(10000);
+	}
+	usleep(100000);
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	int st = finish(pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	long ev, dr;
+	int complete;
+	info("s.katra", &ev, &dr, &complete);
+	cr_assert(complete, "s.katra not complete");
+	cr_assert_gt(ev, 0);
+	cr_assert_eq(ev % 2, 0); /* whole zones: the loop ended between them */
+	teardown();
+}
