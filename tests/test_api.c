@@ -587,8 +587,8 @@ Test(args, dump_and_chrome_show_arguments_severities_and_frames)
 		/* the arguments in their zone's args; a name's second and third
 		 * with "#2", "#3" (a JSON reader keeps one value of a key) */
 		"\"ph\":\"B\",\"name\":\"work\",\"loc\":",
-		"\",\"value\":-5,\"value#2\":\"18446744073709551615\",\"value#3\":0.5,"
-		"\"text\":\"hi\",\"items\":42,\"ratio\":1.25,\"mode\":\"fast\"}}",
+		("\",\"value\":-5,\"value#2\":\"18446744073709551615\",\"value#3\":0.5,"
+		 "\"text\":\"hi\",\"items\":42,\"ratio\":1.25,\"mode\":\"fast\"}}"),
 		"\"args\":{\"event\":\"log\",\"severity\":\"warn\"},\"name\":\"careful\"}",
 		"\"ph\":\"b\",\"name\":\"load\",\"cat\":\"frame\",\"id\":3}",
 		"\"ph\":\"e\",\"name\":\"load\",\"cat\":\"frame\",\"id\":3}",
