@@ -25,6 +25,7 @@ pkgs=(
   zlib1g-dev           # export --perfetto --deflate: Perfetto's compressed_packets
   libcapstone-dev      # scripts/viewers.sh: Tracy's tools (its loader links capstone)
   nlohmann-json3-dev   # scripts/viewers.sh: Tracy's import-chrome reads JSON with it
+  universal-ctags      # scripts/check-layering.sh, check-size.sh: prototypes, function lengths
 )
 
 missing=()
