@@ -26,6 +26,7 @@ pkgs=(
   libcapstone-dev      # scripts/viewers.sh: Tracy's tools (its loader links capstone)
   nlohmann-json3-dev   # scripts/viewers.sh: Tracy's import-chrome reads JSON with it
   universal-ctags      # scripts/check-layering.sh, check-size.sh: prototypes, function lengths
+  clang-format         # scripts/check-format.sh, with .clang-format
 )
 
 missing=()
