@@ -1,12 +1,10 @@
 /*
- * flush/flush.h - internal: the I/O backends a writer can use, the
- * synchronous fd sink (fd_sink.c) and the io_uring sink (uring.c).  Both
- * are kt__sink implementations (format/format.h); one thread at a time
- * calls a sink: a session's flusher, or the public writer's owner.  Also
- * the door through which capture/ gives a session the output it writes
- * to (kt__output), snapshot requests, katra's own threads, and
- * kt__write_all, for the small files beside a trace and the command's
- * outputs.
+ * flush/flush.h - internal: the io_uring sink (uring.c), a kt__sink
+ * (format/format.h) beside format/'s synchronous fd sink, which this
+ * header passes on (format/fd_sink.h); one thread at a time calls a
+ * sink: a session's flusher.  Also the door through which capture/ gives
+ * a session the output it writes to (kt__output), snapshot requests and
+ * katra's own threads.
  */
 #ifndef KATRA_FLUSH_FLUSH_H
 #define KATRA_FLUSH_FLUSH_H
@@ -17,28 +15,7 @@
 
 #include <katra/katra.h>
 #include "format/format.h"
-
-/*
- * kt__write_all - all @n bytes of @buf to @fd from its offset, in as many
- * write() calls as it takes (a pipe takes less at a time; a signal may
- * interrupt one).  For the small files around a trace (a sidecar) and the
- * command's outputs; a session's file goes through a sink.  Return: 0, or
- * -errno (-EIO for a write that took nothing).  Any thread.
- */
-int kt__write_all(int fd, const void *buf, size_t n);
-
-/* The synchronous sink over @fd (not owned).  NULL without memory. */
-kt__sink *kt__fd_sink_new(int fd);
-
-/*
- * Bound how long the fd sink @s waits for a pipe, socket or terminal to
- * take bytes: a write that makes no progress for @timeout_ns, or is still
- * waiting past *@stop_at (CLOCK_MONOTONIC ns, 0 = not set; read as it
- * changes, from any thread), fails with -ETIMEDOUT.  @timeout_ns 0: wait
- * as long as it takes (the default).  Regular files are not affected.
- * Call before the first write; the thread that writes.
- */
-void kt__fd_sink_set_timeout(kt__sink *s, uint64_t timeout_ns, const uint64_t *stop_at);
+#include "format/fd_sink.h"
 
 /*
  * An io_uring sink over @fd (not owned): @nbuf registered buffers of @bufsz

@@ -8,8 +8,8 @@
  * share, the id tables the readers use (and kt__grow, the arrays'
  * doubling), and the writer's entry points for
  * the flusher, and the interface of the sink the writer hands its bytes
- * to.  The sinks themselves, which write to files, are flush/'s
- * (flush/flush.h).
+ * to.  The synchronous sink over an fd is format/fd_sink.h's (so the
+ * writer and kt_rewrite() need no flusher); io_uring's is flush/'s.
  */
 #ifndef KATRA_FORMAT_FORMAT_H
 #define KATRA_FORMAT_FORMAT_H

@@ -30,6 +30,8 @@ pkgs=(
   nlohmann-json3-dev   # scripts/viewers.sh: Tracy's import-chrome reads JSON with it
   fuse3                # test_listener: a file whose writes never return (fusermount3)
   libfuse3-dev         # test_listener's one-file filesystem (tests/fuse_stall.c)
+  universal-ctags      # scripts/check-layering.sh, check-size.sh: prototypes, function lengths
+  clang-format         # scripts/check-format.sh, with .clang-format
 )
 
 # DuckDB's library, from npm (install_duckdb below).

@@ -2,8 +2,9 @@
  * The public writer's doors to files: kt_writer_open() and
  * kt_writer_open_fd() put the format's writer (format/writer.c, which
  * writes through any sink) over the synchronous fd sink (fd_sink.c).  Here
- * and not in format/, which knows bytes and nothing of files.  Threads: the
- * writer's, as writer.h says.
+ * in format/, below flush/, so that kt_rewrite() and recover/'s rebuild
+ * open their output without calling up into the flusher's room.  Threads:
+ * the writer's, as writer.h says.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include <unistd.h>
 
 #include <katra/writer.h>
-#include "flush/flush.h"
+#include "format/fd_sink.h"
 
 static int writer_new(kt_writer **out, int fd, int own, const kt_header *h)
 {

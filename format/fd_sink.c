@@ -1,5 +1,5 @@
 /*
- * The synchronous fd sink (flush/flush.h, kt__fd_sink_new()): one
+ * The synchronous fd sink (format/fd_sink.h, kt__fd_sink_new()): one
  * buffer, written with pwrite() to a file and write() to a pipe, socket
  * or terminal, with SIGPIPE kept from the host and a stalled reader
  * bounded by a timeout.  The writer's own sink, and the session's when
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include <katra/atomic.h>
-#include "flush/flush.h"
+#include "format/fd_sink.h"
 
 #define OUT_BUF (256u << 10) /* the buffer a writer fills between writes */
 
