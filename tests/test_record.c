@@ -224,7 +224,14 @@ Test(record, own_session_wins)
 	snprintf(own, sizeof(own), "%s/own.katra", tmp);
 	const char *a[] = { KATRA, "record", "-o", "o.katra", "--keep", "--", MULTIPROC,
 			    "--own", own, NULL };
-	cr_assert_eq(run(a), 0);
+	int rc = run(a);
+	char said[2048] = { 0 };
+	FILE *f = fopen("err.txt", "r");
+	if (f) {
+		said[fread(said, 1, sizeof(said) - 1, f)] = 0;
+		fclose(f);
+	}
+	cr_assert_eq(rc, 0, "katra record exited %d; it said: %s", rc, said);
 	long ev, dr;
 	int complete;
 	info("own.katra", &ev, &dr, &complete);
