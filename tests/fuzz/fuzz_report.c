@@ -38,7 +38,7 @@ static void frames_diff(const struct report *rep)
 	for (size_t i = 0; i < rep->npoints; i++)
 		a[i] = b[i] = rep->points[i].len;
 	struct diff_row row;
-	if (!diff_compare(a, rep->npoints, b, rep->npoints, 0.99, 0, &row) &&
+	if (!diff_compare(a, rep->npoints, b, rep->npoints, 0.99, 0, 2, &row) &&
 	    row.verdict != DIFF_SAME)
 		__builtin_trap();
 }
