@@ -86,7 +86,7 @@ static int export_pass(kt_reader *r, const struct tables *t, int pass, char **ou
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	kt_reader *r;
-	if (kt_reader_open_mem(&r, data, size, NULL))
+	if (kt_reader_open_mem(data, size, NULL, &r))
 		return 0;
 	/* Half the inputs salvage, as the command does: its skips and
 	 * resyncs reach the exports too. */
