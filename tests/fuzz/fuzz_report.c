@@ -39,7 +39,7 @@ static void frames_diff(const struct report *rep)
 		a[i] = b[i] = rep->points[i].len;
 	struct diff_row row;
 	if (!diff_compare(a, rep->npoints, b, rep->npoints, 0.99, 0, 2, &row) &&
-	    row.verdict != DIFF_SAME)
+	    row.verdict != DIFF_SAME && row.verdict != DIFF_TOO_FEW)
 		__builtin_trap();
 }
 
