@@ -415,7 +415,8 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	if ((s->out.next && (rc = kt__session_keep_header(s, &h))) ||
 	    (rc = truncate_output(s, path)))
 		goto err;
-	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, s->start_off, &h))) {
+	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, s->start_off, &h)) ||
+	    (rc = kt__write_self_process(s->w, h.start_mono_ns))) {
 		start_fail(rc, "trace writer");
 		goto err;
 	}

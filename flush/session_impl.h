@@ -188,4 +188,12 @@ int kt__autostart_yield(void);
  * parent's session; when it was the recorded one, start the child's. */
 void kt__autostart_child(kt_session *parent_current);
 
+/*
+ * The process entry (SPEC §4.10) of the calling process, id 0, into @w:
+ * pid, parent pid, /proc/self/comm and /proc/self/cmdline (at most 65535
+ * bytes of it), started at @start_ns; its end is the file's summary's.
+ * flush/autostart.c.  Returns 0 or the writer's error.
+ */
+int kt__write_self_process(kt_writer *w, uint64_t start_ns);
+
 #endif /* KATRA_FLUSH_SESSION_IMPL_H */

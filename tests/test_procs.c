@@ -1,0 +1,175 @@
+/*
+ * Processes in a trace (issue #30, format version 4): the process entry
+ * (SPEC §4.10) and the thread entry's process (§4.4) both ways, pinned by
+ * tests/data/procs_v4.katra; hostile entries; what a version 3 file holds
+ * there.
+ */
+#include "helpers.h"
+#include "cli.h"
+
+#include <katra/reader.h>
+#include <xxhash.h>
+
+#include "format/format.h"
+
+#define PROCS_GOLDEN KT_TEST_DATA "/procs_v4.katra"
+
+static const char parent_cmd[] = "./multiproc\0--events\0" "5";
+
+/* Two processes, parent (id 1) and worker (id 2), a thread and a chunk
+ * of one zone each. */
+static uint8_t *procs_file(size_t *len)
+{
+	kt_header h;
+	kt_writer *w;
+	t_header(&h);
+	int fd = memfd_create("procs", MFD_CLOEXEC);
+	cr_assert_eq(kt_writer_open_fd(fd, &h, &w), 0);
+	kt_process_def parent = { 1, KT_PROCESS_COMPLETE, 100, 1, 1000, 9000, 6,
+				  sizeof(parent_cmd) - 1, "parent", parent_cmd };
+	kt_process_def worker = { 2, KT_PROCESS_RECOVERED, 101, 100, 2000, 0, 6, 0, "worker",
+				  NULL };
+	cr_assert_eq(kt_writer_process(w, &parent), 0);
+	cr_assert_eq(kt_writer_process(w, &worker), 0);
+	cr_assert_eq(kt_writer_name(w, 1, "zone", 4), 0);
+	cr_assert_eq(kt_writer_thread_in(w, 1, 100, "main", 1), 0);
+	cr_assert_eq(kt_writer_thread_in(w, 2, 101, "work", 2), 0);
+	for (uint32_t t = 1; t <= 2; t++) {
+		uint8_t ev[64];
+		kt_event b = { .ts = 2000000 * t, .name_id = 1, .type = KT_EV_ZONE_BEGIN };
+		kt_event e = { .ts = 2000000 * t + 300, .name_id = 1, .type = KT_EV_ZONE_END };
+		size_t at = kt_event_encode(ev, sizeof(ev), &b);
+		at += kt_event_encode(ev + at, sizeof(ev) - at, &e);
+		cr_assert_eq(kt_writer_chunk(w, t, KT_CODEC_NONE, 1, ev, at), 0);
+	}
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+	uint8_t *file = t_slurp_fd(fd, len);
+	close(fd);
+	return file;
+}
+
+/* The bytes are pinned (KT_REGEN_GOLDEN=1 rewrites them), and read back
+ * field by field. */
+Test(procs, entries_round_trip_with_exact_bytes)
+{
+	size_t len, glen;
+	uint8_t *file = procs_file(&len);
+	uint8_t *golden = t_golden_same(PROCS_GOLDEN, file, len, &glen);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open_mem(file, len, NULL, &r), 0);
+	kt_trace_frame f;
+	int procs = 0, threads = 0;
+	while (kt_reader_next_frame(r, &f) > 0) {
+		const kt_process_def *p = kt_trace_frame_get_process(&f);
+		if (p && p->id == 1) {
+			procs++;
+			cr_assert(p->flags == KT_PROCESS_COMPLETE && p->pid == 100 &&
+				  p->parent_pid == 1 && p->start_ns == 1000 && p->end_ns == 9000);
+			cr_assert_str_eq(p->name, "parent");
+			cr_assert_eq(p->cmdline_len, sizeof(parent_cmd) - 1);
+			cr_assert_eq(memcmp(p->cmdline, parent_cmd, sizeof(parent_cmd)), 0);
+		} else if (p) {
+			procs++;
+			cr_assert(p->id == 2 && p->flags == KT_PROCESS_RECOVERED && p->pid == 101 &&
+				  p->parent_pid == 100 && p->start_ns == 2000 && p->end_ns == 0);
+			cr_assert_str_eq(p->name, "worker");
+			cr_assert(p->cmdline_len == 0 && p->cmdline[0] == 0);
+		}
+		if (f.kind == KT_FRAME_THREAD) {
+			threads++;
+			cr_assert_eq(f.u.thread.process, f.u.thread.thread_id);
+		}
+	}
+	cr_assert_eq(procs, 2);
+	cr_assert_eq(threads, 2);
+	kt_reader_close(r);
+	/* The first entry's body, as SPEC §4.10 lays it out. */
+	size_t off = 24 + kt__align8(kt__get32(file + 12));
+	cr_assert_eq(file[off + 4], KT_FRAME_PROCESS);
+	cr_assert_eq(kt__get32(file + off), 48 + 6 + sizeof(parent_cmd) - 1);
+	static const uint8_t body[48] = { 1, 0, 0, 0, 1, 0, 0, 0, 100, [16] = 1, [24] = 0xe8, 3,
+					  [32] = 0x28, 0x23, [40] = 6, [44] = 22 };
+	cr_assert_eq(memcmp(file + off + 8, body, 48), 0);
+	cr_assert_eq(memcmp(file + off + 56, "parent./multiproc", 17), 0);
+	free(golden);
+	free(file);
+}
+
+/* The frame at @off of @file (@len) gets body byte @at set to @v and its
+ * sums made right again: what the reader then says. */
+static int patched(uint8_t *file, size_t len, size_t off, size_t at, uint8_t v,
+		   kt_reader_error *err, kt_reader_status *st)
+{
+	uint32_t blen = kt__get32(file + off);
+	file[off + 8 + at] = v;
+	kt__enc_frame_seal(file + off, blen);
+	kt_reader *r;
+	kt_trace_frame f;
+	int rc = kt_reader_open_mem(file, len, err, &r);
+	cr_assert_eq(rc, 0);
+	while ((rc = kt_reader_next_frame(r, &f)) > 0)
+		;
+	if (rc < 0)
+		*err = *kt_reader_get_last_error(r);
+	kt_reader_get_status(r, st);
+	kt_reader_close(r);
+	return rc;
+}
+
+/* Lengths that disagree with the body, a flag not defined, a zero byte in
+ * the name: refused with the offset of the field. */
+Test(procs, hostile_entries_are_refused)
+{
+	size_t len;
+	kt_reader_error err;
+	kt_reader_status st;
+	uint8_t *file = procs_file(&len);
+	size_t off = 24 + kt__align8(kt__get32(file + 12));
+	uint8_t *c = malloc(len);
+	struct {
+		size_t at;
+		uint8_t v;
+		int code;
+	} bad[] = {
+		{ KT__PROC_NAME_LEN, 7, KT_EFRAME },       /* lengths past the body */
+		{ KT__PROC_CMD_LEN + 2, 1, KT_EFRAME },    /* a length over 65535 */
+		{ KT__PROC_FLAGS, 4, KT_ERESERVED },       /* bit 2 */
+		{ KT__PROC_FIXED + 2, 0, KT_EFRAME },      /* a zero byte in the name */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(c, file, len);
+		int rc = patched(c, len, off, bad[i].at, bad[i].v, &err, &st);
+		cr_assert_eq(rc, bad[i].code, "case %zu: %d", i, rc);
+		cr_assert_eq(err.offset, i == 3 ? off + 8 + KT__PROC_FIXED
+					 : i == 2 ? off + 8 + KT__PROC_FLAGS
+						  : off + 8 + KT__PROC_NAME_LEN,
+			     "case %zu: %s", i, err.message);
+	}
+	free(c);
+	free(file);
+}
+
+/* Made a version 3 file, the process entries are a kind that version did
+ * not have (skipped), and a thread's process there is a reserved field. */
+Test(procs, version_3_skips_process_entries_and_refuses_a_process)
+{
+	size_t len;
+	uint8_t *file = procs_file(&len);
+	t_set_version(file, 3, KT__SCHEMA_HASH_V3);
+	kt_reader *r;
+	kt_trace_frame f;
+	cr_assert_eq(kt_reader_open_mem(file, len, NULL, &r), 0);
+	int rc, threads = 0;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0)
+		threads += f.kind == KT_FRAME_THREAD;
+	cr_assert_eq(rc, KT_ERESERVED);
+	cr_assert_str_eq(kt_reader_get_last_error(r)->message,
+			 "offset 476: reserved field or padding not zero: thread entry reserved bytes");
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert_eq(st.unknown_frames, 2);
+	cr_assert_eq(threads, 0);
+	kt_reader_close(r);
+	free(file);
+}
