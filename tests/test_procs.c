@@ -173,3 +173,113 @@ Test(procs, version_3_skips_process_entries_and_refuses_a_process)
 	kt_reader_close(r);
 	free(file);
 }
+
+/* ---- katra merge ---------------------------------------------------------- */
+
+/* A one-process trace at @path: pid @pid, thread 1 "main", one zone at
+ * @ts ticks (300 ticks long), of @clock (3 GHz TSC, as t_header(), or
+ * CLOCK_MONOTONIC ns from 0), of host @host. */
+static void one_process(const char *path, uint64_t pid, uint8_t clock, uint64_t ts,
+			const char *host)
+{
+	kt_header h;
+	kt_writer *w;
+	t_header(&h);
+	h.process_id = pid;
+	h.host = host;
+	if (clock == KT_CLOCK_MONOTONIC)
+		h.clock = (kt_clock_calibration){ KT_CLOCK_MONOTONIC, 1000000000, 0, 0 };
+	unlink(path);
+	cr_assert_eq(kt_writer_open(path, &h, &w), 0);
+	cr_assert_eq(kt_writer_name(w, 5, "zone", 4), 0);
+	cr_assert_eq(kt_writer_thread(w, 1, (uint32_t)pid, "main"), 0);
+	uint8_t ev[64];
+	kt_event b = { .ts = ts, .name_id = 5, .type = KT_EV_ZONE_BEGIN };
+	kt_event e = { .ts = ts + 300, .name_id = 5, .type = KT_EV_ZONE_END };
+	size_t at = kt_event_encode(ev, sizeof(ev), &b);
+	at += kt_event_encode(ev + at, sizeof(ev) - at, &e);
+	cr_assert_eq(kt_writer_chunk(w, 1, KT_CODEC_NONE, 1, ev, at), 0);
+	cr_assert_eq(kt_writer_drop(w, 1, 3, ts, ts + 30), 0);
+	cr_assert_eq(kt_writer_finish(w, NULL), 0);
+	cr_assert_eq(kt_writer_close(w), 0);
+}
+
+/*
+ * A process on the TSC (3 GHz, calibrated at 1000000 ticks = 123456000
+ * ns) and one on CLOCK_MONOTONIC: each thread under its process, names
+ * and threads apart, every time in ns through its own file's calibration,
+ * the drops kept; OUT never replaced; another host refused.
+ */
+Test(procs, merge_puts_processes_on_one_clock)
+{
+	char a[64], b[64], c[64], out[64];
+	snprintf(a, sizeof(a), "/tmp/kt_procs_a_%d.katra", (int)getpid());
+	snprintf(b, sizeof(b), "/tmp/kt_procs_b_%d.katra", (int)getpid());
+	snprintf(c, sizeof(c), "/tmp/kt_procs_c_%d.katra", (int)getpid());
+	snprintf(out, sizeof(out), "/tmp/kt_procs_m_%d.katra", (int)getpid());
+	one_process(a, 700, KT_CLOCK_TSC, 4000000, "test-host");
+	one_process(b, 701, KT_CLOCK_MONOTONIC, 124456100, "test-host");
+	one_process(c, 702, KT_CLOCK_MONOTONIC, 1, "other-host");
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "merge", a, b, "-o", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(out, NULL, &r), 0);
+	const kt_header *h = kt_reader_get_header(r);
+	cr_assert(h->clock.source == KT_CLOCK_MONOTONIC && h->clock.tick_hz == 1000000000 &&
+		  h->clock.ticks == 0 && h->clock.mono_ns == 0 && h->process_id == 700);
+	kt_trace_frame f;
+	uint64_t pids[3] = { 0 }, drops[3][2] = { { 0 } };
+	uint32_t thread_proc[3] = { 0 }, names = 0;
+	while (kt_reader_next_frame(r, &f) > 0) {
+		const kt_process_def *pr = kt_trace_frame_get_process(&f);
+		if (pr && pr->id >= 1 && pr->id <= 2) {
+			pids[pr->id] = pr->pid;
+			cr_assert_eq(pr->flags, KT_PROCESS_COMPLETE);
+			cr_assert_str_eq(pr->name, "main");
+		}
+		if (f.kind == KT_FRAME_THREAD && f.u.thread.thread_id <= 2)
+			thread_proc[f.u.thread.thread_id] = f.u.thread.process;
+		if (f.kind == KT_FRAME_NAME)
+			names |= 1u << f.u.name.id;
+		if (f.kind == KT_FRAME_DROP && f.u.drop.thread_id <= 2) {
+			drops[f.u.drop.thread_id][0] = f.u.drop.first_ts;
+			drops[f.u.drop.thread_id][1] = f.u.drop.count;
+		}
+	}
+	cr_assert(pids[1] == 700 && pids[2] == 701);
+	cr_assert(thread_proc[1] == 1 && thread_proc[2] == 2);
+	cr_assert_eq(names, 0x6); /* "zone" twice: ids 1 and 2 */
+	/* 4000000 ticks: 3000000 past the calibration, 1 ms at 3 GHz. */
+	cr_assert(drops[1][0] == 124456000 && drops[1][1] == 3);
+	cr_assert(drops[2][0] == 124456100 && drops[2][1] == 3);
+	kt_reader_rewind(r);
+	kt_event ev;
+	static const struct {
+		uint64_t ts;
+		uint32_t thread, name;
+	} want[] = { { 124456000, 1, 1 }, { 124456100, 1, 1 }, { 124456100, 2, 2 },
+		     { 124456400, 2, 2 } };
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(kt_reader_next(r, &ev), 1);
+		cr_assert(ev.ts == want[i].ts && ev.thread_id == want[i].thread &&
+			  ev.name_id == want[i].name, "event %d: %llu %u %u", i,
+			  (unsigned long long)ev.ts, ev.thread_id, ev.name_id);
+	}
+	cr_assert_eq(kt_reader_next(r, &ev), 0);
+	kt_reader_close(r);
+	run_katra(&p, (const char *const[]){ "verify", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.out_len, p.out);
+	run_katra(&p, (const char *const[]){ "merge", a, b, "-o", out, NULL });
+	cr_assert_eq(p.status, 1);
+	cr_assert(strstr(p.err, "exists: not replaced"), "%.*s", (int)p.err_len, p.err);
+	unlink(out);
+	run_katra(&p, (const char *const[]){ "merge", a, c, "-o", out, NULL });
+	cr_assert_eq(p.status, 1);
+	cr_assert(strstr(p.err, "their clocks are not one"), "%.*s", (int)p.err_len, p.err);
+	cr_assert_neq(access(out, F_OK), 0);
+	unlink(a);
+	unlink(b);
+	unlink(c);
+}
