@@ -57,7 +57,7 @@ room_dirs() { awk 'NF { print $1 }' <<<"$ROOMS"; }
 is_named_folder() { local d; for d in $(room_dirs) $NOT_ROOMS; do [[ $1 == "$d" ]] && return 0; done; return 1; }
 
 # The library, command and benchmark sources, relative to $1.
-sources() { (cd "$1" && for d in $(room_dirs); do ls "$d"/*.[ch] 2>/dev/null || true; done); }
+sources() { (cd "$1" && for d in $(room_dirs); do ls "$d"/*.[ch] "$d"/*/*.[ch] 2>/dev/null || true; done); }
 
 # Every include of a file that names a folder of the tree, "x/y.h" or <x/y.h>.
 includes_of() {
@@ -205,7 +205,7 @@ self_test() {
   echo '#include "tests/helpers.h"' >>"$t/capture/manager.c"
   echo '#include "ring/ring.h"' >>"$t/include/katra/trace.h"
   echo 'static int f(int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }' >>"$t/flush/session.c"
-  echo 'static int g(void *p) { return __c11_atomic_load(p, 2); }' >>"$t/tools/outfile.c"
+  echo 'static int g(void *p) { return __c11_atomic_load(p, 2); }' >>"$t/tools/pipeline/outfile.c"
   printf '#include <atomic>\ninline std::atomic<int> kt_planted;\n' >>"$t/include/katra/katra.hpp"
   # The kinds the angle brackets hid: a private header through <>, in the
   # library and in a public header; an upward include through <>.
