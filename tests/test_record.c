@@ -334,6 +334,85 @@ static int processes_of(const char *path, struct proc_seen *ps)
 	return n;
 }
 
+/* A track descriptor as protoc printed it. */
+struct desc {
+	unsigned long long uuid, parent, pid;
+	int process, thread;
+	char name[32];
+};
+
+/* The track descriptors of `katra export --perfetto @katra`, decoded by
+ * protoc against the checked-in tools/export/perfetto_trace.proto; how
+ * many (at most @cap). */
+static int perfetto_descs(const char *katra, struct desc *d, int cap)
+{
+	char cmd[1024], line[512];
+	snprintf(cmd, sizeof(cmd), "%s export --perfetto %s m.pftrace 2>/dev/null && protoc "
+		 "--decode=perfetto.protos.Trace --proto_path=%s/tools/export perfetto_trace.proto "
+		 "< m.pftrace", KATRA, katra, KT_SRC_DIR);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	int n = 0, depth = 0, in = 0;
+	while (fgets(line, sizeof(line), p)) {
+		char *s = line + strspn(line, " ");
+		if (strstr(s, "{"))
+			depth++;
+		if (!strncmp(s, "track_descriptor {", 18) && n < cap) {
+			memset(&d[n], 0, sizeof(d[n]));
+			in = depth;
+		}
+		if (in) {
+			sscanf(s, "uuid: %llu", &d[n].uuid);
+			sscanf(s, "parent_uuid: %llu", &d[n].parent);
+			sscanf(s, "pid: %llu", &d[n].pid);
+			sscanf(s, "thread_name: \"%31[^\"]", d[n].name);
+			d[n].process |= !strncmp(s, "process {", 9);
+			d[n].thread |= !strncmp(s, "thread {", 8);
+		}
+		if (s[0] == '}' && depth-- == in && in) {
+			in = 0;
+			n++;
+		}
+	}
+	cr_assert_eq(pclose(p), 0);
+	return n;
+}
+
+/*
+ * Issue #30's second must-show: the Perfetto export of multiproc's trace,
+ * decoded by protoc, has a process descriptor per process (@ps's four
+ * pids) and each thread's descriptor under its own process (its parent
+ * uuid the descriptor of its pid).  Without the process entries every
+ * thread sat under the one process of the header's pid.
+ */
+static void perfetto_has_processes(const char *katra, const struct proc_seen *ps)
+{
+	struct desc d[64];
+	int n = perfetto_descs(katra, d, 64), procs = 0, threads = 0;
+	for (int i = 0; i < n; i++) {
+		if (d[i].process) {
+			procs++;
+			int known = 0;
+			for (int k = 0; k < 4; k++)
+				known += d[i].pid == ps[k].pid;
+			cr_assert_eq(known, 1, "process descriptor of pid %llu", d[i].pid);
+		}
+		if (!d[i].thread)
+			continue;
+		threads++;
+		int under = 0;
+		for (int k = 0; k < n; k++)
+			under += d[k].process && d[k].uuid == d[i].parent && d[k].pid == d[i].pid;
+		cr_assert_eq(under, 1, "thread %s (pid %llu) not under its process", d[i].name,
+			     d[i].pid);
+		for (int k = 0; k < 4; k++)
+			if (!strcmp(ps[k].thread, d[i].name))
+				cr_assert_eq(d[i].pid, ps[k].pid, "thread %s", d[i].name);
+	}
+	cr_assert_eq(procs, 4);
+	cr_assert_eq(threads, 4);
+}
+
 /*
  * Issue #30's first must-show: multiproc under katra record with crash
  * files gives one trace that katra verify passes, holding four processes,
@@ -380,6 +459,7 @@ Test(record, multiproc_one_trace_of_four_processes)
 		}
 	}
 	cr_assert(parent == 1 && worker == 1 && helper == 1 && doomed == 1);
+	perfetto_has_processes("m.katra", ps);
 	/* The processes' files went with the merge. */
 	cr_assert_neq(access("m.katra.d", F_OK), 0);
 	teardown();

@@ -422,6 +422,8 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 			rmdir(a->dir);
 		rc = EXIT_BAD;
 	} else {
+		/* OUT numbers the processes in pid order. */
+		qsort(pf, n, sizeof(*pf), by_pid);
 		int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		for (size_t i = 0; dfd >= 0 && i < n; i++)
 			recover_cut(a, dfd, &pf[i]);
