@@ -11,6 +11,9 @@
 #include <xxhash.h>
 
 #include "format/format.h"
+#include "fxt.h"
+
+#include <jansson.h>
 
 #define PROCS_GOLDEN KT_TEST_DATA "/procs_v4.katra"
 
@@ -204,6 +207,54 @@ static void one_process(const char *path, uint64_t pid, uint8_t clock, uint64_t 
 	cr_assert_eq(kt_writer_close(w), 0);
 }
 
+/* The merge of processes 700 (thread 1, os tid 700) and 701 (thread 2)
+ * at @out, exported: Chrome has each thread's events under its process's
+ * pid and a process_name per process; FXT a process koid per process and
+ * each thread's records under its own. */
+static void exports_show_processes(const char *out)
+{
+	size_t len = 0;
+	char json[80];
+	snprintf(json, sizeof(json), "/tmp/kt_procs_%d.json", (int)getpid());
+	unlink(json);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--chrome", out, json, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	json_error_t je;
+	json_t *doc = json_load_file(json, 0, &je), *ev;
+	cr_assert_not_null(doc, "%s", je.text);
+	json_t *evs = json_is_array(doc) ? doc : json_object_get(doc, "traceEvents");
+	size_t i;
+	int named = 0, zones = 0;
+	json_array_foreach(evs, i, ev) {
+		json_int_t pid = json_integer_value(json_object_get(ev, "pid"));
+		json_t *tid = json_object_get(ev, "tid");
+		const char *name = json_string_value(json_object_get(ev, "name"));
+		if (name && !strcmp(name, "process_name"))
+			named += pid == 700 || pid == 701;
+		if (tid && json_integer_value(tid) >= 700) {
+			cr_assert_eq(pid, json_integer_value(tid), "event of tid %lld in pid %lld",
+				     (long long)json_integer_value(tid), (long long)pid);
+			zones += name && !strcmp(name, "zone");
+		}
+	}
+	cr_assert_eq(named, 2);
+	cr_assert_eq(zones, 4, "%d zones", zones); /* a begin and an end each */
+	json_decref(doc);
+	unlink(json);
+	run_katra(&p, (const char *const[]){ "export", "--fxt", out, json, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	uint8_t *bytes = t_slurp(json, &len);
+	static struct fxt f;
+	read_fxt(&f, bytes, len);
+	cr_assert(f.npids == 2 && f.pids[0] == 700 && f.pids[1] == 701);
+	cr_assert(f.threads[1][0] == 700 && f.threads[1][1] == 700);
+	cr_assert(f.threads[2][0] == 701 && f.threads[2][1] == 701);
+	cr_assert(f.thread_pid[0] == 700 && f.thread_pid[1] == 701);
+	free(bytes);
+	unlink(json);
+}
+
 /*
  * A process on the TSC (3 GHz, calibrated at 1000000 ticks = 123456000
  * ns) and one on CLOCK_MONOTONIC: each thread under its process, names
@@ -271,6 +322,7 @@ Test(procs, merge_puts_processes_on_one_clock)
 	kt_reader_close(r);
 	run_katra(&p, (const char *const[]){ "verify", out, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.out_len, p.out);
+	exports_show_processes(out);
 	run_katra(&p, (const char *const[]){ "merge", a, b, "-o", out, NULL });
 	cr_assert_eq(p.status, 1);
 	cr_assert(strstr(p.err, "exists: not replaced"), "%.*s", (int)p.err_len, p.err);
