@@ -253,6 +253,23 @@ static void exports_show_processes(const char *out)
 	cr_assert(f.thread_pid[0] == 700 && f.thread_pid[1] == 701);
 	free(bytes);
 	unlink(json);
+	/* katra info: a line per process, each thread's process. */
+	run_katra(&p, (const char *const[]){ "info", out, NULL });
+	cr_assert_eq(p.status, 0);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	cr_assert(strstr(p.out, "processes       2\n  process 1     pid 700      parent 0"
+				"        main             complete, "), "%s", p.out);
+	cr_assert(strstr(p.out, "2 events, 3 dropped, process 2\n"), "%s", p.out);
+	/* Collapsed stacks: process;thread;stack. */
+	run_katra(&p, (const char *const[]){ "export", "--collapsed", out, json, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	bytes = t_slurp(json, &len);
+	cr_assert_not_null(bytes);
+	static const char want[] = "main (700);main (1);zone 100\nmain (701);main (2);zone 300\n";
+	cr_assert(len == sizeof(want) - 1 && !memcmp(bytes, want, len), "%.*s", (int)len,
+		  (const char *)bytes);
+	free(bytes);
+	unlink(json);
 }
 
 /*

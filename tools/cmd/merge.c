@@ -137,12 +137,14 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 	if (!p.start_ns)
 		p.start_ns = in->h->start_mono_ns;
 	p.flags &= KT_PROCESS_RECOVERED;
-	if (in->have_sum) {
+	/* A rebuilt process died: its accounting is what its crash files
+	 * kept, not whole. */
+	if (in->have_sum && in->sum.flags & KT_SUMMARY_RECOVERED)
+		p.flags |= KT_PROCESS_RECOVERED;
+	else if (in->have_sum)
 		p.flags |= KT_PROCESS_COMPLETE;
+	if (in->have_sum)
 		p.end_ns = in->sum.end_mono_ns;
-		if (in->sum.flags & KT_SUMMARY_RECOVERED)
-			p.flags |= KT_PROCESS_RECOVERED;
-	}
 	in->rep->id = id;
 	in->rep->pid = p.pid;
 	snprintf(in->rep->name, sizeof(in->rep->name), "%s", p.name ? p.name : "");
