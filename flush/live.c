@@ -384,6 +384,7 @@ void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t dropped)
 	struct kt__live_thread *lt = &l->priv.threads[i];
 	l->priv.dropped += dropped - lt->dropped;
 	lt->dropped = dropped;
+	lt->waited_ns = kt__ring_waited_ns(r);
 	if (!lt->name[0]) {
 		char *name = kt__ring_name_dup(r);
 		if (name)

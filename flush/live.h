@@ -23,7 +23,7 @@
 
 #include <katra/trace.h>
 
-#define KT__LIVE_MAGIC UINT64_C(0x31766c2d6172746b) /* "ktra-lv1" */
+#define KT__LIVE_MAGIC UINT64_C(0x32766c2d6172746b) /* "ktra-lv2" */
 #define KT__LIVE_ZONES 64        /* names timed as zones; more: other_zones */
 #define KT__LIVE_THREADS 64      /* threads listed; more: in the totals */
 #define KT__LIVE_COUNTERS 32     /* counters' last values */
@@ -47,6 +47,7 @@ struct kt__live_thread {
 	char name[KT__LIVE_NAME];
 	uint64_t events, dropped;
 	uint64_t fill, ring_bytes; /* the span unread at the last drain, its ring's size */
+	uint64_t waited_ns;        /* waited for room (WAIT policy), in all */
 };
 
 struct kt__live_counter {

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <katra/katra.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include "flush/live.h"
 
 static struct kt__live_page page, copy;
@@ -152,6 +154,7 @@ static void check_last_copy(const void *m, int n, uint64_t written)
 	cr_assert_eq(copy.counters[0].i, 40 + n - 1);
 	cr_assert_eq(copy.nthreads, 1);
 	cr_assert_eq(copy.threads[0].events, (uint64_t)n * 8);
+	cr_assert_eq(copy.threads[0].waited_ns, 0);
 	/* Gone with the session: a viewer that comes now finds no page. */
 	cr_assert_eq(kt__live_find((long)getpid()), -ENOENT);
 }
@@ -195,4 +198,58 @@ Test(session, a_flight_session_publishes_too)
 	frames(3, 5);
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
 	check_last_copy(m, 5, 5 * 8);
+}
+
+/* The pipe's reader: nothing until @go, then everything, to the end. */
+struct drain {
+	int fd;
+	atomic_int go;
+};
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	char buf[65536];
+	/* seq_cst: a test flag, polled; nothing rides on its order. */
+	while (!atomic_load(&d->go))
+		usleep(1000);
+	while (read(d->fd, buf, sizeof(buf)) > 0)
+		;
+	return NULL;
+}
+
+/* A thread's waits for room (the WAIT policy) reach the page: a flusher
+ * stuck in its write to a pipe nobody reads makes the thread wait once,
+ * until the flusher has freed nothing for KT_WAIT_STALL_NS, then drop;
+ * the wait is at least that long and at most the thread's credit. */
+Test(session, a_thread_s_wait_for_room_is_on_the_page, .timeout = 60)
+{
+	kt_config cfg = { .ring_size = 64 << 10, .overflow = KT_OVERFLOW_WAIT };
+	cr_assert_eq(kt_init(&cfg), 0);
+	int fds[2];
+	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+	struct drain d = { .fd = fds[0] };
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, drain_main, &d), 0);
+	setenv("KATRA_LIVE", "1", 1);
+	kt_session_options o = { .fd = fds[1], .codec = KT_SESSION_CODEC_RAW };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0);
+	const void *m = map_own_page();
+	uint32_t id = kt_name("wait.seq");
+	for (int64_t i = 0; i < 100000; i++)
+		kt_counter(id, i);
+	atomic_store(&d.go, 1);
+	kt_summary sum;
+	cr_assert_eq(kt_session_stop(s, &sum), 0);
+	close(fds[1]);
+	pthread_join(th, NULL);
+	close(fds[0]);
+	cr_assert_gt(sum.events_dropped, 0, "no drop: the thread may not have waited");
+	kt_summary_release(&sum);
+	cr_assert_eq(kt__live_copy(&copy, m, sizeof(page)), 0);
+	munmap((void *)m, sizeof(page));
+	cr_assert_eq(copy.nthreads, 1);
+	cr_assert_geq(copy.threads[0].waited_ns, KT_WAIT_STALL_NS);
+	cr_assert_leq(copy.threads[0].waited_ns, KT_WAIT_CREDIT_NS);
 }

@@ -74,9 +74,10 @@ static const struct opts_spec top_spec = {
 		{ .name = NULL } },
 	.help = "usage: katra top PID [--window 1|10|all] [--sort KEY] [--filter TEXT]\n"
 		"       katra top PID --once --json [--at-end]\n"
-		"Shows process PID's recording session live: frame times, the zones of\n"
-		"the last 1 s or 10 s (or since the start) by self time, threads and\n"
-		"counters.  Keys: q quit, p pause, s sort, / filter by name, t thread,\n"
+		"Shows process PID's session (recording or flight) live: frame times,\n"
+		"the zones of the last 1 s or 10 s (or since the start) by self time,\n"
+		"threads (events/s, drops, ring fill, the share of time waited for room)\n"
+		"and counters.  Keys: q quit, p pause, s sort, / filter by name, t thread,\n"
 		"w window.  --once prints one refresh (since the start unless --window)\n"
 		"and exits; --json as JSON; --at-end first waits for the session to stop\n"
 		"and prints its last figures, the whole session's.  Your own processes\n"

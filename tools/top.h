@@ -24,8 +24,7 @@ struct top_source {
 /*
  * top_open - find process @pid's live page and map it.  Return: 0; or
  * EXIT_BAD with one line on stderr saying why (no such process, another
- * user's, no live katra session: not traced, a flight session, or
- * KATRA_LIVE=1 not set).
+ * user's, no live katra session: not traced, or KATRA_LIVE=1 not set).
  */
 int top_open(long pid, struct top_source *src);
 void top_close(struct top_source *src);
@@ -40,7 +39,7 @@ struct top_zone {
 
 struct top_thread {
 	const struct kt__live_thread *t;
-	uint64_t events, dropped;
+	uint64_t events, dropped, waited_ns;
 	double fill;             /* of its ring, at the last drain: 0..1 */
 };
 
