@@ -107,6 +107,23 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Has @pid exited: gone, or a zombie (katra record --top's child, not
+ * yet waited for)? */
+static int exited(long pid)
+{
+	char path[48], buf[512];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* The state follows the name's closing parenthesis, the last one. */
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
 static int gone(const struct kt__live_page *p, long pid)
 {
 	return p->ended || (kill((pid_t)pid, 0) < 0 && errno == ESRCH);
@@ -247,11 +264,31 @@ static int top_live(const struct top_source *src, struct top_ui *ui)
 	endwin();
 	if (ui->ended)
 		printf("katra top: process %ld: %s\n", src->pid,
-		       kill((pid_t)src->pid, 0) < 0 && errno == ESRCH ? "exited"
-								 : "its session ended");
+		       exited(src->pid) ? "exited" : "its session ended");
 	free(hist);
 	free(v);
 	return EXIT_OK;
+}
+
+int top_follow(long pid)
+{
+	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+		fprintf(stderr, "katra record: --top: not a terminal: no screen\n");
+		return EXIT_USAGE;
+	}
+	int fd = -ENOENT;
+	for (int i = 0; i < 200 && (fd = kt__live_find(pid)) < 0 && !exited(pid); i++)
+		sleep_ms(50);
+	if (fd >= 0)
+		close(fd);
+	struct top_source src;
+	int rc = top_open(pid, &src);
+	if (rc)
+		return rc;
+	struct top_ui ui = { .pid = pid, .thread = -1, .sort = TOP_SORT_SELF };
+	rc = top_live(&src, &ui);
+	top_close(&src);
+	return rc;
 }
 
 int cmd_top(int argc, char **argv)

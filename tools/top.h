@@ -85,6 +85,15 @@ struct top_ui {
 extern const char *const top_sort_names[TOP_SORTS];
 extern const char *const top_window_names[3];
 
+/*
+ * top_follow - `katra record --top`'s screen on process @pid, which this
+ * process started: waits for its page while it runs (10 s at most: its
+ * session starts as it loads), then the screen until q, a signal, or a
+ * key after it ended.  Returns EXIT_OK, or EXIT_BAD / EXIT_USAGE with one
+ * line said (no page; not a terminal).
+ */
+int top_follow(long pid);
+
 /* Draw @v on the screen (curses started); @ui says what was chosen. */
 void top_draw(const struct top_view *v, const struct top_ui *ui);
 
