@@ -2,7 +2,7 @@
  * fuzz_sidecar - a published capture's sidecar, as `katra verify` reads
  * it: any bytes as the JSON, checked against a fixed trace name, size and
  * digest.  It must never crash, and must accept only a matching object.
- * The same bytes as `katra sql`'s captures view reads them (tools/sql_side.h),
+ * The same bytes as `katra sql`'s captures view reads them (tools/pipeline/sql_side.h),
  * against a header of the same capture.
  */
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "capture/capture_internal.h"
-#include "tools/sql_side.h"
+#include "tools/pipeline/sql_side.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
