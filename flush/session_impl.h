@@ -78,6 +78,7 @@ struct kt_session {
 
 	struct kt__crash *crash; /* crash files, or NULL */
 	struct kt__live *live;   /* live.h's figures, or NULL */
+	struct kt__live_flight *live_flight; /* a flight session's, or NULL */
 
 	/* Flight mode (KT_SESSION_FLIGHT): no file, no flusher; snapshots
 	 * (snapshot.c) run one at a time under snap_lock, and stop waits

@@ -43,6 +43,7 @@
 #include "tools/cmd/merge.h"
 #include "tools/cmd/opts.h"
 #include "tools/cmd/recover.h"
+#include "tools/cmd/top.h"
 
 extern char **environ;
 
@@ -51,7 +52,7 @@ extern char **environ;
 struct rec_args {
 	const char *out, *dir, *categories, *crash;
 	uint64_t codec, ring;
-	int flight, keep;
+	int flight, keep, top;
 	int dir_given; /* an existing --dir may be used; OUT.d must be new */
 };
 
@@ -67,6 +68,7 @@ static const struct opts_spec record_spec = {
 		{ "--crash-dir", opt_str, offsetof(struct rec_args, crash), .wants = "a directory" },
 		{ "--flight", NULL, offsetof(struct rec_args, flight), .flag = 1 },
 		{ "--keep", NULL, offsetof(struct rec_args, keep), .flag = 1 },
+		{ "--top", NULL, offsetof(struct rec_args, top), .flag = 1 },
 		{ .name = NULL } },
 	.help = "usage: katra record [options] -- CMD ARGS...\n"
 		"Runs CMD with tracing on: a program linked with libkatra starts a\n"
@@ -82,6 +84,8 @@ static const struct opts_spec record_spec = {
 		"                    rebuilt from them (katra recover) before the merge\n"
 		"  --flight          flight sessions: `katra snapshot PID` per process\n"
 		"  --keep            keep each process's file in DIR after writing OUT\n"
+		"  --top             `katra top` on CMD while it runs (KATRA_LIVE=1 is\n"
+		"                    set); CMD's output goes to OUT.log, not the screen\n"
 		"SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to CMD.  Exits with\n"
 		"CMD's status (127 not found, 126 not runnable; killed by a signal: the\n"
 		"same signal, or 128+N).\n",
@@ -151,9 +155,19 @@ static int prepare_dir(const struct rec_args *a, char *abs, size_t cap)
 	return 0;
 }
 
-static int spawn(char **cmd, pid_t *pid)
+/* CMD started; with @log, its stdout and stderr there (created new). */
+static int spawn(char **cmd, const char *log, pid_t *pid)
 {
-	int rc = posix_spawnp(pid, cmd[0], NULL, NULL, cmd, environ);
+	posix_spawn_file_actions_t fa;
+	int rc = posix_spawn_file_actions_init(&fa);
+	if (!rc && log)
+		rc = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log,
+						      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	if (!rc && log)
+		rc = posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+	if (!rc)
+		rc = posix_spawnp(pid, cmd[0], &fa, NULL, cmd, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (!rc)
 		return 0;
 	say("record: %s: %s", cmd[0], strerror(rc));
@@ -453,12 +467,22 @@ static int run(const struct rec_args *a, char **cmd)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	catch_signals();
 	pid_t pid;
-	if ((rc = spawn(cmd, &pid))) {
+	char log[PATH_MAX];
+	if (a->top && ((size_t)snprintf(log, sizeof(log), "%s.log", a->out) >= sizeof(log) ||
+		       setenv("KATRA_LIVE", "1", 1))) {
+		say("record: --top: %s.log: too long", a->out);
+		return EXIT_BAD;
+	}
+	if ((rc = spawn(cmd, a->top ? log : NULL, &pid))) {
 		if (!a->dir_given)
 			rmdir(a->dir);
 		return rc;
 	}
 	child_pid = pid;
+	if (a->top) {
+		top_follow(pid);
+		catch_signals(); /* the screen took SIGINT, SIGTERM and SIGHUP */
+	}
 	int st;
 	int orphans = wait_all(pid, &st);
 	if (orphans)
