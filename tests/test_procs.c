@@ -279,6 +279,16 @@ static void exports_show_processes(const char *out)
 			  json_integer_value(json_object_get(o, "threads")) == 1);
 	}
 	json_decref(st);
+	/* katra dump: each line's thread with its process's pid. */
+	run_katra(&p, (const char *const[]){ "dump", out, NULL });
+	cr_assert_eq(p.status, 0);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	cr_assert(strstr(p.out, " 1 main[pid 700] zone_begin zone") &&
+		  strstr(p.out, " 2 main[pid 701] zone_end zone"), "%s", p.out);
+	run_katra(&p, (const char *const[]){ "dump", "--format", "jsonl", out, NULL });
+	cr_assert_eq(p.status, 0);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	cr_assert(strstr(p.out, "\"tid\":2,\"pid\":701,\"thread\":\"main\""), "%s", p.out);
 	/* Collapsed stacks: process;thread;stack. */
 	run_katra(&p, (const char *const[]){ "export", "--collapsed", out, json, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
