@@ -47,9 +47,19 @@ static void reads_whole(const char *path)
 	kt_reader_close(r);
 }
 
+static char dir[64], a[96], b[96], out[96];
+
+/* The private folder goes with the fuzzer. */
+static void cleanup(void)
+{
+	unlink(a);
+	unlink(b);
+	unlink(out);
+	rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char dir[64], a[96], b[96], out[96];
 	if (!dir[0]) {
 		snprintf(dir, sizeof(dir), "/tmp/fuzz_merge.XXXXXX");
 		if (!mkdtemp(dir))
@@ -57,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(a, sizeof(a), "%s/a.katra", dir);
 		snprintf(b, sizeof(b), "%s/b.katra", dir);
 		snprintf(out, sizeof(out), "%s/out.katra", dir);
+		atexit(cleanup);
 	}
 	if (size < 2)
 		return 0;
