@@ -260,6 +260,35 @@ static void exports_show_processes(const char *out)
 	cr_assert(strstr(p.out, "processes       2\n  process 1     pid 700      parent 0"
 				"        main             complete, "), "%s", p.out);
 	cr_assert(strstr(p.out, "2 events, 3 dropped, process 2\n"), "%s", p.out);
+	/* katra stats: a row per process before the threads'. */
+	run_katra(&p, (const char *const[]){ "stats", out, NULL });
+	cr_assert_eq(p.status, 0);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	cr_assert(strstr(p.out, "\nprocess  pid      name                  threads       events"
+				"    dropped\n1        700      main                        1            2"
+				"          3\n2        701      main "), "%s", p.out);
+	run_katra(&p, (const char *const[]){ "stats", "--json", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	json_t *st = json_loadb(p.out, p.out_len, 0, &je), *pr = json_object_get(st, "processes");
+	cr_assert_eq(json_array_size(pr), 2);
+	for (size_t k = 0; k < 2; k++) {
+		json_t *o = json_array_get(pr, k);
+		cr_assert(json_integer_value(json_object_get(o, "pid")) == 700 + (json_int_t)k &&
+			  json_integer_value(json_object_get(o, "events")) == 2 &&
+			  json_integer_value(json_object_get(o, "dropped")) == 3 &&
+			  json_integer_value(json_object_get(o, "threads")) == 1);
+	}
+	json_decref(st);
+	/* katra dump: each line's thread with its process's pid. */
+	run_katra(&p, (const char *const[]){ "dump", out, NULL });
+	cr_assert_eq(p.status, 0);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	cr_assert(strstr(p.out, " 1 main[pid 700] zone_begin zone") &&
+		  strstr(p.out, " 2 main[pid 701] zone_end zone"), "%s", p.out);
+	run_katra(&p, (const char *const[]){ "dump", "--format", "jsonl", out, NULL });
+	cr_assert_eq(p.status, 0);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	cr_assert(strstr(p.out, "\"tid\":2,\"pid\":701,\"thread\":\"main\""), "%s", p.out);
 	/* Collapsed stacks: process;thread;stack. */
 	run_katra(&p, (const char *const[]){ "export", "--collapsed", out, json, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);

@@ -538,7 +538,7 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 		return -EIO;
 	fprintf(f, ": %" PRIu64 " events, %" PRIu64 " dropped%s\n", c->events, dropped,
 		truncated ? ", truncated" : "");
-	if (text_threads(f, c, t) || text_names(f, c, t) || valstats_text(f, &c->vals, t) ||
+	if (stats_text_processes(f, c) || text_threads(f, c, t) || text_names(f, c, t) || valstats_text(f, &c->vals, t) ||
 	    text_drops(f, c, t) || windows_text(f, &c->win, t))
 		return -ENOMEM;
 	if (c->untimed)

@@ -110,4 +110,9 @@ static inline struct sname *name_at(const struct stats *c, long i)
 	return &((struct sname *)c->names.a)[i];
 }
 
+/* stats_procs.c: a merged trace's row per process (SPEC §4.10); nothing
+ * for a trace of one process.  0 or -ENOMEM; the array, or NULL. */
+int stats_text_processes(FILE *f, const struct stats *c);
+json_t *stats_json_processes(const struct stats *c);
+
 #endif

@@ -105,6 +105,10 @@ json_t *stats_json(const struct stats *c, const char *label)
 	json_object_set_new(o, "events", json_u64(c->events));
 	json_object_set_new(o, "dropped", json_u64(c->dropped));
 	json_object_set_new(o, "truncated", json_boolean(c->truncated));
+	if (ok && tables_multiprocess(&c->t)) {
+		json_t *procs = stats_json_processes(c);
+		ok = procs && !json_object_set_new(o, "processes", procs);
+	}
 	for (size_t i = 0; i < c->th.n && ok; i++) {
 		json_t *j = json_thread(thread_at(c, (long)i), &c->t);
 		ok = json_complete(j, 7 + 3 * !!thread_at(c, (long)i)->drop_windows) &&
@@ -142,7 +146,7 @@ json_t *stats_json(const struct stats *c, const char *label)
 		json_object_set_new(o, "windows", windows_json(&c->win, &c->t));
 	int vk = valstats_json(o, &c->vals, &c->t);
 	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n + !!nt + !!c->win.any +
-		      (size_t)vk;
+		      (size_t)vk + !!tables_multiprocess(&c->t);
 	if (ok && vk >= 0 && json_complete(o, keys) && json_complete(fr, 7))
 		return o;
 	json_decref(o);

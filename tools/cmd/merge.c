@@ -153,35 +153,32 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 	return kt_writer_process(m->w, &p);
 }
 
-/* A chunk's records with their times, names and tracks the output's. */
+/* A chunk's events with their times, names and tracks the output's,
+ * encoded again (kt_event_encode() copies each payload whole, unread). */
 static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
 {
 	uint32_t tid = remap(&in->threads, f->u.chunk.thread_id, &m->next.thread, UINT32_MAX - 1);
-	size_t n = f->u.chunk.raw_len;
+	size_t n = f->u.chunk.raw_len, at = 0;
 	if (!tid || grow_array((void **)&m->buf, &m->buf_cap, n, 1))
 		return -ENOMEM;
-	memcpy(m->buf, f->u.chunk.events, n);
-	/* The reader checked every record: each is whole and of a known type. */
-	for (size_t at = 0; at + KT_REC_HEAD <= n;) {
-		uint8_t *rec = m->buf + at;
-		uint64_t ts;
-		uint32_t name;
-		uint16_t plen;
-		memcpy(&ts, rec, 8);
-		memcpy(&name, rec + 8, 4);
-		memcpy(&plen, rec + 14, 2);
-		ts = to_ns(in, ts);
-		memcpy(rec, &ts, 8);
-		if (name && !(name = remap(&in->names, name, &m->next.name, UINT32_MAX - 1)))
+	kt_chunk_iter it;
+	kt_event ev;
+	kt_chunk_iter_init(&it, f);
+	while (kt_chunk_next(&it, &ev) == 1) {
+		ev.ts = to_ns(in, ev.ts);
+		if (ev.name_id && !(ev.name_id = remap(&in->names, ev.name_id, &m->next.name,
+						       UINT32_MAX - 1)))
 			return -ENOMEM;
-		memcpy(rec + 8, &name, 4);
-		if (rec[12] >= KT_EV_TRACK_BEGIN && rec[12] <= KT_EV_TRACK_COUNTER_F64 &&
-		    !(rec[13] = (uint8_t)remap(&in->tracks, rec[13], &m->next.track, KT_MAX_TRACKS)))
+		if (ev.type >= KT_EV_TRACK_BEGIN && ev.type <= KT_EV_TRACK_COUNTER_F64 &&
+		    !(ev.flags = (uint8_t)remap(&in->tracks, ev.flags, &m->next.track, KT_MAX_TRACKS)))
 			return -ERANGE;
-		at += KT_REC_HEAD + ((plen + 7u) & ~7u);
+		size_t k = kt_event_encode(m->buf + at, n - at, &ev);
+		if (!k)
+			return -EINVAL; /* cannot be: each record is re-encoded at its size */
+		at += k;
 	}
 	in->rep->written += f->u.chunk.event_count;
-	return kt_writer_chunk(m->w, tid, KT_CODEC_COMPACT, 1, m->buf, n);
+	return kt_writer_chunk(m->w, tid, KT_CODEC_COMPACT, 1, m->buf, at);
 }
 
 /* The output's process of the input's process @p: its own (id 0) is

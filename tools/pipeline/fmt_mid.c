@@ -32,11 +32,19 @@ static char *name_label(const struct tables *t, uint32_t id, int json)
 	return label(s, n, json, json ? "null" : "?");
 }
 
+/* In a merged trace (SPEC §4.10) the text names the thread's process
+ * too: "name[pid N]"; JSON has a "pid" key of its own. */
 static char *thread_label(const struct tables *t, uint32_t id, int json)
 {
 	size_t n = 0;
 	const char *s = tables_thread(t, id, &n);
-	return label(s, n, json, json ? "null" : "");
+	char *l = label(s, n, json, json ? "null" : ""), *w = NULL;
+	if (!l || json || !tables_multiprocess(t))
+		return l;
+	if (asprintf(&w, "%s[pid %" PRIu64 "]", l, export_pid(t, id, 0)) < 0)
+		w = NULL;
+	free(l);
+	return w;
 }
 
 static const char *const severity[] = { "", "trace", "debug", "info", "warn", "error", "fatal" };
@@ -255,8 +263,11 @@ int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_e
 	if (!nm || !loc || (j->kind != FMT_CHROME && !th)) {
 		/* out of memory: n stays -1 */
 	} else if (j->kind == FMT_JSONL) {
-		n = asprintf(buf, ",\"tid\":%u,\"thread\":%s,\"type\":\"%s\",\"name\":%s%s",
-			     ev->thread_id, th, type, nm, loc);
+		char pid[40] = "";
+		if (tables_multiprocess(j->t))
+			snprintf(pid, sizeof(pid), ",\"pid\":%" PRIu64, export_pid(j->t, ev->thread_id, 0));
+		n = asprintf(buf, ",\"tid\":%u%s,\"thread\":%s,\"type\":\"%s\",\"name\":%s%s",
+			     ev->thread_id, pid, th, type, nm, loc);
 	} else if (j->kind == FMT_CHROME) {
 		char head[64];
 		/* The OS tid: what the user's other tools call the thread. */

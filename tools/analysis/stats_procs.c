@@ -1,0 +1,88 @@
+/*
+ * stats_procs.c - `katra stats` of a merged trace (SPEC §4.10): a row per
+ * process (its threads' events and drops added up), before the threads'.
+ * A trace of one process has no such table: its output stays as it was.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "tools/analysis/stats.h"
+#include "tools/analysis/stats_impl.h"
+#include "tools/pipeline/text.h"
+
+/* Per process of c->t (its index in t->procs): threads, events, drops. */
+struct prow {
+	uint64_t threads, events, dropped;
+};
+
+/* The rows, calloc'd (t->nprocs of them); NULL when out of memory.  A
+ * thread of a process with no entry is counted nowhere. */
+static struct prow *proc_rows(const struct stats *c)
+{
+	const struct tables *t = &c->t;
+	struct prow *r = calloc(t->nprocs ? t->nprocs : 1, sizeof(*r));
+	for (size_t i = 0; r && i < c->th.n; i++) {
+		const struct sthread *th = thread_at(c, (long)i);
+		const struct tproc *p = tables_process(t, tables_thread_process(t, th->id));
+		if (!p)
+			continue;
+		struct prow *row = &r[p - t->procs];
+		row->threads++;
+		row->events += th->events;
+		row->dropped += th->dropped;
+	}
+	return r;
+}
+
+int stats_text_processes(FILE *f, const struct stats *c)
+{
+	const struct tables *t = &c->t;
+	if (!tables_multiprocess(t))
+		return 0;
+	struct prow *r = proc_rows(c);
+	if (!r)
+		return -ENOMEM;
+	fprintf(f, "\n%-8s %-8s %-20s %8s %12s %10s\n", "process", "pid", "name", "threads",
+		"events", "dropped");
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct tproc *p = &t->procs[i];
+		char *e = text_escape(tables_process_name(t, p), p->name_len);
+		if (!e) {
+			free(r);
+			return -ENOMEM;
+		}
+		fprintf(f, "%-8u %-8" PRIu64 " %-20s %8" PRIu64 " %12" PRIu64 " %10" PRIu64 "\n",
+			p->id, p->pid, e, r[i].threads, r[i].events, r[i].dropped);
+		free(e);
+	}
+	free(r);
+	return 0;
+}
+
+json_t *stats_json_processes(const struct stats *c)
+{
+	const struct tables *t = &c->t;
+	struct prow *r = proc_rows(c);
+	json_t *a = json_array();
+	if (!r || !a) {
+		free(r);
+		json_decref(a);
+		return NULL;
+	}
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct tproc *p = &t->procs[i];
+		json_t *o = json_pack("{s:I,s:I,s:I,s:o,s:I,s:I,s:I}", "process", (json_int_t)p->id,
+				      "pid", (json_int_t)p->pid, "parent_pid", (json_int_t)p->parent_pid,
+				      "name", text_json_string(tables_process_name(t, p), p->name_len),
+				      "threads", (json_int_t)r[i].threads, "events",
+				      (json_int_t)r[i].events, "dropped", (json_int_t)r[i].dropped);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			a = NULL;
+			break;
+		}
+	}
+	free(r);
+	return a;
+}
