@@ -131,7 +131,7 @@ static void start_recorded(void)
 			return;
 		}
 		o.fd = recorded_fd;
-		o.use_fd = 1;
+		o.given |= KT_GIVEN_FD;
 	}
 	int rc = kt__session_start_plain(NULL, &o, &recorded);
 	if (rc) {
