@@ -1,6 +1,7 @@
 /*
  * `katra record -- CMD` (issue #30): examples/multiproc run with no
- * session code, its processes' traces; CMD's exit status passed on (127,
+ * session code, its processes' traces; --codec 0 raw, not the default;
+ * CMD's exit status passed on (127,
  * 126, a signal); a program's own session under record; SIGINT forwarded.
  * Counts are exact: multiproc's parent emits 2 x 100 zones, its worker
  * 2 x EVENTS records, its helper 2 x 1000.
@@ -128,6 +129,41 @@ Test(record, one_process_file_becomes_out)
 	/* OUT is never replaced. */
 	cr_assert_eq(run(args), 1);
 	cr_assert(err_has("exists"));
+	teardown();
+}
+
+/* `katra info @path`'s chunks line ("chunks N (R raw, ...)"): its raw
+ * count, or -1; *@n the count of every codec. */
+static long raw_chunks(const char *path, long *n)
+{
+	char cmd[512], line[512];
+	long raw = -1;
+	*n = -1;
+	snprintf(cmd, sizeof(cmd), "%s info '%s' 2>/dev/null", KATRA, path);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p))
+		sscanf(line, "chunks %ld (%ld raw", n, &raw);
+	pclose(p);
+	return *n > 0 ? raw : -1;
+}
+
+/* --codec 0 is KT_CODEC_NONE, passed on as given (KT_RECORD_CODEC=0 and
+ * KT_GIVEN_CODEC), not taken for "no --codec": raw chunks; without
+ * --codec, the default's (compact), none raw. */
+Test(record, codec_zero_is_raw_not_the_default)
+{
+	setup();
+	const char *raw[] = { KATRA, "record", "-o", "r.katra", "--codec", "0", "--",
+			      MULTIPROC, "helper", NULL };
+	cr_assert_eq(run(raw), 0);
+	long n;
+	cr_assert_eq(raw_chunks("r.katra", &n), n);
+	cr_assert_gt(n, 0);
+	const char *dflt[] = { KATRA, "record", "-o", "d.katra", "--", MULTIPROC, "helper", NULL };
+	cr_assert_eq(run(dflt), 0);
+	cr_assert_eq(raw_chunks("d.katra", &n), 0);
+	cr_assert_gt(n, 0);
 	teardown();
 }
 
