@@ -150,21 +150,40 @@ static long raw_chunks(const char *path, long *n)
 	return *n > 0 ? raw : -1;
 }
 
+/* The one process file of @dir (kept by --keep), into @path. */
+static void kept_file(const char *dir, char *path, size_t cap)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	path[0] = 0;
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".katra"))
+			snprintf(path, cap, "%.64s/%.255s", dir, e->d_name);
+	closedir(d);
+	cr_assert_neq(path[0], 0, "no process file in %s", dir);
+}
+
 /* --codec 0 is KT_CODEC_NONE, passed on as given (KT_RECORD_CODEC=0 and
- * KT_GIVEN_CODEC), not taken for "no --codec": raw chunks; without
+ * KT_GIVEN_CODEC), not taken for "no --codec": the process's own file
+ * (kept; OUT is the merge's, in its own codec) has raw chunks; without
  * --codec, the default's (compact), none raw. */
 Test(record, codec_zero_is_raw_not_the_default)
 {
 	setup();
-	const char *raw[] = { KATRA, "record", "-o", "r.katra", "--codec", "0", "--",
+	const char *raw[] = { KATRA, "record", "-o", "r.katra", "--keep", "--codec", "0", "--",
 			      MULTIPROC, "helper", NULL };
 	cr_assert_eq(run(raw), 0);
+	char path[512];
 	long n;
-	cr_assert_eq(raw_chunks("r.katra", &n), n);
+	kept_file("r.katra.d", path, sizeof(path));
+	cr_assert_eq(raw_chunks(path, &n), n);
 	cr_assert_gt(n, 0);
-	const char *dflt[] = { KATRA, "record", "-o", "d.katra", "--", MULTIPROC, "helper", NULL };
+	const char *dflt[] = { KATRA, "record", "-o", "d.katra", "--keep", "--", MULTIPROC,
+			       "helper", NULL };
 	cr_assert_eq(run(dflt), 0);
-	cr_assert_eq(raw_chunks("d.katra", &n), 0);
+	kept_file("d.katra.d", path, sizeof(path));
+	cr_assert_eq(raw_chunks(path, &n), 0);
 	cr_assert_gt(n, 0);
 	teardown();
 }
