@@ -102,11 +102,6 @@ const char *codec_name(int codec)
 	return codec >= 0 && codec <= KT_CODEC_COMPACT_ZSTD ? codec_names[codec] : "?";
 }
 
-int session_codec(int codec)
-{
-	return codec == KT_CODEC_NONE ? KT_SESSION_CODEC_RAW : codec;
-}
-
 const char *io_name(int io)
 {
 	return io == KT_IO_URING ? "uring" : io == KT_IO_PWRITE ? "pwrite" : "none";
@@ -307,7 +302,7 @@ static const char *workload_label(const struct opts *o)
 static int run_start(const struct opts *o, const char *path, kt_manager *m, kt_session **s)
 {
 	int rc = 0;
-	kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
+	kt_session_options so = { .codec = o->codec, .given = KT_GIVEN_CODEC, .io = o->io,
 				  .workload = workload_label(o) };
 	if (m) {
 		kt_capture_ref r;
@@ -541,7 +536,7 @@ static int frame_loop(const struct opts *o)
 	} else {
 		if (capture_root(o, root, sizeof(root)))
 			return 1;
-		kt_session_options so = { .codec = session_codec(o->codec), .io = o->io,
+		kt_session_options so = { .codec = o->codec, .given = KT_GIVEN_CODEC, .io = o->io,
 					  .workload = workload_label(o) };
 		/* The manager's own backend, keeping the session's summary for
 		 * the table (drops, raw bytes, flusher CPU). */
@@ -726,11 +721,11 @@ int main(int argc, char **argv)
 		default_path(&o, path, sizeof(path));
 		kt_config cfg = { .ring_size = o.ring_size, .overflow = o.policy };
 		return ringbench_burst(path, o.bursts, o.burst_ms ? o.burst_ms : 500, &cfg,
-				       o.codec == KT_CODEC_COMPACT ? 0 : session_codec(o.codec));
+				       o.codec);
 	}
 	if (o.flight > 0)
 		return ringbench_flight(o.ring_size ? o.ring_size : 64u << 20, 2, o.flight,
-					session_codec(o.codec));
+					o.codec);
 	if (o.producer_only) {
 		if (!o.ring_size)
 			o.ring_size = 64u << 20;

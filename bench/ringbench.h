@@ -75,9 +75,6 @@ double pct(struct stats *s, double p);
 /* --codec's names, by kt_codec. */
 extern const char *const codec_names[5];
 const char *codec_name(int codec);
-/* A session's codec for ringbench's @codec: raw is asked for by name (0
- * there is the session's default, compact). */
-int session_codec(int codec);
 const char *io_name(int io);
 /* @capture: the capture's status JSON, put under "capture"; may be NULL. */
 void print_rows(const struct opts *o, const struct row *rows, int n, const char *path,

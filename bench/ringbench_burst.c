@@ -86,7 +86,9 @@ int ringbench_burst(const char *path, int bursts, unsigned burst_ms, const kt_co
 		    int codec)
 {
 	kt_session *s;
-	kt_session_options so = { .codec = codec };
+	/* Compact, the default, is left unset: what a new user gets. */
+	int dflt = codec == KT_CODEC_COMPACT;
+	kt_session_options so = { .codec = dflt ? 0 : codec, .given = dflt ? 0 : KT_GIVEN_CODEC };
 	int rc = kt_init(cfg);
 	if (rc || (rc = kt_session_start(path, &so, &s))) {
 		fprintf(stderr, "ringbench: burst session: %s\n", kt_strerror(rc));
@@ -102,7 +104,7 @@ int ringbench_burst(const char *path, int bursts, unsigned burst_ms, const kt_co
 	       "pause as long; ring %zu KiB, %s%s\n", bursts, burst_ms, TREE_DEPTH + 1, NAMES,
 	       (cfg->ring_size ? cfg->ring_size : KT_RING_DEFAULT) >> 10,
 	       kt_overflow_name((unsigned)cfg->overflow),
-	       !cfg->ring_size && !cfg->overflow && !codec ? " (every default)" : "");
+	       !cfg->ring_size && !cfg->overflow && dflt ? " (every default)" : "");
 	printf("burst         events    seconds   Mevents/s\n");
 	for (int b = 0; b < bursts; b++) {
 		uint64_t took, n = burst(ns, &took);

@@ -193,7 +193,8 @@ int ringbench_flight(size_t ring_size, int threads, int snapshots, int codec)
 {
 	kt_config cfg = { .ring_size = ring_size };
 	int rc = kt_init(&cfg);
-	kt_session_options so = { .mode = KT_SESSION_FLIGHT, .codec = codec, .listen = 1 };
+	kt_session_options so = { .mode = KT_SESSION_FLIGHT, .codec = codec, .given = KT_GIVEN_CODEC,
+				  .listen = 1 };
 	kt_session *s = NULL;
 	if (rc || (rc = kt_session_start(NULL, &so, &s))) {
 		fprintf(stderr, "ringbench: flight session: %s\n", kt_strerror(rc));

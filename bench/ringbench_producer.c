@@ -469,7 +469,8 @@ int producer_only(const struct opts *o)
 	const char *env = getenv("KT_CRASH_DIR");
 	snprintf(P.crash_dir, sizeof(P.crash_dir), "%s", env ? env : "");
 	unsetenv("KT_CRASH_DIR");
-	P.so = (kt_session_options){ .codec = session_codec(o->codec), .io = o->io };
+	P.so = (kt_session_options){ .codec = o->codec, .given = KT_GIVEN_CODEC,
+				     .io = o->io };
 	P.so_crash = P.so;
 	P.so_crash.crash_dir = P.crash_dir;
 	/* The flight row: the same emits into a flight session's rings, which

@@ -297,7 +297,7 @@ static int start_backend(kt_manager *m, struct capture *c)
 {
 	c->so = m->session;
 	c->so.fd = c->seg_fd[0];
-	c->so.use_fd = 1; /* fd 0 too, in a process whose stdin is closed */
+	c->so.given |= KT_GIVEN_FD; /* fd 0 too, in a process whose stdin is closed */
 	c->so.run_id = c->st.run_id;
 	c->so.capture_id = c->st.capture_id;
 	c->so.epoch = c->st.epoch;

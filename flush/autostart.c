@@ -120,6 +120,11 @@ static void start_recorded(void)
 	}
 	kt_session_options o = { 0 };
 	o.codec = (int)codec;
+	/* Set is given: KT_RECORD_CODEC=0 asks for raw chunks (KT_CODEC_NONE),
+	 * not the default. */
+	const char *c = getenv("KT_RECORD_CODEC");
+	if (c && *c)
+		o.given |= KT_GIVEN_CODEC;
 	o.ring_size = (size_t)ring;
 	if (flight) {
 		o.mode = KT_SESSION_FLIGHT;
@@ -131,7 +136,7 @@ static void start_recorded(void)
 			return;
 		}
 		o.fd = recorded_fd;
-		o.use_fd = 1;
+		o.given |= KT_GIVEN_FD;
 	}
 	int rc = kt__session_start_plain(NULL, &o, &recorded);
 	if (rc) {

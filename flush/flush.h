@@ -72,8 +72,8 @@ typedef struct kt__output {
 enum { KT__ROOM_FULL = 0, KT__ROOM_FITS = 1, KT__ROOM_NEXT = 2 };
 
 /*
- * kt__session_start_output - kt_session_start() into @o->fd (@o->use_fd
- * set), bounded by @out (copied; NULL: no bound).  Return: as
+ * kt__session_start_output - kt_session_start() into @o->fd (KT_GIVEN_FD
+ * in @o->given), bounded by @out (copied; NULL: no bound).  Return: as
  * kt_session_start(), and -EINVAL for an @out with a file_bytes under
  * 64 KiB or without room and full.  Any thread.
  */

@@ -204,19 +204,19 @@ const char *kt_session_get_start_error(void)
 
 static int uses_fd(const kt_session_options *o)
 {
-	return o->use_fd || o->fd > 0;
+	return (o->given & KT_GIVEN_FD) || o->fd > 0;
 }
 
 /* @opts with the environment's KT_IO applied, into *@o, checked. */
 static int check_options(const char *path, const kt_session_options *opts, kt_session_options *o)
 {
 	*o = opts ? *opts : (kt_session_options){ 0 };
-	/* Zero is the default, compact; raw is asked for by name. */
-	if (o->codec == KT_SESSION_CODEC_RAW)
-		o->codec = KT_CODEC_NONE;
-	else if (o->codec == KT_CODEC_NONE)
+	if (o->given & ~(unsigned)KT_GIVEN_ALL)
+		return start_fail(-EINVAL, "given bits %#x", o->given);
+	/* Zero is the default, compact, unless it was given: raw. */
+	if (o->codec == KT_CODEC_NONE && !(o->given & KT_GIVEN_CODEC))
 		o->codec = KT_CODEC_COMPACT;
-	else if (o->codec < KT_CODEC_LZ4 || o->codec > KT_CODEC_COMPACT_ZSTD)
+	else if (o->codec < KT_CODEC_NONE || o->codec > KT_CODEC_COMPACT_ZSTD)
 		return start_fail(-EINVAL, "codec %d", o->codec);
 	const char *env = getenv("KT_IO");
 	if (env && *env) {
@@ -238,7 +238,7 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 	if (o->mode == KT_SESSION_FLIGHT)
 		return 0; /* no file: the rest is about writing one */
 	if (uses_fd(o) ? o->fd < 0 : !path)
-		return start_fail(-EINVAL, "no trace file (a path, or an fd with use_fd)");
+		return start_fail(-EINVAL, "no trace file (a path, or an fd with KT_GIVEN_FD)");
 	return 0;
 }
 
@@ -491,7 +491,7 @@ static int session_start(const char *path, const kt_session_options *opts,
 	start_error[0] = 0;
 	if ((rc = check_options(path, opts, &o)) || (rc = check_output(to)))
 		return rc;
-	if ((rc = kt__init_with(o.ring_size, o.overflow)) == -EINVAL)
+	if ((rc = kt__init_with(o.ring_size, o.overflow, !!(o.given & KT_GIVEN_OVERFLOW))) == -EINVAL)
 		return start_fail(rc, "ring size %zu or overflow policy %d", o.ring_size, o.overflow);
 	if (rc)
 		return start_fail(rc, "katra's configuration");

@@ -165,16 +165,17 @@ int kt_init(const kt_config *cfg)
 	return rc;
 }
 
-int kt__init_with(size_t ring_size, int overflow)
+int kt__init_with(size_t ring_size, int overflow, int set_overflow)
 {
 	reg_take();
 	kt_config c = initialized ? config : (kt_config){ 0 };
+	set_overflow = set_overflow || overflow;
 	if (ring_size)
 		c.ring_size = ring_size;
-	if (overflow)
-		c.overflow = overflow == KT_SESSION_OVERFLOW_WAIT ? KT_OVERFLOW_WAIT : overflow;
+	if (set_overflow)
+		c.overflow = overflow;
 	int rc = 0;
-	if (!initialized || ring_size || overflow)
+	if (!initialized || ring_size || set_overflow)
 		rc = reg_session ? KT_EBUSY : apply_config(&c);
 	reg_drop();
 	return rc;

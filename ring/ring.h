@@ -97,11 +97,12 @@ size_t kt__ring_page(void);
 
 /* Configuration and state shared by ring/ and flush/. */
 int kt__ensure_init(void);
-/* kt__init_with - as kt__ensure_init(), and then, where non-zero, the ring
- * size and overflow policy set as
+/* kt__init_with - as kt__ensure_init(), and then the ring size where
+ * non-zero and the overflow policy where non-zero or @set_overflow (a
+ * session's KT_GIVEN_OVERFLOW: 0 is then KT_OVERFLOW_WAIT) set as
  * kt_init() sets them, the clock kept.  0, -EINVAL, KT_EBUSY (a session
  * runs), or -EAGAIN.  Any thread; takes the registry lock. */
-int kt__init_with(size_t ring_size, int overflow);
+int kt__init_with(size_t ring_size, int overflow, int set_overflow);
 uint64_t kt__ring_size(void);
 int kt__overflow_policy(void);
 

@@ -1020,7 +1020,7 @@ static kt_capture_status capped_capture(int policy, int io, int boundary, int64_
 					kt_summary *sum)
 {
 	/* Raw chunks: the cap is counted in 24-byte records. */
-	kt_session_options so = { .io = io, .codec = KT_SESSION_CODEC_RAW };
+	kt_session_options so = { .io = io, .given = KT_GIVEN_CODEC, .codec = KT_CODEC_NONE };
 	kt_config cfg = { .overflow = KT_OVERFLOW_BLOCK, .ring_size = 1u << 20 };
 	cr_assert_eq(kt_init(&cfg), 0);
 	struct fx f;

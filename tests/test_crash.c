@@ -71,7 +71,7 @@ static pid_t spawn(struct shared *sh, const char *parent, const char *trace, int
 		return pid;
 	alarm(60); /* never outlive a parent that lost track of us */
 	kt_config cfg = { .ring_size = KT_RING_MIN, .overflow = policy };
-	kt_session_options o = { .codec = codec, .crash_dir = parent };
+	kt_session_options o = { .given = KT_GIVEN_CODEC, .codec = codec, .crash_dir = parent };
 	kt_session *s;
 	if (kt_init(&cfg) || kt_session_start(trace, &o, &s))
 		_exit(10);
@@ -247,7 +247,7 @@ static void kill_and_recover(int policy, int codec)
 
 Test(crash, block_policy_killed_30_times_recovers_gapless)
 {
-	kill_and_recover(KT_OVERFLOW_BLOCK, KT_SESSION_CODEC_RAW);
+	kill_and_recover(KT_OVERFLOW_BLOCK, KT_CODEC_NONE);
 }
 
 Test(crash, drop_policy_killed_30_times_gaps_are_drops)

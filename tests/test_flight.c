@@ -314,14 +314,15 @@ Test(flight, max_bytes_keeps_newest)
  * and a cut inside one (max_bytes) keeps exactly the newest events. */
 Test(flight, every_codec_whole_and_cut_inside_a_chunk)
 {
-	static const int codecs[] = { KT_SESSION_CODEC_RAW, KT_CODEC_LZ4, KT_CODEC_LZ4_DELTA,
+	static const int codecs[] = { KT_CODEC_NONE, KT_CODEC_LZ4, KT_CODEC_LZ4_DELTA,
 				       KT_CODEC_COMPACT, KT_CODEC_COMPACT_ZSTD };
 	fx_dir();
 	kt_config cfg = { .ring_size = KT_RING_MIN };
 	cr_assert_eq(kt_init(&cfg), 0);
 	uint32_t id = kt_name("seq");
 	for (size_t i = 0; i < sizeof(codecs) / sizeof(*codecs); i++) {
-		kt_session_options o = { .mode = KT_SESSION_FLIGHT, .codec = codecs[i] };
+		kt_session_options o = { .mode = KT_SESSION_FLIGHT, .given = KT_GIVEN_CODEC,
+					 .codec = codecs[i] };
 		kt_session *s;
 		cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 		emit_seq(id, 1000);

@@ -192,6 +192,10 @@ static void run_e2e_as(int opt, int codec, int io)
 	char path[128];
 	snprintf(path, sizeof(path), "/tmp/katra-e2e-%d-%d-%d.katra", opt, io, (int)getpid());
 	kt_session_options o = { .codec = opt, .io = io, .fsync_interval_ns = 5000000 };
+	/* @opt is the codec given, but where the file's differs: 0 left unset,
+	 * for the default (compact). */
+	if (opt == codec)
+		o.given = KT_GIVEN_CODEC;
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0);
 	struct prod p[THREADS];
@@ -274,12 +278,12 @@ static void run_e2e(int codec, int io)
 
 Test(e2e, raw_pwrite)
 {
-	run_e2e_as(KT_SESSION_CODEC_RAW, KT_CODEC_NONE, KT_IO_PWRITE);
+	run_e2e_as(KT_CODEC_NONE, KT_CODEC_NONE, KT_IO_PWRITE);
 }
 
 Test(e2e, raw_uring)
 {
-	run_e2e_as(KT_SESSION_CODEC_RAW, KT_CODEC_NONE, KT_IO_URING);
+	run_e2e_as(KT_CODEC_NONE, KT_CODEC_NONE, KT_IO_URING);
 }
 
 /* Zeroed options write compact chunks. */
@@ -491,7 +495,8 @@ Test(fallback, a_dead_rings_fd_number_is_left_to_the_host, .timeout = 100)
 		 * staging buffer in flight and waits on the ring. */
 		kt_config cfg = { .ring_size = 16 << 20, .overflow = KT_OVERFLOW_DROP };
 		kt_session *s;
-		kt_session_options o = { .io = KT_IO_URING, .codec = KT_SESSION_CODEC_RAW };
+		kt_session_options o = { .io = KT_IO_URING, .given = KT_GIVEN_CODEC,
+					 .codec = KT_CODEC_NONE };
 		if (kt_init(&cfg) != 0 || kt_session_start(path, &o, &s) != 0)
 			_exit(10);
 		int n = uring_fd();
@@ -928,7 +933,7 @@ Test(start, fd_zero_is_a_valid_trace_fd)
 		if (open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644) != 0)
 			_exit(10);
 		kt_session *s;
-		kt_session_options o = { .fd = 0, .use_fd = 1 };
+		kt_session_options o = { .fd = 0, .given = KT_GIVEN_FD };
 		if (kt_session_start(NULL, &o, &s))
 			_exit(11);
 		uint32_t id = kt_name("c");
@@ -993,7 +998,8 @@ Test(start, the_session_sets_the_ring_size_and_overflow_policy)
 	cr_assert_eq(c.overflow, KT_OVERFLOW_DROP);
 	cr_assert_eq(c.ring_size, 128 << 10);
 	/* WAIT, which is 0 in kt_overflow, asked for over that DROP. */
-	c = ringopt_session(path, (kt_session_options){ .overflow = KT_SESSION_OVERFLOW_WAIT });
+	c = ringopt_session(path, (kt_session_options){ .overflow = KT_OVERFLOW_WAIT,
+							 .given = KT_GIVEN_OVERFLOW });
 	cr_assert_eq(c.overflow, KT_OVERFLOW_WAIT);
 	kt_session_options o = { .overflow = -2 };
 	cr_assert_eq(kt_session_start(path, &o, &s), -EINVAL);

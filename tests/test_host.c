@@ -336,7 +336,8 @@ static void timer_run(int run, const char *dir)
 	snprintf(path, sizeof(path), "%s/timer-%d.katra", dir, run);
 	/* Raw chunks through io_uring are written straight from the ring:
 	 * the bytes the kernel reads must be the ones checksummed. */
-	kt_session_options o = { .codec = run % 2 ? KT_CODEC_LZ4_DELTA : KT_SESSION_CODEC_RAW,
+	kt_session_options o = { .given = KT_GIVEN_CODEC,
+				 .codec = run % 2 ? KT_CODEC_LZ4_DELTA : KT_CODEC_NONE,
 				 .io = run % 2 ? KT_IO_PWRITE : KT_IO_AUTO };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0);
@@ -446,7 +447,7 @@ Test(signals, a_profiling_timer_whose_handler_emits_twenty_runs, .timeout = 600)
 static void reader_leaves(int fds[2], int sock)
 {
 	signal(SIGPIPE, SIG_DFL);
-	kt_session_options o = { .fd = fds[1], .use_fd = 1 };
+	kt_session_options o = { .fd = fds[1], .given = KT_GIVEN_FD };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	struct emitter em = { kt_name("count"), PIPE_EVENTS, 0 };

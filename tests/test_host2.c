@@ -37,8 +37,8 @@ static void stalled_reader(int policy)
 	 * begin.  Compact chunks of a counting loop can fit a 64 KiB pipe
 	 * whole, and the stop then has nothing to wait for. */
 	cr_assert_geq(fcntl(fds[1], F_SETPIPE_SZ, 4096), 4096);
-	kt_session_options o = { .fd = fds[1], .use_fd = 1, .io_timeout_ns = 200000000,
-				 .codec = KT_SESSION_CODEC_RAW };
+	kt_session_options o = { .fd = fds[1], .given = KT_GIVEN_FD | KT_GIVEN_CODEC,
+				 .io_timeout_ns = 200000000, .codec = KT_CODEC_NONE };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
 	uint32_t id = kt_name("count");
@@ -250,7 +250,8 @@ static int snapshot_past_fsize(const char *path)
 	signal(SIGXFSZ, on_xfsz);
 	struct rlimit rl = { 65536, 65536 };
 	kt_session *s;
-	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .codec = KT_SESSION_CODEC_RAW };
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .given = KT_GIVEN_CODEC,
+				 .codec = KT_CODEC_NONE };
 	if (kt_session_start(NULL, &o, &s))
 		return 10;
 	uint32_t id = kt_name("count");

@@ -1,6 +1,7 @@
 /*
  * `katra record -- CMD` (issue #30): examples/multiproc run with no
- * session code, its processes' traces; CMD's exit status passed on (127,
+ * session code, its processes' traces; --codec 0 raw, not the default;
+ * CMD's exit status passed on (127,
  * 126, a signal); a program's own session under record; SIGINT forwarded.
  * Counts are exact: multiproc's parent emits 2 x 100 zones, its worker
  * 2 x EVENTS records, its helper 2 x 1000.
@@ -130,6 +131,60 @@ Test(record, one_process_file_becomes_out)
 	/* OUT is never replaced. */
 	cr_assert_eq(run(args), 1);
 	cr_assert(err_has("exists"));
+	teardown();
+}
+
+/* `katra info @path`'s chunks line ("chunks N (R raw, ...)"): its raw
+ * count, or -1; *@n the count of every codec. */
+static long raw_chunks(const char *path, long *n)
+{
+	char cmd[512], line[512];
+	long raw = -1;
+	*n = -1;
+	snprintf(cmd, sizeof(cmd), "%s info '%s' 2>/dev/null", KATRA, path);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p))
+		sscanf(line, "chunks %ld (%ld raw", n, &raw);
+	pclose(p);
+	return *n > 0 ? raw : -1;
+}
+
+/* The one process file of @dir (kept by --keep), into @path. */
+static void kept_file(const char *dir, char *path, size_t cap)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	path[0] = 0;
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".katra"))
+			snprintf(path, cap, "%.64s/%.255s", dir, e->d_name);
+	closedir(d);
+	cr_assert_neq(path[0], 0, "no process file in %s", dir);
+}
+
+/* --codec 0 is KT_CODEC_NONE, passed on as given (KT_RECORD_CODEC=0 and
+ * KT_GIVEN_CODEC), not taken for "no --codec": the process's own file
+ * (kept; OUT is the merge's, in its own codec) has raw chunks; without
+ * --codec, the default's (compact), none raw. */
+Test(record, codec_zero_is_raw_not_the_default)
+{
+	setup();
+	const char *raw[] = { KATRA, "record", "-o", "r.katra", "--keep", "--codec", "0", "--",
+			      MULTIPROC, "helper", NULL };
+	cr_assert_eq(run(raw), 0);
+	char path[512];
+	long n;
+	kept_file("r.katra.d", path, sizeof(path));
+	cr_assert_eq(raw_chunks(path, &n), n);
+	cr_assert_gt(n, 0);
+	const char *dflt[] = { KATRA, "record", "-o", "d.katra", "--keep", "--", MULTIPROC,
+			       "helper", NULL };
+	cr_assert_eq(run(dflt), 0);
+	kept_file("d.katra.d", path, sizeof(path));
+	cr_assert_eq(raw_chunks(path, &n), 0);
+	cr_assert_gt(n, 0);
 	teardown();
 }
 

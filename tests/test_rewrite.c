@@ -26,9 +26,9 @@ static void *emitter(void *arg)
 	return NULL;
 }
 
-static void session_file(const char *path, int codec)
+static void session_file(const char *path, int codec, unsigned given)
 {
-	kt_session_options o = { .codec = codec, .stop_sync = KT_STOP_SYNC_NONE };
+	kt_session_options o = { .given = given, .codec = codec, .stop_sync = KT_STOP_SYNC_NONE };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_get_start_error());
 	pthread_t t;
@@ -83,13 +83,14 @@ static void header_codec(const char *path, int *codec, int *level)
 static const struct {
 	const char *name; /* compress --codec's name; NULL for raw */
 	int session;      /* kt_session_options.codec */
+	unsigned given;   /* and .given: raw is a zero given */
 	int codec;        /* the header's */
 } codecs[] = {
-	{ NULL, KT_SESSION_CODEC_RAW, KT_CODEC_NONE },
-	{ "lz4", KT_CODEC_LZ4, KT_CODEC_LZ4 },
-	{ "lz4-delta", KT_CODEC_LZ4_DELTA, KT_CODEC_LZ4_DELTA },
-	{ "compact", 0, KT_CODEC_COMPACT },
-	{ "zstd", KT_CODEC_COMPACT_ZSTD, KT_CODEC_COMPACT_ZSTD },
+	{ NULL, KT_CODEC_NONE, KT_GIVEN_CODEC, KT_CODEC_NONE },
+	{ "lz4", KT_CODEC_LZ4, 0, KT_CODEC_LZ4 },
+	{ "lz4-delta", KT_CODEC_LZ4_DELTA, 0, KT_CODEC_LZ4_DELTA },
+	{ "compact", 0, 0, KT_CODEC_COMPACT },
+	{ "zstd", KT_CODEC_COMPACT_ZSTD, 0, KT_CODEC_COMPACT_ZSTD },
 };
 
 /* For every codec: a session's file, decompressed, then compressed with
@@ -104,7 +105,7 @@ Test(compress, decompress_then_compress_with_the_files_codec_is_byte_identical)
 		snprintf(orig, sizeof(orig), "/tmp/katra-rt-%d-%zu.katra", (int)getpid(), i);
 		snprintf(dec, sizeof(dec), "/tmp/katra-rt-%d-%zu-d.katra", (int)getpid(), i);
 		snprintf(back, sizeof(back), "/tmp/katra-rt-%d-%zu-c.katra", (int)getpid(), i);
-		session_file(orig, codecs[i].session);
+		session_file(orig, codecs[i].session, codecs[i].given);
 		int codec, level;
 		header_codec(orig, &codec, &level);
 		cr_assert_eq(codec, codecs[i].codec);
@@ -135,7 +136,7 @@ Test(compress, the_default_codec_is_the_sessions)
 	snprintf(orig, sizeof(orig), "/tmp/katra-df-%d.katra", (int)getpid());
 	snprintf(dec, sizeof(dec), "/tmp/katra-df-%d-d.katra", (int)getpid());
 	snprintf(back, sizeof(back), "/tmp/katra-df-%d-c.katra", (int)getpid());
-	session_file(orig, 0);
+	session_file(orig, 0, 0);
 	const char *d[] = { "decompress", orig, dec, NULL };
 	katra_ok(d);
 	const char *c[] = { "compress", dec, back, NULL };
@@ -156,7 +157,7 @@ Test(compress, another_codecs_level_is_not_carried_over)
 	char orig[64], back[64];
 	snprintf(orig, sizeof(orig), "/tmp/katra-lv-%d.katra", (int)getpid());
 	snprintf(back, sizeof(back), "/tmp/katra-lv-%d-c.katra", (int)getpid());
-	session_file(orig, KT_CODEC_LZ4);
+	session_file(orig, KT_CODEC_LZ4, 0);
 	const char *c[] = { "compress", orig, back, "--codec", "zstd", NULL };
 	katra_ok(c);
 	int codec, level;

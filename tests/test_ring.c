@@ -165,7 +165,7 @@ static void run_stress(int policy, int codec, uint64_t per_thread)
 	kt_config cfg = { .ring_size = 64 << 10, .overflow = policy };
 	cr_assert_eq(kt_init(&cfg), 0);
 	char *path = tmp_trace(policy == KT_OVERFLOW_BLOCK ? "block" : "drop");
-	kt_session_options o = { .codec = codec };
+	kt_session_options o = { .given = KT_GIVEN_CODEC, .codec = codec };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0);
 	enum { NPROD = 2 };
@@ -204,12 +204,12 @@ static uint64_t stress_events(void)
 
 Test(stress, drop_policy_accounts_for_every_event, .timeout = 900)
 {
-	run_stress(KT_OVERFLOW_DROP, KT_SESSION_CODEC_RAW, stress_events());
+	run_stress(KT_OVERFLOW_DROP, KT_CODEC_NONE, stress_events());
 }
 
 Test(stress, block_policy_loses_nothing, .timeout = 900)
 {
-	run_stress(KT_OVERFLOW_BLOCK, KT_SESSION_CODEC_RAW, stress_events());
+	run_stress(KT_OVERFLOW_BLOCK, KT_CODEC_NONE, stress_events());
 }
 
 Test(stress, drop_policy_with_lz4, .timeout = 900)

@@ -232,7 +232,7 @@ Test(session, a_thread_s_wait_for_room_is_on_the_page, .timeout = 60)
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, drain_main, &d), 0);
 	setenv("KATRA_LIVE", "1", 1);
-	kt_session_options o = { .fd = fds[1], .codec = KT_SESSION_CODEC_RAW };
+	kt_session_options o = { .fd = fds[1], .given = KT_GIVEN_CODEC, .codec = KT_CODEC_NONE };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(NULL, &o, &s), 0);
 	const void *m = map_own_page();

@@ -64,7 +64,7 @@ static void run(int policy, struct reader *rd, const char *path, kt_summary *sum
 	cr_assert_geq(rd->out, 0);
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, reader_main, rd), 0);
-	kt_session_options o = { .fd = fds[1], .codec = KT_SESSION_CODEC_RAW };
+	kt_session_options o = { .fd = fds[1], .given = KT_GIVEN_CODEC, .codec = KT_CODEC_NONE };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(NULL, &o, &s), 0);
 	uint32_t id = kt_name("wait.seq");

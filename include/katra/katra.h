@@ -124,52 +124,69 @@ KT_API int kt_thread_name(const char *name);
 
 typedef struct kt_session kt_session;
 
-/** kt_session_options.codec for raw chunks: 0 there is the default codec,
- * KT_CODEC_COMPACT, not KT_CODEC_NONE. */
-#define KT_SESSION_CODEC_RAW (-1)
+/**
+ * kt_session_options.given: the fields whose zero is taken as written.
+ * Every field of kt_session_options takes a value other than zero as
+ * written; zero is its default, except in a field whose bit is set here,
+ * where zero is the value it says.  A field whose zero is no value of its
+ * own (a ring size, a flush period) has no bit.  A bit not listed here
+ * makes kt_session_start() fail with -EINVAL.
+ */
+typedef enum kt_session_given {
+	KT_GIVEN_FD = 1u << 0,       /* @fd 0 is fd 0 (a daemon whose stdin is
+				      * closed gets it from open()), not "no
+				      * fd: write to @path" */
+	KT_GIVEN_CODEC = 1u << 1,    /* @codec 0 is KT_CODEC_NONE: raw chunks,
+				      * not the default KT_CODEC_COMPACT */
+	KT_GIVEN_OVERFLOW = 1u << 2, /* @overflow 0 is KT_OVERFLOW_WAIT, set
+				      * for this session, not "keep the
+				      * process's policy" (which kt_init() may
+				      * have made another) */
+} kt_session_given;
 
-/** How a session writes its file.  Zero means "the default" in every field. */
+#define KT_GIVEN_ALL (KT_GIVEN_FD | KT_GIVEN_CODEC | KT_GIVEN_OVERFLOW)
+
+/**
+ * How a session writes its file, by concern: its output, its encoding,
+ * its writes, its header's strings, the rings, flight mode and crash
+ * files.  Zero means "the default" in every field, but in the fields
+ * @given names.  Fill it with designated initializers: fields may be
+ * added or moved between minor versions.
+ */
 typedef struct kt_session_options {
-	int fd;                     /* with @use_fd, or when > 0: write here
-				     * instead of @path, from its offset; an
-				     * O_APPEND fd from the file's end (nothing
-				     * else may write the file meanwhile) */
-	int use_fd;                 /* @fd is set, whatever its value: 0 is a
-				     * valid fd (a daemon whose stdin is closed
-				     * gets it from open()), so it alone cannot
-				     * mean "write to fd 0" in zeroed options */
-	int codec;                  /* kt_codec; default (0) KT_CODEC_COMPACT:
+	/* ---- which fields' zeros are values ---- */
+	unsigned given;             /* kt_session_given bits; default none */
+
+	/* ---- the output ---- */
+	int fd;                     /* when > 0, or 0 with KT_GIVEN_FD: write
+				     * here instead of @path, from its offset;
+				     * an O_APPEND fd from the file's end
+				     * (nothing else may write the file
+				     * meanwhile); the session does not close
+				     * it */
+
+	/* ---- the encoding ---- */
+	int codec;                  /* kt_codec; default KT_CODEC_COMPACT:
 				     * ~1 byte per event for less flusher CPU
-				     * than any LZ4 codec; KT_SESSION_CODEC_RAW
-				     * for raw chunks (written straight from the
-				     * rings, ~17 bytes per event) */
+				     * than any LZ4 codec; KT_CODEC_NONE (0
+				     * with KT_GIVEN_CODEC) for raw chunks
+				     * (written straight from the rings, ~17
+				     * bytes per event) */
 	int codec_level;            /* default 1: LZ4 acceleration for the LZ4
 				     * codecs; kt_writer_chunk() says what it
 				     * means for the compact ones */
+
+	/* ---- the writes ---- */
 	int io;                     /* kt_io_backend; default KT_IO_AUTO: io_uring
 				     * for a regular file or block device (not
-				     * O_APPEND), pwrite otherwise */
-	uint64_t flush_period_ns;   /* default 1 ms */
-	uint64_t fsync_interval_ns; /* 0: fdatasync only at stop */
-	const char *workload;       /* header strings; may be NULL */
-	const char *run_id;
-	const char *capture_id;
-	uint64_t epoch;
-	uint32_t note_count;
-	const char *const *notes;
-
-	/* A byte cap, keep-newest segments and their callbacks are the
-	 * capture manager's (katra/capture.h: kt_manager_options.max_bytes
-	 * and cap_policy), not a session's: a session writes the one file it
-	 * is given. */
-	uint64_t max_duration_ns;   /* recorded in the header; not enforced here */
-
-	/* Crash files: back the rings with files in CRASH_DIR/katra-<pid>/
-	 * ("" means /dev/shm) so `katra recover` can rebuild the trace of a
-	 * process that died.  NULL: the environment's KT_CRASH_DIR, if set
-	 * and not empty; otherwise off.  The emit path costs the same. */
-	const char *crash_dir;
-
+				     * O_APPEND), pwrite otherwise; the
+				     * environment's KT_IO=pwrite|uring|auto
+				     * overrides it */
+	uint64_t flush_period_ns;   /* how often the flusher drains the rings
+				     * (sooner when a ring passes its
+				     * watermark); default 1 ms */
+	uint64_t fsync_interval_ns; /* default 0: fdatasync only at stop (as
+				     * @stop_sync says) */
 	/* How long a write to a pipe, socket or terminal may wait for its
 	 * reader to make room (a reader stopped, paused in a pager, stuck)
 	 * before the session gives up on the file: its I/O error is then
@@ -179,14 +196,54 @@ typedef struct kt_session_options {
 	 * KT_IO_TIMEOUT_DEFAULT_NS; UINT64_MAX waits for ever.  Regular
 	 * files and devices are not affected. */
 	uint64_t io_timeout_ns;
+	/* kt_stop_sync; default KT_STOP_SYNC_DATA: kt_session_stop()
+	 * fdatasync()s the file before it returns (0.2-0.6 s for hundreds of
+	 * MB on a disk), so a stop that returned 0 survives a power cut.
+	 * KT_STOP_SYNC_NONE leaves the pages to the kernel: the file is
+	 * complete for every reader at once, durable later. */
+	int stop_sync;
 
+	/* ---- the header's strings and numbers (each may be NULL or 0) ---- */
+	const char *workload;       /* what ran */
+	const char *run_id;         /* the run this trace belongs to */
+	const char *capture_id;     /* the capture, as the manager names it */
+	uint64_t epoch;             /* the capture's epoch */
+	uint32_t note_count;        /* @notes' length */
+	const char *const *notes;   /* free-form strings kept in the header */
+	/* A byte cap, keep-newest segments and their callbacks are the
+	 * capture manager's (katra/capture.h: kt_manager_options.max_bytes
+	 * and cap_policy), not a session's: a session writes the one file it
+	 * is given. */
+	uint64_t max_duration_ns;   /* recorded in the header; not enforced here */
+
+	/* ---- the rings ---- */
+	/*
+	 * The rings and what a full one does, for this session: @ring_size
+	 * (as kt_config.ring_size) and @overflow (KT_OVERFLOW_WAIT with
+	 * KT_GIVEN_OVERFLOW, KT_OVERFLOW_BLOCK or KT_OVERFLOW_DROP; 0 without
+	 * the bit keeps the process's, from kt_init() or the default WAIT)
+	 * are set process-wide as the session starts, as kt_init() would set
+	 * them.  Rings that already exist keep their size (a thread that
+	 * emitted before keeps its ring); new ones get this one.
+	 * kt_session_start() fails with -EINVAL for a size or policy
+	 * kt_init() refuses.
+	 */
+	size_t ring_size;
+	int overflow;
+	/* Rings made and faulted in by kt_session_start() for up to this many
+	 * (<= 16) threads to come, which then pay nothing on first use (else
+	 * ~1 ms per MiB of ring, on the thread); default 0: none; none with
+	 * crash files. */
+	unsigned spare_rings;
+
+	/* ---- flight mode ---- */
 	/*
 	 * kt_session_mode; default KT_SESSION_NORMAL.  KT_SESSION_FLIGHT is a
 	 * flight recorder: nothing is written while it records (@path, @fd
-	 * and the codec's I/O options are not used); each thread's ring keeps
+	 * and the writes' options are not used); each thread's ring keeps
 	 * its newest events, a full ring overwriting its oldest instead of
-	 * dropping the newest (the emit path costs the same;
-	 * kt_config.overflow does not apply), and
+	 * dropping the newest (the emit path costs the same; @overflow and
+	 * kt_config.overflow do not apply), and
 	 * kt_session_snapshot() writes the newest window to a trace file
 	 * whenever asked.  @codec and @codec_level are the snapshots'.  The
 	 * rings of threads that exit stay (their events in snapshots) until
@@ -195,44 +252,23 @@ typedef struct kt_session_options {
 	 * thread's newest window, its overwritten events counted.
 	 */
 	int mode;
-	/* KT_SESSION_FLIGHT only: take snapshots asked for by `katra
-	 * snapshot PID`, from processes of this user only, over a socket in
-	 * $XDG_RUNTIME_DIR/katra/ (when that directory is this user's and
-	 * 0700; else /tmp/katra-UID/, made 0700), served by a thread of
-	 * katra's until the session stops.  The snapshot is written into
-	 * memory and handed to the client, which writes the file: no client
-	 * makes this process write a file, and none holds up the stop, a
-	 * kt_name() or the exit (SECURITY.md §5). */
+	/* KT_SESSION_FLIGHT only; default 0: off.  Non-zero: take snapshots
+	 * asked for by `katra snapshot PID`, from processes of this user only,
+	 * over a socket in $XDG_RUNTIME_DIR/katra/ (when that directory is
+	 * this user's and 0700; else /tmp/katra-UID/, made 0700), served by a
+	 * thread of katra's until the session stops.  The snapshot is written
+	 * into memory and handed to the client, which writes the file: no
+	 * client makes this process write a file, and none holds up the stop,
+	 * a kt_name() or the exit (SECURITY.md §5). */
 	int listen;
 
-	/*
-	 * The rings and what a full one does, for this session: @ring_size
-	 * (as kt_config.ring_size) and @overflow (KT_OVERFLOW_BLOCK,
-	 * KT_OVERFLOW_DROP, or KT_SESSION_OVERFLOW_WAIT for WAIT; 0 keeps
-	 * the process's, from kt_init() or the default WAIT: KT_OVERFLOW_WAIT
-	 * is 0) are set process-wide as the session starts,
-	 * as kt_init() would set them.  Rings that already exist keep their
-	 * size (a thread that emitted before keeps its ring); new ones get
-	 * this one.  kt_session_start() fails with -EINVAL for a size or
-	 * policy kt_init() refuses.
-	 */
-	size_t ring_size;
-	int overflow;
-	/* kt_stop_sync; default KT_STOP_SYNC_DATA: kt_session_stop()
-	 * fdatasync()s the file before it returns (0.2-0.6 s for hundreds of
-	 * MB on a disk), so a stop that returned 0 survives a power cut.
-	 * KT_STOP_SYNC_NONE leaves the pages to the kernel: the file is
-	 * complete for every reader at once, durable later. */
-	int stop_sync;
-	/* Rings made and faulted in by kt_session_start() for up to this many
-	 * (<= 16) threads to come, which then pay nothing on first use (else
-	 * ~1 ms per MiB of ring, on the thread); none with crash files. */
-	unsigned spare_rings;
+	/* ---- crash files ---- */
+	/* Back the rings with files in CRASH_DIR/katra-<pid>/ ("" means
+	 * /dev/shm) so `katra recover` can rebuild the trace of a process
+	 * that died.  NULL: the environment's KT_CRASH_DIR, if set and not
+	 * empty; otherwise off.  The emit path costs the same. */
+	const char *crash_dir;
 } kt_session_options;
-
-/** kt_session_options.overflow for KT_OVERFLOW_WAIT: 0 there keeps the
- * process's policy, which kt_init() may have made another. */
-#define KT_SESSION_OVERFLOW_WAIT (-1)
 
 /** kt_session_options.stop_sync. */
 typedef enum kt_stop_sync {
@@ -278,7 +314,7 @@ typedef struct kt_summary {
 /**
  * kt_session_start - start writing every thread's ring into a new trace.
  * @path: the file to create, or to replace; ignored when @opts names an fd
- *        (@opts->use_fd, or @opts->fd > 0).  An existing file is cut only
+ *        (@opts->fd > 0, or KT_GIVEN_FD).  An existing file is cut only
  *        once every other step of the start has worked: a start that fails
  *        for any reason but writing the file itself leaves it as it was,
  *        and removes a file it created.  A FIFO without a reader fails

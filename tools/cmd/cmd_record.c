@@ -49,19 +49,34 @@ extern char **environ;
 
 #define MAX_PROCS 1024 /* processes' files a record takes */
 
+/* A number and that it was given, so that 0 is passed on rather than
+ * taken for "not given" (--codec 0 is KT_CODEC_NONE: raw chunks). */
+struct given_num {
+	uint64_t v;
+	int given;
+};
+
 struct rec_args {
 	const char *out, *dir, *categories, *crash;
-	uint64_t codec, ring;
+	struct given_num codec;
+	uint64_t ring;
 	int flight, keep, top;
 	int dir_given; /* an existing --dir may be used; OUT.d must be new */
 };
+
+static int opt_given_ns(const char *cmd, const struct opt *o, const char *value, void *dst)
+{
+	struct given_num *g = dst;
+	g->given = 1;
+	return opt_ns(cmd, o, value, &g->v);
+}
 
 static const struct opts_spec record_spec = {
 	.cmd = "record", .npos = 0, .unknown = "unknown option or missing value",
 	.opts = (const struct opt[]){
 		{ "-o", opt_str, offsetof(struct rec_args, out), .wants = "a file" },
 		{ "--dir", opt_str, offsetof(struct rec_args, dir), .wants = "a directory" },
-		{ "--codec", opt_ns, offsetof(struct rec_args, codec), .wants = "a codec id" },
+		{ "--codec", opt_given_ns, offsetof(struct rec_args, codec), .wants = "a codec id" },
 		{ "--ring-size", opt_ns, offsetof(struct rec_args, ring), .wants = "bytes" },
 		{ "--categories", opt_str, offsetof(struct rec_args, categories),
 		  .wants = "a category list" },
@@ -77,7 +92,7 @@ static const struct opts_spec record_spec = {
 		"  -o OUT            the trace of every process, merged (default\n"
 		"                    record.katra; never replaced)\n"
 		"  --dir DIR         the capture directory (default OUT.d, made new)\n"
-		"  --codec N         kt_codec of the files (default compact)\n"
+		"  --codec N         kt_codec of the files, 0 raw (default compact)\n"
 		"  --ring-size B     bytes per thread ring (a power of two)\n"
 		"  --categories L    as KT_CATEGORIES: \"-physics\", \"render,io\"\n"
 		"  --crash-dir D     crash files under D: a process that was killed is\n"
@@ -123,8 +138,8 @@ static int set_num(const char *name, uint64_t v)
 static int set_env(const struct rec_args *a, const char *absdir)
 {
 	int rc = setenv("KT_RECORD_DIR", absdir, 1);
-	if (!rc && a->codec)
-		rc = set_num("KT_RECORD_CODEC", a->codec);
+	if (!rc && a->codec.given)
+		rc = set_num("KT_RECORD_CODEC", a->codec.v);
 	if (!rc && a->ring)
 		rc = set_num("KT_RECORD_RING", a->ring);
 	if (!rc && a->flight)
