@@ -228,7 +228,30 @@ typedef struct kt_session_options {
 	 * (<= 16) threads to come, which then pay nothing on first use (else
 	 * ~1 ms per MiB of ring, on the thread); none with crash files. */
 	unsigned spare_rings;
+	/*
+	 * kt_session_sched; default KT_SCHED_OFF, or the environment's
+	 * KT_SCHED=1.  KT_SCHED_ON: the flusher follows each traced thread's
+	 * context switches (perf_event_open() on the thread, no root needed
+	 * at perf_event_paranoid <= 2) and writes them as scheduler records,
+	 * so readers can say a zone's on-CPU and off-CPU time.  Emits cost
+	 * the same: the kernel writes the switches, the flusher reads them.
+	 * At most KT_SCHED_MAX_THREADS threads at once (a message says when
+	 * more are left out).  Where the kernel refuses (perf_event_paranoid
+	 * 3, seccomp, a container) the session starts anyway, says why once
+	 * on stderr, and the file says scheduler data is absent.  Not in
+	 * flight sessions.
+	 */
+	int sched;
 } kt_session_options;
+
+/** kt_session_options.sched. */
+typedef enum kt_session_sched {
+	KT_SCHED_OFF = 0,
+	KT_SCHED_ON = 1,
+} kt_session_sched;
+
+/** Threads whose context switches one session follows at once. */
+#define KT_SCHED_MAX_THREADS 256u
 
 /** kt_session_options.overflow for KT_OVERFLOW_WAIT: 0 there keeps the
  * process's policy, which kt_init() may have made another. */
