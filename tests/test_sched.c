@@ -23,8 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <katra/katra.h>
 #include <katra/reader.h>
+
+#include "cli.h"
 
 /* What a trace holds of scheduling. */
 struct sched_seen {
@@ -287,15 +290,17 @@ static void deny_perf(void)
  * says it is absent (the header flag and a note), with no scheduler
  * record: a reader shows "absent", not zero off-CPU time.
  */
-Test(sched, refused_perf_event_open_leaves_a_working_session_saying_absent, .timeout = 60)
+/* In a child of its own (the filter stays there): perf_event_open refused,
+ * a session asked for scheduler records writes three 5 ms zones to @path,
+ * its stderr to @errpath.  The session must start and end well and have
+ * written its 6 events. */
+static void record_refused(const char *path, const char *errpath)
 {
-	char *path = tmp_path("refused"), *errpath = tmp_path("refused-err");
 	fflush(NULL);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		FILE *e = freopen(errpath, "w", stderr);
-		if (!e)
+		if (!freopen(errpath, "w", stderr))
 			_exit(21);
 		setvbuf(stderr, NULL, _IONBF, 0); /* _exit() flushes nothing */
 		deny_perf();
@@ -318,6 +323,12 @@ Test(sched, refused_perf_event_open_leaves_a_working_session_saying_absent, .tim
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st), "child died");
 	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+}
+
+Test(sched, refused_perf_event_open_leaves_a_working_session_saying_absent, .timeout = 60)
+{
+	char *path = tmp_path("refused"), *errpath = tmp_path("refused-err");
+	record_refused(path, errpath);
 	struct sched_seen k;
 	read_sched(path, 1, &k);
 	cr_assert_eq(k.hdr_flags & (KT_HDR_SCHED | KT_HDR_SCHED_ABSENT), KT_HDR_SCHED_ABSENT);
@@ -355,4 +366,144 @@ Test(sched, off_by_default, .timeout = 60)
 	cr_assert_eq(k.sched_records, 0);
 	unlink(path);
 	free(path);
+}
+
+/* ---- katra stats: on-CPU and off-CPU per zone ------------------------------ */
+
+/* `katra stats --json @path`'s object. */
+static json_t *stats_of(const char *path)
+{
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "stats", "--json", path, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	json_error_t e;
+	json_t *o = json_loadb(p.out, p.out_len, 0, &e);
+	cr_assert(o, "%s", e.text);
+	return o;
+}
+
+/* The element of array @a whose "name" is @name. */
+static json_t *named(json_t *a, const char *name)
+{
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		const char *n = json_string_value(json_object_get(json_array_get(a, i), "name"));
+		if (n && !strcmp(n, name))
+			return json_array_get(a, i);
+	}
+	cr_assert_fail("no %s", name);
+	return NULL;
+}
+
+/* A sched row's figures. */
+struct row {
+	json_int_t zones, not_covered, on, off, blocked, preempted, total;
+};
+
+static struct row sched_row(json_t *o, const char *name)
+{
+	struct row r;
+	json_t *z = named(json_object_get(json_object_get(o, "sched"), "zones"), name);
+	cr_assert_eq(json_unpack(z, "{s:I,s:I,s:I,s:I,s:I,s:I}", "zones", &r.zones, "not_covered",
+				 &r.not_covered, "on_cpu_ns", &r.on, "off_cpu_ns", &r.off,
+				 "blocked_ns", &r.blocked, "preempted_ns", &r.preempted),
+		     0, "%s", name);
+	/* The zone's total time, from the names table. */
+	cr_assert_eq(json_unpack(named(json_object_get(o, "names"), name), "{s:{s:I}}", "zone",
+				 "total_ns", &r.total),
+		     0, "%s", name);
+	return r;
+}
+
+/*
+ * Must-show 1: examples/offcpu's zones, 5 rounds.  "sleep" (a 10 ms
+ * nanosleep) is off the CPU 10 ms +-10% a zone, blocked; "mutex" (waits
+ * while another thread holds the lock 10 ms) is mostly off the CPU,
+ * blocked; "spin" never blocks (it calls no system call) and is mostly on
+ * it (what preemption a loaded machine makes is its only off-CPU time).
+ * Each zone's on-CPU and off-CPU time add up to its duration exactly.
+ * Without scheduler records the rows are not there at all.
+ */
+#ifdef KT_OFFCPU
+Test(stats, offcpu_zones_sleep_wait_and_spin, .timeout = 120)
+{
+	char *path = tmp_path("offcpu"), cmd[512];
+	snprintf(cmd, sizeof(cmd), "%s %s 5", KT_OFFCPU, path);
+	cr_assert_eq(system(cmd), 0);
+	json_t *o = stats_of(path);
+	json_int_t followed = 0;
+	cr_assert_eq(json_unpack(o, "{s:{s:b,s:I}}", "sched", "present", &(int){ 0 },
+				 "threads_followed", &followed),
+		     0);
+	cr_assert(json_is_true(json_object_get(json_object_get(o, "sched"), "present")));
+	cr_assert_eq(followed, 1);
+	const char *zones[] = { "sleep", "mutex", "spin" };
+	for (int i = 0; i < 3; i++) {
+		struct row r = sched_row(o, zones[i]);
+		cr_assert_eq(r.zones, 5, "%s", zones[i]);
+		cr_assert_eq(r.not_covered, 0, "%s", zones[i]);
+		cr_assert_eq(r.on + r.off, r.total, "%s: on + off is the zones' time", zones[i]);
+		cr_assert_eq(r.blocked + r.preempted, r.off);
+	}
+	struct row sl = sched_row(o, "sleep"), mu = sched_row(o, "mutex"), sp = sched_row(o, "spin");
+	/* A 10 ms sleep is off the CPU 10 ms and more: the wake-up waits for
+	 * a CPU on a loaded machine, which is off-CPU time too.  So: at least
+	 * 9 ms a zone, and all of the zone but 10% of 10 ms a zone. */
+	cr_assert_geq(sl.off, 5 * 9000000, "sleep: %lld ns off-CPU in 5 zones", (long long)sl.off);
+	cr_assert_leq(sl.total - sl.off, 5 * 1000000, "sleep: %lld ns on-CPU in 5 zones",
+		      (long long)(sl.total - sl.off));
+	cr_assert_gt(sl.blocked, 5 * 9000000);
+	cr_assert_gt(mu.blocked, mu.on, "mutex: blocked mostly");
+	cr_assert_gt(mu.blocked, 5 * 5000000);
+	/* The spin zone calls nothing that sleeps, but its first begin interns
+	 * its site (a lock the flusher may hold): at most a sliver blocked. */
+	cr_assert_lt(sp.blocked, sp.total / 10, "spin: %lld ns blocked", (long long)sp.blocked);
+	/* What else it spends off the CPU is preemption: on a machine of
+	 * two loaded cores (CI's) that may be half of it; alone, ~0 (the
+	 * report's run). */
+	cr_assert_gt(sp.on, sp.total / 10, "spin: %lld ns on-CPU", (long long)sp.on);
+	cr_assert_gt(sl.blocked, 9 * sl.total / 10, "sleep: blocked 90%% of it and more");
+	json_decref(o);
+
+	/* The text says the same in its table. */
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "stats", path, NULL });
+	cr_assert_eq(p.status, 0);
+	cr_assert(strstr(p.out, "off-CPU time per zone (scheduler records: 1 threads followed"));
+	unlink(path);
+	free(path);
+}
+#endif
+
+/* A file whose session was refused: stats says absent and why; a file
+ * nobody asked of has no sched key at all (no zero off-CPU anywhere). */
+Test(stats, absent_is_said_not_zero, .timeout = 60)
+{
+	char *path = tmp_path("absent"), *errpath = tmp_path("absent-err");
+	record_refused(path, errpath);
+	json_t *o = stats_of(path);
+	json_t *sched = json_object_get(o, "sched");
+	cr_assert(json_is_false(json_object_get(sched, "present")));
+	cr_assert(strstr(json_string_value(json_object_get(sched, "why")),
+			 "perf_event_open refused: Operation not permitted"));
+	cr_assert_null(json_object_get(sched, "zones"));
+	json_decref(o);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "stats", path, NULL });
+	cr_assert(strstr(p.out, "scheduler data: absent (perf_event_open refused"));
+	cr_assert_null(strstr(p.out, "off-CPU"));
+	unlink(path);
+
+	kt_session *s;
+	unsetenv("KT_SCHED");
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	kt_zone_begin(kt_name("work"));
+	kt_zone_end(kt_name("work"));
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	o = stats_of(path);
+	cr_assert_null(json_object_get(o, "sched"));
+	json_decref(o);
+	unlink(path);
+	unlink(errpath);
+	free(path);
+	free(errpath);
 }
