@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	}
 	if (pthread_create(&t, NULL, holder, &rounds))
 		return 1;
-	kt_name("main");
+	kt_thread_name("main");
 	KT_MESSAGE("log", "start"); /* the ring first: followed from here */
 	pause_ns(5 * 1000000L);     /* a flush period or more to be seen */
 	for (int i = 0; i < rounds; i++) {

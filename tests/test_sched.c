@@ -28,6 +28,7 @@
 #include <katra/reader.h>
 
 #include "cli.h"
+#include "tools/perfetto_trace.pb-c.h"
 
 /* What a trace holds of scheduling. */
 struct sched_seen {
@@ -507,3 +508,106 @@ Test(stats, absent_is_said_not_zero, .timeout = 60)
 	free(path);
 	free(errpath);
 }
+
+/* ---- katra export --perfetto: thread states --------------------------------- */
+
+#ifdef KT_OFFCPU
+struct pf_seen {
+	int32_t tid;             /* the thread named "main" */
+	unsigned outs_blocked, outs_preempted, ins, other;
+	int in_state;            /* 1 after a switch in, 0 after one out */
+	int alternates;          /* every switch of it flips in_state */
+	uint64_t boot, mono;     /* the clock snapshot's BOOTTIME and MONOTONIC */
+};
+
+static void pf_switch(struct pf_seen *k, const Perfetto__Protos__SchedSwitchFtraceEvent *sw)
+{
+	if (sw->prev_pid == k->tid && sw->next_pid == 0) {
+		k->outs_blocked += sw->prev_state == 1;
+		k->outs_preempted += sw->prev_state == 0;
+		k->alternates &= k->in_state != 0;
+		k->in_state = 0;
+	} else if (sw->next_pid == k->tid && sw->prev_pid == 0) {
+		k->ins++;
+		k->alternates &= k->in_state != 1;
+		k->in_state = 1;
+	} else {
+		k->other++;
+	}
+}
+
+static void pf_walk(const Perfetto__Protos__Trace *tr, struct pf_seen *k)
+{
+	for (size_t i = 0; i < tr->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *pk = tr->packet[i];
+		const Perfetto__Protos__TrackDescriptor *td = pk->track_descriptor;
+		if (pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR &&
+		    td->thread && td->thread->thread_name && !strcmp(td->thread->thread_name, "main"))
+			k->tid = td->thread->tid;
+		if (pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
+			for (size_t c = 0; c < pk->clock_snapshot->n_clocks; c++) {
+				const Perfetto__Protos__ClockSnapshot__Clock *cl =
+					pk->clock_snapshot->clocks[c];
+				if (cl->clock_id == 6)
+					k->boot = cl->timestamp;
+				if (cl->clock_id == 3 && !k->mono)
+					k->mono = cl->timestamp;
+			}
+	}
+	for (size_t i = 0; i < tr->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *pk = tr->packet[i];
+		if (pk->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+			continue;
+		for (size_t e = 0; e < pk->ftrace_events->n_event; e++)
+			pf_switch(k, pk->ftrace_events->event[e]->sched_switch);
+	}
+}
+
+/*
+ * Must-show 4 (protoc part): examples/offcpu exported with --perfetto has
+ * the main thread's switches as ftrace sched_switch events of its tid
+ * (the tid of its ThreadDescriptor): a switch out blocked (prev_state 1)
+ * for each sleep and mutex zone at least, each followed by a switch in;
+ * BOOTTIME, ftrace's clock, stated equal to MONOTONIC.  protoc decodes the
+ * file against the checked-in schema, whose new messages carry Perfetto's
+ * field numbers (FtraceEventBundle 1 in TracePacket; cpu 1, event 2;
+ * timestamp 1, pid 2, sched_switch 4; prev_comm 1 .. next_prio 7).
+ */
+Test(perfetto, offcpu_thread_states_as_sched_switch, .timeout = 120)
+{
+	char *path = tmp_path("pf"), cmd[1024], out[160], txt[160];
+	snprintf(cmd, sizeof(cmd), "%s %s 3", KT_OFFCPU, path);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(out, sizeof(out), "/tmp/katra-sched-pf-%d.pftrace", (int)getpid());
+	snprintf(txt, sizeof(txt), "/tmp/katra-sched-pf-%d.txt", (int)getpid());
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--perfetto", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	snprintf(cmd, sizeof(cmd),
+		 "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools perfetto_trace.proto "
+		 "< %s > %s && grep -c 'prev_state: 1' %s",
+		 KT_SRC_DIR, out, txt, txt);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	size_t len = 0;
+	uint8_t *bytes = t_slurp(out, &len);
+	cr_assert_not_null(bytes);
+	Perfetto__Protos__Trace *tr = perfetto__protos__trace__unpack(NULL, len, bytes);
+	cr_assert_not_null(tr);
+	struct pf_seen k = { .tid = -1, .alternates = 1, .in_state = -1 };
+	pf_walk(tr, &k);
+	cr_assert_gt(k.tid, 0, "a thread named main");
+	cr_assert_geq(k.outs_blocked, 6, "sleep and mutex, 3 rounds: %u", k.outs_blocked);
+	cr_assert_geq(k.ins, k.outs_blocked);
+	cr_assert(k.alternates, "out, in, out, in");
+	cr_assert_eq(k.other, 0);
+	cr_assert_neq(k.mono, 0);
+	cr_assert_eq(k.boot, k.mono);
+	perfetto__protos__trace__free_unpacked(tr, NULL);
+	free(bytes);
+	unlink(out);
+	unlink(txt);
+	unlink(path);
+	free(path);
+}
+#endif
