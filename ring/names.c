@@ -47,15 +47,15 @@ static int rehash(size_t cap)
 }
 
 /*
- * Tell @fn of @id.  A call site's key (ring/site.c) holds its name, file
- * and function, each NUL-terminated, then its line and category id: a
- * plain name never holds a zero byte, so the two never meet in the table.
+ * Tell @fn of name @id, whose key @k is @len bytes.  A call site's key
+ * (ring/site.c) holds its name, file and function, each NUL-terminated,
+ * then its line and category id: a plain name never holds a zero byte, so
+ * the two never meet in the table.
  */
-static void report(kt__name_fn fn, void *ctx, uint32_t id)
+static void report_key(kt__name_fn fn, void *ctx, uint32_t id, const char *k, size_t len)
 {
-	const char *k = by_id[id];
 	size_t n = strlen(k);
-	if (n == lens[id]) {
+	if (n == len) {
 		fn(ctx, id, k, n, NULL);
 		return;
 	}
@@ -65,9 +65,14 @@ static void report(kt__name_fn fn, void *ctx, uint32_t id)
 	loc.file_len = (uint32_t)strlen(loc.file);
 	loc.function = loc.file + loc.file_len + 1;
 	loc.function_len = (uint32_t)strlen(loc.function);
-	memcpy(&loc.line, k + lens[id] - 8, 4);
-	memcpy(&loc.category, k + lens[id] - 4, 4);
+	memcpy(&loc.line, k + len - 8, 4);
+	memcpy(&loc.category, k + len - 4, 4);
 	fn(ctx, id, k, n, &loc);
+}
+
+static void report(kt__name_fn fn, void *ctx, uint32_t id)
+{
+	report_key(fn, ctx, id, by_id[id], lens[id]);
 }
 
 uint32_t kt_name(const char *name)
@@ -124,14 +129,34 @@ out:
 	return id;
 }
 
+/*
+ * The flusher's @fn writes (and may flush its buffer) for each name: done
+ * under names_lock, a producer meeting its first name would wait on that
+ * I/O.  So the keys are copied out a batch at a time and told unlocked;
+ * a key is never freed nor moved once interned (only by_id, the array of
+ * pointers, is reallocated), so its pointer stays good without the lock.
+ */
 uint32_t kt__names_after(uint32_t after, kt__name_fn fn, void *ctx)
 {
-	pthread_mutex_lock(&names_lock);
-	uint32_t n = count;
-	for (uint32_t id = after + 1; id <= n; id++)
-		report(fn, ctx, id);
-	pthread_mutex_unlock(&names_lock);
-	return n > after ? n : after;
+	enum { BATCH = 64 };
+	const char *keys[BATCH];
+	size_t klen[BATCH];
+
+	for (;;) {
+		pthread_mutex_lock(&names_lock);
+		uint32_t n = 0;
+		while (n < BATCH && after + 1 + n <= count) {
+			keys[n] = by_id[after + 1 + n];
+			klen[n] = lens[after + 1 + n];
+			n++;
+		}
+		pthread_mutex_unlock(&names_lock);
+		if (n == 0)
+			return after;
+		for (uint32_t i = 0; i < n; i++)
+			report_key(fn, ctx, after + 1 + i, keys[i], klen[i]);
+		after += n;
+	}
 }
 
 void kt__names_set_log(kt__name_fn fn, void *ctx)

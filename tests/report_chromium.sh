@@ -146,7 +146,7 @@ if st["frames"]["count"]:
 flame = sum(node[2] for node in data["flame"])
 zones = sum(t.get("zones_ns", 0) for t in st["threads"])
 # Equal whatever was lost: both count the self time of the zones that
-# ended (tools/stats.h), so a loaded machine's lossy run is compared too.
+# ended (tools/analysis/stats.h), so a loaded machine's lossy run is compared too.
 assert flame == zones, "flame root total (%d events dropped)" % st["dropped"]
 print("frames %d, %d names, flame %d ns" % (st["frames"]["count"], len(st["names"]), flame))
 PY

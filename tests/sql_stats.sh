@@ -54,7 +54,7 @@ stats_zones() { # $1 stats json
   jq -c '[.names[] | select(.zone) | {name, c: .zone.count, t: .zone.total_ns,
           s: .zone.self_ns, p50: .zone.p50_ns, p99: .zone.p99_ns}] | sort_by(.name)' "$1"
 }
-# The value at stats' rank of percentile p (tools/hist.c: hist_pct()).
+# The value at stats' rank of percentile p (tools/pipeline/hist.c: hist_pct()).
 pct="CREATE MACRO pct(l, p) AS list_sort(l)[floor(p * (len(l) - 1))::BIGINT + 1];"
 sql_zones() { # $1 trace; exit status of katra in $tmp/sql_rc
   local rc=0

@@ -17,6 +17,8 @@
 
 #include <katra/katra.h>
 
+#include "ring/ring.h"
+
 #define TORN_MAGIC UINT64_C(0x5bd1e9955bd1e995)
 
 static char *tmp_trace(const char *tag)
@@ -655,6 +657,44 @@ Test(ring, name_ids_survive_shutdown)
 	cr_assert_neq(other, emit);
 	cr_assert_eq(kt_name("parse"), parse);
 	cr_assert_eq(kt_name("emit"), emit);
+}
+
+/*
+ * The flusher tells its writer of new names through kt__names_after();
+ * that writer may flush to disk.  Told under the names lock, a producer
+ * interning its first name would wait on that I/O: here the callback
+ * itself interns, which deadlocked (timeout) while the lock was held.
+ */
+struct told {
+	uint32_t ids[8], n, inner;
+};
+
+static void tell_and_intern(void *ctx, uint32_t id, const char *s, size_t len,
+			    const kt_srcloc *loc)
+{
+	struct told *t = ctx;
+	(void)s, (void)len, (void)loc;
+	if (t->n < 8)
+		t->ids[t->n++] = id;
+	if (!t->inner)
+		t->inner = kt__intern("named while told", 16);
+}
+
+Test(ring, names_are_told_without_the_names_lock, .timeout = 20)
+{
+	uint32_t base = kt_name("told base");
+	uint32_t a = kt_name("told a"), b = kt_name("told b");
+	struct told t = { 0 };
+	uint32_t last = kt__names_after(base, tell_and_intern, &t);
+	cr_assert_eq(a, base + 1);
+	cr_assert_eq(b, base + 2);
+	cr_assert_eq(t.inner, base + 3, "the callback's own name: %u", t.inner);
+	/* A name interned while names were told is told in the same call. */
+	cr_assert_eq(t.n, 3);
+	cr_assert_eq(t.ids[0], a);
+	cr_assert_eq(t.ids[1], b);
+	cr_assert_eq(t.ids[2], t.inner);
+	cr_assert_eq(last, t.inner);
 }
 
 /* ---- thread names with no session (issue 25, item 5) ------------------- */

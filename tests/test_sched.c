@@ -28,7 +28,7 @@
 #include <katra/reader.h>
 
 #include "cli.h"
-#include "tools/perfetto_trace.pb-c.h"
+#include "tools/export/perfetto_trace.pb-c.h"
 
 /* What a trace holds of scheduling. */
 struct sched_seen {
@@ -585,7 +585,7 @@ Test(perfetto, offcpu_thread_states_as_sched_switch, .timeout = 120)
 	run_katra(&p, (const char *const[]){ "export", "--perfetto", path, out, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
 	snprintf(cmd, sizeof(cmd),
-		 "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools perfetto_trace.proto "
+		 "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools/export perfetto_trace.proto "
 		 "< %s > %s && grep -c 'prev_state: 1' %s",
 		 KT_SRC_DIR, out, txt, txt);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);

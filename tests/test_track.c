@@ -14,7 +14,7 @@
 #include <xxhash.h>
 
 #include "format/format.h"
-#include "tools/tracks.h"
+#include "tools/pipeline/tracks.h"
 #include "fxt.h"
 #include "perfetto.h"
 
@@ -461,7 +461,7 @@ Test(track, chrome_export_draws_a_row_per_track)
 		} else if (!strcmp(ph, "X")) {
 			cr_assert_lt(nx, 3);
 			cr_assert_str_eq(name, want[nx]);
-			/* each time carries 0.3 ns (tools/digits.h) */
+			/* each time carries 0.3 ns (tools/pipeline/digits.h) */
 			double t = json_number_value(json_object_get(e, "ts")) - 123456.0 - 0.0003 - ts[nx];
 			double d = json_number_value(json_object_get(e, "dur")) - 0.0003 - dur[nx];
 			cr_assert(t < 1e-6 && t > -1e-6, "zone %zu's ts off by %g", nx, t);

@@ -197,7 +197,7 @@ KT_API int kt_reader_rewind(kt_reader *r);
  * function) and the name id of their category.  Its strings stay valid
  * as the frame's do (until the next call on the reader).  A trace gives
  * each id's location once, usually near the id's name entry; keep what
- * you need of it, as `katra stats` does (tools/tables.h).
+ * you need of it, as `katra stats` does (tools/pipeline/tables.h).
  *
  * Return: the location, or NULL when @f is not a KT_FRAME_SRCLOC frame.
  * Any thread that may use @f.
