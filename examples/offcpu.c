@@ -2,7 +2,9 @@
  * offcpu - issue #31's program: why a zone was slow.  One thread runs three
  * zones, each about 10 ms, a few rounds: "sleep" sleeps (off-CPU, blocked),
  * "mutex" waits on a mutex another thread holds for 10 ms (off-CPU,
- * blocked on the lock), "spin" spins on the clock (on-CPU all along).  The
+ * blocked on the lock), "spin" spins on the clock (on-CPU all along),
+ * "pinned" spins on CPU 0 beside a thread that spins there too (off-CPU,
+ * preempted, about half of it).  The
  * session follows its threads' context switches (kt_session_options.sched),
  * so `katra stats` says each zone's on-CPU and off-CPU time.
  *
@@ -11,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -72,6 +75,48 @@ static void contended(void)
 	pthread_mutex_unlock(&lock);
 }
 
+static void spin_ns(long ns)
+{
+	long end = now_ns() + ns;
+	while (now_ns() < end)
+		;
+}
+
+/* The hog: spins on CPU 0 for twice a zone's time. */
+static void *hog(void *arg)
+{
+	(void)arg;
+	spin_ns(2 * ZONE_NS);
+	return NULL;
+}
+
+/* One round of the pinned zone: this thread and the hog on CPU 0 alone,
+ * the zone spinning 2 zones' time; then this thread's CPUs back.  Where
+ * CPU 0 cannot be had the zone only spins. */
+static void pinned(void)
+{
+	cpu_set_t all, zero;
+	pthread_t h;
+	pthread_attr_t a;
+	CPU_ZERO(&zero);
+	CPU_SET(0, &zero);
+	if (pthread_attr_init(&a))
+		return;
+	int got = !sched_getaffinity(0, sizeof(all), &all);
+	int ok = got && !sched_setaffinity(0, sizeof(zero), &zero) &&
+		 !pthread_attr_setaffinity_np(&a, sizeof(zero), &zero) &&
+		 !pthread_create(&h, &a, hog, NULL);
+	pthread_attr_destroy(&a);
+	{
+		KT_ZONE("pinned");
+		spin_ns(2 * ZONE_NS);
+	}
+	if (ok)
+		pthread_join(h, NULL);
+	if (got)
+		sched_setaffinity(0, sizeof(all), &all);
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "offcpu.katra";
@@ -96,10 +141,9 @@ int main(int argc, char **argv)
 		contended();
 		{
 			KT_ZONE("spin");
-			long end = now_ns() + ZONE_NS;
-			while (now_ns() < end)
-				;
+			spin_ns(ZONE_NS);
 		}
+		pinned();
 		KT_FRAME("round");
 	}
 	pthread_join(t, NULL);

@@ -417,11 +417,13 @@ static struct row sched_row(json_t *o, const char *name)
 
 /*
  * Must-show 1: examples/offcpu's zones, 5 rounds.  "sleep" (a 10 ms
- * nanosleep) is off the CPU 10 ms +-10% a zone, blocked; "mutex" (waits
- * while another thread holds the lock 10 ms) is mostly off the CPU,
- * blocked; "spin" never blocks (it calls no system call) and is mostly on
- * it (what preemption a loaded machine makes is its only off-CPU time).
- * Each zone's on-CPU and off-CPU time add up to its duration exactly.
+ * nanosleep) is off the CPU 10 ms and more a zone, blocked; "mutex"
+ * (waits while another thread holds the lock 10 ms) is mostly off the
+ * CPU, blocked; "spin" hardly blocks (it calls no system call) and what
+ * it is off the CPU is preemption by whatever else the machine runs;
+ * "pinned" (spinning on CPU 0 beside another spinning thread) is
+ * preempted.  Each zone's on-CPU and off-CPU time add up to its duration
+ * exactly.
  * Without scheduler records the rows are not there at all.
  */
 #ifdef KT_OFFCPU
@@ -437,8 +439,8 @@ Test(stats, offcpu_zones_sleep_wait_and_spin, .timeout = 120)
 		     0);
 	cr_assert(json_is_true(json_object_get(json_object_get(o, "sched"), "present")));
 	cr_assert_eq(followed, 1);
-	const char *zones[] = { "sleep", "mutex", "spin" };
-	for (int i = 0; i < 3; i++) {
+	const char *zones[] = { "sleep", "mutex", "spin", "pinned" };
+	for (int i = 0; i < 4; i++) {
 		struct row r = sched_row(o, zones[i]);
 		cr_assert_eq(r.zones, 5, "%s", zones[i]);
 		cr_assert_eq(r.not_covered, 0, "%s", zones[i]);
@@ -463,6 +465,12 @@ Test(stats, offcpu_zones_sleep_wait_and_spin, .timeout = 120)
 	 * report's run). */
 	cr_assert_gt(sp.on, sp.total / 10, "spin: %lld ns on-CPU", (long long)sp.on);
 	cr_assert_gt(sl.blocked, 9 * sl.total / 10, "sleep: blocked 90%% of it and more");
+	/* Pinned to CPU 0 beside a thread spinning there: preempted, about
+	 * half of its time (a tenth at least), and not blocked. */
+	struct row pi = sched_row(o, "pinned");
+	cr_assert_gt(pi.preempted, pi.total / 10, "pinned: %lld of %lld ns preempted",
+		     (long long)pi.preempted, (long long)pi.total);
+	cr_assert_lt(pi.blocked, pi.total / 10, "pinned: %lld ns blocked", (long long)pi.blocked);
 	json_decref(o);
 
 	/* The text says the same in its table. */
