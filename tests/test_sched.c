@@ -350,6 +350,80 @@ Test(sched, refused_perf_event_open_leaves_a_working_session_saying_absent, .tim
 	free(errpath);
 }
 
+#define CAP_THREADS (KT_SCHED_MAX_THREADS + 8)
+
+static pthread_barrier_t cap_emitted, cap_release;
+
+static void *cap_thread(void *arg)
+{
+	(void)arg;
+	kt_message(kt_name("log"), "one", 3);
+	pthread_barrier_wait(&cap_emitted);
+	pthread_barrier_wait(&cap_release);
+	return NULL;
+}
+
+/* More threads at once than a session follows: the first 256 it sees are
+ * followed (a follow record each), the rest are not (no follow record:
+ * readers say their off-CPU time is unknown), and stderr says so once. */
+Test(sched, past_the_cap_threads_are_left_out_and_said_once, .timeout = 120)
+{
+	char *path = tmp_path("cap"), *errpath = tmp_path("cap-err");
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		static pthread_t t[CAP_THREADS];
+		if (!freopen(errpath, "w", stderr))
+			_exit(21);
+		setvbuf(stderr, NULL, _IONBF, 0);
+		kt_session_options o = { .sched = KT_SCHED_ON, .ring_size = KT_RING_MIN };
+		kt_session *s;
+		if (kt_session_start(path, &o, &s) != 0)
+			_exit(11);
+		pthread_barrier_init(&cap_emitted, NULL, CAP_THREADS + 1);
+		pthread_barrier_init(&cap_release, NULL, CAP_THREADS + 1);
+		for (unsigned i = 0; i < CAP_THREADS; i++)
+			if (pthread_create(&t[i], NULL, cap_thread, NULL))
+				_exit(12);
+		pthread_barrier_wait(&cap_emitted);
+		sleep_ms(100); /* flush periods: every ring seen while all live */
+		pthread_barrier_wait(&cap_release);
+		for (unsigned i = 0; i < CAP_THREADS; i++)
+			pthread_join(t[i], NULL);
+		_exit(kt_session_stop(s, NULL) != 0 ? 13 : 0);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died");
+	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+	kt_reader *r;
+	kt_event ev;
+	kt_value v;
+	unsigned follows = 0, emitters = 0;
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	while (kt_reader_next(r, &ev) > 0) {
+		follows += ev.type == KT_EV_SCHED && ev.flags == KT_SCHED_FOLLOW &&
+			   kt_event_get_value(&ev, &v);
+		emitters += ev.type == KT_EV_MESSAGE;
+	}
+	kt_reader_close(r);
+	cr_assert_eq(emitters, CAP_THREADS);
+	cr_assert_eq(follows, KT_SCHED_MAX_THREADS);
+	FILE *f = fopen(errpath, "r");
+	char line[512];
+	int said = 0;
+	while (f && fgets(line, sizeof(line), f))
+		said += !!strstr(line, "more threads than KT_SCHED_MAX_THREADS (256)");
+	if (f)
+		fclose(f);
+	cr_assert_eq(said, 1, "stderr says the cap once");
+	unlink(path);
+	unlink(errpath);
+	free(path);
+	free(errpath);
+}
+
 /* Not asked for: neither flag, no record, no perf event opened. */
 Test(sched, off_by_default, .timeout = 60)
 {
@@ -482,6 +556,32 @@ Test(stats, offcpu_zones_sleep_wait_and_spin, .timeout = 120)
 	free(path);
 }
 #endif
+
+/*
+ * Without root (the issue's premise, at perf_event_paranoid 2): run as
+ * root, the test runs examples/offcpu as nobody (setpriv), whose session
+ * must still follow its threads.  A test not run as root is that case
+ * already (the other tests).
+ */
+Test(stats, offcpu_without_root_is_followed, .timeout = 120)
+{
+	if (getuid() != 0 || access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("not root, or no setpriv: the other tests run unprivileged");
+	char *path = tmp_path("nobody"), cmd[512];
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups %s %s 1", KT_OFFCPU,
+		 path);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	json_t *o = stats_of(path);
+	json_int_t followed = 0;
+	cr_assert_eq(json_unpack(o, "{s:{s:I}}", "sched", "threads_followed", &followed), 0);
+	cr_assert(json_is_true(json_object_get(json_object_get(o, "sched"), "present")));
+	cr_assert_eq(followed, 1);
+	cr_assert_gt(sched_row(o, "sleep").blocked, 9000000);
+	json_decref(o);
+	unlink(path);
+	free(path);
+}
 
 /* A file whose session was refused: stats says absent and why; a file
  * nobody asked of has no sched key at all (no zero off-CPU anywhere). */
