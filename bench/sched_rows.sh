@@ -22,7 +22,7 @@ for r in $(seq 1 "$rounds"); do
     row=$(awk '$1 == "katra" { print $6, $7 }' <<<"$txt")
     per=$(awk '$1 == "flusher" { print $2 }' <<<"$txt")
     written=$(awk '$1 == "written" { print $2 }' <<<"$txt")
-    sw=$("$katra" info "$out" | awk '$6 == "katra.sched" { n += $7 - 1 } END { print n + 0 }')
+    sw=$("$katra" info "$out" | awk '$6 == "katra.sched" { n += $8 - 1 } END { print n + 0 }')
     cpu=$(awk -v p="$per" -v w="$written" 'BEGIN { printf "%.2f", p * w / 1e6 }')
     printf '%-4s %-3s %10s %10s %14s %10s %12s\n' "$r" "$([[ $mode == 1 ]] && echo on || echo off)" \
       $row "$cpu" "$sw" "$written"

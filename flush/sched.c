@@ -12,7 +12,8 @@
  * the buffers once a period, after the rings, and writes them as records of
  * type 20 (katra/record.h's kt_sched_what) into a stream of their own: a
  * katra thread id per followed thread (kt__registry_new_id()), its thread
- * entry named "katra.sched" with the followed thread's OS tid.  A stream
+ * entry named "katra.sched TID" after the followed thread's OS tid (its
+ * own OS tid 0: it is no thread of the OS).  A stream
  * of its own, because the buffer is read later than the ring: the merged
  * order of a reader (timestamps across streams) puts each switch between
  * the thread's own events, where a chunk of the thread's own would not.
@@ -49,7 +50,7 @@ struct followed {
 	uint32_t sid;          /* its stream's katra id */
 	uint32_t tid;          /* its OS tid */
 	int fd;
-	uint8_t *map;          /* the control page, then the data pages */
+	void *map;             /* the control page, then the data pages */
 	uint64_t last;         /* the last tick written: the stream's order */
 	int seen;              /* its ring was in this period's snapshot */
 };
@@ -137,9 +138,13 @@ static uint64_t to_ticks(const struct kt__sched *k, uint64_t ns)
 static void flush_batch(kt_session *s, const struct followed *f)
 {
 	struct kt__sched *k = s->sched;
+	char name[32];
 	if (!k->nbuf)
 		return;
-	kt__flush_records(s, f->sid, f->tid, "katra.sched", k->buf, k->nbuf * KT_SCHED_REC, (uint32_t)k->nbuf,
+	/* OS tid 0: the exports place a thread by its OS tid, and this stream
+	 * is not the thread it follows; its name says which that is. */
+	snprintf(name, sizeof(name), "katra.sched %u", f->tid);
+	kt__flush_records(s, f->sid, 0, name, k->buf, k->nbuf * KT_SCHED_REC, (uint32_t)k->nbuf,
 			  k->first, k->lastw);
 	k->nbuf = 0;
 }
@@ -258,8 +263,8 @@ static void take(kt_session *s, struct followed *f, const uint8_t *e, size_t n)
 static void drain_one(kt_session *s, struct followed *f)
 {
 	struct kt__sched *k = s->sched;
-	struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)f->map;
-	const uint8_t *data = f->map + k->page;
+	struct perf_event_mmap_page *pg = f->map; /* page-aligned */
+	const uint8_t *data = (const uint8_t *)f->map + k->page;
 	uint64_t size = (uint64_t)KT_SCHED_PAGES * k->page;
 	/* Acquire: the records below head are written before it (the
 	 * kernel's smp_wmb before its store, documented in perf_event.h). */

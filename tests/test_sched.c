@@ -37,7 +37,7 @@ struct sched_seen {
 	uint32_t owner;           /* the followed thread asked about */
 	uint32_t stream;          /* its stream's katra id */
 	uint32_t stream_tid;      /* its thread entry's OS tid */
-	int stream_named;         /* named "katra.sched" */
+	char stream_name[64];     /* its thread entry's name */
 	uint64_t follow_ts, zone_begin, zone_end;
 	unsigned follows, blocked, preempted, ins, lost;
 	unsigned blocked_in_zone, in_in_zone; /* between zone_begin and zone_end */
@@ -112,7 +112,7 @@ static void read_sched(const char *path, uint32_t owner, struct sched_seen *k)
 	while ((rc = kt_reader_next_frame(r, &f)) > 0)
 		if (f.kind == KT_FRAME_THREAD && f.u.thread.thread_id == k->stream && k->stream) {
 			k->stream_tid = f.u.thread.os_tid;
-			k->stream_named = !strcmp(f.u.thread.name, "katra.sched");
+			snprintf(k->stream_name, sizeof(k->stream_name), "%s", f.u.thread.name);
 		}
 	cr_assert_eq(rc, 0);
 	kt_reader_status st;
@@ -132,7 +132,8 @@ static char *tmp_path(const char *what)
 /*
  * A thread's zone that sleeps 20 ms: its stream holds FOLLOW, then inside
  * the zone a switch out blocked and the switch in after it; the stream is
- * named katra.sched with the thread's OS tid, and the header says so.
+ * named "katra.sched TID" after the thread's OS tid, its own OS tid 0, and
+ * the header says so.
  * Without the flusher's poll there is no record at all.
  */
 Test(sched, a_sleeping_zone_has_its_switches, .timeout = 60)
@@ -157,8 +158,10 @@ Test(sched, a_sleeping_zone_has_its_switches, .timeout = 60)
 	cr_assert_geq(k.blocked_in_zone, 1);
 	cr_assert_geq(k.in_in_zone, 1);
 	cr_assert_neq(k.stream, k.owner);
-	cr_assert_eq(k.stream_tid, (uint32_t)syscall(SYS_gettid));
-	cr_assert(k.stream_named);
+	char want[64];
+	snprintf(want, sizeof(want), "katra.sched %u", (unsigned)syscall(SYS_gettid));
+	cr_assert_eq(k.stream_tid, 0, "no OS thread's");
+	cr_assert_str_eq(k.stream_name, want);
 	cr_assert_eq(k.lost, 0);
 	unlink(path);
 	free(path);

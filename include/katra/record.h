@@ -97,7 +97,7 @@ typedef enum kt_frame_phase {
  * What a KT_EV_SCHED record (type 20, SPEC §4.2) says of the thread its
  * payload names, in its flags.  The records are the kernel's context
  * switches of that thread (flush/sched.c), written by the flusher into a
- * stream of their own (a katra thread id of its own, named "katra.sched"),
+ * stream of their own (a katra thread id of its own, named "katra.sched TID"),
  * in time order.  The payload is the followed thread's katra id, then the
  * CPU (or, for KT_SCHED_LOST, how many switches the kernel lost).
  */
