@@ -172,9 +172,23 @@ static int put_frame(FILE *f, const char *s, size_t n)
 	return text_put(f, s, n);
 }
 
+/* In a merged trace, the thread's process first (SPEC §4.10): its name
+ * and pid, as a frame of its own. */
+static int put_process(FILE *f, const struct tables *t, uint32_t tid)
+{
+	uint32_t id = tables_thread_process(t, tid);
+	const struct tproc *p = tables_process(t, id);
+	if (p && p->name_len && put_frame(f, tables_process_name(t, p), p->name_len))
+		return -1;
+	return fprintf(f, "%s(%" PRIu64 ");", p && p->name_len ? " " : "pid ",
+		       tables_process_pid(t, id)) < 0 ? -1 : 0;
+}
+
 static int put_thread(FILE *f, const struct tables *t, uint32_t tid)
 {
 	size_t n = 0;
+	if (tables_multiprocess(t) && put_process(f, t, tid))
+		return -1;
 	const char *s = tables_thread(t, tid, &n);
 	if (!s || !n)
 		return fprintf(f, "thread %" PRIu32, tid) < 0 ? -1 : 0;

@@ -29,5 +29,6 @@ int cmd_sql(int argc, char **argv); /* and export --parquet: cmd_export_parquet(
 int cmd_export_parquet(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

@@ -120,9 +120,42 @@ static const kt_summary_thread *summary_row(const kt_file_summary *s, uint32_t i
 	return lo < s->thread_count && s->threads[lo].thread_id == id ? &s->threads[lo] : NULL;
 }
 
+/* A merged trace's processes (SPEC §4.10): pid, parent, name, state,
+ * span and command line (its arguments joined by spaces), escaped. */
+static int info_processes(const struct tables *t)
+{
+	printf("processes       %zu\n", t->nprocs);
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct tproc *p = &t->procs[i];
+		char *name = text_escape(tables_process_name(t, p), p->name_len);
+		char *cmd = malloc((size_t)p->cmdline_len + 1);
+		if (cmd)
+			for (uint32_t k = 0; k <= p->cmdline_len; k++)
+				cmd[k] = k < p->cmdline_len && !tables_process_cmdline(t, p)[k]
+						 ? ' ' : tables_process_cmdline(t, p)[k];
+		char *esc = cmd ? text_escape(cmd, p->cmdline_len) : NULL;
+		if (!name || !esc) {
+			free(name), free(cmd), free(esc);
+			return -ENOMEM;
+		}
+		printf("  process %-5u pid %-8" PRIu64 " parent %-8" PRIu64 " %-16s %s%s, %" PRIu64
+		       " .. %" PRIu64 " ns\n", p->id, p->pid, p->parent_pid, name,
+		       p->flags & KT_PROCESS_COMPLETE ? "complete" : "cut short",
+		       p->flags & KT_PROCESS_RECOVERED ? ", recovered" : "", p->start_ns, p->end_ns);
+		if (p->cmdline_len)
+			printf("    command %s\n", esc);
+		free(name), free(cmd), free(esc);
+	}
+	if (t->procs_left_out)
+		printf("  (%" PRIu64 " more processes not kept)\n", t->procs_left_out);
+	return 0;
+}
+
 static int info_threads(const struct info *in)
 {
 	const struct tables *t = &in->t;
+	if (tables_multiprocess(t) && info_processes(t))
+		return -ENOMEM;
 	printf("threads         %zu named\n", t->nthreads);
 	for (size_t i = 0; i < t->nthreads; i++) {
 		const struct tentry *e = &t->threads[i];
@@ -136,6 +169,8 @@ static int info_threads(const struct info *in)
 			printf(" %" PRIu64 " events, %" PRIu64 " dropped", row ? row->written : 0,
 			       row ? row->dropped : 0);
 		}
+		if (tables_multiprocess(t))
+			printf(", process %u", e->process);
 		printf("\n");
 	}
 	return 0;

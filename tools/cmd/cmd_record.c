@@ -12,8 +12,11 @@
  * katra record forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to CMD (a
  * Ctrl-C at a terminal reaches CMD's process group too: a program that
  * counts them sees two), waits for CMD and, as a subreaper, for every
- * descendant CMD left behind, then writes the trace: with one process,
- * that process's file, moved to OUT.  It exits as CMD did: CMD's exit
+ * descendant CMD left behind, then writes the trace: every process's file
+ * merged into OUT (tools/merge.h: a process entry each, its threads under
+ * it, one clock), a process that was killed first rebuilt from its crash
+ * directory when --crash-dir asked for crash files.  The processes' files
+ * go once OUT holds them, unless --keep.  It exits as CMD did: CMD's exit
  * status; 127 when CMD was not found, 126 when it could not be run; when
  * CMD was killed by signal N, katra record kills itself with N (no core
  * file), or exits 128+N should N not end it.
@@ -37,7 +40,10 @@
 
 #include "tools/cmd/cli.h"
 #include "tools/cmd/cmd.h"
+#include "tools/cmd/merge.h"
 #include "tools/cmd/opts.h"
+#include "tools/cmd/recover.h"
+#include "tools/cmd/top.h"
 
 extern char **environ;
 
@@ -46,7 +52,7 @@ extern char **environ;
 struct rec_args {
 	const char *out, *dir, *categories, *crash;
 	uint64_t codec, ring;
-	int flight, keep;
+	int flight, keep, top;
 	int dir_given; /* an existing --dir may be used; OUT.d must be new */
 };
 
@@ -62,20 +68,24 @@ static const struct opts_spec record_spec = {
 		{ "--crash-dir", opt_str, offsetof(struct rec_args, crash), .wants = "a directory" },
 		{ "--flight", NULL, offsetof(struct rec_args, flight), .flag = 1 },
 		{ "--keep", NULL, offsetof(struct rec_args, keep), .flag = 1 },
+		{ "--top", NULL, offsetof(struct rec_args, top), .flag = 1 },
 		{ .name = NULL } },
 	.help = "usage: katra record [options] -- CMD ARGS...\n"
 		"Runs CMD with tracing on: a program linked with libkatra starts a\n"
 		"session itself (no session code needed), and so does each process it\n"
 		"forks or execs that is linked with katra, each into DIR/PID.katra.\n"
-		"  -o OUT            the trace (default record.katra; never replaced)\n"
+		"  -o OUT            the trace of every process, merged (default\n"
+		"                    record.katra; never replaced)\n"
 		"  --dir DIR         the capture directory (default OUT.d, made new)\n"
 		"  --codec N         kt_codec of the files (default compact)\n"
 		"  --ring-size B     bytes per thread ring (a power of two)\n"
 		"  --categories L    as KT_CATEGORIES: \"-physics\", \"render,io\"\n"
-		"  --crash-dir D     crash files under D (katra recover rebuilds a\n"
-		"                    process that died)\n"
+		"  --crash-dir D     crash files under D: a process that was killed is\n"
+		"                    rebuilt from them (katra recover) before the merge\n"
 		"  --flight          flight sessions: `katra snapshot PID` per process\n"
-		"  --keep            keep DIR's files after writing OUT\n"
+		"  --keep            keep each process's file in DIR after writing OUT\n"
+		"  --top             `katra top` on CMD while it runs (KATRA_LIVE=1 is\n"
+		"                    set); CMD's output goes to OUT.log, not the screen\n"
 		"SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to CMD.  Exits with\n"
 		"CMD's status (127 not found, 126 not runnable; killed by a signal: the\n"
 		"same signal, or 128+N).\n",
@@ -145,9 +155,19 @@ static int prepare_dir(const struct rec_args *a, char *abs, size_t cap)
 	return 0;
 }
 
-static int spawn(char **cmd, pid_t *pid)
+/* CMD started; with @log, its stdout and stderr there (created new). */
+static int spawn(char **cmd, const char *log, pid_t *pid)
 {
-	int rc = posix_spawnp(pid, cmd[0], NULL, NULL, cmd, environ);
+	posix_spawn_file_actions_t fa;
+	int rc = posix_spawn_file_actions_init(&fa);
+	if (!rc && log)
+		rc = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log,
+						      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	if (!rc && log)
+		rc = posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+	if (!rc)
+		rc = posix_spawnp(pid, cmd[0], &fa, NULL, cmd, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (!rc)
 		return 0;
 	say("record: %s: %s", cmd[0], strerror(rc));
@@ -197,12 +217,16 @@ static int is_trace_name(const char *name)
 	return strspn(name, "0123456789-") == n - 6;
 }
 
+/* A process's file rebuilt by katra recover: PID.recovered.katra. */
+#define RECOVERED ".recovered.katra"
+
 /* What a process's file holds, as record_finish() reports it. */
 struct proc_file {
 	char name[64];
 	uint64_t pid, events, dropped;
 	char thread[64];  /* its first named thread's name */
 	int complete, chunks, readable;
+	int recovered;    /* rebuilt from its crash directory */
 };
 
 /* Read @name in @dirfd without decoding events (the directory's files
@@ -295,15 +319,104 @@ static void report_files(struct proc_file *pf, size_t n)
 		text_puts(stderr, pf[i].name);
 		fprintf(stderr, ": %llu events, %llu dropped, %s\n",
 			(unsigned long long)pf[i].events, (unsigned long long)pf[i].dropped,
-			!pf[i].readable ? "unreadable"
-			: pf[i].complete ? "complete" : "cut short (katra recover, with --crash-dir)");
+			!pf[i].readable   ? "unreadable"
+			: pf[i].recovered ? "recovered from its crash files"
+			: pf[i].complete  ? "complete"
+					  : "cut short (katra recover, with --crash-dir)");
 	}
+}
+
+/*
+ * A process cut short (killed) whose crash directory is in --crash-dir:
+ * rebuilt by katra recover into DIR/PID.recovered.katra, which then
+ * stands for its file (the cut file stays beside it).
+ */
+static void recover_cut(const struct rec_args *a, int dirfd, struct proc_file *pf)
+{
+	char crash[PATH_MAX], out[PATH_MAX], name[64];
+	if (!a->crash || !pf->readable || pf->complete || !pf->pid ||
+	    (size_t)snprintf(crash, sizeof(crash), "%s/katra-%llu", a->crash,
+			     (unsigned long long)pf->pid) >= sizeof(crash) ||
+	    (size_t)snprintf(name, sizeof(name), "%llu" RECOVERED,
+			     (unsigned long long)pf->pid) >= sizeof(name) ||
+	    (size_t)snprintf(out, sizeof(out), "%s/%s", a->dir, name) >= sizeof(out) ||
+	    access(crash, F_OK))
+		return;
+	fflush(stdout);
+	int rc = recover_dir(crash, out, NULL, &kt__recover_caps);
+	if (rc != EXIT_OK && rc != EXIT_PARTIAL)
+		return;
+	struct proc_file r;
+	scan_file(dirfd, name, &r);
+	if (!r.readable)
+		return;
+	r.recovered = 1;
+	if (!r.thread[0])
+		memcpy(r.thread, pf->thread, sizeof(r.thread));
+	*pf = r;
+}
+
+/* DIR's files, as merge inputs. */
+static char **input_paths(const char *dir, const struct proc_file *pf, size_t n)
+{
+	char **paths = calloc(n, sizeof(*paths));
+	for (size_t i = 0; paths && i < n; i++)
+		if (asprintf(&paths[i], "%s/%s", dir, pf[i].name) < 0)
+			paths[i] = NULL;
+	return paths;
+}
+
+/* DIR's files, once OUT holds them (and the cut files a rebuilt one
+ * stood for). */
+static void remove_files(const struct rec_args *a, char **paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(paths[i]);
+		if (len > sizeof(RECOVERED) && !strcmp(paths[i] + len - strlen(RECOVERED), RECOVERED)) {
+			strcpy(paths[i] + len - strlen(RECOVERED), ".katra");
+			unlink(paths[i]);
+			strcpy(paths[i] + len - strlen(RECOVERED), RECOVERED);
+		}
+		unlink(paths[i]);
+	}
+	if (!a->dir_given)
+		rmdir(a->dir);
+}
+
+/* OUT merged from the @n processes' files @pf: 0, or the exit status. */
+static int merge_out(const struct rec_args *a, struct proc_file *pf, size_t n)
+{
+	char **paths = input_paths(a->dir, pf, n);
+	struct merge_proc *mp = calloc(n, sizeof(*mp));
+	int rc = EXIT_BAD, ok = paths && mp;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = paths[i] != NULL;
+	if (!ok)
+		say("record: out of memory");
+	else
+		rc = merge_traces((const char *const *)paths, n, a->out, mp);
+	if (rc != EXIT_BAD) {
+		fprintf(stderr, "katra record: %zu process%s traced into ", n, n == 1 ? "" : "es");
+		text_puts(stderr, a->out);
+		fputs(a->keep ? "; each process's file is kept in " : "\n", stderr);
+		if (a->keep) {
+			text_puts(stderr, a->dir);
+			fputc('\n', stderr);
+		}
+		report_files(pf, n);
+	}
+	if (rc != EXIT_BAD && !a->keep)
+		remove_files(a, paths, n);
+	for (size_t i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(mp);
+	return rc == EXIT_PARTIAL ? 0 : rc;
 }
 
 /* OUT from the processes' files: 0, or the exit status said. */
 static int record_finish(const struct rec_args *a, const char *cmd)
 {
-	char path[PATH_MAX];
 	struct proc_file *pf = calloc(MAX_PROCS, sizeof(*pf));
 	if (!pf) {
 		say("record: out of memory");
@@ -322,27 +435,15 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 		if (!a->dir_given)
 			rmdir(a->dir);
 		rc = EXIT_BAD;
-	} else if (n > 1) {
-		fprintf(stderr, "katra record: %zu processes traced, one file each in ", n);
-		text_puts(stderr, a->dir);
-		fputc('\n', stderr);
-		report_files(pf, n);
 	} else {
-		snprintf(path, sizeof(path), "%s/%s", a->dir, pf[0].name);
-		if (link(path, a->out) < 0) {
-			say("record: %s: %s", a->out, strerror(errno));
-			rc = EXIT_BAD;
-		} else {
-			if (!a->keep) {
-				unlink(path);
-				if (!a->dir_given)
-					rmdir(a->dir);
-			}
-			fprintf(stderr, "katra record: 1 process traced: ");
-			text_puts(stderr, a->out);
-			fputc('\n', stderr);
-			report_files(pf, n);
-		}
+		/* OUT numbers the processes in pid order. */
+		qsort(pf, n, sizeof(*pf), by_pid);
+		int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		for (size_t i = 0; dfd >= 0 && i < n; i++)
+			recover_cut(a, dfd, &pf[i]);
+		if (dfd >= 0)
+			close(dfd);
+		rc = merge_out(a, pf, n);
 	}
 	free(pf);
 	return rc;
@@ -366,12 +467,22 @@ static int run(const struct rec_args *a, char **cmd)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	catch_signals();
 	pid_t pid;
-	if ((rc = spawn(cmd, &pid))) {
+	char log[PATH_MAX];
+	if (a->top && ((size_t)snprintf(log, sizeof(log), "%s.log", a->out) >= sizeof(log) ||
+		       setenv("KATRA_LIVE", "1", 1))) {
+		say("record: --top: %s.log: too long", a->out);
+		return EXIT_BAD;
+	}
+	if ((rc = spawn(cmd, a->top ? log : NULL, &pid))) {
 		if (!a->dir_given)
 			rmdir(a->dir);
 		return rc;
 	}
 	child_pid = pid;
+	if (a->top) {
+		top_follow(pid);
+		catch_signals(); /* the screen took SIGINT, SIGTERM and SIGHUP */
+	}
 	int st;
 	int orphans = wait_all(pid, &st);
 	if (orphans)

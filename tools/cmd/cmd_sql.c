@@ -46,16 +46,17 @@ struct sql_db {
 static const char sql_help[] =
 	"usage: katra sql 'QUERY' [FILE...] [--format table|csv|json]\n"
 	"                 [--memory-limit SIZE] [--threads N]\n"
-	"DuckDB's SQL over views of the traces: events, zones, frames, counters,\n"
-	"memory, drops, threads, captures (docs/SQL.md: their columns, types and\n"
-	"units; times in ns); with no FILE they are empty, for queries of Parquet\n"
+	"DuckDB's SQL over views of the traces: events, zones, args, frames,\n"
+	"counters, memory, drops, threads, captures (docs/SQL.md: their columns,\n"
+	"types and units; times in ns); with no FILE they are empty, for Parquet\n"
 	"(read_parquet()) alone.  Example:\n"
 	"  katra sql \"SELECT name, count(*), quantile_disc(dur_ns, 0.99) FROM zones\n"
 	"             GROUP BY name\" run.katra\n"
 	"--memory-limit is DuckDB's (\"2GB\", default 80% of RAM).  Needs DuckDB's\n"
 	"libduckdb.so (scripts/deps.sh installs it; or KATRA_DUCKDB=PATH).\n"
 	"Exit 0; 1 for an error (the query's, with DuckDB's message); 2 usage;\n"
-	"3 when a file was cut short or damaged frames were skipped (said).\n";
+	"3 when a file was cut short or damaged frames were skipped, or a capture's\n"
+	"sidecar does not match its trace (each said).\n";
 
 /* Options anywhere; the first other word is the query (for sql), the
  * rest files.  Returns SQL_GO, or the exit status (after the help, or a
@@ -188,8 +189,11 @@ static int damage_said(struct sql_files *f, int result)
 		if (d->truncated)
 			say("%s: truncated (no summary frame): its complete frames answered",
 			    p ? p : "?");
+		if (d->sidecar_bad)
+			say("%s.json: capture sidecar does not match %s: %s; its columns in "
+			    "captures are empty", p ? p : "?", p ? p : "?", d->sidecar_why);
 		free(p);
-		if ((d->skipped || d->truncated) && result == EXIT_OK)
+		if ((d->skipped || d->truncated || d->sidecar_bad) && result == EXIT_OK)
 			result = EXIT_PARTIAL;
 	}
 	return result;

@@ -74,9 +74,10 @@ static const struct opts_spec top_spec = {
 		{ .name = NULL } },
 	.help = "usage: katra top PID [--window 1|10|all] [--sort KEY] [--filter TEXT]\n"
 		"       katra top PID --once --json [--at-end]\n"
-		"Shows process PID's recording session live: frame times, the zones of\n"
-		"the last 1 s or 10 s (or since the start) by self time, threads and\n"
-		"counters.  Keys: q quit, p pause, s sort, / filter by name, t thread,\n"
+		"Shows process PID's session (recording or flight) live: frame times,\n"
+		"the zones of the last 1 s or 10 s (or since the start) by self time,\n"
+		"threads (events/s, drops, ring fill, the share of time waited for room)\n"
+		"and counters.  Keys: q quit, p pause, s sort, / filter by name, t thread,\n"
 		"w window.  --once prints one refresh (since the start unless --window)\n"
 		"and exits; --json as JSON; --at-end first waits for the session to stop\n"
 		"and prints its last figures, the whole session's.  Your own processes\n"
@@ -104,6 +105,23 @@ static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 	nanosleep(&ts, NULL);
+}
+
+/* Has @pid exited: gone, or a zombie (katra record --top's child, not
+ * yet waited for)? */
+static int exited(long pid)
+{
+	char path[48], buf[512];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* The state follows the name's closing parenthesis, the last one. */
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
 }
 
 static int gone(const struct kt__live_page *p, long pid)
@@ -246,11 +264,31 @@ static int top_live(const struct top_source *src, struct top_ui *ui)
 	endwin();
 	if (ui->ended)
 		printf("katra top: process %ld: %s\n", src->pid,
-		       kill((pid_t)src->pid, 0) < 0 && errno == ESRCH ? "exited"
-								 : "its session ended");
+		       exited(src->pid) ? "exited" : "its session ended");
 	free(hist);
 	free(v);
 	return EXIT_OK;
+}
+
+int top_follow(long pid)
+{
+	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+		fprintf(stderr, "katra record: --top: not a terminal: no screen\n");
+		return EXIT_USAGE;
+	}
+	int fd = -ENOENT;
+	for (int i = 0; i < 200 && (fd = kt__live_find(pid)) < 0 && !exited(pid); i++)
+		sleep_ms(50);
+	if (fd >= 0)
+		close(fd);
+	struct top_source src;
+	int rc = top_open(pid, &src);
+	if (rc)
+		return rc;
+	struct top_ui ui = { .pid = pid, .thread = -1, .sort = TOP_SORT_SELF };
+	rc = top_live(&src, &ui);
+	top_close(&src);
+	return rc;
 }
 
 int cmd_top(int argc, char **argv)

@@ -74,6 +74,9 @@ static const struct command commands[] = {
 	  "run CMD with tracing on, no session code needed:\n"
 	  "it and every katra-linked process it starts\n"
 	  "[-o OUT] [--dir DIR] [--flight] [--crash-dir D]" },
+	{ "merge", cmd_merge, "merge A B ... -o OUT",
+	  "one trace of several processes' traces, each\n"
+	  "process's threads under it, on one clock" },
 	{ "recover", cmd_recover, "recover DIR [--out OUT]",
 	  "rebuild the trace of a process that died from\n"
 	  "its crash directory; --list finds leftovers" },

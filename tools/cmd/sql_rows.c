@@ -14,12 +14,14 @@
 #include "tools/pipeline/grow.h"
 #include "tools/pipeline/idmap.h"
 #include "tools/cmd/sql_scan.h"
+#include "tools/pipeline/sql_side.h"
 #include "tools/pipeline/tables.h"
 
 #define U64 DUCKDB_TYPE_UBIGINT
 #define U32 DUCKDB_TYPE_UINTEGER
 #define STR DUCKDB_TYPE_VARCHAR
 #define F64 DUCKDB_TYPE_DOUBLE
+#define I64 DUCKDB_TYPE_BIGINT
 #define BOOL DUCKDB_TYPE_BOOLEAN
 #define VIEW(n, c) { n, c, (int)(sizeof(c) / sizeof(c[0])) }
 
@@ -32,6 +34,12 @@ static const struct sql_col zones_cols[] = {
 	{ "thread", U32 }, { "name", STR }, { "category", STR },
 	{ "begin_ns", U64 }, { "end_ns", U64 }, { "dur_ns", U64 }, { "self_ns", U64 },
 	{ "depth", U32 }, { "parent", STR },
+	{ "zone_id", U64 }, { "src_file", STR }, { "line", U32 }, { "function", STR },
+	{ "file", STR },
+};
+static const struct sql_col args_cols[] = {
+	{ "thread", U32 }, { "ts_ns", U64 }, { "zone_id", U64 }, { "name", STR },
+	{ "type", STR }, { "i64", I64 }, { "u64", U64 }, { "f64", F64 }, { "text", STR },
 	{ "file", STR },
 };
 static const struct sql_col frames_cols[] = {
@@ -60,6 +68,10 @@ static const struct sql_col captures_cols[] = {
 	{ "run_id", STR }, { "capture_id", STR }, { "epoch", U64 },
 	{ "host", STR }, { "pid", U64 }, { "start_wall_ns", U64 }, { "events_written", U64 },
 	{ "events_dropped", U64 }, { "truncated", BOOL }, { "damaged_frames", U64 },
+	/* the sidecar's (tools/pipeline/sql_side.c), NULL unless it matches */
+	{ "state", STR }, { "code", STR }, { "complete", BOOL }, { "requested_span_ns", U64 },
+	{ "capture_span_ns", U64 }, { "head_loss_ns", U64 }, { "tail_excess_ns", U64 },
+	{ "sidecar_matches", BOOL }, { "sidecar_problem", STR },
 	{ "file", STR },
 };
 
@@ -68,13 +80,15 @@ const struct sql_view_def sql_views[SQL_NVIEWS] = {
 	VIEW("frames", frames_cols),     VIEW("counters", counters_cols),
 	VIEW("memory", memory_cols),     VIEW("drops", drops_cols),
 	VIEW("threads", threads_cols),   VIEW("captures", captures_cols),
+	VIEW("args", args_cols),
 };
 
 /* An open zone, as stats keeps it (stats.c): begin, the time of the zones
  * that ended inside it, its name, 1 + the index of the next open zone of
- * its name below it on the stack (0: none). */
+ * its name below it on the stack (0: none); and its id (the ordinal of its
+ * begin among the file's, which zones and args both count). */
 struct czone {
-	uint64_t ns, child;
+	uint64_t ns, child, id;
 	uint32_t name, below;
 };
 
@@ -105,6 +119,8 @@ struct sql_cursor {
 	size_t nth, thcap;
 	struct idmap tops;       /* (thread index, name) -> 1 + stack index */
 	uint64_t open;
+	uint64_t begins;         /* zone begins so far: the last zone id */
+	struct sql_sidecar side; /* captures: its strings are the row's */
 };
 
 static const char *name_of(const struct sql_cursor *c, uint32_t id, struct sql_cell *cell)
@@ -120,6 +136,13 @@ static const char *name_of(const struct sql_cursor *c, uint32_t id, struct sql_c
 static void cell_u(struct sql_cell *cell, uint64_t v)
 {
 	cell->u = v;
+	cell->null = 0;
+}
+
+static void str_cell(struct sql_cell *cell, const char *s)
+{
+	cell->s = s ? s : "";
+	cell->len = (uint32_t)strlen(cell->s);
 	cell->null = 0;
 }
 
@@ -223,6 +246,7 @@ static uint64_t tops_key(size_t ti, uint32_t name)
 static int zone_begin(struct sql_cursor *c, struct cthread *t, size_t ti, uint32_t name,
 		      uint64_t ns)
 {
+	uint64_t id = ++c->begins;
 	if (c->open >= MAX_OPEN) {
 		t->untimed++;
 		return 0;
@@ -233,15 +257,35 @@ static int zone_begin(struct sql_cursor *c, struct cthread *t, size_t ti, uint32
 	uint32_t *top = idmap_slot(&c->tops, tops_key(ti, name), 0, &added);
 	if (!top)
 		return -ENOMEM;
-	t->stack[t->depth] = (struct czone){ ns, 0, name, *top };
+	t->stack[t->depth] = (struct czone){ ns, 0, id, name, *top };
 	*top = (uint32_t)++t->depth;
 	c->open++;
 	return 0;
 }
 
+/* Is an event of @type a zone's argument (SPEC §4.2, types 10-13)? */
+static int is_arg(uint8_t type)
+{
+	return type == KT_EV_ARG_I64 || type == KT_EV_ARG_U64 || type == KT_EV_ARG_F64 ||
+	       type == KT_EV_ARG_STR;
+}
+
+/* The location columns of a zone named @name (its call site's id). */
+static void loc_cells(struct sql_cursor *c, uint32_t name, struct sql_cell *row)
+{
+	const struct tloc *l = tables_loc(&c->t, name);
+	if (!l)
+		return;
+	row[0] = (struct sql_cell){ .s = tloc_file(&c->t, l), .len = l->file_len };
+	if (l->line)
+		cell_u(&row[1], l->line);
+	row[2] = (struct sql_cell){ .s = tloc_function(&c->t, l), .len = l->function_len };
+}
+
 /* A zone's end: as stats.c's zone_end(), the innermost open zone of its
  * name closes, and those opened after it close with it untimed.  Returns
- * 1 with the zone's row, 0 for an end with nothing to match. */
+ * 1 with the zone's row (when @row is not NULL), 0 for an end with
+ * nothing to match. */
 static int zone_end(struct sql_cursor *c, struct cthread *t, size_t ti, const kt_event *ev,
 		    uint64_t ns, struct sql_cell *row)
 {
@@ -265,6 +309,8 @@ static int zone_end(struct sql_cursor *c, struct cthread *t, size_t ti, const kt
 	z.child = t->stack[d].child;
 	if (t->depth)
 		t->stack[t->depth - 1].child += dur;
+	if (!row)
+		return 1;
 	name_of(c, z.name, &row[1]);
 	const struct tloc *l = tables_loc(&c->t, z.name);
 	name_of(c, l ? l->category : 0, &row[2]);
@@ -274,6 +320,42 @@ static int zone_end(struct sql_cursor *c, struct cthread *t, size_t ti, const kt
 	cell_u(&row[6], dur > z.child ? dur - z.child : 0);
 	cell_u(&row[7], d);
 	name_of(c, d ? t->stack[d - 1].name : 0, &row[8]);
+	cell_u(&row[9], z.id);
+	loc_cells(c, z.name, &row[10]);
+	return 1;
+}
+
+/* An argument's row: the zone it belongs to (SPEC §4.2: the innermost
+ * open zone of its thread; none past the cap of open zones), its name
+ * (NULL: the zone's own value or text) and its value in the column of
+ * its type.  0 for an event that is no argument. */
+static int arg_row(struct sql_cursor *c, struct cthread *t, const kt_event *ev,
+		   struct sql_cell *row)
+{
+	kt_value v;
+	if (!is_arg(ev->type) || !kt_event_get_value(ev, &v))
+		return 0;
+	if (!t->untimed && t->depth)
+		cell_u(&row[2], t->stack[t->depth - 1].id);
+	name_of(c, ev->name_id, &row[3]);
+	const char *type = "text";
+	switch (v.kind) {
+	case KT_VALUE_I64:
+		type = "i64";
+		row[5] = (struct sql_cell){ .i = v.i64 };
+		break;
+	case KT_VALUE_U64:
+		type = "u64";
+		cell_u(&row[6], v.u64);
+		break;
+	case KT_VALUE_F64:
+		type = "f64";
+		row[7] = (struct sql_cell){ .d = v.f64 };
+		break;
+	default: /* KT_VALUE_TEXT: is_arg() let no other kind through */
+		row[8] = (struct sql_cell){ .s = (const char *)v.bytes, .len = (uint32_t)v.len };
+	}
+	str_cell(&row[4], type);
 	return 1;
 }
 
@@ -331,13 +413,18 @@ static int event_row(struct sql_cursor *c, const kt_event *ev, uint64_t ns, stru
 			row[4] = (struct sql_cell){ .d = v };
 		return 1;
 	case SQL_ZONES:
-		if (ev->type != KT_EV_ZONE_BEGIN && ev->type != KT_EV_ZONE_END)
+	case SQL_ARGS:
+		if (ev->type != KT_EV_ZONE_BEGIN && ev->type != KT_EV_ZONE_END &&
+		    (c->view == SQL_ZONES || !is_arg(ev->type)))
 			return 0;
 		if (!(t = thread_state(c, ev->thread_id, &ti)))
 			return -ENOMEM;
 		if (ev->type == KT_EV_ZONE_BEGIN)
 			return zone_begin(c, t, ti, ev->name_id, ns);
-		return zone_end(c, t, ti, ev, ns, row);
+		if (ev->type == KT_EV_ZONE_END) /* args: only the stack kept */
+			return c->view == SQL_ZONES ? zone_end(c, t, ti, ev, ns, row)
+						    : (zone_end(c, t, ti, ev, ns, NULL), 0);
+		return arg_row(c, t, ev, row);
 	case SQL_FRAMES:
 		if (ev->type != KT_EV_FRAME)
 			return 0;
@@ -413,11 +500,35 @@ static int next_drop_row(struct sql_cursor *c, struct sql_cell *row, char *why, 
 	return 0;
 }
 
-static void str_cell(struct sql_cell *cell, const char *s)
+
+/* The sidecar's cells, from state to sidecar_problem: NULL but the last
+ * two unless it matches; a mismatch noted for the command to say. */
+static void side_cells(struct sql_cursor *c, const kt_header *h, struct sql_cell *row)
 {
-	cell->s = s ? s : "";
-	cell->len = (uint32_t)strlen(cell->s);
-	cell->null = 0;
+	struct sql_sidecar *s = &c->side;
+	sql_sidecar_read(c->path, h, s);
+	for (int i = 0; i < 9; i++)
+		row[i] = (struct sql_cell){ .null = 1 };
+	if (s->match > 0) {
+		str_cell(&row[0], s->state);
+		str_cell(&row[1], s->code);
+		row[1].null = !s->code[0];
+		const uint64_t v[] = { (uint64_t)s->complete, s->requested_span_ns,
+				       s->capture_span_ns, s->head_loss_ns, s->tail_excess_ns };
+		for (int i = 0; i < 5; i++)
+			if (s->have & 1u << (SIDE_COMPLETE + i))
+				cell_u(&row[2 + i], v[i]);
+	}
+	if (s->match)
+		cell_u(&row[7], s->match > 0);
+	if (s->match < 0) {
+		str_cell(&row[8], s->why);
+		struct sql_damage *d = &c->files->damage[c->index];
+		pthread_mutex_lock(&c->files->lock);
+		d->sidecar_bad = 1;
+		memcpy(d->sidecar_why, s->why, sizeof(d->sidecar_why));
+		pthread_mutex_unlock(&c->files->lock);
+	}
 }
 
 static int next_capture_row(struct sql_cursor *c, struct sql_cell *row)
@@ -441,6 +552,7 @@ static int next_capture_row(struct sql_cursor *c, struct sql_cell *row)
 	kt_reader_get_skipped(c->r, &sk);
 	cell_u(&row[8], !c->t.have_summary);
 	cell_u(&row[9], sk.frames);
+	side_cells(c, h, row + 10);
 	note_damage(c);
 	return 1;
 }

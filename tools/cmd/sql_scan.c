@@ -165,6 +165,9 @@ static int put_cell(duckdb_vector vec, void *data, duckdb_type type, idx_t row,
 	case DUCKDB_TYPE_UINTEGER:
 		((uint32_t *)data)[row] = (uint32_t)c->u;
 		return 0;
+	case DUCKDB_TYPE_BIGINT:
+		((int64_t *)data)[row] = c->i;
+		return 0;
 	case DUCKDB_TYPE_BOOLEAN:
 		((bool *)data)[row] = c->u != 0;
 		return 0;

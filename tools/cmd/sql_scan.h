@@ -36,10 +36,11 @@ enum sql_view {
 	SQL_DROPS,
 	SQL_THREADS,
 	SQL_CAPTURES,
+	SQL_ARGS,
 	SQL_NVIEWS
 };
 
-#define SQL_MAX_COLS 12
+#define SQL_MAX_COLS 24
 
 struct sql_col {
 	const char *name;
@@ -61,6 +62,8 @@ struct sql_damage {
 	uint64_t first_offset; /* where the first was */
 	int first_error;
 	int truncated;         /* the file ended before its summary */
+	int sidecar_bad;       /* its sidecar does not match it: why in sidecar_why */
+	char sidecar_why[256];
 };
 
 /* The files of one command: DuckDB's threads share it. */

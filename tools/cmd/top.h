@@ -24,8 +24,7 @@ struct top_source {
 /*
  * top_open - find process @pid's live page and map it.  Return: 0; or
  * EXIT_BAD with one line on stderr saying why (no such process, another
- * user's, no live katra session: not traced, a flight session, or
- * KATRA_LIVE=1 not set).
+ * user's, no live katra session: not traced, or KATRA_LIVE=1 not set).
  */
 int top_open(long pid, struct top_source *src);
 void top_close(struct top_source *src);
@@ -40,7 +39,7 @@ struct top_zone {
 
 struct top_thread {
 	const struct kt__live_thread *t;
-	uint64_t events, dropped;
+	uint64_t events, dropped, waited_ns;
 	double fill;             /* of its ring, at the last drain: 0..1 */
 };
 
@@ -85,6 +84,15 @@ struct top_ui {
 
 extern const char *const top_sort_names[TOP_SORTS];
 extern const char *const top_window_names[3];
+
+/*
+ * top_follow - `katra record --top`'s screen on process @pid, which this
+ * process started: waits for its page while it runs (10 s at most: its
+ * session starts as it loads), then the screen until q, a signal, or a
+ * key after it ended.  Returns EXIT_OK, or EXIT_BAD / EXIT_USAGE with one
+ * line said (no page; not a terminal).
+ */
+int top_follow(long pid);
 
 /* Draw @v on the screen (curses started); @ui says what was chosen. */
 void top_draw(const struct top_view *v, const struct top_ui *ui);

@@ -28,8 +28,8 @@ const char *const top_window_names[3] = { "1 s", "10 s", "all" };
 static int not_live(long pid)
 {
 	fprintf(stderr,
-		"katra top: process %ld has no live katra session (not traced, a flight "
-		"session, or no KATRA_LIVE=1)\n",
+		"katra top: process %ld has no live katra session (not traced, or no "
+		"KATRA_LIVE=1)\n",
 		pid);
 	return EXIT_BAD;
 }
@@ -164,6 +164,7 @@ static void window_threads(const struct kt__live_page *now, const struct kt__liv
 		r->t = t;
 		r->events = t->events - (o ? o->events : 0);
 		r->dropped = t->dropped - (o ? o->dropped : 0);
+		r->waited_ns = t->waited_ns - (o ? o->waited_ns : 0);
 		r->fill = t->ring_bytes ? (double)t->fill / (double)t->ring_bytes : 0;
 	}
 }
@@ -208,11 +209,12 @@ static json_t *zone_json(const struct top_zone *z)
 
 static json_t *thread_json(const struct top_thread *t)
 {
-	return json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I}", "id", (json_int_t)t->t->id, "os_tid",
-			 (json_int_t)t->t->os_tid, "name",
+	return json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I}", "id", (json_int_t)t->t->id,
+			 "os_tid", (json_int_t)t->t->os_tid, "name",
 			 text_json_string(t->t->name, strlen(t->t->name)), "events",
-			 (json_int_t)t->events, "dropped", (json_int_t)t->dropped, "ring_fill",
-			 (json_int_t)t->t->fill, "ring_bytes", (json_int_t)t->t->ring_bytes);
+			 (json_int_t)t->events, "dropped", (json_int_t)t->dropped, "waited_ns",
+			 (json_int_t)t->waited_ns, "ring_fill", (json_int_t)t->t->fill, "ring_bytes",
+			 (json_int_t)t->t->ring_bytes);
 }
 
 static json_t *counters_json(const struct kt__live_page *p)

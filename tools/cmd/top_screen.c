@@ -118,15 +118,19 @@ static int threads(const struct top_view *v, const struct top_ui *ui, int y, int
 {
 	char n[KT__LIVE_NAME];
 	attron(A_BOLD);
-	line(y++, cols, "%-20s %8s %12s %8s %6s", "THREAD", "TID", "EVENTS/S", "DROPPED", "FILL");
+	line(y++, cols, "%-20s %8s %12s %8s %6s %7s", "THREAD", "TID", "EVENTS/S", "DROPPED", "FILL",
+	     "WAITED");
 	attroff(A_BOLD);
 	for (size_t i = 0; i < v->nthreads && y < rows; i++) {
 		const struct top_thread *t = &v->threads[i];
 		if (ui->thread >= 0 && (size_t)ui->thread != i)
 			continue;
-		line(y++, cols, "%-20.20s %8" PRIu32 " %12.0f %8" PRIu64 " %5.1f%%",
+		/* Waited: the share of the window the thread spent waiting
+		 * for room in its ring (the WAIT policy slowing it). */
+		line(y++, cols, "%-20.20s %8" PRIu32 " %12.0f %8" PRIu64 " %5.1f%% %6.1f%%",
 		     clean(t->t->name[0] ? t->t->name : "-", n, sizeof(n)), t->t->os_tid,
-		     per_s(t->events, v->secs), t->dropped, 100 * t->fill);
+		     per_s(t->events, v->secs), t->dropped, 100 * t->fill,
+		     v->secs > 0 ? 100 * (double)t->waited_ns / 1e9 / v->secs : 0.0);
 	}
 	return y;
 }

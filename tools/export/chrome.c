@@ -174,7 +174,8 @@ static int drop_mark(struct ch *c, struct xthread *t, const struct xdrop *d, uin
 	int n = snprintf(buf, sizeof(buf), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
 			 ".%03u3,\"ph\":\"i\",\"s\":\"t\",\"name\":\"katra: %" PRIu64
 			 " events dropped\",\"cat\":\"katra\",\"args\":{\"dropped\":%s,"
-			 "\"until_ts\":%" PRIu64 ".%03u3}}", c->job.pid, export_os_tid(c->job.t, t->id), a / 1000,
+			 "\"until_ts\":%" PRIu64 ".%03u3}}", export_pid(c->job.t, t->id, c->job.pid),
+			 export_os_tid(c->job.t, t->id), a / 1000,
 			 (unsigned)(a % 1000), d->count, json_u64(num, sizeof(num), d->count),
 			 b / 1000, (unsigned)(b % 1000));
 	return fmt_chrome_raw(c->fm, buf, (size_t)n);
@@ -230,7 +231,7 @@ static int put_flow(struct ch *c, struct xthread *t, const kt_event *ev, uint64_
 	uint64_t id = v.u64;
 	char head[160], tail[64];
 	snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
-		 ".%03u3,\"ph\":\"f\",\"cat\":\"flow\",\"name\":", c->job.pid,
+		 ".%03u3,\"ph\":\"f\",\"cat\":\"flow\",\"name\":", export_pid(c->job.t, t->id, c->job.pid),
 		 export_os_tid(c->job.t, t->id), ns / 1000, (unsigned)(ns % 1000));
 	snprintf(tail, sizeof(tail), ",\"id\":%" PRIu64 "}", id);
 	return put_named(c, head, ev->name_id, tail);
@@ -430,7 +431,8 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 	char buf[200];
 	int n = snprintf(buf, sizeof(buf), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":%" PRIu64
 			 ".%03u3,\"ph\":\"i\",\"s\":\"p\",\"name\":\"katra: the file was cut short "
-			 "here; later events are lost\",\"cat\":\"katra\"}", c->job.pid, export_os_tid(tb, last->id),
+			 "here; later events are lost\",\"cat\":\"katra\"}", export_pid(tb, last->id, c->job.pid),
+			 export_os_tid(tb, last->id),
 			 last->last_out / 1000, (unsigned)(last->last_out % 1000));
 	return fmt_chrome_raw(c->fm, buf, (size_t)n);
 }
@@ -441,12 +443,20 @@ static int put_metadata(struct ch *c, const struct tables *t)
 {
 	const kt_header *h = kt_reader_get_header(c->r);
 	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
-	char *lit = text_json(wl, strlen(wl)), *buf = NULL;
-	int n = lit ? asprintf(&buf, "{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"name\":\"process_name\","
-				      "\"args\":{\"name\":%s}}", c->job.pid, lit) : -1;
-	free(lit);
-	int rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
-	free(buf);
+	char *lit = NULL, *buf = NULL;
+	int n, rc = 0;
+	/* A merged trace's processes each by their own pid (SPEC §4.10). */
+	for (size_t i = 0; i < (tables_multiprocess(t) ? t->nprocs : 1) && !rc; i++) {
+		const struct tproc *p = tables_multiprocess(t) ? &t->procs[i] : NULL;
+		lit = p ? text_json(tables_process_name(t, p), p->name_len)
+			: text_json(wl, strlen(wl));
+		n = lit ? asprintf(&buf, "%s{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"name\":"
+					 "\"process_name\",\"args\":{\"name\":%s}}", i ? ",\n" : "",
+				   p ? p->pid : c->job.pid, lit) : -1;
+		free(lit);
+		rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
+		free(buf);
+	}
 	for (size_t i = 0; i < t->nthreads && !rc; i++) {
 		const struct tentry *e = &t->threads[i];
 		if (!(lit = text_json(tables_str(t, e), e->len)))
@@ -454,8 +464,8 @@ static int put_metadata(struct ch *c, const struct tables *t)
 		n = asprintf(&buf, ",\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,\"name\":\"thread_name\","
 			     "\"args\":{\"name\":%s}},\n{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%u,"
 			     "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%zu}}",
-			     c->job.pid, export_os_tid(t, e->id), lit, c->job.pid,
-			     export_os_tid(t, e->id), i);
+			     export_pid(t, e->id, c->job.pid), export_os_tid(t, e->id), lit,
+			     export_pid(t, e->id, c->job.pid), export_os_tid(t, e->id), i);
 		free(lit);
 		rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
 		free(buf);

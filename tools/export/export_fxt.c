@@ -183,20 +183,26 @@ static void put_header(struct fx *x)
 	rec_put(x, REC_INIT);
 	put_string(x, S_CAT, "katra", 5);
 	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
-	size_t len;
-	char *u = utf8(x, wl, strlen(wl), &len);
-	if (!u)
-		return;
-	rec_start(x);
-	x->w[x->n++] = x->pid;
-	rec_bytes(x, u, len);
-	rec_put(x, REC_KOBJ | bits(OBJ_PROCESS, 16) | bits(INLINE_STR | len, 24));
-	free(u);
+	int many = tables_multiprocess(x->t);
+	/* A merged trace's processes each a process koid (SPEC §4.10). */
+	for (size_t i = 0; i < (many ? x->t->nprocs : 1); i++) {
+		const struct tproc *p = many ? &x->t->procs[i] : NULL;
+		size_t len;
+		char *u = p ? utf8(x, tables_process_name(x->t, p), p->name_len, &len)
+			    : utf8(x, wl, strlen(wl), &len);
+		if (!u)
+			return;
+		rec_start(x);
+		x->w[x->n++] = p ? p->pid : x->pid;
+		rec_bytes(x, u, len);
+		rec_put(x, REC_KOBJ | bits(OBJ_PROCESS, 16) | bits(INLINE_STR | len, 24));
+		free(u);
+	}
 }
 
 /* The kernel object naming thread @koid @s (@n bytes, or none when NULL)
  * in the process. */
-static void put_kobj_thread(struct fx *x, uint64_t koid, const char *s, size_t n)
+static void put_kobj_thread(struct fx *x, uint64_t pid, uint64_t koid, const char *s, size_t n)
 {
 	size_t len = 0;
 	char *u = utf8(x, s ? s : "", s ? n : 0, &len);
@@ -207,7 +213,7 @@ static void put_kobj_thread(struct fx *x, uint64_t koid, const char *s, size_t n
 	rec_bytes(x, u, len);
 	x->w[x->n++] = ARG_KOID | bits(3, 4) | bits(INLINE_STR | 7, 16);
 	rec_bytes(x, "process", 7);
-	x->w[x->n++] = x->pid;
+	x->w[x->n++] = pid;
 	rec_put(x, REC_KOBJ | bits(OBJ_THREAD, 16) | bits(len ? INLINE_STR | len : 0, 24) |
 			   bits(1, 40));
 	free(u);
@@ -216,16 +222,16 @@ static void put_kobj_thread(struct fx *x, uint64_t koid, const char *s, size_t n
 /* Thread @t on first sight: its thread record and its named kernel object. */
 static void put_thread(struct fx *x, struct xthread *t)
 {
-	uint64_t koid = export_os_tid(x->t, t->id);
+	uint64_t koid = export_os_tid(x->t, t->id), pid = export_pid(x->t, t->id, x->pid);
 	if (t->index < FXT_THREADS) {
 		rec_start(x);
-		x->w[x->n++] = x->pid;
+		x->w[x->n++] = pid;
 		x->w[x->n++] = koid;
 		rec_put(x, REC_THREAD | bits(t->index + 1, 16));
 	}
 	size_t n = 0;
 	const char *s = tables_thread(x->t, t->id, &n);
-	put_kobj_thread(x, koid, s, n);
+	put_kobj_thread(x, pid, koid, s, n);
 }
 
 /*
@@ -234,13 +240,13 @@ static void put_thread(struct fx *x, struct xthread *t)
  * by @text (NUL-terminated; none when NULL), inline.  Arguments and data
  * words follow; ev_put() writes it.  Returns the header so far.
  */
-static uint64_t ev_start_on(struct fx *x, uint64_t thread_ref, uint64_t koid, unsigned type,
-			    uint64_t ns, uint32_t id, const char *text)
+static uint64_t ev_start_on(struct fx *x, uint64_t thread_ref, uint64_t pid, uint64_t koid,
+			    unsigned type, uint64_t ns, uint32_t id, const char *text)
 {
 	rec_start(x);
 	x->w[x->n++] = ns;
 	if (!thread_ref) {
-		x->w[x->n++] = x->pid;
+		x->w[x->n++] = pid;
 		x->w[x->n++] = koid;
 	}
 	/* Half the record at most: its arguments get the rest. */
@@ -254,8 +260,8 @@ static uint64_t ev_start(struct fx *x, struct xthread *t, unsigned type, uint64_
 			 uint32_t id, const char *text)
 {
 	uint64_t thread_ref = t->index < FXT_THREADS ? t->index + 1 : 0;
-	return ev_start_on(x, thread_ref, thread_ref ? 0 : export_os_tid(x->t, t->id), type, ns,
-			   id, text);
+	return ev_start_on(x, thread_ref, export_pid(x->t, t->id, x->pid),
+			   thread_ref ? 0 : export_os_tid(x->t, t->id), type, ns, id, text);
 }
 
 static void ev_put(struct fx *x, uint64_t header)
@@ -527,7 +533,7 @@ static int put_track_threads(struct fx *x)
 		size_t n = 0;
 		const char *s = d ? tables_name(x->t, d->name_id, &n) : NULL;
 		if (d)
-			put_kobj_thread(x, x->track_koid[i], s ? s : "?", s ? n : 1);
+			put_kobj_thread(x, x->pid, x->track_koid[i], s ? s : "?", s ? n : 1);
 	}
 	return rc ? rc : x->err;
 }
@@ -536,7 +542,7 @@ static int put_track_threads(struct fx *x)
  * track's own thread the matcher's balance is the only one. */
 static int put_track_zone(struct fx *x, const struct track_zone *z, int end)
 {
-	ev_put(x, ev_start_on(x, 0, x->track_koid[z->track], end ? EV_END : EV_BEGIN,
+	ev_put(x, ev_start_on(x, 0, x->pid, x->track_koid[z->track], end ? EV_END : EV_BEGIN,
 			      kt_reader_get_time_ns(x->r, end ? z->end : z->begin), z->name, NULL));
 	return x->err ? x->err : x->out.failed ? -EIO : 0;
 }
@@ -567,7 +573,7 @@ static int on_track(struct fx *x, const kt_event *ev)
 		v = (uint64_t)te.value_i64;
 	else
 		memcpy(&v, &te.value_f64, sizeof(v));
-	uint64_t h = ev_start_on(x, 0, x->track_koid[te.track], EV_COUNTER,
+	uint64_t h = ev_start_on(x, 0, x->pid, x->track_koid[te.track], EV_COUNTER,
 				 kt_reader_get_time_ns(x->r, ticks), ev->name_id, NULL);
 	counter_value(x, ev->name_id, i64, v, (uint64_t)te.track << 32 | ev->name_id);
 	ev_put(x, h);

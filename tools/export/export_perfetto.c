@@ -19,6 +19,7 @@
 #include "tools/export/export_args.h"
 #include "tools/export/perfetto_pack.h"
 #include "tools/export/perfetto_pb.h"
+#include "tools/export/perfetto_procs.h"
 #include "tools/export/perfetto_sched.h"
 #include "tools/export/perfetto_slice.h"
 #include "tools/export/perfetto_trace.pb-c.h"
@@ -30,17 +31,6 @@
 
 typedef Perfetto__Protos__TracePacket Packet;
 typedef Perfetto__Protos__TrackDescriptor TrackDesc;
-
-/* Track uuids: "kat" in the high bytes, then the kind, then the id. */
-#define UUID_KIND(k) ((UINT64_C(0x6b6174) << 8 | (k)) << 32)
-#define PROCESS_UUID (UUID_KIND(0) | 1)
-#define FRAMES_UUID (UUID_KIND(0) | 2)
-#define THREAD_UUID(id) (UUID_KIND(1) | (id))
-#define COUNTER_UUID(id) (UUID_KIND(2) | (id))
-#define MEMORY_UUID(id) (UUID_KIND(3) | (id))
-#define TRACK_UUID(id) (UUID_KIND(4) | (id))
-/* A track's counter: "ka" in the high bytes, the track, the name. */
-#define TRACK_COUNTER_UUID(track, id) (UINT64_C(0x6b61) << 48 | (uint64_t)(track) << 32 | (id))
 
 #define SEQ_GLOBAL 1
 #define SEQ_CLEARED 1       /* SEQ_INCREMENTAL_STATE_CLEARED */
@@ -207,19 +197,20 @@ static void put_trace_start(struct pf *p)
 	first.has_first_packet_on_sequence = first.first_packet_on_sequence = 1;
 	first.trusted_packet_sequence_id = SEQ_GLOBAL;
 	first.sequence_flags = SEQ_CLEARED;
-	Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
-	pd.has_pid = 1;
-	pd.pid = (int32_t)h->process_id;
-	pd.process_name = utf8(p, h->workload && *h->workload ? h->workload : "katra trace",
-			       strlen(h->workload && *h->workload ? h->workload : "katra trace"));
-	TrackDesc td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-	td.has_uuid = 1;
-	td.uuid = PROCESS_UUID;
-	td.process = &pd;
-	first.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
-	first.track_descriptor = &td;
-	put_packet(p, &first);
-	free(pd.process_name);
+	Perfetto__Protos__ProcessDescriptor pd;
+	TrackDesc td;
+	const char *own = h->workload && *h->workload ? h->workload : "katra trace";
+	for (size_t i = 0; i < (tables_multiprocess(p->t) ? p->t->nprocs : 1); i++) {
+		if (perfetto_proc_desc(p->t, i, h->process_id, own, &td, &pd))
+			p->err = -ENOMEM;
+		first.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+		first.track_descriptor = &td;
+		put_packet(p, &first); /* the first packet, then the others' */
+		free(pd.process_name);
+		first = (Packet)PERFETTO__PROTOS__TRACE_PACKET__INIT;
+		first.has_trusted_packet_sequence_id = 1;
+		first.trusted_packet_sequence_id = SEQ_GLOBAL;
+	}
 	put_clocks(p, SEQ_GLOBAL, h->start_mono_ns, ids, vals, psched_clocks(h, ids, vals), 1);
 	TrackDesc fr = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	fr.has_uuid = fr.has_parent_uuid = 1;
@@ -265,13 +256,12 @@ static void put_seq_start(struct pf *p, struct xthread *t, uint64_t ns)
 	const char *tn = tables_thread(p->t, t->id, &len);
 	Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
 	thd.has_pid = thd.has_tid = 1;
-	thd.pid = (int32_t)h->process_id;
 	thd.tid = (int32_t)export_os_tid(p->t, t->id);
 	thd.thread_name = tn && len ? utf8(p, tn, len) : NULL;
 	TrackDesc td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	td.has_uuid = td.has_parent_uuid = 1;
 	td.uuid = THREAD_UUID(t->id);
-	td.parent_uuid = PROCESS_UUID;
+	td.parent_uuid = perfetto_thread_parent(p->t, t->id, h->process_id, &thd.pid);
 	td.thread = &thd;
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	pk.has_trusted_packet_sequence_id = pk.has_sequence_flags = 1;

@@ -49,6 +49,11 @@ uint32_t export_os_tid(const struct tables *t, uint32_t id)
 		? t->threads[i].os_tid : id;
 }
 
+uint64_t export_pid(const struct tables *t, uint32_t id, uint64_t own)
+{
+	return tables_multiprocess(t) ? tables_process_pid(t, tables_thread_process(t, id)) : own;
+}
+
 struct xthread *xstate_thread_add(struct xstate *s, uint32_t id, int *fresh)
 {
 	int added;

@@ -141,6 +141,10 @@ void xstate_free(struct xstate *s);
 /* export_os_tid - thread @id's OS tid as @t has it, or @id when none. */
 uint32_t export_os_tid(const struct tables *t, uint32_t id);
 
+/* export_pid - the pid of thread @id's process in a merged trace (SPEC
+ * §4.10), or @own (the header's) in a trace of one process. */
+uint64_t export_pid(const struct tables *t, uint32_t id, uint64_t own);
+
 /* xstate_thread - the thread @id, added (and *@fresh set) on first sight;
  * NULL when out of memory or past KT_MAX_SUMMARY_THREADS threads. */
 struct xthread *xstate_thread_add(struct xstate *s, uint32_t id, int *fresh);

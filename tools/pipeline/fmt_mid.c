@@ -261,7 +261,8 @@ int fmt_build_mid(char **buf, size_t *split, const struct fmt_job *j, const kt_e
 		char head[64];
 		/* The OS tid: what the user's other tools call the thread. */
 		int h = snprintf(head, sizeof(head), ",\n{\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":",
-				 j->pid, export_os_tid(j->t, ev->thread_id));
+				 export_pid(j->t, ev->thread_id, j->pid),
+				 export_os_tid(j->t, ev->thread_id));
 		*split = (size_t)h;
 		n = chrome_mid(buf, head, nm, loc, ev);
 	} else {

@@ -10,14 +10,14 @@
 #include "tools/pipeline/tables.h"
 
 static int add(struct tables *t, struct tentry **arr, size_t *n, size_t *cap, uint32_t id,
-	       uint32_t os_tid, const char *s, uint32_t len)
+	       uint32_t os_tid, const char *s, uint32_t len, uint32_t process)
 {
 	if (grow_array((void **)arr, cap, *n + 1, sizeof(**arr)) ||
 	    grow_array((void **)&t->arena, &t->arena_cap, t->arena_len + len + 1, 1))
 		return -ENOMEM;
 	memcpy(t->arena + t->arena_len, s, len);
 	t->arena[t->arena_len + len] = 0;
-	(*arr)[(*n)++] = (struct tentry){ id, os_tid, len, t->arena_len };
+	(*arr)[(*n)++] = (struct tentry){ id, os_tid, len, process, t->arena_len };
 	t->arena_len += (size_t)len + 1;
 	return 0;
 }
@@ -34,6 +34,28 @@ static int add_loc(struct tables *t, const kt_srcloc *l)
 	memcpy(d + l->file_len + 1, l->function, l->function_len + 1);
 	t->locs[t->nlocs++] = (struct tloc){ l->id, l->line, l->category, l->file_len,
 					     l->function_len, t->arena_len };
+	t->arena_len += n;
+	return 0;
+}
+
+/* A process: name and command line into the arena back to back; past
+ * KT_MAX_PROCESSES entries only counted. */
+static int add_proc(struct tables *t, const kt_process_def *p)
+{
+	size_t n = (size_t)p->name_len + p->cmdline_len + 2;
+	if (t->nprocs >= KT_MAX_PROCESSES) {
+		t->procs_left_out++;
+		return 0;
+	}
+	if (grow_array((void **)&t->procs, &t->procs_cap, t->nprocs + 1, sizeof(*t->procs)) ||
+	    grow_array((void **)&t->arena, &t->arena_cap, t->arena_len + n, 1))
+		return -ENOMEM;
+	char *d = t->arena + t->arena_len;
+	memcpy(d, p->name, p->name_len + 1);
+	memcpy(d + p->name_len + 1, p->cmdline, p->cmdline_len + 1);
+	t->procs[t->nprocs++] = (struct tproc){ p->id, p->flags, p->pid, p->parent_pid,
+						p->start_ns, p->end_ns, p->name_len,
+						p->cmdline_len, t->arena_len };
 	t->arena_len += n;
 	return 0;
 }
@@ -71,10 +93,13 @@ int tables_add(struct tables *t, const kt_trace_frame *f)
 		return add_loc(t, &f->u.srcloc);
 	case KT_FRAME_NAME:
 		return add(t, &t->names, &t->nnames, &t->names_cap, f->u.name.id, 0, f->u.name.str,
-			   f->u.name.len);
+			   f->u.name.len, 0);
 	case KT_FRAME_THREAD:
 		return add(t, &t->threads, &t->nthreads, &t->threads_cap, f->u.thread.thread_id,
-			   f->u.thread.os_tid, f->u.thread.name, f->u.thread.name_len);
+			   f->u.thread.os_tid, f->u.thread.name, f->u.thread.name_len,
+			   f->u.thread.process);
+	case KT_FRAME_PROCESS:
+		return add_proc(t, &f->u.process);
 	case KT_FRAME_SUMMARY:
 		t->summary = f->u.summary;
 		t->summary.threads = NULL;
@@ -115,8 +140,24 @@ static size_t sort_unique(struct tentry *e, size_t n)
 	return k;
 }
 
+static int proc_by_id(const void *a, const void *b)
+{
+	const struct tproc *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
 void tables_finish(struct tables *t)
 {
+	if (t->nprocs > 1) {
+		qsort(t->procs, t->nprocs, sizeof(*t->procs), proc_by_id);
+		size_t k = 1;
+		for (size_t i = 1; i < t->nprocs; i++)
+			if (t->procs[i].id != t->procs[k - 1].id)
+				t->procs[k++] = t->procs[i];
+		t->nprocs = k;
+	}
 	t->nnames = sort_unique(t->names, t->nnames);
 	t->nthreads = sort_unique(t->threads, t->nthreads);
 	if (t->nlocs > 1) {
@@ -135,6 +176,7 @@ int tables_load(kt_reader *r, struct tables *t)
 	int rc;
 	memset(t, 0, sizeof(*t));
 	t->tick_hz = kt_reader_get_header(r)->clock.tick_hz;
+	t->header_pid = kt_reader_get_header(r)->process_id;
 	/* Only the other frames matter here: the events pass that follows
 	 * decodes (and checks) every chunk anyway. */
 	kt_reader_skip_events(r, 1);
@@ -174,8 +216,27 @@ const struct tloc *tables_loc(const struct tables *t, uint32_t id)
 	return i < t->nlocs && t->locs[i].id == id ? &t->locs[i] : NULL;
 }
 
+const struct tproc *tables_process(const struct tables *t, uint32_t id)
+{
+	size_t i = lower_bound_u32(t->procs, t->nprocs, sizeof(*t->procs), id);
+	return i < t->nprocs && t->procs[i].id == id ? &t->procs[i] : NULL;
+}
+
+uint32_t tables_thread_process(const struct tables *t, uint32_t tid)
+{
+	const struct tentry *e = find(t->threads, t->nthreads, tid);
+	return e ? e->process : 0;
+}
+
+uint64_t tables_process_pid(const struct tables *t, uint32_t id)
+{
+	const struct tproc *p = tables_process(t, id);
+	return p ? p->pid : id == 0 ? t->header_pid : 0;
+}
+
 void tables_free(struct tables *t)
 {
+	free(t->procs);
 	free(t->locs);
 	free(t->names);
 	free(t->threads);

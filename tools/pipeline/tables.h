@@ -21,7 +21,18 @@ struct tentry {
 	uint32_t id;
 	uint32_t os_tid;  /* threads only */
 	uint32_t len;
+	uint32_t process; /* threads only: its process entry's id (SPEC §4.4) */
 	size_t off;       /* in the arena, NUL-terminated; file order */
+};
+
+/* A process entry (SPEC §4.10): its name then its command line in the
+ * arena, each NUL-terminated (the command line's arguments separated by
+ * zero bytes). */
+struct tproc {
+	uint32_t id, flags;
+	uint64_t pid, parent_pid, start_ns, end_ns;
+	uint32_t name_len, cmdline_len;
+	size_t off;
 };
 
 /* A source location (SPEC §4.7): its strings in the arena, the file's
@@ -36,6 +47,12 @@ struct tables {
 	size_t nnames, names_cap, nthreads, threads_cap;
 	struct tloc *locs;
 	size_t nlocs, locs_cap;
+	/* At most KT_MAX_PROCESSES entries (each under 132 KiB of arena);
+	 * procs_left_out counts the others. */
+	struct tproc *procs;
+	size_t nprocs, procs_cap;
+	uint64_t procs_left_out;
+	uint64_t header_pid;     /* the file's own process (tables_load()) */
 	char *arena;
 	size_t arena_len, arena_cap;
 	kt_file_summary summary; /* .threads is NULL: rows die with the frame */
@@ -100,6 +117,38 @@ static inline const kt_track_def *tables_track(const struct tables *t, uint32_t 
  */
 int tables_track_ticks(const struct tables *t, const kt_event *ev, kt_track_event *te,
 		       uint64_t *ticks);
+
+/* tables_process - process @id's entry, or NULL when the file gives none.
+ * O(log n). */
+const struct tproc *tables_process(const struct tables *t, uint32_t id);
+
+/* tables_thread_process - thread @tid's process id (0: the file's own,
+ * also for a thread with no entry). */
+uint32_t tables_thread_process(const struct tables *t, uint32_t tid);
+
+/* tables_process_pid - the pid of process @id: its entry's, for 0 without
+ * one the header's, else 0. */
+uint64_t tables_process_pid(const struct tables *t, uint32_t id);
+
+/* tables_process_name - process @id's name ("" when none). */
+static inline const char *tables_process_name(const struct tables *t, const struct tproc *p)
+{
+	return t->arena + p->off;
+}
+
+/* The command line of @p: cmdline_len bytes, arguments separated by
+ * zero bytes. */
+static inline const char *tables_process_cmdline(const struct tables *t, const struct tproc *p)
+{
+	return t->arena + p->off + p->name_len + 1;
+}
+
+/* tables_multiprocess - does the file name processes other than its own
+ * (a merged trace)?  The readers then show processes. */
+static inline int tables_multiprocess(const struct tables *t)
+{
+	return t->nprocs > 1 || (t->nprocs == 1 && t->procs[0].id != 0);
+}
 
 /* tables_free - release what @t holds; @t may be zeroed or partly built. */
 void tables_free(struct tables *t);
