@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 		return 1;
 	kt_thread_name("main");
 	KT_MESSAGE("log", "start"); /* the ring first: followed from here */
-	pause_ns(5 * 1000000L);     /* a flush period or more to be seen */
+	pause_ns(50 * 1000000L); /* the flusher follows it (a period, on a loaded machine more) */
 	for (int i = 0; i < rounds; i++) {
 		{
 			KT_ZONE("sleep");

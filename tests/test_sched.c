@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <xxhash.h>
 #include <katra/katra.h>
 #include <katra/reader.h>
 
@@ -427,6 +428,44 @@ Test(sched, past_the_cap_threads_are_left_out_and_said_once, .timeout = 120)
 	free(errpath);
 }
 
+/* @file (tests/data) with header flags @flags set, its header checksum
+ * made again, opened from memory: the reader's result. */
+static int open_with_flags(const char *file, uint32_t flags)
+{
+	char path[256];
+	size_t len = 0;
+	snprintf(path, sizeof(path), "%s/%s", KT_TEST_DATA, file);
+	uint8_t *b = t_slurp(path, &len);
+	cr_assert_not_null(b);
+	uint32_t h;
+	memcpy(&h, b + 12, 4);               /* header_len (SPEC §2) */
+	size_t end = 16 + ((h + 7u) & ~7u);  /* the header checksum's offset */
+	cr_assert_leq(end + 8, len);
+	b[20] |= (uint8_t)flags;             /* the body's flags, offset 4 */
+	uint64_t sum = XXH3_64bits(b + 8, end - 8);
+	memcpy(b + end, &sum, 8);
+	kt_reader *r = NULL;
+	int rc = kt_reader_open_mem(b, len, NULL, &r);
+	if (!rc)
+		kt_reader_close(r);
+	free(b);
+	return rc;
+}
+
+/* The header's sched flags are version 4's: a version 3 file with one
+ * set is refused as a reserved bit, a version 4 file reads; both at once
+ * is refused in any version. */
+Test(sched, header_flags_are_version_4s)
+{
+	cr_assert_eq(open_with_flags("golden_v3.katra", KT_HDR_SCHED), KT_ERESERVED);
+	cr_assert_eq(open_with_flags("golden_v3.katra", KT_HDR_SCHED_ABSENT), KT_ERESERVED);
+	cr_assert_eq(open_with_flags("golden_v4.katra", KT_HDR_SCHED), 0);
+	cr_assert_eq(open_with_flags("golden_v4.katra", KT_HDR_SCHED_ABSENT), 0);
+	cr_assert_eq(open_with_flags("golden_v4.katra", KT_HDR_SCHED | KT_HDR_SCHED_ABSENT),
+		     KT_ERESERVED);
+	cr_assert_eq(open_with_flags("golden_v4.katra", 8), KT_ERESERVED);
+}
+
 /* Not asked for: neither flag, no record, no perf event opened. */
 Test(sched, off_by_default, .timeout = 60)
 {
@@ -584,6 +623,44 @@ Test(stats, offcpu_without_root_is_followed, .timeout = 120)
 	json_decref(o);
 	unlink(path);
 	free(path);
+}
+
+/*
+ * katra merge of two processes' traces keeps their scheduling: the
+ * header flag, and each record's thread renumbered as the threads are
+ * (without, the records name the merge's other threads and every zone is
+ * not covered).
+ */
+Test(stats, merged_processes_keep_their_scheduling, .timeout = 120)
+{
+	char *a = tmp_path("merge-a"), *b = tmp_path("merge-b"), *out = tmp_path("merge-out");
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "%s %s 2 && %s %s 2", KT_OFFCPU, a, KT_OFFCPU, b);
+	cr_assert_eq(system(cmd), 0);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "merge", a, b, "-o", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	json_t *o = stats_of(out);
+	json_int_t followed = 0;
+	cr_assert_eq(json_unpack(o, "{s:{s:I}}", "sched", "threads_followed", &followed), 0);
+	cr_assert_eq(followed, 2);
+	json_t *rows = json_object_get(json_object_get(o, "sched"), "zones"), *r;
+	size_t i;
+	cr_assert_eq(json_array_size(rows), 8, "4 zones' names in each process");
+	json_array_foreach(rows, i, r) {
+		json_int_t zones = 0, not_covered = 1;
+		cr_assert_eq(json_unpack(r, "{s:I,s:I}", "zones", &zones, "not_covered",
+					 &not_covered), 0);
+		cr_assert_eq(zones, 2, "%s", json_dumps(r, JSON_COMPACT));
+		cr_assert_eq(not_covered, 0);
+	}
+	json_decref(o);
+	unlink(a);
+	unlink(b);
+	unlink(out);
+	free(a);
+	free(b);
+	free(out);
 }
 
 /* A file whose session was refused: stats says absent and why; a file

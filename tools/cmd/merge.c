@@ -153,6 +153,22 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 	return kt_writer_process(m->w, &p);
 }
 
+/* A scheduler record's thread (SPEC §4.2.1), read through the accessor,
+ * renumbered as the input's threads are.  0 or -ENOMEM. */
+static int sched_thread(struct merge *m, struct in *in, uint8_t *rec, uint16_t plen)
+{
+	kt_event ev = { .type = rec[12], .flags = rec[13], .payload_len = plen,
+			.payload = rec + KT_REC_HEAD };
+	kt_value v;
+	if (!kt_event_get_value(&ev, &v) || v.kind != KT_VALUE_SCHED || !v.thread)
+		return 0;
+	uint64_t tid = remap(&in->threads, v.thread, &m->next.thread, UINT32_MAX - 1);
+	if (!tid)
+		return -ENOMEM;
+	memcpy(rec + KT_REC_HEAD, &tid, 8); /* little-endian, as the file's */
+	return 0;
+}
+
 /* A chunk's records with their times, names and tracks the output's. */
 static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
 {
@@ -178,6 +194,8 @@ static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
 		if (rec[12] >= KT_EV_TRACK_BEGIN && rec[12] <= KT_EV_TRACK_COUNTER_F64 &&
 		    !(rec[13] = (uint8_t)remap(&in->tracks, rec[13], &m->next.track, KT_MAX_TRACKS)))
 			return -ERANGE;
+		if (rec[12] == KT_EV_SCHED && sched_thread(m, in, rec, plen))
+			return -ENOMEM;
 		at += KT_REC_HEAD + ((plen + 7u) & ~7u);
 	}
 	in->rep->written += f->u.chunk.event_count;
@@ -405,6 +423,12 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	h->tool_version = ins[0].h->tool_version;
 	h->capture = ins[0].h->capture;
 	h->capture.codec = KT_CODEC_COMPACT;
+	/* Scheduler records where any input has them; each thread's follow
+	 * record says which threads they cover (SPEC §4.2.1). */
+	for (size_t i = 0; i < n; i++)
+		h->flags |= ins[i].h->flags & KT_HDR_SCHED;
+	for (size_t i = 0; i < n && !(h->flags & KT_HDR_SCHED); i++)
+		h->flags |= ins[i].h->flags & KT_HDR_SCHED_ABSENT;
 	snprintf(note, cap, "katra.merge: %zu processes", n);
 	static const char *notes[1];
 	notes[0] = note;
