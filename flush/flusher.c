@@ -116,6 +116,24 @@ static void put_chunk(kt_session *s, struct sthread *t, struct kt__ring *r, cons
 	chunk_done(s, t, len, count, last);
 }
 
+void kt__flush_records(kt_session *s, uint32_t thread_id, uint32_t os_tid, const char *name,
+		       const uint8_t *p, size_t len, uint32_t count, uint64_t first, uint64_t last)
+{
+	struct sthread *t = kt__idtab_get((void **)&s->threads, &s->nthreads, &s->cap_threads,
+					  sizeof(*t), thread_id, SIZE_MAX);
+	if (!t)
+		return; /* out of memory: these records are lost */
+	if (!t->name)
+		t->name = strdup(name);
+	t->os_tid = os_tid;
+	if (!count || !chunk_room(s, t, len, count, first, last))
+		return;
+	if (!s->error)
+		note_error(s, kt__writer_chunk_known(s->w, thread_id, (unsigned)s->codec, s->level, p,
+						     len, count, first, last));
+	chunk_done(s, t, len, count, last);
+}
+
 /*
  * The compact codec's encoder and its output, the flusher thread's own:
  * with it a chunk's records are found and encoded in one pass
@@ -362,6 +380,10 @@ static void drain_all(kt_session *s)
 			retired_seen = 1;
 		}
 	}
+	/* After the rings, with the same snapshot: a retired ring's thread
+	 * has its last switches read before its ring can be recycled. */
+	if (s->sched)
+		kt__sched_poll(s);
 	if (s->crash)
 		crash_commit(s);
 	else if (s->w && !s->error)
@@ -500,6 +522,7 @@ void *kt__flusher_main(void *arg)
 		kt__ring_sleep_end();
 	}
 	drain_all(s);
+	kt__sched_end(s);
 	finish_file(s);
 	kt__live_publish(s->live, s->on_disk, 1);
 	flush_enc_free();

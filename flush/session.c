@@ -99,6 +99,8 @@ static void fork_child(void)
 		close(s->fd);
 	if (s)
 		kt__control_fork_child(s);
+	if (s)
+		kt__sched_fork_child(s->sched);
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
 	/* Last: under `katra record` the child starts a session of its own. */
@@ -178,6 +180,7 @@ static void session_free(kt_session *s)
 		free(s->hdr_notes[i]);
 	free(s->hdr_notes);
 	kt__snapshot_free(s);
+	kt__sched_free(s->sched);
 	kt__live_stop(s->live);
 	pthread_mutex_destroy(&s->snap_lock);
 	pthread_cond_destroy(&s->snap_done);
@@ -235,6 +238,11 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 		return start_fail(-EINVAL, "stop sync %d", o->stop_sync);
 	if (o->mode != KT_SESSION_NORMAL && o->mode != KT_SESSION_FLIGHT)
 		return start_fail(-EINVAL, "session mode %d", o->mode);
+	const char *sched = getenv("KT_SCHED");
+	if (sched && *sched)
+		o->sched = strcmp(sched, "0") ? KT_SCHED_ON : KT_SCHED_OFF;
+	if (o->sched != KT_SCHED_OFF && o->sched != KT_SCHED_ON)
+		return start_fail(-EINVAL, "sched %d", o->sched);
 	if (o->mode == KT_SESSION_FLIGHT)
 		return 0; /* no file: the rest is about writing one */
 	if (uses_fd(o) ? o->fd < 0 : !path)
@@ -389,6 +397,40 @@ static void build_header(kt_session *s, const kt_session_options *o, kt_header *
 }
 
 /*
+ * Scheduler records asked for (@o->sched): the header says whether the
+ * kernel gives them (KT_HDR_SCHED) or not (KT_HDR_SCHED_ABSENT, with a note
+ * saying why, which stderr says once too).  *@notes, a copy of the notes
+ * with that one added, is the caller's to free; NULL when none was made.
+ * Without memory for the table the file says absent too.
+ */
+static void start_sched(kt_session *s, const kt_session_options *o, kt_header *h,
+			const char ***notes)
+{
+	static char note[200];
+	char why[160];
+	*notes = NULL;
+	if (o->sched != KT_SCHED_ON)
+		return;
+	int rc = kt__sched_probe(why, sizeof(why));
+	if (!rc && (s->sched = kt__sched_new(&s->c0))) {
+		h->flags |= KT_HDR_SCHED;
+		return;
+	}
+	if (!rc)
+		snprintf(why, sizeof(why), "no memory for the followed threads");
+	h->flags |= KT_HDR_SCHED_ABSENT;
+	fprintf(stderr, "katra: scheduler data absent from this trace: %s\n", why);
+	snprintf(note, sizeof(note), "sched: absent: %s", why);
+	if (h->note_count >= KT_MAX_NOTES || !(*notes = malloc((h->note_count + 1) * sizeof(char *))))
+		return;
+	for (uint32_t i = 0; i < h->note_count; i++)
+		(*notes)[i] = h->notes[i];
+	(*notes)[h->note_count] = note;
+	h->notes = *notes;
+	h->note_count++;
+}
+
+/*
  * Everything that can fail for a reason other than the file comes before
  * truncate_output(): the options, the sink, crash files, the header.  Under
  * session_lock.  On failure the caller frees @s; @sink is freed here.
@@ -398,6 +440,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	char host[256] = "";
 	kt_header h;
 	kt__sink *sink = NULL;
+	const char **notes = NULL;
 	int rc;
 
 	if ((rc = new_sink(s, o->io, &sink)))
@@ -406,6 +449,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	kt__registry_set_session(1);
 	gethostname(host, sizeof(host) - 1);
 	build_header(s, o, &h, host);
+	start_sched(s, o, &h, &notes);
 	if ((rc = start_crash(s, o)))
 		goto err;
 	if ((rc = kt__header_validate(&h))) {
@@ -437,8 +481,10 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "flusher thread");
 		goto err;
 	}
+	free(notes);
 	return 0;
 err:
+	free(notes);
 	if (sink)
 		sink->close(sink);
 	kt__registry_set_session(0);

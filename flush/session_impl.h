@@ -78,6 +78,7 @@ struct kt_session {
 
 	struct kt__crash *crash; /* crash files, or NULL */
 	struct kt__live *live;   /* live.h's figures, or NULL */
+	struct kt__sched *sched; /* sched.c's followed threads, or NULL */
 	struct kt__live_flight *live_flight; /* a flight session's, or NULL */
 
 	/* Flight mode (KT_SESSION_FLIGHT): no file, no flusher; snapshots
@@ -161,6 +162,34 @@ void kt__control_fork_child(kt_session *s);
 /* The flusher thread's body: drain every ring each period until the
  * session stops, then write the end of the file.  @arg is the session. */
 void *kt__flusher_main(void *arg);
+
+/* A chunk of @len bytes of records (@count, ticks @first to @last) of the
+ * stream @thread_id, which is no ring's: written as the rings' chunks are
+ * (the output's room asked, the counts kept), its thread entry named
+ * @name with OS tid @os_tid.  The flusher thread only. */
+void kt__flush_records(kt_session *s, uint32_t thread_id, uint32_t os_tid, const char *name,
+		       const uint8_t *p, size_t len, uint32_t count, uint64_t first, uint64_t last);
+
+/* ---- sched.c: scheduler records (kt_session_options.sched) ---------------- */
+
+struct kt__sched;
+/* Whether this thread may open its own context switches: 0, or -errno
+ * with @why (@n bytes) saying what refused them. */
+int kt__sched_probe(char *why, size_t n);
+/* The followed threads' table, empty; NULL without memory.  @c0 is the
+ * session's start calibration (the kernel's times are CLOCK_MONOTONIC). */
+struct kt__sched *kt__sched_new(const kt_clock_calibration *c0);
+/* Once a period, after the rings (s->rings holds their snapshot): follow
+ * the threads new since, read every buffer into the file, let go of the
+ * threads that exited.  The flusher thread only. */
+void kt__sched_poll(kt_session *s);
+/* At the stop, before the file's end: read every buffer a last time and
+ * close them all.  The flusher thread only. */
+void kt__sched_end(kt_session *s);
+/* Free the table (its buffers closed if still open). */
+void kt__sched_free(struct kt__sched *k);
+/* In a fork()ed child: close the parent's events, touch nothing else. */
+void kt__sched_fork_child(struct kt__sched *k);
 
 /* ---- output.c: the session's side of kt__output --------------------------- */
 

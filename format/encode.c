@@ -58,7 +58,8 @@ int kt__header_validate(const kt_header *h)
 		return -EINVAL;
 	if (h->note_count && !h->notes)
 		return -EINVAL;
-	if (h->flags & ~KT_HDR_CAPTURE)
+	if ((h->flags & ~KT_HDR_FLAGS_KNOWN) ||
+	    (h->flags & (KT_HDR_SCHED | KT_HDR_SCHED_ABSENT)) == (KT_HDR_SCHED | KT_HDR_SCHED_ABSENT))
 		return -EINVAL;
 	for (int i = 0; i < 5; i++) {
 		if (str_len(strs[i]) > KT_MAX_STRING)

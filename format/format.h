@@ -171,6 +171,10 @@
 #define KT__SCHEMA_HASH_V3 UINT64_C(0xf5f0996189c5e77d)
 #define KT__SCHEMA_HASH_V2 UINT64_C(0xe89f64418cadbe8d)
 #define KT__SCHEMA_HASH_V1 UINT64_C(0xe9c05376473abc76)
+/* The version scheduler records (type 20) and the header's sched flags
+ * join: the one written (version 4, shared with process entries, SPEC §8).
+ * A reader refuses the flags in an older file. */
+#define KT__SCHED_VERSION KT_FORMAT_VERSION
 extern const char kt__schema_string[];
 extern const char kt__schema_string_v3[];
 extern const char kt__schema_string_v2[];

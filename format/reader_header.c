@@ -70,7 +70,8 @@ static int parse_identity(kt_header *h, const uint8_t *b, uint32_t version, kt_r
 		return kt__rd_fail(e, KT_EHEADER, base + KT__HDR_VERSION,
 				   "header says version %u, preamble %u", h->format_version, version);
 	h->flags = kt__get32(b + KT__HDR_FLAGS);
-	if (h->flags & ~KT_HDR_CAPTURE)
+	uint32_t known = version >= KT__SCHED_VERSION ? KT_HDR_FLAGS_KNOWN : KT_HDR_CAPTURE;
+	if ((h->flags & ~known) || (h->flags & KT_HDR_SCHED && h->flags & KT_HDR_SCHED_ABSENT))
 		return kt__rd_fail(e, KT_ERESERVED, base + KT__HDR_FLAGS, "unknown header flags 0x%x",
 				   h->flags);
 	h->schema_hash = kt__get64(b + KT__HDR_SCHEMA);

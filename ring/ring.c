@@ -223,6 +223,14 @@ static struct kt__ring *ring_get(uint64_t size)
  * rings are files a recovery reads as threads'.  Best effort: a spare
  * that cannot be made leaves its thread to make its ring itself.
  */
+uint32_t kt__registry_new_id(void)
+{
+	reg_take();
+	uint32_t id = next_thread_id++;
+	reg_drop();
+	return id;
+}
+
 unsigned kt__registry_spare(unsigned n)
 {
 	unsigned have = 0;

@@ -115,6 +115,9 @@ typedef struct kt__ring_list {
 /* Make rings of the configured size for up to @n threads to come (at most
  * 16 kept): how many are ready. */
 unsigned kt__registry_spare(unsigned n);
+/* A katra thread id no ring has or will have: for a stream of records
+ * that is no thread's own (flush/sched.c's).  Takes the registry lock. */
+uint32_t kt__registry_new_id(void);
 /* Snapshot every registered ring (retired or not) into @out. */
 int kt__registry_snapshot(kt__ring_list *out);
 /* Recycle every retired ring that is fully drained; returns how many. */

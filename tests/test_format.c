@@ -512,6 +512,8 @@ static int spec_allows(unsigned type, unsigned flags, size_t len)
 		return len == 8;                /* track zone: flags are the track */
 	case 18: case 19:
 		return len == 16;               /* track counter: time, value */
+	case 20:
+		return len == 16 && flags <= 4; /* sched: thread, cpu; what */
 	case 6: case 7:
 		return len == 8 && flags <= 2;  /* frame phase, flow phase */
 	case 8:
@@ -531,12 +533,12 @@ Test(format, record_rules_follow_the_spec_table)
 					     "counter_i64", "counter_f64", "frame", "flow",
 					     "message", "user", "arg_i64", "arg_u64", "arg_f64",
 					     "arg_str", "alloc", "free", "track_begin", "track_end",
-					     "track_counter_i64", "track_counter_f64" };
+					     "track_counter_i64", "track_counter_f64", "sched" };
 	static const size_t lens[] = { 0, 1, 7, 8, 9, 16, 65535 };
 	static const uint8_t payload[65535];
 	static uint8_t rec[KT_REC_HEAD + 65536];
 	for (unsigned type = 0; type < 256; type++) {
-		cr_assert_str_eq(kt_event_type_name(type), names[type < 20 ? type : 0]);
+		cr_assert_str_eq(kt_event_type_name(type), names[type < 21 ? type : 0]);
 		for (unsigned flags = 0; flags < 256; flags++) {
 			for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
 				int want = spec_allows(type, flags, lens[i]);

@@ -166,6 +166,30 @@ Test(value, a_payload_not_as_the_row_says_gives_no_value)
 	cr_assert_eq(v.len, 9);
 }
 
+/* A scheduler record: the followed thread and the CPU, or what was lost;
+ * an id past 32 bits is no thread's. */
+Test(value, sched_gives_thread_and_cpu)
+{
+	uint8_t p[16];
+	kt_value v;
+	memcpy(p, (const uint8_t[]){ 7, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0 }, 16);
+	kt_event ev = event(KT_EV_SCHED, KT_SCHED_PREEMPTED, p, 16);
+	cr_assert_eq(kt_event_get_value(&ev, &v), 1);
+	cr_assert_eq(v.kind, KT_VALUE_SCHED);
+	cr_assert_eq(v.thread, 7);
+	cr_assert_eq(v.cpu, 3);
+	ev = event(KT_EV_SCHED, KT_SCHED_LOST, p, 16);
+	cr_assert_eq(kt_event_get_value(&ev, &v), 1);
+	cr_assert_eq(v.thread, 7);
+	cr_assert_eq(v.cpu, 0);
+	cr_assert_eq(v.u64, 3);
+	p[4] = 1; /* thread 2^32 + 7 */
+	ev = event(KT_EV_SCHED, KT_SCHED_IN, p, 16);
+	cr_assert_eq(kt_event_get_value(&ev, &v), 1);
+	cr_assert_eq(v.thread, 0);
+	cr_assert_eq(v.cpu, 3);
+}
+
 /* Every row of the table, with a payload of its size: the row's kind,
  * and the size the producer and the reader accept. */
 Test(value, every_row_of_the_table_gives_its_kind)
@@ -183,5 +207,5 @@ Test(value, every_row_of_the_table_gives_its_kind)
 	} while (0);
 	KT_EVENT_TYPES(ROW)
 #undef ROW
-	cr_assert_eq(rows, 19);
+	cr_assert_eq(rows, 20);
 }

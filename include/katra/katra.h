@@ -268,7 +268,32 @@ typedef struct kt_session_options {
 	 * that died.  NULL: the environment's KT_CRASH_DIR, if set and not
 	 * empty; otherwise off.  The emit path costs the same. */
 	const char *crash_dir;
+
+	/* ---- the scheduler ---- */
+	/*
+	 * kt_session_sched; default KT_SCHED_OFF, or the environment's
+	 * KT_SCHED=1.  KT_SCHED_ON: the flusher follows each traced thread's
+	 * context switches (perf_event_open() on the thread, no root needed
+	 * at perf_event_paranoid <= 2) and writes them as scheduler records,
+	 * so readers can say a zone's on-CPU and off-CPU time.  Emits cost
+	 * the same: the kernel writes the switches, the flusher reads them.
+	 * At most KT_SCHED_MAX_THREADS threads at once (a message says when
+	 * more are left out).  Where the kernel refuses (perf_event_paranoid
+	 * 3, seccomp, a container) the session starts anyway, says why once
+	 * on stderr, and the file says scheduler data is absent.  Not in
+	 * flight sessions.
+	 */
+	int sched;
 } kt_session_options;
+
+/** kt_session_options.sched. */
+typedef enum kt_session_sched {
+	KT_SCHED_OFF = 0,
+	KT_SCHED_ON = 1,
+} kt_session_sched;
+
+/** Threads whose context switches one session follows at once. */
+#define KT_SCHED_MAX_THREADS 256u
 
 /** kt_session_options.stop_sync. */
 typedef enum kt_stop_sync {

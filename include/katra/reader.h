@@ -264,6 +264,8 @@ typedef struct kt_value {
 	const uint8_t *bytes; /* TEXT, BYTES: the value (no NUL); every kind:
 			       * the raw payload, valid as the event's */
 	size_t len;           /* its length in bytes */
+	uint32_t thread;      /* SCHED: the followed thread's katra id */
+	uint32_t cpu;         /* SCHED: the CPU (FOLLOW, LOST: 0) */
 } kt_value;
 
 /**

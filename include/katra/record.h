@@ -94,6 +94,23 @@ typedef enum kt_frame_phase {
 } kt_frame_phase;
 
 /*
+ * What a KT_EV_SCHED record (type 20, SPEC §4.2) says of the thread its
+ * payload names, in its flags.  The records are the kernel's context
+ * switches of that thread (flush/sched.c), written by the flusher into a
+ * stream of their own (a katra thread id of its own, named "katra.sched TID"),
+ * in time order.  The payload is the followed thread's katra id, then the
+ * CPU (or, for KT_SCHED_LOST, how many switches the kernel lost).
+ */
+typedef enum kt_sched_what {
+	KT_SCHED_FOLLOW = 0,    /* followed from here on: before it, no data */
+	KT_SCHED_BLOCKED = 1,   /* switched out waiting (sleep, lock, I/O) */
+	KT_SCHED_PREEMPTED = 2, /* switched out while runnable */
+	KT_SCHED_IN = 3,        /* switched in */
+	KT_SCHED_LOST = 4,      /* the kernel's buffer overflowed: states
+				 * unknown from here to the next record */
+} kt_sched_what;
+
+/*
  * Track records (types 16-19, katra/track.h) carry their track's id
  * (1..KT_MAX_TRACKS) in the flags byte: a track is one key of the compact
  * codec per zone name, so its timestamps are predicted apart from other
@@ -123,6 +140,8 @@ typedef enum kt_value_kind {
 	KT_VALUE_TRACK = 10,    /* .track, .track_ts: a time on a track */
 	KT_VALUE_TRACK_I64 = 11, /* .track, .track_ts, .i64: a track's counter */
 	KT_VALUE_TRACK_F64 = 12, /* .track, .track_ts, .f64: a track's counter */
+	KT_VALUE_SCHED = 13,    /* .thread, .cpu (.u64 for KT_SCHED_LOST: how
+				 * many): a thread's scheduling */
 } kt_value_kind;
 
 /* The payload a value kind is stored as: a constant expression, so the
@@ -134,7 +153,7 @@ typedef enum kt_value_kind {
 	 : (kind) == KT_VALUE_F64                                       ? KT_PAYLOAD_F64   \
 	 : (kind) == KT_VALUE_TEXT || (kind) == KT_VALUE_BYTES          ? KT_PAYLOAD_BYTES \
 	 : (kind) == KT_VALUE_ALLOC || (kind) == KT_VALUE_TRACK_I64 ||                      \
-			   (kind) == KT_VALUE_TRACK_F64                         \
+			   (kind) == KT_VALUE_TRACK_F64 || (kind) == KT_VALUE_SCHED \
 		 ? KT_PAYLOAD_U64X2                                                        \
 		 : KT_PAYLOAD_U64)
 
@@ -165,7 +184,8 @@ typedef enum kt_value_kind {
 	X(16, KT_EV_TRACK_BEGIN, "track_begin", KT_PAYLOAD_U64,  KT_REC_FLAGS_ANY,   KT_VALUE_TRACK)        \
 	X(17, KT_EV_TRACK_END,  "track_end",   KT_PAYLOAD_U64,   KT_REC_FLAGS_ANY,   KT_VALUE_TRACK)        \
 	X(18, KT_EV_TRACK_COUNTER_I64, "track_counter_i64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY, KT_VALUE_TRACK_I64) \
-	X(19, KT_EV_TRACK_COUNTER_F64, "track_counter_f64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY, KT_VALUE_TRACK_F64)
+	X(19, KT_EV_TRACK_COUNTER_F64, "track_counter_f64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY, KT_VALUE_TRACK_F64) \
+	X(20, KT_EV_SCHED,      "sched",       KT_PAYLOAD_U64X2, KT_SCHED_LOST,      KT_VALUE_SCHED)
 
 /** Event record types (SPEC §4.2). */
 typedef enum kt_event_type {

@@ -97,6 +97,13 @@ typedef enum kt_io_backend {
 } kt_io_backend;
 
 #define KT_HDR_CAPTURE 0x1u /* header flag: run id, epoch, capture id set */
+/* Header flags of scheduler records (version 4, SPEC §2.1, §4.2 type 20):
+ * the session asked for its threads' context switches and the kernel gave
+ * them (SCHED), or refused them (SCHED_ABSENT: a note says why).  With
+ * neither, nobody asked.  Only SCHED makes off-CPU times a reader may show. */
+#define KT_HDR_SCHED 0x2u
+#define KT_HDR_SCHED_ABSENT 0x4u
+#define KT_HDR_FLAGS_KNOWN (KT_HDR_CAPTURE | KT_HDR_SCHED | KT_HDR_SCHED_ABSENT)
 #define KT_SUMMARY_RECOVERED 0x1u
 #define KT_SUMMARY_IO_ERROR 0x2u
 

@@ -163,7 +163,8 @@ static int zone_begin(struct stats *c, long ti, uint32_t name, uint64_t ns)
 	uint32_t *top = idmap_slot(&c->tops, tops_key(ti, name), 0, &added);
 	if (!top)
 		return -ENOMEM;
-	t->stack[t->depth] = (struct zone){ ns, 0, name, *top };
+	t->stack[t->depth] = (struct zone){ ns, 0, name, *top, { 0 } };
+	schedstats_mark(&c->sched, t->id, ns, &t->stack[t->depth].sm);
 	*top = (uint32_t)++t->depth;
 	c->open++;
 	return 0;
@@ -205,6 +206,8 @@ static int zone_end(struct stats *c, long ti, struct sname *nm, uint64_t ns)
 	if (t->depth)
 		t->stack[t->depth - 1].child += dur;
 	t->zones_ns += self;
+	if (schedstats_zone(&c->sched, t->id, nm->id, &z.sm, ns, dur))
+		return -ENOMEM;
 	if (c->hooks && c->hooks->zone)
 		return c->hooks->zone(c->hooks->ctx, t->id, nm->id, z.ns, dur, self);
 	return 0;
@@ -260,6 +263,8 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	if (t->drop_next < t->drop_end)
 		drops_pass(c, t, ev->ts);
 	c->events++;
+	if (ev->type == KT_EV_SCHED) /* of another thread: no name, no zone */
+		return schedstats_event(&c->sched, ev, ns);
 	/* Name 0 of an argument is its zone's own value or text, and of a
 	 * memory record the default pool: no row of the names' own. */
 	if (!ev->name_id && ev->type >= KT_EV_ARG_I64 && ev->type <= KT_EV_ARG_STR)
@@ -348,6 +353,7 @@ void stats_free(struct stats *c)
 	trackstats_free(&c->tracks);
 	valstats_free(&c->vals);
 	windows_free(&c->win);
+	schedstats_free(&c->sched);
 	tables_free(&c->t);
 	free(c);
 }
@@ -550,6 +556,7 @@ static int print_text(FILE *f, const struct stats *c, const char *label)
 			c->backwards, c->negative);
 	text_frames(f, &c->frames);
 	int rc = memstats_text(f, &c->mem, t);
+	rc = rc ? rc : schedstats_text(f, &c->sched, t);
 	rc = rc ? rc : trackstats_text(f, &c->tracks, t);
 	return rc ? rc : ferror(f) ? -EIO : 0;
 }
@@ -576,7 +583,8 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	memstats_init(&c->mem);
 	valstats_init(&c->vals);
 	trackstats_init(&c->tracks, &c->t, r);
-	int rc = stats_frames(r, c, &c->t);
+	int rc = schedstats_init(&c->sched, kt_reader_get_header(r));
+	rc = rc ? rc : stats_frames(r, c, &c->t);
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
 	c->dropped = st.dropped;
@@ -599,6 +607,7 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	table_sort(&c->names);
 	memstats_sort(&c->mem);
 	valstats_sort(&c->vals);
+	schedstats_sort(&c->sched);
 	for (size_t i = 0; i < c->names.n; i++)
 		hist_finish(&name_at(c, (long)i)->zone);
 	hist_finish(&c->frames);

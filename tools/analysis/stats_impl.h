@@ -12,6 +12,7 @@
 #include "tools/pipeline/idmap.h"
 #include "tools/pipeline/memstats.h"
 #include "tools/pipeline/tables.h"
+#include "tools/analysis/schedstats.h"
 #include "tools/analysis/trackstats.h"
 #include "tools/analysis/valstats.h"
 #include "tools/analysis/windows.h"
@@ -24,6 +25,7 @@ struct zone {
 	uint32_t below; /* 1 + the stack index of the next open zone of the same
 			 * name below this one; 0 when there is none; and
 			 * CROSSED when a drop window began while it was open */
+	struct sched_mark sm; /* its thread's off-CPU time at its begin */
 };
 #define CROSSED (1u << 31) /* stack indices stay below MAX_OPEN_ZONES */
 
@@ -89,6 +91,7 @@ struct stats {
 	struct trackstats tracks; /* zones of tracks with a clock of their own */
 	struct valstats vals;   /* counters, zones' own values and texts */
 	struct windows win;     /* each thread's window and loss (windows.h) */
+	struct schedstats sched; /* on-CPU and off-CPU time per zone */
 };
 
 /*

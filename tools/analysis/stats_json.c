@@ -144,9 +144,12 @@ json_t *stats_json(const struct stats *c, const char *label)
 		json_object_set_new(o, "tracks", trackstats_json(&c->tracks, &c->t));
 	if (c->win.any)
 		json_object_set_new(o, "windows", windows_json(&c->win, &c->t));
+	/* Only when the file was asked for scheduler records: absent or not. */
+	if (c->sched.asked)
+		json_object_set_new(o, "sched", schedstats_json(&c->sched, &c->t));
 	int vk = valstats_json(o, &c->vals, &c->t);
 	size_t keys = 7 + !!c->untimed + 2 * !!c->backwards + !!c->mem.n + !!nt + !!c->win.any +
-		      (size_t)vk + !!tables_multiprocess(&c->t);
+		      !!c->sched.asked + (size_t)vk + !!tables_multiprocess(&c->t);
 	if (ok && vk >= 0 && json_complete(o, keys) && json_complete(fr, 7))
 		return o;
 	json_decref(o);

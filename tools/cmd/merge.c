@@ -153,6 +153,24 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 	return kt_writer_process(m->w, &p);
 }
 
+/* A scheduler record's thread (SPEC §4.2.1), read through the accessor and
+ * renumbered as the input's threads are: @ev then points at @pay, its
+ * payload made again from the value (the CPU or lost count kept).  0 or
+ * -ENOMEM. */
+static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint64_t pay[2])
+{
+	kt_value v;
+	if (!kt_event_get_value(ev, &v) || v.kind != KT_VALUE_SCHED || !v.thread)
+		return 0;
+	uint64_t tid = remap(&in->threads, v.thread, &m->next.thread, UINT32_MAX - 1);
+	if (!tid)
+		return -ENOMEM;
+	pay[0] = tid; /* little-endian, as the file's: katra runs on x86-64 */
+	pay[1] = v.u64;
+	ev->payload = (const uint8_t *)pay;
+	return 0;
+}
+
 /* A chunk's events with their times, names and tracks the output's,
  * encoded again (kt_event_encode() copies each payload whole, unread). */
 static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
@@ -172,6 +190,9 @@ static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
 		if (ev.type >= KT_EV_TRACK_BEGIN && ev.type <= KT_EV_TRACK_COUNTER_F64 &&
 		    !(ev.flags = (uint8_t)remap(&in->tracks, ev.flags, &m->next.track, KT_MAX_TRACKS)))
 			return -ERANGE;
+		uint64_t pay[2];
+		if (ev.type == KT_EV_SCHED && sched_thread(m, in, &ev, pay))
+			return -ENOMEM;
 		size_t k = kt_event_encode(m->buf + at, n - at, &ev);
 		if (!k)
 			return -EINVAL; /* cannot be: each record is re-encoded at its size */
@@ -402,6 +423,12 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	h->tool_version = ins[0].h->tool_version;
 	h->capture = ins[0].h->capture;
 	h->capture.codec = KT_CODEC_COMPACT;
+	/* Scheduler records where any input has them; each thread's follow
+	 * record says which threads they cover (SPEC §4.2.1). */
+	for (size_t i = 0; i < n; i++)
+		h->flags |= ins[i].h->flags & KT_HDR_SCHED;
+	for (size_t i = 0; i < n && !(h->flags & KT_HDR_SCHED); i++)
+		h->flags |= ins[i].h->flags & KT_HDR_SCHED_ABSENT;
 	snprintf(note, cap, "katra.merge: %zu processes", n);
 	static const char *notes[1];
 	notes[0] = note;

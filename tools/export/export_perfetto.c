@@ -20,6 +20,7 @@
 #include "tools/export/perfetto_pack.h"
 #include "tools/export/perfetto_pb.h"
 #include "tools/export/perfetto_procs.h"
+#include "tools/export/perfetto_sched.h"
 #include "tools/export/perfetto_slice.h"
 #include "tools/export/perfetto_trace.pb-c.h"
 #include "tools/pipeline/memstats.h"
@@ -34,7 +35,6 @@ typedef Perfetto__Protos__TrackDescriptor TrackDesc;
 #define SEQ_GLOBAL 1
 #define SEQ_CLEARED 1       /* SEQ_INCREMENTAL_STATE_CLEARED */
 #define SEQ_NEEDS 2         /* SEQ_NEEDS_INCREMENTAL_STATE */
-#define CLOCK_REALTIME_ID 1
 #define CLOCK_MONO_ID 3
 #define CLOCK_SEQ_ID 64     /* a sequence's own clock: incremental ns */
 #define PRIO_INFO 4
@@ -120,14 +120,7 @@ static void put_event(struct pf *p, struct xthread *t, uint64_t ns, const struct
 
 static void put_packet(struct pf *p, const Packet *pk)
 {
-	size_t n = perfetto__protos__trace_packet__get_packed_size(pk);
-	uint8_t *o = xout_room(&p->out, n + 11);
-	if (!o)
-		return;
-	*o++ = 1 << 3 | 2;
-	o = put_varint(o, n);
-	perfetto__protos__trace_packet__pack(pk, o);
-	xout_commit(&p->out, o + n);
+	pf_put_packet(&p->out, pk);
 }
 
 /* A packet of sequence @seq stamped @ns on the monotonic clock itself (not
@@ -173,7 +166,7 @@ static void put_track(struct pf *p, uint32_t seq, TrackDesc *td)
 static void put_clocks(struct pf *p, uint32_t seq, uint64_t ns, const uint32_t *ids,
 		       const uint64_t *vals, size_t n, int primary)
 {
-	Perfetto__Protos__ClockSnapshot__Clock c[2], *cp[2];
+	Perfetto__Protos__ClockSnapshot__Clock c[3], *cp[3];
 	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
 	for (size_t i = 0; i < n; i++) {
 		perfetto__protos__clock_snapshot__clock__init(&c[i]);
@@ -197,8 +190,8 @@ static void put_clocks(struct pf *p, uint32_t seq, uint64_t ns, const uint32_t *
 static void put_trace_start(struct pf *p)
 {
 	const kt_header *h = kt_reader_get_header(p->r);
-	uint32_t ids[2] = { CLOCK_MONO_ID, CLOCK_REALTIME_ID };
-	uint64_t vals[2] = { h->start_mono_ns, h->start_wall_ns };
+	uint32_t ids[3]; /* with scheduler records, ftrace's clock too */
+	uint64_t vals[3];
 	Packet first = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	first.has_trusted_packet_sequence_id = first.has_sequence_flags = 1;
 	first.has_first_packet_on_sequence = first.first_packet_on_sequence = 1;
@@ -218,7 +211,7 @@ static void put_trace_start(struct pf *p)
 		first.has_trusted_packet_sequence_id = 1;
 		first.trusted_packet_sequence_id = SEQ_GLOBAL;
 	}
-	put_clocks(p, SEQ_GLOBAL, h->start_mono_ns, ids, vals, h->start_wall_ns ? 2 : 1, 1);
+	put_clocks(p, SEQ_GLOBAL, h->start_mono_ns, ids, vals, psched_clocks(h, ids, vals), 1);
 	TrackDesc fr = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	fr.has_uuid = fr.has_parent_uuid = 1;
 	fr.uuid = FRAMES_UUID;
@@ -593,6 +586,8 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	struct pf *p = ctx;
 	(void)index;
 	p->xs.res->events++;
+	if (ev->type == KT_EV_SCHED) /* its stream is no thread's: ftrace's packet */
+		return psched_put(&p->out, p->t, ev, ns);
 	int fresh, rc;
 	struct xthread *t = xstate_thread(&p->xs, ev->thread_id, &fresh);
 	if (!t)

@@ -319,6 +319,23 @@ static inline char *line_mem(char *d, int jsonl, const kt_value *v)
 	return d;
 }
 
+/* A scheduler record (type 20): what happened, to which thread, on which
+ * CPU (or how many switches were lost). */
+static inline char *line_sched(char *d, int jsonl, const kt_event *ev, const kt_value *v)
+{
+	static const char *const what[] = { "follow", "blocked", "preempted", "in", "lost" };
+	const char *w = what[ev->flags <= KT_SCHED_LOST ? ev->flags : 0];
+	d = put_key(d, jsonl, KEY(",\"sched\":\""));
+	memcpy(d, w, strlen(w));
+	d += strlen(w);
+	if (jsonl)
+		*d++ = '"';
+	d = put_u64(put_key(d, jsonl, KEY(",\"of\":")), v->thread);
+	if (ev->flags == KT_SCHED_LOST)
+		return put_u64(put_key(d, jsonl, KEY(",\"lost\":")), v->u64);
+	return put_u64(put_key(d, jsonl, KEY(",\"cpu\":")), v->cpu);
+}
+
 /* One event as a text line or a JSON object line; 0, or -1 when the
  * buffer could not grow (nothing of the line is kept). */
 static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_event *ev, uint64_t ns)
@@ -380,6 +397,9 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 	case KT_VALUE_ALLOC:
 	case KT_VALUE_FREE:
 		d = line_mem(d, jsonl, &v);
+		break;
+	case KT_VALUE_SCHED:
+		d = line_sched(d, jsonl, ev, &v);
 		break;
 	default:
 		d = fmt_track_tail(d, j, ev);

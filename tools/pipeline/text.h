@@ -17,6 +17,7 @@
 #define KT_TOOLS_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -54,6 +55,13 @@ char *text_json(const char *s, size_t n);
 /* text_json_string - @n bytes of @s as a jansson string (text_utf8() first,
  * so it always exists).  Returns a new reference or NULL when out of memory. */
 json_t *text_json_string(const char *s, size_t n);
+
+/* text_json_u64 - @v as a JSON integer (an int64): past INT64_MAX it
+ * saturates, never wraps to a negative number.  NULL without memory. */
+static inline json_t *text_json_u64(uint64_t v)
+{
+	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
 
 /* text_json_print - json_dumps(@o, @flags) with DEL and C1 escaped, and a
  * newline, to @f.  Returns 0, -ENOMEM, or -EIO when the write failed. */

@@ -1,0 +1,376 @@
+/*
+ * Scheduler records: each traced thread's context switches, from the
+ * kernel, on katra's clock (kt_session_options.sched, KT_SCHED=1).
+ *
+ * The flusher opens, for every thread whose ring it sees, a software dummy
+ * perf event on that thread alone with context_switch set: the kernel then
+ * writes a PERF_RECORD_SWITCH into the event's mmap buffer each time the
+ * thread is switched in or out, with its CPU, its time on CLOCK_MONOTONIC
+ * (use_clockid) and whether it was preempted (PERF_RECORD_MISC_SWITCH_OUT_
+ * PREEMPT) or went to sleep.  Nothing runs on the thread's emit path: the
+ * kernel writes on a switch, which it makes anyway, and the flusher reads
+ * the buffers once a period, after the rings, and writes them as records of
+ * type 20 (katra/record.h's kt_sched_what) into a stream of their own: a
+ * katra thread id per followed thread (kt__registry_new_id()), its thread
+ * entry named "katra.sched TID" after the followed thread's OS tid (its
+ * own OS tid 0: it is no thread of the OS).  A stream
+ * of its own, because the buffer is read later than the ring: the merged
+ * order of a reader (timestamps across streams) puts each switch between
+ * the thread's own events, where a chunk of the thread's own would not.
+ *
+ * Bounded: at most KT_SCHED_MAX_THREADS followed at once, each buffer
+ * KT_SCHED_PAGES pages of data (512 switches a period before the kernel
+ * counts them lost, which becomes a KT_SCHED_LOST record); a thread past
+ * the cap, or whose buffer the kernel's locked-memory limit refuses, is
+ * not followed (its stream has no FOLLOW record, so readers say its
+ * threads' off-CPU time is unknown) and stderr says so once.  Buffers are
+ * mapped MADV_DONTFORK and every fd is O_CLOEXEC: a fork()ed child has no
+ * mapping of the parent's buffers, and closes the fds (session.c's
+ * fork_child), as it does the ring's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flush/session_impl.h"
+
+#define KT_SCHED_PAGES 4u         /* data pages per buffer, a power of two */
+#define KT_SCHED_REC 32u          /* bytes of one type 20 record */
+#define KT_SCHED_BATCH 1024u      /* records per chunk written at once */
+
+struct followed {
+	uint32_t owner;        /* the followed thread's katra id; 0: free slot */
+	uint32_t sid;          /* its stream's katra id */
+	uint32_t tid;          /* its OS tid */
+	int fd;
+	void *map;             /* the control page, then the data pages */
+	uint64_t last;         /* the last tick written: the stream's order */
+	int seen;              /* its ring was in this period's snapshot */
+};
+
+struct kt__sched {
+	struct followed t[KT_SCHED_MAX_THREADS];
+	uint32_t *refused;     /* owners not followed (sorted not needed: small) */
+	size_t nrefused, cap_refused;
+	int said;              /* the cap's message was written */
+	kt_clock_calibration c0;
+	size_t page;
+	uint8_t buf[KT_SCHED_BATCH * KT_SCHED_REC];
+	size_t nbuf;
+	uint64_t first, lastw;
+};
+
+static int perf_open(uint32_t tid)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.context_switch = 1;
+	a.sample_id_all = 1;
+	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	/* Unprivileged at perf_event_paranoid 2: user space only, and only
+	 * the thread itself (no inherit: a thread it starts is followed on
+	 * its own once it emits). */
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int kt__sched_probe(char *why, size_t n)
+{
+	int fd = perf_open((uint32_t)syscall(SYS_gettid));
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	int paranoid = -9;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = -9;
+		fclose(f);
+	}
+	if (paranoid == -9)
+		snprintf(why, n, "perf_event_open refused: %s", strerror(-fd));
+	else
+		snprintf(why, n, "perf_event_open refused: %s (perf_event_paranoid %d)",
+			 strerror(-fd), paranoid);
+	return fd;
+}
+
+struct kt__sched *kt__sched_new(const kt_clock_calibration *c0)
+{
+	struct kt__sched *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		k->t[i].fd = -1;
+	k->c0 = *c0;
+	k->page = (size_t)sysconf(_SC_PAGESIZE);
+	return k;
+}
+
+/* CLOCK_MONOTONIC @ns as the session's ticks: themselves, or through the
+ * start calibration at the TSC's measured rate (what a reader's line
+ * through both calibrations differs from by the rate's error: ppm). */
+static uint64_t to_ticks(const struct kt__sched *k, uint64_t ns)
+{
+	if (k->c0.source != KT_CLOCK_TSC)
+		return ns;
+	__int128 d = (__int128)ns - (__int128)k->c0.mono_ns;
+	__int128 t = (__int128)k->c0.ticks + d * (__int128)k->c0.tick_hz / 1000000000;
+	return t < 0 ? 0 : t > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)t;
+}
+
+/* The batch so far as one chunk of stream @sid. */
+static void flush_batch(kt_session *s, const struct followed *f)
+{
+	struct kt__sched *k = s->sched;
+	char name[32];
+	if (!k->nbuf)
+		return;
+	/* OS tid 0: the exports place a thread by its OS tid, and this stream
+	 * is not the thread it follows; its name says which that is. */
+	snprintf(name, sizeof(name), "katra.sched %u", f->tid);
+	kt__flush_records(s, f->sid, 0, name, k->buf, k->nbuf * KT_SCHED_REC, (uint32_t)k->nbuf,
+			  k->first, k->lastw);
+	k->nbuf = 0;
+}
+
+static void put_rec(kt_session *s, struct followed *f, uint64_t ts, unsigned what, uint64_t second)
+{
+	struct kt__sched *k = s->sched;
+	if (ts < f->last)
+		ts = f->last; /* the stream stays in order, as a thread's does */
+	f->last = ts;
+	uint8_t *p = k->buf + k->nbuf * KT_SCHED_REC;
+	memset(p, 0, KT_SCHED_REC);
+	kt__put64(p + KT_REC_TS, ts);
+	p[KT_REC_TYPE] = KT_EV_SCHED;
+	p[KT_REC_FLAGS] = (uint8_t)what;
+	kt__put16(p + KT_REC_LEN, 16);
+	kt__put64(p + KT_REC_HEAD, f->owner);
+	kt__put64(p + KT_REC_HEAD + 8, second);
+	if (!k->nbuf)
+		k->first = ts;
+	k->lastw = ts;
+	if (++k->nbuf == KT_SCHED_BATCH)
+		flush_batch(s, f);
+}
+
+static void say_once(struct kt__sched *k, const char *why)
+{
+	if (k->said || !why)
+		return;
+	k->said = 1;
+	fprintf(stderr, "katra: scheduler data: some threads not followed: %s\n", why);
+}
+
+static int was_refused(const struct kt__sched *k, uint32_t owner)
+{
+	for (size_t i = 0; i < k->nrefused; i++)
+		if (k->refused[i] == owner)
+			return 1;
+	return 0;
+}
+
+static void refuse(struct kt__sched *k, uint32_t owner, const char *why)
+{
+	say_once(k, why);
+	if (k->nrefused == k->cap_refused) {
+		size_t cap = k->cap_refused ? 2 * k->cap_refused : 16;
+		/* Bounded by the threads that ever emitted, as the rings are. */
+		uint32_t *p = realloc(k->refused, cap * sizeof(*p));
+		if (!p)
+			return;
+		k->refused = p;
+		k->cap_refused = cap;
+	}
+	k->refused[k->nrefused++] = owner;
+}
+
+/* Follow the thread of ring @r in free slot @f: its event, its buffer, its
+ * stream and the FOLLOW record that starts it. */
+static void follow(kt_session *s, struct followed *f, struct kt__ring *r)
+{
+	struct kt__sched *k = s->sched;
+	uint32_t owner = kt__ring_thread_id(r), tid = kt__ring_os_tid(r);
+	int fd = perf_open(tid);
+	if (fd < 0) {
+		/* ESRCH: the thread exited before it was seen; nothing to say. */
+		refuse(k, owner, fd == -ESRCH ? NULL : strerror(-fd));
+		return;
+	}
+	size_t len = (1 + KT_SCHED_PAGES) * k->page;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		/* EPERM: past perf_event_mlock_kb and RLIMIT_MEMLOCK. */
+		refuse(k, owner, "its buffer past the locked-memory limit (perf_event_mlock_kb)");
+		close(fd);
+		return;
+	}
+	/* A fork()ed child must not see the parent's switches. */
+	(void)madvise(m, len, MADV_DONTFORK);
+	f->owner = owner;
+	f->tid = tid;
+	f->fd = fd;
+	f->map = m;
+	f->last = 0;
+	f->sid = kt__registry_new_id();
+	put_rec(s, f, to_ticks(k, kt__mono_ns()), KT_SCHED_FOLLOW, 0);
+	flush_batch(s, f); /* the batch is one stream's */
+}
+
+/* One record of the kernel's, @h and @n bytes, read out of the ring. */
+static void take(kt_session *s, struct followed *f, const uint8_t *e, size_t n)
+{
+	struct perf_event_header h;
+	memcpy(&h, e, sizeof(h));
+	/* sample_id_all's tail: u32 pid, u32 tid, u64 time, u32 cpu, u32 res. */
+	if (n < sizeof(h) + 24)
+		return;
+	const uint8_t *id = e + n - 24;
+	uint64_t ns;
+	uint32_t cpu;
+	memcpy(&ns, id + 8, 8);
+	memcpy(&cpu, id + 16, 4);
+	uint64_t ts = to_ticks(s->sched, ns);
+	if (h.type == PERF_RECORD_SWITCH || h.type == PERF_RECORD_SWITCH_CPU_WIDE) {
+		unsigned what = !(h.misc & PERF_RECORD_MISC_SWITCH_OUT) ? KT_SCHED_IN
+				: h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT ? KT_SCHED_PREEMPTED
+									      : KT_SCHED_BLOCKED;
+		put_rec(s, f, ts, what, cpu);
+	} else if (h.type == PERF_RECORD_LOST && n >= sizeof(h) + 16 + 24) {
+		uint64_t lost;
+		memcpy(&lost, e + sizeof(h) + 8, 8);
+		put_rec(s, f, ts, KT_SCHED_LOST, lost);
+	}
+}
+
+/* Everything the kernel wrote into @f's buffer since the last read. */
+static void drain_one(kt_session *s, struct followed *f)
+{
+	struct kt__sched *k = s->sched;
+	struct perf_event_mmap_page *pg = f->map; /* page-aligned */
+	const uint8_t *data = (const uint8_t *)f->map + k->page;
+	uint64_t size = (uint64_t)KT_SCHED_PAGES * k->page;
+	/* Acquire: the records below head are written before it (the
+	 * kernel's smp_wmb before its store, documented in perf_event.h). */
+	uint64_t head = kt__load_acquire(&pg->data_head);
+	uint64_t tail = pg->data_tail;
+	uint8_t rec[256];
+	while (tail < head && head - tail <= size) {
+		size_t off = (size_t)(tail % size);
+		struct perf_event_header h;
+		for (size_t i = 0; i < sizeof(h); i++)
+			((uint8_t *)&h)[i] = data[(off + i) % size];
+		if (h.size < sizeof(h) || h.size > head - tail)
+			break;
+		size_t n = h.size < sizeof(rec) ? h.size : sizeof(rec);
+		for (size_t i = 0; i < n; i++)
+			rec[i] = data[(off + i) % size];
+		take(s, f, rec, n);
+		tail += h.size;
+	}
+	flush_batch(s, f);
+	/* Release: the kernel may reuse the space only after the reads above. */
+	kt__store_release(&pg->data_tail, head);
+}
+
+static void unfollow(struct kt__sched *k, struct followed *f)
+{
+	munmap(f->map, (1 + KT_SCHED_PAGES) * k->page);
+	close(f->fd);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
+static struct followed *find(struct kt__sched *k, uint32_t owner, struct followed **free_slot)
+{
+	*free_slot = NULL;
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
+		if (k->t[i].owner == owner)
+			return &k->t[i];
+		if (!k->t[i].owner && !*free_slot)
+			*free_slot = &k->t[i];
+	}
+	return NULL;
+}
+
+void kt__sched_poll(kt_session *s)
+{
+	struct kt__sched *k = s->sched;
+	if (!k || !s->w || s->error)
+		return;
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		k->t[i].seen = 0;
+	for (size_t i = 0; i < s->rings.len; i++) {
+		struct kt__ring *r = s->rings.rings[i];
+		struct followed *free_slot, *f = find(k, kt__ring_thread_id(r), &free_slot);
+		if (!f && !kt__ring_retired(r) && !was_refused(k, kt__ring_thread_id(r))) {
+			if (free_slot)
+				follow(s, f = free_slot, r);
+			else
+				refuse(k, kt__ring_thread_id(r),
+				       "more threads than KT_SCHED_MAX_THREADS (256)");
+		}
+		/* A retired ring's thread is gone: its last switches are read
+		 * below, then its slot is free. */
+		if (f && f->owner && !kt__ring_retired(r))
+			f->seen = 1;
+	}
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
+		struct followed *f = &k->t[i];
+		if (!f->owner)
+			continue;
+		drain_one(s, f);
+		if (!f->seen)
+			unfollow(k, f);
+	}
+}
+
+void kt__sched_end(kt_session *s)
+{
+	struct kt__sched *k = s->sched;
+	if (!k)
+		return;
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		if (k->t[i].owner) {
+			if (s->w && !s->error)
+				drain_one(s, &k->t[i]);
+			unfollow(k, &k->t[i]);
+		}
+}
+
+void kt__sched_free(struct kt__sched *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		if (k->t[i].owner)
+			unfollow(k, &k->t[i]);
+	free(k->refused);
+	free(k);
+}
+
+void kt__sched_fork_child(struct kt__sched *k)
+{
+	/* The mappings are not in the child (MADV_DONTFORK); the fds are
+	 * the parent's threads' events, closed here as the parent's file is.
+	 * The memory is the parent's: left alone. */
+	for (size_t i = 0; k && i < KT_SCHED_MAX_THREADS; i++)
+		if (k->t[i].owner && k->t[i].fd >= 0)
+			close(k->t[i].fd);
+}
