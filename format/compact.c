@@ -52,13 +52,6 @@ struct hslot {
 struct eslot {
 	struct kt__cmp_slot c; /* c.next unused: .next says it */
 	struct eslot *next;
-	/* The slot that followed before .next, or NULL (never the spill
-	 * slot, whose key changes): a miss looks there before the hash
-	 * table.  An interpreter's call is followed by its first callee or
-	 * its return: half its misses are found here, without the hash's
-	 * two loads out of L1.  Only where a key is found changes: never
-	 * its index, so never the bytes. */
-	struct eslot *alt;
 };
 
 struct kt__compact_enc {
@@ -196,7 +189,6 @@ static void eslot_init(kt__compact_enc *e, unsigned idx, uint64_t key, enum kt__
 {
 	kt__cmp_slot_init(&e->slots[idx].c, (uint16_t)idx, key, c);
 	e->slots[idx].next = &e->slots[idx];
-	e->slots[idx].alt = NULL;
 }
 
 /* A new key's slot: the next in the dictionary while there is room, else
@@ -230,9 +222,7 @@ static inline struct eslot *enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64
 					 struct eslot *ctx, uint64_t meta)
 {
 	uint64_t key = meta & KT__CMP_KEY_BITS;
-	struct eslot *a = ctx->alt;
-	int idx = a && (a->c.meta & KT__CMP_KEY_BITS) == key ? (int)(a - e->slots) : enc_find(e, key);
-	int fresh = idx < 0;
+	int idx = enc_find(e, key), fresh = idx < 0;
 	uint64_t lit = fresh ? e->nkeys : (uint64_t)idx; /* the dictionary's size: "new" */
 	if (fresh && (idx = enc_define(e, key)) < 0)
 		return NULL;
@@ -252,7 +242,6 @@ static inline struct eslot *enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64
 	struct eslot *s = &e->slots[idx];
 	if ((meta & s->c.mask) != s->c.meta)
 		return NULL; /* a fixed-size type with another length */
-	ctx->alt = ctx->next == &e->slots[KT__CMP_OTHER] ? NULL : ctx->next;
 	ctx->next = s;
 	return s;
 }

@@ -6,7 +6,7 @@
  * (kt__compact_encode and the flusher's kt__compact_encode_upto).  The
  * hashes are those of the encoder before it was made faster (issue #28,
  * the walk's slot pointers, two-byte varints without a branch, integers
- * inline, a second successor tried before the hash table): a change meant
+ * inline): a change meant
  * to cost less must leave every byte as it was.  A change of the bytes
  * is a change of the format's encoder (format/SPEC.md), and of these.
  */
