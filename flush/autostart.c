@@ -170,3 +170,46 @@ void kt__autostart_child(kt_session *parent_current)
 	if (was_recorded)
 		start_recorded();
 }
+
+/* Up to @cap bytes of /proc/self/@what; its length, 0 when unreadable. */
+static uint32_t read_self(const char *what, char *buf, size_t cap)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/self/%s", what);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	ssize_t got = 1;
+	while (fd >= 0 && n < cap && got > 0) {
+		got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			got = 1;
+		else if (got > 0)
+			n += (size_t)got;
+	}
+	if (fd >= 0)
+		close(fd);
+	return (uint32_t)n;
+}
+
+int kt__write_self_process(kt_writer *w, uint64_t start_ns)
+{
+	static char cmd[KT_MAX_STRING];
+	static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+	char name[64];
+	uint32_t nlen = read_self("comm", name, sizeof(name) - 1);
+	/* comm ends in a newline; a name holds no zero byte. */
+	while (nlen && (name[nlen - 1] == '\n' || name[nlen - 1] == 0))
+		nlen--;
+	name[nlen] = 0;
+	nlen = (uint32_t)strlen(name);
+	pthread_mutex_lock(&buf_lock);
+	uint32_t clen = read_self("cmdline", cmd, sizeof(cmd));
+	while (clen && cmd[clen - 1] == 0) /* the last argument's terminator */
+		clen--;
+	kt_process_def p = { .id = 0, .pid = (uint64_t)getpid(), .parent_pid = (uint64_t)getppid(),
+			     .start_ns = start_ns, .name_len = nlen, .cmdline_len = clen,
+			     .name = name, .cmdline = cmd };
+	int rc = kt_writer_process(w, &p);
+	pthread_mutex_unlock(&buf_lock);
+	return rc;
+}

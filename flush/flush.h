@@ -89,7 +89,7 @@ int kt__session_start_output(const kt_session_options *o, const kt__output *out,
 int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /*
- * Snapshot requests (flush/control.c, tools/cmd_snapshot.c): the client
+ * Snapshot requests (flush/control.c, tools/cmd/cmd_snapshot.c): the client
  * sends KT__CTL_REQ_WORDS u64 { magic, max_age_ns, max_bytes }; the
  * process answers, in host byte order (both ends are on one machine), the
  * reply of the magic's version, its size fixed by it:

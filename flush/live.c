@@ -103,12 +103,17 @@ int kt__live_find(long pid)
 	return found;
 }
 
+int kt__live_wanted(void)
+{
+	const char *env = getenv("KATRA_LIVE");
+	return env && *env && strcmp(env, "0");
+}
+
 struct kt__live *kt__live_start(const kt_clock_calibration *c0)
 {
 	/* Opt-in: the walk costs the flusher 3-8 ns an event (bench/RESULTS.md,
 	 * "katra top"), which on two cores is the program's. */
-	const char *env = getenv("KATRA_LIVE");
-	if (!env || !*env || !strcmp(env, "0"))
+	if (!kt__live_wanted())
 		return NULL;
 	struct kt__live *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -306,6 +311,15 @@ static struct lthread *thread_of(struct kt__live *l, struct kt__ring *r, int *sl
 	return l->last_slot < 0 ? &spare : &l->th[l->last_slot];
 }
 
+/* Zones open across records not walked would be timed wrong: their ends
+ * count untimed instead; no frame interval spans them. */
+static void forget(struct lthread *t)
+{
+	t->depth = 0;
+	t->too_deep = 0;
+	t->have_frame = 0;
+}
+
 void kt__live_ring_begin(struct kt__live *l, struct kt__ring *r, uint64_t unread)
 {
 	int i;
@@ -315,13 +329,19 @@ void kt__live_ring_begin(struct kt__live *l, struct kt__ring *r, uint64_t unread
 		l->priv.threads[i].fill = unread;
 		l->priv.threads[i].ring_bytes = kt__ring_bytes(r);
 	}
-	if (l->skip) {
-		/* Zones open across what is skipped would be timed wrong:
-		 * their ends count untimed instead. */
-		t->depth = 0;
-		t->too_deep = 0;
-		t->have_frame = 0;
-	}
+	if (l->skip)
+		forget(t);
+}
+
+void kt__live_flight_ring(struct kt__live *l, struct kt__ring *r, int gap)
+{
+	int i;
+	struct lthread *t = thread_of(l, r, &i);
+	l->skip = 0;
+	if (i >= 0)
+		l->priv.threads[i].ring_bytes = kt__ring_bytes(r);
+	if (gap)
+		forget(t);
 }
 
 void kt__live_records(struct kt__live *l, struct kt__ring *r, const uint8_t *p, size_t len,
@@ -364,6 +384,7 @@ void kt__live_ring(struct kt__live *l, struct kt__ring *r, uint64_t dropped)
 	struct kt__live_thread *lt = &l->priv.threads[i];
 	l->priv.dropped += dropped - lt->dropped;
 	lt->dropped = dropped;
+	lt->waited_ns = kt__ring_waited_ns(r);
 	if (!lt->name[0]) {
 		char *name = kt__ring_name_dup(r);
 		if (name)

@@ -23,7 +23,7 @@
 
 #include <katra/trace.h>
 
-#define KT__LIVE_MAGIC UINT64_C(0x31766c2d6172746b) /* "ktra-lv1" */
+#define KT__LIVE_MAGIC UINT64_C(0x32766c2d6172746b) /* "ktra-lv2" */
 #define KT__LIVE_ZONES 64        /* names timed as zones; more: other_zones */
 #define KT__LIVE_THREADS 64      /* threads listed; more: in the totals */
 #define KT__LIVE_COUNTERS 32     /* counters' last values */
@@ -47,6 +47,7 @@ struct kt__live_thread {
 	char name[KT__LIVE_NAME];
 	uint64_t events, dropped;
 	uint64_t fill, ring_bytes; /* the span unread at the last drain, its ring's size */
+	uint64_t waited_ns;        /* waited for room (WAIT policy), in all */
 };
 
 struct kt__live_counter {
@@ -139,6 +140,32 @@ void kt__live_publish(struct kt__live *l, uint64_t bytes, int last);
 /* The session ends: unmap, close.  After the
  * flusher has ended.  NULL: nothing. */
 void kt__live_stop(struct kt__live *l);
+
+/* kt__live_wanted - is the page asked for (KATRA_LIVE set, not "0")?
+ * Any thread. */
+int kt__live_wanted(void);
+
+/* A flight session's look at ring @r begins (flush/live_flight.c): its
+ * thread's records are walked, never skipped; @gap: records went by
+ * unseen (overwritten), so its open zones are forgotten. */
+void kt__live_flight_ring(struct kt__live *l, struct kt__ring *r, int gap);
+
+struct kt__live_flight;
+
+/*
+ * kt__live_flight_start - a flight session's live figures: a thread that
+ * every KT__LIVE_PUBLISH_NS copies what each ring got since its last look
+ * (kt__ring_flight_*(): never waits on, never writes to a ring), walks it
+ * and publishes the page.  After the rings were reset for the session.
+ * Return: the thread's state, or NULL (KATRA_LIVE off, no memory, no
+ * thread: the session goes on without the page).  The session's thread.
+ */
+struct kt__live_flight *kt__live_flight_start(const kt_clock_calibration *c0);
+
+/* kt__live_flight_stop - a last look, the page's last copy (ended), the
+ * thread joined, the page closed: before the rings are given back.  NULL:
+ * nothing. */
+void kt__live_flight_stop(struct kt__live_flight *f);
 
 /* ---- the viewer's side --------------------------------------------------- */
 

@@ -415,7 +415,8 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	if ((s->out.next && (rc = kt__session_keep_header(s, &h))) ||
 	    (rc = truncate_output(s, path)))
 		goto err;
-	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, s->start_off, &h))) {
+	if ((rc = kt__writer_open_sink(&s->w, sink, s->fd, 0, s->start_off, &h)) ||
+	    (rc = kt__write_self_process(s->w, h.start_mono_ns))) {
 		start_fail(rc, "trace writer");
 		goto err;
 	}
@@ -476,6 +477,7 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 		kt__registry_set_session(0);
 		return start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 	}
+	s->live_flight = kt__live_flight_start(&s->c0); /* NULL: no page, the session goes on */
 	return 0;
 }
 
@@ -643,6 +645,9 @@ static int session_stop(kt_session *s, kt_summary *sum)
 		/* Not under session_lock: a request in progress takes it. */
 		pthread_mutex_unlock(&session_lock);
 		kt__control_stop(s);
+		/* Its last look is before the rings are given back. */
+		kt__live_flight_stop(s->live_flight);
+		s->live_flight = NULL;
 		pthread_mutex_lock(&session_lock);
 		return stop_flight(s, sum);
 	}

@@ -78,6 +78,7 @@ struct kt_session {
 
 	struct kt__crash *crash; /* crash files, or NULL */
 	struct kt__live *live;   /* live.h's figures, or NULL */
+	struct kt__live_flight *live_flight; /* a flight session's, or NULL */
 
 	/* Flight mode (KT_SESSION_FLIGHT): no file, no flusher; snapshots
 	 * (snapshot.c) run one at a time under snap_lock, and stop waits
@@ -187,5 +188,13 @@ int kt__autostart_yield(void);
 /* In a fork()ed child, after session.c's handler: @parent_current was the
  * parent's session; when it was the recorded one, start the child's. */
 void kt__autostart_child(kt_session *parent_current);
+
+/*
+ * The process entry (SPEC §4.10) of the calling process, id 0, into @w:
+ * pid, parent pid, /proc/self/comm and /proc/self/cmdline (at most 65535
+ * bytes of it), started at @start_ns; its end is the file's summary's.
+ * flush/autostart.c.  Returns 0 or the writer's error.
+ */
+int kt__write_self_process(kt_writer *w, uint64_t start_ns);
 
 #endif /* KATRA_FLUSH_SESSION_IMPL_H */

@@ -1,4 +1,4 @@
-/* The byte encoder for format/SPEC.md version 3. */
+/* The byte encoder for format/SPEC.md version 4. */
 #include <errno.h>
 #include <string.h>
 
@@ -9,8 +9,9 @@
 #include "format/format.h"
 
 /* SPEC §6: one line naming every field, hashed into the header.  Versions
- * 1 and 2's lines differ only in their number. */
-#define KT__SCHEMA_TAIL                                                          \
+ * 1 to 3's lines differ only in their number; version 4's names the
+ * thread's process and the process entry. */
+#define KT__SCHEMA_HEAD                                                          \
 	";hdr:u32 version,u32 flags,u64 schema,u64 wall,u64 mono,"               \
 	"u64 pid,u8 clk,u8[7],u64 hz,u64 t0,u64 ns0,u64 ring,u8 ovf,u8 codec,"   \
 	"u8 io,u8,i32 level,u64 flush,u64 fsync,u64 maxdur,u64 maxbytes,"        \
@@ -18,14 +19,19 @@
 	"u32 nnotes,str*;frame:u32 len,u8 kind,u8 flags,u16 hchk,body,pad8,"     \
 	"u64 xxh3;chunk=1:u32 tid,u8 codec,u8[3],u64 seq,u32 n,u32 raw,"         \
 	"u64 ts0,u64 ts1,payload;ev:u64 ts,u32 name,u8 type,u8 flags,u16 len,"   \
-	"payload,pad8;name=2:u32 id,u32 len,bytes;thread=3:u32 tid,u32 ostid,"   \
-	"u32 len,u32,bytes;drop=4:u32 tid,u32,u64 n,u64 ts0,u64 ts1;"            \
+	"payload,pad8;name=2:u32 id,u32 len,bytes;thread=3:u32 tid,u32 ostid,"
+#define KT__SCHEMA_MID                                                           \
+	";drop=4:u32 tid,u32,u64 n,u64 ts0,u64 ts1;"                             \
 	"summary=5:u32 flags,u32 nthr,u64 w,u64 d,u64 chunks,u64 raw,"           \
 	"u64 stored,u64 wall,u64 mono,u64 t1,u64 ns1,u8 io,u8[3],i32 err,"       \
 	"{u32 tid,u32,u64 w,u64 d}*"
-const char kt__schema_string[] = "katra-trace/3" KT__SCHEMA_TAIL;
-const char kt__schema_string_v2[] = "katra-trace/2" KT__SCHEMA_TAIL;
-const char kt__schema_string_v1[] = "katra-trace/1" KT__SCHEMA_TAIL;
+#define KT__SCHEMA_OLD(n) "katra-trace/" n KT__SCHEMA_HEAD "u32 len,u32,bytes" KT__SCHEMA_MID
+const char kt__schema_string[] = "katra-trace/4" KT__SCHEMA_HEAD "u32 len,u32 proc,bytes"
+	KT__SCHEMA_MID ";process=9:u32 id,u32 flags,u64 pid,u64 ppid,u64 start,u64 end,"
+	"u32 nlen,u32 clen,bytes,bytes";
+const char kt__schema_string_v3[] = KT__SCHEMA_OLD("3");
+const char kt__schema_string_v2[] = KT__SCHEMA_OLD("2");
+const char kt__schema_string_v1[] = KT__SCHEMA_OLD("1");
 
 uint64_t kt__xxh3(const void *p, size_t n)
 {
@@ -286,15 +292,32 @@ const char *kt__track_bad(const kt_track_def *t)
 }
 
 uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
-			     const char *name, uint32_t name_len)
+			     const char *name, uint32_t name_len, uint32_t process)
 {
 	kt__put32(body + KT__THREAD_TID, thread_id);
 	kt__put32(body + KT__THREAD_OS_TID, os_tid);
 	kt__put32(body + KT__THREAD_NAME_LEN, name_len);
-	kt__put32(body + KT__THREAD_PAD, 0);
+	kt__put32(body + KT__THREAD_PROCESS, process);
 	if (name_len)
 		memcpy(body + KT__THREAD_FIXED, name, name_len);
 	return KT__THREAD_FIXED + name_len;
+}
+
+uint32_t kt__enc_process_body(uint8_t *body, const kt_process_def *p)
+{
+	kt__put32(body + KT__PROC_ID, p->id);
+	kt__put32(body + KT__PROC_FLAGS, p->flags);
+	kt__put64(body + KT__PROC_PID, p->pid);
+	kt__put64(body + KT__PROC_PPID, p->parent_pid);
+	kt__put64(body + KT__PROC_START, p->start_ns);
+	kt__put64(body + KT__PROC_END, p->end_ns);
+	kt__put32(body + KT__PROC_NAME_LEN, p->name_len);
+	kt__put32(body + KT__PROC_CMD_LEN, p->cmdline_len);
+	if (p->name_len)
+		memcpy(body + KT__PROC_FIXED, p->name, p->name_len);
+	if (p->cmdline_len)
+		memcpy(body + KT__PROC_FIXED + p->name_len, p->cmdline, p->cmdline_len);
+	return KT__PROC_FIXED + p->name_len + p->cmdline_len;
 }
 
 uint32_t kt__enc_drop_body(uint8_t *body, uint32_t thread_id, uint64_t count,

@@ -96,7 +96,8 @@
 #define KT__THREAD_TID 0             /* u32 thread_id */
 #define KT__THREAD_OS_TID 4          /* u32 */
 #define KT__THREAD_NAME_LEN 8        /* u32 */
-#define KT__THREAD_PAD 12            /* u32 reserved */
+#define KT__THREAD_PAD 12            /* u32 reserved before version 4 */
+#define KT__THREAD_PROCESS 12        /* u32 process id (version 4) */
 #define KT__THREAD_FIXED 16          /* the name's bytes start here */
 
 /* §4.7: a source location entry's body. */
@@ -121,6 +122,18 @@
 #define KT__TRACK_PAD 20             /* u32 reserved */
 #define KT__TRACK_FIXED 24           /* pairs of u64 track_ts, u64 ticks */
 #define KT__TRACK_PAIR 16
+
+/* §4.10: a process entry's body (version 4), then its name and command line. */
+#define KT__PROC_ID 0                /* u32, 0 = the file's own process */
+#define KT__PROC_FLAGS 4             /* u32, KT_PROCESS_* */
+#define KT__PROC_PID 8               /* u64 */
+#define KT__PROC_PPID 16             /* u64 */
+#define KT__PROC_START 24            /* u64 CLOCK_MONOTONIC ns */
+#define KT__PROC_END 32              /* u64 CLOCK_MONOTONIC ns */
+#define KT__PROC_NAME_LEN 40         /* u32 */
+#define KT__PROC_CMD_LEN 44          /* u32 */
+#define KT__PROC_FIXED 48            /* the name's bytes, then the command line's */
+#define KT__PROCESS_FLAGS (KT_PROCESS_COMPLETE | KT_PROCESS_RECOVERED)
 
 /* §4.5: a drop record's body. */
 #define KT__DROP_TID 0               /* u32 thread_id, then u32 reserved */
@@ -153,18 +166,23 @@
 #define KT__SUMMARY_ROW 24
 
 /* XXH3 of the schema string in SPEC §6, for the version written and for
- * versions 1 and 2; test_format.c recomputes them. */
-#define KT__SCHEMA_HASH UINT64_C(0xf5f0996189c5e77d)
+ * versions 1 to 3; test_format.c recomputes them. */
+#define KT__SCHEMA_HASH UINT64_C(0xfa8c086269ee6c98)
+#define KT__SCHEMA_HASH_V3 UINT64_C(0xf5f0996189c5e77d)
 #define KT__SCHEMA_HASH_V2 UINT64_C(0xe89f64418cadbe8d)
 #define KT__SCHEMA_HASH_V1 UINT64_C(0xe9c05376473abc76)
 extern const char kt__schema_string[];
+extern const char kt__schema_string_v3[];
 extern const char kt__schema_string_v2[];
 extern const char kt__schema_string_v1[];
 
 /* The schema hash a file of @version (one this library reads) carries. */
 static inline uint64_t kt__schema_hash(uint32_t version)
 {
-	return version == 1 ? KT__SCHEMA_HASH_V1 : version == 2 ? KT__SCHEMA_HASH_V2 : KT__SCHEMA_HASH;
+	return version == 1   ? KT__SCHEMA_HASH_V1
+	       : version == 2 ? KT__SCHEMA_HASH_V2
+	       : version == 3 ? KT__SCHEMA_HASH_V3
+			      : KT__SCHEMA_HASH;
 }
 
 static inline size_t kt__align8(size_t n)
@@ -307,7 +325,9 @@ uint64_t kt__chunk_checksum(const uint8_t prefix[KT__FRAME_HEAD + KT__CHUNK_FIXE
 /* Bodies of the small frames; each returns the body length. */
 uint32_t kt__enc_name_body(uint8_t *body, uint32_t id, const char *s, uint32_t len);
 uint32_t kt__enc_thread_body(uint8_t *body, uint32_t thread_id, uint32_t os_tid,
-			     const char *name, uint32_t name_len);
+			     const char *name, uint32_t name_len, uint32_t process);
+/* A process entry's body (§4.10) from @p, already checked (lengths). */
+uint32_t kt__enc_process_body(uint8_t *body, const kt_process_def *p);
 uint32_t kt__enc_srcloc_body(uint8_t *body, const kt_srcloc *loc);
 uint32_t kt__enc_category_body(uint8_t *body, uint32_t id, uint32_t flags);
 /* A track entry's body (§4.9) from @t, already checked (kt__track_bad()). */

@@ -416,7 +416,10 @@ static int decode_thread(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t 
 	if (len > KT_MAX_STRING || len != blen - KT__THREAD_FIXED)
 		return kt__rd_stop(r, KT_EFRAME, boff + KT__THREAD_NAME_LEN,
 				   "thread name length %u in a %u-byte body", len, blen);
-	if (kt__get32(b + KT__THREAD_PAD))
+	/* Version 4 names the thread's process where earlier versions kept
+	 * four reserved bytes. */
+	f->u.thread.process = kt__get32(b + KT__THREAD_PROCESS);
+	if (f->u.thread.process && r->hdr.format_version < 4)
 		return kt__rd_stop(r, KT_ERESERVED, boff + KT__THREAD_PAD,
 				   "thread entry reserved bytes");
 	f->u.thread.thread_id = tid;
@@ -530,6 +533,7 @@ static const struct {
 	[KT_FRAME_SRCLOC] = { KT__LOC_FIXED, decode_srcloc },
 	[KT_FRAME_CATEGORY] = { 0, decode_category },
 	[KT_FRAME_TRACK] = { 0, kt__rd_decode_track },
+	[KT_FRAME_PROCESS] = { 0, kt__rd_decode_process },
 };
 
 /* The body of a frame of @kind: 0, 1 for a kind this reader does not
@@ -537,7 +541,8 @@ static const struct {
 static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *b,
 		       uint32_t blen, kt_trace_frame *f)
 {
-	if (kind >= sizeof(kinds) / sizeof(kinds[0]) || !kinds[kind].decode)
+	if (kind >= sizeof(kinds) / sizeof(kinds[0]) || !kinds[kind].decode ||
+	    (kind == KT_FRAME_PROCESS && r->hdr.format_version < 4))
 		return 1;
 	if (blen < kinds[kind].min)
 		return kt__rd_stop(r, KT_EFRAME, off, "%s body is %u bytes, under %u",

@@ -159,7 +159,8 @@ static int copy_thread(struct copy *cp, const kt_trace_frame *f)
 	int rc = kt__idset_add(&cp->seen.threads, &cp->seen.nthreads, &cp->seen.threads_cap, tid);
 	if (rc <= 0)
 		return rc;
-	return kt_writer_thread(cp->w, tid, f->u.thread.os_tid, f->u.thread.name);
+	return kt_writer_thread_in(cp->w, tid, f->u.thread.os_tid, f->u.thread.name,
+				   f->u.thread.process);
 }
 
 static int copy_drop(struct copy *cp, const kt_trace_frame *f)
@@ -197,6 +198,8 @@ static int copy_frame(struct copy *cp, size_t idx, const kt_trace_frame *f, kt_f
 		return kt_writer_category(cp->w, f->u.category.id, f->u.category.flags);
 	case KT_FRAME_TRACK:
 		return kt_writer_track(cp->w, &f->u.track);
+	case KT_FRAME_PROCESS:
+		return kt_writer_process(cp->w, &f->u.process);
 	case KT_FRAME_SUMMARY:
 		if (idx == cp->o->n_in - 1) {
 			*sum = f->u.summary;

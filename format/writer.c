@@ -561,7 +561,8 @@ int kt_writer_track(kt_writer *w, const kt_track_def *t)
 	return emit_frame(w, KT_FRAME_TRACK, kt__enc_track_body(w->frame + KT__FRAME_HEAD, t));
 }
 
-int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const char *name)
+int kt_writer_thread_in(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const char *name,
+			uint32_t process)
 {
 	size_t len = name ? strlen(name) : 0;
 	int rc;
@@ -574,7 +575,27 @@ int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const ch
 		return rc;
 	return emit_frame(w, KT_FRAME_THREAD,
 			  kt__enc_thread_body(w->frame + KT__FRAME_HEAD, thread_id, os_tid, name,
-					      (uint32_t)len));
+					      (uint32_t)len, process));
+}
+
+int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid, const char *name)
+{
+	return kt_writer_thread_in(w, thread_id, os_tid, name, 0);
+}
+
+int kt_writer_process(kt_writer *w, const kt_process_def *p)
+{
+	int rc;
+
+	if (w->finished)
+		return KT_ESTATE;
+	if (p->name_len > KT_MAX_STRING || p->cmdline_len > KT_MAX_STRING ||
+	    (p->name_len && (!p->name || memchr(p->name, 0, p->name_len))) ||
+	    (p->cmdline_len && !p->cmdline) || p->flags & ~KT__PROCESS_FLAGS)
+		return -EINVAL;
+	if ((rc = frame_room(w, KT__PROC_FIXED + (size_t)p->name_len + p->cmdline_len)))
+		return rc;
+	return emit_frame(w, KT_FRAME_PROCESS, kt__enc_process_body(w->frame + KT__FRAME_HEAD, p));
 }
 
 int kt_writer_drop(kt_writer *w, uint32_t thread_id, uint64_t count, uint64_t first_ts,

@@ -186,7 +186,16 @@ static void copy_thread(kt__recovery *R, const kt_trace_frame *f)
 		return;
 	}
 	t->listed = 1;
-	werr(R, kt_writer_thread(R->w, t->thread_id, f->u.thread.os_tid, f->u.thread.name));
+	werr(R, kt_writer_thread_in(R->w, t->thread_id, f->u.thread.os_tid, f->u.thread.name,
+				    f->u.thread.process));
+}
+
+/* The process's entry, marked as rebuilt from its crash files. */
+static void copy_process(kt__recovery *R, const kt_trace_frame *f)
+{
+	kt_process_def p = f->u.process;
+	p.flags |= KT_PROCESS_RECOVERED;
+	werr(R, kt_writer_process(R->w, &p));
 }
 
 static void copy_drop(kt__recovery *R, const kt_trace_frame *f)
@@ -224,6 +233,8 @@ static void copy_trace(kt__recovery *R, kt_reader *r, const char *path)
 			kt__rb_put_category(R, f.u.category.id, f.u.category.flags);
 		else if (f.kind == KT_FRAME_TRACK)
 			kt__rb_put_track(R, &f.u.track);
+		else if (f.kind == KT_FRAME_PROCESS)
+			copy_process(R, &f);
 	}
 	index_drops(R);
 	kt_reader_status st;

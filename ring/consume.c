@@ -114,6 +114,12 @@ void kt__ring_unhold(struct kt__ring_ref *h)
 
 /* ---- what the ring holds beside its records ----------------------------- */
 
+uint64_t kt__ring_waited_ns(const struct kt__ring *r)
+{
+	/* Relaxed: a total that a late view only shows late. */
+	return kt__load_stale(&r->waited_ns) - r->waited_base;
+}
+
 uint32_t kt__ring_thread_id(const struct kt__ring *r)
 {
 	return r->thread_id;

@@ -110,6 +110,14 @@ struct kt__ring {
 	struct kt__ring_flcount {
 		uint64_t origin, counted, n, first, last;
 	} fl_cnt[2];
+
+	/* WAIT policy: the ns this thread waited for room in all (for the
+	 * live page, flush/live.c), and that total when the session began.
+	 * waited_ns is written only by the owning thread's slow path and read
+	 * by the consumer now and then: a line of its own, so that the read
+	 * moves no line the producer's fast path writes. */
+	alignas(KT__CACHELINE) uint64_t waited_ns;
+	uint64_t waited_base;     /* the consumer's */
 };
 
 /* The page's layout that ring.h promises, taken from the struct. */

@@ -80,6 +80,8 @@ static void wait_charge(struct kt__ring *r, const struct wait *w, uint64_t now)
 {
 	uint64_t spent = now - w->start;
 	r->wait_credit -= spent < r->wait_credit ? spent : r->wait_credit;
+	/* Relaxed: a running total for the live page, read late. */
+	kt__store_relaxed(&r->waited_ns, kt__load_own(&r->waited_ns) + spent);
 }
 
 /*

@@ -291,6 +291,7 @@ static void ring_reset(struct kt__ring *r, uint32_t tid)
 	r->refused_base = 0;
 	kt__store_relaxed(&r->retired, 0);
 	r->lost_base = 0;
+	r->waited_base = kt__load_stale(&r->waited_ns);
 	r->marked = 0;
 	r->refused_seen = 0;
 	r->settled = 0;
@@ -508,6 +509,7 @@ uint64_t kt__registry_reset_for_session(void)
 		/* Relaxed: counters; a loss racing the start may land in
 		 * either session, and is counted once. */
 		r->lost_base = kt__load_stale(&r->lost_total);
+		r->waited_base = kt__load_stale(&r->waited_ns);
 		r->marked = 0;
 		r->refused_seen = kt__load_stale(&r->refused_total);
 		r->done_pos = head;

@@ -249,6 +249,9 @@ void kt__ring_unhold(struct kt__ring_ref *h);
 
 /* The ring's thread: katra's id and the kernel's. */
 uint32_t kt__ring_thread_id(const struct kt__ring *r);
+/* kt__ring_waited_ns - the ns @r's thread waited for room this session
+ * (WAIT policy).  The consumer. */
+uint64_t kt__ring_waited_ns(const struct kt__ring *r);
 uint32_t kt__ring_os_tid(const struct kt__ring *r);
 
 /* kt__ring_retired - whether the ring's thread exited (an acquire load):

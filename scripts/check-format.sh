@@ -26,23 +26,23 @@ FILES='
   format/writer_open.c
   include/katra/mem.h
   ring/clock.c
-  tools/bsearch.h
-  tools/cli.h
-  tools/cmd.h
-  tools/diff_page.c
-  tools/drops.h
-  tools/grow.h
-  tools/hist.c
-  tools/idmap.c
-  tools/idmap.h
-  tools/opts.c
-  tools/perfetto_pack.c
-  tools/perfetto_pack.h
-  tools/perfetto_slice.c
-  tools/progress.c
-  tools/progress.h
-  tools/report_page.h
-  tools/text.h
+  tools/pipeline/bsearch.h
+  tools/cmd/cli.h
+  tools/cmd/cmd.h
+  tools/cmd/diff_page.c
+  tools/pipeline/drops.h
+  tools/pipeline/grow.h
+  tools/pipeline/hist.c
+  tools/pipeline/idmap.c
+  tools/pipeline/idmap.h
+  tools/cmd/opts.c
+  tools/export/perfetto_pack.c
+  tools/export/perfetto_pack.h
+  tools/export/perfetto_slice.c
+  tools/pipeline/progress.c
+  tools/pipeline/progress.h
+  tools/analysis/report_page.h
+  tools/pipeline/text.h
 '
 
 check_tree() { # $1 root; prints the files that fail, returns how many (max 255)
@@ -66,7 +66,7 @@ self_test() {
   check_tree "$tmp" >/dev/null || { echo "self-test: the clean files fail"; return 1; }
   # A brace on the signature's line, and spaces where the tree has a tab.
   printf 'static int planted(void) {\n\treturn 0;\n}\n' >>"$tmp/ring/clock.c"
-  printf 'static int planted(void)\n{\n    return 0;\n}\n' >>"$tmp/tools/hist.c"
+  printf 'static int planted(void)\n{\n    return 0;\n}\n' >>"$tmp/tools/pipeline/hist.c"
   n=0
   check_tree "$tmp" >"$tmp/out" || n=$?
   if [[ $n -ne 2 ]]; then

@@ -40,7 +40,7 @@ check_file() { # $1 root, $2 file; prints violations
 check_tree() { # $1 root; prints violations, returns their count (max 255)
   local out
   out=$(cd "$1" && for f in ring/*.[ch] format/*.[ch] recover/*.[ch] flush/*.[ch] \
-          capture/*.[ch] tools/*.[ch] bench/*.[ch] include/katra/*.h; do
+          capture/*.[ch] tools/*.[ch] tools/*/*.[ch] bench/*.[ch] include/katra/*.h; do
           [[ -f $f ]] && check_file . "$f"; done)
   [[ -z $out ]] && return 0
   echo "$out"

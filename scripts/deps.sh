@@ -23,7 +23,7 @@ pkgs=(
   nettle-dev           # SHA-256
   libzstd-dev          # the archival chunk codec (compact, then zstd)
   libprotobuf-c-dev    # export --perfetto: the protobuf runtime
-  protobuf-c-compiler  # protoc-c: tools/perfetto_trace.proto to C at build time
+  protobuf-c-compiler  # protoc-c: tools/export/perfetto_trace.proto to C at build time
   protobuf-compiler    # protoc: the tests decode the Perfetto export with it
   zlib1g-dev           # export --perfetto --deflate: Perfetto's compressed_packets
   libcapstone-dev      # scripts/viewers.sh: Tracy's tools (its loader links capstone)
@@ -72,7 +72,7 @@ fi
 
 # DuckDB, for `katra sql` and `katra export --parquet` (issue 33): optional
 # but attempted.  katra builds without it and dlopen()s libduckdb.so at run
-# time (tools/sql_duck.h looks here first); when it cannot be installed,
+# time (tools/cmd/sql_duck.h looks here first); when it cannot be installed,
 # its tests skip saying so.  npm's package ships the library as is.
 install_duckdb() {
   [[ -f $duckdb_so ]] && return 0

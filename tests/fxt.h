@@ -37,6 +37,9 @@ struct fxt {
 	uint64_t tick_hz, pid;
 	char thread_name[16][64];    /* from kernel objects */
 	uint64_t thread_koid[16];
+	uint64_t pids[8];            /* every process koid, in order */
+	uint64_t thread_pid[16];     /* each named thread's process */
+	int npids;
 	int nthread_names;
 	struct fxt_event ev[256];
 	int nev;
@@ -137,7 +140,10 @@ static inline void read_kobj(struct fxt *f, uint64_t h, size_t k, size_t end)
 	char name[64];
 	read_str(f, field(h, 24, 39), &k, end, name, sizeof(name));
 	if (field(h, 16, 23) == 1) {
-		f->pid = koid;
+		if (!f->npids)
+			f->pid = koid;
+		cr_assert_lt(f->npids, 8);
+		f->pids[f->npids++] = koid;
 		return;
 	}
 	cr_assert_eq(field(h, 16, 23), 2);
@@ -145,7 +151,12 @@ static inline void read_kobj(struct fxt *f, uint64_t h, size_t k, size_t end)
 	memset(&args, 0, sizeof(args));
 	read_args(f, &args, field(h, 40, 43), &k, end);
 	cr_assert_str_eq(args.arg_name[0], "process");
-	cr_assert_eq(args.arg_val[0], f->pid);
+	int known = 0;
+	for (int i = 0; i < f->npids; i++)
+		known += args.arg_val[0] == f->pids[i];
+	cr_assert_eq(known, 1, "thread of process %llu, never named",
+		     (unsigned long long)args.arg_val[0]);
+	f->thread_pid[f->nthread_names] = args.arg_val[0];
 	snprintf(f->thread_name[f->nthread_names], 64, "%s", name);
 	f->thread_koid[f->nthread_names++] = koid;
 	cr_assert_eq(k, end);

@@ -105,7 +105,7 @@ EOF
     grep -q '"type":"scratch_gauge","name":"gauge","value":-7}' "$tmp/dump.jsonl" ||
     { echo "FAIL: dump does not show the new type's value"; exit 1; }
   # The exports and stats take it too, from the row alone: Chrome shows it
-  # as an argument-like instant with its value (tools/fmt_mid.c's
+  # as an argument-like instant with its value (tools/pipeline/fmt_mid.c's
   # other_mid()), valid JSON; Perfetto, Fuchsia and stats accept it.
   "$tmp/build/katra" export --chrome "$tmp/t.katra" "$tmp/t.json"
   jq -c '.traceEvents[] | select(.name == "gauge")' "$tmp/t.json" | tee "$tmp/chrome.txt"

@@ -7,7 +7,7 @@
 #define KT_TESTS_PERFETTO_H
 
 #include "cli.h"
-#include "tools/perfetto_trace.pb-c.h"
+#include "tools/export/perfetto_trace.pb-c.h"
 
 /* The decoded export of @file; free it with t_perfetto_free(). */
 static inline Perfetto__Protos__Trace *t_perfetto(const char *file)

@@ -45,7 +45,7 @@ done
 capture=$(ls "$tmp"/captures/*.1.*.katra)
 second=$(ls "$tmp"/captures/*.2.*.katra)
 "$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
-"$katra" report "$root/data/mem_v3.katra" -o "$tmp/mem.html"
+"$katra" report "$root/data/mem_v4.katra" -o "$tmp/mem.html"
 "$katra" report "$capture" -o "$tmp/run.html"
 # The examples/ program, where the build has it (C++ found).
 example=$(dirname "$katra")/examples/particles
@@ -146,7 +146,7 @@ if st["frames"]["count"]:
 flame = sum(node[2] for node in data["flame"])
 zones = sum(t.get("zones_ns", 0) for t in st["threads"])
 # Equal whatever was lost: both count the self time of the zones that
-# ended (tools/stats.h), so a loaded machine's lossy run is compared too.
+# ended (tools/analysis/stats.h), so a loaded machine's lossy run is compared too.
 assert flame == zones, "flame root total (%d events dropped)" % st["dropped"]
 print("frames %d, %d names, flame %d ns" % (st["frames"]["count"], len(st["names"]), flame))
 PY

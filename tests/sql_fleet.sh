@@ -9,15 +9,9 @@
 # so they are equal exactly.  Skipped (exit 77) without libduckdb.so.
 set -euo pipefail
 katra=$1 ringbench=$2
-tmp=$(mktemp -d)
-trap '[[ -n ${KEEP_TMP:-} ]] || rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/sql_common.sh"
 
-if ! "$katra" sql 'SELECT 42' >"$tmp/probe" 2>&1; then
-  echo "SKIP: DuckDB's libduckdb.so is not installed (scripts/deps.sh installs it):"
-  sed 's/^/  /' "$tmp/probe"
-  exit 77
-fi
+sql_need_duckdb "$katra"
 
 mkdir "$tmp/cap"
 for c in A B; do

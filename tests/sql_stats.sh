@@ -25,9 +25,7 @@
 #    equal the traces'.
 set -euo pipefail
 katra=$1 ringbench=$2
-tmp=$(mktemp -d)
-trap '[[ -n ${KEEP_TMP:-} ]] || rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/sql_common.sh"
 
 # Without the library: exit 1 and what to install.
 rc=0
@@ -36,11 +34,7 @@ KATRA_DUCKDB=$tmp/no-libduckdb.so "$katra" sql 'SELECT 1' 2>"$tmp/err" || rc=$?
 grep -q 'scripts/deps.sh' "$tmp/err" || fail "without libduckdb: $(cat "$tmp/err")"
 grep -q 'KATRA_DUCKDB' "$tmp/err" || fail "without libduckdb: $(cat "$tmp/err")"
 
-if ! "$katra" sql 'SELECT 42' >"$tmp/probe" 2>&1; then
-  echo "SKIP: DuckDB's libduckdb.so is not installed (scripts/deps.sh installs it):"
-  sed 's/^/  /' "$tmp/probe"
-  exit 77
-fi
+sql_need_duckdb "$katra"
 
 mkdir "$tmp/cap"
 "$ringbench" --seconds 0.5 --capture-root "$tmp/cap" --run-id sqltest >"$tmp/rb1" 2>&1 ||
@@ -54,7 +48,7 @@ stats_zones() { # $1 stats json
   jq -c '[.names[] | select(.zone) | {name, c: .zone.count, t: .zone.total_ns,
           s: .zone.self_ns, p50: .zone.p50_ns, p99: .zone.p99_ns}] | sort_by(.name)' "$1"
 }
-# The value at stats' rank of percentile p (tools/hist.c: hist_pct()).
+# The value at stats' rank of percentile p (tools/pipeline/hist.c: hist_pct()).
 pct="CREATE MACRO pct(l, p) AS list_sort(l)[floor(p * (len(l) - 1))::BIGINT + 1];"
 sql_zones() { # $1 trace; exit status of katra in $tmp/sql_rc
   local rc=0

@@ -6,13 +6,13 @@
  * doubled count of cheaper zones is a count change, a frame-time
  * regression is found, and captures pair by run id and epoch.  The --html
  * page embeds the very object --json prints.  The comparison itself
- * (tools/diff.h): its verdict rule, exactly; its work, a number of draws
+ * (tools/analysis/diff.h): its verdict rule, exactly; its work, a number of draws
  * that does not grow with the samples.
  */
 #include "helpers.h"
 #include "cli.h"
 #include "synth.h"
-#include "tools/diff.h"
+#include "tools/analysis/diff.h"
 
 #include <inttypes.h>
 #include <math.h>

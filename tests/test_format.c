@@ -8,17 +8,21 @@
 
 #include "format/format.h"
 
-#define GOLDEN KT_TEST_DATA "/golden_v3.katra"
+#define GOLDEN KT_TEST_DATA "/golden_v4.katra"
+#define GOLDEN_V3 KT_TEST_DATA "/golden_v3.katra"
 #define GOLDEN_V2 KT_TEST_DATA "/golden_v2.katra"
 #define GOLDEN_V1 KT_TEST_DATA "/golden_v1.katra"
-#define DELTA_FIXTURE KT_TEST_DATA "/delta_v3.katra"
+#define DELTA_FIXTURE KT_TEST_DATA "/delta_v4.katra"
 #define DELTA_V2 KT_TEST_DATA "/delta_v2.katra"
 
 Test(format, schema_hash_matches_spec_string)
 {
 	cr_assert_eq(XXH3_64bits(kt__schema_string, strlen(kt__schema_string)),
 		     KT__SCHEMA_HASH);
-	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xf5f0996189c5e77d));
+	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xfa8c086269ee6c98));
+	cr_assert_eq(XXH3_64bits(kt__schema_string_v3, strlen(kt__schema_string_v3)),
+		     KT__SCHEMA_HASH_V3);
+	cr_assert_eq(KT__SCHEMA_HASH_V3, UINT64_C(0xf5f0996189c5e77d));
 	cr_assert_eq(XXH3_64bits(kt__schema_string_v2, strlen(kt__schema_string_v2)),
 		     KT__SCHEMA_HASH_V2);
 	cr_assert_eq(KT__SCHEMA_HASH_V2, UINT64_C(0xe89f64418cadbe8d));
@@ -37,7 +41,7 @@ Test(format, header_round_trip)
 	const kt_header *h = kt_reader_get_header(r);
 	kt_header want;
 	t_header(&want);
-	cr_assert_eq(h->format_version, 3);
+	cr_assert_eq(h->format_version, 4);
 	cr_assert_eq(h->flags, KT_HDR_CAPTURE);
 	cr_assert_eq(h->schema_hash, KT__SCHEMA_HASH);
 	cr_assert_eq(h->start_wall_ns, want.start_wall_ns);
@@ -255,10 +259,10 @@ static int open_patched_version(uint32_t version, kt_reader_error *err)
 Test(format, other_versions_are_refused_by_number)
 {
 	kt_reader_error err;
-	cr_assert_eq(open_patched_version(4, &err), KT_EVERSION);
+	cr_assert_eq(open_patched_version(5, &err), KT_EVERSION);
 	cr_assert_eq(err.offset, 8);
-	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 4; "
-				      "this reader reads versions 1 to 3");
+	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 5; "
+				      "this reader reads versions 1 to 4");
 	cr_assert_eq(open_patched_version(0, &err), KT_EVERSION);
 	cr_assert_eq(err.code, KT_EVERSION);
 }
@@ -597,11 +601,18 @@ Test(format, version_1_file_reads_as_before)
 	reads_as(GOLDEN_V1, 1, KT__SCHEMA_HASH_V1, GOLDEN_V2, 2);
 }
 
-/* The version 2 golden file (written before version 3) reads as today's
- * output, the same frames written by version 3. */
+/* The version 2 golden file (written before version 3) reads as its
+ * version 3 twin. */
 Test(format, version_2_file_reads_as_before)
 {
-	reads_as(GOLDEN_V2, 2, KT__SCHEMA_HASH_V2, GOLDEN, 3);
+	reads_as(GOLDEN_V2, 2, KT__SCHEMA_HASH_V2, GOLDEN_V3, 3);
+}
+
+/* The version 3 golden file (written before version 4) reads as today's
+ * output, the same frames written by version 4. */
+Test(format, version_3_file_reads_as_before)
+{
+	reads_as(GOLDEN_V3, 3, KT__SCHEMA_HASH_V3, GOLDEN, 4);
 }
 
 /* 2000 zones 97 ticks apart, then one of every type: what a frame loop's
@@ -722,13 +733,15 @@ static int overflow_as_read(uint32_t version, uint64_t hash, uint8_t byte, int *
 Test(format, the_overflow_byte_is_the_files_numbering)
 {
 	int p = -1;
-	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 0, &p), 0);
+	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 0, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_DROP);
-	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 1, &p), 0);
+	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 1, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_BLOCK);
-	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 2, &p), 0);
+	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 2, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_WAIT);
-	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH, 3, &p), KT_EHEADER);
+	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 3, &p), KT_EHEADER);
+	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH_V3, 2, &p), 0);
+	cr_assert_eq(p, KT_OVERFLOW_WAIT);
 	cr_assert_eq(overflow_as_read(2, KT__SCHEMA_HASH_V2, 0, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_DROP);
 	cr_assert_eq(overflow_as_read(2, KT__SCHEMA_HASH_V2, 2, &p), KT_EHEADER);

@@ -1,6 +1,6 @@
 /*
  * `katra export --perfetto` and `--fxt`: the golden trace's Perfetto
- * output decoded by protoc against tools/perfetto_trace.proto and its
+ * output decoded by protoc against tools/export/perfetto_trace.proto and its
  * structure checked (a sequence per thread, state cleared first on each,
  * balanced slices, counters on counter tracks, flows paired, time never
  * going back on a sequence), decoded once more with --decode_raw against
@@ -21,8 +21,8 @@
 #include <zstd.h>
 #include <jansson.h>
 
-#include "tools/export_perfetto.h"
-#include "tools/perfetto_trace.pb-c.h"
+#include "tools/export/export_perfetto.h"
+#include "tools/export/perfetto_trace.pb-c.h"
 
 #define GOLDEN KT_TEST_DATA "/golden_v1.katra"
 
@@ -207,7 +207,7 @@ Test(perfetto, protoc_decodes_it_with_the_projects_proto)
 	size_t len;
 	uint8_t *got = export_as("--perfetto", GOLDEN, &len, &p);
 	char *text = filter("protoc --decode=perfetto.protos.Trace --proto_path=" KT_SRC_DIR
-			    "/tools perfetto_trace.proto", got, len);
+			    "/tools/export perfetto_trace.proto", got, len);
 	uint64_t want[16];
 	reader_counts(GOLDEN, want);
 	cr_assert_eq(count(text, "type: TYPE_SLICE_BEGIN"), want[KT_EV_ZONE_BEGIN]);
@@ -230,7 +230,7 @@ Test(perfetto, protoc_decodes_it_with_the_projects_proto)
 
 /*
  * The same bytes with no schema: Perfetto's field numbers, stated here
- * apart from tools/perfetto_trace.proto, so that a wrong number there
+ * apart from tools/export/perfetto_trace.proto, so that a wrong number there
  * (which the encoder and protoc would agree on) fails.  TracePacket:
  * 8 timestamp, 10 sequence id, 11 track_event, 12 interned_data,
  * 13 sequence_flags, 58 timestamp_clock_id, 59 defaults, 60
@@ -572,7 +572,7 @@ Test(native, a_file_cut_short_ends_with_a_mark_in_both_formats)
 					 "katra: the file was cut short here; later events are lost");
 		} else {
 			char *text = filter("protoc --decode=perfetto.protos.Trace --proto_path="
-					    KT_SRC_DIR "/tools perfetto_trace.proto", got, n);
+					    KT_SRC_DIR "/tools/export perfetto_trace.proto", got, n);
 			cr_assert_eq(count(text, "name: \"katra: the file was cut short here"), 1);
 			free(text);
 		}
@@ -677,7 +677,7 @@ Test(perfetto, zone_arguments_are_debug_annotations_on_their_slices)
 	size_t len;
 	uint8_t *got = export_args("--perfetto", &path, &len);
 	char *text = filter("protoc --decode=perfetto.protos.Trace --proto_path=" KT_SRC_DIR
-			    "/tools perfetto_trace.proto", got, len);
+			    "/tools/export perfetto_trace.proto", got, len);
 #define ANN(v, n) "    debug_annotations {\n      " v "\n      name: \"" n "\"\n    }\n"
 	cr_assert_eq(count(text, ANN("int_value: -5", "i") ANN("uint_value: 9223372036854775815", "u")
 				 ANN("double_value: 2.5", "f") ANN("string_value: \"hello\"", "s")

@@ -1,7 +1,7 @@
 /*
  * `katra export --perfetto` against the rules Perfetto's importer
  * documents, packet by packet, on the examples/ program's trace decoded by
- * protoc against tools/perfetto_trace.proto:
+ * protoc against tools/export/perfetto_trace.proto:
  *
  *  - sequences: every packet names one; each sequence's first packet
  *    clears its incremental state (SEQ_INCREMENTAL_STATE_CLEARED) and says
@@ -18,7 +18,7 @@
  *  - every slice begin whose zone has a source location in the file names
  *    it, and the interned location is the file's (file, function, line).
  *
- * And flows on the slices around them (tools/perfetto_slice.h), on a
+ * And flows on the slices around them (tools/export/perfetto_slice.h), on a
  * trace written here.
  */
 #define _GNU_SOURCE
@@ -331,7 +331,7 @@ static FILE *decoded(const char *katra, const char *tag, struct proc *p)
 	unlink(out);
 	run_katra(p, (const char *const[]){ "export", "--perfetto", katra, out, NULL });
 	cr_assert_eq(p->status, 0, "%.*s", (int)p->err_len, p->err);
-	snprintf(cmd, sizeof(cmd), "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools "
+	snprintf(cmd, sizeof(cmd), "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools/export "
 		 "perfetto_trace.proto < %s > %s", KT_SRC_DIR, out, txt);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 	FILE *f = fopen(txt, "r");

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <katra/reader.h>
+
 #define KATRA KT_BIN_DIR "/katra"
 #define MULTIPROC KT_BIN_DIR "/examples/multiproc"
 #define EVENTS 50000
@@ -70,7 +72,7 @@ static int run(const char *const *args)
 
 static int err_has(const char *what)
 {
-	char buf[4096] = { 0 };
+	char buf[16384] = { 0 };
 	FILE *f = fopen("err.txt", "r");
 	cr_assert_not_null(f);
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -282,5 +284,183 @@ Test(record, sigint_forwarded)
 	cr_assert(complete, "s.katra not complete");
 	cr_assert_gt(ev, 0);
 	cr_assert_eq(ev % 2, 0); /* whole zones: the loop ended between them */
+	teardown();
+}
+
+/* What one process of a merged trace holds. */
+struct proc_seen {
+	uint64_t pid;
+	uint32_t flags, threads;
+	char thread[32];       /* its thread's name */
+	uint64_t written, dropped;
+};
+
+/* The processes of @path (at most 8), each with its threads' rows of the
+ * summary added up; returns how many. */
+static int processes_of(const char *path, struct proc_seen *ps)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	uint32_t proc_of[64] = { 0 };
+	int n = 0;
+	memset(ps, 0, 8 * sizeof(*ps));
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	while (kt_reader_next_frame(r, &f) > 0) {
+		const kt_process_def *p = kt_trace_frame_get_process(&f);
+		if (p) {
+			cr_assert(p->id >= 1 && p->id <= 8, "process id %u", p->id);
+			ps[p->id - 1].pid = p->pid;
+			ps[p->id - 1].flags = p->flags;
+			n = p->id > (uint32_t)n ? (int)p->id : n;
+		} else if (f.kind == KT_FRAME_THREAD) {
+			uint32_t t = f.u.thread.thread_id, pr = f.u.thread.process;
+			cr_assert(t < 64 && pr >= 1 && pr <= 8, "thread %u of %u", t, pr);
+			proc_of[t] = pr;
+			ps[pr - 1].threads++;
+			snprintf(ps[pr - 1].thread, sizeof(ps[pr - 1].thread), "%s", f.u.thread.name);
+		} else if (f.kind == KT_FRAME_SUMMARY) {
+			for (uint32_t i = 0; i < f.u.summary.thread_count; i++) {
+				const kt_summary_thread *row = &f.u.summary.threads[i];
+				cr_assert(row->thread_id < 64 && proc_of[row->thread_id]);
+				ps[proc_of[row->thread_id] - 1].written += row->written;
+				ps[proc_of[row->thread_id] - 1].dropped += row->dropped;
+			}
+		}
+	}
+	kt_reader_status st;
+	kt_reader_get_status(r, &st);
+	cr_assert(st.complete && !st.error);
+	kt_reader_close(r);
+	return n;
+}
+
+/* A track descriptor as protoc printed it. */
+struct desc {
+	unsigned long long uuid, parent, pid;
+	int process, thread;
+	char name[32];
+};
+
+/* The track descriptors of `katra export --perfetto @katra`, decoded by
+ * protoc against the checked-in tools/export/perfetto_trace.proto; how
+ * many (at most @cap). */
+static int perfetto_descs(const char *katra, struct desc *d, int cap)
+{
+	char cmd[1024], line[512];
+	snprintf(cmd, sizeof(cmd), "%s export --perfetto %s m.pftrace 2>/dev/null && protoc "
+		 "--decode=perfetto.protos.Trace --proto_path=%s/tools/export perfetto_trace.proto "
+		 "< m.pftrace", KATRA, katra, KT_SRC_DIR);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	int n = 0, depth = 0, in = 0;
+	while (fgets(line, sizeof(line), p)) {
+		char *s = line + strspn(line, " ");
+		if (strstr(s, "{"))
+			depth++;
+		if (!strncmp(s, "track_descriptor {", 18) && n < cap) {
+			memset(&d[n], 0, sizeof(d[n]));
+			in = depth;
+		}
+		if (in) {
+			sscanf(s, "uuid: %llu", &d[n].uuid);
+			sscanf(s, "parent_uuid: %llu", &d[n].parent);
+			sscanf(s, "pid: %llu", &d[n].pid);
+			sscanf(s, "thread_name: \"%31[^\"]", d[n].name);
+			d[n].process |= !strncmp(s, "process {", 9);
+			d[n].thread |= !strncmp(s, "thread {", 8);
+		}
+		if (s[0] == '}' && depth-- == in && in) {
+			in = 0;
+			n++;
+		}
+	}
+	cr_assert_eq(pclose(p), 0);
+	return n;
+}
+
+/*
+ * Issue #30's second must-show: the Perfetto export of multiproc's trace,
+ * decoded by protoc, has a process descriptor per process (@ps's four
+ * pids) and each thread's descriptor under its own process (its parent
+ * uuid the descriptor of its pid).  Without the process entries every
+ * thread sat under the one process of the header's pid.
+ */
+static void perfetto_has_processes(const char *katra, const struct proc_seen *ps)
+{
+	struct desc d[64];
+	int n = perfetto_descs(katra, d, 64), procs = 0, threads = 0;
+	for (int i = 0; i < n; i++) {
+		if (d[i].process) {
+			procs++;
+			int known = 0;
+			for (int k = 0; k < 4; k++)
+				known += d[i].pid == ps[k].pid;
+			cr_assert_eq(known, 1, "process descriptor of pid %llu", d[i].pid);
+		}
+		if (!d[i].thread)
+			continue;
+		threads++;
+		int under = 0;
+		for (int k = 0; k < n; k++)
+			under += d[k].process && d[k].uuid == d[i].parent && d[k].pid == d[i].pid;
+		cr_assert_eq(under, 1, "thread %s (pid %llu) not under its process", d[i].name,
+			     d[i].pid);
+		for (int k = 0; k < 4; k++)
+			if (!strcmp(ps[k].thread, d[i].name))
+				cr_assert_eq(d[i].pid, ps[k].pid, "thread %s", d[i].name);
+	}
+	cr_assert_eq(procs, 4);
+	cr_assert_eq(threads, 4);
+}
+
+/*
+ * Issue #30's first must-show: multiproc under katra record with crash
+ * files gives one trace that katra verify passes, holding four processes,
+ * each thread under its process; the three survivors' every event
+ * accounted for (emitted == written + dropped: 400, 2 x EVENTS, 2000);
+ * the killed worker rebuilt from its crash files (flag recovered, events
+ * kept).  Without the merge OUT would not exist; without the recovery
+ * the doomed process would be cut short (no KT_PROCESS_RECOVERED).
+ */
+Test(record, multiproc_one_trace_of_four_processes)
+{
+	setup();
+	cr_assert_eq(mkdir("crash", 0700), 0);
+	char crash[600];
+	snprintf(crash, sizeof(crash), "%s/crash", tmp);
+	const char *a[] = { KATRA, "record", "-o", "m.katra", "--crash-dir", crash, "--",
+			    MULTIPROC, "--events", "50000", NULL };
+	cr_assert_eq(run(a), 0);
+	cr_assert(err_has("4 processes traced into m.katra"));
+	cr_assert(err_has("recovered from its crash files"));
+	const char *v[] = { KATRA, "verify", "m.katra", NULL };
+	cr_assert_eq(run(v), 0);
+	struct proc_seen ps[8];
+	cr_assert_eq(processes_of("m.katra", ps), 4);
+	int parent = 0, worker = 0, helper = 0, doomed = 0;
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(ps[i].threads, 1, "process %d: %u threads", i + 1, ps[i].threads);
+		uint64_t all = ps[i].written + ps[i].dropped;
+		if (!strcmp(ps[i].thread, "parent")) {
+			parent++;
+			cr_assert(all == 400 && ps[i].flags == KT_PROCESS_COMPLETE, "%llu",
+				  (unsigned long long)all);
+		} else if (!strcmp(ps[i].thread, "worker")) {
+			worker++;
+			cr_assert(all == 2 * EVENTS && ps[i].flags == KT_PROCESS_COMPLETE);
+		} else if (!strcmp(ps[i].thread, "helper")) {
+			helper++;
+			cr_assert(all == 2000 && ps[i].flags == KT_PROCESS_COMPLETE);
+		} else {
+			doomed++;
+			cr_assert_str_eq(ps[i].thread, "doomed");
+			cr_assert(ps[i].flags & KT_PROCESS_RECOVERED, "flags %u", ps[i].flags);
+			cr_assert_gt(ps[i].written, 1000);
+		}
+	}
+	cr_assert(parent == 1 && worker == 1 && helper == 1 && doomed == 1);
+	perfetto_has_processes("m.katra", ps);
+	/* The processes' files went with the merge. */
+	cr_assert_neq(access("m.katra.d", F_OK), 0);
 	teardown();
 }

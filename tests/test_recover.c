@@ -21,7 +21,7 @@
 #include "format/format.h"
 #include "recover/crash.h"
 #include "ring/ring.h"
-#include "tools/recover.h"
+#include "tools/cmd/recover.h"
 
 #define NOBODY 65534             /* the attacker's uid in root-only tests */
 #define NO_PID 2147480000u       /* above any pid_max: a dead process */

@@ -10,9 +10,9 @@
 #include <criterion/criterion.h>
 
 #include "format/utf8.h"
-#include "tools/digits.h"
-#include "tools/outfile.h"
-#include "tools/text.h"
+#include "tools/pipeline/digits.h"
+#include "tools/pipeline/outfile.h"
+#include "tools/pipeline/text.h"
 
 static size_t char_len(const char *s)
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# top_tmux.sh KATRA PARTICLES - `katra top` on a terminal: a tmux pane
+# top_tmux.sh KATRA PARTICLES MULTIPROC - `katra top` on a terminal: a tmux pane
 # (120x45) runs it against examples/particles with --window all (the
 # whole session, which `katra stats` of the trace covers); keys go in with
 # send-keys, the screen comes out with capture-pane.  Checks: 's' sorts by
@@ -9,13 +9,16 @@
 # trace's and its frame count and zone counts are stats' within 5%; a key
 # then ends katra top and the shell's screen is back (no line of top's
 # left, the exit status 0, "exited" said); a second run shrunk to 50x10
-# shows the reduced layout, and Ctrl-C gives the screen back too.
+# shows the reduced layout, and Ctrl-C gives the screen back too; `katra
+# record --top -- multiproc --until-signal` shows its zone as its trace
+# has it and gives the shell back after a key.
 # TOP_TMUX_KEEP=FILE keeps the screen of the ended session there.
 set -euo pipefail
 export KATRA_LIVE=1 # the live page is opt-in
 
-katra=${1:?usage: top_tmux.sh KATRA PARTICLES}
-particles=${2:?usage: top_tmux.sh KATRA PARTICLES}
+katra=${1:?usage: top_tmux.sh KATRA PARTICLES MULTIPROC}
+particles=${2:?usage: top_tmux.sh KATRA PARTICLES MULTIPROC}
+multiproc=${3:?usage: top_tmux.sh KATRA PARTICLES MULTIPROC}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/katra-toptmux.XXXXXX")
 sock="$tmp/tmux.sock"
 pid=
@@ -100,4 +103,30 @@ wait_for "^ZONE "
 tm send-keys -t top C-c
 wait_for "^top2-exit-0"
 grep -qE "^(ZONE |THREAD |katra top  pid)" "$tmp/screen" && fail "top's screen is still there after Ctrl-C"
-echo "top_tmux: sort, filter, exit and Ctrl-C checked; $frames frames on screen, stats $want"
+
+# katra record --top: the screen on the program it runs (multiproc's
+# parent, which has no session code, ticking a zone until SIGTERM), its
+# output in OUT.log; the zone and its count on screen are the trace's
+# (within 5%); a key after the end gives the shell back, and katra record
+# exits as the program did.
+tm send-keys -t top clear Enter \
+  "$katra record --top -o $tmp/r.katra -- $multiproc --until-signal; echo rec-exit-\$?" Enter
+wait_for "^parent_tick "
+rpid=$(sed -n 's/^katra top  pid \([0-9]*\).*/\1/p' "$tmp/screen")
+[[ -n $rpid ]] || fail "record --top: no pid on screen"
+tm send-keys -t top w w
+wait_for "window all"
+kill -TERM "$rpid"
+wait_for "press any key"
+screen
+shown=$(zone_rows | awk '{ print $1 "\t" $2 }')
+tm send-keys -t top x
+wait_for "^rec-exit-0"
+grep -q "^katra top: process $rpid: exited" "$tmp/screen" || fail "record --top did not say the process exited"
+grep -qE "^(ZONE |THREAD |katra top  pid)" "$tmp/screen" && fail "record --top's screen is still there"
+rwant=$("$katra" stats "$tmp/r.katra" --json | jq -r '.names[] | select(.zone) | [.name, .zone.count] | @tsv')
+awk -F'\t' -v w="$rwant" 'BEGIN { split(w, a, "\t") } { d = $2 - a[2]; if (d < 0) d = -d
+     exit !($1 == a[1] && $1 == "parent_tick" && a[2] > 0 && d <= 0.05 * a[2]) }' <<<"$shown" ||
+  fail "record --top: on screen '$shown', the trace's '$rwant'"
+[[ -f $tmp/r.katra.log ]] || fail "record --top: no OUT.log"
+echo "top_tmux: sort, filter, exit, Ctrl-C and record --top checked; $frames frames on screen, stats $want"

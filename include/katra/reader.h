@@ -75,6 +75,9 @@ typedef struct kt_trace_frame {
 		struct {
 			uint32_t thread_id;
 			uint32_t os_tid;
+			uint32_t process;      /* a process entry's id; 0 = the
+						* file's own (always 0 before
+						* version 4) */
 			uint32_t name_len;
 			const char *name;      /* NUL-terminated, maybe empty */
 		} thread;
@@ -91,6 +94,7 @@ typedef struct kt_trace_frame {
 			uint32_t flags;        /* KT_CATEGORY_ON_* */
 		} category;
 		kt_track_def track;        /* pairs valid as name.str */
+		kt_process_def process;    /* strings valid as name.str */
 	} u;
 } kt_trace_frame;
 
@@ -197,7 +201,7 @@ KT_API int kt_reader_rewind(kt_reader *r);
  * function) and the name id of their category.  Its strings stay valid
  * as the frame's do (until the next call on the reader).  A trace gives
  * each id's location once, usually near the id's name entry; keep what
- * you need of it, as `katra stats` does (tools/tables.h).
+ * you need of it, as `katra stats` does (tools/pipeline/tables.h).
  *
  * Return: the location, or NULL when @f is not a KT_FRAME_SRCLOC frame.
  * Any thread that may use @f.
@@ -213,6 +217,15 @@ KT_API const kt_srcloc *kt_trace_frame_get_srcloc(const kt_trace_frame *f);
  * Any thread that may use @f.
  */
 KT_API const kt_track_def *kt_trace_frame_get_track(const kt_trace_frame *f);
+
+/**
+ * kt_trace_frame_get_process - the process entry (SPEC §4.10, version 4) a
+ * frame holds: pid, parent pid, start and end, name and command line.  Its
+ * strings stay valid as the frame's do; copy them to keep them.
+ * Return: the entry, or NULL when @f is not a KT_FRAME_PROCESS frame.
+ * Any thread that may use @f.
+ */
+KT_API const kt_process_def *kt_trace_frame_get_process(const kt_trace_frame *f);
 
 /** The fields of a track record (types 16-19, SPEC §4.2). */
 typedef struct kt_track_event {

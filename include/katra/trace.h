@@ -30,7 +30,8 @@ extern "C" {
 	X(5, KT_FRAME_SUMMARY, "summary") /* §4.6 */  \
 	X(6, KT_FRAME_SRCLOC,  "srcloc")  /* §4.7 */  \
 	X(7, KT_FRAME_CATEGORY, "category") /* §4.8 */ \
-	X(8, KT_FRAME_TRACK,   "track")   /* §4.9 */
+	X(8, KT_FRAME_TRACK,   "track")   /* §4.9 */  \
+	X(9, KT_FRAME_PROCESS, "process") /* §4.10, version 4 */
 
 /** Frame kinds (SPEC §4). */
 typedef enum kt_frame_kind {
@@ -219,6 +220,33 @@ typedef struct kt_track_def {
 	uint32_t pair_count;        /* 0..KT_MAX_TRACK_PAIRS */
 	const kt_track_pair *pairs; /* pair_count pairs, in order */
 } kt_track_def;
+
+/* Process entry flags (SPEC §4.10). */
+#define KT_PROCESS_COMPLETE 0x1u  /* its events' accounting is whole: its own
+				   * file ended with a summary */
+#define KT_PROCESS_RECOVERED 0x2u /* its events were rebuilt from crash files */
+#define KT_MAX_PROCESSES 4096u    /* process entries a tool keeps (SPEC §5) */
+
+/**
+ * A process entry (SPEC §4.10, format version 4): one process whose threads
+ * are in the file.  Id 0 describes the file's own process (the header's
+ * process_id); a merged trace numbers its processes from 1.  Times are
+ * CLOCK_MONOTONIC ns.  @cmdline holds the arguments separated by single
+ * zero bytes (@cmdline_len bytes, plus a terminating NUL in a reader's
+ * frame); @name never holds a zero byte.
+ */
+typedef struct kt_process_def {
+	uint32_t id;          /* 0: the file's own process; else 1.. */
+	uint32_t flags;       /* KT_PROCESS_* */
+	uint64_t pid;         /* the OS's pid */
+	uint64_t parent_pid;  /* 0 when unknown */
+	uint64_t start_ns;    /* CLOCK_MONOTONIC ns; 0 when unknown */
+	uint64_t end_ns;      /* CLOCK_MONOTONIC ns; 0 when unknown or running */
+	uint32_t name_len;    /* 0..65535 */
+	uint32_t cmdline_len; /* 0..65535 */
+	const char *name;     /* NUL-terminated; "" when unknown */
+	const char *cmdline;  /* cmdline_len bytes, then a NUL */
+} kt_process_def;
 
 /** One decoded event.  payload points into the chunk it came from. */
 typedef struct kt_event {

@@ -41,9 +41,9 @@ extern "C" {
 	KT__STR(KT_VERSION_MAJOR) "." KT__STR(KT_VERSION_MINOR) "." KT__STR(KT_VERSION_PATCH)
 
 /** The trace format version this library writes (format/SPEC.md). */
-#define KT_FORMAT_VERSION 3u
+#define KT_FORMAT_VERSION 4u
 /** The oldest version it still reads: version 1 lacks codecs 2-4 only,
- * version 2 codecs 3 and 4. */
+ * version 2 codecs 3 and 4, version 3 process entries. */
 #define KT_FORMAT_VERSION_MIN 1u
 
 /**

@@ -106,6 +106,23 @@ KT_API int kt_writer_track(kt_writer *w, const kt_track_def *t);
 KT_API int kt_writer_thread(kt_writer *w, uint32_t thread_id, uint32_t os_tid,
 			    const char *name);
 
+/**
+ * kt_writer_thread_in - append a thread entry of process @process (SPEC
+ * §4.4: a process entry's id; 0, as kt_writer_thread() writes, the file's
+ * own process).  Return: 0, -EINVAL (thread id 0, a name over 65535
+ * bytes), -errno.
+ */
+KT_API int kt_writer_thread_in(kt_writer *w, uint32_t thread_id, uint32_t os_tid,
+			       const char *name, uint32_t process);
+
+/**
+ * kt_writer_process - append a process entry (SPEC §4.10) copied from @p.
+ * Return: 0; -EINVAL for a string over 65535 bytes, a name holding a zero
+ * byte, a NULL string of non-zero length or flags other than
+ * KT_PROCESS_*; -errno.
+ */
+KT_API int kt_writer_process(kt_writer *w, const kt_process_def *p);
+
 /** kt_writer_drop - append a drop record.  Return: 0, -EINVAL, -errno. */
 KT_API int kt_writer_drop(kt_writer *w, uint32_t thread_id, uint64_t count,
 			  uint64_t first_ts, uint64_t last_ts);

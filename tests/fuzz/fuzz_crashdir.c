@@ -1,6 +1,6 @@
 /*
  * libFuzzer target over a whole crash directory, read by the real recovery
- * path (recover_dir() of tools/cmd_recover.c, with small caps so each input
+ * path (recover_dir() of tools/cmd/cmd_recover.c, with small caps so each input
  * costs little).  The input is decoded into a directory in a private
  * temporary folder: well-formed templates (a version 2 control file with
  * up to four slots, ring files, a names log, a trace file its header
@@ -41,7 +41,7 @@
 #include <katra/writer.h>
 #include "format/format.h"
 #include "recover/crash.h"
-#include "tools/recover.h"
+#include "tools/cmd/recover.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

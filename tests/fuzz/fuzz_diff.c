@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "tests/fuzz/parses.h"
-#include "tools/cmd.h"
+#include "tools/cmd/cmd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,10 +17,10 @@
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
-#include "tools/export_fxt.h"
-#include "tools/export_perfetto.h"
-#include "tools/perfetto_trace.pb-c.h"
-#include "tools/tables.h"
+#include "tools/export/export_fxt.h"
+#include "tools/export/export_perfetto.h"
+#include "tools/export/perfetto_trace.pb-c.h"
+#include "tools/pipeline/tables.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,9 +11,9 @@
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
-#include "tools/chrome.h"
-#include "tools/fmt.h"
-#include "tools/tables.h"
+#include "tools/export/chrome.h"
+#include "tools/pipeline/fmt.h"
+#include "tools/pipeline/tables.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

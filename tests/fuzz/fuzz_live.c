@@ -4,14 +4,14 @@
  * laid over a zeroed page (a valid magic and size first, so that the
  * bounds after them are reached), copied out by kt__live_copy(), and a
  * window taken between it and itself and since the start, each printed as
- * `--once --json` would (tools/top_data.c).  Anything out of bounds
+ * `--once --json` would (tools/cmd/top_data.c).  Anything out of bounds
  * aborts under ASan.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/top_data.c"
+#include "tools/cmd/top_data.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

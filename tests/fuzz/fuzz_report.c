@@ -3,7 +3,7 @@
  * the flame tree, frame points, time bins), the page's data and the page.
  * It must never crash or leak, and the data block must hold no '<' (so no
  * string from the file can close its script element) and parse as JSON.
- * The frame points then go through diff's bootstrap (tools/diff.h) as
+ * The frame points then go through diff's bootstrap (tools/analysis/diff.h) as
  * both sides, which must find no change.
  */
 #include <stddef.h>
@@ -14,8 +14,8 @@
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
-#include "tools/diff.h"
-#include "tools/report.h"
+#include "tools/analysis/diff.h"
+#include "tools/analysis/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,10 +1,10 @@
 /*
  * fuzz_stats - `katra stats` over any bytes, as text and as JSON: the
  * names and threads pass, the merged events pass through the pipeline
- * (tools/pipe.h), zone matching, the histograms and both printers.  It
+ * (tools/pipeline/pipe.h), zone matching, the histograms and both printers.  It
  * must never crash or leak, and what it prints must be inert: valid JSON
  * when it says it printed JSON.  The same events then go through the
- * collapsed stacks of `katra export --collapsed` (tools/collapse.h): every
+ * collapsed stacks of `katra export --collapsed` (tools/analysis/collapse.h): every
  * line must be one stack and a number, with no control byte.  And through
  * the binary exports: the Perfetto trace must decode with the generated
  * protobuf-c code, the FXT must be whole records whose size words tile it.
@@ -17,12 +17,12 @@
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
-#include "tools/collapse.h"
-#include "tools/export_fxt.h"
-#include "tools/export_perfetto.h"
-#include "tools/perfetto_trace.pb-c.h"
-#include "tools/stats.h"
-#include "tools/tables.h"
+#include "tools/analysis/collapse.h"
+#include "tools/export/export_fxt.h"
+#include "tools/export/export_perfetto.h"
+#include "tools/export/perfetto_trace.pb-c.h"
+#include "tools/analysis/stats.h"
+#include "tools/pipeline/tables.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
