@@ -19,7 +19,11 @@
  *       Prints per codec: bytes per event, and encode and decode ns per
  *       event (each chunk's fastest of R runs, summed; the compact row's
  *       bytes are a flusher's with --reps 1 only, as its encoder keeps
- *       from chunk to chunk which streams LZ4 does not pay on).  --kinds adds
+ *       from chunk to chunk which streams LZ4 does not pay on), and an
+ *       XXH64 of the encoded bytes, so that a change to an encoder's
+ *       speed shows it left the bytes alone.  compact-upto is the
+ *       compact row through the flusher's one pass
+ *       (kt__compact_encode_upto).  --kinds adds
  *       where the compact codec's bytes go: per stream, and per record
  *       type its timestamps, key misses and values (codecbench_kinds.c).
  *
@@ -38,6 +42,7 @@
 #include <unistd.h>
 
 #include <lz4.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include <katra/katra.h>
@@ -71,22 +76,6 @@ void die(const char *what, int rc)
 #else
 #define OWN __attribute__((noipa))
 #endif
-
-/* What every codec may use: scratch as large as the largest chunk's worst
- * case, and the library contexts, all made once. */
-struct ctx {
-	kt__compact_enc *enc;    /* a session's: level 1 (format/compact_codec.c) */
-	kt__compact_enc *enc0;   /* no LZ4 at all (under zstd, and to compare) */
-	kt__compact_enc *enc_all; /* LZ4 tried on every stream */
-	kt__compact_enc *enc_tk[3]; /* LZ4 on T, K and P at acceleration 1, 4, 16 */
-	kt__compact_dec *dec;
-	void *cz[4];             /* the archival codec at levels 1, 3, 9, 19 */
-	void *czd;
-	ZSTD_CCtx *zc;
-	ZSTD_DCtx *zd;
-	uint8_t *tmp;        /* an intermediate encoding */
-	size_t tmp_cap;
-};
 
 typedef long (*enc_fn)(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out,
 		       size_t cap);
@@ -163,6 +152,17 @@ COMPACT_TK(0, compact_lz4tk1)
 COMPACT_TK(1, compact_lz4tk4)
 COMPACT_TK(2, compact_lz4tk16)
 
+/* The flusher's path (flush/flusher.c): a chunk's records found and
+ * encoded in one pass, here the whole chunk (its end the limit). */
+static OWN long enc_compact_upto(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out,
+				 size_t cap)
+{
+	kt__compact_run run;
+	long n = kt__compact_encode_upto(c->enc_upto, ev, raw_len, raw_len, out, cap, &run);
+	return run.used == raw_len ? n : -1;
+}
+DEC_COMPACT(compact_upto)
+
 static OWN long enc_compact_nolz4(struct ctx *c, const uint8_t *ev,
 							size_t raw_len, uint8_t *out, size_t cap)
 {
@@ -234,10 +234,6 @@ static OWN int dec_delta_zstd3(struct ctx *c, const uint8_t *in,
 	return 0;
 }
 
-/* The alternatives the compact codec was chosen over (encoders only). */
-long alt_fields_lz4(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap);
-long alt_nibble_ts(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap);
-
 struct codec {
 	const char *name;
 	enc_fn enc;
@@ -247,6 +243,7 @@ struct codec {
 static const struct codec codecs[] = {
 	{ "lz4-delta", enc_lz4delta, dec_lz4delta },
 	{ "compact", enc_compact, dec_compact },
+	{ "compact-upto", enc_compact_upto, dec_compact_upto },
 	{ "compact-nolz4", enc_compact_nolz4, dec_compact_nolz4 },
 	{ "compact-lz4all", enc_compact_lz4all, dec_compact_lz4all },
 	{ "compact-lz4tk1", enc_compact_lz4tk1, dec_compact_lz4tk1 },
@@ -263,144 +260,11 @@ static const struct codec codecs[] = {
 };
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
-/* ---- the alternatives ---------------------------------------------------- */
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* A per-chunk map from a record's key to a small index, for the
- * alternatives; indexes past 4095 all share one. */
-struct keymap {
-	uint64_t key[8192];
-	uint16_t idx[8192];
-	uint32_t n;
-};
-
-static unsigned keymap_get(struct keymap *m, uint64_t key)
-{
-	uint32_t h = (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 51);
-	for (;; h = (h + 1) & 8191) {
-		if (m->key[h] == key)
-			return m->idx[h];
-		if (m->key[h] == UINT64_MAX) {
-			if (m->n >= 4096)
-				return 4095;
-			m->key[h] = key;
-			m->idx[h] = (uint16_t)m->n;
-			return m->n++;
-		}
-	}
-}
-
-static struct keymap alt_map;
-
-static void keymap_reset(struct keymap *m)
-{
-	memset(m->key, 0xff, sizeof(m->key));
-	m->n = 0;
-}
-
-/*
- * Streams without prediction, each through LZ4: T as varints, one key
- * index per record (a byte, or 0xff and two more), the 8-byte values
- * whole, and each variable payload's length (varint) and bytes.
- */
-long alt_fields_lz4(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap)
-{
-	size_t n = raw_len / 16 + 1;
-	uint8_t *base[4] = { c->tmp, c->tmp + 10 * n, c->tmp + 13 * n, c->tmp + 21 * n };
-	uint8_t *s[4] = { base[0], base[1], base[2], base[3] };
-	uint64_t prev = 0;
-
-	keymap_reset(&alt_map);
-	for (size_t at = 0; at < raw_len;) {
-		const uint8_t *r = ev + at;
-		uint64_t ts = kt__get64(r), meta = kt__get64(r + 8);
-		uint16_t plen = (uint16_t)(meta >> 48);
-		s[0] = put_varint(s[0], ts - prev);
-		prev = ts;
-		unsigned k = keymap_get(&alt_map, meta & UINT64_C(0xffffffffffff));
-		if (k < 255) {
-			*s[1]++ = (uint8_t)k;
-		} else {
-			*s[1]++ = 0xff;
-			*s[1]++ = (uint8_t)k;
-			*s[1]++ = (uint8_t)(k >> 8);
-		}
-		if (r[12] >= KT_EV_MESSAGE) {
-			s[3] = put_varint(s[3], plen);
-			memcpy(s[3], r + 16, plen);
-			s[3] += plen;
-		} else if (plen) {
-			memcpy(s[2], r + 16, 8);
-			s[2] += 8;
-		}
-		at += KT__EVENT_HEAD + kt__align8(plen);
-	}
-	long total = 0;
-	for (int i = 0; i < 4; i++) {
-		int z = LZ4_compress_fast((const char *)base[i], (char *)out + total,
-					  (int)(s[i] - base[i]), (int)(cap - (size_t)total), 1);
-		if (z <= 0 && s[i] > base[i])
-			return -1;
-		total += z + 4; /* each stream's length */
-	}
-	return total;
-}
-
-/*
- * The compact codec with T packed in nibbles: each delta minus the delta
- * that last preceded a record of the same key, zigzagged, in 4 bits where
- * it is under 15, else 15 and a varint.  Only its size is computed (the
- * compact size with T's bytes swapped): the cost column is not its own.
- */
-long alt_nibble_ts(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap)
-{
-	static uint64_t lastd[4096];
-	long n = kt__compact_encode(c->enc0, ev, raw_len, out, cap);
-	uint64_t prev = 0;
-	size_t tbytes = 0, nib = 0, esc = 0;
-	if (n < 0)
-		return n;
-	keymap_reset(&alt_map);
-	memset(lastd, 0, sizeof(lastd));
-	for (size_t at = 0; at < raw_len;) {
-		const uint8_t *r = ev + at;
-		uint64_t ts = kt__get64(r), d = ts - prev;
-		unsigned k = keymap_get(&alt_map, kt__get64(r + 8) & UINT64_C(0xffffffffffff));
-		uint64_t res = d - lastd[k], z = (res << 1) ^ (uint64_t)-(int64_t)(res >> 63);
-		tbytes += varint_len(d);
-		nib++;
-		if (z >= 15)
-			esc += varint_len(z);
-		lastd[k] = d;
-		prev = ts;
-		at += KT__EVENT_HEAD + kt__align8(kt__get16(r + 14));
-	}
-	return n - (long)tbytes + (long)((nib + 1) / 2 + esc);
-}
-
 /* ---- measure ------------------------------------------------------------- */
 
 struct acc {
 	uint64_t bytes, enc_ns, dec_ns;
+	uint64_t hash; /* of every chunk's encoding in turn: the same bytes, the same hash */
 	int failed;
 };
 
@@ -423,6 +287,8 @@ static void bench_init(struct bench *b)
 	    (rc = kt__compact_enc_lz4(b->c.enc0, 0, 1)) ||
 	    (rc = kt__compact_enc_new(&b->c.enc_all, BUF_MAX)) ||
 	    (rc = kt__compact_enc_lz4(b->c.enc_all, KT__COMPACT_ALL, 1)) ||
+	    (rc = kt__compact_enc_new(&b->c.enc_upto, BUF_MAX + kt_event_size(UINT16_MAX))) ||
+	    (rc = kt__codec_compact.enc_level(b->c.enc_upto, 1)) ||
 	    (rc = kt__compact_dec_new(&b->c.dec)) ||
 	    (rc = kt__codec_compact_zstd.dec_new(&b->c.czd)))
 		die("compact codec", rc);
@@ -473,6 +339,7 @@ static void run_codec(struct bench *b, size_t i, const uint8_t *ev, size_t raw_l
 	}
 	a->bytes += (uint64_t)n;
 	a->enc_ns += enc;
+	a->hash = XXH64(b->enc_out, (size_t)n, a->hash);
 	if (!k->dec)
 		return;
 	for (int r = 0; r < b->reps; r++) {
@@ -492,8 +359,8 @@ static void print_table(const struct bench *b, const char *path)
 	double ev = (double)b->events;
 	printf("%s: %" PRIu64 " events in %" PRIu64 " chunks, %.2f raw bytes/event%s\n", path,
 	       b->events, b->chunks, (double)b->raw / ev, b->skipped ? " (chunks skipped)" : "");
-	printf("  %-16s %11s %11s %11s %8s\n", "codec", "bytes/event", "enc ns/ev", "dec ns/ev",
-	       "failed");
+	printf("  %-16s %11s %11s %11s %8s  %-16s\n", "codec", "bytes/event", "enc ns/ev",
+	       "dec ns/ev", "failed", "xxh64 of output");
 	for (size_t i = 0; i < NCODECS; i++) {
 		const struct acc *a = &b->acc[i];
 		if (!b->sel[i])
@@ -504,7 +371,7 @@ static void print_table(const struct bench *b, const char *path)
 			printf("%11.2f", (double)a->dec_ns / ev);
 		else
 			printf("%11s", "-");
-		printf(" %8d\n", a->failed);
+		printf(" %8d  %016" PRIx64 "\n", a->failed, a->hash);
 	}
 }
 

@@ -10,7 +10,11 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include <zstd.h>
+
+#include <katra/katra.h>
 #include <katra/writer.h>
+#include "format/compact.h"
 #include "format/format.h"
 
 #define CHUNK_MAX KT__CHUNK_MAX /* the flusher's chunk size */
@@ -28,6 +32,29 @@ struct builder {
 	uint64_t clock;  /* the synthetic clock's ticks; 0: the TSC's */
 	int threads;     /* the producers of the trace */
 };
+
+/* What every codec may use: scratch as large as the largest chunk's worst
+ * case, and the library contexts, all made once. */
+struct ctx {
+	kt__compact_enc *enc;    /* a session's: level 1 (format/compact_codec.c) */
+	kt__compact_enc *enc0;   /* no LZ4 at all (under zstd, and to compare) */
+	kt__compact_enc *enc_all; /* LZ4 tried on every stream */
+	kt__compact_enc *enc_tk[3]; /* LZ4 on T, K and P at acceleration 1, 4, 16 */
+	kt__compact_enc *enc_upto; /* a session's level 1 through the flusher's one pass */
+	kt__compact_dec *dec;
+	void *cz[4];             /* the archival codec at levels 1, 3, 9, 19 */
+	void *czd;
+	ZSTD_CCtx *zc;
+	ZSTD_DCtx *zd;
+	uint8_t *tmp;        /* an intermediate encoding */
+	size_t tmp_cap;
+};
+
+/* The alternatives the compact codec was chosen over (encoders
+ * only, codecbench_alt.c). */
+long alt_fields_lz4(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap);
+long alt_nibble_ts(struct ctx *c, const uint8_t *ev, size_t raw_len, uint8_t *out, size_t cap);
+
 
 void die(const char *what, int rc) __attribute__((noreturn));
 void builder_flush(struct builder *b);

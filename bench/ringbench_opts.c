@@ -61,6 +61,8 @@ void usage(FILE *f)
 		"                      (" RB_WORKLOAD_NAMES ": bench/workloads.h), at --rate,\n"
 		"                      on its own threads unless --threads; also with\n"
 		"                      --find-max-rate (its threads, and one more if 1)\n"
+		"  --untraced          with --workload: its records are counted, not emitted\n"
+		"                      (the program's own time, to set the traced one against)\n"
 		"  --json              print {\"runs\": [...]} (see bench/README.md)\n"
 		"capture (the frame loop without --out goes through the capture manager):\n"
 		"  --capture-root DIR  where captures are published (default\n"
@@ -113,6 +115,7 @@ static const struct option lo[] = {
 	{ "payload", required_argument, NULL, 'p' + 256 },
 	{ "names", required_argument, NULL, 'n' + 256 },
 	{ "workload", required_argument, NULL, 'w' + 256 },
+	{ "untraced", no_argument, NULL, 'x' + 256 },
 	{ "json", no_argument, NULL, 'j' },
 	{ "capture-root", required_argument, NULL, 'C' },
 	{ "run-id", required_argument, NULL, 'C' + 256 },
@@ -199,7 +202,7 @@ static int opt_run(int c, struct opts *o)
 }
 
 /* The workload's shape: --burst, --burst-ms, --events, --payload, --names,
- * --threads, --workload. */
+ * --threads, --workload, --untraced. */
 static int opt_shape(int c, struct opts *o)
 {
 	char *end;
@@ -261,6 +264,9 @@ static int opt_shape(int c, struct opts *o)
 				RB_WORKLOAD_NAMES, optarg);
 			return 2;
 		}
+		return 0;
+	case 'x' + 256:
+		rb_workload_untraced = 1;
 		return 0;
 	}
 	return -1;

@@ -13,7 +13,15 @@
 
 static uint32_t wl_ids[1 + 434];
 
-#define WL_REC(type, id, flags, payload, len) kt_emit(type, wl_ids[id], flags, payload, len)
+int rb_workload_untraced;
+
+/* Untraced, a branch that goes one way the whole run is all that is left
+ * of an emit. */
+#define WL_REC(type, id, flags, payload, len)                                  \
+	do {                                                                   \
+		if (!rb_workload_untraced)                                      \
+			kt_emit(type, wl_ids[id], flags, payload, len);         \
+	} while (0)
 #define WL_WORK(ticks) wl_spin(ticks)
 
 static inline void wl_spin(uint64_t ticks)

@@ -21,6 +21,11 @@ struct rb_workload {
 	unsigned (*unit)(int thread, int threads, uint64_t n);
 };
 
+/* --untraced: the workloads' records are counted and not emitted, so that
+ * a run times the program's own work alone (set before the producers
+ * start). */
+extern int rb_workload_untraced;
+
 /* The workload named @name (renderer, interp, jobs), or NULL. */
 const struct rb_workload *rb_workload_find(const char *name);
 

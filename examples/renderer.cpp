@@ -5,7 +5,7 @@
  * frame is slow the newest history of every thread goes to a file.
  *
  *   renderer [--frames N] [--hitch-at F] [--slow-ms MS] [--snapshot-at S]
- *            [--out PREFIX]
+ *            [--out PREFIX] [--record FILE] [--unpaced]
  *
  * Each frame: a frame mark and a "frame" zone on the main thread around
  * "raster" (the tiles' work, waited for); a "tile" zone per tile thread
@@ -25,6 +25,13 @@
  *
  *   snapshot PREFIX-F.katra frame F ms M events E threads T
  *   thread TID window START END events N overwritten O FIRST LAST trimmed R
+ *
+ * --record FILE records every event to FILE with a session of default
+ * options in place of the flight recorder (no snapshots); --unpaced runs
+ * the frames back to back, not every 16 ms.  Together, and with
+ * --hitch-at -1, they measure what tracing costs the program: the build's
+ * renderer_off is this file with tracing compiled out (KATRA_DISABLE),
+ * and bench/RESULTS.md has the two timed side by side (issue #28).
  *
  * Only katra's public API is used; with tracing compiled out the session
  * part goes too (the #ifndef KATRA_DISABLE below).
@@ -186,7 +193,8 @@ private:
 
 struct options {
 	long frames = 100, hitch_at = 80, slow_ms = 50, snapshot_at = -1;
-	std::string out = "renderer";
+	std::string out = "renderer", record;
+	bool unpaced = false;
 };
 
 #ifndef KATRA_DISABLE
@@ -240,29 +248,39 @@ template <class F> void frames(const options &o, F slow)
 		if (ms > (double)o.slow_ms || f == o.snapshot_at)
 			slow(f, ms);
 		next += std::chrono::milliseconds(16);
-		std::this_thread::sleep_until(next);
+		if (!o.unpaced)
+			std::this_thread::sleep_until(next);
 	}
 	katra::free(fb.data(), fpool);
 }
 
 int parse(int argc, char **argv, options &o)
 {
-	for (int i = 1; i + 1 < argc; i += 2) {
+	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
+		if (a == "--unpaced") {
+			o.unpaced = true;
+			continue;
+		}
+		if (i + 1 == argc)
+			return 1;
+		const char *v = argv[++i];
 		if (a == "--out")
-			o.out = argv[i + 1];
+			o.out = v;
+		else if (a == "--record")
+			o.record = v;
 		else if (a == "--frames")
-			o.frames = std::atol(argv[i + 1]);
+			o.frames = std::atol(v);
 		else if (a == "--hitch-at")
-			o.hitch_at = std::atol(argv[i + 1]);
+			o.hitch_at = std::atol(v);
 		else if (a == "--slow-ms")
-			o.slow_ms = std::atol(argv[i + 1]);
+			o.slow_ms = std::atol(v);
 		else if (a == "--snapshot-at")
-			o.snapshot_at = std::atol(argv[i + 1]);
+			o.snapshot_at = std::atol(v);
 		else
 			return 1;
 	}
-	return argc % 2 == 0;
+	return 0;
 }
 
 } // namespace
@@ -272,21 +290,21 @@ int main(int argc, char **argv)
 	options o;
 	if (parse(argc, argv, o)) {
 		std::fprintf(stderr, "usage: renderer [--frames N] [--hitch-at F] [--slow-ms MS] "
-				     "[--snapshot-at S] [--out PREFIX]\n");
+				     "[--snapshot-at S] [--out PREFIX] [--record FILE] [--unpaced]\n");
 		return 2;
 	}
 	kt_thread_name("main");
 #ifndef KATRA_DISABLE
 	kt_session_options so{};
-	so.mode = KT_SESSION_FLIGHT;
+	so.mode = o.record.empty() ? KT_SESSION_FLIGHT : KT_SESSION_NORMAL;
 	kt_session *s = nullptr;
-	if (kt_session_start(nullptr, &so, &s) != 0) {
+	if (kt_session_start(o.record.empty() ? nullptr : o.record.c_str(), &so, &s) != 0) {
 		std::fprintf(stderr, "renderer: %s\n", kt_session_get_start_error());
 		return 1;
 	}
 	int taken = 0;
 	frames(o, [&](long f, double ms) {
-		if (taken++ < 16)
+		if (o.record.empty() && taken++ < 16)
 			snapshot(s, o, f, ms);
 	});
 	return kt_session_stop(s, nullptr) ? 1 : 0;

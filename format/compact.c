@@ -41,6 +41,19 @@ struct hslot {
 	uint16_t idx;
 };
 
+/*
+ * The encoder's dictionary slot: the one it shares with the decoder, and
+ * the slot predicted to follow as a pointer, not the shared slot's index.
+ * The walk goes from each record's slot to the next's: with an index that
+ * step is a load, a multiply and an add before the next record's key can
+ * be compared (8 cycles a record, all of them on the loop's one chain of
+ * dependent steps), with a pointer a load alone.
+ */
+struct eslot {
+	struct kt__cmp_slot c; /* c.next unused: .next says it */
+	struct eslot *next;
+};
+
 struct kt__compact_enc {
 	size_t max_raw;
 	uint32_t gen;
@@ -48,7 +61,7 @@ struct kt__compact_enc {
 	unsigned lz4;            /* streams to try LZ4 on */
 	int accel;
 	uint8_t skip[KT__CMP_STREAMS]; /* chunks left before a stream is tried again */
-	struct kt__cmp_slot slots[KT__COMPACT_KEYS + 1];
+	struct eslot slots[KT__COMPACT_KEYS + 1];
 	struct hslot hash[1u << HASH_BITS];
 	size_t cap[KT__CMP_STREAMS];
 	uint8_t *buf;            /* the streams' scratch, one allocation */
@@ -166,9 +179,16 @@ static int enc_find(const kt__compact_enc *e, uint64_t key)
 		const struct hslot *hs = &e->hash[h];
 		if (hs->gen != e->gen)
 			return -1;
-		if ((e->slots[hs->idx].meta & KT__CMP_KEY_BITS) == key)
+		if ((e->slots[hs->idx].c.meta & KT__CMP_KEY_BITS) == key)
 			return hs->idx;
 	}
+}
+
+/* Slot @idx as a new key starts it, predicting itself. */
+static void eslot_init(kt__compact_enc *e, unsigned idx, uint64_t key, enum kt__cmp_cls c)
+{
+	kt__cmp_slot_init(&e->slots[idx].c, (uint16_t)idx, key, c);
+	e->slots[idx].next = &e->slots[idx];
 }
 
 /* A new key's slot: the next in the dictionary while there is room, else
@@ -180,11 +200,11 @@ static int enc_define(kt__compact_enc *e, uint64_t key)
 	if (c == KT__CLS_BAD)
 		return -1;
 	if (e->nkeys == KT__COMPACT_KEYS) {
-		kt__cmp_slot_init(&e->slots[KT__CMP_OTHER], KT__CMP_OTHER, key, c);
+		eslot_init(e, KT__CMP_OTHER, key, c);
 		return KT__CMP_OTHER;
 	}
 	int idx = (int)e->nkeys++;
-	kt__cmp_slot_init(&e->slots[idx], (uint16_t)idx, key, c);
+	eslot_init(e, (unsigned)idx, key, c);
 	uint32_t h = hash_of(key);
 	while (e->hash[h].gen == e->gen)
 		h = (h + 1) & ((1u << HASH_BITS) - 1);
@@ -198,8 +218,8 @@ static int enc_define(kt__compact_enc *e, uint64_t key)
  * overflow varints and, for a new key, its definition; @ctx now predicts
  * it.  Returns its slot, or NULL for a record that is not valid.
  */
-static inline struct kt__cmp_slot *
-enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64_t run, unsigned ctx, uint64_t meta)
+static inline struct eslot *enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64_t run,
+					 struct eslot *ctx, uint64_t meta)
 {
 	uint64_t key = meta & KT__CMP_KEY_BITS;
 	int idx = enc_find(e, key), fresh = idx < 0;
@@ -219,10 +239,10 @@ enc_key_miss(kt__compact_enc *e, uint8_t **k, uint64_t run, unsigned ctx, uint64
 		p = put_varint(p, (uint32_t)key);
 	}
 	*k = p;
-	struct kt__cmp_slot *s = &e->slots[idx];
-	if ((meta & s->mask) != s->meta)
+	struct eslot *s = &e->slots[idx];
+	if ((meta & s->c.mask) != s->c.meta)
 		return NULL; /* a fixed-size type with another length */
-	e->slots[ctx].next = (uint16_t)idx;
+	ctx->next = s;
 	return s;
 }
 
@@ -244,20 +264,33 @@ struct wr {
 	uint64_t rv, rl;
 };
 
+/* The 8-byte value of a KT__CLS_INT record (or a pair's first) into V:
+ * when the prediction (the last plus the last step) misses, the run of
+ * hits before it and a literal.  Inline in the walk: a frame loop's flows
+ * and counters are a fifth of its records. */
+static inline void enc_int(struct kt__cmp_slot *s, uint64_t v, struct wr *w)
+{
+	uint64_t pred = s->last + s->step;
+	if (v == pred) {
+		w->rv++;
+	} else {
+		w->v = put_varint(put_varint(w->v, w->rv), kt__zigzag(v - pred));
+		w->rv = 0;
+	}
+	s->step = v - s->last;
+	s->last = v;
+}
+
 /* The 8-byte value of a KT__CLS_INT or KT__CLS_F64 record (or a pair's
  * first) into V: when the prediction misses, the run of hits before it
  * and a literal. */
 static void enc_value(struct kt__cmp_slot *s, uint64_t v, struct wr *w)
 {
 	if (s->cls != KT__CLS_F64) {
-		uint64_t pred = s->last + s->step;
-		if (v == pred) {
-			w->rv++;
-		} else {
-			w->v = put_varint(put_varint(w->v, w->rv), kt__zigzag(v - pred));
-			w->rv = 0;
-		}
-	} else if (v == s->last) {
+		enc_int(s, v, w);
+		return;
+	}
+	if (v == s->last) {
 		w->rv++;
 	} else {
 		w->v = put_xor(put_varint(w->v, w->rv), v ^ s->last);
@@ -343,31 +376,56 @@ static void enc_reset(kt__compact_enc *e)
 		e->gen = 1;
 	}
 	e->nkeys = 0;
-	kt__cmp_slot_init(&e->slots[KT__CMP_OTHER], KT__CMP_OTHER, KT__CMP_NO_KEY, KT__CLS_BAD);
+	eslot_init(e, KT__CMP_OTHER, KT__CMP_NO_KEY, KT__CLS_BAD);
+}
+
+/*
+ * T's varint of @d at @t, where @d is under 2^14 (two bytes at most):
+ * both bytes written and @t moved past one or two, with no branch on
+ * which.  A renderer's zone ends are one byte or two at random (shading
+ * times of 60 to 220 ticks), and a branch on it missed every sixth
+ * record.  The byte past a one-byte varint is in T's own room (cap[0]
+ * holds KT__CMP_VARINT_MAX a record) and is written over next.
+ */
+static inline uint8_t *put_varint14(uint8_t *t, uint64_t d)
+{
+	uint64_t two = d >= 0x80;
+	t[0] = (uint8_t)(d | two << 7);
+	t[1] = (uint8_t)(d >> 7);
+	return t + 1 + two;
 }
 
 /*
  * Walk the records into the streams; end[] receives where each ends.
  * The loop is the hot path of a flusher at tens of millions of records a
  * second: a record without payload whose key was predicted costs a
- * delta, a byte and a compare.  With @upto (a constant: each caller gets
- * its own copy of the loop, the flusher's without the tests it adds) the
- * walk also ends at the first record that starts at or past @u->limit,
- * and before the first whose type and flags the format does not know,
- * counting the records it takes.  Returns 0 or -EINVAL.
+ * delta, a byte or two, a compare and a load, and the state it keeps
+ * from one record to the next is in registers (the walk's position, its
+ * one bound, T's end, the last timestamp, the slot, the run of hits;
+ * stores through uint8_t pointers may alias anything, so whatever is
+ * read through a pointer, as the limit in @u, is read once before).
+ * With @upto (a constant: each caller gets its own copy of the loop, the
+ * flusher's without the tests it adds) the walk also ends at the first
+ * record that starts at or past @u->limit, and before the first whose
+ * type and flags the format does not know, counting the records it
+ * takes.  Returns 0 or -EINVAL.
  */
 static inline __attribute__((always_inline)) int
 enc_walk(kt__compact_enc *e, const uint8_t *ev, size_t raw_len, uint8_t *end[KT__CMP_STREAMS],
 	 const int upto, kt__compact_run *u)
 {
-	struct kt__cmp_slot *slots = e->slots, *ctx = &slots[KT__CMP_OTHER];
+	struct eslot *ctx = &e->slots[KT__CMP_OTHER];
 	struct wr w = { e->base[2], e->base[3], e->base[4], 0, 0 };
 	uint8_t *t = e->base[0], *k = e->base[1];
-	uint64_t prev = 0, rk = 0;
-	size_t at = 0, n = 0;
+	uint64_t prev = 0, rk = 0, taken = 0; /* taken: the records before the run */
+	const uint8_t *rec = ev, *const bytes_end = ev + raw_len;
+	/* One bound: the last start a record's head fits after, or the limit. */
+	size_t stop_at = raw_len < KT_REC_HEAD ? 0 : raw_len - KT_REC_HEAD + 1;
+	if (upto && u->limit < stop_at)
+		stop_at = u->limit;
+	const uint8_t *const stop = ev + stop_at;
 
-	while (raw_len - at >= KT_REC_HEAD && (!upto || at < u->limit)) {
-		const uint8_t *rec = ev + at;
+	while (rec < stop) {
 		if (upto)
 			__builtin_prefetch(rec + PREFETCH);
 		uint64_t ts = kt__get64(rec + KT_REC_TS);
@@ -375,15 +433,12 @@ enc_walk(kt__compact_enc *e, const uint8_t *ev, size_t raw_len, uint8_t *end[KT_
 		uint64_t d = ts - prev;
 		uint8_t *t0 = t, *k0 = k;
 		prev = ts;
-		if (d < 0x80)
-			*t++ = (uint8_t)d;
-		else
-			t = put_varint(t, d);
-		struct kt__cmp_slot *s = &slots[ctx->next];
-		if (__builtin_expect((meta & s->mask) == s->meta, 1)) {
+		t = __builtin_expect(d < 0x4000, 1) ? put_varint14(t, d) : put_varint(t, d);
+		struct eslot *s = ctx->next;
+		if (__builtin_expect((meta & s->c.mask) == s->c.meta, 1)) {
 			rk++;
 		} else {
-			s = enc_key_miss(e, &k, rk, (unsigned)(ctx - slots), meta);
+			s = enc_key_miss(e, &k, rk, ctx, meta);
 			if (!s && upto && k == k0) {
 				/* A key the format does not allow, refused
 				 * before its token: the walk ends before it. */
@@ -393,19 +448,25 @@ enc_walk(kt__compact_enc *e, const uint8_t *ev, size_t raw_len, uint8_t *end[KT_
 			}
 			if (!s)
 				return -EINVAL;
+			taken += rk + 1;
 			rk = 0;
 		}
 		ctx = s;
-		n += upto;
-		if (s->cls == KT__CLS_NONE) {
-			at += KT_REC_HEAD;
+		if (s->c.cls == KT__CLS_NONE) {
+			rec += KT_REC_HEAD;
 			continue;
 		}
-		long size = enc_payload(s, rec, (uint16_t)(meta >> KT_REC_META_SHIFT(KT_REC_LEN)),
-					raw_len - at, &w);
+		/* An integer's length is the slot's (its mask kept it). */
+		if (s->c.cls == KT__CLS_INT && bytes_end - rec >= KT_REC_HEAD + 8) {
+			enc_int(&s->c, kt__get64(rec + KT_REC_HEAD), &w);
+			rec += KT_REC_HEAD + 8;
+			continue;
+		}
+		long size = enc_payload(&s->c, rec, (uint16_t)(meta >> KT_REC_META_SHIFT(KT_REC_LEN)),
+					(size_t)(bytes_end - rec), &w);
 		if (size < 0)
 			return -EINVAL;
-		at += (size_t)size;
+		rec += size;
 	}
 	/* The hits after the last miss of each stream are not written: a
 	 * stream that ends predicts the rest. */
@@ -414,6 +475,7 @@ enc_walk(kt__compact_enc *e, const uint8_t *ev, size_t raw_len, uint8_t *end[KT_
 	end[2] = w.v;
 	end[3] = w.l;
 	end[4] = w.p;
+	size_t at = (size_t)(rec - ev), n = taken + rk;
 	if (upto)
 		*u = (kt__compact_run){ u->limit, at, (uint32_t)n, n ? kt__get64(ev + KT_REC_TS) : 0,
 					prev };
