@@ -61,7 +61,14 @@ static const struct sql_col drops_cols[] = {
 	{ "file", STR },
 };
 static const struct sql_col threads_cols[] = {
-	{ "thread", U32 }, { "os_tid", U32 }, { "name", STR },
+	{ "thread", U32 }, { "os_tid", U32 }, { "name", STR }, { "pid", U64 },
+	{ "file", STR },
+};
+/* A file's process entries (SPEC §4.10); one row of the header's pid for
+ * a file with none (version 3, a capture's later segment). */
+static const struct sql_col processes_cols[] = {
+	{ "pid", U64 }, { "parent_pid", U64 }, { "name", STR }, { "command_line", STR },
+	{ "start_ns", U64 }, { "end_ns", U64 }, { "complete", BOOL }, { "recovered", BOOL },
 	{ "file", STR },
 };
 static const struct sql_col captures_cols[] = {
@@ -80,7 +87,7 @@ const struct sql_view_def sql_views[SQL_NVIEWS] = {
 	VIEW("frames", frames_cols),     VIEW("counters", counters_cols),
 	VIEW("memory", memory_cols),     VIEW("drops", drops_cols),
 	VIEW("threads", threads_cols),   VIEW("captures", captures_cols),
-	VIEW("args", args_cols),
+	VIEW("args", args_cols),         VIEW("processes", processes_cols),
 };
 
 /* An open zone, as stats keeps it (stats.c): begin, the time of the zones
@@ -113,7 +120,9 @@ struct sql_cursor {
 	kt_reader *r;
 	struct tables t;
 	int events_pass;         /* the events are being merged */
-	size_t next;             /* threads, captures: the next entry */
+	size_t next;             /* threads, captures, processes: the next entry */
+	char *cmdline;           /* processes: the row's command line, spaced */
+	size_t cmdline_cap;
 	struct idmap thmap;      /* thread id -> index in th */
 	struct cthread *th;
 	size_t nth, thcap;
@@ -195,6 +204,7 @@ void sql_cursor_close(struct sql_cursor *c)
 	for (size_t i = 0; i < c->nth; i++)
 		free(c->th[i].stack);
 	free(c->th);
+	free(c->cmdline);
 	idmap_free(&c->thmap);
 	idmap_free(&c->tops);
 	tables_free(&c->t);
@@ -557,6 +567,48 @@ static int next_capture_row(struct sql_cursor *c, struct sql_cell *row)
 	return 1;
 }
 
+/* Process entry @p's row; its command line's arguments joined by spaces
+ * (they are separated by zero bytes in the file). */
+static int process_row(struct sql_cursor *c, const struct tproc *p, struct sql_cell *row)
+{
+	cell_u(&row[0], p->pid);
+	cell_u(&row[1], p->parent_pid);
+	row[2] = (struct sql_cell){ .s = tables_process_name(&c->t, p), .len = p->name_len };
+	if (grow_array((void **)&c->cmdline, &c->cmdline_cap, (size_t)p->cmdline_len + 1, 1))
+		return -ENOMEM;
+	memcpy(c->cmdline, tables_process_cmdline(&c->t, p), p->cmdline_len);
+	for (uint32_t i = 0; i < p->cmdline_len; i++)
+		c->cmdline[i] = c->cmdline[i] ? c->cmdline[i] : ' ';
+	row[3] = (struct sql_cell){ .s = c->cmdline, .len = p->cmdline_len };
+	cell_u(&row[4], p->start_ns);
+	cell_u(&row[5], p->end_ns);
+	row[4].null = !p->start_ns;
+	row[5].null = !p->end_ns;
+	cell_u(&row[6], !!(p->flags & KT_PROCESS_COMPLETE));
+	cell_u(&row[7], !!(p->flags & KT_PROCESS_RECOVERED));
+	return 1;
+}
+
+static int next_process_row(struct sql_cursor *c, struct sql_cell *row, char *why, size_t cap)
+{
+	size_t n = c->t.nprocs ? c->t.nprocs : 1;
+	if (c->next >= n) {
+		note_damage(c);
+		return 0;
+	}
+	if (c->t.nprocs) {
+		int rc = process_row(c, &c->t.procs[c->next++], row);
+		if (rc < 0)
+			snprintf(why, cap, "%s: out of memory", c->path);
+		return rc;
+	}
+	c->next++;
+	cell_u(&row[0], c->t.header_pid);
+	for (int i = 1; i < 8; i++)
+		row[i] = (struct sql_cell){ .null = 1 };
+	return 1;
+}
+
 /* The rows of the views that list entries of the file's tables. */
 static int next_table_row(struct sql_cursor *c, struct sql_cell *row)
 {
@@ -570,12 +622,14 @@ static int next_table_row(struct sql_cursor *c, struct sql_cell *row)
 	cell_u(&row[0], e->id);
 	cell_u(&row[1], e->os_tid);
 	row[2] = (struct sql_cell){ .s = tables_str(&c->t, e), .len = e->len };
+	cell_u(&row[3], tables_process_pid(&c->t, e->process));
 	return 1;
 }
 
 int sql_cursor_next(struct sql_cursor *c, struct sql_cell *row, char *why, size_t cap)
 {
 	int rc = c->view == SQL_DROPS ? next_drop_row(c, row, why, cap)
+	       : c->view == SQL_PROCESSES ? next_process_row(c, row, why, cap)
 	       : c->view == SQL_THREADS || c->view == SQL_CAPTURES ? next_table_row(c, row)
 	       : next_event_row(c, row, why, cap);
 	/* The file, last: a query that reads no column (count(*)) is given

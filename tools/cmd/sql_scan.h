@@ -37,6 +37,7 @@ enum sql_view {
 	SQL_THREADS,
 	SQL_CAPTURES,
 	SQL_ARGS,
+	SQL_PROCESSES,
 	SQL_NVIEWS
 };
 
