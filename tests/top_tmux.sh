@@ -11,7 +11,10 @@
 # left, the exit status 0, "exited" said); a second run shrunk to 50x10
 # shows the reduced layout, and Ctrl-C gives the screen back too; `katra
 # record --top -- multiproc --until-signal` shows its zone as its trace
-# has it and gives the shell back after a key.
+# has it and gives the shell back after a key; `katra record --flight
+# --top`: the S key writes the flight session's newest 10 s into
+# snapshot-PID-1.katra (the status line says so), which verifies and holds
+# the program's zone; on a recording session S says why there is none.
 # TOP_TMUX_KEEP=FILE keeps the screen of the ended session there.
 set -euo pipefail
 export KATRA_LIVE=1 # the live page is opt-in
@@ -100,6 +103,9 @@ for _ in $(seq 1 200); do
 done
 tm send-keys -t top clear Enter "$katra top $pid; echo top2-exit-\$?" Enter
 wait_for "^ZONE "
+# A recording session has no snapshot to give: the status line says why.
+tm send-keys -t top S
+wait_for "no snapshot: process $pid has no flight session listening"
 tm send-keys -t top C-c
 wait_for "^top2-exit-0"
 grep -qE "^(ZONE |THREAD |katra top  pid)" "$tmp/screen" && fail "top's screen is still there after Ctrl-C"
@@ -129,4 +135,25 @@ awk -F'\t' -v w="$rwant" 'BEGIN { split(w, a, "\t") } { d = $2 - a[2]; if (d < 0
      exit !($1 == a[1] && $1 == "parent_tick" && a[2] > 0 && d <= 0.05 * a[2]) }' <<<"$shown" ||
   fail "record --top: on screen '$shown', the trace's '$rwant'"
 [[ -f $tmp/r.katra.log ]] || fail "record --top: no OUT.log"
-echo "top_tmux: sort, filter, exit, Ctrl-C and record --top checked; $frames frames on screen, stats $want"
+# The snapshot key: on a flight session, the newest window into a file
+# in top's directory; on a recording session (above: particles) a reason.
+tm send-keys -t top clear Enter "cd $tmp && $katra record --flight --top -o $tmp/f.katra -- \
+  $multiproc --until-signal; echo fl-exit-\$?" Enter
+wait_for "^parent_tick "
+fpid=$(sed -n 's/^katra top  pid \([0-9]*\).*/\1/p' "$tmp/screen")
+[[ -n $fpid ]] || fail "record --flight --top: no pid on screen"
+tm send-keys -t top w
+wait_for "window 10 s"
+tm send-keys -t top S
+wait_for "^snapshot-$fpid-1.katra: [0-9]* events"
+"$katra" verify "$tmp/snapshot-$fpid-1.katra" >/dev/null || fail "the snapshot does not verify"
+"$katra" stats "$tmp/snapshot-$fpid-1.katra" --json |
+  jq -e '[.names[] | select(.zone and .name == "parent_tick")] | length == 1' >/dev/null ||
+  fail "the snapshot has no parent_tick zone"
+tm send-keys -t top S
+wait_for "^snapshot-$fpid-2.katra: "
+kill -TERM "$fpid"
+wait_for "press any key"
+tm send-keys -t top x
+wait_for "^fl-exit-0"
+echo "top_tmux: sort, filter, exit, Ctrl-C, record --top and the snapshot key checked; $frames frames on screen, stats $want"

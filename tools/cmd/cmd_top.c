@@ -78,7 +78,8 @@ static const struct opts_spec top_spec = {
 		"the zones of the last 1 s or 10 s (or since the start) by self time,\n"
 		"threads (events/s, drops, ring fill, the share of time waited for room)\n"
 		"and counters.  Keys: q quit, p pause, s sort, / filter by name, t thread,\n"
-		"w window.  --once prints one refresh (since the start unless --window)\n"
+		"w window, S snapshot (a flight session's newest window, as `katra\n"
+		"snapshot` writes it, into snapshot-PID-N.katra here).  --once prints one refresh (since the start unless --window)\n"
 		"and exits; --json as JSON; --at-end first waits for the session to stop\n"
 		"and prints its last figures, the whole session's.  Your own processes\n"
 		"only; KATRA_LIVE=1 in a process's environment turns its figures on.\n",
@@ -208,6 +209,11 @@ static int key(int ch, struct top_ui *ui, const struct top_view *v)
 	case 's': ui->sort = (enum top_sort)((ui->sort + 1) % TOP_SORTS); break;
 	case 'w': ui->window = (ui->window + 1) % 3; break;
 	case '/': read_filter(ui); break;
+	case 'S':
+		snprintf(ui->status, sizeof(ui->status), "taking a snapshot...");
+		top_draw(v, ui);
+		top_snapshot(ui);
+		break;
 	case 't':
 		ui->thread = ui->thread + 1 >= (int)v->nthreads ? -1 : ui->thread + 1;
 		break;

@@ -80,6 +80,8 @@ struct top_ui {
 	enum top_sort sort;
 	int window;                 /* 0: 1 s, 1: 10 s, 2: since the start */
 	char filter[KT__LIVE_NAME];
+	unsigned snapshots;         /* taken by the snapshot key */
+	char status[192];           /* the last snapshot's line, else "" */
 };
 
 extern const char *const top_sort_names[TOP_SORTS];
@@ -96,5 +98,14 @@ int top_follow(long pid);
 
 /* Draw @v on the screen (curses started); @ui says what was chosen. */
 void top_draw(const struct top_view *v, const struct top_ui *ui);
+
+/*
+ * top_snapshot - the snapshot key: `katra snapshot` of @ui's process (a
+ * flight session listening) into snapshot-PID-N.katra in the current
+ * directory, no older than the screen's window; its line (what it wrote,
+ * or why not) into @ui->status.  Waits for it (bounded by the process's
+ * own limits on a snapshot).
+ */
+void top_snapshot(struct top_ui *ui);
 
 #endif

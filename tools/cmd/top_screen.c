@@ -173,8 +173,9 @@ void top_draw(const struct top_view *v, const struct top_ui *ui)
 	}
 	attron(A_REVERSE);
 	line(rows - 1, cols, "%s%*s",
-	     ui->ended ? "the session ended (the process exited or stopped it): press any key"
-		       : "q quit  p pause  s sort  / filter  t thread  w window",
+	     ui->ended   ? "the session ended (the process exited or stopped it): press any key"
+	     : ui->status[0] ? ui->status
+			     : "q quit  p pause  s sort  / filter  t thread  w window  S snapshot",
 	     cols, "");
 	attroff(A_REVERSE);
 	refresh();
