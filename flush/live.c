@@ -60,6 +60,13 @@ struct kt__live {
 	struct lthread th[KT__LIVE_THREADS];
 };
 
+/* The page's memfd while a session has one, else -1: a fork()ed child
+ * closes it (kt__live_fork_child()), or `katra top CHILD` would find the
+ * parent's page among the child's descriptors until it execs.  Set after
+ * the fd is made and cleared before it is closed, so it never names a
+ * closed (or reused) descriptor. */
+static int live_fd = -1;
+
 /* @fd moved past 0, 1 and 2, which a daemon that closed its stdio
  * would otherwise find katra's; -1 if it cannot be. */
 static int fd_high(int fd)
@@ -127,6 +134,10 @@ struct kt__live *kt__live_start(const kt_clock_calibration *c0)
 	if (l->fd < 0 || ftruncate(l->fd, sizeof(struct kt__live_page)) < 0 ||
 	    posix_fallocate(l->fd, 0, sizeof(struct kt__live_page)))
 		goto fail;
+	/* Relaxed: only a fork()ed child reads it; a fork racing this store
+	 * may leave that child the fd open, harmless (its page is the
+	 * parent's, found until the child execs, as without this). */
+	kt__store_relaxed(&live_fd, l->fd);
 	l->pub = mmap(NULL, sizeof(*l->pub), PROT_READ | PROT_WRITE, MAP_SHARED, l->fd, 0);
 	if (l->pub == MAP_FAILED) {
 		l->pub = NULL;
@@ -149,9 +160,21 @@ void kt__live_stop(struct kt__live *l)
 		return;
 	if (l->pub)
 		munmap(l->pub, sizeof(*l->pub));
+	/* Relaxed, as in kt__live_start(); cleared before the close, so a
+	 * child never closes a descriptor number reused meanwhile. */
+	kt__store_relaxed(&live_fd, -1);
 	if (l->fd >= 0)
 		close(l->fd);
 	free(l);
+}
+
+void kt__live_fork_child(void)
+{
+	/* Relaxed: the child has one thread, this one. */
+	int fd = kt__load_own(&live_fd);
+	if (fd >= 0)
+		close(fd);
+	kt__store_relaxed(&live_fd, -1);
 }
 
 /* The zone slot of name @id, made if there is room; NULL past the table. */

@@ -141,6 +141,11 @@ void kt__live_publish(struct kt__live *l, uint64_t bytes, int last);
  * flusher has ended.  NULL: nothing. */
 void kt__live_stop(struct kt__live *l);
 
+/* kt__live_fork_child - in a fork()ed child: close the parent's page's
+ * memfd (of a recording or a flight session), so no viewer takes the
+ * child for the parent.  The mapping stays, the parent's memory. */
+void kt__live_fork_child(void);
+
 /* kt__live_wanted - is the page asked for (KATRA_LIVE set, not "0")?
  * Any thread. */
 int kt__live_wanted(void);

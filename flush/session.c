@@ -101,6 +101,7 @@ static void fork_child(void)
 		kt__control_fork_child(s);
 	if (s)
 		kt__sched_fork_child(s->sched);
+	kt__live_fork_child();
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
 	/* Last: under `katra record` the child starts a session of its own. */

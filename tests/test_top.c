@@ -5,6 +5,7 @@
  * session publishes for events whose relations are known exactly.
  */
 #define _GNU_SOURCE
+#include <sys/wait.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -172,6 +173,30 @@ Test(session, the_last_copy_holds_every_zone_frame_and_counter)
 	cr_assert_eq(kt_session_stop(s, &sum), 0);
 	unlink(path);
 	check_last_copy(m, 3, sum.events_written);
+}
+
+/* A fork()ed child does not show the parent's page: `katra top CHILD`
+ * found it among the child's inherited descriptors until the child
+ * exec'd (the memfd is only close-on-exec). */
+Test(session, a_forked_child_has_no_page)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/katra-test-topfork-%d.katra", (int)getpid());
+	kt_session *s;
+	setenv("KATRA_LIVE", "1", 1);
+	cr_assert_eq(kt_session_start(path, NULL, &s), 0);
+	munmap((void *)map_own_page(), sizeof(page));
+	pid_t child = fork();
+	if (child == 0)
+		_exit(kt__live_find((long)getpid()) == -ENOENT ? 0 : 1);
+	int st;
+	cr_assert_eq(waitpid(child, &st, 0), child);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child found a page (status %d)", st);
+	int fd = kt__live_find((long)getpid());
+	cr_assert_geq(fd, 0, "the parent's page went with the child's");
+	close(fd);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	unlink(path);
 }
 
 /* A flight session has no flusher: its own thread looks at the rings.
