@@ -133,8 +133,11 @@ static void check(int kind, uint64_t want)
 	struct gbuild b;
 	g_make(&b, kind);
 	uint64_t h0 = g_hash(&b, 0), h1 = g_hash(&b, 1);
-	cr_expect_eq(h0, want, "encode: %016" PRIx64 ", was %016" PRIx64, h0, want);
-	cr_expect_eq(h1, want, "encode_upto: %016" PRIx64 ", was %016" PRIx64, h1, want);
+	/* One assertion naming both: the TSan build's stand-in for Criterion
+	 * (tests/tsan/) has no cr_expect. */
+	cr_assert(h0 == want && h1 == want,
+		  "encode: %016" PRIx64 ", encode_upto: %016" PRIx64 ", was %016" PRIx64, h0, h1,
+		  want);
 	g_free(&b);
 }
 
