@@ -735,6 +735,11 @@ Test(diff_procs, a_zone_name_of_two_processes_is_a_row_each)
 	side_is(proc_row(o, "parse", NULL), "a", 1, 1000);
 	side_is(proc_row(o, "idle", NULL), "b", 1, 300);
 	json_decref(o);
+	/* --exclude matches the zone name: both rows out, one name. */
+	o = run_json(&p, (const char *const[]){ "diff", a, b, "--json", "--exclude", "work", NULL });
+	cr_assert_eq(json_array_size(json_object_get(o, "zones")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(o, "left_out")), 1);
+	json_decref(o);
 	run_katra(&p, (const char *const[]){ "diff", a, b, NULL });
 	cr_assert(strstr(p.out, "\nwork [client]                    3         3") &&
 		  strstr(p.out, "\nwork [server]                    2         2"), "%s", p.out);

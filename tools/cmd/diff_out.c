@@ -225,7 +225,9 @@ static int compare_names(struct pool_entry *e, size_t ne, struct ctx *c,
 		int keep = diff_wanted(c->o, e[i].name, e[i].len);
 		if (keep <= 0) {
 			rc = keep < 0 ? -ENOMEM : 0;
-			c->dropped += !keep;
+			/* A name of a row per process counted once. */
+			c->dropped += !keep && (!i || !e[i].keyed || e[i - 1].len != e[i].len ||
+						memcmp(e[i - 1].name, e[i].name, e[i].len));
 			continue;
 		}
 		struct diff_result *r = &out[(*nres)++];
