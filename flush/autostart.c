@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "flush/session_impl.h"
@@ -196,19 +197,67 @@ static uint32_t read_self(const char *what, char *buf, size_t cap)
 	return (uint32_t)n;
 }
 
+/* The last part of path @p. */
+static const char *base_of(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	return slash ? slash + 1 : p;
+}
+
+/* A path that names a file by another name: /proc/self/exe, /proc/PID/exe,
+ * /dev/fd/N (fexecve()).  Its last part ("exe", "3") says nothing. */
+static int is_alias(const char *p)
+{
+	return !strncmp(p, "/proc/", 6) || !strncmp(p, "/dev/fd/", 8);
+}
+
+/*
+ * The process's name into @name (@cap > 16): comm, unless comm is only the
+ * kernel's cut of the path exec() was given (AT_EXECFN) and that path is
+ * an alias (a helper exec'd through /proc/self/exe is "exe" there); then
+ * argv[0]'s last part, or, when argv[0] is an alias too, that of the file
+ * /proc/self/exe names.  A name the program gave itself (prctl
+ * PR_SET_NAME) is not the kernel's cut, and is kept.  @cmd holds the
+ * command line's @clen bytes, argv[0] first.
+ */
+static void self_name(char *name, size_t cap, const char *cmd, uint32_t clen)
+{
+	uint32_t nlen = read_self("comm", name, cap - 1);
+	/* comm ends in a newline; a name holds no zero byte. */
+	while (nlen && (name[nlen - 1] == '\n' || name[nlen - 1] == 0))
+		nlen--;
+	name[nlen] = 0;
+	const char *fn = (const char *)getauxval(AT_EXECFN);
+	if (!fn || !is_alias(fn) || strncmp(name, base_of(fn), 15))
+		return;
+	char exe[4096];
+	const char *from = NULL;
+	if (clen && !is_alias(cmd) && *base_of(cmd)) {
+		from = base_of(cmd); /* the command line's first string ends in its zero */
+	} else {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = 0;
+			from = base_of(exe);
+		}
+	}
+	if (from && *from) {
+		size_t len = strnlen(from, cap - 1); /* a longer one cut */
+		memcpy(name, from, len);
+		name[len] = 0;
+	}
+}
+
 int kt__write_self_process(kt_writer *w, uint64_t start_ns)
 {
 	static char cmd[KT_MAX_STRING];
 	static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
 	char name[64];
-	uint32_t nlen = read_self("comm", name, sizeof(name) - 1);
-	/* comm ends in a newline; a name holds no zero byte. */
-	while (nlen && (name[nlen - 1] == '\n' || name[nlen - 1] == 0))
-		nlen--;
-	name[nlen] = 0;
-	nlen = (uint32_t)strlen(name);
 	pthread_mutex_lock(&buf_lock);
-	uint32_t clen = read_self("cmdline", cmd, sizeof(cmd));
+	uint32_t clen = read_self("cmdline", cmd, sizeof(cmd) - 1);
+	cmd[clen] = 0;
+	self_name(name, sizeof(name), cmd, clen);
+	uint32_t nlen = (uint32_t)strlen(name);
 	while (clen && cmd[clen - 1] == 0) /* the last argument's terminator */
 		clen--;
 	kt_process_def p = { .id = 0, .pid = (uint64_t)getpid(), .parent_pid = (uint64_t)getppid(),

@@ -347,6 +347,7 @@ struct proc_seen {
 	uint64_t pid;
 	uint32_t flags, threads;
 	char thread[32];       /* its thread's name */
+	char name[32];         /* its process entry's name */
 	uint64_t written, dropped;
 };
 
@@ -366,6 +367,8 @@ static int processes_of(const char *path, struct proc_seen *ps)
 			cr_assert(p->id >= 1 && p->id <= 8, "process id %u", p->id);
 			ps[p->id - 1].pid = p->pid;
 			ps[p->id - 1].flags = p->flags;
+			snprintf(ps[p->id - 1].name, sizeof(ps[p->id - 1].name), "%.*s",
+				 (int)p->name_len, p->name);
 			n = p->id > (uint32_t)n ? (int)p->id : n;
 		} else if (f.kind == KT_FRAME_THREAD) {
 			uint32_t t = f.u.thread.thread_id, pr = f.u.thread.process;
@@ -493,8 +496,11 @@ Test(record, multiproc_one_trace_of_four_processes)
 	struct proc_seen ps[8];
 	cr_assert_eq(processes_of("m.katra", ps), 4);
 	int parent = 0, worker = 0, helper = 0, doomed = 0;
+	uint64_t doomed_pid = 0;
 	for (int i = 0; i < 4; i++) {
 		cr_assert_eq(ps[i].threads, 1, "process %d: %u threads", i + 1, ps[i].threads);
+		/* The helper too, exec'd through /proc/self/exe (comm "exe"). */
+		cr_assert_str_eq(ps[i].name, "multiproc", "process %d", i + 1);
 		uint64_t all = ps[i].written + ps[i].dropped;
 		if (!strcmp(ps[i].thread, "parent")) {
 			parent++;
@@ -508,12 +514,28 @@ Test(record, multiproc_one_trace_of_four_processes)
 			cr_assert(all == 2000 && ps[i].flags == KT_PROCESS_COMPLETE);
 		} else {
 			doomed++;
+			doomed_pid = ps[i].pid;
 			cr_assert_str_eq(ps[i].thread, "doomed");
 			cr_assert(ps[i].flags & KT_PROCESS_RECOVERED, "flags %u", ps[i].flags);
 			cr_assert_gt(ps[i].written, 1000);
 		}
 	}
 	cr_assert(parent == 1 && worker == 1 && helper == 1 && doomed == 1);
+	/* The crash directory keeps the killed worker's only: the helper's
+	 * pre-exec fork child made one that held nothing, and it went. */
+	DIR *d = opendir("crash");
+	cr_assert_not_null(d);
+	struct dirent *e;
+	int dirs = 0;
+	char kept[64];
+	snprintf(kept, sizeof(kept), "katra-%llu", (unsigned long long)doomed_pid);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			dirs++;
+			cr_assert_str_eq(e->d_name, kept);
+		}
+	closedir(d);
+	cr_assert_eq(dirs, 1);
 	perfetto_has_processes("m.katra", ps);
 	/* The processes' files went with the merge. */
 	cr_assert_neq(access("m.katra.d", F_OK), 0);

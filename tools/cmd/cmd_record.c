@@ -288,12 +288,77 @@ static int holds_nothing(const struct proc_file *pf)
 	return pf->readable && !pf->chunks && !pf->complete;
 }
 
+/* Does directory @fd hold a ring file (ring-N)? */
+static int holds_ring(int fd)
+{
+	DIR *d = fdopendir(dup(fd));
+	struct dirent *e;
+	int rings = 0;
+	if (d) /* a dup shares the offset: from the start */
+		rewinddir(d);
+	while (d && (e = readdir(d)))
+		rings |= !strncmp(e->d_name, "ring-", 5);
+	if (d)
+		closedir(d);
+	return !d || rings;
+}
+
+/* Crash directory @name in @at, when it holds no ring and no process
+ * holds its control file's lock: its files, then itself, removed. */
+static void remove_ringless(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	int ctl = openat(fd, "control", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int free_lock = ctl >= 0 && fcntl(ctl, F_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
+	if (ctl >= 0)
+		close(ctl);
+	DIR *d = free_lock && !holds_ring(fd) ? fdopendir(dup(fd)) : NULL;
+	struct dirent *e;
+	struct stat sb;
+	if (d)
+		rewinddir(d);
+	while (d && (e = readdir(d)))
+		if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode))
+			unlinkat(fd, e->d_name, 0);
+	if (d) {
+		closedir(d);
+		unlinkat(at, name, AT_REMOVEDIR);
+	}
+	close(fd);
+}
+
+/*
+ * The crash directories (katra-PID, katra-PID.N) of process @pid, whose
+ * file held nothing, that hold nothing either: a fork()ed child that
+ * execs at once made one (its session started in the child handler), and
+ * exec() left it, lock let go and no ring in it, to the image that took
+ * the next name.  One with a ring stays, for katra recover.
+ */
+static void remove_empty_crash(const char *crash, uint64_t pid)
+{
+	int at = open(crash, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char name[64];
+	for (int n = 0; at >= 0 && n < 100; n++) {
+		if (n)
+			snprintf(name, sizeof(name), "katra-%llu.%d", (unsigned long long)pid, n);
+		else
+			snprintf(name, sizeof(name), "katra-%llu", (unsigned long long)pid);
+		remove_ringless(at, name);
+	}
+	if (at >= 0)
+		close(at);
+}
+
 /*
  * The processes' files in @dir: regular files only, never followed; an
- * empty one, or one that holds nothing (holds_nothing()), goes.  Each
- * read into @pf (up to @cap).  Returns how many.
+ * empty one, or one that holds nothing (holds_nothing()), goes, and with
+ * it its process's crash directories that hold nothing (with --crash-dir).
+ * Each read into @pf (up to @cap).  Returns how many.
  */
-static size_t list_files(const char *dir, struct proc_file *pf, size_t cap)
+static size_t list_files(const char *dir, const char *crash, struct proc_file *pf, size_t cap)
 {
 	DIR *d = opendir(dir);
 	size_t n = 0;
@@ -309,6 +374,9 @@ static size_t list_files(const char *dir, struct proc_file *pf, size_t cap)
 		if (sb.st_size)
 			scan_file(dirfd(d), e->d_name, &pf[n]);
 		if (sb.st_size == 0 || holds_nothing(&pf[n])) {
+			/* Its pid from its name: an empty file has no header. */
+			if (crash)
+				remove_empty_crash(crash, strtoull(e->d_name, NULL, 10));
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
@@ -437,7 +505,7 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 		say("record: out of memory");
 		return EXIT_BAD;
 	}
-	size_t n = list_files(a->dir, pf, MAX_PROCS);
+	size_t n = list_files(a->dir, a->crash, pf, MAX_PROCS);
 	int rc = 0;
 	if (!n && a->flight) {
 		/* A flight session writes only the snapshots asked of it. */
