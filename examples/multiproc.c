@@ -14,6 +14,9 @@
  *                                PATH (which wins: README, "katra record")
  *     multiproc --until-signal   the parent emits until SIGINT or SIGTERM,
  *                                then exits 0 (for the forwarding test)
+ *     multiproc --pair           so does a child it forks, stopped with
+ *                                SIGTERM once the parent is (for
+ *                                katra record --flight and katra snapshot)
  *     multiproc helper           the exec'd helper: 1000 zones
  */
 #define _GNU_SOURCE
@@ -107,6 +110,23 @@ static void until_signal(void)
 	}
 }
 
+/* Parent and child emit until stopped; the child by the parent. */
+static int pair(void)
+{
+	pid_t child = fork();
+	if (child < 0)
+		return 1;
+	kt_thread_name(child ? "pair_parent" : "pair_child");
+	until_signal();
+	if (!child)
+		exit(0);
+	kill(child, SIGTERM);
+	int st;
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	long events = 200000;
@@ -120,6 +140,8 @@ int main(int argc, char **argv)
 		until_signal();
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "--pair"))
+		return pair();
 	if (argc > 2 && !strcmp(argv[1], "--events"))
 		events = strtol(argv[2], NULL, 10);
 	if (argc > 2 && !strcmp(argv[1], "--own") && kt_session_start(argv[2], NULL, &own)) {

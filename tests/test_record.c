@@ -541,3 +541,79 @@ Test(record, multiproc_one_trace_of_four_processes)
 	cr_assert_neq(access("m.katra.d", F_OK), 0);
 	teardown();
 }
+
+/* `katra snapshot @pid --out @out` until @out holds @want processes (the
+ * processes start their sessions as they load and fork); how many the
+ * last one held. */
+static int snapshot_until(pid_t pid, const char *out, int want, struct proc_seen *ps)
+{
+	char word[32];
+	snprintf(word, sizeof(word), "%d", (int)pid);
+	const char *a[] = { KATRA, "snapshot", word, "--out", out, NULL };
+	const char *all[] = { KATRA, "snapshot", "--all", "--out", out, NULL };
+	int n = 0;
+	for (int i = 0; i < 500 && n < want; i++) {
+		unlink(out);
+		pid_t s = fork();
+		cr_assert_geq(s, 0);
+		if (s == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, 1);
+			dup2(null, 2);
+			execv(KATRA, (char *const *)(pid ? a : all));
+			_exit(99);
+		}
+		int st;
+		cr_assert_eq(waitpid(s, &st, 0), s);
+		n = !(WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : pid ? processes_of(out, ps) : want;
+		if (n < want)
+			usleep(10000);
+	}
+	return n;
+}
+
+/*
+ * Issue #30's flight mode across processes: under katra record --flight
+ * every process runs a flight session; `katra snapshot PID` of katra
+ * record's own pid (which has none) asks each process under it and
+ * merges their windows into one trace: multiproc --pair's parent and
+ * child, each a process with events.  --all asks every listening process
+ * of ours, these two among them.  Without it, PID has no socket and the
+ * snapshot fails.
+ */
+Test(record, flight_snapshot_of_every_process)
+{
+	setup();
+	const char *a[] = { KATRA, "record", "--flight", "-o", "f.katra", "--", MULTIPROC, "--pair",
+			    NULL };
+	pid_t pid = start(a);
+	struct proc_seen ps[8];
+	cr_assert_eq(snapshot_until(pid, "s.katra", 2, ps), 2);
+	const char *names[2] = { "pair_parent", "pair_child" };
+	for (int i = 0; i < 2; i++) {
+		cr_assert_str_eq(ps[i].thread, names[i]);
+		cr_assert_gt(ps[i].written, 0, "%s", names[i]);
+		cr_assert_eq(ps[i].threads, 1);
+	}
+	const char *v[] = { KATRA, "verify", "s.katra", NULL };
+	cr_assert_eq(run(v), 0);
+	/* --all: other listening processes of ours may be there too (any
+	 * number: katra info, not processes_of()). */
+	cr_assert_eq(snapshot_until(0, "all.katra", 1, NULL), 1);
+	char cmd[600], line[512];
+	snprintf(cmd, sizeof(cmd), "%s info all.katra", KATRA);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	int ours = 0;
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long id, got;
+		if (sscanf(line, "  process %llu pid %llu", &id, &got) == 2)
+			ours += got == ps[0].pid || got == ps[1].pid;
+	}
+	pclose(p);
+	cr_assert_eq(ours, 2, "--all: %d of ours", ours);
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	int st = finish(pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	teardown();
+}

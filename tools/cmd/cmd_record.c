@@ -97,7 +97,8 @@ static const struct opts_spec record_spec = {
 		"  --categories L    as KT_CATEGORIES: \"-physics\", \"render,io\"\n"
 		"  --crash-dir D     crash files under D: a process that was killed is\n"
 		"                    rebuilt from them (katra recover) before the merge\n"
-		"  --flight          flight sessions: `katra snapshot PID` per process\n"
+		"  --flight          flight sessions: `katra snapshot PID` per process,\n"
+		"                    or of katra record's pid: every process, one trace\n"
 		"  --keep            keep each process's file in DIR after writing OUT\n"
 		"  --top             `katra top` on CMD while it runs (KATRA_LIVE=1 is\n"
 		"                    set); CMD's output goes to OUT.log, not the screen\n"
@@ -510,7 +511,8 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 	if (!n && a->flight) {
 		/* A flight session writes only the snapshots asked of it. */
 		fprintf(stderr, "katra record: --flight: nothing is written at exit; each process "
-				"answered `katra snapshot PID` while it ran\n");
+				"answered `katra snapshot PID` (or of katra record's pid, all of them) "
+				"while it ran\n");
 		if (!a->dir_given)
 			rmdir(a->dir);
 	} else if (!n) {
