@@ -2,7 +2,8 @@
  * `katra record -- CMD` (issue #30): examples/multiproc run with no
  * session code, its processes' traces; --codec 0 raw, not the default;
  * CMD's exit status passed on (127,
- * 126, a signal); a program's own session under record; SIGINT forwarded.
+ * 126, a signal); a program's own session under record; SIGINT forwarded;
+ * flight snapshots of every process; a killed CMD, an outliving child.
  * Counts are exact: multiproc's parent emits 2 x 100 zones, its worker
  * 2 x EVENTS records, its helper 2 x 1000.
  */
@@ -615,5 +616,33 @@ Test(record, flight_snapshot_of_every_process)
 	cr_assert_eq(kill(pid, SIGINT), 0);
 	int st = finish(pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	teardown();
+}
+
+/*
+ * What goes wrong is said (issue #30): a traced CMD killed by a signal
+ * still leaves the trace (its child's 2000 events), and katra record
+ * dies of the same signal; a child that outlives CMD (started in the
+ * background, still running when CMD exits 3) is waited for, said, and
+ * its events are in the trace; katra record exits 3, as CMD did.
+ */
+Test(record, killed_cmd_and_outliving_child)
+{
+	setup();
+	char sh[600];
+	snprintf(sh, sizeof(sh), "%s helper; kill -TERM $$", MULTIPROC);
+	const char *a[] = { KATRA, "record", "-o", "k.katra", "--", "sh", "-c", sh, NULL };
+	int st = finish(start(a));
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %d", st);
+	long ev, dr;
+	int complete;
+	info("k.katra", &ev, &dr, &complete);
+	cr_assert(complete && ev == 2000 && dr == 0, "%ld %ld", ev, dr);
+	snprintf(sh, sizeof(sh), "(sleep 0.2; %s helper) & exit 3", MULTIPROC);
+	const char *b[] = { KATRA, "record", "-o", "o.katra", "--", "sh", "-c", sh, NULL };
+	cr_assert_eq(run(b), 3);
+	cr_assert(err_has("1 process outlived sh, waited for"));
+	info("o.katra", &ev, &dr, &complete);
+	cr_assert(complete && ev == 2000 && dr == 0, "%ld %ld", ev, dr);
 	teardown();
 }
