@@ -33,6 +33,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <katra/capture.h>
 #include "flush/session_impl.h"
 
 #define MAX_SAME_PID 64 /* an exec'd image after a fork()ed child's file */
@@ -127,6 +128,15 @@ static void start_recorded(void)
 	if (c && *c)
 		o.given |= KT_GIVEN_CODEC;
 	o.ring_size = (size_t)ring;
+	/* The run this process belongs to (katra record --run-id, --epoch,
+	 * or a harness that set them): in every process's header, so that
+	 * its file, and the merge of all, name the run. */
+	const char *run = getenv("KT_RUN_ID");
+	long epoch = env_num("KT_EPOCH", 0);
+	if (run && *run && strlen(run) <= KT_CAPTURE_RUN_ID_MAX && epoch >= 0) {
+		o.run_id = run;
+		o.epoch = (uint64_t)epoch;
+	}
 	if (flight) {
 		o.mode = KT_SESSION_FLIGHT;
 		o.listen = 1;

@@ -646,3 +646,55 @@ Test(record, killed_cmd_and_outliving_child)
 	cr_assert(complete && ev == 2000 && dr == 0, "%ld %ld", ev, dr);
 	teardown();
 }
+
+/* The run @path's header names: its run id into @run (or ""), its epoch. */
+static uint64_t run_of(const char *path, char *run, size_t cap)
+{
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0, "%s", path);
+	const kt_header *h = kt_reader_get_header(r);
+	int named = (h->flags & KT_HDR_CAPTURE) && h->run_id;
+	snprintf(run, cap, "%s", named ? h->run_id : "");
+	uint64_t epoch = h->epoch;
+	kt_reader_close(r);
+	return epoch;
+}
+
+/*
+ * The capture manager across processes, its first part: the run id and
+ * epoch reach every process through the environment (katra record
+ * --run-id, --epoch: KT_RUN_ID, KT_EPOCH), so each process's file - the
+ * parent's, its fork()ed workers', the exec'd helper's - names run
+ * bench-42 epoch 7 in its header, and so does OUT, the merge of them all.
+ * Without --run-id none names a run.
+ */
+Test(record, run_id_and_epoch_reach_every_process)
+{
+	setup();
+	const char *a[] = { KATRA, "record", "--run-id", "bench-42", "--epoch", "7", "--keep",
+			    "-o", "r.katra", "--", MULTIPROC, "--events", "1000", NULL };
+	cr_assert_eq(run(a), 0);
+	char run_id[160], path[512];
+	cr_assert_eq(run_of("r.katra", run_id, sizeof(run_id)), 7);
+	cr_assert_str_eq(run_id, "bench-42");
+	DIR *d = opendir("r.katra.d");
+	cr_assert_not_null(d);
+	struct dirent *e;
+	int files = 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "r.katra.d/%.255s", e->d_name);
+			cr_assert_eq(run_of(path, run_id, sizeof(run_id)), 7, "%s", path);
+			cr_assert_str_eq(run_id, "bench-42", "%s", path);
+			files++;
+		}
+	closedir(d);
+	cr_assert_eq(files, 4); /* parent, worker, doomed, helper */
+	const char *b[] = { KATRA, "record", "-o", "n.katra", "--", MULTIPROC, "helper", NULL };
+	cr_assert_eq(run(b), 0);
+	run_of("n.katra", run_id, sizeof(run_id));
+	cr_assert_str_eq(run_id, "");
+	const char *c[] = { KATRA, "record", "--epoch", "3", "--", MULTIPROC, "helper", NULL };
+	cr_assert_eq(run(c), 2);
+	teardown();
+}

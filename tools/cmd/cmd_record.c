@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <katra/capture.h>
 #include "tools/cmd/cli.h"
 #include "tools/cmd/cmd.h"
 #include "tools/cmd/merge.h"
@@ -57,7 +58,8 @@ struct given_num {
 };
 
 struct rec_args {
-	const char *out, *dir, *categories, *crash;
+	const char *out, *dir, *categories, *crash, *run_id;
+	struct given_num epoch;
 	struct given_num codec;
 	uint64_t ring;
 	int flight, keep, top;
@@ -81,6 +83,8 @@ static const struct opts_spec record_spec = {
 		{ "--categories", opt_str, offsetof(struct rec_args, categories),
 		  .wants = "a category list" },
 		{ "--crash-dir", opt_str, offsetof(struct rec_args, crash), .wants = "a directory" },
+		{ "--run-id", opt_str, offsetof(struct rec_args, run_id), .wants = "a run id" },
+		{ "--epoch", opt_given_ns, offsetof(struct rec_args, epoch), .wants = "a number" },
 		{ "--flight", NULL, offsetof(struct rec_args, flight), .flag = 1 },
 		{ "--keep", NULL, offsetof(struct rec_args, keep), .flag = 1 },
 		{ "--top", NULL, offsetof(struct rec_args, top), .flag = 1 },
@@ -97,6 +101,9 @@ static const struct opts_spec record_spec = {
 		"  --categories L    as KT_CATEGORIES: \"-physics\", \"render,io\"\n"
 		"  --crash-dir D     crash files under D: a process that was killed is\n"
 		"                    rebuilt from them (katra recover) before the merge\n"
+		"  --run-id R        the run every process belongs to (KT_RUN_ID): each\n"
+		"                    file's header and OUT's name it, with --epoch N\n"
+		"                    (KT_EPOCH, default 0)\n"
 		"  --flight          flight sessions: `katra snapshot PID` per process,\n"
 		"                    or of katra record's pid: every process, one trace\n"
 		"  --keep            keep each process's file in DIR after writing OUT\n"
@@ -149,6 +156,10 @@ static int set_env(const struct rec_args *a, const char *absdir)
 		rc = setenv("KT_CATEGORIES", a->categories, 1);
 	if (!rc && a->crash)
 		rc = setenv("KT_CRASH_DIR", a->crash, 1);
+	if (!rc && a->run_id)
+		rc = setenv("KT_RUN_ID", a->run_id, 1);
+	if (!rc && a->run_id)
+		rc = set_num("KT_EPOCH", a->epoch.v);
 	return rc;
 }
 
@@ -590,6 +601,12 @@ int cmd_record(int argc, char **argv)
 	if (dash + 1 >= argc)
 		return usage_error("record: no command: katra record [options] -- CMD ARGS...");
 	char dflt[PATH_MAX];
+	if (a.run_id && (!*a.run_id || strlen(a.run_id) > KT_CAPTURE_RUN_ID_MAX))
+		return usage_error("record: --run-id wants 1 to %d bytes", KT_CAPTURE_RUN_ID_MAX);
+	if (a.epoch.given && !a.run_id)
+		return usage_error("record: --epoch goes with --run-id");
+	if (a.epoch.v > INT64_MAX)
+		return usage_error("record: --epoch wants at most %lld", (long long)INT64_MAX);
 	if (!a.out)
 		a.out = "record.katra";
 	a.dir_given = a.dir != NULL;

@@ -404,6 +404,29 @@ static int open_inputs(struct in *ins, const char *const *paths, size_t n,
 }
 
 /* The output's header: CLOCK_MONOTONIC ns, from the earliest start. */
+/* The run the inputs name (KT_HDR_CAPTURE: katra record --run-id, a
+ * capture's trace), when those that name one all name the same run and
+ * epoch; else none.  The capture id is the first input's that has one. */
+static void out_run(kt_header *h, const struct in *ins, size_t n)
+{
+	const kt_header *run = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const kt_header *x = ins[i].h;
+		if (!(x->flags & KT_HDR_CAPTURE) || !x->run_id)
+			continue;
+		if (run && (strcmp(run->run_id, x->run_id) || run->epoch != x->epoch))
+			return;
+		if (!run || (!run->capture_id && x->capture_id))
+			run = x;
+	}
+	if (!run)
+		return;
+	h->flags |= KT_HDR_CAPTURE;
+	h->run_id = run->run_id;
+	h->epoch = run->epoch;
+	h->capture_id = run->capture_id;
+}
+
 static void out_header(kt_header *h, const struct in *ins, size_t n, char *note, size_t cap)
 {
 	kt_header_init(h);
@@ -423,6 +446,7 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	h->tool_version = ins[0].h->tool_version;
 	h->capture = ins[0].h->capture;
 	h->capture.codec = KT_CODEC_COMPACT;
+	out_run(h, ins, n);
 	/* Scheduler records where any input has them; each thread's follow
 	 * record says which threads they cover (SPEC §4.2.1). */
 	for (size_t i = 0; i < n; i++)
