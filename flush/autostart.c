@@ -173,9 +173,22 @@ int kt__autostart_yield(void)
 	return stop_recorded();
 }
 
+int kt__autostart_run_is_env(const char *run_id, uint64_t epoch)
+{
+	const char *dir = getenv("KT_RECORD_DIR"), *run = getenv("KT_RUN_ID");
+	long e = env_num("KT_EPOCH", 0);
+	return dir && *dir && run && !strcmp(run, run_id) && e >= 0 && (uint64_t)e == epoch;
+}
+
 void kt__autostart_child(kt_session *parent_current)
 {
-	int was_recorded = recorded && parent_current == recorded;
+	/* A child of the recorded session, or of a session of the run the
+	 * environment names (a harness's capture under katra record
+	 * --run-id): its own file, which joins the run's capture (katra
+	 * record, tools/cmd/record_join.c).  Any other session's child stays
+	 * silent, its parent's trace protected. */
+	int was_recorded = parent_current && (parent_current == recorded ||
+					      parent_current->run_of_env);
 	/* Another thread of the parent may have held it: it has none here. */
 	rec_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	/* The parent's session and fd: the parent's alone. */

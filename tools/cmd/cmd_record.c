@@ -43,6 +43,7 @@
 #include "tools/cmd/cmd.h"
 #include "tools/cmd/merge.h"
 #include "tools/cmd/opts.h"
+#include "tools/cmd/record_join.h"
 #include "tools/cmd/recover.h"
 #include "tools/cmd/top.h"
 
@@ -58,7 +59,7 @@ struct given_num {
 };
 
 struct rec_args {
-	const char *out, *dir, *categories, *crash, *run_id;
+	const char *out, *dir, *categories, *crash, *run_id, *root;
 	struct given_num epoch;
 	struct given_num codec;
 	uint64_t ring;
@@ -85,6 +86,8 @@ static const struct opts_spec record_spec = {
 		{ "--crash-dir", opt_str, offsetof(struct rec_args, crash), .wants = "a directory" },
 		{ "--run-id", opt_str, offsetof(struct rec_args, run_id), .wants = "a run id" },
 		{ "--epoch", opt_given_ns, offsetof(struct rec_args, epoch), .wants = "a number" },
+		{ "--capture-root", opt_str, offsetof(struct rec_args, root),
+		  .wants = "a directory" },
 		{ "--flight", NULL, offsetof(struct rec_args, flight), .flag = 1 },
 		{ "--keep", NULL, offsetof(struct rec_args, keep), .flag = 1 },
 		{ "--top", NULL, offsetof(struct rec_args, top), .flag = 1 },
@@ -104,6 +107,10 @@ static const struct opts_spec record_spec = {
 		"  --run-id R        the run every process belongs to (KT_RUN_ID): each\n"
 		"                    file's header and OUT's name it, with --epoch N\n"
 		"                    (KT_EPOCH, default 0)\n"
+		"  --capture-root D  with --run-id: the harness's capture of the run,\n"
+		"                    published in D, is joined by the run's other\n"
+		"                    processes once all are done (trimmed to its window,\n"
+		"                    one trace, its sidecar listing the processes)\n"
 		"  --flight          flight sessions: `katra snapshot PID` per process,\n"
 		"                    or of katra record's pid: every process, one trace\n"
 		"  --keep            keep each process's file in DIR after writing OUT\n"
@@ -584,6 +591,8 @@ static int run(const struct rec_args *a, char **cmd)
 	if (orphans)
 		fprintf(stderr, "katra record: %d process%s outlived %s, waited for\n", orphans,
 			orphans == 1 ? "" : "es", cmd[0]);
+	if (a->root)
+		record_join(a->root, a->dir, a->run_id, a->epoch.v);
 	rc = record_finish(a, cmd[0]);
 	int code = exit_as(st);
 	return rc && !code ? rc : code;
@@ -603,6 +612,8 @@ int cmd_record(int argc, char **argv)
 	char dflt[PATH_MAX];
 	if (a.run_id && (!*a.run_id || strlen(a.run_id) > KT_CAPTURE_RUN_ID_MAX))
 		return usage_error("record: --run-id wants 1 to %d bytes", KT_CAPTURE_RUN_ID_MAX);
+	if (a.root && !a.run_id)
+		return usage_error("record: --capture-root goes with --run-id");
 	if (a.epoch.given && !a.run_id)
 		return usage_error("record: --epoch goes with --run-id");
 	if (a.epoch.v > INT64_MAX)

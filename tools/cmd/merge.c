@@ -147,6 +147,7 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 		p.end_ns = in->sum.end_mono_ns;
 	in->rep->id = id;
 	in->rep->pid = p.pid;
+	in->rep->parent = p.parent_pid;
 	snprintf(in->rep->name, sizeof(in->rep->name), "%s", p.name ? p.name : "");
 	in->rep->complete = in->have_sum;
 	in->rep->recovered = !!(p.flags & KT_PROCESS_RECOVERED);
@@ -454,10 +455,17 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	for (size_t i = 0; i < n && !(h->flags & KT_HDR_SCHED); i++)
 		h->flags |= ins[i].h->flags & KT_HDR_SCHED_ABSENT;
 	snprintf(note, cap, "katra.merge: %zu processes", n);
-	static const char *notes[1];
+	static const char *notes[2];
 	notes[0] = note;
 	h->note_count = 1;
 	h->notes = notes;
+	/* A capture's trim note stays with its run (SPEC §9): katra record
+	 * joins a capture's trace, first, with its run's other processes. */
+	for (uint32_t i = 0; (h->flags & KT_HDR_CAPTURE) && i < ins[0].h->note_count; i++)
+		if (!strncmp(ins[0].h->notes[i], "katra.capture: ", 15)) {
+			notes[h->note_count++] = ins[0].h->notes[i];
+			break;
+		}
 }
 
 /* The output's end: the last input's, recovered when any was. */
