@@ -392,6 +392,7 @@ static void build_header(kt_session *s, const kt_session_options *o, kt_header *
 		h->run_id = o->run_id;
 		h->capture_id = o->capture_id;
 		h->epoch = o->epoch;
+		s->run_of_env = kt__autostart_run_is_env(o->run_id, o->epoch);
 	}
 	h->note_count = o->note_count;
 	h->notes = o->notes;

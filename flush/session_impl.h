@@ -33,6 +33,9 @@ struct sthread {
 struct kt_session {
 	kt_writer *w;
 	int fd;
+	/* The session's run is the environment's (KT_RUN_ID, KT_EPOCH): a
+	 * fork()ed child joins it with a file of its own (autostart.c). */
+	int run_of_env;
 	int own_fd;
 	int kfd;                /* the io_uring instance's fd while its sink
 				 * lives, else -1; under fd_lock */
@@ -225,5 +228,9 @@ void kt__autostart_child(kt_session *parent_current);
  * flush/autostart.c.  Returns 0 or the writer's error.
  */
 int kt__write_self_process(kt_writer *w, uint64_t start_ns);
+
+/* kt__autostart_run_is_env - is run @run_id, @epoch the one KT_RUN_ID and
+ * KT_EPOCH name, under KT_RECORD_DIR?  1 or 0.  Session start. */
+int kt__autostart_run_is_env(const char *run_id, uint64_t epoch);
 
 #endif /* KATRA_FLUSH_SESSION_IMPL_H */
