@@ -122,3 +122,99 @@ Test(fxt, sched_switches_are_context_switch_records)
 	cr_assert_str_eq(koid_name(&f, 103), "worker");
 	unlink(path);
 }
+
+/* `katra report -o` of @in: the page's data block, parsed. */
+static json_t *report_data(const char *in)
+{
+	char out[160];
+	snprintf(out, sizeof(out), "/tmp/katra-schedviews-%d.html", (int)getpid());
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "report", in, "-o", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	char *page;
+	json_t *data = t_page_data(out, &page);
+	unlink(out);
+	cr_assert_not_null(strstr(page, "function states()"), "the page draws the lanes");
+	free(page);
+	return data;
+}
+
+static void expect_bins(json_t *lane, const char *key, const long long *want, size_t n)
+{
+	json_t *a = json_object_get(lane, key);
+	cr_assert_eq(json_array_size(a), n, "%s: %zu bins", key, json_array_size(a));
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(json_integer_value(json_array_get(a, i)), want[i], "%s bin %zu: %lld", key,
+			     i, (long long)json_integer_value(json_array_get(a, i)));
+}
+
+/* Each followed thread's lane: per bin of the timeline (1024 ns from the
+ * first record, main's follow at 500), the ns it ran, blocked, was
+ * preempted or waited; an interval split exactly at the bins' edges. */
+Test(report, sched_lanes_split_states_over_the_bins)
+{
+	const char *path = trace_path();
+	json_t *data = report_data(path), *tl = json_object_get(data, "timeline");
+	cr_assert_eq(json_integer_value(json_object_get(tl, "origin_ns")), (json_int_t)T_MONO(500));
+	cr_assert_eq(json_integer_value(json_object_get(tl, "width_ns")), 1024);
+	json_t *s = json_object_get(tl, "sched");
+	cr_assert(json_is_true(json_object_get(s, "present")));
+	json_t *th = json_object_get(s, "threads");
+	cr_assert_eq(json_array_size(th), 2);
+	json_t *m = json_array_get(th, 0), *w = json_array_get(th, 1);
+	cr_assert_str_eq(json_string_value(json_object_get(m, "name")), "main");
+	cr_assert_eq(json_integer_value(json_object_get(m, "id")), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(w, "name")), "worker");
+	static const long long m_run[] = { 1024, 476, 0, 0, 0, 644, 1024, 332, 716, 1024, 260 };
+	static const long long m_blk[] = { 0, 548, 1024, 1024, 1024, 380, 0, 0, 0, 0, 0 };
+	static const long long m_pre[] = { 0, 0, 0, 0, 0, 0, 0, 692, 308, 0, 0 };
+	static const long long zero[11] = { 0 };
+	static const long long w_run[] = { 0, 0, 572, 428, 0, 0, 0, 0, 0, 0, 0 };
+	static const long long w_wait[] = { 524, 1024, 452, 0, 0, 0, 0, 0, 0, 0, 0 };
+	expect_bins(m, "running", m_run, 11);
+	expect_bins(m, "blocked", m_blk, 11);
+	expect_bins(m, "preempted", m_pre, 11);
+	expect_bins(m, "waiting", zero, 11);
+	expect_bins(w, "running", w_run, 11);
+	expect_bins(w, "blocked", zero, 11);
+	expect_bins(w, "waiting", w_wait, 11);
+	json_decref(data);
+	unlink(path);
+}
+
+/* Refused: the lanes say absent and why; not asked: no lanes (null). */
+Test(report, sched_absent_is_said_and_none_asked_is_null)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/katra-schedviews-abs-%d.katra", (int)getpid());
+	for (int asked = 0; asked < 2; asked++) {
+		unlink(path);
+		kt_header h;
+		t_header(&h);
+		static const char *const notes[] = { "sched: absent: perf_event_open: EACCES" };
+		h.flags = asked ? KT_HDR_SCHED_ABSENT : 0;
+		h.run_id = h.capture_id = NULL;
+		h.epoch = 0;
+		h.note_count = 1;
+		h.notes = notes;
+		kt_writer *w;
+		cr_assert_eq(kt_writer_open(path, &h, &w), 0);
+		cr_assert_eq(kt_writer_name(w, 1, "frame", 5), 0);
+		struct t_synth s = { 0 };
+		t_synth_zone(&s, 1, 1000, 500);
+		t_synth_flush(w, 1, "main", &s);
+		t_synth_close(w);
+		json_t *data = report_data(path);
+		json_t *sc = json_object_get(json_object_get(data, "timeline"), "sched");
+		if (!asked) {
+			cr_assert(json_is_null(sc));
+		} else {
+			cr_assert(json_is_false(json_object_get(sc, "present")));
+			cr_assert_str_eq(json_string_value(json_object_get(sc, "why")),
+					 "perf_event_open: EACCES");
+		}
+		json_decref(data);
+	}
+	unlink(path);
+}
