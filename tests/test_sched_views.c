@@ -218,3 +218,59 @@ Test(report, sched_absent_is_said_and_none_asked_is_null)
 	}
 	unlink(path);
 }
+
+/* `katra diff` of two traces with scheduler records: per zone, the mean
+ * off-CPU time of each side's covered zones, its change and the shares
+ * (main's frame: 4000 blocked + 1000 preempted of 10000 in A, twice each
+ * in B); a zone never covered (worker's work, ended after a loss) has
+ * none.  Against a trace without them: not compared, and null. */
+Test(diff, offcpu_per_zone_when_both_sides_have_scheduler_data)
+{
+	char a[64], b[64];
+	snprintf(a, sizeof(a), "/tmp/katra-schedviews-a-%d.katra", (int)getpid());
+	snprintf(b, sizeof(b), "/tmp/katra-schedviews-b-%d.katra", (int)getpid());
+	unlink(a);
+	unlink(b);
+	t_sched_trace(a, 1);
+	t_sched_trace(b, 2);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "diff", "--json", a, b, NULL });
+	cr_assert(p.status == 0 || p.status == 3, "%.*s", (int)p.err_len, p.err);
+	json_t *o = json_loadb(p.out, p.out_len, 0, NULL);
+	cr_assert_not_null(o);
+	json_t *rows = json_object_get(o, "offcpu");
+	cr_assert_eq(json_array_size(rows), 2);
+	json_t *f = json_array_get(rows, 0), *fa = json_object_get(f, "a"),
+	       *fb = json_object_get(f, "b");
+	cr_assert_str_eq(json_string_value(json_object_get(f, "name")), "frame");
+	static const char *const keys[] = { "zones", "on_cpu_ns", "blocked_ns", "preempted_ns" };
+	static const json_int_t va[] = { 1, 5000, 4000, 1000 }, vb[] = { 1, 10000, 8000, 2000 };
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(json_integer_value(json_object_get(fa, keys[i])), va[i], "A %s", keys[i]);
+		cr_assert_eq(json_integer_value(json_object_get(fb, keys[i])), vb[i], "B %s", keys[i]);
+	}
+	cr_assert(json_real_value(json_object_get(fa, "off_cpu_mean_ns")) == 5000.0);
+	cr_assert(json_real_value(json_object_get(fb, "off_cpu_mean_ns")) == 10000.0);
+	cr_assert(json_real_value(json_object_get(fa, "off_cpu_share")) == 0.5);
+	cr_assert(json_real_value(json_object_get(f, "off_cpu_mean_change")) == 1.0);
+	json_t *w = json_array_get(rows, 1);
+	cr_assert_str_eq(json_string_value(json_object_get(w, "name")), "work");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(w, "a"), "zones")), 0);
+	cr_assert(json_is_null(json_object_get(json_object_get(w, "a"), "off_cpu_mean_ns")));
+	cr_assert(json_is_null(json_object_get(w, "off_cpu_mean_change")));
+	json_decref(o);
+	run_katra(&p, (const char *const[]){ "diff", a, b, NULL });
+	cr_assert_not_null(strstr(p.out, "frame                            1         1           5000"
+					 "          10000   +100.0%     50.0%     50.0%"), "%s", p.out);
+	/* Against the golden trace of version 4, which has none. */
+	run_katra(&p, (const char *const[]){ "diff", "--json", a, "golden_v4.katra", NULL });
+	o = json_loadb(p.out, p.out_len, 0, NULL);
+	cr_assert_not_null(o, "%.*s", (int)p.err_len, p.err);
+	cr_assert(json_is_null(json_object_get(o, "offcpu")));
+	json_decref(o);
+	run_katra(&p, (const char *const[]){ "diff", a, "golden_v4.katra", NULL });
+	cr_assert_not_null(strstr(p.out, "off-CPU per zone: not compared (no scheduler records in B)"),
+			   "%s", p.out);
+	unlink(a);
+	unlink(b);
+}
