@@ -73,7 +73,7 @@ Test(chrome, sched_states_are_slices_on_the_stream_row)
 		else
 			cr_assert_eq(json_integer_value(cpu), want[n].cpu, "%zu", n);
 		cr_assert_eq(json_object_get(args, "cut") != NULL, want[n].cut, "%zu", n);
-		cr_assert_eq(json_object_size(args), (want[n].cpu >= 0) + want[n].cut);
+		cr_assert_eq(json_object_size(args), (size_t)((want[n].cpu >= 0) + want[n].cut));
 		n++;
 	}
 	cr_assert_eq(n, sizeof(want) / sizeof(want[0]));
