@@ -504,11 +504,14 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 {
 	char host[256] = "";
 	kt_header h;
+	const char **notes = NULL;
 	gethostname(host, sizeof(host) - 1);
 	build_header(s, o, &h, host);
+	start_sched(s, o, &h, &notes); /* its records kept for the snapshots */
 	int rc = kt__header_validate(&h);
 	if (!rc)
 		rc = kt__session_keep_header(s, &h);
+	free(notes);
 	if (rc)
 		return start_fail(rc, "trace header (workload, run id, capture id or notes)");
 	if ((rc = start_crash(s, o)))
@@ -526,6 +529,8 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 		return start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 	}
 	s->live_flight = kt__live_flight_start(&s->c0); /* NULL: no page, the session goes on */
+	if (kt__sched_flight_start(s))
+		fprintf(stderr, "katra: scheduler data: no thread to follow the threads\n");
 	return 0;
 }
 
@@ -696,6 +701,7 @@ static int session_stop(kt_session *s, kt_summary *sum)
 		/* Its last look is before the rings are given back. */
 		kt__live_flight_stop(s->live_flight);
 		s->live_flight = NULL;
+		kt__sched_flight_stop(s->sched); /* it looks at the rings too */
 		pthread_mutex_lock(&session_lock);
 		return stop_flight(s, sum);
 	}

@@ -193,6 +193,19 @@ void kt__sched_end(kt_session *s);
 void kt__sched_free(struct kt__sched *k);
 /* In a fork()ed child: close the parent's events, touch nothing else. */
 void kt__sched_fork_child(struct kt__sched *k);
+/* A flight session's (no flusher): a thread of sched.c's that follows the
+ * threads and keeps each one's newest switches in memory, every 100 ms.
+ * 0 or -errno (then no records come: the header said they would). */
+int kt__sched_flight_start(kt_session *s);
+/* Stop that thread (kt__sched_free() does too); its records and lock
+ * stay for a snapshot in progress. */
+void kt__sched_flight_stop(struct kt__sched *k);
+/* A snapshot's scheduler records: each followed thread's kept records at
+ * or after @from (ticks: the snapshot's first event; the buffers read up
+ * to now first), after a FOLLOW where
+ * the state before is not known, as its stream's chunk and thread entry
+ * into @w.  Any thread (under the table's lock).  0 or the writer's error. */
+int kt__sched_snapshot(kt_session *s, struct kt_writer *w, uint64_t from);
 
 /* ---- output.c: the session's side of kt__output --------------------------- */
 

@@ -625,6 +625,8 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 		res->thread_count += o.events > before;
 		put_row(sn, res, &sn->rings[i], o.events - before);
 	}
+	if (!o.rc) /* a flight session's scheduler records of the window */
+		put(&o, kt__sched_snapshot(sn->s, o.w, res->first_event));
 	if (!o.rc)
 		put(&o, kt__snapshot_tables(o.w));
 	kt_file_summary fs;

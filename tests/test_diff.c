@@ -319,20 +319,7 @@ Test(diff, self_time_moves_when_a_child_grows)
 /* The data block of the page at @path, parsed; the page's bytes in *@page. */
 static json_t *page_data(const char *path, char **page)
 {
-	size_t len = 0;
-	char *s = (char *)t_slurp(path, &len);
-	cr_assert_not_null(s, "no page %s", path);
-	s = realloc(s, len + 1);
-	s[len] = 0;
-	static const char open[] = "<script type=\"application/json\" id=\"data\">";
-	char *from = strstr(s, open), *to = from ? strstr(from, "</script>") : NULL;
-	cr_assert(from && to, "no data block");
-	from += strlen(open);
-	json_error_t err;
-	json_t *data = json_loadb(from, (size_t)(to - from), 0, &err);
-	cr_assert_not_null(data, "%s", err.text);
-	*page = s;
-	return data;
+	return t_page_data(path, page);
 }
 
 Test(diff, html_page_embeds_the_json_numbers)

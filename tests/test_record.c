@@ -32,6 +32,9 @@ static char tmp[] = "/tmp/kt_record_XXXXXX";
  * TSan build's stand-in for Criterion has none), removed when it passes. */
 static void setup(void)
 {
+	/* Scheduler records (on by default) are events too: the counts
+	 * below are the programs' own, so off but where a test says. */
+	setenv("KT_SCHED", "0", 1);
 	cr_assert_not_null(mkdtemp(tmp));
 	cr_assert_eq(chdir(tmp), 0);
 }
@@ -170,6 +173,47 @@ static void kept_file(const char *dir, char *path, size_t cap)
  * KT_GIVEN_CODEC), not taken for "no --codec": the process's own file
  * (kept; OUT is the merge's, in its own codec) has raw chunks; without
  * --codec, the default's (compact), none raw. */
+/* `katra info @path`'s threads named "katra.sched ..." (scheduler
+ * streams) and the header's flags line has sched or not. */
+static int sched_streams(const char *path)
+{
+	char cmd[512], line[512];
+	int n = 0;
+	snprintf(cmd, sizeof(cmd), "%s info '%s' 2>/dev/null", KATRA, path);
+	FILE *p = popen(cmd, "r");
+	while (fgets(line, sizeof(line), p))
+		n += !strncmp(line, "  thread", 8) && strstr(line, "katra.sched") != NULL;
+	pclose(p);
+	return n;
+}
+
+/* Scheduler records on by default (issue #31): the helper's thread is
+ * followed, its stream in the trace and the header saying so; none, and
+ * not asked, with --no-sched. */
+Test(record, sched_on_by_default_and_off_with_no_sched)
+{
+	setup();
+	unsetenv("KT_SCHED");
+	const char *on[] = { KATRA, "record", "-o", "on.katra", "--", MULTIPROC, "helper", NULL };
+	const char *off[] = { KATRA, "record", "--no-sched", "-o", "off.katra", "--", MULTIPROC,
+			      "helper", NULL };
+	cr_assert_eq(run(on), 0);
+	cr_assert_eq(run(off), 0);
+	kt_reader *r;
+	cr_assert_eq(kt_reader_open("on.katra", NULL, &r), 0);
+	uint32_t flags = kt_reader_get_header(r)->flags;
+	kt_reader_close(r);
+	cr_assert_eq(flags & (KT_HDR_SCHED | KT_HDR_SCHED_ABSENT), KT_HDR_SCHED,
+		     "followed (perf_event_open allowed here, paranoid 2)");
+	cr_assert_geq(sched_streams("on.katra"), 1);
+	cr_assert_eq(kt_reader_open("off.katra", NULL, &r), 0);
+	flags = kt_reader_get_header(r)->flags;
+	kt_reader_close(r);
+	cr_assert_eq(flags & (KT_HDR_SCHED | KT_HDR_SCHED_ABSENT), 0);
+	cr_assert_eq(sched_streams("off.katra"), 0);
+	teardown();
+}
+
 Test(record, codec_zero_is_raw_not_the_default)
 {
 	setup();

@@ -145,19 +145,9 @@ static json_t *report_with(const char *in, const char *opt, const char *val, int
 		cr_assert_neq(access(out, F_OK), 0, "a page of a refused report");
 		return NULL;
 	}
-	size_t len = 0;
-	char *page = (char *)t_slurp(out, &len);
-	cr_assert_not_null(page);
+	char *page;
+	json_t *data = t_page_data(out, &page);
 	unlink(out);
-	page = realloc(page, len + 1);
-	page[len] = 0;
-	static const char open[] = "<script type=\"application/json\" id=\"data\">";
-	char *from = strstr(page, open), *to = from ? strstr(from, "</script>") : NULL;
-	cr_assert(from && to, "no data block");
-	from += strlen(open);
-	json_error_t jerr;
-	json_t *data = json_loadb(from, (size_t)(to - from), 0, &jerr);
-	cr_assert_not_null(data, "%s", jerr.text);
 	/* Nothing is fetched: no URL, no source to load. */
 	cr_assert_null(strstr(page, "http://"));
 	cr_assert_null(strstr(page, "https://"));

@@ -71,7 +71,11 @@ struct report {
 	int have_last;
 	uint64_t other_threads, other_counters, other_pools; /* events not in a series */
 	struct report_procs procs; /* per process, and the filter (report_procs.h) */
+	struct report_sched *sched; /* state lanes: report_sched.h */
 };
+
+/* report_bin_of - the time bin of @ns, the bins halved until it fits. */
+size_t report_bin_of(struct report *rep, uint64_t ns);
 
 /*
  * report_collect - one pass over @r (just opened, or left by

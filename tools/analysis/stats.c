@@ -636,6 +636,17 @@ const struct tables *stats_tables(const struct stats *c)
 	return &c->t;
 }
 
+size_t stats_offcpu(const struct stats *c, int *present, struct stats_offcpu *rows, size_t cap)
+{
+	*present = c->sched.present;
+	for (size_t i = 0; i < c->sched.nn && i < cap; i++) {
+		const struct sched_name *n = &c->sched.nm[i];
+		rows[i] = (struct stats_offcpu){ n->id, n->zones, n->on_ns, n->blocked_ns,
+						 n->preempted_ns };
+	}
+	return c->sched.nn;
+}
+
 int stats_truncated(const struct stats *c)
 {
 	return c->truncated;

@@ -79,6 +79,18 @@ json_t *stats_json(const struct stats *s, const char *label);
 /* stats_tables - the names and threads the file defines. */
 const struct tables *stats_tables(const struct stats *s);
 
+/* A zone name's on-CPU and off-CPU time (schedstats.h's, for its covered
+ * zones). */
+struct stats_offcpu {
+	uint32_t name;
+	uint64_t zones, on_ns, blocked_ns, preempted_ns;
+};
+
+/* stats_offcpu - whether the file has scheduler records (KT_HDR_SCHED)
+ * into *@present; then the first @cap names' rows into @rows.  Returns
+ * how many names have a row. */
+size_t stats_offcpu(const struct stats *s, int *present, struct stats_offcpu *rows, size_t cap);
+
 /* stats_truncated - 1 when the file has no summary (it was cut short). */
 int stats_truncated(const struct stats *s);
 

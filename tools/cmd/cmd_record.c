@@ -2,7 +2,9 @@
  * cmd_record.c - `katra record [options] -- CMD ARGS...`: run CMD with
  * tracing on, with no session code in it (issue #30).
  *
- * Through the environment: KT_RECORD_DIR names the capture directory, and
+ * Through the environment: KT_RECORD_DIR names the capture directory,
+ * KT_SCHED=1 asks for scheduler records (SPEC §4.2.1) unless --no-sched
+ * or the caller's KT_SCHED=0, and
  * a program linked with libkatra starts a session of its own as it loads
  * (flush/autostart.c), into DIR/PID.katra; so does every process it
  * fork()s that goes on emitting, and every katra-linked program it execs.
@@ -63,7 +65,7 @@ struct rec_args {
 	struct given_num epoch;
 	struct given_num codec;
 	uint64_t ring;
-	int flight, keep, top;
+	int flight, keep, top, no_sched;
 	int dir_given; /* an existing --dir may be used; OUT.d must be new */
 };
 
@@ -91,6 +93,7 @@ static const struct opts_spec record_spec = {
 		{ "--flight", NULL, offsetof(struct rec_args, flight), .flag = 1 },
 		{ "--keep", NULL, offsetof(struct rec_args, keep), .flag = 1 },
 		{ "--top", NULL, offsetof(struct rec_args, top), .flag = 1 },
+		{ "--no-sched", NULL, offsetof(struct rec_args, no_sched), .flag = 1 },
 		{ .name = NULL } },
 	.help = "usage: katra record [options] -- CMD ARGS...\n"
 		"Runs CMD with tracing on: a program linked with libkatra starts a\n"
@@ -116,6 +119,8 @@ static const struct opts_spec record_spec = {
 		"  --keep            keep each process's file in DIR after writing OUT\n"
 		"  --top             `katra top` on CMD while it runs (KATRA_LIVE=1 is\n"
 		"                    set); CMD's output goes to OUT.log, not the screen\n"
+		"  --no-sched        no scheduler records (on by default, as KT_SCHED=1,\n"
+		"                    unless the environment has KT_SCHED=0)\n"
 		"SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to CMD.  Exits with\n"
 		"CMD's status (127 not found, 126 not runnable; killed by a signal: the\n"
 		"same signal, or 128+N).\n",
@@ -167,6 +172,11 @@ static int set_env(const struct rec_args *a, const char *absdir)
 		rc = setenv("KT_RUN_ID", a->run_id, 1);
 	if (!rc && a->run_id)
 		rc = set_num("KT_EPOCH", a->epoch.v);
+	/* Scheduler records cost the emit path nothing (bench/RESULTS.md,
+	 * session 4c), so on unless asked not to; KT_SCHED=0 already set
+	 * stands. */
+	if (!rc && (a->no_sched || !getenv("KT_SCHED")))
+		rc = setenv("KT_SCHED", a->no_sched ? "0" : "1", 1);
 	return rc;
 }
 

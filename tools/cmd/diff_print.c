@@ -146,6 +146,8 @@ int diff_print_text(FILE *f, const struct diff_run *runs, size_t n,
 		   "count: %zu more, %zu fewer; total: %zu more, %zu less\n", v, k[DIFF_SLOWER],
 		k[DIFF_FASTER], k[DIFF_SAME], k[DIFF_TOO_FEW], kc[DIFF_SLOWER], kc[DIFF_FASTER],
 		kt[DIFF_SLOWER], kt[DIFF_FASTER]);
+	if (diff_sched_text(f, runs, n))
+		return -ENOMEM;
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -227,6 +229,7 @@ json_t *diff_json(const struct diff_run *runs, size_t n, const struct diff_resul
 		ok = !json_array_append_new(rs, json_run(&runs[i]));
 	for (size_t i = 1; ok && i < nres; i++)
 		ok = !json_array_append_new(zs, json_row(&res[i]));
+	ok = ok && !json_object_set_new(top, "offcpu", diff_sched_json(runs, n));
 	if (!ok)
 		json_decref(top);
 	return ok ? top : NULL;

@@ -112,6 +112,7 @@ int diff_run_read(struct diff_run *run, int progress)
 	run->dropped = st.dropped;
 	run->truncated = stats ? stats_truncated(stats) : 0;
 	rc = rc ? rc : copy_names(run, stats);
+	rc = rc ? rc : diff_sched_take(&run->sched, stats);
 	stats_free(stats);
 	run->pass = NULL;
 	int result = rc ? pass_failed(run->path, in.r, rc) : EXIT_OK;
@@ -182,4 +183,5 @@ void diff_run_free(struct diff_run *run)
 	free(run->names);
 	idmap_free(&run->ids);
 	diff_sample_free(&run->frames);
+	diff_sched_free(&run->sched);
 }

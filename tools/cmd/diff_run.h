@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "tools/analysis/diff.h"
+#include "tools/cmd/diff_sched.h"
 #include "tools/pipeline/idmap.h"
 #include "tools/analysis/stats.h"
 
@@ -57,6 +58,7 @@ struct diff_run {
 	uint64_t unsampled;        /* zones of names past DIFF_NAMES */
 	uint32_t keep;             /* values kept per name, diff_runs_read()'s */
 	struct diff_sample frames;
+	struct diff_sched sched;   /* off-CPU time per zone: diff_sched.h */
 };
 
 /*
