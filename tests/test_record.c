@@ -634,8 +634,9 @@ static void perfetto_processes(const char *katra, char *out, size_t size)
 /*
  * A flight snapshot says whose it is (SPEC §4.10): `katra snapshot PID`
  * of multiproc under `katra record --flight` holds one process entry, id
- * 0, of multiproc's pid and name, and its Perfetto export (protoc) names
- * the process by it: without the entry it said "katra trace".
+ * 0, of multiproc's pid and name, and its Perfetto export (protoc), its
+ * Chrome and its FXT export name the process by it: without the entry
+ * they said "katra trace".
  */
 Test(record, flight_snapshot_names_its_process)
 {
@@ -673,6 +674,15 @@ Test(record, flight_snapshot_names_its_process)
 	perfetto_processes("snap.katra", got, sizeof(got));
 	snprintf(want, sizeof(want), "%d multiproc;", (int)cmd);
 	cr_assert_str_eq(got, want);
+	/* Chrome's process_name and FXT's process koid name it too. */
+	char ex[256];
+	snprintf(ex, sizeof(ex), "%s export --chrome snap.katra c.json 2>/dev/null && grep -q "
+		 "'{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":"
+		 "\"multiproc\"}}' c.json", KATRA, (int)cmd);
+	cr_assert_eq(system(ex), 0, "%s", ex);
+	snprintf(ex, sizeof(ex), "%s export --fxt snap.katra s.fxt 2>/dev/null && grep -q "
+		 "multiproc s.fxt", KATRA);
+	cr_assert_eq(system(ex), 0, "%s", ex);
 	cr_assert_eq(kill(pid, SIGINT), 0);
 	int st = finish(pid);
 	cr_assert(WIFEXITED(st), "status %d", st);

@@ -85,7 +85,7 @@ static const struct opts_spec report_spec = {
 		"two processes use is a row in each).  --pid PID or --process NAME (every\n"
 		"process of that name) keeps only those processes' threads: every table,\n"
 		"graph and count is theirs; a pid or name the trace does not hold is an\n"
-		"error that lists the processes it does.  Durations are those of\n"
+		"error (exit 2) that lists the processes it does.  Durations are those of\n"
 		"`katra stats --json`, which the page embeds.  OUT is written whole or\n"
 		"not at all; IN itself is never replaced.  Exit 3 when IN is truncated\n"
 		"(the page shows its valid prefix and says so).\n",

@@ -454,14 +454,15 @@ static int put_metadata(struct ch *c, const struct tables *t)
 	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
 	char *lit = NULL, *buf = NULL;
 	int n, rc = 0;
-	/* A merged trace's processes each by their own pid (SPEC §4.10). */
+	/* A merged trace's processes each by their own pid (SPEC §4.10); a
+	 * file of one process by its own entry's name when it has one. */
 	for (size_t i = 0; i < (tables_multiprocess(t) ? t->nprocs : 1) && !rc; i++) {
-		const struct tproc *p = tables_multiprocess(t) ? &t->procs[i] : NULL;
+		const struct tproc *p = tables_named_process(t, i);
 		lit = p ? text_json(tables_process_name(t, p), p->name_len)
 			: text_json(wl, strlen(wl));
 		n = lit ? asprintf(&buf, "%s{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"name\":"
 					 "\"process_name\",\"args\":{\"name\":%s}}", i ? ",\n" : "",
-				   p ? p->pid : c->job.pid, lit) : -1;
+				   p && tables_multiprocess(t) ? p->pid : c->job.pid, lit) : -1;
 		free(lit);
 		rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
 		free(buf);

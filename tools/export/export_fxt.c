@@ -185,16 +185,17 @@ static void put_header(struct fx *x)
 	put_string(x, S_CAT, "katra", 5);
 	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
 	int many = tables_multiprocess(x->t);
-	/* A merged trace's processes each a process koid (SPEC §4.10). */
+	/* A merged trace's processes each a process koid (SPEC §4.10); a file
+	 * of one process named by its own entry when it has one. */
 	for (size_t i = 0; i < (many ? x->t->nprocs : 1); i++) {
-		const struct tproc *p = many ? &x->t->procs[i] : NULL;
+		const struct tproc *p = tables_named_process(x->t, i);
 		size_t len;
 		char *u = p ? utf8(x, tables_process_name(x->t, p), p->name_len, &len)
 			    : utf8(x, wl, strlen(wl), &len);
 		if (!u)
 			return;
 		rec_start(x);
-		x->w[x->n++] = p ? p->pid : x->pid;
+		x->w[x->n++] = p && many ? p->pid : x->pid;
 		rec_bytes(x, u, len);
 		rec_put(x, REC_KOBJ | bits(OBJ_PROCESS, 16) | bits(INLINE_STR | len, 24));
 		free(u);

@@ -23,14 +23,12 @@ int perfetto_proc_desc(const struct tables *t, size_t i, uint64_t pid, const cha
 	perfetto__protos__process_descriptor__init(pd);
 	td->has_uuid = 1;
 	td->uuid = PROCESS_UUID;
-	const struct tproc *p = i < t->nprocs ? &t->procs[i] : NULL;
+	const struct tproc *p = tables_named_process(t, i);
 	if (tables_multiprocess(t))
 		td->uuid = proc_uuid(t, p->id);
-	/* A file of one process names it by its own entry when it has one
-	 * (every file of a session, a capture's segments and a snapshot
-	 * too), else by @name. */
-	if (p && (tables_multiprocess(t) || p->name_len)) {
-		pid = p->pid;
+	if (p) {
+		/* A file of one process: its threads are under the header's pid. */
+		pid = tables_multiprocess(t) ? p->pid : pid;
 		name = tables_process_name(t, p);
 		n = p->name_len;
 	}
