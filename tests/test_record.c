@@ -544,6 +544,97 @@ Test(record, multiproc_one_trace_of_four_processes)
 	teardown();
 }
 
+/* The first child of @pid (0 while it has none). */
+static pid_t child_of(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	FILE *f = fopen(path, "r");
+	int child = 0;
+	if (f) {
+		if (fscanf(f, "%d", &child) != 1)
+			child = 0;
+		fclose(f);
+	}
+	return child;
+}
+
+/* The process descriptors of `katra export --perfetto @katra`, decoded by
+ * protoc: "PID NAME;" each, into @out. */
+static void perfetto_processes(const char *katra, char *out, size_t size)
+{
+	char cmd[1024], line[512], name[64] = "";
+	snprintf(cmd, sizeof(cmd), "%s export --perfetto %s p.pftrace 2>/dev/null && protoc "
+		 "--decode=perfetto.protos.Trace --proto_path=%s/tools/export perfetto_trace.proto "
+		 "< p.pftrace", KATRA, katra, KT_SRC_DIR);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	unsigned long long pid = 0;
+	int in = 0;
+	size_t at = 0;
+	out[0] = 0;
+	while (fgets(line, sizeof(line), p)) {
+		char *s = line + strspn(line, " ");
+		if (!strncmp(s, "process {", 9))
+			in = 1, pid = 0, name[0] = 0;
+		else if (in && sscanf(s, "pid: %llu", &pid) == 1)
+			continue;
+		else if (in && sscanf(s, "process_name: \"%63[^\"]", name) == 1)
+			continue;
+		else if (in && s[0] == '}' && at < size)
+			in = 0, at += (size_t)snprintf(out + at, size - at, "%llu %s;", pid, name);
+	}
+	cr_assert_eq(pclose(p), 0);
+}
+
+/*
+ * A flight snapshot says whose it is (SPEC §4.10): `katra snapshot PID`
+ * of multiproc under `katra record --flight` holds one process entry, id
+ * 0, of multiproc's pid and name, and its Perfetto export (protoc) names
+ * the process by it: without the entry it said "katra trace".
+ */
+Test(record, flight_snapshot_names_its_process)
+{
+	setup();
+	const char *a[] = { KATRA, "record", "--flight", "-o", "f.katra", "--", MULTIPROC,
+			    "--until-signal", NULL };
+	pid_t pid = start(a), cmd = 0;
+	for (int i = 0; i < 500 && !(cmd = child_of(pid)); i++)
+		usleep(10000);
+	cr_assert_gt(cmd, 0);
+	char arg[32];
+	snprintf(arg, sizeof(arg), "%d", (int)cmd);
+	const char *s[] = { KATRA, "snapshot", arg, "--out", "snap.katra", NULL };
+	int rc = 1;
+	for (int i = 0; i < 500 && (rc = run(s)); i++) /* until its session listens */
+		usleep(10000);
+	cr_assert_eq(rc, 0);
+	kt_reader *r;
+	kt_trace_frame f;
+	int entries = 0;
+	cr_assert_eq(kt_reader_open("snap.katra", NULL, &r), 0);
+	while (kt_reader_next_frame(r, &f) > 0) {
+		const kt_process_def *p = kt_trace_frame_get_process(&f);
+		if (!p)
+			continue;
+		entries++;
+		cr_assert(p->id == 0 && p->pid == (uint64_t)cmd && p->parent_pid == (uint64_t)pid,
+			  "entry %u: pid %llu parent %llu", p->id, (unsigned long long)p->pid,
+			  (unsigned long long)p->parent_pid);
+		cr_assert_str_eq(p->name, "multiproc");
+	}
+	kt_reader_close(r);
+	cr_assert_eq(entries, 1);
+	char got[256], want[64];
+	perfetto_processes("snap.katra", got, sizeof(got));
+	snprintf(want, sizeof(want), "%d multiproc;", (int)cmd);
+	cr_assert_str_eq(got, want);
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	int st = finish(pid);
+	cr_assert(WIFEXITED(st), "status %d", st);
+	teardown();
+}
+
 /* `katra snapshot @pid --out @out` until @out holds @want processes (the
  * processes start their sessions as they load and fork); how many the
  * last one held. */

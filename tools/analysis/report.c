@@ -177,6 +177,14 @@ static int on_frame(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval)
 	return 0;
 }
 
+static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, uint64_t dur,
+		   uint64_t self)
+{
+	struct report *rep = ctx;
+	(void)begin;
+	return report_procs_zone(&rep->procs, stats_tables(rep->stats), thread, name, dur, self);
+}
+
 static int on_event(void *ctx, const kt_event *ev, uint64_t ns)
 {
 	struct report *rep = ctx;
@@ -189,10 +197,13 @@ int report_collect(kt_reader *r, struct report *rep)
 	rep->flame = collapse_new(&rep->flame_res);
 	if (!rep->flame)
 		return -ENOMEM;
+	report_procs_init(&rep->procs);
 	struct stats_hooks hooks = { .event = on_event, .frame = on_frame, .mem = on_mem,
-				     .ctx = rep, .payloads = 1 };
+				     .zone = on_zone, .ctx = rep, .payloads = 1,
+				     .threads = rep->procs.filtered ? &rep->procs.threads : NULL };
 	int rc = stats_collect(r, &hooks, &rep->stats);
 	collapse_end(rep->flame);
+	report_procs_finish(&rep->procs);
 	return rc;
 }
 
@@ -201,5 +212,6 @@ void report_free(struct report *rep)
 	stats_free(rep->stats);
 	collapse_free(rep->flame);
 	free(rep->series);
+	report_procs_free(&rep->procs);
 	memset(rep, 0, sizeof(*rep));
 }

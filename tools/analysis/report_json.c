@@ -201,8 +201,11 @@ json_t *report_json(const struct report *rep, const kt_header *h, json_t *sideca
 	json_t *fl = json_pack("{s:o,s:o,s:o,s:o}", "folded", u64(c->folded), "untimed",
 			       u64(c->untimed), "unended", u64(c->unended), "unbegun",
 			       u64(c->unbegun));
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "header", header_json(h, sidecar),
-			 "stats", stats_json(rep->stats, label), "frames", frames_json(rep), "flame",
+	json_t *st = stats_json(rep->stats, label);
+	json_t *procs = st ? report_procs_json(&rep->procs, stats_tables(rep->stats), st) : NULL;
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "header", header_json(h, sidecar),
+			 "stats", st, "processes", procs, "filter",
+			 report_procs_filter_json(&rep->procs), "frames", frames_json(rep), "flame",
 			 flame_json(rep), "flame_left_out", fl, "timeline", timeline_json(rep), "caps",
 			 caps);
 }

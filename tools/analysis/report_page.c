@@ -19,6 +19,7 @@
 
 #include "tools/analysis/report.h"
 #include "tools/analysis/report_page.h"
+#include "tools/analysis/report_procs.h"
 #include "tools/pipeline/text.h"
 
 /* Before the title: every request forbidden but inline style and script. */
@@ -44,9 +45,11 @@ static const char page_css[] =
 	" box-sizing:border-box;border:1px solid #fff;padding-left:3px;cursor:pointer;color:#222}\n"
 	".muted{color:#777}.row{display:flex;gap:8px;align-items:center;margin:4px 0}\n";
 
-static const char report_body[] =
+static const char report_body_head[] =
 	"<h1>katra report</h1>\n"
-	"<section><dl id=\"hdr\"></dl><ul id=\"warnings\" class=\"warn\" hidden></ul></section>\n"
+	"<section><dl id=\"hdr\"></dl><ul id=\"warnings\" class=\"warn\" hidden></ul></section>\n";
+
+static const char report_body[] =
 	"<section><h2>Frame times</h2><p id=\"frsum\" class=\"muted\"></p>\n"
 	"<canvas id=\"frames\" width=\"1160\" height=\"260\"></canvas><p id=\"frinfo\" class=\"muted\"></p><div id=\"slowest\"></div></section>\n"
 	"<section><h2>Zones</h2><p class=\"muted\">Click a column to sort.  Self: the zone's time less the zones that ended inside it.</p>\n"
@@ -280,7 +283,7 @@ static const char report_script[] =
 	"  lines(box, D.timeline.memory, \"pool \");\n"
 	"}\n"
 	"\n"
-	"header(); frames(); zones(); flame(); timeline();\n"
+	"header(); processes(); frames(); zones(); flame(); timeline();\n"
 	"</script>\n"
 	"</body></html>\n";
 
@@ -311,8 +314,28 @@ int page_write(FILE *f, const struct page *p, const json_t *data)
 	return bad || ferror(f) ? -EIO : 0;
 }
 
+/* @a then @b, malloc'd; NULL when out of memory. */
+static char *joined(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = malloc(la + lb + 1);
+	if (s) {
+		memcpy(s, a, la);
+		memcpy(s + la, b, lb + 1);
+	}
+	return s;
+}
+
 int report_page(FILE *f, const json_t *data)
 {
-	static const struct page report = { "katra report", NULL, report_body, report_script };
-	return page_write(f, &report, data);
+	/* The processes' section (report_procs.c) after the header's. */
+	char *body = joined(report_body_head, report_procs_body);
+	char *rest = body ? joined(body, report_body) : NULL;
+	char *script = joined(report_procs_script, report_script);
+	struct page report = { "katra report", NULL, rest, script };
+	int rc = rest && script ? page_write(f, &report, data) : -ENOMEM;
+	free(body);
+	free(rest);
+	free(script);
+	return rc;
 }

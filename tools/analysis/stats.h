@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 #include <katra/reader.h>
+#include "tools/pipeline/idmap.h"
 #include "tools/pipeline/tables.h"
 
 struct stats;
@@ -52,6 +53,10 @@ struct stats_hooks {
 	int (*mem)(void *ctx, uint32_t pool, uint64_t ns, uint64_t live);
 	void *ctx;
 	int payloads;   /* the event hook needs payloads (counter values) */
+	/* When not NULL, only the events and drop records of the threads whose
+	 * ids it holds as keys are seen and counted (a process filter,
+	 * tools/analysis/report_procs.h); the drops are theirs. */
+	const struct idmap *threads;
 };
 
 /*

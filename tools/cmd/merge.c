@@ -156,9 +156,9 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 
 /* A scheduler record's thread (SPEC §4.2.1), read through the accessor and
  * renumbered as the input's threads are: @ev then points at @pay, its
- * payload made again from the value (the CPU or lost count kept).  0 or
- * -ENOMEM. */
-static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint64_t pay[2])
+ * payload made again by kt_event_set_value() (the CPU or lost count
+ * kept).  0 or -ENOMEM. */
+static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint8_t pay[16])
 {
 	kt_value v;
 	if (!kt_event_get_value(ev, &v) || v.kind != KT_VALUE_SCHED || !v.thread)
@@ -166,9 +166,8 @@ static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint64_t p
 	uint64_t tid = remap(&in->threads, v.thread, &m->next.thread, UINT32_MAX - 1);
 	if (!tid)
 		return -ENOMEM;
-	pay[0] = tid; /* little-endian, as the file's: katra runs on x86-64 */
-	pay[1] = v.u64;
-	ev->payload = (const uint8_t *)pay;
+	v.thread = (uint32_t)tid;
+	kt_event_set_value(ev, &v, pay);
 	return 0;
 }
 
@@ -191,7 +190,7 @@ static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
 		if (ev.type >= KT_EV_TRACK_BEGIN && ev.type <= KT_EV_TRACK_COUNTER_F64 &&
 		    !(ev.flags = (uint8_t)remap(&in->tracks, ev.flags, &m->next.track, KT_MAX_TRACKS)))
 			return -ERANGE;
-		uint64_t pay[2];
+		uint8_t pay[16];
 		if (ev.type == KT_EV_SCHED && sched_thread(m, in, &ev, pay))
 			return -ENOMEM;
 		size_t k = kt_event_encode(m->buf + at, n - at, &ev);

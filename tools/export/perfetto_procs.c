@@ -23,9 +23,13 @@ int perfetto_proc_desc(const struct tables *t, size_t i, uint64_t pid, const cha
 	perfetto__protos__process_descriptor__init(pd);
 	td->has_uuid = 1;
 	td->uuid = PROCESS_UUID;
-	if (tables_multiprocess(t)) {
-		const struct tproc *p = &t->procs[i];
+	const struct tproc *p = i < t->nprocs ? &t->procs[i] : NULL;
+	if (tables_multiprocess(t))
 		td->uuid = proc_uuid(t, p->id);
+	/* A file of one process names it by its own entry when it has one
+	 * (every file of a session, a capture's segments and a snapshot
+	 * too), else by @name. */
+	if (p && (tables_multiprocess(t) || p->name_len)) {
 		pid = p->pid;
 		name = tables_process_name(t, p);
 		n = p->name_len;
