@@ -176,7 +176,7 @@ Test(record, run_id_and_epoch_reach_every_process)
  * --capture-root ROOT the worker records a file of its own (a child of a
  * session of the environment's run), and at the end the capture holds
  * both processes, trimmed to its window: the harness's 400 events and
- * the worker's 2000 (its 1000 late zones, after the run's end, cut
+ * the worker's 2000 (its 500 late zones, after the run's end, cut
  * away; its own file keeps them: 3000), one trace that katra verify passes with its sidecar,
  * which lists them (pid, parent, name, events).  Without the join the
  * capture holds the harness alone and its sidecar no processes.
