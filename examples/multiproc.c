@@ -17,8 +17,10 @@
  *     multiproc --capture ROOT   a harness: a capture of the run KT_RUN_ID,
  *                                KT_EPOCH in ROOT (the capture manager),
  *                                100 zones, a fork()ed worker's 1000
- *                                during the run, 100 more (katra record
- *                                --run-id: the worker joins the capture)
+ *                                during the run, 100 more; the worker's
+ *                                500 after the run's end (katra record
+ *                                --run-id: the worker joins the capture,
+ *                                trimmed to the run)
  *     multiproc --pair           so does a child it forks, stopped with
  *                                SIGTERM once the parent is (for
  *                                katra record --flight and katra snapshot)
@@ -118,11 +120,27 @@ static void until_signal(void)
 	}
 }
 
+/* The capture manager has no compiled-out form: with KATRA_DISABLE the
+ * harness below is not built. */
+#ifndef KATRA_DISABLE
 static uint64_t wall_ns(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_REALTIME, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The run's worker: 1000 zones in the run; then, once told the run has
+ * ended, 500 more after it (which the capture's trim cuts away). */
+static void run_worker(int ready, int go)
+{
+	char c;
+	kt_thread_name("run_worker");
+	zones("run_worker_zone", 1000);
+	if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 1)
+		_exit(1);
+	zones("late_zone", 500);
+	exit(0);
 }
 
 /* A harness: one capture of the environment's run around a worker. */
@@ -131,7 +149,10 @@ static int capture(const char *root)
 	const char *run = getenv("KT_RUN_ID"), *ep = getenv("KT_EPOCH");
 	uint64_t epoch = ep ? strtoull(ep, NULL, 10) : 0;
 	kt_manager *m;
-	if (!run || kt_manager_new(&(kt_manager_options){ .root = root }, &m))
+	int ready[2], go[2];
+	char c;
+	if (!run || pipe(ready) || pipe(go) ||
+	    kt_manager_new(&(kt_manager_options){ .root = root }, &m))
 		return 1;
 	kt_capture_ref ref;
 	kt_manager_start(m, &(kt_start_request){ .run_id = run, .epoch = epoch,
@@ -140,14 +161,9 @@ static int capture(const char *root)
 	kt_thread_name("harness");
 	zones("harness_zone", 100);
 	pid_t w = fork();
-	if (w == 0) {
-		kt_thread_name("run_worker");
-		zones("run_worker_zone", 1000);
-		exit(0);
-	}
-	int st = 1;
-	while (w > 0 && waitpid(w, &st, 0) < 0 && errno == EINTR)
-		;
+	if (w == 0)
+		run_worker(ready[1], go[0]);
+	int st = 1, bad = w < 0 || read(ready[0], &c, 1) != 1;
 	zones("harness_zone", 100);
 	kt_manager_request_stop(m, &(kt_stop_request){ .run_id = run, .epoch = epoch,
 						       .boundary_at = wall_ns() },
@@ -155,8 +171,19 @@ static int capture(const char *root)
 	kt_capture_status cs;
 	int rc = kt_manager_await(m, &ref, UINT64_MAX, &cs);
 	kt_manager_close(m);
-	return rc || cs.state != KT_STATE_PUBLISHED || !WIFEXITED(st) || WEXITSTATUS(st);
+	bad |= write(go[1], "g", 1) != 1;
+	while (w > 0 && waitpid(w, &st, 0) < 0 && errno == EINTR)
+		;
+	return bad || rc || cs.state != KT_STATE_PUBLISHED || !WIFEXITED(st) || WEXITSTATUS(st);
 }
+#else
+static int capture(const char *root)
+{
+	(void)root;
+	fprintf(stderr, "multiproc: --capture: built with KATRA_DISABLE\n");
+	return 1;
+}
+#endif
 
 /* Parent and child emit until stopped; the child by the parent. */
 static int pair(void)

@@ -65,10 +65,29 @@ static long parent_of(long pid)
 	return p && sscanf(p + 1, " %*c %ld", &ppid) == 1 ? ppid : -1;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+
 struct pids {
 	long *v;
 	size_t n;
 };
+
+/* @pid rising, each @ppid moved with its pid (insertion sort: /proc's
+ * order is nearly sorted already). */
+static void sort_pairs(long *pid, long *ppid, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && pid[j - 1] > pid[j]; j--) {
+			long t = pid[j];
+			pid[j] = pid[j - 1], pid[j - 1] = t;
+			t = ppid[j];
+			ppid[j] = ppid[j - 1], ppid[j - 1] = t;
+		}
+}
 
 /* Every process under @root, with a socket of its own, into @out. */
 static int under(long root, struct pids *out)
@@ -92,13 +111,17 @@ static int under(long root, struct pids *out)
 		pid[n++] = p;
 	}
 	closedir(d);
+	/* Sorted by pid, ppid alongside, so that a parent is found by
+	 * bisection (/proc lists pids rising, but that is not promised). */
+	sort_pairs(pid, ppid, n);
 	/* A generation a pass: a child is in once its parent is. */
 	for (int depth = 0, more = 1; more && depth < MAX_DEPTH; depth++) {
 		more = 0;
-		for (size_t i = 0; i < n; i++)
-			for (size_t j = 0; !in[i] && j < n; j++)
-				if (ppid[i] == root || (in[j] && pid[j] == ppid[i]))
-					more = in[i] = 1;
+		for (size_t i = 0; i < n; i++) {
+			const long *at = in[i] ? NULL : bsearch(&ppid[i], pid, n, sizeof(*pid), by_value);
+			if (!in[i] && (ppid[i] == root || (at && in[at - pid])))
+				more = in[i] = 1;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		if (in[i] && snapshot_listens(pid[i]))
@@ -143,12 +166,6 @@ int snapshot_has_listeners(long pid)
 	int yes = !under(pid, &p) && p.n;
 	free(p.v);
 	return yes;
-}
-
-static int by_value(const void *a, const void *b)
-{
-	long x = *(const long *)a, y = *(const long *)b;
-	return (x > y) - (x < y);
 }
 
 /* Each of @p's windows into @tmp/PID.katra; the paths of those that
