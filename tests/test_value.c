@@ -190,6 +190,24 @@ Test(value, sched_gives_thread_and_cpu)
 	cr_assert_eq(v.cpu, 3);
 }
 
+/* A sample names its thread and its stack entry's id. */
+Test(value, sample_gives_thread_and_stack)
+{
+	uint8_t p[16] = { 0 };
+	p[0] = 9;
+	p[8] = 0x34;
+	p[9] = 0x12;
+	kt_event ev = event(KT_EV_SAMPLE, 0, p, 16);
+	kt_value v;
+	cr_assert_eq(kt_event_get_value(&ev, &v), 1);
+	cr_assert_eq(v.kind, KT_VALUE_SAMPLE);
+	cr_assert_eq(v.thread, 9);
+	cr_assert_eq(v.u64, 0x1234);
+	p[4] = 1; /* no thread of 32 bits */
+	cr_assert_eq(kt_event_get_value(&ev, &v), 1);
+	cr_assert_eq(v.thread, 0);
+}
+
 /* Every row of the table, with a payload of its size: the row's kind,
  * and the size the producer and the reader accept. */
 Test(value, every_row_of_the_table_gives_its_kind)
@@ -207,5 +225,5 @@ Test(value, every_row_of_the_table_gives_its_kind)
 	} while (0);
 	KT_EVENT_TYPES(ROW)
 #undef ROW
-	cr_assert_eq(rows, 20);
+	cr_assert_eq(rows, 21);
 }
