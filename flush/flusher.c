@@ -384,6 +384,8 @@ static void drain_all(kt_session *s)
 	 * has its last switches read before its ring can be recycled. */
 	if (s->sched)
 		kt__sched_poll(s);
+	if (s->sample)
+		kt__sample_poll(s);
 	if (s->crash)
 		crash_commit(s);
 	else if (s->w && !s->error)
@@ -523,6 +525,7 @@ void *kt__flusher_main(void *arg)
 	}
 	drain_all(s);
 	kt__sched_end(s);
+	kt__sample_end(s);
 	finish_file(s);
 	kt__live_publish(s->live, s->on_disk, 1);
 	flush_enc_free();

@@ -80,6 +80,12 @@ struct kt__sched {
 	int started, stop;     /* stop under lock */
 };
 
+int kt__perf_open(struct perf_event_attr *a, uint32_t tid)
+{
+	long fd = syscall(SYS_perf_event_open, a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
 static int perf_open(uint32_t tid)
 {
 	struct perf_event_attr a;
@@ -97,8 +103,7 @@ static int perf_open(uint32_t tid)
 	 * its own once it emits). */
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
-	long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : (int)fd;
+	return kt__perf_open(&a, tid);
 }
 
 int kt__sched_probe(char *why, size_t n)
@@ -123,6 +128,27 @@ int kt__sched_probe(char *why, size_t n)
 	return fd;
 }
 
+void kt__sched_start(kt_session *s, const kt_session_options *o, kt_header *h,
+		     const char ***notes)
+{
+	static char note[200];
+	char why[160];
+	*notes = NULL;
+	if (o->sched != KT_SCHED_ON)
+		return;
+	int rc = kt__sched_probe(why, sizeof(why));
+	if (!rc && (s->sched = kt__sched_new(&s->c0))) {
+		h->flags |= KT_HDR_SCHED;
+		return;
+	}
+	if (!rc)
+		snprintf(why, sizeof(why), "no memory for the followed threads");
+	h->flags |= KT_HDR_SCHED_ABSENT;
+	fprintf(stderr, "katra: scheduler data absent from this trace: %s\n", why);
+	snprintf(note, sizeof(note), "sched: absent: %s", why);
+	kt__header_add_note(h, notes, note);
+}
+
 struct kt__sched *kt__sched_new(const kt_clock_calibration *c0)
 {
 	struct kt__sched *k = calloc(1, sizeof(*k));
@@ -138,13 +164,18 @@ struct kt__sched *kt__sched_new(const kt_clock_calibration *c0)
 /* CLOCK_MONOTONIC @ns as the session's ticks: themselves, or through the
  * start calibration at the TSC's measured rate (what a reader's line
  * through both calibrations differs from by the rate's error: ppm). */
+uint64_t kt__perf_ticks(const kt_clock_calibration *c0, uint64_t ns)
+{
+	if (c0->source != KT_CLOCK_TSC)
+		return ns;
+	__int128 d = (__int128)ns - (__int128)c0->mono_ns;
+	__int128 t = (__int128)c0->ticks + d * (__int128)c0->tick_hz / 1000000000;
+	return t < 0 ? 0 : t > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)t;
+}
+
 static uint64_t to_ticks(const struct kt__sched *k, uint64_t ns)
 {
-	if (k->c0.source != KT_CLOCK_TSC)
-		return ns;
-	__int128 d = (__int128)ns - (__int128)k->c0.mono_ns;
-	__int128 t = (__int128)k->c0.ticks + d * (__int128)k->c0.tick_hz / 1000000000;
-	return t < 0 ? 0 : t > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)t;
+	return kt__perf_ticks(&k->c0, ns);
 }
 
 /* The batch so far as one chunk of stream @sid. */
@@ -294,18 +325,16 @@ static void take(kt_session *s, struct followed *f, const uint8_t *e, size_t n)
 	}
 }
 
-/* Everything the kernel wrote into @f's buffer since the last read. */
-static void drain_one(kt_session *s, struct followed *f)
+void kt__perf_drain(void *map, size_t page, size_t pages, uint8_t *rec, size_t cap,
+		    void (*fn)(void *ctx, const uint8_t *rec, size_t n), void *ctx)
 {
-	struct kt__sched *k = s->sched;
-	struct perf_event_mmap_page *pg = f->map; /* page-aligned */
-	const uint8_t *data = (const uint8_t *)f->map + k->page;
-	uint64_t size = (uint64_t)KT_SCHED_PAGES * k->page;
+	struct perf_event_mmap_page *pg = map; /* page-aligned */
+	const uint8_t *data = (const uint8_t *)map + page;
+	uint64_t size = (uint64_t)pages * page;
 	/* Acquire: the records below head are written before it (the
 	 * kernel's smp_wmb before its store, documented in perf_event.h). */
 	uint64_t head = kt__load_acquire(&pg->data_head);
 	uint64_t tail = pg->data_tail;
-	uint8_t rec[256];
 	while (tail < head && head - tail <= size) {
 		size_t off = (size_t)(tail % size);
 		struct perf_event_header h;
@@ -313,15 +342,34 @@ static void drain_one(kt_session *s, struct followed *f)
 			((uint8_t *)&h)[i] = data[(off + i) % size];
 		if (h.size < sizeof(h) || h.size > head - tail)
 			break;
-		size_t n = h.size < sizeof(rec) ? h.size : sizeof(rec);
+		size_t n = h.size < cap ? h.size : cap;
 		for (size_t i = 0; i < n; i++)
 			rec[i] = data[(off + i) % size];
-		take(s, f, rec, n);
+		fn(ctx, rec, n);
 		tail += h.size;
 	}
-	flush_batch(s, f);
 	/* Release: the kernel may reuse the space only after the reads above. */
 	kt__store_release(&pg->data_tail, head);
+}
+
+struct take_ctx {
+	kt_session *s;
+	struct followed *f;
+};
+
+static void take_one(void *ctx, const uint8_t *rec, size_t n)
+{
+	struct take_ctx *c = ctx;
+	take(c->s, c->f, rec, n);
+}
+
+/* Everything the kernel wrote into @f's buffer since the last read. */
+static void drain_one(kt_session *s, struct followed *f)
+{
+	uint8_t rec[256];
+	struct take_ctx c = { s, f };
+	kt__perf_drain(f->map, s->sched->page, KT_SCHED_PAGES, rec, sizeof(rec), take_one, &c);
+	flush_batch(s, f);
 }
 
 static void unfollow(struct kt__sched *k, struct followed *f)
@@ -445,14 +493,16 @@ static void *sched_flight(void *arg)
 	return NULL;
 }
 
-int kt__sched_flight_start(kt_session *s)
+void kt__sched_flight_start(kt_session *s)
 {
 	struct kt__sched *k = s->sched;
 	pthread_condattr_t ca;
 	if (!k)
-		return 0;
-	if (pthread_condattr_init(&ca))
-		return -ENOMEM;
+		return;
+	if (pthread_condattr_init(&ca)) {
+		fprintf(stderr, "katra: scheduler data: no thread to follow the threads\n");
+		return;
+	}
 	k->flight = 1;
 	k->s = s;
 	pthread_mutex_init(&k->lock, NULL);
@@ -460,9 +510,9 @@ int kt__sched_flight_start(kt_session *s)
 	pthread_cond_init(&k->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	/* Without the thread nothing is followed: the snapshots have none. */
-	int rc = kt__thread_start(&k->thread, sched_flight, k);
-	k->started = !rc;
-	return rc;
+	k->started = !kt__thread_start(&k->thread, sched_flight, k);
+	if (!k->started)
+		fprintf(stderr, "katra: scheduler data: no thread to follow the threads\n");
 }
 
 void kt__sched_flight_stop(struct kt__sched *k)

@@ -21,7 +21,7 @@
 #include "flush/live.h"
 #include "flush/session_impl.h"
 
-#define URING_BUFS 8            /* staging buffers in flight at most */
+#define URING_BUFS 8 /* staging buffers in flight at most */
 #define URING_BUF_SIZE (1u << 20)
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,6 +101,8 @@ static void fork_child(void)
 		kt__control_fork_child(s);
 	if (s)
 		kt__sched_fork_child(s->sched);
+	if (s)
+		kt__sample_fork_child(s->sample);
 	kt__live_fork_child();
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
@@ -135,7 +137,7 @@ static int new_sink(kt_session *s, int io, kt__sink **out)
 	struct stat sb;
 	int flags = fcntl(fd, F_GETFL);
 	int positional = fstat(fd, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode)) &&
-			 flags >= 0 && !(flags & O_APPEND);
+		flags >= 0 && !(flags & O_APPEND);
 	*out = NULL;
 	if (io == KT_IO_URING && !positional)
 		return -EINVAL;
@@ -182,6 +184,7 @@ static void session_free(kt_session *s)
 	free(s->hdr_notes);
 	kt__snapshot_free(s);
 	kt__sched_free(s->sched);
+	kt__sample_free(s->sample);
 	kt__live_stop(s->live);
 	pthread_mutex_destroy(&s->snap_lock);
 	pthread_cond_destroy(&s->snap_done);
@@ -244,6 +247,8 @@ static int check_options(const char *path, const kt_session_options *opts, kt_se
 		o->sched = strcmp(sched, "0") ? KT_SCHED_ON : KT_SCHED_OFF;
 	if (o->sched != KT_SCHED_OFF && o->sched != KT_SCHED_ON)
 		return start_fail(-EINVAL, "sched %d", o->sched);
+	if (kt__sample_env(&o->sample_hz))
+		return start_fail(-EINVAL, "sample rate (KT_SAMPLE_HZ) over %u", KT_SAMPLE_HZ_MAX);
 	if (o->mode == KT_SESSION_FLIGHT)
 		return 0; /* no file: the rest is about writing one */
 	if (uses_fd(o) ? o->fd < 0 : !path)
@@ -295,8 +300,7 @@ static kt_session *session_new(const kt_session_options *o, const kt__output *ou
  * created (*@created).  O_NONBLOCK only for the open: a FIFO without a
  * reader fails at once (ENXIO) instead of blocking the caller for one.
  */
-static int open_output(kt_session *s, const char *path, const kt_session_options *o,
-		       int *created)
+static int open_output(kt_session *s, const char *path, const kt_session_options *o, int *created)
 {
 	*created = 0;
 	if (uses_fd(o)) {
@@ -361,13 +365,12 @@ static int start_crash(kt_session *s, const kt_session_options *o)
 		stop_crash(s);
 	if (rc)
 		return start_fail(rc, "crash directory in %s (%s)", *dir ? dir : "/dev/shm",
-				  o->crash_dir ? "crash_dir" : "KT_CRASH_DIR");
+		                  o->crash_dir ? "crash_dir" : "KT_CRASH_DIR");
 	return 0;
 }
 
 /* The file header; its strings point into @o and @host. */
-static void build_header(kt_session *s, const kt_session_options *o, kt_header *h,
-			 const char *host)
+static void build_header(kt_session *s, const kt_session_options *o, kt_header *h, const char *host)
 {
 	kt_header_init(h);
 	kt__categories_start();
@@ -398,37 +401,18 @@ static void build_header(kt_session *s, const kt_session_options *o, kt_header *
 	h->notes = o->notes;
 }
 
-/*
- * Scheduler records asked for (@o->sched): the header says whether the
- * kernel gives them (KT_HDR_SCHED) or not (KT_HDR_SCHED_ABSENT, with a note
- * saying why, which stderr says once too).  *@notes, a copy of the notes
- * with that one added, is the caller's to free; NULL when none was made.
- * Without memory for the table the file says absent too.
- */
-static void start_sched(kt_session *s, const kt_session_options *o, kt_header *h,
-			const char ***notes)
+void kt__header_add_note(kt_header *h, const char ***notes, const char *note)
 {
-	static char note[200];
-	char why[160];
-	*notes = NULL;
-	if (o->sched != KT_SCHED_ON)
+	const char **n;
+	if (h->note_count >= KT_MAX_NOTES ||
+	    !(n = realloc(*notes, (h->note_count + 1) * sizeof(char *))))
 		return;
-	int rc = kt__sched_probe(why, sizeof(why));
-	if (!rc && (s->sched = kt__sched_new(&s->c0))) {
-		h->flags |= KT_HDR_SCHED;
-		return;
-	}
-	if (!rc)
-		snprintf(why, sizeof(why), "no memory for the followed threads");
-	h->flags |= KT_HDR_SCHED_ABSENT;
-	fprintf(stderr, "katra: scheduler data absent from this trace: %s\n", why);
-	snprintf(note, sizeof(note), "sched: absent: %s", why);
-	if (h->note_count >= KT_MAX_NOTES || !(*notes = malloc((h->note_count + 1) * sizeof(char *))))
-		return;
-	for (uint32_t i = 0; i < h->note_count; i++)
-		(*notes)[i] = h->notes[i];
-	(*notes)[h->note_count] = note;
-	h->notes = *notes;
+	if (!*notes)
+		for (uint32_t i = 0; i < h->note_count; i++)
+			n[i] = h->notes[i];
+	n[h->note_count] = note;
+	*notes = n;
+	h->notes = n;
 	h->note_count++;
 }
 
@@ -451,7 +435,10 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	kt__registry_set_session(1);
 	gethostname(host, sizeof(host) - 1);
 	build_header(s, o, &h, host);
-	start_sched(s, o, &h, &notes);
+	kt__sched_start(s, o, &h, &notes);
+	static char snote[200]; /* the header keeps a pointer to it */
+	if (kt__sample_setup(s, o->sample_hz, snote, sizeof(snote)))
+		kt__header_add_note(&h, &notes, snote);
 	if ((rc = start_crash(s, o)))
 		goto err;
 	if ((rc = kt__header_validate(&h))) {
@@ -507,7 +494,7 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 	const char **notes = NULL;
 	gethostname(host, sizeof(host) - 1);
 	build_header(s, o, &h, host);
-	start_sched(s, o, &h, &notes); /* its records kept for the snapshots */
+	kt__sched_start(s, o, &h, &notes); /* its records kept for the snapshots */
 	int rc = kt__header_validate(&h);
 	if (!rc)
 		rc = kt__session_keep_header(s, &h);
@@ -529,13 +516,12 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 		return start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 	}
 	s->live_flight = kt__live_flight_start(&s->c0); /* NULL: no page, the session goes on */
-	if (kt__sched_flight_start(s))
-		fprintf(stderr, "katra: scheduler data: no thread to follow the threads\n");
+	kt__sched_flight_start(s);
 	return 0;
 }
 
-static int session_start(const char *path, const kt_session_options *opts,
-			 const kt__output *to, kt_session **out)
+static int session_start(const char *path, const kt_session_options *opts, const kt__output *to,
+                         kt_session **out)
 {
 	kt_session_options o;
 	int rc, created = 0;
@@ -544,8 +530,10 @@ static int session_start(const char *path, const kt_session_options *opts,
 	start_error[0] = 0;
 	if ((rc = check_options(path, opts, &o)) || (rc = check_output(to)))
 		return rc;
-	if ((rc = kt__init_with(o.ring_size, o.overflow, !!(o.given & KT_GIVEN_OVERFLOW))) == -EINVAL)
-		return start_fail(rc, "ring size %zu or overflow policy %d", o.ring_size, o.overflow);
+	if ((rc = kt__init_with(o.ring_size, o.overflow, !!(o.given & KT_GIVEN_OVERFLOW))) ==
+	    -EINVAL)
+		return start_fail(rc, "ring size %zu or overflow policy %d", o.ring_size,
+		                  o.overflow);
 	if (rc)
 		return start_fail(rc, "katra's configuration");
 
@@ -642,7 +630,7 @@ static void note_overwritten(kt_session *s, struct kt__ring *r)
 	if (!over.over)
 		return;
 	struct sthread *t = kt__idtab_get((void **)&s->threads, &s->nthreads, &s->cap_threads,
-					  sizeof(*t), kt__ring_thread_id(r), SIZE_MAX);
+	                                  sizeof(*t), kt__ring_thread_id(r), SIZE_MAX);
 	if (t)
 		t->overwritten = over.over;
 }
@@ -739,8 +727,8 @@ static int session_stop(kt_session *s, kt_summary *sum)
  * stopped.  So none acts inside; a pending cancel acts at the caller's
  * next cancellation point.
  */
-static int start_no_cancel(const char *path, const kt_session_options *opts,
-			   const kt__output *to, kt_session **out)
+static int start_no_cancel(const char *path, const kt_session_options *opts, const kt__output *to,
+                           kt_session **out)
 {
 	int old;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);

@@ -82,6 +82,7 @@ struct kt_session {
 	struct kt__crash *crash; /* crash files, or NULL */
 	struct kt__live *live;   /* live.h's figures, or NULL */
 	struct kt__sched *sched; /* sched.c's followed threads, or NULL */
+	struct kt__sample *sample; /* sample.c's sampled threads, or NULL */
 	struct kt__live_flight *live_flight; /* a flight session's, or NULL */
 
 	/* Flight mode (KT_SESSION_FLIGHT): no file, no flusher; snapshots
@@ -175,7 +176,22 @@ void kt__flush_records(kt_session *s, uint32_t thread_id, uint32_t os_tid, const
 
 /* ---- sched.c: scheduler records (kt_session_options.sched) ---------------- */
 
+/* kt__header_add_note - @note added to @h's notes, in *@notes: a copy the
+ * caller frees (made here the first time, grown after).  Nothing when the
+ * notes are full or there is no memory.  (session.c) */
+void kt__header_add_note(kt_header *h, const char ***notes, const char *note);
+
 struct kt__sched;
+/*
+ * kt__sched_start - scheduler records asked for (@o->sched): the header @h
+ * says whether the kernel gives them (KT_HDR_SCHED, s->sched made) or not
+ * (KT_HDR_SCHED_ABSENT, with a note saying why, which stderr says once
+ * too).  *@notes, a copy of the notes with that one added, is the caller's
+ * to free; NULL when none was made.  Without memory for the table the
+ * file says absent too.  Under the session's start.
+ */
+void kt__sched_start(kt_session *s, const kt_session_options *o, kt_header *h,
+		     const char ***notes);
 /* Whether this thread may open its own context switches: 0, or -errno
  * with @why (@n bytes) saying what refused them. */
 int kt__sched_probe(char *why, size_t n);
@@ -194,9 +210,9 @@ void kt__sched_free(struct kt__sched *k);
 /* In a fork()ed child: close the parent's events, touch nothing else. */
 void kt__sched_fork_child(struct kt__sched *k);
 /* A flight session's (no flusher): a thread of sched.c's that follows the
- * threads and keeps each one's newest switches in memory, every 100 ms.
- * 0 or -errno (then no records come: the header said they would). */
-int kt__sched_flight_start(kt_session *s);
+ * threads and keeps each one's newest switches in memory, every 100 ms
+ * (without it, stderr says so: no records come, as the header said). */
+void kt__sched_flight_start(kt_session *s);
 /* Stop that thread (kt__sched_free() does too); its records and lock
  * stay for a snapshot in progress. */
 void kt__sched_flight_stop(struct kt__sched *k);
@@ -206,6 +222,44 @@ void kt__sched_flight_stop(struct kt__sched *k);
  * the state before is not known, as its stream's chunk and thread entry
  * into @w.  Any thread (under the table's lock).  0 or the writer's error. */
 int kt__sched_snapshot(kt_session *s, struct kt_writer *w, uint64_t from);
+
+/* Shared with sample.c: open perf event @a on thread @tid (close-on-exec):
+ * an fd or -errno. */
+struct perf_event_attr;
+int kt__perf_open(struct perf_event_attr *a, uint32_t tid);
+/* CLOCK_MONOTONIC @ns as the session's ticks (@c0 its start calibration). */
+uint64_t kt__perf_ticks(const kt_clock_calibration *c0, uint64_t ns);
+/* Every record the kernel wrote into perf buffer @map (a control page of
+ * @page bytes, then @pages data pages) since the last read, each copied
+ * into @rec (at most @cap bytes of it) and handed to @fn; then the space
+ * is given back to the kernel. */
+void kt__perf_drain(void *map, size_t page, size_t pages, uint8_t *rec, size_t cap,
+		    void (*fn)(void *ctx, const uint8_t *rec, size_t n), void *ctx);
+
+/* ---- sample.c: sampled call chains (kt_session_options.sample_hz) ------- */
+
+struct kt__sample;
+/* The sampled threads' table, empty, sampling at @hz; NULL without
+ * memory.  @why (@n bytes) says why when the kernel refuses (probed on
+ * this thread): NULL returned and *@refused set. */
+struct kt__sample *kt__sample_new(const kt_clock_calibration *c0, uint32_t hz, char *why,
+				  size_t n, int *refused);
+/* The environment's KT_SAMPLE_HZ into *@hz when set; 0, or -EINVAL for
+ * a value that is no number up to KT_SAMPLE_HZ_MAX (so is *@hz's). */
+int kt__sample_env(uint32_t *hz);
+/* s->sample for a session asked to sample at @hz (0: not asked): NULL
+ * when started or not asked; else the kernel refused or memory ran out,
+ * stderr said so, and @note (@n bytes) holds the header's note. */
+const char *kt__sample_setup(kt_session *s, uint32_t hz, char *note, size_t n);
+/* Once a period, after the rings: as kt__sched_poll(), for samples, and
+ * the process's executable mappings (the first time, /proc/self/maps).
+ * The flusher thread only. */
+void kt__sample_poll(kt_session *s);
+/* At the stop: read every buffer a last time, close them all. */
+void kt__sample_end(kt_session *s);
+void kt__sample_free(struct kt__sample *k);
+/* In a fork()ed child: close the parent's events, touch nothing else. */
+void kt__sample_fork_child(struct kt__sample *k);
 
 /* ---- output.c: the session's side of kt__output --------------------------- */
 

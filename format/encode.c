@@ -26,9 +26,13 @@
 	"u64 stored,u64 wall,u64 mono,u64 t1,u64 ns1,u8 io,u8[3],i32 err,"       \
 	"{u32 tid,u32,u64 w,u64 d}*"
 #define KT__SCHEMA_OLD(n) "katra-trace/" n KT__SCHEMA_HEAD "u32 len,u32,bytes" KT__SCHEMA_MID
-const char kt__schema_string[] = "katra-trace/4" KT__SCHEMA_HEAD "u32 len,u32 proc,bytes"
-	KT__SCHEMA_MID ";process=9:u32 id,u32 flags,u64 pid,u64 ppid,u64 start,u64 end,"
-	"u32 nlen,u32 clen,bytes,bytes";
+#define KT__SCHEMA_V4(n)                                                         \
+	"katra-trace/" n KT__SCHEMA_HEAD "u32 len,u32 proc,bytes" KT__SCHEMA_MID \
+	";process=9:u32 id,u32 flags,u64 pid,u64 ppid,u64 start,u64 end,"        \
+	"u32 nlen,u32 clen,bytes,bytes"
+const char kt__schema_string[] = KT__SCHEMA_V4("5") ";stack=10:u32 id,u32 depth,u64*"
+	";map=11:u64 ts,u64 start,u64 len,u64 pgoff,u32 proc,u32 plen,bytes";
+const char kt__schema_string_v4[] = KT__SCHEMA_V4("4");
 const char kt__schema_string_v3[] = KT__SCHEMA_OLD("3");
 const char kt__schema_string_v2[] = KT__SCHEMA_OLD("2");
 const char kt__schema_string_v1[] = KT__SCHEMA_OLD("1");

@@ -135,6 +135,20 @@
 #define KT__PROC_FIXED 48            /* the name's bytes, then the command line's */
 #define KT__PROCESS_FLAGS (KT_PROCESS_COMPLETE | KT_PROCESS_RECOVERED)
 
+/* §4.11: a stack entry's body (version 5), then depth u64 addresses. */
+#define KT__STACK_ID 0               /* u32, non-zero */
+#define KT__STACK_DEPTH 4            /* u32, 1..KT_MAX_STACK_DEPTH */
+#define KT__STACK_FIXED 8
+
+/* §4.12: a map entry's body (version 5), then the path's bytes. */
+#define KT__MAP_TS 0                 /* u64 ticks when seen; 0: at the start */
+#define KT__MAP_START 8              /* u64 */
+#define KT__MAP_LEN 16               /* u64 */
+#define KT__MAP_PGOFF 24             /* u64 file offset of start */
+#define KT__MAP_PROCESS 32           /* u32 process entry id, 0 = own */
+#define KT__MAP_PATH_LEN 36          /* u32, 1..KT_MAX_MAP_PATH */
+#define KT__MAP_FIXED 40
+
 /* §4.5: a drop record's body. */
 #define KT__DROP_TID 0               /* u32 thread_id, then u32 reserved */
 #define KT__DROP_PAD 4
@@ -167,15 +181,19 @@
 
 /* XXH3 of the schema string in SPEC §6, for the version written and for
  * versions 1 to 3; test_format.c recomputes them. */
-#define KT__SCHEMA_HASH UINT64_C(0xfa8c086269ee6c98)
+#define KT__SCHEMA_HASH UINT64_C(0x50201e670d4835ee)
+#define KT__SCHEMA_HASH_V4 UINT64_C(0xfa8c086269ee6c98)
 #define KT__SCHEMA_HASH_V3 UINT64_C(0xf5f0996189c5e77d)
 #define KT__SCHEMA_HASH_V2 UINT64_C(0xe89f64418cadbe8d)
 #define KT__SCHEMA_HASH_V1 UINT64_C(0xe9c05376473abc76)
 /* The version scheduler records (type 20) and the header's sched flags
  * join: the one written (version 4, shared with process entries, SPEC §8).
  * A reader refuses the flags in an older file. */
-#define KT__SCHED_VERSION KT_FORMAT_VERSION
+#define KT__SCHED_VERSION 4u
+/* Stack and map entries (kinds 10, 11) and sample records (type 21). */
+#define KT__SAMPLE_VERSION 5u
 extern const char kt__schema_string[];
+extern const char kt__schema_string_v4[];
 extern const char kt__schema_string_v3[];
 extern const char kt__schema_string_v2[];
 extern const char kt__schema_string_v1[];
@@ -186,6 +204,7 @@ static inline uint64_t kt__schema_hash(uint32_t version)
 	return version == 1   ? KT__SCHEMA_HASH_V1
 	       : version == 2 ? KT__SCHEMA_HASH_V2
 	       : version == 3 ? KT__SCHEMA_HASH_V3
+	       : version == 4 ? KT__SCHEMA_HASH_V4
 			      : KT__SCHEMA_HASH;
 }
 
@@ -301,6 +320,13 @@ void kt__enc_start_fields(uint8_t *b, const kt_header *h, const kt__start_at *at
  * size the buffer).  @h must pass kt__header_validate().
  */
 size_t kt__enc_header(uint8_t *buf, size_t cap, const kt_header *h);
+
+/* The writer's room for a frame body of @body_len bytes (format/writer.c),
+ * then the frame of @kind around what was put there: for entries encoded
+ * outside writer.c (format/stack.c).  NULL with *@rc set (KT_ESTATE after
+ * the summary, -ENOMEM). */
+uint8_t *kt__writer_body(kt_writer *w, size_t body_len, int *rc);
+int kt__writer_emit(kt_writer *w, uint8_t kind, uint32_t body_len);
 
 /* Write the 8-byte frame head. */
 void kt__enc_frame_head(uint8_t head[KT__FRAME_HEAD], uint32_t body_len, uint8_t kind);

@@ -550,6 +550,8 @@ static const struct {
 	[KT_FRAME_CATEGORY] = { 0, decode_category },
 	[KT_FRAME_TRACK] = { 0, kt__rd_decode_track },
 	[KT_FRAME_PROCESS] = { 0, kt__rd_decode_process },
+	[KT_FRAME_STACK] = { KT__STACK_FIXED, kt__rd_decode_stack },
+	[KT_FRAME_MAP] = { KT__MAP_FIXED, kt__rd_decode_map },
 };
 
 /* The body of a frame of @kind: 0, 1 for a kind this reader does not
@@ -558,7 +560,9 @@ static int decode_body(kt_reader *r, uint64_t off, uint8_t kind, const uint8_t *
 		       uint32_t blen, kt_trace_frame *f)
 {
 	if (kind >= sizeof(kinds) / sizeof(kinds[0]) || !kinds[kind].decode ||
-	    (kind == KT_FRAME_PROCESS && r->hdr.format_version < 4))
+	    (kind == KT_FRAME_PROCESS && r->hdr.format_version < 4) ||
+	    ((kind == KT_FRAME_STACK || kind == KT_FRAME_MAP) &&
+	     r->hdr.format_version < KT__SAMPLE_VERSION))
 		return 1;
 	if (blen < kinds[kind].min)
 		return kt__rd_stop(r, KT_EFRAME, off, "%s body is %u bytes, under %u",

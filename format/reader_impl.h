@@ -89,6 +89,11 @@ int kt__rd_stop(kt_reader *r, int code, uint64_t off, const char *fmt, ...)
  * code kt__rd_stop() set. */
 int kt__rd_decode_process(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
 			  kt_trace_frame *f);
+/* SPEC §4.11, §4.12: stack and map entries (format/stack.c). */
+int kt__rd_decode_stack(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+			kt_trace_frame *f);
+int kt__rd_decode_map(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
+		      kt_trace_frame *f);
 /* A track entry's body (SPEC §4.9, format/track.c) into @f: 0 or the
  * code kt__rd_stop() set. */
 int kt__rd_decode_track(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,

@@ -79,6 +79,10 @@ static void fill(kt_value *out, kt_value_kind kind, const kt_event *ev, const ui
 		out->u64 = second;
 		out->cpu = ev->flags != KT_SCHED_LOST && second <= UINT32_MAX ? (uint32_t)second : 0;
 		break;
+	case KT_VALUE_SAMPLE:
+		out->thread = first <= UINT32_MAX ? (uint32_t)first : 0;
+		out->u64 = second;
+		break;
 	case KT_VALUE_TEXT:
 	case KT_VALUE_BYTES:
 	case KT_VALUE_NONE:
@@ -126,6 +130,7 @@ static void unfill(const kt_value *v, uint64_t *first, uint64_t *second)
 		*second = v->bits;
 		break;
 	case KT_VALUE_SCHED:
+	case KT_VALUE_SAMPLE:
 		*first = v->thread;
 		*second = v->u64;
 		break;

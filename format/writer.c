@@ -196,6 +196,22 @@ static int frame_room(kt_writer *w, size_t body_len)
 	return grow(&w->frame, &w->frame_cap, kt__frame_size(body_len));
 }
 
+uint8_t *kt__writer_body(kt_writer *w, size_t body_len, int *rc)
+{
+	if (w->finished) {
+		*rc = KT_ESTATE;
+		return NULL;
+	}
+	if ((*rc = frame_room(w, body_len)))
+		return NULL;
+	return w->frame + KT__FRAME_HEAD;
+}
+
+int kt__writer_emit(kt_writer *w, uint8_t kind, uint32_t body_len)
+{
+	return emit_frame(w, kind, body_len);
+}
+
 /* A chunk is in the file (or handed to the sink): number it and count it
  * for the summary. */
 static void account_chunk(kt_writer *w, struct wthread *t, uint32_t count, size_t raw_len,

@@ -22,6 +22,8 @@ pkgs=(
   libcriterion-dev
   nettle-dev           # SHA-256
   libzstd-dev          # the archival chunk codec (compact, then zstd)
+  libdw-dev            # katra's sampled stacks: function names through libdwfl
+  libelf-dev           # and the mapped files' program headers
   libprotobuf-c-dev    # export --perfetto: the protobuf runtime
   protobuf-c-compiler  # protoc-c: tools/export/perfetto_trace.proto to C at build time
   protobuf-compiler    # protoc: the tests decode the Perfetto export with it

@@ -47,7 +47,7 @@ done
 capture=$(ls "$tmp"/captures/*.1.*.katra)
 second=$(ls "$tmp"/captures/*.2.*.katra)
 "$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
-"$katra" report "$root/data/mem_v4.katra" -o "$tmp/mem.html"
+"$katra" report "$root/data/mem_v5.katra" -o "$tmp/mem.html"
 "$katra" report "$capture" -o "$tmp/run.html"
 # The examples/ program, where the build has it (C++ found).
 example=$(dirname "$katra")/examples/particles

@@ -15,7 +15,7 @@
 #    (an awk reading of its lines: zone ids counted as begins in dump's
 #    order, an argument given to its thread's innermost open zone); the
 #    functions of the probe's zones by name; u64 values past 2^63 exact;
-#  - tests/data/procs_v4.katra (a merged trace of two processes): the
+#  - tests/data/procs_v5.katra (a merged trace of two processes): the
 #    processes view's rows as its process entries hold them, each thread's
 #    pid; a version 3 file (no entries): one row of its header's pid.
 # Skipped (exit 77) without DuckDB's libduckdb.so, as sql_stats.sh says.
@@ -127,11 +127,11 @@ grep -q ',,orphan,i64,1$' "$tmp/got_args" || fail "orphan: $(grep orphan "$tmp/g
 # Processes (format version 4, SPEC §4.10), as `katra info` shows the fixture.
 data=$(cd "$(dirname "$0")/data" && pwd)
 got=$("$katra" sql "SELECT pid, parent_pid, name, command_line, start_ns, end_ns, complete, recovered
-                    FROM processes ORDER BY pid" "$data/procs_v4.katra" --format csv | tr '\n' ' ')
+                    FROM processes ORDER BY pid" "$data/procs_v5.katra" --format csv | tr '\n' ' ')
 [[ $got == "pid,parent_pid,name,command_line,start_ns,end_ns,complete,recovered 100,1,parent,\"./multiproc --events 5\",1000,9000,true,false 101,100,worker,,2000,,false,true " ]] ||
   fail "processes: $got"
 got=$("$katra" sql "SELECT t.name, p.name FROM threads t JOIN processes p USING (file, pid)
-                    ORDER BY t.thread" "$data/procs_v4.katra" --format csv | tr '\n' ' ')
+                    ORDER BY t.thread" "$data/procs_v5.katra" --format csv | tr '\n' ' ')
 [[ $got == "name,name main,parent work,worker " ]] || fail "threads' processes: $got"
 got=$("$katra" sql "SELECT pid, name IS NULL AS unnamed FROM processes" "$data/golden_v3.katra" --format csv |
       tr '\n' ' ')

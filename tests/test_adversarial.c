@@ -284,8 +284,8 @@ Test(out_of_memory, every_failed_allocation_of_a_read_is_enomem)
 	static const char *const files[] = { KT_TEST_DATA "/golden_v2.katra",
 					     KT_TEST_DATA "/golden_v1.katra",
 					     KT_TEST_DATA "/delta_v2.katra",
-					     KT_TEST_DATA "/compact_v4.katra",
-					     KT_TEST_DATA "/compact_zstd_v4.katra" };
+					     KT_TEST_DATA "/compact_v5.katra",
+					     KT_TEST_DATA "/compact_zstd_v5.katra" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		size_t len = 0;
 		uint8_t *mem = t_slurp(files[i], &len);

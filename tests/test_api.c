@@ -601,8 +601,8 @@ Test(args, dump_and_chrome_show_arguments_severities_and_frames)
 
 /* ---- the golden file ------------------------------------------------- */
 
-#define API_GOLDEN KT_TEST_DATA "/api_v4.katra"
-#define API_DUMP KT_TEST_DATA "/api_v4.dump.txt"
+#define API_GOLDEN KT_TEST_DATA "/api_v5.katra"
+#define API_DUMP KT_TEST_DATA "/api_v5.dump.txt"
 
 /* One of each new record and flag in a frame loop's zone: a zone value
  * and text, named arguments of every type, a named frame begin and end, a
@@ -715,8 +715,8 @@ Test(golden, api_file_matches_committed_bytes_and_round_trips)
 
 Test(golden, api_dump_and_stats_match_committed_text)
 {
-	t_cli_golden("dump", "api_v4.katra", API_DUMP);
-	t_cli_golden("stats", "api_v4.katra", KT_TEST_DATA "/api_v4.stats.txt");
+	t_cli_golden("dump", "api_v5.katra", API_DUMP);
+	t_cli_golden("stats", "api_v5.katra", KT_TEST_DATA "/api_v5.stats.txt");
 }
 
 /* The category of a zone's site is its Chrome "cat", beside its location. */
@@ -726,7 +726,7 @@ Test(golden, chrome_zone_has_its_category_and_location)
 	snprintf(out, sizeof(out), "/tmp/katra-api-chrome-%d.json", (int)getpid());
 	unlink(out);
 	struct proc p;
-	run_katra(&p, (const char *const[]){ "export", "--chrome", "api_v4.katra", out, NULL });
+	run_katra(&p, (const char *const[]){ "export", "--chrome", "api_v5.katra", out, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
 	size_t n = 0;
 	char *json = (char *)t_slurp(out, &n);

@@ -11,9 +11,9 @@
 #include "format/compact.h"
 #include "format/format.h"
 
-#define GOLDEN_COMPACT KT_TEST_DATA "/compact_v4.katra"
-#define GOLDEN_ZSTD KT_TEST_DATA "/compact_zstd_v4.katra"
-#define GOLDEN_DUMP KT_TEST_DATA "/compact_v4.dump.txt"
+#define GOLDEN_COMPACT KT_TEST_DATA "/compact_v5.katra"
+#define GOLDEN_ZSTD KT_TEST_DATA "/compact_zstd_v5.katra"
+#define GOLDEN_DUMP KT_TEST_DATA "/compact_v5.dump.txt"
 
 static uint8_t evbuf[5u << 20];
 
@@ -254,7 +254,7 @@ Test(compact_trace, golden_files_dump_as_committed)
 {
 	struct proc p;
 	size_t len;
-	const char *const files[] = { "compact_v4.katra", "compact_zstd_v4.katra" };
+	const char *const files[] = { "compact_v5.katra", "compact_zstd_v5.katra" };
 	for (int i = 0; i < 2; i++) {
 		const char *args[] = { "dump", files[i], NULL };
 		run_katra(&p, args);

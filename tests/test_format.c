@@ -8,18 +8,22 @@
 
 #include "format/format.h"
 
-#define GOLDEN KT_TEST_DATA "/golden_v4.katra"
+#define GOLDEN KT_TEST_DATA "/golden_v5.katra"
+#define GOLDEN_V4 KT_TEST_DATA "/golden_v4.katra"
 #define GOLDEN_V3 KT_TEST_DATA "/golden_v3.katra"
 #define GOLDEN_V2 KT_TEST_DATA "/golden_v2.katra"
 #define GOLDEN_V1 KT_TEST_DATA "/golden_v1.katra"
-#define DELTA_FIXTURE KT_TEST_DATA "/delta_v4.katra"
+#define DELTA_FIXTURE KT_TEST_DATA "/delta_v5.katra"
 #define DELTA_V2 KT_TEST_DATA "/delta_v2.katra"
 
 Test(format, schema_hash_matches_spec_string)
 {
 	cr_assert_eq(XXH3_64bits(kt__schema_string, strlen(kt__schema_string)),
 		     KT__SCHEMA_HASH);
-	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0xfa8c086269ee6c98));
+	cr_assert_eq(KT__SCHEMA_HASH, UINT64_C(0x50201e670d4835ee));
+	cr_assert_eq(XXH3_64bits(kt__schema_string_v4, strlen(kt__schema_string_v4)),
+		     KT__SCHEMA_HASH_V4);
+	cr_assert_eq(KT__SCHEMA_HASH_V4, UINT64_C(0xfa8c086269ee6c98));
 	cr_assert_eq(XXH3_64bits(kt__schema_string_v3, strlen(kt__schema_string_v3)),
 		     KT__SCHEMA_HASH_V3);
 	cr_assert_eq(KT__SCHEMA_HASH_V3, UINT64_C(0xf5f0996189c5e77d));
@@ -41,7 +45,7 @@ Test(format, header_round_trip)
 	const kt_header *h = kt_reader_get_header(r);
 	kt_header want;
 	t_header(&want);
-	cr_assert_eq(h->format_version, 4);
+	cr_assert_eq(h->format_version, 5);
 	cr_assert_eq(h->flags, KT_HDR_CAPTURE);
 	cr_assert_eq(h->schema_hash, KT__SCHEMA_HASH);
 	cr_assert_eq(h->start_wall_ns, want.start_wall_ns);
@@ -259,10 +263,10 @@ static int open_patched_version(uint32_t version, kt_reader_error *err)
 Test(format, other_versions_are_refused_by_number)
 {
 	kt_reader_error err;
-	cr_assert_eq(open_patched_version(5, &err), KT_EVERSION);
+	cr_assert_eq(open_patched_version(6, &err), KT_EVERSION);
 	cr_assert_eq(err.offset, 8);
-	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 5; "
-				      "this reader reads versions 1 to 4");
+	cr_assert_str_eq(err.message, "offset 8: unsupported format version: format version 6; "
+				      "this reader reads versions 1 to 5");
 	cr_assert_eq(open_patched_version(0, &err), KT_EVERSION);
 	cr_assert_eq(err.code, KT_EVERSION);
 }
@@ -514,6 +518,8 @@ static int spec_allows(unsigned type, unsigned flags, size_t len)
 		return len == 16;               /* track counter: time, value */
 	case 20:
 		return len == 16 && flags <= 4; /* sched: thread, cpu; what */
+	case 21:
+		return len == 16 && flags == 0; /* sample: thread, stack */
 	case 6: case 7:
 		return len == 8 && flags <= 2;  /* frame phase, flow phase */
 	case 8:
@@ -533,12 +539,13 @@ Test(format, record_rules_follow_the_spec_table)
 					     "counter_i64", "counter_f64", "frame", "flow",
 					     "message", "user", "arg_i64", "arg_u64", "arg_f64",
 					     "arg_str", "alloc", "free", "track_begin", "track_end",
-					     "track_counter_i64", "track_counter_f64", "sched" };
+					     "track_counter_i64", "track_counter_f64", "sched",
+					     "sample" };
 	static const size_t lens[] = { 0, 1, 7, 8, 9, 16, 65535 };
 	static const uint8_t payload[65535];
 	static uint8_t rec[KT_REC_HEAD + 65536];
 	for (unsigned type = 0; type < 256; type++) {
-		cr_assert_str_eq(kt_event_type_name(type), names[type < 21 ? type : 0]);
+		cr_assert_str_eq(kt_event_type_name(type), names[type < 22 ? type : 0]);
 		for (unsigned flags = 0; flags < 256; flags++) {
 			for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
 				int want = spec_allows(type, flags, lens[i]);
@@ -610,11 +617,18 @@ Test(format, version_2_file_reads_as_before)
 	reads_as(GOLDEN_V2, 2, KT__SCHEMA_HASH_V2, GOLDEN_V3, 3);
 }
 
-/* The version 3 golden file (written before version 4) reads as today's
- * output, the same frames written by version 4. */
+/* The version 3 golden file (written before version 4) reads as its
+ * version 4 twin. */
 Test(format, version_3_file_reads_as_before)
 {
-	reads_as(GOLDEN_V3, 3, KT__SCHEMA_HASH_V3, GOLDEN, 4);
+	reads_as(GOLDEN_V3, 3, KT__SCHEMA_HASH_V3, GOLDEN_V4, 4);
+}
+
+/* The version 4 golden file (written before version 5) reads as today's
+ * output, the same frames written by version 5. */
+Test(format, version_4_file_reads_as_before)
+{
+	reads_as(GOLDEN_V4, 4, KT__SCHEMA_HASH_V4, GOLDEN, 5);
 }
 
 /* 2000 zones 97 ticks apart, then one of every type: what a frame loop's
@@ -735,13 +749,14 @@ static int overflow_as_read(uint32_t version, uint64_t hash, uint8_t byte, int *
 Test(format, the_overflow_byte_is_the_files_numbering)
 {
 	int p = -1;
-	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 0, &p), 0);
+	cr_assert_eq(overflow_as_read(5, KT__SCHEMA_HASH, 0, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_DROP);
-	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 1, &p), 0);
+	cr_assert_eq(overflow_as_read(5, KT__SCHEMA_HASH, 1, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_BLOCK);
-	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 2, &p), 0);
+	cr_assert_eq(overflow_as_read(5, KT__SCHEMA_HASH, 2, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_WAIT);
-	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH, 3, &p), KT_EHEADER);
+	cr_assert_eq(overflow_as_read(5, KT__SCHEMA_HASH, 3, &p), KT_EHEADER);
+	cr_assert_eq(overflow_as_read(4, KT__SCHEMA_HASH_V4, 2, &p), 0);
 	cr_assert_eq(overflow_as_read(3, KT__SCHEMA_HASH_V3, 2, &p), 0);
 	cr_assert_eq(p, KT_OVERFLOW_WAIT);
 	cr_assert_eq(overflow_as_read(2, KT__SCHEMA_HASH_V2, 0, &p), 0);

@@ -91,7 +91,7 @@ Test(mem, allocations_and_frees_are_records_of_their_pool)
 
 /* ---- the golden file ----------------------------------------------------- */
 
-#define MEM_GOLDEN KT_TEST_DATA "/mem_v4.katra"
+#define MEM_GOLDEN KT_TEST_DATA "/mem_v5.katra"
 
 /* A memory record: @type, pool @pool, pointer @ptr and (an allocation)
  * @size, appended at @at; the new end. */
@@ -183,8 +183,8 @@ Test(mem, golden_file_matches_committed_bytes_and_reads_back)
 
 Test(mem, dump_and_stats_match_committed_text)
 {
-	t_cli_golden("dump", "mem_v4.katra", KT_TEST_DATA "/mem_v4.dump.txt");
-	t_cli_golden("stats", "mem_v4.katra", KT_TEST_DATA "/mem_v4.stats.txt");
+	t_cli_golden("dump", "mem_v5.katra", KT_TEST_DATA "/mem_v5.dump.txt");
+	t_cli_golden("stats", "mem_v5.katra", KT_TEST_DATA "/mem_v5.stats.txt");
 }
 
 static uint64_t jget(json_t *o, const char *key)
@@ -210,7 +210,7 @@ static json_t *mem_json(const char *file, json_t **doc)
 /* Per pool the exact counts, peak and live bytes of mem_file()'s plan. */
 Test(mem, stats_json_gives_each_pool_its_peak_and_live_bytes)
 {
-	json_t *doc, *m = mem_json("mem_v4.katra", &doc);
+	json_t *doc, *m = mem_json("mem_v5.katra", &doc);
 	static const struct {
 		uint64_t id, allocs, frees, unknown, replaced, bytes, peak, live;
 	} want[] = {
@@ -248,7 +248,7 @@ Test(mem, chrome_export_has_a_live_bytes_counter_per_pool)
 	snprintf(out, sizeof(out), "/tmp/katra-mem-chrome-%d.json", (int)getpid());
 	unlink(out);
 	struct proc p;
-	run_katra(&p, (const char *const[]){ "export", "--chrome", "mem_v4.katra", out, NULL });
+	run_katra(&p, (const char *const[]){ "export", "--chrome", "mem_v5.katra", out, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
 	json_t *doc = json_load_file(out, 0, NULL);
 	cr_assert_not_null(doc);
@@ -320,7 +320,7 @@ Test(mem, pools_past_the_cap_are_counted_not_kept)
  * with its live bytes, decoded with the project's generated protobuf code. */
 Test(mem, perfetto_export_has_a_live_bytes_track_per_pool)
 {
-	Perfetto__Protos__Trace *tr = t_perfetto("mem_v4.katra");
+	Perfetto__Protos__Trace *tr = t_perfetto("mem_v5.katra");
 	uint64_t uuid = 0;
 	int64_t live[8];
 	size_t n = 0;

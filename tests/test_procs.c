@@ -1,7 +1,7 @@
 /*
  * Processes in a trace (issue #30, format version 4): the process entry
  * (SPEC §4.10) and the thread entry's process (§4.4) both ways, pinned by
- * tests/data/procs_v4.katra; hostile entries; what a version 3 file holds
+ * tests/data/procs_v5.katra; hostile entries; what a version 3 file holds
  * there.
  */
 #include "helpers.h"
@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#define PROCS_GOLDEN KT_TEST_DATA "/procs_v4.katra"
+#define PROCS_GOLDEN KT_TEST_DATA "/procs_v5.katra"
 
 static const char parent_cmd[] = "./multiproc\0--events\0" "5";
 

@@ -394,14 +394,14 @@ static void series_last_max(json_t *v, double *last, double *max)
 	}
 }
 
-/* tests/data/mem_v4.katra (test_mem.c): a series of live bytes per pool,
+/* tests/data/mem_v5.katra (test_mem.c): a series of live bytes per pool,
  * whose highest bin is the pool's peak and whose last its end - but for
  * meshes, whose two allocations (64, then 32 bytes live) share a bin of
  * 1024 ns: the bin keeps the higher. */
 Test(report, memory_per_pool_over_time)
 {
 	char *html;
-	json_t *data = report_of(KT_TEST_DATA "/mem_v4.katra", &html);
+	json_t *data = report_of(KT_TEST_DATA "/mem_v5.katra", &html);
 	json_t *mem = json_object_get(json_object_get(data, "timeline"), "memory");
 	static const char *const names[] = { "default", "textures", "meshes" };
 	static const double peak[] = { 400, 9216, 64 }, end[] = { 350, 0, 64 };

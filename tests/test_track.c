@@ -18,7 +18,7 @@
 #include "fxt.h"
 #include "perfetto.h"
 
-#define TRACK_GOLDEN KT_TEST_DATA "/tracks_v4.katra"
+#define TRACK_GOLDEN KT_TEST_DATA "/tracks_v5.katra"
 
 /* ---- conversion ---------------------------------------------------------- */
 
@@ -212,8 +212,8 @@ Test(track, golden_file_matches_committed_bytes_and_reads_back)
 
 Test(track, dump_and_stats_match_committed_text)
 {
-	t_cli_golden("dump", "tracks_v4.katra", KT_TEST_DATA "/tracks_v4.dump.txt");
-	t_cli_golden("stats", "tracks_v4.katra", KT_TEST_DATA "/tracks_v4.stats.txt");
+	t_cli_golden("dump", "tracks_v5.katra", KT_TEST_DATA "/tracks_v5.dump.txt");
+	t_cli_golden("stats", "tracks_v5.katra", KT_TEST_DATA "/tracks_v5.stats.txt");
 }
 
 /* ---- the producer -------------------------------------------------------- */
@@ -419,7 +419,7 @@ Test(track, the_writer_refuses_what_the_reader_would)
 static json_t *export_chrome(void)
 {
 	size_t len = 0;
-	uint8_t *bytes = t_export("--chrome", "tracks_v4.katra", &len);
+	uint8_t *bytes = t_export("--chrome", "tracks_v5.katra", &len);
 	json_t *doc = json_loadb((const char *)bytes, len, 0, NULL);
 	cr_assert_not_null(doc);
 	free(bytes);
@@ -480,7 +480,7 @@ Test(track, chrome_export_draws_a_row_per_track)
  * at the converted times; its counters as counter tracks under it. */
 Test(track, perfetto_export_has_a_track_per_track)
 {
-	Perfetto__Protos__Trace *tr = t_perfetto("tracks_v4.katra");
+	Perfetto__Protos__Trace *tr = t_perfetto("tracks_v5.katra");
 	uint64_t uuid = 0, mem = 0, temp = 0;
 	int depth = 0, maxdepth = 0, begins = 0, counters = 0;
 	uint64_t times[8];
@@ -538,7 +538,7 @@ Test(track, perfetto_export_has_a_track_per_track)
 Test(track, fxt_export_has_a_thread_per_track)
 {
 	size_t len = 0;
-	uint8_t *bytes = t_export("--fxt", "tracks_v4.katra", &len);
+	uint8_t *bytes = t_export("--fxt", "tracks_v5.katra", &len);
 	static struct fxt f;
 	read_fxt(&f, bytes, len);
 	cr_assert_eq(f.tick_hz, 1000000000u, "ns, which Tracy's importer reads");
@@ -565,7 +565,7 @@ Test(track, fxt_export_has_a_thread_per_track)
 		cr_assert_lt(n, 10);
 		cr_assert_eq(e->type, want[n].type, "event %zu", n);
 		cr_assert_str_eq(e->name, want[n].name, "event %zu", n);
-		cr_assert_eq(e->ts, fxt_ns(KT_TEST_DATA "/tracks_v4.katra", want[n].ts),
+		cr_assert_eq(e->ts, fxt_ns(KT_TEST_DATA "/tracks_v5.katra", want[n].ts),
 			     "event %zu: ns of its ticks", n);
 		depth += e->type == 2 ? 1 : e->type == 3 ? -1 : 0;
 		cr_assert_geq(depth, 0);
@@ -603,9 +603,9 @@ Test(track, exports_say_the_records_they_cannot_show)
 	snprintf(out, sizeof(out), "/tmp/katra-track-say-%d.out", (int)getpid());
 	for (size_t i = 0; i < 3; i++) {
 		struct proc p;
-		run_katra(&p, (const char *const[]){ "export", fmt[i], "tracks_v4.katra", out, NULL });
+		run_katra(&p, (const char *const[]){ "export", fmt[i], "tracks_v5.katra", out, NULL });
 		cr_assert_eq(p.status, 0, "%s: %.*s", fmt[i], (int)p.err_len, p.err);
-		cr_assert_str_eq(p.err, "katra: tracks_v4.katra: track records not shown: 1 of a "
+		cr_assert_str_eq(p.err, "katra: tracks_v5.katra: track records not shown: 1 of a "
 				 "track with no entry, 0 whose time could not be converted to "
 				 "katra's clock\n", "%s", fmt[i]);
 		unlink(out);

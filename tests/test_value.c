@@ -190,6 +190,24 @@ Test(value, sched_gives_thread_and_cpu)
 	cr_assert_eq(v.cpu, 3);
 }
 
+/* A sample names its thread and its stack entry's id. */
+Test(value, sample_gives_thread_and_stack)
+{
+	uint8_t p[16] = { 0 };
+	p[0] = 9;
+	p[8] = 0x34;
+	p[9] = 0x12;
+	kt_event ev = event(KT_EV_SAMPLE, 0, p, 16);
+	kt_value v;
+	cr_assert_eq(kt_event_get_value(&ev, &v), 1);
+	cr_assert_eq(v.kind, KT_VALUE_SAMPLE);
+	cr_assert_eq(v.thread, 9);
+	cr_assert_eq(v.u64, 0x1234);
+	p[4] = 1; /* no thread of 32 bits */
+	cr_assert_eq(kt_event_get_value(&ev, &v), 1);
+	cr_assert_eq(v.thread, 0);
+}
+
 /* Every row of the table, with a payload of its size: the row's kind,
  * and the size the producer and the reader accept. */
 Test(value, every_row_of_the_table_gives_its_kind)
@@ -207,12 +225,12 @@ Test(value, every_row_of_the_table_gives_its_kind)
 	} while (0);
 	KT_EVENT_TYPES(ROW)
 #undef ROW
-	cr_assert_eq(rows, 20);
+	cr_assert_eq(rows, 21);
 }
 
 /* kt_event_set_value() writes back the bytes kt_event_get_value() read,
  * for every row with a fixed-size payload: a payload of distinct bytes
- * (the sched row's thread and CPU kept under 2^32, which its accessor
+ * (the sched and sample rows' thread and second number kept under 2^32, which its accessor
  * clamps) comes back byte for byte through the value.  Rows with no
  * payload or bytes are refused, as is a kind that is not the row's. */
 Test(value, set_value_is_the_inverse_of_get_value)
@@ -223,7 +241,7 @@ Test(value, set_value_is_the_inverse_of_get_value)
 		uint8_t in[16], out[16];                                                   \
 		for (int i = 0; i < 16; i++)                                               \
 			in[i] = (uint8_t)(0x11 * (i + 1));                                 \
-		if ((code) == KT_EV_SCHED)                                                 \
+		if ((code) == KT_EV_SCHED || (code) == KT_EV_SAMPLE)                       \
 			in[4] = in[5] = in[6] = in[7] = in[12] = in[13] = in[14] = in[15] = 0; \
 		uint16_t len = (uint16_t)kt__payload_len(pl);                         \
 		kt_event ev = event(code, 1, in, len), back = event(code, 1, NULL, 0);     \
@@ -245,6 +263,6 @@ Test(value, set_value_is_the_inverse_of_get_value)
 	} while (0);
 	KT_EVENT_TYPES(ROW)
 #undef ROW
-	cr_assert_eq(fixed + refused, 20);
+	cr_assert_eq(fixed + refused, 21);
 	cr_assert_eq(refused, 6); /* zone begin, end, instant; message, user, arg_str */
 }

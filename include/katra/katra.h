@@ -284,7 +284,26 @@ typedef struct kt_session_options {
 	 * flight sessions.
 	 */
 	int sched;
+	/*
+	 * Samples of each traced thread's user-space call chain, about this
+	 * many per second of the thread's CPU time; default 0: none, or the
+	 * environment's KT_SAMPLE_HZ=N (0..KT_SAMPLE_HZ_MAX; over the
+	 * kernel's perf_event_max_sample_rate, it lowers the rate).  The
+	 * flusher opens a sampling perf event per thread (no root needed at
+	 * perf_event_paranoid <= 2) and writes each sample as a record
+	 * naming an interned stack, with the process's executable mappings,
+	 * so `katra` can name the functions (format/SPEC.md §4.2.2).  Emits
+	 * cost the same.  The chain follows frame pointers: code built
+	 * without them (-fomit-frame-pointer) gives chains that stop early.
+	 * Where the kernel refuses, the session starts anyway, says why once
+	 * on stderr and in a note `samples: absent: WHY`.  Not in flight
+	 * sessions.
+	 */
+	uint32_t sample_hz;
 } kt_session_options;
+
+/** The highest kt_session_options.sample_hz. */
+#define KT_SAMPLE_HZ_MAX 100000u
 
 /** kt_session_options.sched. */
 typedef enum kt_session_sched {

@@ -95,6 +95,8 @@ typedef struct kt_trace_frame {
 		} category;
 		kt_track_def track;        /* pairs valid as name.str */
 		kt_process_def process;    /* strings valid as name.str */
+		kt_stack_def stack;        /* frames valid as name.str */
+		kt_map_def map;            /* path valid as name.str */
 	} u;
 } kt_trace_frame;
 
@@ -227,6 +229,25 @@ KT_API const kt_track_def *kt_trace_frame_get_track(const kt_trace_frame *f);
  */
 KT_API const kt_process_def *kt_trace_frame_get_process(const kt_trace_frame *f);
 
+/**
+ * kt_trace_frame_get_stack - the stack entry (SPEC §4.11, version 5) a frame
+ * holds: an id and its addresses, innermost first (already checked: depth
+ * 1..KT_MAX_STACK_DEPTH).  The addresses stay valid as the frame's strings
+ * do; copy them to keep them.
+ * Return: the entry, or NULL when @f is not a KT_FRAME_STACK frame.
+ * Any thread that may use @f.
+ */
+KT_API const kt_stack_def *kt_trace_frame_get_stack(const kt_trace_frame *f);
+
+/**
+ * kt_trace_frame_get_map - the map entry (SPEC §4.12, version 5) a frame
+ * holds: an executable mapping of a file (start, length, file offset,
+ * path).  The path stays valid as the frame's strings do.
+ * Return: the entry, or NULL when @f is not a KT_FRAME_MAP frame.
+ * Any thread that may use @f.
+ */
+KT_API const kt_map_def *kt_trace_frame_get_map(const kt_trace_frame *f);
+
 /** The fields of a track record (types 16-19, SPEC §4.2). */
 typedef struct kt_track_event {
 	uint32_t track;      /* the track's id (the record's flags); may name
@@ -264,7 +285,8 @@ typedef struct kt_value {
 	const uint8_t *bytes; /* TEXT, BYTES: the value (no NUL); every kind:
 			       * the raw payload, valid as the event's */
 	size_t len;           /* its length in bytes */
-	uint32_t thread;      /* SCHED: the followed thread's katra id */
+	uint32_t thread;      /* SCHED, SAMPLE: the followed thread's katra id
+			       * (SAMPLE's .u64: its stack entry's id) */
 	uint32_t cpu;         /* SCHED: the CPU (FOLLOW, LOST: 0) */
 } kt_value;
 

@@ -142,6 +142,8 @@ typedef enum kt_value_kind {
 	KT_VALUE_TRACK_F64 = 12, /* .track, .track_ts, .f64: a track's counter */
 	KT_VALUE_SCHED = 13,    /* .thread, .cpu (.u64 for KT_SCHED_LOST: how
 				 * many): a thread's scheduling */
+	KT_VALUE_SAMPLE = 14,   /* .thread, .u64 (the stack entry's id): a
+				 * sampled call chain of a thread */
 } kt_value_kind;
 
 /* The payload a value kind is stored as: a constant expression, so the
@@ -153,7 +155,8 @@ typedef enum kt_value_kind {
 	 : (kind) == KT_VALUE_F64                                       ? KT_PAYLOAD_F64   \
 	 : (kind) == KT_VALUE_TEXT || (kind) == KT_VALUE_BYTES          ? KT_PAYLOAD_BYTES \
 	 : (kind) == KT_VALUE_ALLOC || (kind) == KT_VALUE_TRACK_I64 ||                      \
-			   (kind) == KT_VALUE_TRACK_F64 || (kind) == KT_VALUE_SCHED \
+			   (kind) == KT_VALUE_TRACK_F64 || (kind) == KT_VALUE_SCHED || \
+			   (kind) == KT_VALUE_SAMPLE \
 		 ? KT_PAYLOAD_U64X2                                                        \
 		 : KT_PAYLOAD_U64)
 
@@ -185,7 +188,8 @@ typedef enum kt_value_kind {
 	X(17, KT_EV_TRACK_END,  "track_end",   KT_PAYLOAD_U64,   KT_REC_FLAGS_ANY,   KT_VALUE_TRACK)        \
 	X(18, KT_EV_TRACK_COUNTER_I64, "track_counter_i64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY, KT_VALUE_TRACK_I64) \
 	X(19, KT_EV_TRACK_COUNTER_F64, "track_counter_f64", KT_PAYLOAD_U64X2, KT_REC_FLAGS_ANY, KT_VALUE_TRACK_F64) \
-	X(20, KT_EV_SCHED,      "sched",       KT_PAYLOAD_U64X2, KT_SCHED_LOST,      KT_VALUE_SCHED)
+	X(20, KT_EV_SCHED,      "sched",       KT_PAYLOAD_U64X2, KT_SCHED_LOST,      KT_VALUE_SCHED)        \
+	X(21, KT_EV_SAMPLE,     "sample",      KT_PAYLOAD_U64X2, KT_REC_FLAGS_ZERO,  KT_VALUE_SAMPLE)
 
 /** Event record types (SPEC §4.2). */
 typedef enum kt_event_type {

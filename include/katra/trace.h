@@ -31,7 +31,9 @@ extern "C" {
 	X(6, KT_FRAME_SRCLOC,  "srcloc")  /* §4.7 */  \
 	X(7, KT_FRAME_CATEGORY, "category") /* §4.8 */ \
 	X(8, KT_FRAME_TRACK,   "track")   /* §4.9 */  \
-	X(9, KT_FRAME_PROCESS, "process") /* §4.10, version 4 */
+	X(9, KT_FRAME_PROCESS, "process") /* §4.10, version 4 */ \
+	X(10, KT_FRAME_STACK,  "stack")   /* §4.11, version 5 */  \
+	X(11, KT_FRAME_MAP,    "map")     /* §4.12, version 5 */
 
 /** Frame kinds (SPEC §4). */
 typedef enum kt_frame_kind {
@@ -254,6 +256,35 @@ typedef struct kt_process_def {
 	const char *name;     /* NUL-terminated; "" when unknown */
 	const char *cmdline;  /* cmdline_len bytes, then a NUL */
 } kt_process_def;
+
+#define KT_MAX_STACK_DEPTH 128u /* frames of one stack entry (SPEC §4.11) */
+#define KT_MAX_MAP_PATH 4096u   /* bytes of a map entry's path (SPEC §4.12) */
+
+/**
+ * A stack entry (SPEC §4.11, format version 5): a user-space call chain the
+ * kernel sampled, interned once; sample records (type 21) name it by @id.
+ * @frames[0] is the sampled instruction, each next one a return address
+ * (the caller's), as the frame pointers gave them.
+ */
+typedef struct kt_stack_def {
+	uint32_t id;              /* non-zero */
+	uint32_t depth;           /* 1..KT_MAX_STACK_DEPTH */
+	const uint64_t *frames;   /* depth addresses, innermost first */
+} kt_stack_def;
+
+/**
+ * A map entry (SPEC §4.12, format version 5): a file mapped executable into
+ * a traced process, as /proc/PID/maps or the kernel's mmap records said.
+ */
+typedef struct kt_map_def {
+	uint64_t ts;              /* ticks when seen; 0: mapped at the start */
+	uint64_t start;           /* first address */
+	uint64_t len;             /* bytes mapped */
+	uint64_t pgoff;           /* the file offset mapped at @start */
+	uint32_t process;         /* process entry id; 0: the file's own */
+	uint32_t path_len;        /* 1..KT_MAX_MAP_PATH */
+	const char *path;         /* NUL-terminated, no zero byte inside */
+} kt_map_def;
 
 /** One decoded event.  payload points into the chunk it came from. */
 typedef struct kt_event {

@@ -41,9 +41,10 @@ extern "C" {
 	KT__STR(KT_VERSION_MAJOR) "." KT__STR(KT_VERSION_MINOR) "." KT__STR(KT_VERSION_PATCH)
 
 /** The trace format version this library writes (format/SPEC.md). */
-#define KT_FORMAT_VERSION 4u
+#define KT_FORMAT_VERSION 5u
 /** The oldest version it still reads: version 1 lacks codecs 2-4 only,
- * version 2 codecs 3 and 4, version 3 process entries. */
+ * version 2 codecs 3 and 4, version 3 process entries, version 4 stack
+ * and map entries and sample records. */
 #define KT_FORMAT_VERSION_MIN 1u
 
 /**

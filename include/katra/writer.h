@@ -116,6 +116,22 @@ KT_API int kt_writer_thread_in(kt_writer *w, uint32_t thread_id, uint32_t os_tid
 			       const char *name, uint32_t process);
 
 /**
+ * kt_writer_stack - append a stack entry (SPEC §4.11, version 5) copied
+ * from @s: id non-zero, depth 1..KT_MAX_STACK_DEPTH.  Writers define each
+ * id once.  Return: 0; -EINVAL for a bad id, depth or NULL frames;
+ * KT_ESTATE after kt_writer_finish(); -errno.  The writer's thread.
+ */
+KT_API int kt_writer_stack(kt_writer *w, const kt_stack_def *s);
+
+/**
+ * kt_writer_map - append a map entry (SPEC §4.12, version 5) copied from
+ * @m.  Return: 0; -EINVAL for an empty or zero-holding path or one over
+ * KT_MAX_MAP_PATH, an empty or wrapping range; KT_ESTATE after
+ * kt_writer_finish(); -errno.  The writer's thread.
+ */
+KT_API int kt_writer_map(kt_writer *w, const kt_map_def *m);
+
+/**
  * kt_writer_process - append a process entry (SPEC §4.10) copied from @p.
  * Return: 0; -EINVAL for a string over 65535 bytes, a name holding a zero
  * byte, a NULL string of non-zero length or flags other than

@@ -160,7 +160,7 @@ int collapse_event(struct collapse *c, const kt_event *ev, uint64_t ns)
 }
 
 /* @s as text_put() writes it, with ';' as "\x3B".  0, or -1 when a write failed. */
-static int put_frame(FILE *f, const char *s, size_t n)
+int collapse_put_frame(FILE *f, const char *s, size_t n)
 {
 	const char *semi;
 	while ((semi = memchr(s, ';', n))) {
@@ -178,13 +178,13 @@ static int put_process(FILE *f, const struct tables *t, uint32_t tid)
 {
 	uint32_t id = tables_thread_process(t, tid);
 	const struct tproc *p = tables_process(t, id);
-	if (p && p->name_len && put_frame(f, tables_process_name(t, p), p->name_len))
+	if (p && p->name_len && collapse_put_frame(f, tables_process_name(t, p), p->name_len))
 		return -1;
 	return fprintf(f, "%s(%" PRIu64 ");", p && p->name_len ? " " : "pid ",
 		       tables_process_pid(t, id)) < 0 ? -1 : 0;
 }
 
-static int put_thread(FILE *f, const struct tables *t, uint32_t tid)
+int collapse_put_thread(FILE *f, const struct tables *t, uint32_t tid)
 {
 	size_t n = 0;
 	if (tables_multiprocess(t) && put_process(f, t, tid))
@@ -192,14 +192,14 @@ static int put_thread(FILE *f, const struct tables *t, uint32_t tid)
 	const char *s = tables_thread(t, tid, &n);
 	if (!s || !n)
 		return fprintf(f, "thread %" PRIu32, tid) < 0 ? -1 : 0;
-	return put_frame(f, s, n) || fprintf(f, " (%" PRIu32 ")", tid) < 0 ? -1 : 0;
+	return collapse_put_frame(f, s, n) || fprintf(f, " (%" PRIu32 ")", tid) < 0 ? -1 : 0;
 }
 
 static int put_name(FILE *f, const struct tables *t, uint32_t id)
 {
 	size_t n = 0;
 	const char *s = id ? tables_name(t, id, &n) : NULL;
-	return s ? put_frame(f, s, n) : fputc('?', f) < 0 ? -1 : 0;
+	return s ? collapse_put_frame(f, s, n) : fputc('?', f) < 0 ? -1 : 0;
 }
 
 /* One line: the stack of node @i, root first, and its self time. */
@@ -209,7 +209,7 @@ static int put_line(const struct collapse *c, const struct tables *t, FILE *f, s
 	size_t n = 0;
 	for (uint32_t k = (uint32_t)i; k != NO_NODE; k = c->nodes[k].parent)
 		path[n++] = k;
-	if (put_thread(f, t, c->nodes[path[n - 1]].name))
+	if (collapse_put_thread(f, t, c->nodes[path[n - 1]].name))
 		return -1;
 	for (size_t k = n - 1; k-- > 0;)
 		if (fputc(';', f) < 0 || put_name(f, t, c->nodes[path[k]].name))

@@ -71,4 +71,11 @@ void collapse_node(const struct collapse *c, size_t i, uint32_t *parent, uint32_
 		   uint64_t *self);
 void collapse_free(struct collapse *c);
 
+/* One frame's text as the lines have it (text_put()'s escapes, ';' as
+ * "\x3B"), and a thread's first frame ("NAME (ID)", after its process's
+ * in a merged trace): for samples.c's lines too.  0, or -1 when a write
+ * failed. */
+int collapse_put_frame(FILE *f, const char *s, size_t n);
+int collapse_put_thread(FILE *f, const struct tables *t, uint32_t tid);
+
 #endif

@@ -17,6 +17,7 @@
 #include "tools/cmd/cli.h"
 #include "tools/cmd/cmd.h"
 #include "tools/analysis/collapse.h"
+#include "tools/analysis/samples.h"
 #include "tools/export/export_fxt.h"
 #include "tools/export/export_perfetto.h"
 #include "tools/pipeline/fmt.h"
@@ -26,10 +27,10 @@
 #include "tools/pipeline/tables.h"
 #include "tools/cmd/when.h"
 
-enum { CHROME = 1, COLLAPSED = 2, PERFETTO = 3, FXT = 4 };
+enum { CHROME = 1, COLLAPSED = 2, PERFETTO = 3, FXT = 4, SAMPLES = 5 };
 
 struct export_opts {
-	int chrome, collapsed, perfetto, fxt, zstd, deflate, any_size;
+	int chrome, collapsed, perfetto, fxt, zstd, deflate, any_size, samples;
 	struct chrome_opts copts; /* --complete, and the window's end */
 	struct when_window win;
 	struct thread_list threads;
@@ -110,7 +111,7 @@ static uint64_t selected_events(kt_reader *r, const struct export_opts *o)
 static int too_big(int format, kt_reader *r, const struct export_opts *o, const char *out)
 {
 	struct stat st;
-	if (o->any_size || format == COLLAPSED || (!stat(out, &st) && S_ISCHR(st.st_mode)))
+	if (o->any_size || format == COLLAPSED || format == SAMPLES || (!stat(out, &st) && S_ISCHR(st.st_mode)))
 		return 0;
 	uint64_t events = selected_events(r, o);
 	uint64_t bytes = events * size_guard[format].per_event;
@@ -166,6 +167,23 @@ static void say_export(const char *in, const struct export_result *x, int drops)
 	say_tracks(in, &x->tracks);
 }
 
+static struct samples_result last_samples;
+
+/* Say what the sampled stacks could not name or keep, if anything. */
+static void say_samples(const char *in, const struct samples_result *s)
+{
+	if (!s->samples)
+		say("%s: no samples (the session sampled nothing: KT_SAMPLE_HZ)", in);
+	if (s->unknown)
+		say("%s: %" PRIu64 " of %" PRIu64 " samples name no stack entry", in, s->unknown,
+		    s->samples);
+	if (s->unnamed)
+		say("%s: %" PRIu64 " addresses named by no symbol (%" PRIu64 " named)", in,
+		    s->unnamed, s->named);
+	if (s->folded)
+		say("%s: %" PRIu64 " samples folded into a shallower stack", in, s->folded);
+}
+
 static int run_format(int format, struct input *in, const struct tables *t, FILE *f,
 		      struct collapse_result *cr, struct export_result *xr, int codec,
 		      const struct chrome_opts *co)
@@ -175,6 +193,8 @@ static int run_format(int format, struct input *in, const struct tables *t, FILE
 		return chrome_run(in->r, t, f, co, xr);
 	case COLLAPSED:
 		return collapse_run(in->r, t, f, cr);
+	case SAMPLES:
+		return samples_collapse(in->r, t, f, &last_samples);
 	case PERFETTO:
 		return perfetto_run(in->r, t, f, codec, xr);
 	default:
@@ -225,7 +245,9 @@ static int export_to(struct input *in, const char *inp, const struct tables *t, 
 		*werr = errno;
 	if (format == COLLAPSED && !*werr && rc >= 0)
 		say_collapsed(inp, &cr);
-	if (format != COLLAPSED && !*werr && rc >= 0)
+	if (format == SAMPLES && !*werr && rc >= 0)
+		say_samples(inp, &last_samples);
+	if (format != COLLAPSED && format != SAMPLES && !*werr && rc >= 0)
 		say_export(inp, &xr, format != CHROME);
 	return rc;
 }
@@ -241,11 +263,12 @@ static const struct opts_spec export_spec = {
 		{ .name = "--zstd", .offset = offsetof(struct export_opts, zstd), .flag = 1 },
 		{ .name = "--deflate", .offset = offsetof(struct export_opts, deflate), .flag = 1 },
 		{ .name = "--any-size", .offset = offsetof(struct export_opts, any_size), .flag = 1 },
+		{ .name = "--samples", .offset = offsetof(struct export_opts, samples), .flag = 1 },
 		WHEN_OPTS(offsetof(struct export_opts, win)),
 		OPT_THREAD(offsetof(struct export_opts, threads)),
 		{ .name = NULL } },
 	.help = "usage: katra export --chrome [--complete] IN OUT.json\n"
-		"       katra export --collapsed IN OUT.folded\n"
+		"       katra export --collapsed [--samples] IN OUT.folded\n"
 		"       katra export --perfetto [--zstd | --deflate] IN OUT.pftrace\n"
 		"       katra export --fxt IN OUT.fxt\n"
 		"       (each also [--from T] [--to T] [--window T..T] [--frames A..B]\n"
@@ -266,6 +289,10 @@ static const struct opts_spec export_spec = {
 		"\"THREAD (ID);outer;inner SELF_NS\", self time in nanoseconds; a\n"
 		"thread's lines sum to its outermost zones' time.  Stacks past 256\n"
 		"deep or 1048576 distinct fold into their parents (said on stderr).\n"
+		"With --samples: the sampled call chains (KT_SAMPLE_HZ) instead, a line\n"
+		"per distinct \"THREAD (ID);zone...;function... COUNT\", outermost\n"
+		"first, the functions named from the files the trace's map entries\n"
+		"name (libdwfl); an address no symbol holds is FILE+0xOFFSET.\n"
 		"--perfetto writes Perfetto's protobuf trace (ui.perfetto.dev: open the\n"
 		"file): a packet sequence per thread, names interned, timestamps as\n"
 		"deltas; --zstd or --deflate compress it in batches (zstd: Perfetto\n"
@@ -305,6 +332,10 @@ int cmd_export(int argc, char **argv)
 	if (o.chrome + o.collapsed + o.perfetto + o.fxt != 1)
 		return usage_error("export: say one format: --chrome, --collapsed, --perfetto or --fxt");
 	int format = o.chrome ? CHROME : o.collapsed ? COLLAPSED : o.perfetto ? PERFETTO : FXT;
+	if (o.samples && format != COLLAPSED)
+		return usage_error("export: --samples goes with --collapsed only");
+	if (o.samples)
+		format = SAMPLES;
 	if (o.zstd + o.deflate > (format == PERFETTO))
 		return usage_error("export: --zstd or --deflate, one, and with --perfetto only");
 	if (o.copts.complete && format != CHROME)

@@ -401,6 +401,10 @@ static inline int fmt_line(struct out *o, const struct fmt_job *j, const kt_even
 	case KT_VALUE_SCHED:
 		d = line_sched(d, jsonl, ev, &v);
 		break;
+	case KT_VALUE_SAMPLE:
+		d = put_u64(put_key(d, jsonl, KEY(",\"of\":")), v.thread);
+		d = put_u64(put_key(d, jsonl, KEY(",\"stack\":")), v.u64);
+		break;
 	default:
 		d = fmt_track_tail(d, j, ev);
 		break;

@@ -1,0 +1,427 @@
+/*
+ * Sampled call chains: each traced thread's user-space stack, about
+ * kt_session_options.sample_hz times per second of its CPU time
+ * (KT_SAMPLE_HZ=N), written as sample records (type 21, SPEC §4.2.2) that
+ * name interned stack entries (§4.11), with the process's executable
+ * mappings as map entries (§4.12) so that `katra` can name the functions.
+ *
+ * As sched.c does for context switches, the flusher opens, for every
+ * thread whose ring it sees, a perf event on that thread alone: the task
+ * clock, sampled at the rate asked, user space only (unprivileged at
+ * perf_event_paranoid 2), with PERF_SAMPLE_CALLCHAIN (the kernel walks
+ * the frame pointers: without them the chain stops early) and mmap2
+ * records (an executable mapping the thread makes: a dlopen()).  The
+ * thread's emit path pays nothing: the kernel's timer samples it, and the
+ * flusher reads the buffers once a period.  The mappings at the start
+ * come from /proc/self/maps, read at the first poll.
+ *
+ * Bounded: KT_SCHED_MAX_THREADS threads at once, KT_SAMPLE_PAGES pages a
+ * buffer (the kernel counts what does not fit as lost), stacks interned
+ * by a 64-bit hash in a table of KT_SAMPLE_STACKS (forgotten when full:
+ * later stacks get new ids, written again), at most KT_SAMPLE_MAPS map
+ * entries.  Buffers are MADV_DONTFORK and the fds O_CLOEXEC, as sched.c's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "flush/session_impl.h"
+
+#define KT_SAMPLE_PAGES 16u     /* data pages per buffer, a power of two */
+#define KT_SAMPLE_STACKS 65536u /* interned stacks remembered, a power of two */
+#define KT_SAMPLE_MAPS 4096u    /* map entries written at most */
+#define KT_SAMPLE_REC 32u       /* bytes of one type 21 record */
+#define KT_SAMPLE_BATCH 1024u
+
+struct sampled {
+	uint32_t owner, sid, tid; /* owner 0: a free slot */
+	int fd;
+	void *map;
+	uint64_t last;
+	int seen;
+};
+
+struct stack_slot {
+	uint64_t hash; /* 0: empty */
+	uint32_t id;
+};
+
+struct kt__sample {
+	struct sampled t[KT_SCHED_MAX_THREADS];
+	uint32_t hz;
+	int maps_read, said;
+	kt_clock_calibration c0;
+	size_t page;
+	struct stack_slot *stacks; /* KT_SAMPLE_STACKS slots */
+	uint32_t nstacks, next_id;
+	uint64_t maps[KT_SAMPLE_MAPS]; /* hashes of the mappings written */
+	uint32_t nmaps;
+	uint8_t buf[KT_SAMPLE_BATCH * KT_SAMPLE_REC];
+	size_t nbuf;
+	uint64_t first, lastw;
+	uint64_t frames[KT_MAX_STACK_DEPTH];
+	uint8_t rec[65536]; /* one kernel record: its size is a u16 */
+};
+
+static int perf_open(uint32_t tid, uint32_t hz)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.freq = 1;
+	a.sample_freq = hz;
+	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+	a.sample_id_all = 1;
+	a.mmap = 1;
+	a.mmap2 = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	/* Unprivileged at perf_event_paranoid 2: user space, this thread. */
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.exclude_callchain_kernel = 1;
+	return kt__perf_open(&a, tid);
+}
+
+struct kt__sample *kt__sample_new(const kt_clock_calibration *c0, uint32_t hz, char *why, size_t n,
+                                  int *refused)
+{
+	*refused = 0;
+	int fd = perf_open((uint32_t)syscall(SYS_gettid), hz);
+	if (fd < 0) {
+		snprintf(why, n, "perf_event_open refused: %s", strerror(-fd));
+		*refused = 1;
+		return NULL;
+	}
+	close(fd);
+	struct kt__sample *k = calloc(1, sizeof(*k));
+	if (k && !(k->stacks = calloc(KT_SAMPLE_STACKS, sizeof(*k->stacks)))) {
+		free(k);
+		k = NULL;
+	}
+	if (!k) {
+		snprintf(why, n, "no memory for the sampled threads");
+		return NULL;
+	}
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		k->t[i].fd = -1;
+	k->hz = hz;
+	k->c0 = *c0;
+	k->page = (size_t)sysconf(_SC_PAGESIZE);
+	k->next_id = 1;
+	return k;
+}
+
+static void flush_batch(kt_session *s, const struct sampled *f)
+{
+	struct kt__sample *k = s->sample;
+	char name[32];
+	if (!k->nbuf)
+		return;
+	snprintf(name, sizeof(name), "katra.samples %u", f->tid);
+	kt__flush_records(s, f->sid, 0, name, k->buf, k->nbuf * KT_SAMPLE_REC, (uint32_t)k->nbuf,
+	                  k->first, k->lastw);
+	k->nbuf = 0;
+}
+
+/* The id of the stack of @n frames in k->frames, its entry written the
+ * first time (0 when it could not be). */
+static uint32_t intern(kt_session *s, uint32_t n)
+{
+	struct kt__sample *k = s->sample;
+	uint64_t h = XXH3_64bits(k->frames, n * sizeof(uint64_t)) | 1;
+	if (k->nstacks >= KT_SAMPLE_STACKS / 2) {
+		/* Full enough that probes grow long: forget, go on with new ids. */
+		memset(k->stacks, 0, KT_SAMPLE_STACKS * sizeof(*k->stacks));
+		k->nstacks = 0;
+	}
+	size_t i = (size_t)(h >> 20) & (KT_SAMPLE_STACKS - 1);
+	for (; k->stacks[i].hash; i = (i + 1) & (KT_SAMPLE_STACKS - 1))
+		if (k->stacks[i].hash == h)
+			return k->stacks[i].id;
+	kt_stack_def d = { k->next_id, n, k->frames };
+	if (s->error || kt_writer_stack(s->w, &d))
+		return 0;
+	k->stacks[i].hash = h;
+	k->stacks[i].id = k->next_id++;
+	k->nstacks++;
+	return d.id;
+}
+
+static void put_sample(kt_session *s, struct sampled *f, uint64_t ts, uint32_t stack)
+{
+	struct kt__sample *k = s->sample;
+	if (ts < f->last)
+		ts = f->last;
+	f->last = ts;
+	uint8_t *p = k->buf + k->nbuf * KT_SAMPLE_REC;
+	memset(p, 0, KT_SAMPLE_REC);
+	kt__put64(p + KT_REC_TS, ts);
+	p[KT_REC_TYPE] = KT_EV_SAMPLE;
+	kt__put16(p + KT_REC_LEN, 16);
+	kt__put64(p + KT_REC_HEAD, f->owner);
+	kt__put64(p + KT_REC_HEAD + 8, stack);
+	if (!k->nbuf)
+		k->first = ts;
+	k->lastw = ts;
+	if (++k->nbuf == KT_SAMPLE_BATCH)
+		flush_batch(s, f);
+}
+
+/* A map entry for [@start, @start + @len) of @path at @pgoff, once. */
+static void put_map(kt_session *s, uint64_t ts, uint64_t start, uint64_t len, uint64_t pgoff,
+                    const char *path)
+{
+	struct kt__sample *k = s->sample;
+	uint64_t key[3] = { start, len, pgoff };
+	uint64_t h = XXH3_64bits(key, sizeof(key)) ^ XXH3_64bits(path, strlen(path));
+	for (uint32_t i = 0; i < k->nmaps; i++)
+		if (k->maps[i] == h)
+			return;
+	size_t plen = strlen(path);
+	if (k->nmaps == KT_SAMPLE_MAPS || path[0] != '/' || !plen || plen > KT_MAX_MAP_PATH)
+		return;
+	kt_map_def m = { ts, start, len, pgoff, 0, (uint32_t)plen, path };
+	if (!s->error && !kt_writer_map(s->w, &m))
+		k->maps[k->nmaps++] = h;
+}
+
+/* The process's executable file mappings now, from /proc/self/maps. */
+static void read_maps(kt_session *s)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4096 + 256], perms[8], path[4096 + 1];
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t lo, hi, off;
+		path[0] = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %4096[^\n]", &lo,
+		           &hi, perms, &off, path) < 4)
+			continue;
+		if (perms[2] == 'x' && hi > lo && path[0] == '/')
+			put_map(s, 0, lo, hi - lo, off, path);
+	}
+	fclose(f);
+}
+
+/* A PERF_RECORD_SAMPLE: u32 pid, u32 tid, u64 time, u64 nr, nr addresses
+ * (user space only; the kernel's context markers left out). */
+static void take_sample(kt_session *s, struct sampled *f, const uint8_t *e, size_t n)
+{
+	struct kt__sample *k = s->sample;
+	uint64_t ns, nr;
+	if (n < 8 + 24)
+		return;
+	memcpy(&ns, e + 16, 8);
+	memcpy(&nr, e + 24, 8);
+	if (nr > (n - 32) / 8)
+		nr = (n - 32) / 8;
+	uint32_t depth = 0;
+	for (uint64_t i = 0; i < nr && depth < KT_MAX_STACK_DEPTH; i++) {
+		uint64_t ip;
+		memcpy(&ip, e + 32 + 8 * i, 8);
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+			continue; /* PERF_CONTEXT_USER and its kin: markers */
+		k->frames[depth++] = ip;
+	}
+	if (!depth)
+		return;
+	uint32_t id = intern(s, depth);
+	if (id)
+		put_sample(s, f, kt__perf_ticks(&k->c0, ns), id);
+}
+
+/* A PERF_RECORD_MMAP2 (attr.mmap: executable mappings only): u32 pid, tid,
+ * u64 addr, len, pgoff, 24 bytes of device/inode or build-id, u32 prot,
+ * flags, the file's name, then sample_id's u32 pid, tid, u64 time. */
+static void take_mmap(kt_session *s, const uint8_t *e, size_t n)
+{
+	uint64_t addr, len, pgoff, ns;
+	if (n < 72 + 16 + 1)
+		return;
+	memcpy(&addr, e + 16, 8);
+	memcpy(&len, e + 24, 8);
+	memcpy(&pgoff, e + 32, 8);
+	memcpy(&ns, e + n - 8, 8);
+	char path[KT_MAX_MAP_PATH + 1];
+	size_t plen = strnlen((const char *)e + 72, n - 72 - 16);
+	if (plen > KT_MAX_MAP_PATH || plen == n - 72 - 16)
+		return; /* no terminator inside the record: not a name */
+	memcpy(path, e + 72, plen);
+	path[plen] = 0;
+	if (len && addr + len > addr)
+		put_map(s, kt__perf_ticks(&s->sample->c0, ns), addr, len, pgoff, path);
+}
+
+struct take_ctx {
+	kt_session *s;
+	struct sampled *f;
+};
+
+static void take(void *ctx, const uint8_t *e, size_t n)
+{
+	struct take_ctx *c = ctx;
+	struct perf_event_header h;
+	memcpy(&h, e, sizeof(h));
+	if (h.type == PERF_RECORD_SAMPLE)
+		take_sample(c->s, c->f, e, n);
+	else if (h.type == PERF_RECORD_MMAP2)
+		take_mmap(c->s, e, n);
+}
+
+static void drain_one(kt_session *s, struct sampled *f)
+{
+	struct kt__sample *k = s->sample;
+	struct take_ctx c = { s, f };
+	kt__perf_drain(f->map, k->page, KT_SAMPLE_PAGES, k->rec, sizeof(k->rec), take, &c);
+	flush_batch(s, f);
+}
+
+static void say_once(struct kt__sample *k, const char *why)
+{
+	if (k->said || !why)
+		return;
+	k->said = 1;
+	fprintf(stderr, "katra: samples: some threads not sampled: %s\n", why);
+}
+
+static void follow(kt_session *s, struct sampled *f, struct kt__ring *r)
+{
+	struct kt__sample *k = s->sample;
+	uint32_t tid = kt__ring_os_tid(r);
+	int fd = perf_open(tid, k->hz);
+	if (fd < 0) {
+		say_once(k, fd == -ESRCH ? NULL : strerror(-fd));
+		return;
+	}
+	size_t len = (1 + KT_SAMPLE_PAGES) * k->page;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		say_once(k, "its buffer past the locked-memory limit (perf_event_mlock_kb)");
+		close(fd);
+		return;
+	}
+	(void)madvise(m, len, MADV_DONTFORK);
+	f->owner = kt__ring_thread_id(r);
+	f->tid = tid;
+	f->fd = fd;
+	f->map = m;
+	f->last = 0;
+	f->sid = kt__registry_new_id();
+}
+
+static void unfollow(struct kt__sample *k, struct sampled *f)
+{
+	munmap(f->map, (1 + KT_SAMPLE_PAGES) * k->page);
+	close(f->fd);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
+static struct sampled *find(struct kt__sample *k, uint32_t owner, struct sampled **free_slot)
+{
+	*free_slot = NULL;
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
+		if (k->t[i].owner == owner)
+			return &k->t[i];
+		if (!k->t[i].owner && !*free_slot)
+			*free_slot = &k->t[i];
+	}
+	return NULL;
+}
+
+void kt__sample_poll(kt_session *s)
+{
+	struct kt__sample *k = s->sample;
+	if (!k || !s->w || s->error)
+		return;
+	if (!k->maps_read) {
+		k->maps_read = 1;
+		read_maps(s);
+	}
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		k->t[i].seen = 0;
+	for (size_t i = 0; i < s->rings.len; i++) {
+		struct kt__ring *r = s->rings.rings[i];
+		struct sampled *free_slot, *f = find(k, kt__ring_thread_id(r), &free_slot);
+		/* A thread refused once is tried again each period: the cost
+		 * of a refused open is one system call. */
+		if (!f && !kt__ring_retired(r) && free_slot)
+			follow(s, f = free_slot, r);
+		if (f && f->owner && !kt__ring_retired(r))
+			f->seen = 1;
+	}
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
+		struct sampled *f = &k->t[i];
+		if (!f->owner)
+			continue;
+		drain_one(s, f);
+		if (!f->seen)
+			unfollow(k, f);
+	}
+}
+
+void kt__sample_end(kt_session *s)
+{
+	struct kt__sample *k = s->sample;
+	for (size_t i = 0; k && i < KT_SCHED_MAX_THREADS; i++)
+		if (k->t[i].owner) {
+			if (s->w && !s->error)
+				drain_one(s, &k->t[i]);
+			unfollow(k, &k->t[i]);
+		}
+}
+
+void kt__sample_free(struct kt__sample *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		if (k->t[i].owner)
+			unfollow(k, &k->t[i]);
+	free(k->stacks);
+	free(k);
+}
+
+void kt__sample_fork_child(struct kt__sample *k)
+{
+	for (size_t i = 0; k && i < KT_SCHED_MAX_THREADS; i++)
+		if (k->t[i].owner && k->t[i].fd >= 0)
+			close(k->t[i].fd);
+}
+
+int kt__sample_env(uint32_t *hz)
+{
+	const char *e = getenv("KT_SAMPLE_HZ");
+	if (e && *e) {
+		char *end;
+		unsigned long v = strtoul(e, &end, 10);
+		if (*end || v > KT_SAMPLE_HZ_MAX)
+			return -EINVAL;
+		*hz = (uint32_t)v;
+	}
+	return *hz > KT_SAMPLE_HZ_MAX ? -EINVAL : 0;
+}
+
+const char *kt__sample_setup(kt_session *s, uint32_t hz, char *note, size_t n)
+{
+	char why[160];
+	int refused;
+	if (!hz || (s->sample = kt__sample_new(&s->c0, hz, why, sizeof(why), &refused)))
+		return NULL;
+	fprintf(stderr, "katra: samples absent from this trace: %s\n", why);
+	snprintf(note, n, "samples: absent: %s", why);
+	return note;
+}

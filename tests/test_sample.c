@@ -1,0 +1,116 @@
+/*
+ * Sampled call chains (issue #31, must-show 2): a zone that spends 9/10 of
+ * its CPU in kt_sample_heavy() and 1/10 in kt_sample_light(), both in a
+ * shared library of the test's (tests/sample_lib.c), sampled by the
+ * session (kt_session_options.sample_hz) and named by `katra export
+ * --collapsed --samples` through the trace's map entries: at least 85% of
+ * the zone's samples name the first and at most 15% the second.  Without
+ * names (no symbolizer, no map entries) no line names either and the test
+ * fails.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <katra/katra.h>
+#include <katra/reader.h>
+
+#include "cli.h"
+#include "sample_lib.h"
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
+	while (nanosleep(&t, &t) && errno == EINTR)
+		;
+}
+
+/* The zone: 9 parts heavy, 1 part light, until 600 ms of this thread's CPU. */
+static unsigned spin_zone(void)
+{
+	unsigned sum = 0;
+	uint32_t z = kt_name("sampled");
+	kt_zone_begin(z);
+	/* Each round a few microseconds, far under the sampling period, so
+	 * that the samples cannot fall in step with the rounds; the clock read
+	 * once in 16 rounds, so that the loop itself takes ~1% of them. */
+	for (uint64_t end = cpu_ns() + 600000000u; cpu_ns() < end;)
+		for (int i = 0; i < 16; i++)
+			sum += kt_sample_heavy(9 * 4000) + kt_sample_light(4000);
+	kt_zone_end(z);
+	return sum;
+}
+
+struct shares {
+	unsigned long zone, heavy, light;
+};
+
+/* The lines of @folded: samples in zone "sampled", and of them those whose
+ * innermost function is each of the two. */
+static struct shares count(const char *folded)
+{
+	struct shares s = { 0 };
+	FILE *f = fopen(folded, "re");
+	cr_assert_not_null(f);
+	char line[8192];
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		cr_assert_not_null(sp, "%s", line);
+		*sp = 0;
+		unsigned long n = strtoul(sp + 1, NULL, 10);
+		if (!strstr(line, ";sampled"))
+			continue;
+		s.zone += n;
+		const char *leaf = strrchr(line, ';') + 1;
+		if (!strcmp(leaf, "kt_sample_heavy"))
+			s.heavy += n;
+		else if (!strcmp(leaf, "kt_sample_light"))
+			s.light += n;
+	}
+	fclose(f);
+	return s;
+}
+
+Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
+{
+	char path[64], folded[64];
+	snprintf(path, sizeof(path), "/tmp/katra-sample-%d.katra", (int)getpid());
+	snprintf(folded, sizeof(folded), "/tmp/katra-sample-%d.folded", (int)getpid());
+	unlink(folded);
+	kt_session_options o = { .sample_hz = 2000, .flush_period_ns = 1000000 };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_get_start_error());
+	kt_message(kt_name("log"), "start", 5);
+	sleep_ms(10); /* the flusher sees the ring and samples the thread */
+	spin_zone();
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+
+	struct proc p;
+	run_katra(
+		&p,
+		(const char *const[]){ "export", "--collapsed", "--samples", path, folded, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	struct shares sh = count(folded);
+	/* 600 ms at 2000 Hz: about 1200 samples (fewer if the kernel lowers
+	 * the rate, perf_event_max_sample_rate). */
+	cr_assert_geq(sh.zone, 200, "%lu samples in the zone", sh.zone);
+	cr_assert_geq(sh.heavy * 100, sh.zone * 85, "heavy %lu of %lu", sh.heavy, sh.zone);
+	cr_assert_leq(sh.light * 100, sh.zone * 15, "light %lu of %lu", sh.light, sh.zone);
+	cr_assert_geq(sh.light * 100, sh.zone * 5, "light %lu of %lu", sh.light, sh.zone);
+	if (getenv("KT_SAMPLE_SAY"))
+		fprintf(stderr, "zone %lu heavy %lu light %lu\n", sh.zone, sh.heavy, sh.light);
+	unlink(path);
+	unlink(folded);
+}

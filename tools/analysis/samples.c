@@ -1,0 +1,278 @@
+/*
+ * Sampled call chains folded by function name (samples.h): a tree whose
+ * nodes are a thread, then zones, then functions; each sample adds one to
+ * the node its path ends in.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/analysis/collapse.h"
+#include "tools/analysis/samples.h"
+#include "tools/analysis/symbolize.h"
+#include "tools/pipeline/idmap.h"
+#include "tools/pipeline/pipe.h"
+#include "tools/pipeline/text.h"
+
+#define NO_NODE UINT32_MAX
+#define LABEL_ZONE (UINT64_C(1) << 63)
+
+struct node {
+	uint32_t parent;
+	uint32_t label; /* a root's: its thread id */
+	uint64_t count;
+};
+
+struct label {
+	uint32_t zone;    /* a zone's name id, or 0 */
+	const char *name; /* a function's name (the symbolizer's) */
+};
+
+struct zstack {
+	uint32_t depth;
+	uint32_t names[SAMPLES_ZONES];
+};
+
+struct samples {
+	struct samples_result *res;
+	const struct tables *t;
+	struct symbolizer *sym;
+	struct idmap stack_ids; /* stack id -> index in stack_at */
+	uint64_t *frames;       /* every kept stack's addresses */
+	size_t nframes, cap_frames;
+	uint64_t *stack_at; /* per stack: offset << 8 | depth */
+	size_t nstacks, cap_stacks;
+	struct idmap labels, kids, roots, zids;
+	struct label *lab;
+	size_t nlab, cap_lab;
+	struct node *nodes;
+	size_t nnodes, cap_nodes;
+	struct zstack *zs;
+	size_t nzs, cap_zs;
+};
+
+/* Make room for one more of *@p (@size bytes each), @n of *@cap used. */
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? 2 * *cap : 64;
+	void *q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+static int keep_stack(struct samples *s, const kt_stack_def *d)
+{
+	int added;
+	if (s->nstacks >= SAMPLES_STACKS)
+		return 0;
+	uint32_t *v = idmap_slot(&s->stack_ids, d->id, (uint32_t)s->nstacks, &added);
+	if (!v)
+		return -ENOMEM;
+	if (!added)
+		return 0; /* a second entry for an id: the first is kept */
+	while (s->nframes + d->depth > s->cap_frames)
+		if (grow((void **)&s->frames, &s->cap_frames, s->cap_frames, 8))
+			return -ENOMEM;
+	if (grow((void **)&s->stack_at, &s->cap_stacks, s->nstacks, 8))
+		return -ENOMEM;
+	memcpy(s->frames + s->nframes, d->frames, 8u * d->depth);
+	s->stack_at[s->nstacks++] = (uint64_t)s->nframes << 8 | d->depth;
+	s->nframes += d->depth;
+	return 0;
+}
+
+/* The stack and map entries of @r, before its events. */
+static int read_entries(struct samples *s, kt_reader *r)
+{
+	kt_trace_frame f;
+	int rc;
+	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
+		const kt_stack_def *d = kt_trace_frame_get_stack(&f);
+		const kt_map_def *m = kt_trace_frame_get_map(&f);
+		if ((d && (rc = keep_stack(s, d))) || (m && (rc = sym_add_map(s->sym, m))))
+			return rc;
+	}
+	return rc;
+}
+
+static uint32_t label_of(struct samples *s, uint64_t key, uint32_t zone, const char *name)
+{
+	int added;
+	uint32_t *v = idmap_slot(&s->labels, key, (uint32_t)s->nlab, &added);
+	if (!v)
+		return NO_NODE;
+	if (added) {
+		if (grow((void **)&s->lab, &s->cap_lab, s->nlab, sizeof(*s->lab)))
+			return NO_NODE;
+		s->lab[s->nlab++] = (struct label){ zone, name };
+	}
+	return *v;
+}
+
+/* Node @parent's child of @label (a root when @parent is NO_NODE: @label
+ * is then the thread id); NO_NODE when full or out of memory. */
+static uint32_t child(struct samples *s, uint32_t parent, uint32_t label)
+{
+	int added;
+	if (label == NO_NODE || s->nnodes >= SAMPLES_NODES)
+		return NO_NODE;
+	struct idmap *m = parent == NO_NODE ? &s->roots : &s->kids;
+	uint64_t key = (uint64_t)parent << 32 | label;
+	uint32_t *v = idmap_slot(m, key, (uint32_t)s->nnodes, &added);
+	if (!v)
+		return NO_NODE;
+	if (added) {
+		if (grow((void **)&s->nodes, &s->cap_nodes, s->nnodes, sizeof(*s->nodes)))
+			return NO_NODE;
+		s->nodes[s->nnodes++] = (struct node){ parent, label, 0 };
+	}
+	return *v;
+}
+
+static struct zstack *zstack_of(struct samples *s, uint32_t tid)
+{
+	int added;
+	uint32_t *v = idmap_slot(&s->zids, tid, (uint32_t)s->nzs, &added);
+	if (!v)
+		return NULL;
+	if (added) {
+		if (grow((void **)&s->zs, &s->cap_zs, s->nzs, sizeof(*s->zs)))
+			return NULL;
+		s->zs[s->nzs++].depth = 0;
+	}
+	return &s->zs[*v];
+}
+
+/* One step down from @n, or a fold: stays at @n. */
+static uint32_t step(struct samples *s, uint32_t n, uint32_t label, int *folded)
+{
+	uint32_t c = *folded ? NO_NODE : child(s, n, label);
+	if (c == NO_NODE) {
+		*folded = 1;
+		return n;
+	}
+	return c;
+}
+
+static int on_sample(struct samples *s, const kt_value *v)
+{
+	s->res->samples++;
+	uint32_t *at = idmap_find(&s->stack_ids, v->u64);
+	uint32_t n = child(s, NO_NODE, v->thread);
+	if (!at || n == NO_NODE) {
+		s->res->unknown++;
+		return 0;
+	}
+	int folded = 0;
+	struct zstack *z = zstack_of(s, v->thread);
+	for (uint32_t i = 0; z && i < z->depth; i++)
+		n = step(s, n, label_of(s, LABEL_ZONE | z->names[i], z->names[i], NULL), &folded);
+	uint64_t off = s->stack_at[*at] >> 8, depth = s->stack_at[*at] & 0xff;
+	for (uint64_t i = depth; i-- > 0;) {
+		const char *name = sym_name(s->sym, s->frames[off + i], i > 0);
+		n = step(s, n, label_of(s, (uint64_t)(uintptr_t)name, 0, name), &folded);
+	}
+	s->res->folded += (uint64_t)folded;
+	s->nodes[n].count++;
+	return 0;
+}
+
+static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
+{
+	struct samples *s = ctx;
+	kt_value v;
+	(void)ns;
+	(void)index;
+	if (ev->type == KT_EV_SAMPLE)
+		return kt_event_get_value(ev, &v) ? on_sample(s, &v) : 0;
+	if (ev->type != KT_EV_ZONE_BEGIN && ev->type != KT_EV_ZONE_END)
+		return 0;
+	struct zstack *z = zstack_of(s, ev->thread_id);
+	if (!z)
+		return -ENOMEM;
+	if (ev->type == KT_EV_ZONE_END) {
+		/* An end closes its name's innermost open zone, as collapse.c's. */
+		for (uint32_t i = z->depth; i-- > 0;)
+			if (z->names[i] == ev->name_id) {
+				z->depth = i;
+				break;
+			}
+	} else if (z->depth < SAMPLES_ZONES) {
+		z->names[z->depth++] = ev->name_id;
+	}
+	return 0;
+}
+
+static int put_label(FILE *f, const struct tables *t, const struct label *l)
+{
+	size_t n = 0;
+	const char *s = l->zone ? tables_name(t, l->zone, &n) : l->name;
+	if (!l->zone && s)
+		n = strlen(s);
+	return s ? collapse_put_frame(f, s, n) : fputc('?', f) < 0 ? -1 : 0;
+}
+
+/* One line: node @i's path, root first, and its count. */
+static int put_line(const struct samples *s, FILE *f, size_t i)
+{
+	uint32_t path[SAMPLES_ZONES + KT_MAX_STACK_DEPTH + 1];
+	size_t n = 0;
+	for (uint32_t k = (uint32_t)i; k != NO_NODE && n < sizeof(path) / 4; k = s->nodes[k].parent)
+		path[n++] = k;
+	if (collapse_put_thread(f, s->t, s->nodes[path[n - 1]].label))
+		return -1;
+	for (size_t k = n - 1; k-- > 0;)
+		if (fputc(';', f) < 0 || put_label(f, s->t, &s->lab[s->nodes[path[k]].label]))
+			return -1;
+	return fprintf(f, " %" PRIu64 "\n", s->nodes[i].count) < 0 ? -1 : 0;
+}
+
+static void samples_clear(struct samples *s)
+{
+	sym_free(s->sym);
+	idmap_free(&s->stack_ids);
+	idmap_free(&s->labels);
+	idmap_free(&s->kids);
+	idmap_free(&s->roots);
+	idmap_free(&s->zids);
+	free(s->frames);
+	free(s->stack_at);
+	free(s->lab);
+	free(s->nodes);
+	free(s->zs);
+}
+
+int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct samples_result *res)
+{
+	struct samples s = { .res = res, .t = t };
+	memset(res, 0, sizeof(*res));
+	idmap_init(&s.stack_ids);
+	idmap_init(&s.labels);
+	idmap_init(&s.kids);
+	idmap_init(&s.roots);
+	idmap_init(&s.zids);
+	int rc = (s.sym = sym_new()) ? 0 : -ENOMEM;
+	if (!rc && !(rc = kt_reader_rewind(r)) && !(rc = read_entries(&s, r)) &&
+	    !(rc = kt_reader_rewind(r))) {
+		static const struct pipe_client client = { .event = on_event,
+			                                   .payloads = PIPE_PAYLOADS_FIXED };
+		rc = pipe_run(r, &client, &s);
+	}
+	for (size_t i = 0; !rc && i < s.nnodes; i++) {
+		if (!s.nodes[i].count)
+			continue;
+		if (put_line(&s, out, i))
+			rc = -EIO;
+		res->lines++;
+	}
+	if (s.sym)
+		sym_counts(s.sym, &res->named, &res->unnamed);
+	samples_clear(&s);
+	return rc;
+}

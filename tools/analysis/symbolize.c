@@ -1,0 +1,236 @@
+/*
+ * Sampled addresses to function names with elfutils' libdwfl
+ * (symbolize.h).  No ELF or DWARF is parsed here: libelf reads a file's
+ * program headers (for the bias of its mapping), libdwfl its symbols.
+ */
+#define _GNU_SOURCE
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tools/analysis/symbolize.h"
+
+struct smap {
+	uint64_t start, len, pgoff;
+	char *path;
+};
+
+struct cached {
+	uint64_t key; /* addr << 1 | ret, plus 1: 0 is empty */
+	const char *name;
+};
+
+struct symbolizer {
+	struct smap *maps;
+	size_t nmaps, cap;
+	char **paths; /* files reported, SYM_FILES at most */
+	size_t npaths;
+	Dwfl *dwfl;
+	int ready;
+	struct cached *cache; /* SYM_CACHE slots */
+	size_t ncache;
+	char **owned; /* the "FILE+0xOFF" strings made */
+	size_t nowned, cap_owned;
+	uint64_t named, unnamed;
+};
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+struct symbolizer *sym_new(void)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	if (s && !(s->cache = calloc(SYM_CACHE, sizeof(*s->cache)))) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int sym_add_map(struct symbolizer *s, const kt_map_def *m)
+{
+	if (s->nmaps == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct smap *p = realloc(s->maps, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		s->maps = p;
+		s->cap = cap;
+	}
+	char *path = strdup(m->path);
+	if (!path)
+		return -ENOMEM;
+	s->maps[s->nmaps++] = (struct smap){ m->start, m->len, m->pgoff, path };
+	return 0;
+}
+
+/* A regular file at @path, opened without following a symlink in its last
+ * part or blocking on a FIFO: an fd, or -1. */
+static int open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The bias of @m's file (an address less the file's p_vaddr for it): the
+ * PT_LOAD segment holding file offset m->pgoff says what vaddr m->start
+ * is.  0 and *@ok 0 when the file has no such segment. */
+static uint64_t bias_of(int fd, const struct smap *m, int *ok)
+{
+	uint64_t bias = 0;
+	size_t n;
+	*ok = 0;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return 0;
+	if (elf_kind(e) == ELF_K_ELF && !elf_getphdrnum(e, &n)) {
+		for (size_t i = 0; i < n && !*ok; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD ||
+			    m->pgoff < ph.p_offset || m->pgoff - ph.p_offset >= ph.p_filesz)
+				continue;
+			bias = m->start - (ph.p_vaddr + (m->pgoff - ph.p_offset));
+			*ok = 1;
+		}
+	}
+	elf_end(e);
+	return bias;
+}
+
+static int reported(const struct symbolizer *s, const char *path)
+{
+	for (size_t i = 0; i < s->npaths; i++)
+		if (!strcmp(s->paths[i], path))
+			return 1;
+	return 0;
+}
+
+/* Report every file once, at the bias of its first map entry. */
+static void report_all(struct symbolizer *s)
+{
+	s->ready = 1;
+	elf_version(EV_CURRENT);
+	if (!(s->dwfl = dwfl_begin(&callbacks)))
+		return;
+	if (!(s->paths = calloc(SYM_FILES, sizeof(*s->paths))))
+		return;
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < s->nmaps && s->npaths < SYM_FILES; i++) {
+		const struct smap *m = &s->maps[i];
+		if (reported(s, m->path))
+			continue;
+		s->paths[s->npaths++] = m->path;
+		int ok, fd = open_regular(m->path);
+		if (fd < 0)
+			continue;
+		uint64_t bias = bias_of(fd, m, &ok);
+		/* On success the fd is libdwfl's. */
+		if (!ok || !dwfl_report_elf(s->dwfl, m->path, m->path, fd, bias, true))
+			close(fd);
+	}
+	dwfl_report_end(s->dwfl, NULL, NULL);
+}
+
+/* "FILE+0xOFF" for an address of a mapped file no symbol holds. */
+static const char *fallback(struct symbolizer *s, uint64_t addr)
+{
+	char buf[64], *p = NULL;
+	const struct smap *m = NULL;
+	for (size_t i = 0; i < s->nmaps && !m; i++)
+		if (addr - s->maps[i].start < s->maps[i].len)
+			m = &s->maps[i];
+	if (m) {
+		const char *base = strrchr(m->path, '/');
+		if (asprintf(&p, "%s+0x%" PRIx64, base ? base + 1 : m->path,
+		             addr - m->start + m->pgoff) < 0)
+			p = NULL;
+	} else {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+		p = strdup(buf);
+	}
+	if (!p)
+		return "?";
+	if (s->nowned == s->cap_owned) {
+		size_t cap = s->cap_owned ? 2 * s->cap_owned : 64;
+		char **o = realloc(s->owned, cap * sizeof(*o));
+		if (!o) {
+			free(p);
+			return "?";
+		}
+		s->owned = o;
+		s->cap_owned = cap;
+	}
+	return s->owned[s->nowned++] = p;
+}
+
+static const char *lookup(struct symbolizer *s, uint64_t addr, int ret)
+{
+	/* A return address is the instruction after the call: the call is
+	 * the byte before it, which may be the last of another function. */
+	uint64_t a = ret && addr ? addr - 1 : addr;
+	Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, a) : NULL;
+	const char *name = mod ? dwfl_module_addrname(mod, a) : NULL;
+	if (name && *name) {
+		s->named++;
+		return name;
+	}
+	s->unnamed++;
+	return fallback(s, addr);
+}
+
+const char *sym_name(struct symbolizer *s, uint64_t addr, int ret)
+{
+	if (!s->ready)
+		report_all(s);
+	uint64_t key = (addr << 1 | (ret ? 1 : 0)) + 1;
+	size_t i = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 44) & (SYM_CACHE - 1);
+	for (size_t probes = 0; s->cache[i].key && probes < 64; probes++) {
+		if (s->cache[i].key == key)
+			return s->cache[i].name;
+		i = (i + 1) & (SYM_CACHE - 1);
+	}
+	const char *name = lookup(s, addr, ret);
+	if (!s->cache[i].key && s->ncache < SYM_CACHE / 2) {
+		s->cache[i] = (struct cached){ key, name };
+		s->ncache++;
+	}
+	return name;
+}
+
+void sym_counts(const struct symbolizer *s, uint64_t *named, uint64_t *unnamed)
+{
+	*named = s->named;
+	*unnamed = s->unnamed;
+}
+
+void sym_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	for (size_t i = 0; i < s->nmaps; i++)
+		free(s->maps[i].path);
+	for (size_t i = 0; i < s->nowned; i++)
+		free(s->owned[i]);
+	free(s->owned);
+	free(s->maps);
+	free(s->paths);
+	free(s->cache);
+	free(s);
+}
