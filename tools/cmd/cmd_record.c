@@ -271,6 +271,7 @@ struct proc_file {
 	char thread[64];  /* its first named thread's name */
 	int complete, chunks, readable;
 	int recovered;    /* rebuilt from its crash directory */
+	int unflushed;    /* its file holds nothing, its crash rings may */
 };
 
 /* Read @name in @dirfd without decoding events (the directory's files
@@ -381,11 +382,27 @@ static void remove_empty_crash(const char *crash, uint64_t pid)
 		close(at);
 }
 
+/* Whether process @pid's crash directory in @crash holds a ring. */
+static int crash_has_ring(const char *crash, uint64_t pid)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/katra-%llu", crash, (unsigned long long)pid) >=
+	    sizeof(path))
+		return 0;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rings = fd >= 0 && holds_ring(fd);
+	if (fd >= 0)
+		close(fd);
+	return rings;
+}
+
 /*
  * The processes' files in @dir: regular files only, never followed; an
  * empty one, or one that holds nothing (holds_nothing()), goes, and with
  * it its process's crash directories that hold nothing (with --crash-dir).
- * Each read into @pf (up to @cap).  Returns how many.
+ * One whose crash directory holds a ring stays, as unflushed: a process
+ * killed before its flusher's first write has its events there only, for
+ * recover_cut().  Each read into @pf (up to @cap).  Returns how many.
  */
 static size_t list_files(const char *dir, const char *crash, struct proc_file *pf, size_t cap)
 {
@@ -404,8 +421,17 @@ static size_t list_files(const char *dir, const char *crash, struct proc_file *p
 			scan_file(dirfd(d), e->d_name, &pf[n]);
 		if (sb.st_size == 0 || holds_nothing(&pf[n])) {
 			/* Its pid from its name: an empty file has no header. */
+			uint64_t pid = strtoull(e->d_name, NULL, 10);
+			if (crash && pid && crash_has_ring(crash, pid)) {
+				memset(&pf[n], 0, sizeof(pf[n]));
+				snprintf(pf[n].name, sizeof(pf[n].name), "%s", e->d_name);
+				pf[n].pid = pid;
+				pf[n].readable = pf[n].unflushed = 1;
+				n++;
+				continue;
+			}
 			if (crash)
-				remove_empty_crash(crash, strtoull(e->d_name, NULL, 10));
+				remove_empty_crash(crash, pid);
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
@@ -526,6 +552,28 @@ static int merge_out(const struct rec_args *a, struct proc_file *pf, size_t n)
 	return rc == EXIT_PARTIAL ? 0 : rc;
 }
 
+/* The unflushed processes (list_files()) recover_cut() did not rebuild:
+ * said, and their files removed.  Returns how many processes are left,
+ * in order. */
+static size_t drop_unflushed(const struct rec_args *a, struct proc_file *pf, size_t n)
+{
+	size_t k = 0;
+	char path[PATH_MAX];
+	for (size_t i = 0; i < n; i++) {
+		if (!pf[i].unflushed) {
+			pf[k++] = pf[i];
+			continue;
+		}
+		fprintf(stderr,
+			"katra record: pid %llu ended before its first write and its crash "
+			"directory could not be rebuilt: its events are lost\n",
+			(unsigned long long)pf[i].pid);
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", a->dir, pf[i].name) < sizeof(path))
+			unlink(path);
+	}
+	return k;
+}
+
 /* OUT from the processes' files: 0, or the exit status said. */
 static int record_finish(const struct rec_args *a, const char *cmd)
 {
@@ -535,6 +583,14 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 		return EXIT_BAD;
 	}
 	size_t n = list_files(a->dir, a->crash, pf, MAX_PROCS);
+	/* OUT numbers the processes in pid order. */
+	qsort(pf, n, sizeof(*pf), by_pid);
+	int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; dfd >= 0 && i < n; i++)
+		recover_cut(a, dfd, &pf[i]);
+	if (dfd >= 0)
+		close(dfd);
+	n = drop_unflushed(a, pf, n);
 	int rc = 0;
 	if (!n && a->flight) {
 		/* A flight session writes only the snapshots asked of it. */
@@ -549,13 +605,6 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 			rmdir(a->dir);
 		rc = EXIT_BAD;
 	} else {
-		/* OUT numbers the processes in pid order. */
-		qsort(pf, n, sizeof(*pf), by_pid);
-		int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		for (size_t i = 0; dfd >= 0 && i < n; i++)
-			recover_cut(a, dfd, &pf[i]);
-		if (dfd >= 0)
-			close(dfd);
 		rc = merge_out(a, pf, n);
 	}
 	free(pf);
