@@ -109,8 +109,21 @@ Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
 	cr_assert_geq(sh.heavy * 100, sh.zone * 85, "heavy %lu of %lu", sh.heavy, sh.zone);
 	cr_assert_leq(sh.light * 100, sh.zone * 15, "light %lu of %lu", sh.light, sh.zone);
 	cr_assert_geq(sh.light * 100, sh.zone * 5, "light %lu of %lu", sh.light, sh.zone);
+	/* katra stats' section: the zone, its top function first, by name. */
+	run_katra(&p, (const char *const[]){ "stats", path, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	const char *sec = strstr(p.out, "\nsamples: ");
+	cr_assert_not_null(sec, "%s", p.out);
+	const char *zone = strstr(sec, "\n  sampled: ");
+	cr_assert_not_null(zone, "%s", sec);
+	const char *first = strchr(zone + 1, '\n');
+	cr_assert(first && !strncmp(strchr(first, '%'), "% ", 2), "%s", sec);
+	cr_assert_not_null(strstr(first, "  kt_sample_heavy\n    "), "%s", sec);
+	cr_assert_lt(strstr(first, "kt_sample_heavy"), strstr(first, "kt_sample_light"), "%s", sec);
 	if (getenv("KT_SAMPLE_SAY"))
-		fprintf(stderr, "zone %lu heavy %lu light %lu\n", sh.zone, sh.heavy, sh.light);
+		fprintf(stderr, "zone %lu heavy %lu light %lu\n%s", sh.zone, sh.heavy, sh.light,
+		        sec);
 	unlink(path);
 	unlink(folded);
 }

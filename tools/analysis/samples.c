@@ -248,22 +248,31 @@ static void samples_clear(struct samples *s)
 	free(s->zs);
 }
 
+/* The tree of every sample of @r into @s (its res and t set). */
+static int samples_pass(struct samples *s, kt_reader *r)
+{
+	idmap_init(&s->stack_ids);
+	idmap_init(&s->labels);
+	idmap_init(&s->kids);
+	idmap_init(&s->roots);
+	idmap_init(&s->zids);
+	int rc = (s->sym = sym_new()) ? 0 : -ENOMEM;
+	if (!rc && !(rc = kt_reader_rewind(r)) && !(rc = read_entries(s, r)) &&
+	    !(rc = kt_reader_rewind(r))) {
+		static const struct pipe_client client = { .event = on_event,
+			                                   .payloads = PIPE_PAYLOADS_FIXED };
+		rc = pipe_run(r, &client, s);
+	}
+	if (s->sym)
+		sym_counts(s->sym, &s->res->named, &s->res->unnamed);
+	return rc;
+}
+
 int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct samples_result *res)
 {
 	struct samples s = { .res = res, .t = t };
 	memset(res, 0, sizeof(*res));
-	idmap_init(&s.stack_ids);
-	idmap_init(&s.labels);
-	idmap_init(&s.kids);
-	idmap_init(&s.roots);
-	idmap_init(&s.zids);
-	int rc = (s.sym = sym_new()) ? 0 : -ENOMEM;
-	if (!rc && !(rc = kt_reader_rewind(r)) && !(rc = read_entries(&s, r)) &&
-	    !(rc = kt_reader_rewind(r))) {
-		static const struct pipe_client client = { .event = on_event,
-			                                   .payloads = PIPE_PAYLOADS_FIXED };
-		rc = pipe_run(r, &client, &s);
-	}
+	int rc = samples_pass(&s, r);
 	for (size_t i = 0; !rc && i < s.nnodes; i++) {
 		if (!s.nodes[i].count)
 			continue;
@@ -271,8 +280,92 @@ int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct sam
 			rc = -EIO;
 		res->lines++;
 	}
-	if (s.sym)
-		sym_counts(s.sym, &res->named, &res->unnamed);
+	samples_clear(&s);
+	return rc;
+}
+
+/* Per zone (the innermost open at a sample) and function (its innermost
+ * frame): how many samples. */
+struct ztop {
+	uint32_t zone, fn; /* a name id; a label */
+	uint64_t count, zone_total;
+};
+
+static int by_zone_count(const void *a, const void *b)
+{
+	const struct ztop *x = a, *y = b;
+	if (x->zone_total != y->zone_total)
+		return x->zone_total < y->zone_total ? 1 : -1;
+	if (x->zone != y->zone)
+		return x->zone < y->zone ? -1 : 1;
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+/* The rows of node counts by zone and function, their zones' totals set,
+ * sorted (biggest zone first, its biggest function first). */
+static struct ztop *zone_rows(const struct samples *s, size_t *n)
+{
+	struct idmap m;
+	struct ztop *rows = calloc(s->nnodes + 1, sizeof(*rows));
+	*n = 0;
+	idmap_init(&m);
+	for (size_t i = 0; rows && i < s->nnodes; i++) {
+		uint32_t k = (uint32_t)i, fn = s->nodes[i].label;
+		if (!s->nodes[i].count || s->nodes[i].parent == NO_NODE || s->lab[fn].zone)
+			continue;
+		while (s->nodes[k].parent != NO_NODE && !s->lab[s->nodes[k].label].zone)
+			k = s->nodes[k].parent;
+		uint32_t zone = s->nodes[k].parent == NO_NODE ? 0 : s->lab[s->nodes[k].label].zone;
+		int added;
+		uint32_t *v = idmap_slot(&m, (uint64_t)zone << 32 | fn, (uint32_t)*n, &added);
+		if (!v)
+			break;
+		if (added)
+			rows[(*n)++] = (struct ztop){ zone, fn, 0, 0 };
+		rows[*v].count += s->nodes[i].count;
+	}
+	idmap_free(&m);
+	for (size_t i = 0; rows && i < *n; i++)
+		for (size_t j = 0; j < *n; j++)
+			if (rows[j].zone == rows[i].zone)
+				rows[i].zone_total += rows[j].count;
+	if (rows)
+		qsort(rows, *n, sizeof(*rows), by_zone_count);
+	return rows;
+}
+
+int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f)
+{
+	struct samples_result res = { 0 };
+	struct samples s = { .res = &res, .t = t };
+	int rc = samples_pass(&s, r);
+	size_t n = 0, zones = 0;
+	struct ztop *rows = rc ? NULL : zone_rows(&s, &n);
+	if (!rc && !rows)
+		rc = -ENOMEM;
+	if (!rc)
+		fprintf(f,
+		        "\nsamples: %" PRIu64 " (%" PRIu64 " of no known stack); per zone, its "
+		        "top functions (innermost frame):\n",
+		        res.samples, res.unknown);
+	for (size_t i = 0, shown = 0; !rc && i < n; i++) {
+		if (i == 0 || rows[i].zone != rows[i - 1].zone) {
+			if (++zones > SAMPLES_TOP_ZONES)
+				break;
+			size_t len = 0;
+			const char *z = rows[i].zone ? tables_name(t, rows[i].zone, &len) : NULL;
+			fputs("  ", f);
+			rc = collapse_put_frame(f, z ? z : "(no zone)", z ? len : 9) ? -EIO : 0;
+			fprintf(f, ": %" PRIu64 " samples\n", rows[i].zone_total);
+			shown = 0;
+		}
+		if (rc || shown++ >= SAMPLES_TOP_FNS)
+			continue;
+		fprintf(f, "    %5.1f%% %8" PRIu64 "  ",
+		        100.0 * (double)rows[i].count / (double)rows[i].zone_total, rows[i].count);
+		rc = put_label(f, t, &s.lab[rows[i].fn]) || fputc('\n', f) < 0 ? -EIO : 0;
+	}
+	free(rows);
 	samples_clear(&s);
 	return rc;
 }

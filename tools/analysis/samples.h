@@ -43,4 +43,14 @@ struct samples_result {
  */
 int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct samples_result *res);
 
+/*
+ * samples_zone_text - `katra stats`' samples section: per zone (the
+ * innermost open at each sample), its SAMPLES_TOP_FNS functions that took
+ * the most samples (by innermost frame) and their shares, for the
+ * SAMPLES_TOP_ZONES zones with the most.  Return as samples_collapse().
+ */
+#define SAMPLES_TOP_ZONES 20
+#define SAMPLES_TOP_FNS 5
+int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f);
+
 #endif
