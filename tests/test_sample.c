@@ -83,6 +83,47 @@ static struct shares count(const char *folded)
 	return s;
 }
 
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* `katra export --perfetto`, decoded by protoc with the project's subset
+ * of Perfetto's schema: a perf_sample per sample (at least the zone's
+ * @zone), each naming a callstack, and the two functions among the
+ * interned function names, each once. */
+static void perfetto_samples(const char *path, unsigned long zone)
+{
+	char out[64], txt[64], cmd[512];
+	snprintf(out, sizeof(out), "/tmp/katra-sample-%d.pftrace", (int)getpid());
+	snprintf(txt, sizeof(txt), "/tmp/katra-sample-%d.txt", (int)getpid());
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--perfetto", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	snprintf(cmd, sizeof(cmd),
+	         "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools/export "
+	         "perfetto_trace.proto < %s > %s",
+	         KT_SRC_DIR, out, txt);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	size_t n = 0;
+	uint8_t *b = t_slurp(txt, &n);
+	cr_assert_not_null(b);
+	char *text = realloc(b, n + 1);
+	text[n] = 0;
+	cr_assert_geq(count_of(text, "perf_sample {"), zone);
+	cr_assert_eq(count_of(text, "perf_sample {"), count_of(text, "callstack_iid: "));
+	cr_assert_eq(count_of(text, "str: \"kt_sample_heavy\""), 1);
+	cr_assert_eq(count_of(text, "str: \"kt_sample_light\""), 1);
+	cr_assert_geq(count_of(text, "callstacks {"), 2);
+	free(text);
+	unlink(out);
+	unlink(txt);
+}
+
 Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
 {
 	char path[64], folded[64];
@@ -121,6 +162,7 @@ Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
 	cr_assert(first && !strncmp(strchr(first, '%'), "% ", 2), "%s", sec);
 	cr_assert_not_null(strstr(first, "  kt_sample_heavy\n    "), "%s", sec);
 	cr_assert_lt(strstr(first, "kt_sample_heavy"), strstr(first, "kt_sample_light"), "%s", sec);
+	perfetto_samples(path, sh.zone);
 	if (getenv("KT_SAMPLE_SAY"))
 		fprintf(stderr, "zone %lu heavy %lu light %lu\n%s", sh.zone, sh.heavy, sh.light,
 		        sec);

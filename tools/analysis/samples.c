@@ -10,9 +10,10 @@
 
 #include "tools/analysis/collapse.h"
 #include "tools/analysis/samples.h"
-#include "tools/analysis/symbolize.h"
+#include "tools/pipeline/symbolize.h"
 #include "tools/pipeline/idmap.h"
 #include "tools/pipeline/pipe.h"
+#include "tools/pipeline/stacks.h"
 #include "tools/pipeline/text.h"
 
 #define NO_NODE UINT32_MAX
@@ -38,11 +39,7 @@ struct samples {
 	struct samples_result *res;
 	const struct tables *t;
 	struct symbolizer *sym;
-	struct idmap stack_ids; /* stack id -> index in stack_at */
-	uint64_t *frames;       /* every kept stack's addresses */
-	size_t nframes, cap_frames;
-	uint64_t *stack_at; /* per stack: offset << 8 | depth */
-	size_t nstacks, cap_stacks;
+	struct stacks stacks;
 	struct idmap labels, kids, roots, zids;
 	struct label *lab;
 	size_t nlab, cap_lab;
@@ -64,41 +61,6 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
 	*p = q;
 	*cap = c;
 	return 0;
-}
-
-static int keep_stack(struct samples *s, const kt_stack_def *d)
-{
-	int added;
-	if (s->nstacks >= SAMPLES_STACKS)
-		return 0;
-	uint32_t *v = idmap_slot(&s->stack_ids, d->id, (uint32_t)s->nstacks, &added);
-	if (!v)
-		return -ENOMEM;
-	if (!added)
-		return 0; /* a second entry for an id: the first is kept */
-	while (s->nframes + d->depth > s->cap_frames)
-		if (grow((void **)&s->frames, &s->cap_frames, s->cap_frames, 8))
-			return -ENOMEM;
-	if (grow((void **)&s->stack_at, &s->cap_stacks, s->nstacks, 8))
-		return -ENOMEM;
-	memcpy(s->frames + s->nframes, d->frames, 8u * d->depth);
-	s->stack_at[s->nstacks++] = (uint64_t)s->nframes << 8 | d->depth;
-	s->nframes += d->depth;
-	return 0;
-}
-
-/* The stack and map entries of @r, before its events. */
-static int read_entries(struct samples *s, kt_reader *r)
-{
-	kt_trace_frame f;
-	int rc;
-	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
-		const kt_stack_def *d = kt_trace_frame_get_stack(&f);
-		const kt_map_def *m = kt_trace_frame_get_map(&f);
-		if ((d && (rc = keep_stack(s, d))) || (m && (rc = sym_add_map(s->sym, m))))
-			return rc;
-	}
-	return rc;
 }
 
 static uint32_t label_of(struct samples *s, uint64_t key, uint32_t zone, const char *name)
@@ -163,9 +125,10 @@ static uint32_t step(struct samples *s, uint32_t n, uint32_t label, int *folded)
 static int on_sample(struct samples *s, const kt_value *v)
 {
 	s->res->samples++;
-	uint32_t *at = idmap_find(&s->stack_ids, v->u64);
+	uint32_t depth;
+	const uint64_t *fr = stacks_get(&s->stacks, v->u64, &depth);
 	uint32_t n = child(s, NO_NODE, v->thread);
-	if (!at || n == NO_NODE) {
+	if (!fr || n == NO_NODE) {
 		s->res->unknown++;
 		return 0;
 	}
@@ -173,9 +136,8 @@ static int on_sample(struct samples *s, const kt_value *v)
 	struct zstack *z = zstack_of(s, v->thread);
 	for (uint32_t i = 0; z && i < z->depth; i++)
 		n = step(s, n, label_of(s, LABEL_ZONE | z->names[i], z->names[i], NULL), &folded);
-	uint64_t off = s->stack_at[*at] >> 8, depth = s->stack_at[*at] & 0xff;
-	for (uint64_t i = depth; i-- > 0;) {
-		const char *name = sym_name(s->sym, s->frames[off + i], i > 0);
+	for (uint32_t i = depth; i-- > 0;) {
+		const char *name = sym_name(s->sym, fr[i], i > 0);
 		n = step(s, n, label_of(s, (uint64_t)(uintptr_t)name, 0, name), &folded);
 	}
 	s->res->folded += (uint64_t)folded;
@@ -236,13 +198,11 @@ static int put_line(const struct samples *s, FILE *f, size_t i)
 static void samples_clear(struct samples *s)
 {
 	sym_free(s->sym);
-	idmap_free(&s->stack_ids);
+	stacks_free(&s->stacks);
 	idmap_free(&s->labels);
 	idmap_free(&s->kids);
 	idmap_free(&s->roots);
 	idmap_free(&s->zids);
-	free(s->frames);
-	free(s->stack_at);
 	free(s->lab);
 	free(s->nodes);
 	free(s->zs);
@@ -251,13 +211,13 @@ static void samples_clear(struct samples *s)
 /* The tree of every sample of @r into @s (its res and t set). */
 static int samples_pass(struct samples *s, kt_reader *r)
 {
-	idmap_init(&s->stack_ids);
+	stacks_init(&s->stacks);
 	idmap_init(&s->labels);
 	idmap_init(&s->kids);
 	idmap_init(&s->roots);
 	idmap_init(&s->zids);
 	int rc = (s->sym = sym_new()) ? 0 : -ENOMEM;
-	if (!rc && !(rc = kt_reader_rewind(r)) && !(rc = read_entries(s, r)) &&
+	if (!rc && !(rc = kt_reader_rewind(r)) && !(rc = stacks_read(&s->stacks, r, s->sym)) &&
 	    !(rc = kt_reader_rewind(r))) {
 		static const struct pipe_client client = { .event = on_event,
 			                                   .payloads = PIPE_PAYLOADS_FIXED };
