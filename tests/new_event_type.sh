@@ -3,7 +3,7 @@
 # of KT_EVENT_TYPES (include/katra/record.h) and nothing else (issue #29).
 #
 # In a scratch copy of the tree at SRC_DIR, one row is appended to the
-# table: type 21, "scratch_gauge", an i64 payload shown as a value.  Then:
+# table: type 22, "scratch_gauge", an i64 payload shown as a value.  Then:
 #   - the files that differ from an untouched copy are counted: exactly one
 #     (record.h), so nothing else had to change;
 #   - the accessor (format/value.c), the names (format/names.c) and a probe
@@ -13,7 +13,7 @@
 #     decodes;
 #   - with --full (minutes: the library and the command line tool): the
 #     scratch tree builds with warnings as errors, a program writes a trace
-#     holding a type-21 record through kt_emit(), and `katra dump` shows it
+#     holding a type-22 record through kt_emit(), and `katra dump` shows it
 #     as "scratch_gauge" with its value, text and JSON, and the Chrome
 #     export as an instant with it (valid JSON), from the row alone.
 # What a reader shows by type rather than by value kind (a Chrome phase, a
@@ -37,7 +37,7 @@ awk '
   /^#define KT_EVENT_TYPES\(X\)/ { intable = 1 }
   intable && !/\\[[:space:]]*$/ {
     print $0 " \\"
-    print "\tX(21, KT_EV_SCRATCH_GAUGE, \"scratch_gauge\", KT_PAYLOAD_I64, KT_REC_FLAGS_ZERO, KT_VALUE_I64)"
+    print "\tX(22, KT_EV_SCRATCH_GAUGE, \"scratch_gauge\", KT_PAYLOAD_I64, KT_REC_FLAGS_ZERO, KT_VALUE_I64)"
     intable = 0
     next
   }
@@ -65,9 +65,9 @@ int main(void)
 	kt_event ev = { .type = KT_EV_SCRATCH_GAUGE, .payload_len = 8, .payload = p };
 	kt_value v;
 	int ok = kt_event_get_value(&ev, &v) == 1 && v.kind == KT_VALUE_I64 && v.i64 == -7 &&
-		 !strcmp(kt_event_type_name(21), "scratch_gauge") &&
-		 kt__record_ok(21, 0, 8) && !kt__record_ok(21, 0, 16) && !kt__record_ok(21, 1, 8);
-	printf("type 21: %s, value kind %d, i64 %lld\n", kt_event_type_name(21), (int)v.kind,
+		 !strcmp(kt_event_type_name(22), "scratch_gauge") &&
+		 kt__record_ok(22, 0, 8) && !kt__record_ok(22, 0, 16) && !kt__record_ok(22, 1, 8);
+	printf("type 22: %s, value kind %d, i64 %lld\n", kt_event_type_name(22), (int)v.kind,
 	       (long long)v.i64);
 	return !ok;
 }
@@ -98,7 +98,7 @@ EOF
   lib=$(find "$tmp/build" -name 'libkatra.a' | head -1)
   "$cc" -std=c11 -Wall -Wextra -Werror -I"$tmp/new/include" -o "$tmp/writer" "$tmp/writer.c" \
     "$lib" $(pkg-config --libs liblz4 libxxhash liburing libzstd) -lpthread
-  "$tmp/writer" "$tmp/t.katra" || { echo "FAIL: writing a type-21 record"; exit 1; }
+  "$tmp/writer" "$tmp/t.katra" || { echo "FAIL: writing a type-22 record"; exit 1; }
   "$tmp/build/katra" dump "$tmp/t.katra" | tee "$tmp/dump.txt"
   "$tmp/build/katra" dump --format jsonl "$tmp/t.katra" | tee "$tmp/dump.jsonl"
   grep -Eq ' scratch_gauge gauge -7$' "$tmp/dump.txt" &&
@@ -115,4 +115,4 @@ EOF
   "$tmp/build/katra" export --fxt "$tmp/t.katra" "$tmp/t.fxt"
   "$tmp/build/katra" stats --json "$tmp/t.katra" | jq -e . >/dev/null
 fi
-echo "ok: one row added event type 21; its value read by kt_event_get_value()"
+echo "ok: one row added event type 22; its value read by kt_event_get_value()"
