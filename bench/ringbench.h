@@ -31,6 +31,7 @@ struct opts {
 	int report_rss;
 	int baselines;
 	int peer_lttng;
+	int recorded;          /* --recorded: rows into the environment's session */
 	uint64_t frame_events;  /* --events for the frame loop: a count, not a time */
 	unsigned payload;       /* --payload B */
 	unsigned names;         /* --names N: the frame loop's inner zones take N names */

@@ -43,6 +43,9 @@ void usage(FILE *f)
 		"                      the profiler API's rows\n"
 		"  --baselines         those rows plus clock_gettime, mutex_write (a shared\n"
 		"                      buffer drained with write()) and fprintf, same run\n"
+		"  --recorded          with --producer-only, under `katra record`: the katra\n"
+		"                      row emits into the session the environment started\n"
+		"                      (katra_record), beside the floor row\n"
 		"  --peer lttng        add an LTTng-UST tracepoint row recording to disk (needs\n"
 		"                      liblttng-ust-dev at build time and lttng-tools)\n"
 		"  --find-max-rate     highest rate held for --seconds (0 drops, and at least\n"
@@ -112,6 +115,7 @@ static const struct option lo[] = {
 	{ "report-rss", no_argument, NULL, 'M' },
 	{ "baselines", no_argument, NULL, 'B' },
 	{ "peer", required_argument, NULL, 'L' },
+	{ "recorded", no_argument, NULL, 'r' + 256 },
 	{ "payload", required_argument, NULL, 'p' + 256 },
 	{ "names", required_argument, NULL, 'n' + 256 },
 	{ "workload", required_argument, NULL, 'w' + 256 },
@@ -336,6 +340,7 @@ int rb_parse_opts(int argc, char **argv, struct opts *o)
 		case 'F' + 256: o->codec_only = 1; continue;
 		case 'M': o->report_rss = 1; continue;
 		case 'B': o->baselines = 1; o->producer_only = 1; continue;
+		case 'r' + 256: o->recorded = 1; o->producer_only = 1; continue;
 		case 'j': o->json = 1; continue;
 		case 'C': o->capture_root = optarg; continue;
 		case 'C' + 256: o->run_id = optarg; continue;

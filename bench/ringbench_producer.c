@@ -374,7 +374,7 @@ static int run_row(struct prod *P, int k, uint64_t per_round)
 	FILE *fp = NULL;
 	if (baseline_open(P, k, &mw, &drainer, &fp))
 		return 1;
-	if (traced(k)) {
+	if (traced(k) && !P->o->recorded) {
 		int rc = kt_session_start(k == ROW_FLIGHT ? NULL : P->path,
 					  k == ROW_KATRA ? &P->so
 					  : k == ROW_FLIGHT ? &P->so_flight : &P->so_crash, &s);
@@ -415,7 +415,9 @@ static void report(struct prod *P, const struct lttng_peer *peer, int nrows)
 	for (int k = 0; k < ROWS; k++) {
 		if (!P->want[k])
 			continue;
-		rows[kept++] = (struct row){ .name = row_names[k], .threads = 1,
+		rows[kept++] = (struct row){ .name = k == ROW_KATRA && o->recorded ? "katra_record"
+										  : row_names[k],
+					.threads = 1,
 					.events = P->events[k], .seconds = P->secs[k],
 					.p50 = pct(&P->st[k], 0.5), .p99 = pct(&P->st[k], 0.99),
 					.p999 = pct(&P->st[k], 0.999),
@@ -454,13 +456,26 @@ int producer_only(const struct opts *o)
 	int nrows = o->baselines ? ROW_LTTNG : ROW_CLOCK;
 	for (int k = 0; k < ROWS; k++)
 		P.want[k] = k < nrows;
+	if (o->recorded) {
+		/* The session is the environment's (`katra record`), started as
+		 * the library loaded: its rings are sized already (--ring-size
+		 * of katra record), and kt_init() would be refused. */
+		if (!getenv("KT_RECORD_DIR")) {
+			fprintf(stderr, "ringbench: --recorded: run under katra record\n");
+			return 1;
+		}
+		for (int k = 0; k < ROWS; k++)
+			P.want[k] = k == ROW_KATRA || k == ROW_FLOOR;
+	}
 	kt_config cfg = { .ring_size = o->ring_size, .overflow = o->policy };
-	int rc = kt_init(&cfg);
+	int rc = o->recorded ? 0 : kt_init(&cfg);
 	if (rc) {
 		fprintf(stderr, "ringbench: kt_init: %s\n", kt_strerror(rc));
 		return 1;
 	}
 	P.id = kt_name("bench_zone");
+	if (o->recorded)
+		katra_batch(P.id); /* this thread's ring, before any round */
 	const char *tmp = getenv("TMPDIR");
 	snprintf(P.path, sizeof(P.path), "%s/ringbench-producer-%ld.katra",
 		 tmp && *tmp ? tmp : "/tmp", (long)getpid());

@@ -33,12 +33,7 @@ for r in $(seq 1 "$rounds"); do
       $row "$cpu" "$sw" "$written"
   done
 done | tee "$tmp/rows"
-awk '
-  function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-      if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-  function lo(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] < m) m = a[i]; return m }
-  function hi(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] > m) m = a[i]; return m }
+awk "$(cat bench/medians.awk)"'
   $2 == "off" { n0++; p0[n0] = $3; q0[n0] = $4; c0[n0] = $5 }
   $2 == "on"  { n1++; p1[n1] = $3; q1[n1] = $4; c1[n1] = $5; s1[n1] = $6 }
   END {

@@ -14,6 +14,14 @@
  *                                PATH (which wins: README, "katra record")
  *     multiproc --until-signal   the parent emits until SIGINT or SIGTERM,
  *                                then exits 0 (for the forwarding test)
+ *     multiproc --capture ROOT   a harness: a capture of the run KT_RUN_ID,
+ *                                KT_EPOCH in ROOT (the capture manager),
+ *                                100 zones, a fork()ed worker's 1000
+ *                                during the run, 100 more (katra record
+ *                                --run-id: the worker joins the capture)
+ *     multiproc --pair           so does a child it forks, stopped with
+ *                                SIGTERM once the parent is (for
+ *                                katra record --flight and katra snapshot)
  *     multiproc helper           the exec'd helper: 1000 zones
  */
 #define _GNU_SOURCE
@@ -25,6 +33,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <katra/capture.h>
 #include <katra/katra.h>
 
 #define HELPER_ZONES 1000
@@ -107,6 +118,63 @@ static void until_signal(void)
 	}
 }
 
+static uint64_t wall_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A harness: one capture of the environment's run around a worker. */
+static int capture(const char *root)
+{
+	const char *run = getenv("KT_RUN_ID"), *ep = getenv("KT_EPOCH");
+	uint64_t epoch = ep ? strtoull(ep, NULL, 10) : 0;
+	kt_manager *m;
+	if (!run || kt_manager_new(&(kt_manager_options){ .root = root }, &m))
+		return 1;
+	kt_capture_ref ref;
+	kt_manager_start(m, &(kt_start_request){ .run_id = run, .epoch = epoch,
+						 .validity = "valid", .boundary_at = wall_ns() },
+			 &ref);
+	kt_thread_name("harness");
+	zones("harness_zone", 100);
+	pid_t w = fork();
+	if (w == 0) {
+		kt_thread_name("run_worker");
+		zones("run_worker_zone", 1000);
+		exit(0);
+	}
+	int st = 1;
+	while (w > 0 && waitpid(w, &st, 0) < 0 && errno == EINTR)
+		;
+	zones("harness_zone", 100);
+	kt_manager_request_stop(m, &(kt_stop_request){ .run_id = run, .epoch = epoch,
+						       .boundary_at = wall_ns() },
+				&ref);
+	kt_capture_status cs;
+	int rc = kt_manager_await(m, &ref, UINT64_MAX, &cs);
+	kt_manager_close(m);
+	return rc || cs.state != KT_STATE_PUBLISHED || !WIFEXITED(st) || WEXITSTATUS(st);
+}
+
+/* Parent and child emit until stopped; the child by the parent. */
+static int pair(void)
+{
+	pid_t child = fork();
+	if (child < 0)
+		return 1;
+	kt_thread_name(child ? "pair_parent" : "pair_child");
+	until_signal();
+	if (!child)
+		exit(0);
+	kill(child, SIGTERM);
+	int st;
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	long events = 200000;
@@ -120,6 +188,10 @@ int main(int argc, char **argv)
 		until_signal();
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "--pair"))
+		return pair();
+	if (argc > 2 && !strcmp(argv[1], "--capture"))
+		return capture(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "--events"))
 		events = strtol(argv[2], NULL, 10);
 	if (argc > 2 && !strcmp(argv[1], "--own") && kt_session_start(argv[2], NULL, &own)) {

@@ -30,8 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
+#include <katra/capture.h>
 #include "flush/session_impl.h"
 
 #define MAX_SAME_PID 64 /* an exec'd image after a fork()ed child's file */
@@ -126,6 +128,15 @@ static void start_recorded(void)
 	if (c && *c)
 		o.given |= KT_GIVEN_CODEC;
 	o.ring_size = (size_t)ring;
+	/* The run this process belongs to (katra record --run-id, --epoch,
+	 * or a harness that set them): in every process's header, so that
+	 * its file, and the merge of all, name the run. */
+	const char *run = getenv("KT_RUN_ID");
+	long epoch = env_num("KT_EPOCH", 0);
+	if (run && *run && strlen(run) <= KT_CAPTURE_RUN_ID_MAX && epoch >= 0) {
+		o.run_id = run;
+		o.epoch = (uint64_t)epoch;
+	}
 	if (flight) {
 		o.mode = KT_SESSION_FLIGHT;
 		o.listen = 1;
@@ -162,9 +173,22 @@ int kt__autostart_yield(void)
 	return stop_recorded();
 }
 
+int kt__autostart_run_is_env(const char *run_id, uint64_t epoch)
+{
+	const char *dir = getenv("KT_RECORD_DIR"), *run = getenv("KT_RUN_ID");
+	long e = env_num("KT_EPOCH", 0);
+	return dir && *dir && run && !strcmp(run, run_id) && e >= 0 && (uint64_t)e == epoch;
+}
+
 void kt__autostart_child(kt_session *parent_current)
 {
-	int was_recorded = recorded && parent_current == recorded;
+	/* A child of the recorded session, or of a session of the run the
+	 * environment names (a harness's capture under katra record
+	 * --run-id): its own file, which joins the run's capture (katra
+	 * record, tools/cmd/record_join.c).  Any other session's child stays
+	 * silent, its parent's trace protected. */
+	int was_recorded = parent_current && (parent_current == recorded ||
+					      parent_current->run_of_env);
 	/* Another thread of the parent may have held it: it has none here. */
 	rec_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	/* The parent's session and fd: the parent's alone. */
@@ -196,19 +220,67 @@ static uint32_t read_self(const char *what, char *buf, size_t cap)
 	return (uint32_t)n;
 }
 
+/* The last part of path @p. */
+static const char *base_of(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	return slash ? slash + 1 : p;
+}
+
+/* A path that names a file by another name: /proc/self/exe, /proc/PID/exe,
+ * /dev/fd/N (fexecve()).  Its last part ("exe", "3") says nothing. */
+static int is_alias(const char *p)
+{
+	return !strncmp(p, "/proc/", 6) || !strncmp(p, "/dev/fd/", 8);
+}
+
+/*
+ * The process's name into @name (@cap > 16): comm, unless comm is only the
+ * kernel's cut of the path exec() was given (AT_EXECFN) and that path is
+ * an alias (a helper exec'd through /proc/self/exe is "exe" there); then
+ * argv[0]'s last part, or, when argv[0] is an alias too, that of the file
+ * /proc/self/exe names.  A name the program gave itself (prctl
+ * PR_SET_NAME) is not the kernel's cut, and is kept.  @cmd holds the
+ * command line's @clen bytes, argv[0] first.
+ */
+static void self_name(char *name, size_t cap, const char *cmd, uint32_t clen)
+{
+	uint32_t nlen = read_self("comm", name, cap - 1);
+	/* comm ends in a newline; a name holds no zero byte. */
+	while (nlen && (name[nlen - 1] == '\n' || name[nlen - 1] == 0))
+		nlen--;
+	name[nlen] = 0;
+	const char *fn = (const char *)getauxval(AT_EXECFN);
+	if (!fn || !is_alias(fn) || strncmp(name, base_of(fn), 15))
+		return;
+	char exe[4096];
+	const char *from = NULL;
+	if (clen && !is_alias(cmd) && *base_of(cmd)) {
+		from = base_of(cmd); /* the command line's first string ends in its zero */
+	} else {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = 0;
+			from = base_of(exe);
+		}
+	}
+	if (from && *from) {
+		size_t len = strnlen(from, cap - 1); /* a longer one cut */
+		memcpy(name, from, len);
+		name[len] = 0;
+	}
+}
+
 int kt__write_self_process(kt_writer *w, uint64_t start_ns)
 {
 	static char cmd[KT_MAX_STRING];
 	static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
 	char name[64];
-	uint32_t nlen = read_self("comm", name, sizeof(name) - 1);
-	/* comm ends in a newline; a name holds no zero byte. */
-	while (nlen && (name[nlen - 1] == '\n' || name[nlen - 1] == 0))
-		nlen--;
-	name[nlen] = 0;
-	nlen = (uint32_t)strlen(name);
 	pthread_mutex_lock(&buf_lock);
-	uint32_t clen = read_self("cmdline", cmd, sizeof(cmd));
+	uint32_t clen = read_self("cmdline", cmd, sizeof(cmd) - 1);
+	cmd[clen] = 0;
+	self_name(name, sizeof(name), cmd, clen);
+	uint32_t nlen = (uint32_t)strlen(name);
 	while (clen && cmd[clen - 1] == 0) /* the last argument's terminator */
 		clen--;
 	kt_process_def p = { .id = 0, .pid = (uint64_t)getpid(), .parent_pid = (uint64_t)getppid(),

@@ -89,6 +89,13 @@ int kt__session_start_output(const kt_session_options *o, const kt__output *out,
 int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /*
+ * kt__period_wait - wait @ns on @cond (a CLOCK_MONOTONIC one) under @lock,
+ * or until *@stop (read under @lock) is set; the period threads' wait
+ * (flush/live_flight.c, flush/sched.c).  Returns *@stop.
+ */
+int kt__period_wait(pthread_mutex_t *lock, pthread_cond_t *cond, const int *stop, uint64_t ns);
+
+/*
  * Snapshot requests (flush/control.c, tools/cmd/cmd_snapshot.c): the client
  * sends KT__CTL_REQ_WORDS u64 { magic, max_age_ns, max_bytes }; the
  * process answers, in host byte order (both ends are on one machine), the

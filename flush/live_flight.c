@@ -98,20 +98,25 @@ static void look(struct kt__live_flight *f, struct kt__live *l)
 	free(list.rings);
 }
 
-/* Wait KT__LIVE_PUBLISH_NS or until stopped.  Returns stop. */
-static int wait_next(struct kt__live_flight *f)
+int kt__period_wait(pthread_mutex_t *lock, pthread_cond_t *cond, const int *stop, uint64_t ns)
 {
 	struct timespec at;
 	clock_gettime(CLOCK_MONOTONIC, &at);
-	at.tv_nsec += (long)(KT__LIVE_PUBLISH_NS % 1000000000u);
-	at.tv_sec += (time_t)(KT__LIVE_PUBLISH_NS / 1000000000u) + at.tv_nsec / 1000000000;
+	at.tv_nsec += (long)(ns % 1000000000u);
+	at.tv_sec += (time_t)(ns / 1000000000u) + at.tv_nsec / 1000000000;
 	at.tv_nsec %= 1000000000;
-	pthread_mutex_lock(&f->lock);
-	while (!f->stop && pthread_cond_timedwait(&f->cond, &f->lock, &at) != ETIMEDOUT)
+	pthread_mutex_lock(lock);
+	while (!*stop && pthread_cond_timedwait(cond, lock, &at) != ETIMEDOUT)
 		;
-	int stop = f->stop;
-	pthread_mutex_unlock(&f->lock);
-	return stop;
+	int stopped = *stop;
+	pthread_mutex_unlock(lock);
+	return stopped;
+}
+
+/* Wait KT__LIVE_PUBLISH_NS or until stopped.  Returns stop. */
+static int wait_next(struct kt__live_flight *f)
+{
+	return kt__period_wait(&f->lock, &f->cond, &f->stop, KT__LIVE_PUBLISH_NS);
 }
 
 static void *flight_main(void *arg)

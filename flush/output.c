@@ -72,6 +72,10 @@ static int next_file(kt_session *s)
 	int rc = s->error ? s->error : sink->retarget(sink, fd);
 	if (!rc)
 		rc = kt__writer_open_sink(&s->w, sink, fd, 0, 0, &s->hdr);
+	/* Every file says whose it is (SPEC §4.10): a capture that keeps its
+	 * newest segments publishes from a later one than the first. */
+	if (!rc)
+		rc = kt__write_self_process(s->w, s->hdr.start_mono_ns);
 	if (rc) {
 		kt__session_forget_kfd(s);
 		if (sink)

@@ -434,3 +434,21 @@ const char *kt__sample_setup(kt_session *s, uint32_t hz, char *note, size_t n)
 	snprintf(note, n, "samples: absent: %s", why);
 	return note;
 }
+
+/* @note added to @h's notes, in *@notes: a copy the caller frees (made
+ * here the first time, grown after).  Nothing when the notes are full or
+ * there is no memory. */
+void kt__header_add_note(kt_header *h, const char ***notes, const char *note)
+{
+	const char **n;
+	if (h->note_count >= KT_MAX_NOTES ||
+	    !(n = realloc(*notes, (h->note_count + 1) * sizeof(char *))))
+		return;
+	if (!*notes)
+		for (uint32_t i = 0; i < h->note_count; i++)
+			n[i] = h->notes[i];
+	n[h->note_count] = note;
+	*notes = n;
+	h->notes = n;
+	h->note_count++;
+}

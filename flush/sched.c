@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@
 #define KT_SCHED_PAGES 4u         /* data pages per buffer, a power of two */
 #define KT_SCHED_REC 32u          /* bytes of one type 20 record */
 #define KT_SCHED_BATCH 1024u      /* records per chunk written at once */
+#define KT_SCHED_KEEP 2048u       /* a flight session's newest records per thread */
 
 struct followed {
 	uint32_t owner;        /* the followed thread's katra id; 0: free slot */
@@ -53,6 +55,8 @@ struct followed {
 	void *map;             /* the control page, then the data pages */
 	uint64_t last;         /* the last tick written: the stream's order */
 	int seen;              /* its ring was in this period's snapshot */
+	uint8_t *keep;         /* flight: its newest KT_SCHED_KEEP records, */
+	uint32_t kstart, kn;   /* the oldest at kstart, kn of them */
 };
 
 struct kt__sched {
@@ -65,6 +69,15 @@ struct kt__sched {
 	uint8_t buf[KT_SCHED_BATCH * KT_SCHED_REC];
 	size_t nbuf;
 	uint64_t first, lastw;
+	/* A flight session's (no flusher): records are kept per thread,
+	 * newest over oldest, by a thread of this file (sched_flight()),
+	 * for the snapshots; the lock is its and theirs. */
+	int flight;
+	kt_session *s;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;   /* CLOCK_MONOTONIC */
+	pthread_t thread;
+	int started, stop;     /* stop under lock */
 };
 
 int kt__perf_open(struct perf_event_attr *a, uint32_t tid)
@@ -159,20 +172,35 @@ static void flush_batch(kt_session *s, const struct followed *f)
 	k->nbuf = 0;
 }
 
+/* One type 20 record at @p. */
+static void encode(uint8_t *p, uint32_t owner, uint64_t ts, unsigned what, uint64_t second)
+{
+	memset(p, 0, KT_SCHED_REC);
+	kt__put64(p + KT_REC_TS, ts);
+	p[KT_REC_TYPE] = KT_EV_SCHED;
+	p[KT_REC_FLAGS] = (uint8_t)what;
+	kt__put16(p + KT_REC_LEN, 16);
+	kt__put64(p + KT_REC_HEAD, owner);
+	kt__put64(p + KT_REC_HEAD + 8, second);
+}
+
 static void put_rec(kt_session *s, struct followed *f, uint64_t ts, unsigned what, uint64_t second)
 {
 	struct kt__sched *k = s->sched;
 	if (ts < f->last)
 		ts = f->last; /* the stream stays in order, as a thread's does */
 	f->last = ts;
+	if (k->flight) { /* the newest kept, over the oldest */
+		uint32_t at = (f->kstart + f->kn) % KT_SCHED_KEEP;
+		encode(f->keep + (size_t)at * KT_SCHED_REC, f->owner, ts, what, second);
+		if (f->kn < KT_SCHED_KEEP)
+			f->kn++;
+		else
+			f->kstart = (f->kstart + 1) % KT_SCHED_KEEP;
+		return;
+	}
 	uint8_t *p = k->buf + k->nbuf * KT_SCHED_REC;
-	memset(p, 0, KT_SCHED_REC);
-	kt__put64(p + KT_REC_TS, ts);
-	p[KT_REC_TYPE] = KT_EV_SCHED;
-	p[KT_REC_FLAGS] = (uint8_t)what;
-	kt__put16(p + KT_REC_LEN, 16);
-	kt__put64(p + KT_REC_HEAD, f->owner);
-	kt__put64(p + KT_REC_HEAD + 8, second);
+	encode(p, f->owner, ts, what, second);
 	if (!k->nbuf)
 		k->first = ts;
 	k->lastw = ts;
@@ -224,8 +252,15 @@ static void follow(kt_session *s, struct followed *f, struct kt__ring *r)
 		return;
 	}
 	size_t len = (1 + KT_SCHED_PAGES) * k->page;
+	if (k->flight && !(f->keep = malloc((size_t)KT_SCHED_KEEP * KT_SCHED_REC))) {
+		refuse(k, owner, "no memory for its records");
+		close(fd);
+		return;
+	}
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
+		free(f->keep);
+		f->keep = NULL;
 		/* EPERM: past perf_event_mlock_kb and RLIMIT_MEMLOCK. */
 		refuse(k, owner, "its buffer past the locked-memory limit (perf_event_mlock_kb)");
 		close(fd);
@@ -320,6 +355,7 @@ static void unfollow(struct kt__sched *k, struct followed *f)
 {
 	munmap(f->map, (1 + KT_SCHED_PAGES) * k->page);
 	close(f->fd);
+	free(f->keep);
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 }
@@ -336,15 +372,15 @@ static struct followed *find(struct kt__sched *k, uint32_t owner, struct followe
 	return NULL;
 }
 
-void kt__sched_poll(kt_session *s)
+/* Follow the threads of @rings new since, read every buffer, let go of
+ * the threads that exited. */
+static void poll_rings(kt_session *s, const kt__ring_list *rings)
 {
 	struct kt__sched *k = s->sched;
-	if (!k || !s->w || s->error)
-		return;
 	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
 		k->t[i].seen = 0;
-	for (size_t i = 0; i < s->rings.len; i++) {
-		struct kt__ring *r = s->rings.rings[i];
+	for (size_t i = 0; i < rings->len; i++) {
+		struct kt__ring *r = rings->rings[i];
 		struct followed *free_slot, *f = find(k, kt__ring_thread_id(r), &free_slot);
 		if (!f && !kt__ring_retired(r) && !was_refused(k, kt__ring_thread_id(r))) {
 			if (free_slot)
@@ -368,6 +404,12 @@ void kt__sched_poll(kt_session *s)
 	}
 }
 
+void kt__sched_poll(kt_session *s)
+{
+	if (s->sched && s->w && !s->error)
+		poll_rings(s, &s->rings);
+}
+
 void kt__sched_end(kt_session *s)
 {
 	struct kt__sched *k = s->sched;
@@ -385,6 +427,11 @@ void kt__sched_free(struct kt__sched *k)
 {
 	if (!k)
 		return;
+	kt__sched_flight_stop(k);
+	if (k->flight) {
+		pthread_cond_destroy(&k->cond);
+		pthread_mutex_destroy(&k->lock);
+	}
 	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
 		if (k->t[i].owner)
 			unfollow(k, &k->t[i]);
@@ -400,4 +447,112 @@ void kt__sched_fork_child(struct kt__sched *k)
 	for (size_t i = 0; k && i < KT_SCHED_MAX_THREADS; i++)
 		if (k->t[i].owner && k->t[i].fd >= 0)
 			close(k->t[i].fd);
+}
+
+/* ---- flight sessions ------------------------------------------------------ */
+
+#define KT_SCHED_FLIGHT_NS UINT64_C(100000000) /* a look every 100 ms: 512 switches a thread */
+
+/* A flight session's look, as the flusher's: follow the threads new
+ * since, keep what their buffers got, let go of the ones that exited. */
+static void *sched_flight(void *arg)
+{
+	struct kt__sched *k = arg;
+	int stop;
+	do {
+		stop = kt__period_wait(&k->lock, &k->cond, &k->stop, KT_SCHED_FLIGHT_NS);
+		kt__ring_list list = { 0 };
+		if (kt__registry_snapshot(&list) == 0) {
+			pthread_mutex_lock(&k->lock);
+			poll_rings(k->s, &list);
+			pthread_mutex_unlock(&k->lock);
+		}
+		free(list.rings);
+	} while (!stop);
+	return NULL;
+}
+
+int kt__sched_flight_start(kt_session *s)
+{
+	struct kt__sched *k = s->sched;
+	pthread_condattr_t ca;
+	if (!k)
+		return 0;
+	if (pthread_condattr_init(&ca))
+		return -ENOMEM;
+	k->flight = 1;
+	k->s = s;
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	/* Without the thread nothing is followed: the snapshots have none. */
+	int rc = kt__thread_start(&k->thread, sched_flight, k);
+	k->started = !rc;
+	return rc;
+}
+
+void kt__sched_flight_stop(struct kt__sched *k)
+{
+	if (!k || !k->started)
+		return;
+	pthread_mutex_lock(&k->lock);
+	k->stop = 1;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->thread, NULL);
+	/* The lock stays for a snapshot in progress: kt__sched_free()'s. */
+	k->started = 0;
+}
+
+/* @f's kept records from @from on into @out (KT_SCHED_KEEP + 1 room),
+ * after a FOLLOW at the first kept time unless the first is one: the
+ * state before is not known.  Returns how many. */
+static uint32_t kept_from(const struct followed *f, uint64_t from, uint8_t *out)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < f->kn; i++) {
+		const uint8_t *p = f->keep + (size_t)((f->kstart + i) % KT_SCHED_KEEP) * KT_SCHED_REC;
+		uint64_t ts = kt__get64(p + KT_REC_TS);
+		if (ts < from)
+			continue;
+		if (!n && p[KT_REC_FLAGS] != KT_SCHED_FOLLOW) {
+			uint64_t at = i ? from : ts; /* the oldest kept is as far as is known */
+			encode(out, f->owner, at > ts ? ts : at, KT_SCHED_FOLLOW, 0);
+			n++;
+		}
+		memcpy(out + (size_t)n++ * KT_SCHED_REC, p, KT_SCHED_REC);
+	}
+	return n;
+}
+
+int kt__sched_snapshot(kt_session *s, struct kt_writer *w, uint64_t from)
+{
+	struct kt__sched *k = s->sched;
+	if (!k || !k->flight)
+		return 0;
+	uint8_t *buf = malloc((size_t)(KT_SCHED_KEEP + 1) * KT_SCHED_REC);
+	if (!buf)
+		return -ENOMEM;
+	int rc = 0;
+	char name[32];
+	pthread_mutex_lock(&k->lock);
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
+		if (k->t[i].owner) /* up to now, not to the last look */
+			drain_one(s, &k->t[i]);
+	for (size_t i = 0; i < KT_SCHED_MAX_THREADS && !rc; i++) {
+		const struct followed *f = &k->t[i];
+		uint32_t n = f->owner ? kept_from(f, from, buf) : 0;
+		if (!n)
+			continue;
+		snprintf(name, sizeof(name), "katra.sched %u", f->tid);
+		rc = kt__writer_chunk_known(w, f->sid, KT_CODEC_NONE, 0, buf,
+					    (size_t)n * KT_SCHED_REC, n, kt__get64(buf + KT_REC_TS),
+					    kt__get64(buf + (size_t)(n - 1) * KT_SCHED_REC + KT_REC_TS));
+		if (!rc)
+			rc = kt_writer_thread(w, f->sid, 0, name);
+	}
+	pthread_mutex_unlock(&k->lock);
+	free(buf);
+	return rc;
 }

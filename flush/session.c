@@ -395,27 +395,10 @@ static void build_header(kt_session *s, const kt_session_options *o, kt_header *
 		h->run_id = o->run_id;
 		h->capture_id = o->capture_id;
 		h->epoch = o->epoch;
+		s->run_of_env = kt__autostart_run_is_env(o->run_id, o->epoch);
 	}
 	h->note_count = o->note_count;
 	h->notes = o->notes;
-}
-
-/* @note added to @h's notes, in *@notes: a copy the caller frees (made
- * here the first time, grown after).  Nothing when the notes are full or
- * there is no memory. */
-static void add_note(kt_header *h, const char ***notes, const char *note)
-{
-	const char **n;
-	if (h->note_count >= KT_MAX_NOTES ||
-	    !(n = realloc(*notes, (h->note_count + 1) * sizeof(char *))))
-		return;
-	if (!*notes)
-		for (uint32_t i = 0; i < h->note_count; i++)
-			n[i] = h->notes[i];
-	n[h->note_count] = note;
-	*notes = n;
-	h->notes = n;
-	h->note_count++;
 }
 
 /*
@@ -443,7 +426,7 @@ static void start_sched(kt_session *s, const kt_session_options *o, kt_header *h
 	h->flags |= KT_HDR_SCHED_ABSENT;
 	fprintf(stderr, "katra: scheduler data absent from this trace: %s\n", why);
 	snprintf(note, sizeof(note), "sched: absent: %s", why);
-	add_note(h, notes, note);
+	kt__header_add_note(h, notes, note);
 }
 
 /*
@@ -468,7 +451,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 	start_sched(s, o, &h, &notes);
 	static char snote[200]; /* the header keeps a pointer to it */
 	if (kt__sample_setup(s, o->sample_hz, snote, sizeof(snote)))
-		add_note(&h, &notes, snote);
+		kt__header_add_note(&h, &notes, snote);
 	if ((rc = start_crash(s, o)))
 		goto err;
 	if ((rc = kt__header_validate(&h))) {
@@ -521,11 +504,14 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 {
 	char host[256] = "";
 	kt_header h;
+	const char **notes = NULL;
 	gethostname(host, sizeof(host) - 1);
 	build_header(s, o, &h, host);
+	start_sched(s, o, &h, &notes); /* its records kept for the snapshots */
 	int rc = kt__header_validate(&h);
 	if (!rc)
 		rc = kt__session_keep_header(s, &h);
+	free(notes);
 	if (rc)
 		return start_fail(rc, "trace header (workload, run id, capture id or notes)");
 	if ((rc = start_crash(s, o)))
@@ -543,6 +529,8 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 		return start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 	}
 	s->live_flight = kt__live_flight_start(&s->c0); /* NULL: no page, the session goes on */
+	if (kt__sched_flight_start(s))
+		fprintf(stderr, "katra: scheduler data: no thread to follow the threads\n");
 	return 0;
 }
 
@@ -715,6 +703,7 @@ static int session_stop(kt_session *s, kt_summary *sum)
 		/* Its last look is before the rings are given back. */
 		kt__live_flight_stop(s->live_flight);
 		s->live_flight = NULL;
+		kt__sched_flight_stop(s->sched); /* it looks at the rings too */
 		pthread_mutex_lock(&session_lock);
 		return stop_flight(s, sum);
 	}

@@ -33,6 +33,9 @@ struct sthread {
 struct kt_session {
 	kt_writer *w;
 	int fd;
+	/* The session's run is the environment's (KT_RUN_ID, KT_EPOCH): a
+	 * fork()ed child joins it with a file of its own (autostart.c). */
+	int run_of_env;
 	int own_fd;
 	int kfd;                /* the io_uring instance's fd while its sink
 				 * lives, else -1; under fd_lock */
@@ -191,6 +194,19 @@ void kt__sched_end(kt_session *s);
 void kt__sched_free(struct kt__sched *k);
 /* In a fork()ed child: close the parent's events, touch nothing else. */
 void kt__sched_fork_child(struct kt__sched *k);
+/* A flight session's (no flusher): a thread of sched.c's that follows the
+ * threads and keeps each one's newest switches in memory, every 100 ms.
+ * 0 or -errno (then no records come: the header said they would). */
+int kt__sched_flight_start(kt_session *s);
+/* Stop that thread (kt__sched_free() does too); its records and lock
+ * stay for a snapshot in progress. */
+void kt__sched_flight_stop(struct kt__sched *k);
+/* A snapshot's scheduler records: each followed thread's kept records at
+ * or after @from (ticks: the snapshot's first event; the buffers read up
+ * to now first), after a FOLLOW where
+ * the state before is not known, as its stream's chunk and thread entry
+ * into @w.  Any thread (under the table's lock).  0 or the writer's error. */
+int kt__sched_snapshot(kt_session *s, struct kt_writer *w, uint64_t from);
 
 /* Shared with sample.c: open perf event @a on thread @tid (close-on-exec):
  * an fd or -errno. */
@@ -213,6 +229,10 @@ struct kt__sample;
  * this thread): NULL returned and *@refused set. */
 struct kt__sample *kt__sample_new(const kt_clock_calibration *c0, uint32_t hz, char *why,
 				  size_t n, int *refused);
+/* @note added to @h's notes, in *@notes: a copy the caller frees (made
+ * the first time, grown after); nothing when the notes are full or there
+ * is no memory.  For the notes sched and samples add (session.c). */
+void kt__header_add_note(kt_header *h, const char ***notes, const char *note);
 /* The environment's KT_SAMPLE_HZ into *@hz when set; 0, or -EINVAL for
  * a value that is no number up to KT_SAMPLE_HZ_MAX (so is *@hz's). */
 int kt__sample_env(uint32_t *hz);
@@ -264,5 +284,9 @@ void kt__autostart_child(kt_session *parent_current);
  * flush/autostart.c.  Returns 0 or the writer's error.
  */
 int kt__write_self_process(kt_writer *w, uint64_t start_ns);
+
+/* kt__autostart_run_is_env - is run @run_id, @epoch the one KT_RUN_ID and
+ * KT_EPOCH name, under KT_RECORD_DIR?  1 or 0.  Session start. */
+int kt__autostart_run_is_env(const char *run_id, uint64_t epoch);
 
 #endif /* KATRA_FLUSH_SESSION_IMPL_H */

@@ -617,6 +617,7 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 	int rc = kt_writer_open_fd(fd, &h, &o.w);
 	if (rc)
 		return rc;
+	put(&o, kt__write_self_process(o.w, h.start_mono_ns)); /* whose it is, SPEC §4.10 */
 	for (size_t i = 0; i < sn->n && !o.rc; i++) {
 		uint64_t before = o.events;
 		put_ring(&o, &sn->rings[i]);
@@ -624,6 +625,8 @@ static int write_trace(struct snap *sn, int fd, kt_snapshot_result *res)
 		res->thread_count += o.events > before;
 		put_row(sn, res, &sn->rings[i], o.events - before);
 	}
+	if (!o.rc) /* a flight session's scheduler records of the window */
+		put(&o, kt__sched_snapshot(sn->s, o.w, res->first_event));
 	if (!o.rc)
 		put(&o, kt__snapshot_tables(o.w));
 	kt_file_summary fs;

@@ -26,29 +26,18 @@ int kt__rd_decode_process(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t
 	p->end_ns = kt__get64(b + KT__PROC_END);
 	p->name_len = kt__get32(b + KT__PROC_NAME_LEN);
 	p->cmdline_len = kt__get32(b + KT__PROC_CMD_LEN);
-	/* Each length is bounded before the two are added, and their sum must
-	 * be the body's: nothing is sized by them beyond the body. */
-	if (p->name_len > KT_MAX_STRING || p->cmdline_len > KT_MAX_STRING ||
-	    (uint64_t)p->name_len + p->cmdline_len != blen - KT__PROC_FIXED)
-		return kt__rd_stop(r, KT_EFRAME, boff + KT__PROC_NAME_LEN,
-				   "process lengths %u and %u in a %u-byte body", p->name_len,
-				   p->cmdline_len, blen);
+	int rc;
+	if ((rc = kt__rd_two_lengths(r, boff + KT__PROC_NAME_LEN, p->name_len, p->cmdline_len,
+				     blen, KT__PROC_FIXED, "process")))
+		return rc;
 	if (p->flags & ~KT__PROCESS_FLAGS)
 		return kt__rd_stop(r, KT_ERESERVED, boff + KT__PROC_FLAGS, "process flags 0x%x",
 				   p->flags);
 	const uint8_t *name = b + KT__PROC_FIXED;
 	if (memchr(name, 0, p->name_len))
 		return kt__rd_stop(r, KT_EFRAME, boff + KT__PROC_FIXED, "process name holds a zero byte");
-	size_t n = (size_t)p->name_len + p->cmdline_len;
-	if (kt__rd_grow(r, (void **)&r->str_buf, &r->str_cap, n + 2))
-		return kt__rd_stop(r, -ENOMEM, off, "a process");
-	memcpy(r->str_buf, name, p->name_len);
-	r->str_buf[p->name_len] = 0;
-	memcpy(r->str_buf + p->name_len + 1, name + p->name_len, p->cmdline_len);
-	r->str_buf[n + 1] = 0;
-	p->name = r->str_buf;
-	p->cmdline = r->str_buf + p->name_len + 1;
-	return 0;
+	return kt__rd_two_strings(r, off, name, p->name_len, p->cmdline_len, "process", &p->name,
+				  &p->cmdline);
 }
 
 const kt_process_def *kt_trace_frame_get_process(const kt_trace_frame *f)

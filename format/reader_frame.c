@@ -443,24 +443,40 @@ static int decode_srcloc(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t 
 	l->function_len = kt__get32(b + KT__LOC_FUNC_LEN);
 	if (l->id == 0)
 		return kt__rd_stop(r, KT_EFRAME, boff + KT__LOC_ID, "srcloc id 0");
-	if (l->file_len > KT_MAX_STRING || l->function_len > KT_MAX_STRING ||
-	    (uint64_t)l->file_len + l->function_len != blen - KT__LOC_FIXED)
-		return kt__rd_stop(r, KT_EFRAME, boff + KT__LOC_FILE_LEN,
-				   "srcloc lengths %u and %u in a %u-byte body", l->file_len,
-				   l->function_len, blen);
+	int rc;
+	if ((rc = kt__rd_two_lengths(r, boff + KT__LOC_FILE_LEN, l->file_len, l->function_len,
+				     blen, KT__LOC_FIXED, "srcloc")))
+		return rc;
 	if (kt__get32(b + KT__LOC_PAD))
 		return kt__rd_stop(r, KT_ERESERVED, boff + KT__LOC_PAD, "srcloc reserved bytes");
 	size_t n = blen - KT__LOC_FIXED;
 	if (memchr(b + KT__LOC_FIXED, 0, n))
 		return kt__rd_stop(r, KT_EFRAME, boff + KT__LOC_FIXED, "srcloc holds a zero byte");
+	return kt__rd_two_strings(r, off, b + KT__LOC_FIXED, l->file_len, l->function_len,
+				  "srcloc", &l->file, &l->function);
+}
+
+int kt__rd_two_lengths(kt_reader *r, uint64_t at, uint32_t a, uint32_t b, uint32_t blen,
+		       uint32_t fixed, const char *what)
+{
+	if (a > KT_MAX_STRING || b > KT_MAX_STRING || (uint64_t)a + b != blen - fixed)
+		return kt__rd_stop(r, KT_EFRAME, at, "%s lengths %u and %u in a %u-byte body",
+				   what, a, b, blen);
+	return 0;
+}
+
+int kt__rd_two_strings(kt_reader *r, uint64_t off, const uint8_t *s, uint32_t a, uint32_t b,
+		       const char *what, const char **sa, const char **sb)
+{
+	size_t n = (size_t)a + b;
 	if (kt__rd_grow(r, (void **)&r->str_buf, &r->str_cap, n + 2))
-		return kt__rd_stop(r, -ENOMEM, off, "a srcloc");
-	memcpy(r->str_buf, b + KT__LOC_FIXED, l->file_len);
-	r->str_buf[l->file_len] = 0;
-	memcpy(r->str_buf + l->file_len + 1, b + KT__LOC_FIXED + l->file_len, l->function_len);
+		return kt__rd_stop(r, -ENOMEM, off, "a %s", what);
+	memcpy(r->str_buf, s, a);
+	r->str_buf[a] = 0;
+	memcpy(r->str_buf + a + 1, s + a, b);
 	r->str_buf[n + 1] = 0;
-	l->file = r->str_buf;
-	l->function = r->str_buf + l->file_len + 1;
+	*sa = r->str_buf;
+	*sb = r->str_buf + a + 1;
 	return 0;
 }
 

@@ -85,9 +85,8 @@ int kt__rd_vfail(kt_reader_error *e, int code, uint64_t off, const char *fmt, va
 int kt__rd_stop(kt_reader *r, int code, uint64_t off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* A track entry's body (SPEC §4.9, format/track.c) into @f: 0 or the
+/* SPEC §4.10: a process entry (format/process.c) into @f: 0 or the
  * code kt__rd_stop() set. */
-/* SPEC §4.10: a process entry (format/process.c). */
 int kt__rd_decode_process(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
 			  kt_trace_frame *f);
 /* SPEC §4.11, §4.12: stack and map entries (format/stack.c). */
@@ -95,8 +94,26 @@ int kt__rd_decode_stack(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t b
 			kt_trace_frame *f);
 int kt__rd_decode_map(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
 		      kt_trace_frame *f);
+/* A track entry's body (SPEC §4.9, format/track.c) into @f: 0 or the
+ * code kt__rd_stop() set. */
 int kt__rd_decode_track(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t blen,
 			kt_trace_frame *f);
+
+/* An entry whose body ends in two strings of @a and @b bytes after
+ * @fixed bytes (a call site's file and function, a process's name and
+ * command line): each length is bounded before the two are added, and
+ * their sum must be the rest of the @blen-byte body, so nothing is sized
+ * by them beyond it.  @at is the first length's offset in the file, @what
+ * names the entry in the message.  0 or the code kt__rd_stop() set. */
+int kt__rd_two_lengths(kt_reader *r, uint64_t at, uint32_t a, uint32_t b, uint32_t blen,
+		       uint32_t fixed, const char *what);
+
+/* Copies the @a and @b bytes at @s into the reader's string buffer, each
+ * ended by a zero byte, and points *@sa and *@sb at them (valid until the
+ * next frame).  The caller has checked the lengths
+ * (kt__rd_two_lengths()).  0 or the code kt__rd_stop() set. */
+int kt__rd_two_strings(kt_reader *r, uint64_t off, const uint8_t *s, uint32_t a, uint32_t b,
+		       const char *what, const char **sa, const char **sb);
 
 /* Make *@buf (of *@cap bytes, counted in the reader's accounting) hold at
  * least @need bytes.  0 or -ENOMEM. */

@@ -21,8 +21,8 @@
  * the threads kept: hash sets, as a file may hold ids in any order.
  */
 struct seen {
-	uint32_t *names, *threads, *kept;
-	size_t nnames, names_cap, nthreads, threads_cap, nkept, kept_cap;
+	uint32_t *names, *threads, *kept, *procs;
+	size_t nnames, names_cap, nthreads, threads_cap, nkept, kept_cap, nprocs, procs_cap;
 };
 
 static int seen_init(struct seen *seen, const kt_rewrite_options *o)
@@ -38,6 +38,7 @@ static void seen_free(struct seen *seen)
 	free(seen->names);
 	free(seen->threads);
 	free(seen->kept);
+	free(seen->procs);
 }
 
 static int thread_kept(const kt_rewrite_options *o, const struct seen *seen, uint32_t tid)
@@ -198,8 +199,10 @@ static int copy_frame(struct copy *cp, size_t idx, const kt_trace_frame *f, kt_f
 		return kt_writer_category(cp->w, f->u.category.id, f->u.category.flags);
 	case KT_FRAME_TRACK:
 		return kt_writer_track(cp->w, &f->u.track);
-	case KT_FRAME_PROCESS:
-		return kt_writer_process(cp->w, &f->u.process);
+	case KT_FRAME_PROCESS: /* each segment of a capture has its process's: one kept */
+		rc = kt__idset_add(&cp->seen.procs, &cp->seen.nprocs, &cp->seen.procs_cap,
+				   f->u.process.id);
+		return rc <= 0 ? rc : kt_writer_process(cp->w, &f->u.process);
 	case KT_FRAME_SUMMARY:
 		if (idx == cp->o->n_in - 1) {
 			*sum = f->u.summary;

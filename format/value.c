@@ -106,6 +106,62 @@ int kt_event_get_value(const kt_event *ev, kt_value *out)
 	return 1;
 }
 
+/* The two numbers @v's kind stores, as fill() reads them back. */
+static void unfill(const kt_value *v, uint64_t *first, uint64_t *second)
+{
+	*first = *second = 0;
+	switch (v->kind) {
+	case KT_VALUE_I64:
+	case KT_VALUE_F64:
+	case KT_VALUE_U64:
+	case KT_VALUE_FRAME:
+	case KT_VALUE_FLOW:
+		*first = v->bits;
+		break;
+	case KT_VALUE_ALLOC:
+	case KT_VALUE_FREE:
+		*first = v->ptr;
+		*second = v->size;
+		break;
+	case KT_VALUE_TRACK:
+	case KT_VALUE_TRACK_I64:
+	case KT_VALUE_TRACK_F64:
+		*first = v->track_ts;
+		*second = v->bits;
+		break;
+	case KT_VALUE_SCHED:
+	case KT_VALUE_SAMPLE:
+		*first = v->thread;
+		*second = v->u64;
+		break;
+	case KT_VALUE_TEXT:
+	case KT_VALUE_BYTES:
+	case KT_VALUE_NONE:
+		break;
+	}
+}
+
+int kt_event_set_value(kt_event *ev, const kt_value *v, uint8_t buf[16])
+{
+	int kind = kind_of(ev->type);
+	if (kind < 0 || (kt_value_kind)kind != v->kind)
+		return 0;
+	kt_payload payload = KT__VALUE_PAYLOAD(kind);
+	size_t len = payload == KT_PAYLOAD_U64X2 ? 16
+		     : payload == KT_PAYLOAD_NONE || payload == KT_PAYLOAD_BYTES ? 0
+										 : 8;
+	if (!len)
+		return 0;
+	uint64_t first, second;
+	unfill(v, &first, &second);
+	kt__put64(buf, first);
+	if (len == 16)
+		kt__put64(buf + 8, second);
+	ev->payload = buf;
+	ev->payload_len = (uint16_t)len;
+	return 1;
+}
+
 int kt_event_get_track(const kt_event *ev, kt_track_event *out)
 {
 	kt_value v;

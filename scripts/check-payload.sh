@@ -13,8 +13,6 @@
 #   format/encode.c             a record written back, its payload copied whole
 #   format/compact*.c, .h       the codec packs a payload's words, unread
 #   tools/pipeline/pipe.c       the output pipeline copies payloads, unread
-#   tools/cmd/merge.c           katra merge points a scheduler record at its
-#                               payload made again (the thread renumbered)
 # Tests and benchmarks build events and are not checked.
 #
 #   check-payload.sh [ROOT]     check the tree at ROOT (default: this checkout)
@@ -23,7 +21,7 @@
 #                               and fail unless every one is caught
 set -euo pipefail
 
-ALLOWED='^(format/value\.c|format/reader_internal\.h|format/encode\.c|format/compact[a-z_]*\.[ch]|tools/pipeline/pipe\.c|tools/cmd/merge\.c)$'
+ALLOWED='^(format/value\.c|format/reader_internal\.h|format/encode\.c|format/compact[a-z_]*\.[ch]|tools/pipeline/pipe\.c)$'
 # A kt_event's payload or its length (not "payloads", a pipe client's flag).
 FIELD='(\.|->)[[:space:]]*payload(_len)?\b'
 # A record's payload reached by offset: the commands see events, not records.

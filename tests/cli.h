@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <criterion/criterion.h>
+#include <jansson.h>
 
 #include "helpers.h"
 
@@ -174,6 +175,29 @@ static inline uint8_t *t_export(const char *flag, const char *file, size_t *len)
 	cr_assert_not_null(bytes);
 	unlink(out);
 	return bytes;
+}
+
+/* The data block of the page `katra report` or `diff --html` wrote at @out, parsed;
+ * the page itself in *@html (free() it) when @html is not NULL. */
+static inline json_t *t_page_data(const char *out, char **html)
+{
+	size_t len = 0;
+	char *page = (char *)t_slurp(out, &len);
+	cr_assert_not_null(page, "no page %s", out);
+	page = realloc(page, len + 1);
+	page[len] = 0;
+	static const char open[] = "<script type=\"application/json\" id=\"data\">";
+	char *from = strstr(page, open), *to = from ? strstr(from, "</script>") : NULL;
+	cr_assert(from && to, "no data block");
+	from += strlen(open);
+	json_error_t err;
+	json_t *data = json_loadb(from, (size_t)(to - from), 0, &err);
+	cr_assert_not_null(data, "%s", err.text);
+	if (html)
+		*html = page;
+	else
+		free(page);
+	return data;
 }
 
 /* `katra @cmd @file` prints exactly @golden's bytes (KT_REGEN_GOLDEN=1

@@ -28,6 +28,13 @@ struct fxt_event {
 	uint64_t data;       /* a counter's or flow's id */
 };
 
+/* A context switch record (type 8, the layout with bits 60-63 zero). */
+struct fxt_switch {
+	uint64_t ts;
+	unsigned cpu, out_state, out_prio, in_prio;
+	uint64_t out_pid, out_koid, in_pid, in_koid;
+};
+
 struct fxt {
 	const uint64_t *w;
 	size_t n, at;
@@ -43,11 +50,34 @@ struct fxt {
 	int nthread_names;
 	struct fxt_event ev[256];
 	int nev;
+	struct fxt_switch sw[64];
+	int nsw;
 };
+
 
 static inline uint64_t field(uint64_t w, unsigned lo, unsigned hi)
 {
 	return (w >> lo) & ((hi - lo == 63) ? ~UINT64_C(0) : ((UINT64_C(1) << (hi - lo + 1)) - 1));
+}
+
+/* Both threads inline (refs 0), as katra writes them. */
+static inline void read_switch(struct fxt *f, uint64_t h, size_t k, size_t end)
+{
+	cr_assert_eq(field(h, 60, 63), 0, "the context switch layout");
+	cr_assert_eq(field(h, 28, 35), 0, "outgoing thread inline");
+	cr_assert_eq(field(h, 36, 43), 0, "incoming thread inline");
+	cr_assert_eq(end - k, 5, "timestamp and two inline threads");
+	cr_assert_lt(f->nsw, 64);
+	struct fxt_switch *s = &f->sw[f->nsw++];
+	s->cpu = field(h, 16, 23);
+	s->out_state = field(h, 24, 27);
+	s->out_prio = field(h, 44, 51);
+	s->in_prio = field(h, 52, 59);
+	s->ts = f->w[k];
+	s->out_pid = f->w[k + 1];
+	s->out_koid = f->w[k + 2];
+	s->in_pid = f->w[k + 3];
+	s->in_koid = f->w[k + 4];
 }
 
 /* A string reference at the record's cursor *@k (inline ones advance it). */
@@ -196,6 +226,9 @@ static inline void read_fxt(struct fxt *f, const uint8_t *bytes, size_t len)
 			break;
 		case 7:
 			read_kobj(f, h, at + 1, end);
+			break;
+		case 8:
+			read_switch(f, h, at + 1, end);
 			break;
 		}
 		at = end;

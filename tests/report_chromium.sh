@@ -7,7 +7,9 @@
 #
 # Pages: the golden trace, the memory golden trace, the default run
 # (ringbench's frame loop, 50M events, through the capture manager, so the
-# page has a capture sidecar), the examples/ program's run (when built);
+# page has a capture sidecar), the examples/ program's run (when built),
+# `katra record -- examples/multiproc`'s trace of four processes, whose
+# page must show each process `katra stats --json` lists (issue #30);
 # the diff of the default run (epoch 1) against a second one (epoch 2).
 # The default run's and the examples/ program's pages are also checked
 # against `katra stats --json`.  Installs
@@ -53,6 +55,11 @@ if [[ -x $example ]]; then
   "$example" --frames 300 --physics-off-from 200 --out "$tmp/particles.katra" >/dev/null
   "$katra" report "$tmp/particles.katra" -o "$tmp/particles.html"
 fi
+# Four processes in one trace: a parent, two forked workers (one killed)
+# and an exec'd helper.
+multiproc=$(dirname "$katra")/examples/multiproc
+"$katra" record -o "$tmp/multiproc.katra" -- "$multiproc" --events 20000 >/dev/null 2>&1
+"$katra" report "$tmp/multiproc.katra" -o "$tmp/multiproc.html"
 # Exit 0, or 4 when the second run's verdict is "slower": both give a page.
 "$katra" diff "$capture" "$second" --fail-on slower --html "$tmp/diff.html" >/dev/null ||
   (($? == 4))
@@ -159,6 +166,25 @@ numbers "$capture" "$tmp/run.html"
 [[ -f $tmp/particles.html ]] && numbers "$tmp/particles.katra" "$tmp/particles.html"
 [[ -f $tmp/particles.html ]] && check "$tmp/particles.html" workload
 check "$tmp/mem.html" workload
+check "$tmp/multiproc.html" workload
+# Its processes' section was drawn: a heading per process of the trace,
+# "NAME (pid PID)", as `katra stats --json` lists them, and no other.
+"$katra" stats --json "$tmp/multiproc.katra" >"$tmp/multiproc.stats.json"
+if python3 - "$tmp/multiproc.dom" "$tmp/multiproc.stats.json" <<'PY'; then
+import html, json, re, sys
+dom = open(sys.argv[1]).read()
+st = json.load(open(sys.argv[2]))
+want = ["%s (pid %d)" % (p["name"], p["pid"]) for p in st["processes"]]
+got = [html.unescape(h) for h in re.findall(r'<h3 class="proc">(.*?)</h3>', dom)]
+assert len(want) == 4, "stats lists %d processes" % len(want)
+assert got == want, "the page shows %s, stats lists %s" % (got, want)
+assert '<section id="procsec">' in dom, "the section is still hidden"
+print("processes: " + ", ".join(got))
+PY
+  echo "ok multiproc: its four processes are shown"
+else
+  echo "FAIL multiproc: its processes are not those of stats --json"; fail=1
+fi
 # Its memory section was drawn: a pool's summary line is in the DOM.
 if ! grep -q 'textures: peak 9216 bytes, 0 live at the end' "$tmp/mem.dom"; then
   echo "FAIL mem: no memory section"; fail=1

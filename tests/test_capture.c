@@ -1013,6 +1013,33 @@ static void *produce(void *arg)
 
 #define CAPPED_EVENTS ((50u << 20) / 24)
 
+/* The trace at @path says whose it is (SPEC §4.10): one process entry,
+ * id 0, of this process's pid and name, whichever segment it begins with. */
+static void has_own_process(const char *path)
+{
+	char comm[64] = "";
+	FILE *cf = fopen("/proc/self/comm", "r");
+	cr_assert(cf && fgets(comm, sizeof(comm), cf));
+	fclose(cf);
+	comm[strcspn(comm, "\n")] = 0;
+	kt_reader *r;
+	kt_trace_frame f;
+	int entries = 0;
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	kt_reader_skip_events(r, 1);
+	while (kt_reader_next_frame(r, &f) > 0) {
+		const kt_process_def *p = kt_trace_frame_get_process(&f);
+		if (!p)
+			continue;
+		entries++;
+		cr_assert(p->id == 0 && p->pid == (uint64_t)getpid(), "entry %u: pid %llu", p->id,
+			  (unsigned long long)p->pid);
+		cr_assert_str_eq(p->name, comm);
+	}
+	kt_reader_close(r);
+	cr_assert_eq(entries, 1, "%d process entries", entries);
+}
+
 /* *@last: the highest counter value in the published file; *@sum: the
  * session's summary, from the manager's own backend. */
 /* @boundary: give the run's start (else the capture's start stands in). */
@@ -1069,6 +1096,7 @@ static kt_capture_status capped_capture(int policy, int io, int boundary, int64_
 	cr_assert(rs.complete);
 	cr_assert_eq(rs.events, st.events);
 	kt_reader_close(rd);
+	has_own_process(path);
 	/* Nothing left but the capture and the lock. */
 	char names[512], want[512];
 	ls(f.root, names, sizeof(names));

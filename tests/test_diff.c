@@ -319,20 +319,7 @@ Test(diff, self_time_moves_when_a_child_grows)
 /* The data block of the page at @path, parsed; the page's bytes in *@page. */
 static json_t *page_data(const char *path, char **page)
 {
-	size_t len = 0;
-	char *s = (char *)t_slurp(path, &len);
-	cr_assert_not_null(s, "no page %s", path);
-	s = realloc(s, len + 1);
-	s[len] = 0;
-	static const char open[] = "<script type=\"application/json\" id=\"data\">";
-	char *from = strstr(s, open), *to = from ? strstr(from, "</script>") : NULL;
-	cr_assert(from && to, "no data block");
-	from += strlen(open);
-	json_error_t err;
-	json_t *data = json_loadb(from, (size_t)(to - from), 0, &err);
-	cr_assert_not_null(data, "%s", err.text);
-	*page = s;
-	return data;
+	return t_page_data(path, page);
 }
 
 Test(diff, html_page_embeds_the_json_numbers)
@@ -679,4 +666,83 @@ Test(diff, count_and_total_intervals)
 	diff_counts(&few, 0.99, 0, DIFF_MIN_COUNT);
 	cr_assert_eq(few.count_verdict, DIFF_SAME);
 	cr_assert_eq(few.total_verdict, DIFF_TOO_FEW);
+}
+
+/* ---- rows per process (issue #30) ---------------------------------------- */
+
+#include "synth_procs.h"
+
+/* The row of @name of process @process (NULL: a row of no process). */
+static json_t *proc_row(json_t *o, const char *name, const char *process)
+{
+	size_t i;
+	json_t *z;
+	json_array_foreach(json_object_get(o, "zones"), i, z) {
+		const char *p = json_string_value(json_object_get(z, "process"));
+		if (!strcmp(json_string_value(json_object_get(z, "name")), name) &&
+		    (process ? p && !strcmp(p, process) : !p))
+			return z;
+	}
+	cr_assert_fail("no zone %s of %s", name, process ? process : "no process");
+	return NULL;
+}
+
+/* Row @r's count and total on side @side ("a" or "b"). */
+static void side_is(json_t *r, const char *side, json_int_t count, double total)
+{
+	json_t *s = json_object_get(r, side);
+	cr_assert_eq(json_integer_value(json_object_get(s, "count")), count, "%s count", side);
+	assert_near(json_real_value(json_object_get(s, "total_ns")), total, 1e-9);
+}
+
+/* "work" of the server and of its clients, in one merged trace: a row per
+ * process name (the two clients' one row), on both sides; "parse" and
+ * "idle", each of one process, a row of no process.  Against a file of
+ * one client, the client's row is compared and the server's is only in
+ * A; two files of one process each, named apart, are one row. */
+Test(diff_procs, a_zone_name_of_two_processes_is_a_row_each)
+{
+	char path[4][128], *a = path[0], *b = path[1], *c = path[2], *d = path[3];
+	for (int i = 0; i < 4; i++)
+		tmp_path(path[i], sizeof(path[i]), (const char *const[]){ "pa", "pb", "pc", "pd" }[i]);
+	t_procs_merge(a, t_four_procs, 4);
+	struct t_pfile slower[4];
+	memcpy(slower, t_four_procs, sizeof(slower));
+	static const struct t_pzone c1[] = { { 1, 3000, 1000 }, { 1, 5000, 3000 } };
+	slower[1].zones = c1; /* client 501's work twice as long */
+	t_procs_merge(b, slower, 4);
+	struct proc p;
+	json_t *o = run_json(&p, (const char *const[]){ "diff", a, b, "--json", NULL });
+	cr_assert_eq(p.status, 0, "exit %d: %s", p.status, p.err);
+	cr_assert_eq(json_array_size(json_object_get(o, "zones")), 4);
+	json_t *w = proc_row(o, "work", "client");
+	side_is(w, "a", 3, 2700);
+	side_is(w, "b", 3, 4700);
+	side_is(proc_row(o, "work", "server"), "b", 2, 6000);
+	side_is(proc_row(o, "parse", NULL), "a", 1, 1000);
+	side_is(proc_row(o, "idle", NULL), "b", 1, 300);
+	json_decref(o);
+	/* --exclude matches the zone name: both rows out, one name. */
+	o = run_json(&p, (const char *const[]){ "diff", a, b, "--json", "--exclude", "work", NULL });
+	cr_assert_eq(json_array_size(json_object_get(o, "zones")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(o, "left_out")), 1);
+	json_decref(o);
+	run_katra(&p, (const char *const[]){ "diff", a, b, NULL });
+	cr_assert(strstr(p.out, "\nwork [client]                    3         3") &&
+		  strstr(p.out, "\nwork [server]                    2         2"), "%s", p.out);
+	/* One client's own file as B. */
+	t_pfile_write(c, &t_four_procs[1]);
+	o = run_json(&p, (const char *const[]){ "diff", a, c, "--json", NULL });
+	side_is(proc_row(o, "work", "client"), "b", 2, 2000);
+	cr_assert_str_eq(verdict_of(proc_row(o, "work", "server")), "only in A");
+	json_decref(o);
+	/* The server's file against the client's: no run has "work" twice. */
+	t_pfile_write(d, &t_four_procs[0]);
+	o = run_json(&p, (const char *const[]){ "diff", d, c, "--json", NULL });
+	w = proc_row(o, "work", NULL);
+	side_is(w, "a", 2, 6000);
+	side_is(w, "b", 2, 2000);
+	json_decref(o);
+	for (int i = 0; i < 4; i++)
+		unlink(path[i]);
 }

@@ -28,15 +28,21 @@ static json_t *stats_of(const char *path)
 	return o;
 }
 
-static json_t *zone_of(json_t *stats, const char *name)
+/* The element of array @arr whose "name" is @name. */
+static json_t *named_in(json_t *arr, const char *name)
 {
 	size_t i;
 	json_t *n;
-	json_array_foreach(json_object_get(stats, "names"), i, n)
+	json_array_foreach(arr, i, n)
 		if (!strcmp(json_string_value(json_object_get(n, "name")), name))
-			return json_object_get(n, "zone");
+			return n;
 	cr_assert_fail("no name %s", name);
 	return NULL;
+}
+
+static json_t *zone_of(json_t *stats, const char *name)
+{
+	return json_object_get(named_in(json_object_get(stats, "names"), name), "zone");
 }
 
 static uint64_t zint(json_t *zone, const char *key)
@@ -119,30 +125,29 @@ Test(stats_self, text_has_total_and_self_columns)
 
 /* ---- katra report -------------------------------------------------------- */
 
-/* `katra report @in` into a page, and the data it embeds, parsed; the
- * page's bytes in *@html (free() it) when not NULL. */
-static json_t *report_of(const char *in, char **html)
+/* `katra report @in -o OUT`, with @opt and @val when not NULL, expected
+ * to exit @status (its stderr into @err, @err_len bytes, when not NULL):
+ * when 0, the data the page embeds, parsed, and the page's bytes in
+ * *@html (free() it) when not NULL; else NULL, and no page. */
+static json_t *report_with(const char *in, const char *opt, const char *val, int status,
+			   char *err, size_t err_len, char **html)
 {
 	char out[160];
 	snprintf(out, sizeof(out), "/tmp/katra-report-%d.html", (int)getpid());
 	unlink(out);
 	struct proc p;
-	const char *args[] = { "report", in, "-o", out, NULL };
+	const char *args[] = { "report", in, "-o", out, opt, val, NULL };
 	run_katra(&p, args);
-	cr_assert_eq(p.status, 0, "exit %d: %s", p.status, p.err);
-	size_t len = 0;
-	char *page = (char *)t_slurp(out, &len);
-	cr_assert_not_null(page);
+	cr_assert_eq(p.status, status, "exit %d: %.*s", p.status, (int)p.err_len, p.err);
+	if (err)
+		snprintf(err, err_len, "%.*s", (int)p.err_len, p.err);
+	if (status) {
+		cr_assert_neq(access(out, F_OK), 0, "a page of a refused report");
+		return NULL;
+	}
+	char *page;
+	json_t *data = t_page_data(out, &page);
 	unlink(out);
-	page = realloc(page, len + 1);
-	page[len] = 0;
-	static const char open[] = "<script type=\"application/json\" id=\"data\">";
-	char *from = strstr(page, open), *to = from ? strstr(from, "</script>") : NULL;
-	cr_assert(from && to, "no data block");
-	from += strlen(open);
-	json_error_t err;
-	json_t *data = json_loadb(from, (size_t)(to - from), 0, &err);
-	cr_assert_not_null(data, "%s", err.text);
 	/* Nothing is fetched: no URL, no source to load. */
 	cr_assert_null(strstr(page, "http://"));
 	cr_assert_null(strstr(page, "https://"));
@@ -152,6 +157,13 @@ static json_t *report_of(const char *in, char **html)
 	else
 		free(page);
 	return data;
+}
+
+/* `katra report @in` into a page, and the data it embeds, parsed; the
+ * page's bytes in *@html (free() it) when not NULL. */
+static json_t *report_of(const char *in, char **html)
+{
+	return report_with(in, NULL, NULL, 0, NULL, 0, html);
 }
 
 /* The sum over @arr of each element's @key, or (@key NULL) its item 2:
@@ -406,4 +418,121 @@ Test(report, memory_per_pool_over_time)
 	cr_assert_not_null(strstr(html, "Memory per pool over time"));
 	json_decref(data);
 	free(html);
+}
+
+/* ---- a trace of several processes (issue #30) ----------------------------- */
+
+#include "synth_procs.h"
+
+/* Process @p's zone row of @name. */
+static json_t *pzone(json_t *p, const char *name)
+{
+	return named_in(json_object_get(p, "zones"), name);
+}
+
+/* The zone row @z is (count, total, self, max). */
+static void pzone_is(json_t *z, uint64_t count, uint64_t total, uint64_t self, uint64_t max)
+{
+	cr_assert(zint(z, "count") == count && zint(z, "total_ns") == total &&
+		  zint(z, "self_ns") == self && zint(z, "max_ns") == max,
+		  "%s: %llu %llu %llu %llu", json_string_value(json_object_get(z, "name")),
+		  (unsigned long long)zint(z, "count"), (unsigned long long)zint(z, "total_ns"),
+		  (unsigned long long)zint(z, "self_ns"), (unsigned long long)zint(z, "max_ns"));
+}
+
+/* A section per process: its entry, its one thread, its events and drops,
+ * its zones, "work" a row in each process that has it. */
+Test(report_procs, a_section_per_process_of_a_merged_trace)
+{
+	char path[128], err[1024];
+	tmp_path(path, sizeof(path), "procs");
+	t_procs_merge(path, t_four_procs, 4);
+	char *html;
+	json_t *data = report_with(path, NULL, NULL, 0, err, sizeof(err), &html);
+	json_t *ps = json_object_get(data, "processes");
+	cr_assert_not_null(strstr(html, "<section id=\"procsec\" hidden><h2>Processes</h2>"));
+	cr_assert_not_null(strstr(html, "header(); processes(); frames();"));
+	free(html);
+	cr_assert_eq(json_array_size(ps), 4);
+	cr_assert(json_is_null(json_object_get(data, "filter")));
+	static const struct { uint64_t pid, parent, events, dropped; const char *name, *thread; }
+	want[] = { { 500, 1, 6, 3, "server", "main" }, { 501, 500, 4, 0, "client", "main" },
+		   { 502, 500, 2, 0, "client", "main" }, { 503, 500, 2, 0, "helper", "helper" } };
+	for (size_t i = 0; i < 4; i++) {
+		json_t *p = json_array_get(ps, i), *th = json_object_get(p, "threads");
+		cr_assert(zint(p, "id") == i + 1 && zint(p, "pid") == want[i].pid &&
+			  zint(p, "parent_pid") == want[i].parent && zint(p, "start_ns") == 1000 &&
+			  zint(p, "events") == want[i].events && zint(p, "dropped") == want[i].dropped,
+			  "process %zu", i);
+		cr_assert_str_eq(json_string_value(json_object_get(p, "name")), want[i].name);
+		cr_assert(json_is_true(json_object_get(p, "complete")) &&
+			  json_is_false(json_object_get(p, "recovered")));
+		cr_assert_eq(json_array_size(json_object_get(p, "cmdline")), 0);
+		cr_assert_eq(json_array_size(th), 1);
+		cr_assert_eq(zint(json_array_get(th, 0), "tid"), i + 1);
+		cr_assert_str_eq(json_string_value(json_object_get(json_array_get(th, 0), "name")),
+				 want[i].thread);
+	}
+	/* server: work 4000 (1000 of it parse's) and 2000. */
+	cr_assert_eq(json_array_size(json_object_get(json_array_get(ps, 0), "zones")), 2);
+	pzone_is(pzone(json_array_get(ps, 0), "work"), 2, 6000, 5000, 4000);
+	pzone_is(pzone(json_array_get(ps, 0), "parse"), 1, 1000, 1000, 1000);
+	pzone_is(pzone(json_array_get(ps, 1), "work"), 2, 2000, 2000, 1500);
+	pzone_is(pzone(json_array_get(ps, 2), "work"), 1, 700, 700, 700);
+	pzone_is(pzone(json_array_get(ps, 3), "idle"), 1, 300, 300, 300);
+	cr_assert_eq(zint(pzone(json_array_get(ps, 2), "work"), "p50_ns"), 700);
+	json_decref(data);
+	/* A trace of one process has no section. */
+	data = report_with(KT_TEST_DATA "/golden_v4.katra", NULL, NULL, 0, err, sizeof(err), NULL);
+	cr_assert(json_is_null(json_object_get(data, "processes")));
+	json_decref(data);
+	unlink(path);
+}
+
+/* --pid and --process keep those processes' threads: every count, table
+ * and graph of the page is theirs; a pid or name not there is refused,
+ * the trace's processes said. */
+Test(report_procs, the_process_filter)
+{
+	char path[128], err[1024];
+	tmp_path(path, sizeof(path), "procsf");
+	t_procs_merge(path, t_four_procs, 4);
+	json_t *data = report_with(path, "--pid", "501", 0, err, sizeof(err), NULL);
+	json_t *st = json_object_get(data, "stats"), *ps = json_object_get(data, "processes");
+	cr_assert_eq(zint(json_object_get(data, "filter"), "pid"), 501);
+	cr_assert(json_array_size(ps) == 1 && zint(json_array_get(ps, 0), "pid") == 501);
+	cr_assert(zint(st, "events") == 4 && zint(st, "dropped") == 0);
+	cr_assert(json_array_size(json_object_get(st, "threads")) == 1 &&
+		  zint(json_array_get(json_object_get(st, "threads"), 0), "tid") == 2);
+	cr_assert_eq(json_array_size(json_object_get(st, "processes")), 1);
+	cr_assert_eq(json_array_size(json_object_get(st, "names")), 1);
+	cr_assert_eq(flame_total(data), 2000);
+	json_decref(data);
+	/* Both clients, by name: a "work" row of each process's name id. */
+	data = report_with(path, "--process", "client", 0, err, sizeof(err), NULL);
+	st = json_object_get(data, "stats");
+	ps = json_object_get(data, "processes");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(data, "filter"),
+							   "process")), "client");
+	cr_assert(json_array_size(ps) == 2 && zint(json_array_get(ps, 0), "pid") == 501 &&
+		  zint(json_array_get(ps, 1), "pid") == 502);
+	cr_assert(zint(st, "events") == 6 && json_array_size(json_object_get(st, "names")) == 2);
+	cr_assert_eq(flame_total(data), 2700);
+	json_decref(data);
+	/* The server's drops are its own. */
+	data = report_with(path, "--pid", "500", 0, err, sizeof(err), NULL);
+	st = json_object_get(data, "stats");
+	cr_assert(zint(st, "events") == 6 && zint(st, "dropped") == 3);
+	cr_assert_eq(flame_total(data), 6000);
+	json_decref(data);
+	report_with(path, "--pid", "999", 2, err, sizeof(err), NULL);
+	cr_assert(strstr(err, ": no process of pid 999 in the trace; its processes: pid 500 "
+			      "(server), pid 501 (client), pid 502 (client), pid 503 (helper)\n"),
+		  "%s", err);
+	report_with(path, "--process", "nobody", 2, err, sizeof(err), NULL);
+	cr_assert(strstr(err, ": no process named 'nobody' in the trace; its processes: pid 500 "),
+		  "%s", err);
+	report_with(path, "--pid", "0", 2, err, sizeof(err), NULL);
+	cr_assert(strstr(err, "--pid wants a process id, not '0'"), "%s", err);
+	unlink(path);
 }

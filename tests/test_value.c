@@ -227,3 +227,42 @@ Test(value, every_row_of_the_table_gives_its_kind)
 #undef ROW
 	cr_assert_eq(rows, 21);
 }
+
+/* kt_event_set_value() writes back the bytes kt_event_get_value() read,
+ * for every row with a fixed-size payload: a payload of distinct bytes
+ * (the sched row's thread and CPU kept under 2^32, which its accessor
+ * clamps) comes back byte for byte through the value.  Rows with no
+ * payload or bytes are refused, as is a kind that is not the row's. */
+Test(value, set_value_is_the_inverse_of_get_value)
+{
+	unsigned fixed = 0, refused = 0;
+#define ROW(code, name, text, pl, max_flags, value)                                       \
+	do {                                                                               \
+		uint8_t in[16], out[16];                                                   \
+		for (int i = 0; i < 16; i++)                                               \
+			in[i] = (uint8_t)(0x11 * (i + 1));                                 \
+		if ((code) == KT_EV_SCHED || (code) == KT_EV_SAMPLE)                       \
+			in[4] = in[5] = in[6] = in[7] = in[12] = in[13] = in[14] = in[15] = 0; \
+		uint16_t len = (uint16_t)kt__payload_len(pl);                         \
+		kt_event ev = event(code, 1, in, len), back = event(code, 1, NULL, 0);     \
+		kt_value v;                                                                \
+		kt_event_get_value(&ev, &v);                                               \
+		if (len == 8 || len == 16) {                                               \
+			cr_assert_eq(kt_event_set_value(&back, &v, out), 1, "%s", text);   \
+			cr_assert_eq(back.payload, out, "%s", text);                       \
+			cr_assert_eq(back.payload_len, len, "%s", text);                   \
+			cr_assert_arr_eq(out, in, len, "%s", text);                        \
+			v.kind = v.kind == KT_VALUE_I64 ? KT_VALUE_U64 : KT_VALUE_I64;     \
+			cr_assert_eq(kt_event_set_value(&back, &v, out), 0, "%s", text);   \
+			fixed++;                                                           \
+		} else {                                                                   \
+			cr_assert_eq(kt_event_set_value(&back, &v, out), 0, "%s", text);   \
+			cr_assert_null(back.payload, "%s", text);                          \
+			refused++;                                                         \
+		}                                                                          \
+	} while (0);
+	KT_EVENT_TYPES(ROW)
+#undef ROW
+	cr_assert_eq(fixed + refused, 21);
+	cr_assert_eq(refused, 6); /* zone begin, end, instant; message, user, arg_str */
+}

@@ -38,15 +38,22 @@ wait_for() {
   done
   fail "the screen never showed '$1'"
 }
+# Wait (at most 10 s) until process $pid publishes its live page; say
+# what katra top last answered when it never does.
+wait_page() {
+  for _ in $(seq 1 200); do
+    "$katra" top "$pid" --once --json >/dev/null 2>"$tmp/page.err" && return 0
+    kill -0 "$pid" 2>/dev/null || fail "process $pid ended before its live page was seen"
+    sleep 0.05
+  done
+  fail "process $pid never published its live page: $(cat "$tmp/page.err")"
+}
 # The zone rows: from the ZONE header to the THREAD header.
 zone_rows() { awk '/^ZONE /{z=1; next} /^THREAD /{z=0} z && NF' "$tmp/screen"; }
 
 "$particles" --frames 8000 --out "$tmp/p.katra" >/dev/null &
 pid=$!
-for _ in $(seq 1 200); do
-  "$katra" top "$pid" --once --json >/dev/null 2>&1 && break
-  sleep 0.05
-done
+wait_page
 tm -f /dev/null new-session -d -s top -x 120 -y 45 "PS1='$ ' bash --norc --noprofile"
 tm send-keys -t top "$katra top $pid --window all; echo top-exit-\$?" Enter
 wait_for "^ZONE "
@@ -97,10 +104,7 @@ grep -qE "^(ZONE |THREAD |katra top  pid)" "$tmp/screen" && fail "top's screen i
 # Ctrl-C: the terminal given back as well.
 "$particles" --frames 1000000 --out "$tmp/q.katra" >/dev/null &
 pid=$!
-for _ in $(seq 1 200); do
-  "$katra" top "$pid" --once --json >/dev/null 2>&1 && break
-  sleep 0.05
-done
+wait_page
 tm send-keys -t top clear Enter "$katra top $pid; echo top2-exit-\$?" Enter
 wait_for "^ZONE "
 # A recording session has no snapshot to give: the status line says why.

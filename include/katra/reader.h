@@ -305,6 +305,21 @@ typedef struct kt_value {
 KT_API int kt_event_get_value(const kt_event *ev, kt_value *out);
 
 /**
+ * kt_event_set_value - the inverse of kt_event_get_value(): @v's fields as
+ * @ev's type's payload, written into @buf, and @ev's payload pointed at it.
+ *
+ * For a tool that changes a value as it copies events (`katra merge`
+ * renumbers a scheduler record's thread) without writing a payload's bytes
+ * itself.  Only types with a fixed-size payload (8 or 16 bytes) are set;
+ * @v->kind must be @ev's type's kind.  @buf must outlive the use of @ev.
+ *
+ * Return: 1 with @ev->payload = @buf and @ev->payload_len its size; 0 for
+ * a type with no payload, a payload of bytes, a type no row names, or a
+ * kind that is not the type's (@ev untouched).  Pure; any thread.
+ */
+KT_API int kt_event_set_value(kt_event *ev, const kt_value *v, uint8_t buf[16]);
+
+/**
  * kt_track_to_ticks - @track_ts, a time on track @t's clock, as katra's
  * ticks (an event's ts) of a clock of @tick_hz ticks per second (the
  * header's clock.tick_hz).  Between two calibration pairs the time is on

@@ -8,6 +8,7 @@
 
 #include "tools/pipeline/grow.h"
 #include "tools/analysis/report.h"
+#include "tools/analysis/report_sched.h"
 
 /* ---- time bins ----------------------------------------------------------- */
 
@@ -30,10 +31,11 @@ static void bins_halve(struct report *rep)
 		memset(x->v + REPORT_BINS / 2, 0, sizeof(x->v) / 2);
 		memset(x->set + REPORT_BINS / 2, 0, sizeof(x->set) / 2);
 	}
+	report_sched_halve(rep->sched);
 	rep->shift++;
 }
 
-static size_t bin_of(struct report *rep, uint64_t ns)
+size_t report_bin_of(struct report *rep, uint64_t ns)
 {
 	if (!rep->have_origin) {
 		rep->origin = ns;
@@ -84,7 +86,7 @@ static double counter_value(const kt_event *ev)
  * first: events come in runs of one thread. */
 static int timeline_event(struct report *rep, const kt_event *ev, uint64_t ns)
 {
-	size_t bin = bin_of(rep, ns);
+	size_t bin = report_bin_of(rep, ns);
 	int err = 0;
 	struct report_series *t = rep->have_last && rep->series[rep->last].id == ev->thread_id
 		? &rep->series[rep->last] : series_of(rep, ev->thread_id, SERIES_THREAD, &err);
@@ -115,7 +117,7 @@ static int timeline_event(struct report *rep, const kt_event *ev, uint64_t ns)
 static int on_mem(void *ctx, uint32_t pool, uint64_t ns, uint64_t live)
 {
 	struct report *rep = ctx;
-	size_t bin = bin_of(rep, ns);
+	size_t bin = report_bin_of(rep, ns);
 	int err = 0;
 	struct report_series *m = series_of(rep, pool, SERIES_POOL, &err);
 	if (!m) {
@@ -177,23 +179,37 @@ static int on_frame(void *ctx, uint32_t thread, uint64_t ns, uint64_t interval)
 	return 0;
 }
 
+static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, uint64_t dur,
+		   uint64_t self)
+{
+	struct report *rep = ctx;
+	(void)begin;
+	return report_procs_zone(&rep->procs, stats_tables(rep->stats), thread, name, dur, self);
+}
+
 static int on_event(void *ctx, const kt_event *ev, uint64_t ns)
 {
 	struct report *rep = ctx;
 	int rc = collapse_event(rep->flame, ev, ns);
+	if (!rc)
+		rc = report_sched_event(rep, ev, ns);
 	return rc ? rc : timeline_event(rep, ev, ns);
 }
 
 int report_collect(kt_reader *r, struct report *rep)
 {
 	rep->flame = collapse_new(&rep->flame_res);
-	if (!rep->flame)
+	rep->sched = report_sched_new(kt_reader_get_header(r));
+	if (!rep->flame || !rep->sched)
 		return -ENOMEM;
+	report_procs_init(&rep->procs);
 	struct stats_hooks hooks = { .event = on_event, .frame = on_frame, .mem = on_mem,
-				     .ctx = rep, .payloads = 1 };
+				     .zone = on_zone, .ctx = rep, .payloads = 1,
+				     .threads = rep->procs.filtered ? &rep->procs.threads : NULL };
 	int rc = stats_collect(r, &hooks, &rep->stats);
 	collapse_end(rep->flame);
-	return rc;
+	report_procs_finish(&rep->procs);
+	return rc ? rc : report_sched_finish(rep);
 }
 
 void report_free(struct report *rep)
@@ -201,5 +217,7 @@ void report_free(struct report *rep)
 	stats_free(rep->stats);
 	collapse_free(rep->flame);
 	free(rep->series);
+	report_procs_free(&rep->procs);
+	report_sched_free(rep->sched);
 	memset(rep, 0, sizeof(*rep));
 }

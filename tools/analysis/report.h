@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <katra/reader.h>
 #include "tools/analysis/collapse.h"
+#include "tools/analysis/report_procs.h"
 #include "tools/analysis/stats.h"
 
 #define REPORT_POINTS 4096
@@ -69,10 +70,17 @@ struct report {
 	size_t last;              /* the series of the last event's thread */
 	int have_last;
 	uint64_t other_threads, other_counters, other_pools; /* events not in a series */
+	struct report_procs procs; /* per process, and the filter (report_procs.h) */
+	struct report_sched *sched; /* state lanes: report_sched.h */
 };
 
+/* report_bin_of - the time bin of @ns, the bins halved until it fits. */
+size_t report_bin_of(struct report *rep, uint64_t ns);
+
 /*
- * report_collect - one pass over @r (just opened) into @rep (zeroed).
+ * report_collect - one pass over @r (just opened, or left by
+ * report_procs_select() on @rep->procs) into @rep (zeroed but for that):
+ * only the kept processes' threads when it filters.
  * Returns 0, a reader's negative code, or -ENOMEM; report_free() either way.
  */
 int report_collect(kt_reader *r, struct report *rep);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tools/analysis/report.h"
+#include "tools/analysis/report_sched.h"
 #include "tools/pipeline/text.h"
 
 static json_t *u64(uint64_t v)
@@ -183,11 +184,12 @@ static json_t *timeline_json(const struct report *rep)
 				json_decref(kind[k]);
 			return NULL;
 		}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "origin_ns", u64(rep->origin),
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "origin_ns", u64(rep->origin),
 			 "width_ns", u64(UINT64_C(1) << rep->shift), "threads", kind[SERIES_THREAD],
 			 "counters", kind[SERIES_COUNTER], "memory", kind[SERIES_POOL],
 			 "other_thread_events", u64(rep->other_threads), "other_counter_events",
-			 u64(rep->other_counters), "other_memory_events", u64(rep->other_pools));
+			 u64(rep->other_counters), "other_memory_events", u64(rep->other_pools),
+			 "sched", report_sched_json(rep, bins));
 }
 
 json_t *report_json(const struct report *rep, const kt_header *h, json_t *sidecar,
@@ -201,8 +203,11 @@ json_t *report_json(const struct report *rep, const kt_header *h, json_t *sideca
 	json_t *fl = json_pack("{s:o,s:o,s:o,s:o}", "folded", u64(c->folded), "untimed",
 			       u64(c->untimed), "unended", u64(c->unended), "unbegun",
 			       u64(c->unbegun));
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "header", header_json(h, sidecar),
-			 "stats", stats_json(rep->stats, label), "frames", frames_json(rep), "flame",
+	json_t *st = stats_json(rep->stats, label);
+	json_t *procs = st ? report_procs_json(&rep->procs, stats_tables(rep->stats), st) : NULL;
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "header", header_json(h, sidecar),
+			 "stats", st, "processes", procs, "filter",
+			 report_procs_filter_json(&rep->procs), "frames", frames_json(rep), "flame",
 			 flame_json(rep), "flame_left_out", fl, "timeline", timeline_json(rep), "caps",
 			 caps);
 }

@@ -19,6 +19,7 @@
 
 #include "tools/analysis/report.h"
 #include "tools/analysis/report_page.h"
+#include "tools/analysis/report_procs.h"
 #include "tools/pipeline/text.h"
 
 /* Before the title: every request forbidden but inline style and script. */
@@ -44,9 +45,11 @@ static const char page_css[] =
 	" box-sizing:border-box;border:1px solid #fff;padding-left:3px;cursor:pointer;color:#222}\n"
 	".muted{color:#777}.row{display:flex;gap:8px;align-items:center;margin:4px 0}\n";
 
-static const char report_body[] =
+static const char report_body_head[] =
 	"<h1>katra report</h1>\n"
-	"<section><dl id=\"hdr\"></dl><ul id=\"warnings\" class=\"warn\" hidden></ul></section>\n"
+	"<section><dl id=\"hdr\"></dl><ul id=\"warnings\" class=\"warn\" hidden></ul></section>\n";
+
+static const char report_body[] =
 	"<section><h2>Frame times</h2><p id=\"frsum\" class=\"muted\"></p>\n"
 	"<canvas id=\"frames\" width=\"1160\" height=\"260\"></canvas><p id=\"frinfo\" class=\"muted\"></p><div id=\"slowest\"></div></section>\n"
 	"<section><h2>Zones</h2><p class=\"muted\">Click a column to sort.  Self: the zone's time less the zones that ended inside it.</p>\n"
@@ -55,6 +58,7 @@ static const char report_body[] =
 	"<div class=\"row\"><select id=\"flthread\"></select><button id=\"flreset\">reset zoom</button><span id=\"flinfo\" class=\"muted\"></span></div>\n"
 	"<div id=\"flame\"></div></section>\n"
 	"<section><h2>Threads over time</h2><p id=\"tlsum\" class=\"muted\"></p><canvas id=\"activity\" width=\"1160\" height=\"60\"></canvas></section>\n"
+	"<section id=\"schedsec\" hidden><h2>Thread states over time</h2><p id=\"schedsum\" class=\"muted\"></p><canvas id=\"states\" width=\"1160\" height=\"60\"></canvas></section>\n"
 	"<section><h2>Counters over time</h2><div id=\"counters\"></div></section>\n"
 	"<section id=\"memsec\" hidden><h2>Memory per pool over time</h2><div id=\"memory\"></div></section>\n";
 
@@ -280,7 +284,37 @@ static const char report_script[] =
 	"  lines(box, D.timeline.memory, \"pool \");\n"
 	"}\n"
 	"\n"
-	"header(); frames(); zones(); flame(); timeline();\n"
+	"// Each followed thread's lane (D.timeline.sched, report_sched.h): the\n"
+	"// share of each bin it ran, blocked, was preempted or waited, stacked,\n"
+	"// on the bins of the rows above.\n"
+	"function states() {\n"
+	"  const s = D.timeline.sched, sec = $(\"schedsec\");\n"
+	"  if (!s) return;\n"
+	"  sec.hidden = false;\n"
+	"  if (!s.present) {\n"
+	"    $(\"schedsum\").textContent = \"Scheduler data absent\" + (s.why ? \" (\" + s.why + \")\" : \"\") + \": no thread states, which is not zero off-CPU time.\";\n"
+	"    $(\"states\").hidden = true;\n"
+	"    return;\n"
+	"  }\n"
+	"  const col = { running: \"#3a9a4a\", blocked: \"#c8463c\", preempted: \"#e89a2c\", waiting: \"#999\" };\n"
+	"  const w = D.timeline.width_ns, c = $(\"states\"), rowH = 18, W = c.width, th = s.threads;\n"
+	"  $(\"schedsum\").textContent = \"Per \" + ns(w) + \" bin, the share each followed thread spent running (green), blocked (red), preempted (orange) or off the CPU for a reason unknown (grey), on the bins of the rows above.\";\n"
+	"  c.height = Math.max(1, th.length) * rowH + 4;\n"
+	"  const g = c.getContext(\"2d\");\n"
+	"  th.forEach((t, r) => {\n"
+	"    const n = Math.max(1, t.running.length), bw = (W - 120) / n;\n"
+	"    g.fillStyle = \"#222\"; g.fillText((t.name || \"thread \" + t.id).slice(0, 18), 2, r * rowH + 13);\n"
+	"    for (let i = 0; i < n; i++) {\n"
+	"      let y = r * rowH + 2;\n"
+	"      for (const k of [\"running\", \"blocked\", \"preempted\", \"waiting\"]) {\n"
+	"        const h = (rowH - 4) * Math.min(1, (t[k][i] || 0) / w);\n"
+	"        if (h > 0) { g.fillStyle = col[k]; g.fillRect(120 + i * bw, y, Math.max(bw, 1), h); y += h; }\n"
+	"      }\n"
+	"    }\n"
+	"  });\n"
+	"}\n"
+	"\n"
+	"header(); processes(); frames(); zones(); flame(); timeline(); states();\n"
 	"</script>\n"
 	"</body></html>\n";
 
@@ -311,8 +345,28 @@ int page_write(FILE *f, const struct page *p, const json_t *data)
 	return bad || ferror(f) ? -EIO : 0;
 }
 
+/* @a then @b, malloc'd; NULL when out of memory. */
+static char *joined(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = malloc(la + lb + 1);
+	if (s) {
+		memcpy(s, a, la);
+		memcpy(s + la, b, lb + 1);
+	}
+	return s;
+}
+
 int report_page(FILE *f, const json_t *data)
 {
-	static const struct page report = { "katra report", NULL, report_body, report_script };
-	return page_write(f, &report, data);
+	/* The processes' section (report_procs.c) after the header's. */
+	char *body = joined(report_body_head, report_procs_body);
+	char *rest = body ? joined(body, report_body) : NULL;
+	char *script = joined(report_procs_script, report_script);
+	struct page report = { "katra report", NULL, rest, script };
+	int rc = rest && script ? page_write(f, &report, data) : -ENOMEM;
+	free(body);
+	free(rest);
+	free(script);
+	return rc;
 }

@@ -241,10 +241,18 @@ static int stats_mem_event(struct stats *c, const kt_event *ev, uint64_t ns)
 	return rc;
 }
 
+/* Whether the hooks' thread filter (stats.h) keeps @tid's events and drops. */
+static int thread_kept(const struct stats *c, uint32_t tid)
+{
+	return !c->hooks || !c->hooks->threads || idmap_find(c->hooks->threads, tid);
+}
+
 static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 {
 	struct stats *c = ctx;
 	(void)index;
+	if (!thread_kept(c, ev->thread_id))
+		return 0;
 	if (c->hooks && c->hooks->event) {
 		int rc = c->hooks->event(c->hooks->ctx, ev, ns);
 		if (rc)
@@ -313,6 +321,8 @@ static int stats_frames(kt_reader *r, struct stats *c, struct tables *t)
 				break;
 			continue;
 		}
+		if (!thread_kept(c, f.u.drop.thread_id))
+			continue;
 		long ti = table_index(&c->th, f.u.drop.thread_id);
 		if (ti < 0 || drops_add(&c->drops, &f)) {
 			rc = -ENOMEM;
@@ -593,6 +603,12 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 	kt_reader_status st;
 	kt_reader_get_status(r, &st);
 	c->dropped = st.dropped;
+	if (hooks && hooks->threads) { /* the kept threads' alone */
+		c->filtered = 1;
+		c->dropped = 0;
+		for (size_t i = 0; i < c->th.n; i++)
+			c->dropped += thread_at(c, (long)i)->dropped;
+	}
 	if (rc >= 0) {
 		drops_ready(c);
 		kt_reader_rewind(r);
@@ -623,6 +639,17 @@ int stats_collect(kt_reader *r, const struct stats_hooks *hooks, struct stats **
 const struct tables *stats_tables(const struct stats *c)
 {
 	return &c->t;
+}
+
+size_t stats_offcpu(const struct stats *c, int *present, struct stats_offcpu *rows, size_t cap)
+{
+	*present = c->sched.present;
+	for (size_t i = 0; i < c->sched.nn && i < cap; i++) {
+		const struct sched_name *n = &c->sched.nm[i];
+		rows[i] = (struct stats_offcpu){ n->id, n->zones, n->on_ns, n->blocked_ns,
+						 n->preempted_ns };
+	}
+	return c->sched.nn;
 }
 
 int stats_truncated(const struct stats *c)

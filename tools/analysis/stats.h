@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 #include <katra/reader.h>
+#include "tools/pipeline/idmap.h"
 #include "tools/pipeline/tables.h"
 
 struct stats;
@@ -52,6 +53,10 @@ struct stats_hooks {
 	int (*mem)(void *ctx, uint32_t pool, uint64_t ns, uint64_t live);
 	void *ctx;
 	int payloads;   /* the event hook needs payloads (counter values) */
+	/* When not NULL, only the events and drop records of the threads whose
+	 * ids it holds as keys are seen and counted (a process filter,
+	 * tools/analysis/report_procs.h); the drops are theirs. */
+	const struct idmap *threads;
 };
 
 /*
@@ -73,6 +78,18 @@ json_t *stats_json(const struct stats *s, const char *label);
 
 /* stats_tables - the names and threads the file defines. */
 const struct tables *stats_tables(const struct stats *s);
+
+/* A zone name's on-CPU and off-CPU time (schedstats.h's, for its covered
+ * zones). */
+struct stats_offcpu {
+	uint32_t name;
+	uint64_t zones, on_ns, blocked_ns, preempted_ns;
+};
+
+/* stats_offcpu - whether the file has scheduler records (KT_HDR_SCHED)
+ * into *@present; then the first @cap names' rows into @rows.  Returns
+ * how many names have a row. */
+size_t stats_offcpu(const struct stats *s, int *present, struct stats_offcpu *rows, size_t cap);
 
 /* stats_truncated - 1 when the file has no summary (it was cut short). */
 int stats_truncated(const struct stats *s);

@@ -93,6 +93,7 @@ struct stats {
 	struct windows win;     /* each thread's window and loss (windows.h) */
 	struct schedstats sched; /* on-CPU and off-CPU time per zone */
 	uint64_t samples;        /* sample records (samples.c shows them) */
+	int filtered;           /* only some threads counted (stats_hooks.threads) */
 };
 
 /*

@@ -72,6 +72,8 @@ json_t *stats_json_processes(const struct stats *c)
 	}
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct tproc *p = &t->procs[i];
+		if (c->filtered && !r[i].threads)
+			continue; /* a process the filter left out */
 		json_t *o = json_pack("{s:I,s:I,s:I,s:o,s:I,s:I,s:I}", "process", (json_int_t)p->id,
 				      "pid", (json_int_t)p->pid, "parent_pid", (json_int_t)p->parent_pid,
 				      "name", text_json_string(tables_process_name(t, p), p->name_len),

@@ -4,7 +4,8 @@
  *
  * Each run is read once (tools/cmd/diff_run.h), two at a time, the sides'
  * samples of each zone name are pooled (names are matched by their bytes:
- * ids differ between files) and compared (tools/analysis/diff.h).  Runs that are captures are
+ * ids differ between files; by process name too where a name is a row per
+ * process, tools/cmd/diff_procs.h) and compared (tools/analysis/diff.h).  Runs that are captures are
  * ordered and paired by run id and epoch; the same capture twice on one
  * side is refused, since its zones would count twice.
  */
@@ -81,6 +82,14 @@ static const char diff_help[] =
 	"(a run id in the header) are paired by run id and epoch; the same\n"
 	"capture twice on one side is refused (its zones would count twice), on\n"
 	"both sides said.\n"
+	"\n"
+	"Processes: in a trace of several (katra record, katra merge), a zone\n"
+	"name that two processes of other names have in one run is a row per\n"
+	"process name in every run, 'NAME [PROCESS]' (in JSON the row's\n"
+	"\"process\"); processes of one name (two workers of one program) pool\n"
+	"into one row, as runs do.  Rows are keyed by the process's name, never\n"
+	"its pid, which differs between runs.  --only and --exclude match the\n"
+	"zone name; the 1024 names sampled are (process, name) pairs.\n"
 	"\n"
 	"exit: 0 compared, 4 a verdict --fail-on names, 1 error or corrupt file,\n"
 	"2 usage, 3 an input is truncated (compared all the same).\n";

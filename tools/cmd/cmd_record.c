@@ -2,7 +2,9 @@
  * cmd_record.c - `katra record [options] -- CMD ARGS...`: run CMD with
  * tracing on, with no session code in it (issue #30).
  *
- * Through the environment: KT_RECORD_DIR names the capture directory, and
+ * Through the environment: KT_RECORD_DIR names the capture directory,
+ * KT_SCHED=1 asks for scheduler records (SPEC §4.2.1) unless --no-sched
+ * or the caller's KT_SCHED=0, and
  * a program linked with libkatra starts a session of its own as it loads
  * (flush/autostart.c), into DIR/PID.katra; so does every process it
  * fork()s that goes on emitting, and every katra-linked program it execs.
@@ -38,10 +40,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <katra/capture.h>
 #include "tools/cmd/cli.h"
 #include "tools/cmd/cmd.h"
 #include "tools/cmd/merge.h"
 #include "tools/cmd/opts.h"
+#include "tools/cmd/record_join.h"
 #include "tools/cmd/recover.h"
 #include "tools/cmd/top.h"
 
@@ -57,10 +61,11 @@ struct given_num {
 };
 
 struct rec_args {
-	const char *out, *dir, *categories, *crash;
+	const char *out, *dir, *categories, *crash, *run_id, *root;
+	struct given_num epoch;
 	struct given_num codec;
 	uint64_t ring;
-	int flight, keep, top;
+	int flight, keep, top, no_sched;
 	int dir_given; /* an existing --dir may be used; OUT.d must be new */
 };
 
@@ -81,9 +86,14 @@ static const struct opts_spec record_spec = {
 		{ "--categories", opt_str, offsetof(struct rec_args, categories),
 		  .wants = "a category list" },
 		{ "--crash-dir", opt_str, offsetof(struct rec_args, crash), .wants = "a directory" },
+		{ "--run-id", opt_str, offsetof(struct rec_args, run_id), .wants = "a run id" },
+		{ "--epoch", opt_given_ns, offsetof(struct rec_args, epoch), .wants = "a number" },
+		{ "--capture-root", opt_str, offsetof(struct rec_args, root),
+		  .wants = "a directory" },
 		{ "--flight", NULL, offsetof(struct rec_args, flight), .flag = 1 },
 		{ "--keep", NULL, offsetof(struct rec_args, keep), .flag = 1 },
 		{ "--top", NULL, offsetof(struct rec_args, top), .flag = 1 },
+		{ "--no-sched", NULL, offsetof(struct rec_args, no_sched), .flag = 1 },
 		{ .name = NULL } },
 	.help = "usage: katra record [options] -- CMD ARGS...\n"
 		"Runs CMD with tracing on: a program linked with libkatra starts a\n"
@@ -97,10 +107,20 @@ static const struct opts_spec record_spec = {
 		"  --categories L    as KT_CATEGORIES: \"-physics\", \"render,io\"\n"
 		"  --crash-dir D     crash files under D: a process that was killed is\n"
 		"                    rebuilt from them (katra recover) before the merge\n"
-		"  --flight          flight sessions: `katra snapshot PID` per process\n"
+		"  --run-id R        the run every process belongs to (KT_RUN_ID): each\n"
+		"                    file's header and OUT's name it, with --epoch N\n"
+		"                    (KT_EPOCH, default 0)\n"
+		"  --capture-root D  with --run-id: the harness's capture of the run,\n"
+		"                    published in D, is joined by the run's other\n"
+		"                    processes once all are done (trimmed to its window,\n"
+		"                    one trace, its sidecar listing the processes)\n"
+		"  --flight          flight sessions: `katra snapshot PID` per process,\n"
+		"                    or of katra record's pid: every process, one trace\n"
 		"  --keep            keep each process's file in DIR after writing OUT\n"
 		"  --top             `katra top` on CMD while it runs (KATRA_LIVE=1 is\n"
 		"                    set); CMD's output goes to OUT.log, not the screen\n"
+		"  --no-sched        no scheduler records (on by default, as KT_SCHED=1,\n"
+		"                    unless the environment has KT_SCHED=0)\n"
 		"SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to CMD.  Exits with\n"
 		"CMD's status (127 not found, 126 not runnable; killed by a signal: the\n"
 		"same signal, or 128+N).\n",
@@ -148,6 +168,15 @@ static int set_env(const struct rec_args *a, const char *absdir)
 		rc = setenv("KT_CATEGORIES", a->categories, 1);
 	if (!rc && a->crash)
 		rc = setenv("KT_CRASH_DIR", a->crash, 1);
+	if (!rc && a->run_id)
+		rc = setenv("KT_RUN_ID", a->run_id, 1);
+	if (!rc && a->run_id)
+		rc = set_num("KT_EPOCH", a->epoch.v);
+	/* Scheduler records cost the emit path nothing (bench/RESULTS.md,
+	 * session 4c), so on unless asked not to; KT_SCHED=0 already set
+	 * stands. */
+	if (!rc && (a->no_sched || !getenv("KT_SCHED")))
+		rc = setenv("KT_SCHED", a->no_sched ? "0" : "1", 1);
 	return rc;
 }
 
@@ -288,12 +317,77 @@ static int holds_nothing(const struct proc_file *pf)
 	return pf->readable && !pf->chunks && !pf->complete;
 }
 
+/* Does directory @fd hold a ring file (ring-N)? */
+static int holds_ring(int fd)
+{
+	DIR *d = fdopendir(dup(fd));
+	struct dirent *e;
+	int rings = 0;
+	if (d) /* a dup shares the offset: from the start */
+		rewinddir(d);
+	while (d && (e = readdir(d)))
+		rings |= !strncmp(e->d_name, "ring-", 5);
+	if (d)
+		closedir(d);
+	return !d || rings;
+}
+
+/* Crash directory @name in @at, when it holds no ring and no process
+ * holds its control file's lock: its files, then itself, removed. */
+static void remove_ringless(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	int ctl = openat(fd, "control", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int free_lock = ctl >= 0 && fcntl(ctl, F_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
+	if (ctl >= 0)
+		close(ctl);
+	DIR *d = free_lock && !holds_ring(fd) ? fdopendir(dup(fd)) : NULL;
+	struct dirent *e;
+	struct stat sb;
+	if (d)
+		rewinddir(d);
+	while (d && (e = readdir(d)))
+		if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode))
+			unlinkat(fd, e->d_name, 0);
+	if (d) {
+		closedir(d);
+		unlinkat(at, name, AT_REMOVEDIR);
+	}
+	close(fd);
+}
+
+/*
+ * The crash directories (katra-PID, katra-PID.N) of process @pid, whose
+ * file held nothing, that hold nothing either: a fork()ed child that
+ * execs at once made one (its session started in the child handler), and
+ * exec() left it, lock let go and no ring in it, to the image that took
+ * the next name.  One with a ring stays, for katra recover.
+ */
+static void remove_empty_crash(const char *crash, uint64_t pid)
+{
+	int at = open(crash, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char name[64];
+	for (int n = 0; at >= 0 && n < 100; n++) {
+		if (n)
+			snprintf(name, sizeof(name), "katra-%llu.%d", (unsigned long long)pid, n);
+		else
+			snprintf(name, sizeof(name), "katra-%llu", (unsigned long long)pid);
+		remove_ringless(at, name);
+	}
+	if (at >= 0)
+		close(at);
+}
+
 /*
  * The processes' files in @dir: regular files only, never followed; an
- * empty one, or one that holds nothing (holds_nothing()), goes.  Each
- * read into @pf (up to @cap).  Returns how many.
+ * empty one, or one that holds nothing (holds_nothing()), goes, and with
+ * it its process's crash directories that hold nothing (with --crash-dir).
+ * Each read into @pf (up to @cap).  Returns how many.
  */
-static size_t list_files(const char *dir, struct proc_file *pf, size_t cap)
+static size_t list_files(const char *dir, const char *crash, struct proc_file *pf, size_t cap)
 {
 	DIR *d = opendir(dir);
 	size_t n = 0;
@@ -309,6 +403,9 @@ static size_t list_files(const char *dir, struct proc_file *pf, size_t cap)
 		if (sb.st_size)
 			scan_file(dirfd(d), e->d_name, &pf[n]);
 		if (sb.st_size == 0 || holds_nothing(&pf[n])) {
+			/* Its pid from its name: an empty file has no header. */
+			if (crash)
+				remove_empty_crash(crash, strtoull(e->d_name, NULL, 10));
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
@@ -437,12 +534,13 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 		say("record: out of memory");
 		return EXIT_BAD;
 	}
-	size_t n = list_files(a->dir, pf, MAX_PROCS);
+	size_t n = list_files(a->dir, a->crash, pf, MAX_PROCS);
 	int rc = 0;
 	if (!n && a->flight) {
 		/* A flight session writes only the snapshots asked of it. */
 		fprintf(stderr, "katra record: --flight: nothing is written at exit; each process "
-				"answered `katra snapshot PID` while it ran\n");
+				"answered `katra snapshot PID` (or of katra record's pid, all of them) "
+				"while it ran\n");
 		if (!a->dir_given)
 			rmdir(a->dir);
 	} else if (!n) {
@@ -503,6 +601,8 @@ static int run(const struct rec_args *a, char **cmd)
 	if (orphans)
 		fprintf(stderr, "katra record: %d process%s outlived %s, waited for\n", orphans,
 			orphans == 1 ? "" : "es", cmd[0]);
+	if (a->root)
+		record_join(a->root, a->dir, a->run_id, a->epoch.v);
 	rc = record_finish(a, cmd[0]);
 	int code = exit_as(st);
 	return rc && !code ? rc : code;
@@ -520,6 +620,14 @@ int cmd_record(int argc, char **argv)
 	if (dash + 1 >= argc)
 		return usage_error("record: no command: katra record [options] -- CMD ARGS...");
 	char dflt[PATH_MAX];
+	if (a.run_id && (!*a.run_id || strlen(a.run_id) > KT_CAPTURE_RUN_ID_MAX))
+		return usage_error("record: --run-id wants 1 to %d bytes", KT_CAPTURE_RUN_ID_MAX);
+	if (a.root && !a.run_id)
+		return usage_error("record: --capture-root goes with --run-id");
+	if (a.epoch.given && !a.run_id)
+		return usage_error("record: --epoch goes with --run-id");
+	if (a.epoch.v > INT64_MAX)
+		return usage_error("record: --epoch wants at most %lld", (long long)INT64_MAX);
 	if (!a.out)
 		a.out = "record.katra";
 	a.dir_given = a.dir != NULL;

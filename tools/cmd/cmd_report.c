@@ -5,6 +5,7 @@
  * window and head loss; it is read as hostile as the trace.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 struct report_opts {
 	const char *out;
+	struct report_only only;
 };
 
 static int opt_path(const char *cmd, const struct opt *o, const char *value, void *dst)
@@ -32,12 +34,39 @@ static int opt_path(const char *cmd, const struct opt *o, const char *value, voi
 	return 0;
 }
 
+/* --pid PID: the process filter by pid (not 0: no process has it). */
+static int opt_pid(const char *cmd, const struct opt *o, const char *value, void *dst)
+{
+	struct report_only *only = dst;
+	if (opt_ns(cmd, o, value, &only->pid))
+		return EXIT_USAGE;
+	if (!only->pid || only->name)
+		return only->pid ? usage_error("%s: --pid and --process: give one", cmd)
+				 : opt_bad(cmd, o, value);
+	only->by_pid = 1;
+	return 0;
+}
+
+/* --process NAME: every process of that name. */
+static int opt_process(const char *cmd, const struct opt *o, const char *value, void *dst)
+{
+	struct report_only *only = dst;
+	(void)o;
+	if (only->by_pid)
+		return usage_error("%s: --pid and --process: give one", cmd);
+	only->name = value;
+	return 0;
+}
+
 static const struct opts_spec report_spec = {
 	.cmd = "report", .npos = 1, .unknown = "unknown option or missing value",
 	.opts = (const struct opt[]){
 		{ "-o", opt_path, offsetof(struct report_opts, out), .wants = "a file name" },
+		{ "--pid", opt_pid, offsetof(struct report_opts, only), .wants = "a process id" },
+		{ "--process", opt_process, offsetof(struct report_opts, only),
+		  .wants = "a process name" },
 		{ .name = NULL } },
-	.help = "usage: katra report IN [-o OUT.html]\n"
+	.help = "usage: katra report IN [-o OUT.html] [--pid PID | --process NAME]\n"
 		"Writes one self-contained HTML page (default report.html; no network\n"
 		"access, nothing fetched when it opens): the header (workload, host,\n"
 		"run id, capture window, drops, truncation, head loss from the\n"
@@ -50,7 +79,13 @@ static const struct opts_spec report_spec = {
 		"whatever the trace: at most 4096 frame points (each the slowest of\n"
 		"its run of frames), the 10 slowest frames, 512 time bins, 64\n"
 		"threads, 32 counters and 32 memory pools over time, 5000 flame\n"
-		"graph stacks (the smaller fold into their parents, time kept).  Durations are those of\n"
+		"graph stacks (the smaller fold into their parents, time kept).  A trace\n"
+		"of several processes (katra record, katra merge) has a section per\n"
+		"process: its pid, parent, command line, threads and zones (a zone name\n"
+		"two processes use is a row in each).  --pid PID or --process NAME (every\n"
+		"process of that name) keeps only those processes' threads: every table,\n"
+		"graph and count is theirs; a pid or name the trace does not hold is an\n"
+		"error (exit 2) that lists the processes it does.  Durations are those of\n"
 		"`katra stats --json`, which the page embeds.  OUT is written whole or\n"
 		"not at all; IN itself is never replaced.  Exit 3 when IN is truncated\n"
 		"(the page shows its valid prefix and says so).\n",
@@ -93,14 +128,29 @@ static json_t *sidecar_load(const char *path)
 	return s;
 }
 
-/* The page for @in into @of.  0, a reader's code, -ENOMEM or -EIO (*@werr). */
-static int write_report(struct input *in, const char *path, outfile *of, int *werr)
+/* The page for @in into @of, of the processes @only keeps.  0, a reader's
+ * code, -ENOMEM, -EIO (*@werr) or -ENOENT (said: no such process). */
+static int write_report(struct input *in, const char *path, const struct report_only *only,
+			outfile *of, int *werr)
 {
 	struct report *rep = calloc(1, sizeof(*rep));
 	if (!rep)
 		return -ENOMEM;
+	char why[1024];
+	int rc = report_procs_select(in->r, only, &rep->procs, why, sizeof(why));
+	if (rc == -ENOENT) {
+		char *e = only->name ? text_escape(only->name, strlen(only->name)) : NULL;
+		if (only->by_pid)
+			say("%s: no process of pid %" PRIu64 " in the trace; %s", path, only->pid, why);
+		else
+			say("%s: no process named '%s' in the trace; %s", path, e ? e : "?", why);
+		free(e);
+		report_free(rep);
+		free(rep);
+		return rc;
+	}
 	progress_init(0, in->r);
-	int rc = report_collect(in->r, rep);
+	rc = rc ? rc : report_collect(in->r, rep);
 	progress_end();
 	json_t *side = rc ? NULL : sidecar_load(path), *data = NULL;
 	if (!rc && !(data = report_json(rep, kt_reader_get_header(in->r), side, path)))
@@ -138,13 +188,15 @@ int cmd_report(int argc, char **argv)
 	int result = EXIT_BAD, werr = 0;
 	if (output_open(&of, o.out, &in) < 0)
 		goto done;
-	rc = write_report(&in, path, &of, &werr);
+	rc = write_report(&in, path, &o.only, &of, &werr);
 	kt_reader_status st;
 	kt_reader_get_status(in.r, &st);
 	if (werr)
 		say("%s: write failed: %s", o.out, strerror(werr));
 	else if (rc == -ENOMEM)
 		say("%s: out of memory", path);
+	else if (rc == -ENOENT)
+		result = EXIT_USAGE;
 	else if (rc < 0)
 		pass_failed(path, in.r, rc);
 	else if ((rc = outfile_commit(&of)) < 0)

@@ -30,12 +30,9 @@
 #include "tools/cmd/cli.h"
 #include "tools/cmd/cmd.h"
 #include "tools/cmd/opts.h"
+#include "tools/cmd/snapshot.h"
 #include "tools/pipeline/outfile.h"
 
-struct snap_args {
-	const char *out;
-	uint64_t max_age_ns, max_bytes;
-};
 
 static int opt_path(const char *cmd, const struct opt *o, const char *value, void *dst)
 {
@@ -45,21 +42,36 @@ static int opt_path(const char *cmd, const struct opt *o, const char *value, voi
 	return 0;
 }
 
+static const struct opt snapshot_opts[] = {
+	{ "--out", opt_path, offsetof(struct snap_args, out), .wants = "a file" },
+	{ "--max-age", opt_ns, offsetof(struct snap_args, max_age_ns), .wants = "nanoseconds" },
+	{ "--max-bytes", opt_ns, offsetof(struct snap_args, max_bytes), .wants = "bytes" },
+	{ "--all", NULL, offsetof(struct snap_args, all), .flag = 1 },
+	{ .name = NULL }
+};
+
+#define SNAPSHOT_HELP                                                                         \
+	"usage: katra snapshot PID|--all [--out FILE] [--max-age NS] [--max-bytes B]\n"       \
+	"Asks process PID, of your own user, running a flight session started\n"              \
+	"with listen set, to write the newest window of its threads' rings to\n"              \
+	"FILE (default snapshot-PID.katra), no older than NS and no more than B\n"            \
+	"bytes of events.  Another user's process is refused.  Prints the events\n"           \
+	"written, their threads, the file's bytes, the head loss and the events\n"            \
+	"the rings had overwritten (older than the window).\n"                                \
+	"When PID has no flight session but processes under it do (the pid of\n"             \
+	"`katra record --flight`), each of them is asked and FILE is one trace of\n"          \
+	"them all (as katra merge writes it).  --all asks every process of yours\n"           \
+	"with a flight session listening (default FILE snapshot-all.katra).\n"
+
 static const struct opts_spec snapshot_spec = {
 	.cmd = "snapshot", .npos = 1, .unknown = "unknown option or missing value",
-	.opts = (const struct opt[]){
-		{ "--out", opt_path, offsetof(struct snap_args, out), .wants = "a file" },
-		{ "--max-age", opt_ns, offsetof(struct snap_args, max_age_ns),
-		  .wants = "nanoseconds" },
-		{ "--max-bytes", opt_ns, offsetof(struct snap_args, max_bytes), .wants = "bytes" },
-		{ .name = NULL } },
-	.help = "usage: katra snapshot PID [--out FILE] [--max-age NS] [--max-bytes B]\n"
-		"Asks process PID, of your own user, running a flight session started\n"
-		"with listen set, to write the newest window of its threads' rings to\n"
-		"FILE (default snapshot-PID.katra), no older than NS and no more than B\n"
-		"bytes of events.  Another user's process is refused.  Prints the events\n"
-		"written, their threads, the file's bytes, the head loss and the events\n"
-		"the rings had overwritten (older than the window).\n",
+	.opts = snapshot_opts, .help = SNAPSHOT_HELP,
+};
+
+/* With --all: no PID. */
+static const struct opts_spec snapshot_all_spec = {
+	.cmd = "snapshot", .npos = 0, .unknown = "unknown option or missing value",
+	.opts = snapshot_opts, .help = SNAPSHOT_HELP,
 };
 
 /* PID as a number, and the process ours: 0, or the exit status said. */
@@ -86,7 +98,7 @@ static int check_pid(const char *word, long *pid)
 
 /* Connect to @pid's socket, and check that @pid is who answers: a
  * descriptor, or -1 with the reason said. */
-static int dial(long pid)
+static int dial(long pid, int quiet)
 {
 	struct sockaddr_un a;
 	struct stat sb;
@@ -108,7 +120,9 @@ static int dial(long pid)
 	int older = rc == -ENOENT && fstatat(dir, old, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 	if (dir >= 0)
 		close(dir);
-	if (older) {
+	if (quiet && (rc || older)) {
+		/* said by the caller */
+	} else if (older) {
 		fprintf(stderr, "katra snapshot: process %ld speaks an older snapshot protocol: ask "
 				"with its own katra\n", pid);
 	} else if (rc) {
@@ -207,26 +221,15 @@ static int copy(int in, int out, uint64_t len)
 	return rc;
 }
 
-int cmd_snapshot(int argc, char **argv)
+int snapshot_take(long pid, const char *out, const struct snap_args *a, int quiet)
 {
-	struct snap_args a = { 0 };
-	const char *word;
-	long pid;
-	char def[64];
-	int rc = opts_parse(&snapshot_spec, argc, argv, &a, &word);
-	if (rc != OPTS_GO)
-		return rc;
-	if ((rc = check_pid(word, &pid)))
-		return rc;
-	snprintf(def, sizeof(def), "snapshot-%ld.katra", pid);
-	int c = dial(pid);
+	int c = dial(pid, quiet);
 	if (c < 0)
 		return EXIT_BAD;
 	outfile o = { .fd = -1 };
 	uint64_t rep[KT__CTL_REP_WORDS] = { 0 };
-	const char *out = a.out ? a.out : def;
-	int mfd = -1;
-	if (!(rc = outfile_open(&o, out, NULL)) && !(rc = ask(c, &a, rep, &mfd)))
+	int mfd = -1, rc;
+	if (!(rc = outfile_open(&o, out, NULL)) && !(rc = ask(c, a, rep, &mfd)))
 		rc = copy(mfd, o.fd, rep[KT__CTL_REP_BYTES]);
 	/* Done with the memfd: the process may let it go. */
 	send(c, "", 1, MSG_NOSIGNAL);
@@ -243,8 +246,34 @@ int cmd_snapshot(int argc, char **argv)
 				      : kt_strerror(rc));
 		return EXIT_BAD;
 	}
+	if (a->all || quiet)
+		printf("pid %ld: ", pid);
 	printf("%" PRIu64 " events of %" PRIu64 " threads, %" PRIu64 " bytes; head loss %" PRIu64
 	       " ns; %" PRIu64 " events overwritten\n",
 	       rep[4], rep[9], rep[8], rep[3], rep[KT__CTL_REP_EVENTS_OVERWRITTEN]);
 	return EXIT_OK;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	struct snap_args a = { 0 };
+	const char *word = NULL;
+	long pid;
+	char def[64];
+	int all = 0;
+	for (int i = 1; i < argc; i++)
+		all |= !strcmp(argv[i], "--all");
+	int rc = opts_parse(all ? &snapshot_all_spec : &snapshot_spec, argc, argv, &a, &word);
+	if (rc != OPTS_GO)
+		return rc;
+	if (all)
+		return snapshot_many(0, a.out ? a.out : "snapshot-all.katra", &a);
+	if ((rc = check_pid(word, &pid)))
+		return rc;
+	snprintf(def, sizeof(def), "snapshot-%ld.katra", pid);
+	/* A pid with no flight session of its own, whose descendants have:
+	 * katra record --flight's. */
+	if (!snapshot_listens(pid) && snapshot_has_listeners(pid))
+		return snapshot_many(pid, a.out ? a.out : def, &a);
+	return snapshot_take(pid, a.out ? a.out : def, &a, 0);
 }

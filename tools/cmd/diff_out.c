@@ -11,15 +11,8 @@
 
 #include "tools/cmd/cli.h"
 #include "tools/cmd/diff_out.h"
+#include "tools/cmd/diff_procs.h"
 #include "tools/pipeline/grow.h"
-
-/* One run's sample of one name, to be pooled with the same name's. */
-struct pool_entry {
-	const char *name;
-	size_t len;
-	int side;
-	const struct diff_sample *s;
-};
 
 int diff_sides_check(const struct diff_run *runs, size_t n, int dashes)
 {
@@ -86,7 +79,8 @@ static int by_name(const void *x, const void *y)
 	return a->side - b->side;
 }
 
-/* Every run's sampled names, sorted by name then side.  NULL: no memory. */
+/* Every run's sampled names, sorted by name (and process, where a name is
+ * a row per process: diff_procs.h) then side.  NULL: no memory. */
 static struct pool_entry *pool_entries(const struct diff_run *runs, size_t n, size_t *count)
 {
 	size_t total = 0, k = 0;
@@ -98,12 +92,16 @@ static struct pool_entry *pool_entries(const struct diff_run *runs, size_t n, si
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < runs[i].nnames; j++) {
 			const struct diff_name *dn = &runs[i].names[j];
-			e[k].name = dn->name;
-			e[k].len = dn->len;
-			e[k].side = runs[i].side;
-			e[k++].s = &dn->s;
+			e[k] = (struct pool_entry){ .name = dn->name, .len = dn->len,
+						    .process = dn->process, .plen = dn->plen,
+						    .side = runs[i].side, .run = i, .s = &dn->s };
+			k++;
 		}
 	qsort(e, total, sizeof(*e), by_name);
+	if (diff_procs_key(e, total)) {
+		free(e);
+		return NULL;
+	}
 	*count = total;
 	return e;
 }
@@ -220,20 +218,23 @@ static int compare_names(struct pool_entry *e, size_t ne, struct ctx *c,
 	int rc = 0;
 	for (size_t i = 0, j; i < ne && !rc; i = j) {
 		size_t na = 0;
-		for (j = i; j < ne && e[j].len == e[i].len && !memcmp(e[j].name, e[i].name, e[i].len);
-		     j++) {
+		for (j = i; j < ne && diff_procs_same_row(&e[j], &e[i]); j++) {
 			s[j - i] = e[j].s;
 			na += !e[j].side;
 		}
 		int keep = diff_wanted(c->o, e[i].name, e[i].len);
 		if (keep <= 0) {
 			rc = keep < 0 ? -ENOMEM : 0;
-			c->dropped += !keep;
+			/* A name of a row per process counted once. */
+			c->dropped += !keep && (!i || !e[i].keyed || e[i - 1].len != e[i].len ||
+						memcmp(e[i - 1].name, e[i].name, e[i].len));
 			continue;
 		}
 		struct diff_result *r = &out[(*nres)++];
 		r->name = e[i].name;
 		r->len = e[i].len;
+		r->process = e[i].keyed ? e[i].process : NULL;
+		r->plen = e[i].plen;
 		rc = compare(s, na, j - i - na, c, r);
 	}
 	free(s);

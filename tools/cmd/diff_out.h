@@ -32,10 +32,14 @@ struct diff_opts {
 	size_t nonly, nexclude;
 };
 
-/* One zone name (or the frame time: @name NULL) compared. */
+/* One zone name (or the frame time: @name NULL) compared; of one
+ * process name (@process, @plen bytes) where the name is a row per
+ * process (tools/cmd/diff_procs.h), else @process NULL. */
 struct diff_result {
 	const char *name;
 	size_t len;
+	const char *process;
+	size_t plen;
 	int only;                /* 0: on both sides; 1: only in A; 2: only in B */
 	int left_out;            /* the frame time, left out by --only or --exclude */
 	struct diff_row row;

@@ -71,11 +71,20 @@ static int put_row(FILE *f, const struct diff_result *r)
 	if (r->left_out)
 		return 0;
 	char *e = r->name ? text_escape(r->name, r->len) : NULL;
-	if (r->name && !e)
+	char *pe = r->process ? text_escape(r->process, r->plen) : NULL;
+	char *both = pe && e ? malloc(strlen(e) + strlen(pe) + 4) : NULL;
+	if ((r->name && !e) || (r->process && !both)) {
+		free(e);
+		free(pe);
 		return -ENOMEM;
-	fprintf(f, "%-24s %9" PRIu64 " %9" PRIu64, e ? e : DIFF_FRAME_NAME, r->row.a.count,
-		r->row.b.count);
+	}
+	if (both) /* a row per process: "NAME [PROCESS]" */
+		sprintf(both, "%s [%s]", e, pe);
+	fprintf(f, "%-24s %9" PRIu64 " %9" PRIu64, both ? both : e ? e : DIFF_FRAME_NAME,
+		r->row.a.count, r->row.b.count);
 	free(e);
+	free(pe);
+	free(both);
 	if (r->only || !r->row.a.count) {
 		fprintf(f, "  %s\n", r->only == 1 ? "only in A" : r->only == 2 ? "only in B" : "none");
 		return 0;
@@ -137,6 +146,8 @@ int diff_print_text(FILE *f, const struct diff_run *runs, size_t n,
 		   "count: %zu more, %zu fewer; total: %zu more, %zu less\n", v, k[DIFF_SLOWER],
 		k[DIFF_FASTER], k[DIFF_SAME], k[DIFF_TOO_FEW], kc[DIFF_SLOWER], kc[DIFF_FASTER],
 		kt[DIFF_SLOWER], kt[DIFF_FASTER]);
+	if (diff_sched_text(f, runs, n))
+		return -ENOMEM;
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -178,6 +189,9 @@ static json_t *json_row(const struct diff_result *r)
 			      "total_verdict", r->only ? only : diff_total_name(r->row.total_verdict));
 	if (j && r->name && json_object_set_new(j, "name", text_json_string(r->name, r->len)))
 		return json_decref(j), NULL;
+	if (j && r->process &&
+	    json_object_set_new(j, "process", text_json_string(r->process, r->plen)))
+		return json_decref(j), NULL;
 	return j;
 }
 
@@ -215,6 +229,7 @@ json_t *diff_json(const struct diff_run *runs, size_t n, const struct diff_resul
 		ok = !json_array_append_new(rs, json_run(&runs[i]));
 	for (size_t i = 1; ok && i < nres; i++)
 		ok = !json_array_append_new(zs, json_row(&res[i]));
+	ok = ok && !json_object_set_new(top, "offcpu", diff_sched_json(runs, n));
 	if (!ok)
 		json_decref(top);
 	return ok ? top : NULL;

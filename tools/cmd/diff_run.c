@@ -18,9 +18,14 @@ static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, ui
 		   uint64_t self)
 {
 	struct diff_run *run = ctx;
-	(void)thread;
 	(void)begin;
-	uint32_t *found = idmap_find(&run->ids, name);
+	if (!run->have_last || run->last_tid != thread) {
+		run->last_tid = thread;
+		run->last_proc = tables_thread_process(stats_tables(*run->pass), thread);
+		run->have_last = 1;
+	}
+	uint64_t key = (uint64_t)run->last_proc << 32 | name;
+	uint32_t *found = idmap_find(&run->ids, key);
 	if (!found) {
 		if (run->nnames == DIFF_NAMES) {
 			run->unsampled++;
@@ -28,9 +33,10 @@ static int on_zone(void *ctx, uint32_t thread, uint32_t name, uint64_t begin, ui
 		}
 		int added;
 		if (grow_array((void **)&run->names, &run->cap, run->nnames + 1, sizeof(*run->names)) ||
-		    !(found = idmap_slot(&run->ids, name, (uint32_t)run->nnames, &added)))
+		    !(found = idmap_slot(&run->ids, key, (uint32_t)run->nnames, &added)))
 			return -ENOMEM;
-		run->names[run->nnames++] = (struct diff_name){ .id = name, .s.limit = run->keep };
+		run->names[run->nnames++] = (struct diff_name){ .id = name, .proc = run->last_proc,
+								 .s.limit = run->keep };
 	}
 	return diff_sample_add(&run->names[*found].s, dur, self);
 }
@@ -52,22 +58,34 @@ static void run_header(struct diff_run *run, const kt_header *h)
 	run->epoch = h->epoch;
 }
 
-/* Each sampled name's bytes copied out of @s ("?" when the file has none).
- * 0 or -ENOMEM. */
+/* @len bytes of @b, malloc'd (at least one byte); NULL without memory. */
+static char *copy_bytes(const char *b, size_t len)
+{
+	char *s = malloc(len ? len : 1);
+	if (s && len)
+		memcpy(s, b, len);
+	return s;
+}
+
+/* Each sampled name's bytes copied out of @s ("?" when the file has none),
+ * and its process's name ("" when the file has none).  0 or -ENOMEM. */
 static int copy_names(struct diff_run *run, const struct stats *s)
 {
+	const struct tables *t = stats_tables(s);
 	for (size_t i = 0; i < run->nnames; i++) {
 		struct diff_name *dn = &run->names[i];
 		size_t len = 1;
-		const char *b = dn->id ? tables_name(stats_tables(s), dn->id, &len) : NULL;
+		const char *b = dn->id ? tables_name(t, dn->id, &len) : NULL;
 		if (!b) {
 			b = "?";
 			len = 1;
 		}
-		if (!(dn->name = malloc(len ? len : 1)))
-			return -ENOMEM;
-		memcpy(dn->name, b, len);
+		const struct tproc *p = tables_process(t, dn->proc);
+		dn->plen = p ? p->name_len : 0;
 		dn->len = len;
+		if (!(dn->name = copy_bytes(b, len)) ||
+		    !(dn->process = copy_bytes(p ? tables_process_name(t, p) : "", dn->plen)))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -83,6 +101,7 @@ int diff_run_read(struct diff_run *run, int progress)
 	run_header(run, kt_reader_get_header(in.r));
 	struct stats_hooks hooks = { .zone = on_zone, .frame = on_frame, .ctx = run };
 	struct stats *stats = NULL;
+	run->pass = &stats; /* stats_collect() sets it before the first zone */
 	if (progress)
 		progress_init(0, in.r);
 	rc = stats_collect(in.r, &hooks, &stats);
@@ -93,7 +112,9 @@ int diff_run_read(struct diff_run *run, int progress)
 	run->dropped = st.dropped;
 	run->truncated = stats ? stats_truncated(stats) : 0;
 	rc = rc ? rc : copy_names(run, stats);
+	rc = rc ? rc : diff_sched_take(&run->sched, stats);
 	stats_free(stats);
+	run->pass = NULL;
 	int result = rc ? pass_failed(run->path, in.r, rc) : EXIT_OK;
 	input_close(&in);
 	return result;
@@ -157,8 +178,10 @@ void diff_run_free(struct diff_run *run)
 	for (size_t i = 0; i < run->nnames; i++) {
 		diff_sample_free(&run->names[i].s);
 		free(run->names[i].name);
+		free(run->names[i].process);
 	}
 	free(run->names);
 	idmap_free(&run->ids);
 	diff_sample_free(&run->frames);
+	diff_sched_free(&run->sched);
 }

@@ -4,6 +4,10 @@
  * and of its frame times (tools/analysis/diff.h), from the stats pass
  * (tools/analysis/stats.h).
  *
+ * A zone name is sampled per process of the trace (a merged trace's,
+ * SPEC §4.10): diff_out.c makes one row of it, or a row per process name
+ * where two processes of a run have it (tools/cmd/diff_procs.h).
+ *
  * Bounded: at most DIFF_NAMES names are sampled per run (16 KiB each at
  * most, so 16 MiB a run, and never more than 8 bytes per zone read); the
  * zones of names past that are counted, not compared.  The stats pass's
@@ -19,6 +23,7 @@
 #include <stdint.h>
 
 #include "tools/analysis/diff.h"
+#include "tools/cmd/diff_sched.h"
 #include "tools/pipeline/idmap.h"
 #include "tools/analysis/stats.h"
 
@@ -29,6 +34,9 @@ struct diff_name {
 	uint32_t id;
 	char *name;                /* its bytes, copied when the pass ends */
 	size_t len;
+	uint32_t proc;             /* its zones' process (SPEC §4.10; 0: the file's own) */
+	char *process;             /* that process's name, copied ("" when none) */
+	size_t plen;
 	struct diff_sample s;
 };
 
@@ -43,10 +51,14 @@ struct diff_run {
 	int truncated;
 	struct diff_name *names;
 	size_t nnames, cap;
-	struct idmap ids;          /* name id -> index in names */
+	struct idmap ids;          /* process << 32 | name id -> index in names */
+	struct stats **pass;       /* the pass's stats while it runs, for its tables */
+	uint32_t last_tid, last_proc; /* the last zone's thread and its process */
+	int have_last;
 	uint64_t unsampled;        /* zones of names past DIFF_NAMES */
 	uint32_t keep;             /* values kept per name, diff_runs_read()'s */
 	struct diff_sample frames;
+	struct diff_sched sched;   /* off-CPU time per zone: diff_sched.h */
 };
 
 /*

@@ -147,6 +147,7 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 		p.end_ns = in->sum.end_mono_ns;
 	in->rep->id = id;
 	in->rep->pid = p.pid;
+	in->rep->parent = p.parent_pid;
 	snprintf(in->rep->name, sizeof(in->rep->name), "%s", p.name ? p.name : "");
 	in->rep->complete = in->have_sum;
 	in->rep->recovered = !!(p.flags & KT_PROCESS_RECOVERED);
@@ -155,9 +156,9 @@ static int write_own(struct merge *m, struct in *in, uint32_t id)
 
 /* A scheduler record's thread (SPEC §4.2.1), read through the accessor and
  * renumbered as the input's threads are: @ev then points at @pay, its
- * payload made again from the value (the CPU or lost count kept).  0 or
- * -ENOMEM. */
-static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint64_t pay[2])
+ * payload made again by kt_event_set_value() (the CPU or lost count
+ * kept).  0 or -ENOMEM. */
+static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint8_t pay[16])
 {
 	kt_value v;
 	if (!kt_event_get_value(ev, &v) || v.kind != KT_VALUE_SCHED || !v.thread)
@@ -165,9 +166,8 @@ static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint64_t p
 	uint64_t tid = remap(&in->threads, v.thread, &m->next.thread, UINT32_MAX - 1);
 	if (!tid)
 		return -ENOMEM;
-	pay[0] = tid; /* little-endian, as the file's: katra runs on x86-64 */
-	pay[1] = v.u64;
-	ev->payload = (const uint8_t *)pay;
+	v.thread = (uint32_t)tid;
+	kt_event_set_value(ev, &v, pay);
 	return 0;
 }
 
@@ -190,7 +190,7 @@ static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
 		if (ev.type >= KT_EV_TRACK_BEGIN && ev.type <= KT_EV_TRACK_COUNTER_F64 &&
 		    !(ev.flags = (uint8_t)remap(&in->tracks, ev.flags, &m->next.track, KT_MAX_TRACKS)))
 			return -ERANGE;
-		uint64_t pay[2];
+		uint8_t pay[16];
 		if (ev.type == KT_EV_SCHED && sched_thread(m, in, &ev, pay))
 			return -ENOMEM;
 		size_t k = kt_event_encode(m->buf + at, n - at, &ev);
@@ -404,6 +404,29 @@ static int open_inputs(struct in *ins, const char *const *paths, size_t n,
 }
 
 /* The output's header: CLOCK_MONOTONIC ns, from the earliest start. */
+/* The run the inputs name (KT_HDR_CAPTURE: katra record --run-id, a
+ * capture's trace), when those that name one all name the same run and
+ * epoch; else none.  The capture id is the first input's that has one. */
+static void out_run(kt_header *h, const struct in *ins, size_t n)
+{
+	const kt_header *run = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const kt_header *x = ins[i].h;
+		if (!(x->flags & KT_HDR_CAPTURE) || !x->run_id)
+			continue;
+		if (run && (strcmp(run->run_id, x->run_id) || run->epoch != x->epoch))
+			return;
+		if (!run || (!run->capture_id && x->capture_id))
+			run = x;
+	}
+	if (!run)
+		return;
+	h->flags |= KT_HDR_CAPTURE;
+	h->run_id = run->run_id;
+	h->epoch = run->epoch;
+	h->capture_id = run->capture_id;
+}
+
 static void out_header(kt_header *h, const struct in *ins, size_t n, char *note, size_t cap)
 {
 	kt_header_init(h);
@@ -423,6 +446,7 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	h->tool_version = ins[0].h->tool_version;
 	h->capture = ins[0].h->capture;
 	h->capture.codec = KT_CODEC_COMPACT;
+	out_run(h, ins, n);
 	/* Scheduler records where any input has them; each thread's follow
 	 * record says which threads they cover (SPEC §4.2.1). */
 	for (size_t i = 0; i < n; i++)
@@ -430,10 +454,17 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	for (size_t i = 0; i < n && !(h->flags & KT_HDR_SCHED); i++)
 		h->flags |= ins[i].h->flags & KT_HDR_SCHED_ABSENT;
 	snprintf(note, cap, "katra.merge: %zu processes", n);
-	static const char *notes[1];
+	static const char *notes[2];
 	notes[0] = note;
 	h->note_count = 1;
 	h->notes = notes;
+	/* A capture's trim note stays with its run (SPEC §9): katra record
+	 * joins a capture's trace, first, with its run's other processes. */
+	for (uint32_t i = 0; (h->flags & KT_HDR_CAPTURE) && i < ins[0].h->note_count; i++)
+		if (!strncmp(ins[0].h->notes[i], "katra.capture: ", 15)) {
+			notes[h->note_count++] = ins[0].h->notes[i];
+			break;
+		}
 }
 
 /* The output's end: the last input's, recovered when any was. */

@@ -21,6 +21,7 @@
 struct merge_proc {
 	uint32_t id;             /* its process id in the output */
 	uint64_t pid;
+	uint64_t parent;         /* its parent's pid; 0 when unknown */
 	char name[64];           /* its process name, or first thread's */
 	uint32_t threads;
 	uint64_t written, dropped;

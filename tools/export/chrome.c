@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/export/chrome.h"
+#include "tools/export/chrome_sched.h"
 #include "tools/export/export_args.h"
 #include "tools/pipeline/fmt.h"
 #include "tools/pipeline/fmt_mid.h"
@@ -52,6 +53,8 @@ struct ch {
 	size_t nbegins, begins_cap;
 	struct tracks tracks;  /* zones of tracks with a clock of their own */
 	uint8_t *track_b[KT_MAX_TRACKS + 1]; /* per track and level: went out as B */
+	struct chsched sched;  /* scheduler records as state slices */
+	uint64_t last_ns;      /* the last event's time: where states in progress end */
 };
 
 /* A zone's begin or end (or one as a complete event) of @t, with the
@@ -356,6 +359,9 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	int fresh, rc;
 	(void)index;
 	c->xs.res->events++;
+	c->last_ns = ns > c->last_ns ? ns : c->last_ns;
+	if (ev->type == KT_EV_SCHED) /* its stream's row: chrome_sched.h */
+		return chsched_event(&c->sched, c->fm, c->job.t, ev, ns);
 	struct xthread *t = xstate_thread(&c->xs, ev->thread_id, &fresh);
 	if (!t)
 		return -ENOMEM;
@@ -425,6 +431,9 @@ static int put_trace_end(struct ch *c, const struct tables *tb)
 	}
 	if (!rc)
 		rc = tracks_finish(&c->tracks);
+	if (!rc)
+		rc = chsched_finish(&c->sched, c->fm, tb,
+				    c->o->cut_to && c->o->to_ns > c->last_ns ? c->o->to_ns : c->last_ns);
 	c->xs.res->tracks = c->tracks.n;
 	if (rc || tb->have_summary || !last)
 		return rc;
@@ -445,14 +454,15 @@ static int put_metadata(struct ch *c, const struct tables *t)
 	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
 	char *lit = NULL, *buf = NULL;
 	int n, rc = 0;
-	/* A merged trace's processes each by their own pid (SPEC §4.10). */
+	/* A merged trace's processes each by their own pid (SPEC §4.10); a
+	 * file of one process by its own entry's name when it has one. */
 	for (size_t i = 0; i < (tables_multiprocess(t) ? t->nprocs : 1) && !rc; i++) {
-		const struct tproc *p = tables_multiprocess(t) ? &t->procs[i] : NULL;
+		const struct tproc *p = tables_named_process(t, i);
 		lit = p ? text_json(tables_process_name(t, p), p->name_len)
 			: text_json(wl, strlen(wl));
 		n = lit ? asprintf(&buf, "%s{\"ph\":\"M\",\"pid\":%" PRIu64 ",\"name\":"
 					 "\"process_name\",\"args\":{\"name\":%s}}", i ? ",\n" : "",
-				   p ? p->pid : c->job.pid, lit) : -1;
+				   p && tables_multiprocess(t) ? p->pid : c->job.pid, lit) : -1;
 		free(lit);
 		rc = n < 0 ? -ENOMEM : fmt_chrome_raw(c->fm, buf, (size_t)n);
 		free(buf);
@@ -484,6 +494,7 @@ static void ch_free(struct ch *c)
 	for (uint32_t i = 0; i <= KT_MAX_TRACKS; i++)
 		free(c->track_b[i]);
 	xstate_free(&c->xs);
+	chsched_free(&c->sched);
 	free(c);
 }
 
@@ -499,6 +510,7 @@ int chrome_run(kt_reader *r, const struct tables *t, FILE *f, const struct chrom
 	memstats_init(&c->mem);
 	tracks_init(&c->tracks, t, put_track_zone, c);
 	c->tracks.open = open_track_zone;
+	chsched_init(&c->sched, kt_reader_get_header(r)->process_id);
 	c->job = (struct fmt_job){ .t = t, .kind = FMT_CHROME, .printed = 1,
 				   .pid = kt_reader_get_header(r)->process_id, .mem = &c->mem };
 	int rc = xstate_init(&c->xs, r, res);

@@ -24,7 +24,8 @@
 #endif
 
 /* Record types and the kinds inside them. */
-enum { REC_META = 0, REC_INIT = 1, REC_STRING = 2, REC_THREAD = 3, REC_EVENT = 4, REC_KOBJ = 7 };
+enum { REC_META = 0, REC_INIT = 1, REC_STRING = 2, REC_THREAD = 3, REC_EVENT = 4, REC_KOBJ = 7,
+       REC_SCHED = 8 };
 enum { EV_INSTANT = 0, EV_COUNTER = 1, EV_BEGIN = 2, EV_END = 3,
        EV_FLOW_BEGIN = 8, EV_FLOW_STEP = 9, EV_FLOW_END = 10 };
 enum { ARG_I32 = 1, ARG_U32 = 2, ARG_I64 = 3, ARG_U64 = 4, ARG_F64 = 5, ARG_STR = 6, ARG_KOID = 8 };
@@ -184,16 +185,17 @@ static void put_header(struct fx *x)
 	put_string(x, S_CAT, "katra", 5);
 	const char *wl = h->workload && *h->workload ? h->workload : "katra trace";
 	int many = tables_multiprocess(x->t);
-	/* A merged trace's processes each a process koid (SPEC §4.10). */
+	/* A merged trace's processes each a process koid (SPEC §4.10); a file
+	 * of one process named by its own entry when it has one. */
 	for (size_t i = 0; i < (many ? x->t->nprocs : 1); i++) {
-		const struct tproc *p = many ? &x->t->procs[i] : NULL;
+		const struct tproc *p = tables_named_process(x->t, i);
 		size_t len;
 		char *u = p ? utf8(x, tables_process_name(x->t, p), p->name_len, &len)
 			    : utf8(x, wl, strlen(wl), &len);
 		if (!u)
 			return;
 		rec_start(x);
-		x->w[x->n++] = p ? p->pid : x->pid;
+		x->w[x->n++] = p && many ? p->pid : x->pid;
 		rec_bytes(x, u, len);
 		rec_put(x, REC_KOBJ | bits(OBJ_PROCESS, 16) | bits(INLINE_STR | len, 24));
 		free(u);
@@ -496,6 +498,41 @@ static void on_other(struct fx *x, struct xthread *t, const kt_event *ev, uint64
 	ev_put(x, h);
 }
 
+/* Zircon's thread states, as the context switch record's outgoing state:
+ * a preempted thread is still runnable, which Zircon calls running (and
+ * Perfetto's importer shows as Runnable); a blocked one is blocked. */
+enum { ZX_RUNNING = 1, ZX_BLOCKED = 3 };
+#define SCHED_PRIO 16u /* Zircon's default; priority 0 with process 0 is idle */
+
+/*
+ * A scheduler record (SPEC §4.2.1) as FXT's context switch record (type
+ * 8, the layout whose top 4 bits are 0): a switch out is the followed
+ * thread leaving its CPU for the idle thread (process and koid 0,
+ * priority 0: whatever else ran, which the process cannot see), a switch
+ * in the idle thread leaving it for the thread.  Both threads inline, the
+ * followed one by its OS tid, as its events' records name it.  Follow and
+ * loss records have no form here; a CPU past 255 (8 bits) is written 255.
+ */
+static void on_sched(struct fx *x, const kt_event *ev, uint64_t ns)
+{
+	kt_value v;
+	int in = ev->flags == KT_SCHED_IN;
+	if (!kt_event_get_value(ev, &v) || !v.thread ||
+	    (!in && ev->flags != KT_SCHED_BLOCKED && ev->flags != KT_SCHED_PREEMPTED))
+		return;
+	uint64_t pid = export_pid(x->t, v.thread, x->pid), koid = export_os_tid(x->t, v.thread);
+	uint64_t cpu = v.cpu < 255 ? v.cpu : 255;
+	unsigned state = ev->flags == KT_SCHED_BLOCKED ? ZX_BLOCKED : ZX_RUNNING;
+	rec_start(x);
+	x->w[x->n++] = ns;
+	x->w[x->n++] = in ? 0 : pid; /* the outgoing thread */
+	x->w[x->n++] = in ? 0 : koid;
+	x->w[x->n++] = in ? pid : 0; /* the incoming one */
+	x->w[x->n++] = in ? koid : 0;
+	rec_put(x, REC_SCHED | bits(cpu, 16) | bits(state, 24) | bits(in ? 0 : SCHED_PRIO, 44) |
+			   bits(in ? SCHED_PRIO : 0, 52));
+}
+
 /*
  * Each track entry's thread: a koid that no thread entry of the file
  * has.  TRACK_TID (the track's row in Chrome's export) first: below 2^32,
@@ -586,6 +623,10 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	(void)index;
 	x->xs.res->events++;
 	int fresh, rc;
+	if (ev->type == KT_EV_SCHED) { /* on the followed thread, not its stream */
+		on_sched(x, ev, ns);
+		return x->err ? x->err : x->out.failed ? -EIO : 0;
+	}
 	struct xthread *t = xstate_thread(&x->xs, ev->thread_id, &fresh);
 	if (!t)
 		return -ENOMEM;

@@ -19,6 +19,12 @@
  *    the thread goes inline in each event) and a kernel object record
  *    naming it, with a "process" koid argument (koid: its OS tid, or
  *    katra's id when the file has none);
+ *  - scheduler records (SPEC §4.2.1) as context switch records (type 8,
+ *    the original layout: Perfetto's importer reads it as thread states
+ *    and CPU slices; Tracy's skips it): a switch between the followed
+ *    thread (inline, its OS tid) and the idle thread (process 0, koid 0,
+ *    priority 0), its state blocked (3) or, preempted, running (1); the
+ *    streams themselves are no threads here (export_fxt.c, on_sched());
  *  - zones as duration begin / end events, balanced as export_state.h
  *    says (a forced end has the argument closed = 1); a begin carries its
  *    zone's arguments (export_state.h: those given before a zone inside

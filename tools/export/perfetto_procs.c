@@ -23,10 +23,12 @@ int perfetto_proc_desc(const struct tables *t, size_t i, uint64_t pid, const cha
 	perfetto__protos__process_descriptor__init(pd);
 	td->has_uuid = 1;
 	td->uuid = PROCESS_UUID;
-	if (tables_multiprocess(t)) {
-		const struct tproc *p = &t->procs[i];
+	const struct tproc *p = tables_named_process(t, i);
+	if (tables_multiprocess(t))
 		td->uuid = proc_uuid(t, p->id);
-		pid = p->pid;
+	if (p) {
+		/* A file of one process: its threads are under the header's pid. */
+		pid = tables_multiprocess(t) ? p->pid : pid;
 		name = tables_process_name(t, p);
 		n = p->name_len;
 	}

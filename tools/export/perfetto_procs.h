@@ -30,7 +30,8 @@
  * perfetto_proc_desc - the descriptor of process @i of @t (0: the first,
  * whose track is PROCESS_UUID, the parent of the Frames and counter
  * tracks) into @td and @pd: its pid and name, or, in a trace of one
- * process, @pid and @name.  @i > 0 only for a merged trace, up to
+ * process, its own entry's (SPEC §4.10) when it names it, else @pid and
+ * @name.  @i > 0 only for a merged trace, up to
  * t->nprocs.  pd->process_name is malloc'd (free() it); returns 0 or
  * -ENOMEM.
  */

@@ -151,6 +151,18 @@ static inline int tables_multiprocess(const struct tables *t)
 	return t->nprocs > 1 || (t->nprocs == 1 && t->procs[0].id != 0);
 }
 
+/* tables_named_process - the entry an export names process @i by (0 to
+ * nprocs - 1 in a merged trace, else 0): a merged trace's @i-th; in a
+ * file of one process its own entry when it has a name (every file a
+ * session writes: its first, a capture's segments, a flight snapshot);
+ * else NULL (the export names it by the header: its pid, the workload). */
+static inline const struct tproc *tables_named_process(const struct tables *t, size_t i)
+{
+	if (tables_multiprocess(t))
+		return i < t->nprocs ? &t->procs[i] : NULL;
+	return !i && t->nprocs && t->procs[0].name_len ? &t->procs[0] : NULL;
+}
+
 /* tables_free - release what @t holds; @t may be zeroed or partly built. */
 void tables_free(struct tables *t);
 

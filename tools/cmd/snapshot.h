@@ -1,0 +1,43 @@
+/*
+ * snapshot.h - `katra snapshot`: one process's flight window
+ * (cmd_snapshot.c), or several processes' merged into one trace
+ * (snapshot_all.c: --all, or the pid of `katra record --flight`).
+ *
+ * The command's one thread.
+ */
+#ifndef KT_TOOLS_SNAPSHOT_H
+#define KT_TOOLS_SNAPSHOT_H
+
+#include <stdint.h>
+
+struct snap_args {
+	const char *out;
+	uint64_t max_age_ns, max_bytes;
+	int all; /* --all */
+};
+
+/* snapshot_take - ask process @pid for its window into @out (created new);
+ * @quiet: a process with no flight session listening is not said (the
+ * caller says it).  Prints the window's line (prefixed "pid N: " when
+ * @quiet or --all).  Returns EXIT_OK or EXIT_BAD (nothing at @out). */
+int snapshot_take(long pid, const char *out, const struct snap_args *a, int quiet);
+
+/* snapshot_listens - does process @pid have a flight session's socket,
+ * ours, in the control directory?  1 or 0. */
+int snapshot_listens(long pid);
+
+/* snapshot_has_listeners - does any process under @pid (its children,
+ * theirs, ...) have one?  1 or 0. */
+int snapshot_has_listeners(long pid);
+
+/*
+ * snapshot_many - every process under @root (0: every process of ours)
+ * that has a flight session listening, asked in turn, each window into a
+ * file of a private temporary directory, then merged into @out (created
+ * new; tools/cmd/merge.h); the temporary files removed.  A process that
+ * ended before it answered is said and left out.  Returns EXIT_OK, or
+ * EXIT_BAD when none answered or the merge failed (nothing at @out).
+ */
+int snapshot_many(long root, const char *out, const struct snap_args *a);
+
+#endif
