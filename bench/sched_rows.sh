@@ -7,7 +7,12 @@
 # flusher's CPU in all, and (on) the context switches written (the
 # katra.sched streams' records less one follow each).  Prints one line per
 # run, then medians, min-max and the flusher's extra CPU per switch.
+# bench/sample_rows.sh runs it for samples: KNOB (the variable, default
+# KT_SCHED), ON (its value when on, default 1), STREAM (the streams' name,
+# default katra.sched) and FIRST (records a stream holds besides, default
+# 1: its follow).
 set -euo pipefail
+knob=${KNOB:-KT_SCHED} on=${ON:-1} stream=${STREAM:-katra.sched} first=${FIRST:-1}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds=${1:-7} secs=${2:-3} rate=${3:-4000000}
 rb=${RINGBENCH:-build/ringbench} katra=${KATRA:-build/katra}
@@ -15,16 +20,16 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/katra-schedrows.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 printf '%-4s %-3s %10s %10s %14s %10s %12s\n' round mode "ns p50" "ns p99" "flusher ms" switches "events"
 for r in $(seq 1 "$rounds"); do
-  for mode in 0 1; do
+  for mode in 0 "$on"; do
     out=$tmp/rb.katra
     rm -f "$out"
-    txt=$(KT_SCHED=$mode "$rb" --seconds "$secs" --rate "$rate" --policy drop --out "$out")
+    txt=$(env "$knob=$mode" "$rb" --seconds "$secs" --rate "$rate" --policy drop --out "$out")
     row=$(awk '$1 == "katra" { print $6, $7 }' <<<"$txt")
     per=$(awk '$1 == "flusher" { print $2 }' <<<"$txt")
     written=$(awk '$1 == "written" { print $2 }' <<<"$txt")
-    sw=$("$katra" info "$out" | awk '$6 == "katra.sched" { n += $8 - 1 } END { print n + 0 }')
+    sw=$("$katra" info "$out" | awk -v s="$stream" -v f="$first" '$6 == s { n += $8 - f } END { print n + 0 }')
     cpu=$(awk -v p="$per" -v w="$written" 'BEGIN { printf "%.2f", p * w / 1e6 }')
-    printf '%-4s %-3s %10s %10s %14s %10s %12s\n' "$r" "$([[ $mode == 1 ]] && echo on || echo off)" \
+    printf '%-4s %-3s %10s %10s %14s %10s %12s\n' "$r" "$([[ $mode != 0 ]] && echo on || echo off)" \
       $row "$cpu" "$sw" "$written"
   done
 done | tee "$tmp/rows"

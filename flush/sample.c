@@ -41,6 +41,10 @@
 #define KT_SAMPLE_MAPS 4096u    /* map entries written at most */
 #define KT_SAMPLE_REC 32u       /* bytes of one type 21 record */
 #define KT_SAMPLE_BATCH 1024u
+/* The buffers are read this often, not every period: a chunk per thread
+ * per read, and at 1000 Hz a period holds about one sample.  16 pages
+ * hold 64 ms of 1000 Hz samples of 128 frames, 4 times this. */
+#define KT_SAMPLE_READ_NS 16000000u
 
 struct sampled {
 	uint32_t owner, sid, tid; /* owner 0: a free slot */
@@ -59,6 +63,7 @@ struct kt__sample {
 	struct sampled t[KT_SCHED_MAX_THREADS];
 	uint32_t hz;
 	int maps_read, said;
+	uint64_t next_read; /* CLOCK_MONOTONIC ns of the next read */
 	kt_clock_calibration c0;
 	size_t page;
 	struct stack_slot *stacks; /* KT_SAMPLE_STACKS slots */
@@ -351,6 +356,10 @@ void kt__sample_poll(kt_session *s)
 		k->maps_read = 1;
 		read_maps(s);
 	}
+	uint64_t now = kt__mono_ns();
+	if (now < k->next_read)
+		return; /* threads new since are followed at the next read */
+	k->next_read = now + KT_SAMPLE_READ_NS;
 	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
 		k->t[i].seen = 0;
 	for (size_t i = 0; i < s->rings.len; i++) {

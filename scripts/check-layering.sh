@@ -43,7 +43,7 @@ recover 2 recover.h
 flush   3 flush.h live.h
 capture 4 capture_internal.h
 tools/pipeline 5 *
-tools/analysis 6 stats.h valstats.h trackstats.h windows.h collapse.h samples.h symbolize.h report.h report_page.h diff.h
+tools/analysis 6 stats.h valstats.h trackstats.h windows.h collapse.h samples.h report.h report_page.h diff.h
 tools/export   6 chrome.h export_fxt.h export_perfetto.h
 tools/cmd      7 -
 bench   5 -

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,25 +84,78 @@ static struct shares count(const char *folded)
 	return s;
 }
 
-Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
+static size_t count_of(const char *hay, const char *needle)
 {
-	char path[64], folded[64];
-	snprintf(path, sizeof(path), "/tmp/katra-sample-%d.katra", (int)getpid());
-	snprintf(folded, sizeof(folded), "/tmp/katra-sample-%d.folded", (int)getpid());
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* `katra export --perfetto`, decoded by protoc with the project's subset
+ * of Perfetto's schema: a perf_sample per sample (at least the zone's
+ * @zone), each naming a callstack, and the two functions among the
+ * interned function names, each once. */
+static void perfetto_samples(const char *path, unsigned long zone)
+{
+	char out[64], txt[64], cmd[512];
+	snprintf(out, sizeof(out), "/tmp/katra-sample-%d.pftrace", (int)getpid());
+	snprintf(txt, sizeof(txt), "/tmp/katra-sample-%d.txt", (int)getpid());
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--perfetto", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	snprintf(cmd, sizeof(cmd),
+	         "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools/export "
+	         "perfetto_trace.proto < %s > %s",
+	         KT_SRC_DIR, out, txt);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	size_t n = 0;
+	uint8_t *b = t_slurp(txt, &n);
+	cr_assert_not_null(b);
+	char *text = realloc(b, n + 1);
+	text[n] = 0;
+	cr_assert_geq(count_of(text, "perf_sample {"), zone);
+	cr_assert_eq(count_of(text, "perf_sample {"), count_of(text, "callstack_iid: "));
+	cr_assert_eq(count_of(text, "str: \"kt_sample_heavy\""), 1);
+	cr_assert_eq(count_of(text, "str: \"kt_sample_light\""), 1);
+	cr_assert_geq(count_of(text, "callstacks {"), 2);
+	free(text);
+	unlink(out);
+	unlink(txt);
+}
+
+/* A session sampling at 2000 Hz around @work, its file at @path, folded
+ * by `katra export --collapsed --samples` into @folded (64 bytes each). */
+static void sampled(const char *tag, void (*work)(void), char *path, char *folded)
+{
+	snprintf(path, 64, "/tmp/katra-sample-%s-%d.katra", tag, (int)getpid());
+	snprintf(folded, 64, "/tmp/katra-sample-%s-%d.folded", tag, (int)getpid());
 	unlink(folded);
 	kt_session_options o = { .sample_hz = 2000, .flush_period_ns = 1000000 };
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &o, &s), 0, "%s", kt_session_get_start_error());
 	kt_message(kt_name("log"), "start", 5);
-	sleep_ms(10); /* the flusher sees the ring and samples the thread */
-	spin_zone();
+	sleep_ms(40); /* the flusher's next read of the buffers samples it */
+	work();
 	cr_assert_eq(kt_session_stop(s, NULL), 0);
-
 	struct proc p;
 	run_katra(
 		&p,
 		(const char *const[]){ "export", "--collapsed", "--samples", path, folded, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+}
+
+static void spin_zone_work(void)
+{
+	spin_zone();
+}
+
+Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
+{
+	char path[64], folded[64];
+	sampled("lib", spin_zone_work, path, folded);
+	struct proc p;
 	struct shares sh = count(folded);
 	/* 600 ms at 2000 Hz: about 1200 samples (fewer if the kernel lowers
 	 * the rate, perf_event_max_sample_rate). */
@@ -109,8 +163,65 @@ Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
 	cr_assert_geq(sh.heavy * 100, sh.zone * 85, "heavy %lu of %lu", sh.heavy, sh.zone);
 	cr_assert_leq(sh.light * 100, sh.zone * 15, "light %lu of %lu", sh.light, sh.zone);
 	cr_assert_geq(sh.light * 100, sh.zone * 5, "light %lu of %lu", sh.light, sh.zone);
+	/* katra stats' section: the zone, its top function first, by name. */
+	run_katra(&p, (const char *const[]){ "stats", path, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	const char *sec = strstr(p.out, "\nsamples: ");
+	cr_assert_not_null(sec, "%s", p.out);
+	const char *zone = strstr(sec, "\n  sampled: ");
+	cr_assert_not_null(zone, "%s", sec);
+	const char *first = strchr(zone + 1, '\n');
+	cr_assert(first && !strncmp(strchr(first, '%'), "% ", 2), "%s", sec);
+	cr_assert_not_null(strstr(first, "  kt_sample_heavy\n    "), "%s", sec);
+	cr_assert_lt(strstr(first, "kt_sample_heavy"), strstr(first, "kt_sample_light"), "%s", sec);
+	perfetto_samples(path, sh.zone);
 	if (getenv("KT_SAMPLE_SAY"))
-		fprintf(stderr, "zone %lu heavy %lu light %lu\n", sh.zone, sh.heavy, sh.light);
+		fprintf(stderr, "zone %lu heavy %lu light %lu\n%s", sh.zone, sh.heavy, sh.light,
+		        sec);
+	unlink(path);
+	unlink(folded);
+}
+
+/* dlopen() the second library while the session samples, then spin 200 ms
+ * of CPU in its function inside zone "dl". */
+static void dl_work(void)
+{
+	void *h = dlopen(KT_SAMPLE_DL, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	unsigned (*fn)(unsigned) = (unsigned (*)(unsigned))dlsym(h, "kt_sample_dlopened");
+	cr_assert_not_null(fn);
+	uint32_t z = kt_name("dl");
+	kt_zone_begin(z);
+	for (uint64_t end = cpu_ns() + 200000000u; cpu_ns() < end;)
+		fn(20000);
+	kt_zone_end(z);
+}
+
+/* A library dlopen()ed while the session samples: the kernel's mmap record
+ * of it becomes a map entry, and its function is named. */
+Test(sample, a_dlopened_library_is_named, .timeout = 120)
+{
+	char path[64], folded[64];
+	void *h = dlopen(KT_SAMPLE_DL, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	cr_assert_null(h, "loaded before the session");
+	sampled("dl", dl_work, path, folded);
+	FILE *f = fopen(folded, "re");
+	cr_assert_not_null(f);
+	char line[8192];
+	unsigned long named = 0, all = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		*sp = 0;
+		if (!strstr(line, ";dl;"))
+			continue;
+		all += strtoul(sp + 1, NULL, 10);
+		if (!strcmp(strrchr(line, ';') + 1, "kt_sample_dlopened"))
+			named += strtoul(sp + 1, NULL, 10);
+	}
+	fclose(f);
+	cr_assert_geq(named * 100, all * 80, "%lu of %lu named", named, all);
+	cr_assert_geq(all, 50);
 	unlink(path);
 	unlink(folded);
 }

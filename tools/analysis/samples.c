@@ -10,9 +10,10 @@
 
 #include "tools/analysis/collapse.h"
 #include "tools/analysis/samples.h"
-#include "tools/analysis/symbolize.h"
+#include "tools/pipeline/symbolize.h"
 #include "tools/pipeline/idmap.h"
 #include "tools/pipeline/pipe.h"
+#include "tools/pipeline/stacks.h"
 #include "tools/pipeline/text.h"
 
 #define NO_NODE UINT32_MAX
@@ -38,11 +39,7 @@ struct samples {
 	struct samples_result *res;
 	const struct tables *t;
 	struct symbolizer *sym;
-	struct idmap stack_ids; /* stack id -> index in stack_at */
-	uint64_t *frames;       /* every kept stack's addresses */
-	size_t nframes, cap_frames;
-	uint64_t *stack_at; /* per stack: offset << 8 | depth */
-	size_t nstacks, cap_stacks;
+	struct stacks stacks;
 	struct idmap labels, kids, roots, zids;
 	struct label *lab;
 	size_t nlab, cap_lab;
@@ -64,41 +61,6 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
 	*p = q;
 	*cap = c;
 	return 0;
-}
-
-static int keep_stack(struct samples *s, const kt_stack_def *d)
-{
-	int added;
-	if (s->nstacks >= SAMPLES_STACKS)
-		return 0;
-	uint32_t *v = idmap_slot(&s->stack_ids, d->id, (uint32_t)s->nstacks, &added);
-	if (!v)
-		return -ENOMEM;
-	if (!added)
-		return 0; /* a second entry for an id: the first is kept */
-	while (s->nframes + d->depth > s->cap_frames)
-		if (grow((void **)&s->frames, &s->cap_frames, s->cap_frames, 8))
-			return -ENOMEM;
-	if (grow((void **)&s->stack_at, &s->cap_stacks, s->nstacks, 8))
-		return -ENOMEM;
-	memcpy(s->frames + s->nframes, d->frames, 8u * d->depth);
-	s->stack_at[s->nstacks++] = (uint64_t)s->nframes << 8 | d->depth;
-	s->nframes += d->depth;
-	return 0;
-}
-
-/* The stack and map entries of @r, before its events. */
-static int read_entries(struct samples *s, kt_reader *r)
-{
-	kt_trace_frame f;
-	int rc;
-	while ((rc = kt_reader_next_frame(r, &f)) > 0) {
-		const kt_stack_def *d = kt_trace_frame_get_stack(&f);
-		const kt_map_def *m = kt_trace_frame_get_map(&f);
-		if ((d && (rc = keep_stack(s, d))) || (m && (rc = sym_add_map(s->sym, m))))
-			return rc;
-	}
-	return rc;
 }
 
 static uint32_t label_of(struct samples *s, uint64_t key, uint32_t zone, const char *name)
@@ -163,9 +125,10 @@ static uint32_t step(struct samples *s, uint32_t n, uint32_t label, int *folded)
 static int on_sample(struct samples *s, const kt_value *v)
 {
 	s->res->samples++;
-	uint32_t *at = idmap_find(&s->stack_ids, v->u64);
+	uint32_t depth;
+	const uint64_t *fr = stacks_get(&s->stacks, v->u64, &depth);
 	uint32_t n = child(s, NO_NODE, v->thread);
-	if (!at || n == NO_NODE) {
+	if (!fr || n == NO_NODE) {
 		s->res->unknown++;
 		return 0;
 	}
@@ -173,9 +136,8 @@ static int on_sample(struct samples *s, const kt_value *v)
 	struct zstack *z = zstack_of(s, v->thread);
 	for (uint32_t i = 0; z && i < z->depth; i++)
 		n = step(s, n, label_of(s, LABEL_ZONE | z->names[i], z->names[i], NULL), &folded);
-	uint64_t off = s->stack_at[*at] >> 8, depth = s->stack_at[*at] & 0xff;
-	for (uint64_t i = depth; i-- > 0;) {
-		const char *name = sym_name(s->sym, s->frames[off + i], i > 0);
+	for (uint32_t i = depth; i-- > 0;) {
+		const char *name = sym_name(s->sym, fr[i], i > 0);
 		n = step(s, n, label_of(s, (uint64_t)(uintptr_t)name, 0, name), &folded);
 	}
 	s->res->folded += (uint64_t)folded;
@@ -236,34 +198,41 @@ static int put_line(const struct samples *s, FILE *f, size_t i)
 static void samples_clear(struct samples *s)
 {
 	sym_free(s->sym);
-	idmap_free(&s->stack_ids);
+	stacks_free(&s->stacks);
 	idmap_free(&s->labels);
 	idmap_free(&s->kids);
 	idmap_free(&s->roots);
 	idmap_free(&s->zids);
-	free(s->frames);
-	free(s->stack_at);
 	free(s->lab);
 	free(s->nodes);
 	free(s->zs);
+}
+
+/* The tree of every sample of @r into @s (its res and t set). */
+static int samples_pass(struct samples *s, kt_reader *r)
+{
+	stacks_init(&s->stacks);
+	idmap_init(&s->labels);
+	idmap_init(&s->kids);
+	idmap_init(&s->roots);
+	idmap_init(&s->zids);
+	int rc = (s->sym = sym_new()) ? 0 : -ENOMEM;
+	if (!rc && !(rc = kt_reader_rewind(r)) && !(rc = stacks_read(&s->stacks, r, s->sym)) &&
+	    !(rc = kt_reader_rewind(r))) {
+		static const struct pipe_client client = { .event = on_event,
+			                                   .payloads = PIPE_PAYLOADS_FIXED };
+		rc = pipe_run(r, &client, s);
+	}
+	if (s->sym)
+		sym_counts(s->sym, &s->res->named, &s->res->unnamed);
+	return rc;
 }
 
 int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct samples_result *res)
 {
 	struct samples s = { .res = res, .t = t };
 	memset(res, 0, sizeof(*res));
-	idmap_init(&s.stack_ids);
-	idmap_init(&s.labels);
-	idmap_init(&s.kids);
-	idmap_init(&s.roots);
-	idmap_init(&s.zids);
-	int rc = (s.sym = sym_new()) ? 0 : -ENOMEM;
-	if (!rc && !(rc = kt_reader_rewind(r)) && !(rc = read_entries(&s, r)) &&
-	    !(rc = kt_reader_rewind(r))) {
-		static const struct pipe_client client = { .event = on_event,
-			                                   .payloads = PIPE_PAYLOADS_FIXED };
-		rc = pipe_run(r, &client, &s);
-	}
+	int rc = samples_pass(&s, r);
 	for (size_t i = 0; !rc && i < s.nnodes; i++) {
 		if (!s.nodes[i].count)
 			continue;
@@ -271,8 +240,92 @@ int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct sam
 			rc = -EIO;
 		res->lines++;
 	}
-	if (s.sym)
-		sym_counts(s.sym, &res->named, &res->unnamed);
+	samples_clear(&s);
+	return rc;
+}
+
+/* Per zone (the innermost open at a sample) and function (its innermost
+ * frame): how many samples. */
+struct ztop {
+	uint32_t zone, fn; /* a name id; a label */
+	uint64_t count, zone_total;
+};
+
+static int by_zone_count(const void *a, const void *b)
+{
+	const struct ztop *x = a, *y = b;
+	if (x->zone_total != y->zone_total)
+		return x->zone_total < y->zone_total ? 1 : -1;
+	if (x->zone != y->zone)
+		return x->zone < y->zone ? -1 : 1;
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+/* The rows of node counts by zone and function, their zones' totals set,
+ * sorted (biggest zone first, its biggest function first). */
+static struct ztop *zone_rows(const struct samples *s, size_t *n)
+{
+	struct idmap m;
+	struct ztop *rows = calloc(s->nnodes + 1, sizeof(*rows));
+	*n = 0;
+	idmap_init(&m);
+	for (size_t i = 0; rows && i < s->nnodes; i++) {
+		uint32_t k = (uint32_t)i, fn = s->nodes[i].label;
+		if (!s->nodes[i].count || s->nodes[i].parent == NO_NODE || s->lab[fn].zone)
+			continue;
+		while (s->nodes[k].parent != NO_NODE && !s->lab[s->nodes[k].label].zone)
+			k = s->nodes[k].parent;
+		uint32_t zone = s->nodes[k].parent == NO_NODE ? 0 : s->lab[s->nodes[k].label].zone;
+		int added;
+		uint32_t *v = idmap_slot(&m, (uint64_t)zone << 32 | fn, (uint32_t)*n, &added);
+		if (!v)
+			break;
+		if (added)
+			rows[(*n)++] = (struct ztop){ zone, fn, 0, 0 };
+		rows[*v].count += s->nodes[i].count;
+	}
+	idmap_free(&m);
+	for (size_t i = 0; rows && i < *n; i++)
+		for (size_t j = 0; j < *n; j++)
+			if (rows[j].zone == rows[i].zone)
+				rows[i].zone_total += rows[j].count;
+	if (rows)
+		qsort(rows, *n, sizeof(*rows), by_zone_count);
+	return rows;
+}
+
+int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f)
+{
+	struct samples_result res = { 0 };
+	struct samples s = { .res = &res, .t = t };
+	int rc = samples_pass(&s, r);
+	size_t n = 0, zones = 0;
+	struct ztop *rows = rc ? NULL : zone_rows(&s, &n);
+	if (!rc && !rows)
+		rc = -ENOMEM;
+	if (!rc)
+		fprintf(f,
+		        "\nsamples: %" PRIu64 " (%" PRIu64 " of no known stack); per zone, its "
+		        "top functions (innermost frame):\n",
+		        res.samples, res.unknown);
+	for (size_t i = 0, shown = 0; !rc && i < n; i++) {
+		if (i == 0 || rows[i].zone != rows[i - 1].zone) {
+			if (++zones > SAMPLES_TOP_ZONES)
+				break;
+			size_t len = 0;
+			const char *z = rows[i].zone ? tables_name(t, rows[i].zone, &len) : NULL;
+			fputs("  ", f);
+			rc = collapse_put_frame(f, z ? z : "(no zone)", z ? len : 9) ? -EIO : 0;
+			fprintf(f, ": %" PRIu64 " samples\n", rows[i].zone_total);
+			shown = 0;
+		}
+		if (rc || shown++ >= SAMPLES_TOP_FNS)
+			continue;
+		fprintf(f, "    %5.1f%% %8" PRIu64 "  ",
+		        100.0 * (double)rows[i].count / (double)rows[i].zone_total, rows[i].count);
+		rc = put_label(f, t, &s.lab[rows[i].fn]) || fputc('\n', f) < 0 ? -EIO : 0;
+	}
+	free(rows);
 	samples_clear(&s);
 	return rc;
 }

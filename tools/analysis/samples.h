@@ -8,7 +8,7 @@
  * outermost first, each named by symbolize.h; a line is a stack and how
  * many samples took it.  Names are escaped as collapse.h's are.
  *
- * Bounded: SAMPLES_STACKS stack entries kept (later ones' samples counted
+ * Bounded: STACKS_MAX stack entries kept (stacks.h; later ones' samples counted
  * as unknown), SAMPLES_NODES distinct stacks (past it a sample stays in
  * the deepest node it reached: folded), SAMPLES_ZONES open zones a thread.
  * The command's one thread.
@@ -22,7 +22,6 @@
 #include <katra/reader.h>
 #include "tools/pipeline/tables.h"
 
-#define SAMPLES_STACKS (1u << 20)
 #define SAMPLES_NODES (1u << 20)
 #define SAMPLES_ZONES 64u
 
@@ -42,5 +41,15 @@ struct samples_result {
  * *@res is filled in every case.
  */
 int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct samples_result *res);
+
+/*
+ * samples_zone_text - `katra stats`' samples section: per zone (the
+ * innermost open at each sample), its SAMPLES_TOP_FNS functions that took
+ * the most samples (by innermost frame) and their shares, for the
+ * SAMPLES_TOP_ZONES zones with the most.  Return as samples_collapse().
+ */
+#define SAMPLES_TOP_ZONES 20
+#define SAMPLES_TOP_FNS 5
+int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f);
 
 #endif

@@ -12,6 +12,7 @@
 #include "tools/pipeline/memstats.h"
 #include "tools/analysis/trackstats.h"
 #include "tools/pipeline/pipe.h"
+#include "tools/analysis/samples.h"
 #include "tools/analysis/stats.h"
 #include "tools/pipeline/tables.h"
 #include "tools/pipeline/text.h"
@@ -273,6 +274,10 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	c->events++;
 	if (ev->type == KT_EV_SCHED) /* of another thread: no name, no zone */
 		return schedstats_event(&c->sched, ev, ns);
+	if (ev->type == KT_EV_SAMPLE) { /* samples.c's, in a pass of its own */
+		c->samples++;
+		return 0;
+	}
 	/* Name 0 of an argument is its zone's own value or text, and of a
 	 * memory record the default pool: no row of the names' own. */
 	if (!ev->name_id && ev->type >= KT_EV_ARG_I64 && ev->type <= KT_EV_ARG_STR)
@@ -670,6 +675,10 @@ int stats_run(kt_reader *r, const char *label, int json, FILE *out, int *truncat
 		*truncated = c->truncated;
 		rc = stats_print(c, label, json, out);
 	}
+	/* The samples' own pass, only when there are samples: the file's
+	 * stacks and maps, then the zones around each sample. */
+	if (!rc && !json && c->samples)
+		rc = samples_zone_text(r, &c->t, out);
 	stats_free(c);
 	return rc;
 }

@@ -92,6 +92,7 @@ struct stats {
 	struct valstats vals;   /* counters, zones' own values and texts */
 	struct windows win;     /* each thread's window and loss (windows.h) */
 	struct schedstats sched; /* on-CPU and off-CPU time per zone */
+	uint64_t samples;        /* sample records (samples.c shows them) */
 	int filtered;           /* only some threads counted (stats_hooks.threads) */
 };
 

@@ -21,6 +21,7 @@
 #include "tools/export/perfetto_pb.h"
 #include "tools/export/perfetto_procs.h"
 #include "tools/export/perfetto_sched.h"
+#include "tools/export/perfetto_samples.h"
 #include "tools/export/perfetto_slice.h"
 #include "tools/export/perfetto_trace.pb-c.h"
 #include "tools/pipeline/memstats.h"
@@ -65,6 +66,7 @@ struct pf {
 	uint64_t bodies;        /* log message bodies interned so far */
 	struct pslices slices;  /* per thread: flows on their slices */
 	int err;                /* -ENOMEM once out of memory */
+	struct psamples *samples; /* or NULL: no stack entries */
 };
 
 /*
@@ -588,6 +590,8 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	p->xs.res->events++;
 	if (ev->type == KT_EV_SCHED) /* its stream is no thread's: ftrace's packet */
 		return psched_put(&p->out, p->t, ev, ns);
+	if (ev->type == KT_EV_SAMPLE) /* nor this: a PerfSample */
+		return p->samples ? psamples_put(p->samples, &p->out, p->t, ev, ns) : 0;
 	int fresh, rc;
 	struct xthread *t = xstate_thread(&p->xs, ev->thread_id, &fresh);
 	if (!t)
@@ -757,6 +761,9 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 		p.out.sink = perfetto_pack_write;
 		p.out.ctx = pack;
 	}
+	/* Samples' stacks and maps, a pass of their own, when there are any. */
+	if (!rc && t->stacks && (p.samples = psamples_new(r, &rc)) && !rc)
+		rc = kt_reader_rewind(r);
 	if (!rc) {
 		put_trace_start(&p);
 		put_track_descs(&p);
@@ -779,6 +786,7 @@ int perfetto_run(kt_reader *r, const struct tables *t, FILE *out, int codec,
 	pslices_free(&p.slices);
 	memstats_free(&p.mem);
 	tracks_free(&p.tracks);
+	psamples_free(p.samples);
 	free(p.seen);
 	return rc;
 }

@@ -87,6 +87,9 @@ int tables_track_ticks(const struct tables *t, const kt_event *ev, kt_track_even
 int tables_add(struct tables *t, const kt_trace_frame *f)
 {
 	switch (f->kind) {
+	case KT_FRAME_STACK:
+		t->stacks++;
+		return 0;
 	case KT_FRAME_TRACK:
 		return add_track(t, &f->u.track);
 	case KT_FRAME_SRCLOC:

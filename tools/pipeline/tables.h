@@ -61,6 +61,7 @@ struct tables {
 	 * At most KT_MAX_TRACKS * KT_MAX_TRACK_PAIRS pairs (4 MiB). */
 	kt_track_def tracks[KT_MAX_TRACKS + 1];
 	uint64_t tick_hz;        /* the header's clock rate (tables_load()) */
+	uint64_t stacks;         /* stack entries seen (SPEC §4.11): samples */
 };
 
 /* tables_add - note @f if it is a name, thread or summary frame.

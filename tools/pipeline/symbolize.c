@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tools/analysis/symbolize.h"
+#include "tools/pipeline/symbolize.h"
 
 struct smap {
 	uint64_t start, len, pgoff;
