@@ -240,7 +240,7 @@ int main(int argc, char **argv)
 	char c;
 	/* Killed mid-run: after it has emitted, while it still does. */
 	if (read(ready[0], &c, 1) == 1) {
-		usleep(50000); /* its flusher has written some */
+		usleep(5000); /* its flusher (a 1 ms period) has written some */
 		kill(pids[1], SIGKILL);
 	}
 	int bad = wait_all(pids, 3, pids[1]);
