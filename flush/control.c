@@ -146,7 +146,9 @@ static int wait_for(const kt_session *s, int c, short events, uint64_t deadline)
 		uint64_t now = kt__mono_ns();
 		if (now >= deadline)
 			return 0;
+		int was = kt__work_pause();
 		int n = poll(p, 2, (int)((deadline - now + 999999) / 1000000));
+		kt__work_resume(was);
 		if (n < 0 && errno != EINTR)
 			return 0;
 		if (n > 0)
@@ -252,9 +254,12 @@ static void serve(kt_session *s, int c)
 static void *control_main(void *arg)
 {
 	kt_session *s = arg;
+	kt__work_begin();
 	/* Acquire pairs with kt__control_stop()'s release. */
 	while (!kt__load_acquire(&s->ctl_stop)) {
+		int was = kt__work_pause();
 		int c = accept4(s->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+		kt__work_resume(was);
 		if (c >= 0) {
 			serve(s, c);
 			close(c);
@@ -263,9 +268,12 @@ static void *control_main(void *arg)
 			 * The stop's shutdown() makes accept fail too, and
 			 * the loop's test then ends it. */
 			struct timespec nap = { 0, 10000000 };
+			was = kt__work_pause();
 			nanosleep(&nap, NULL);
+			kt__work_resume(was);
 		}
 	}
+	kt__work_end();
 	return NULL;
 }
 

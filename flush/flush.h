@@ -96,6 +96,31 @@ int kt__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 int kt__period_wait(pthread_mutex_t *lock, pthread_cond_t *cond, const int *stop, uint64_t ns);
 
 /*
+ * The work gate (flush/work.c): none of katra's own threads is inside
+ * malloc() at a fork().  A thread of katra's calls kt__work_begin() as it
+ * starts and kt__work_end() before it returns, and wraps every wait
+ * (sleep, poll(), accept(), a blocking write, a join or a lock another
+ * such thread may hold a while) in kt__work_pause() and
+ * kt__work_resume(): a fork() waits until every such thread is paused or
+ * ended, and none resumes before the fork is done.  kt__work_begin() may
+ * wait for a fork in progress: call it, and kt__work_resume(), holding no
+ * lock.  kt__work_pause() returns whether the calling thread was in its
+ * work (0 on any other thread, where both are no-ops).
+ * kt__work_fork(@phase): session.c's fork handlers, first before the
+ * fork (0) and before the child's session starts (2), last in the
+ * parent (1).  kt__work_hold(1) ... kt__work_hold(0): the calling thread
+ * holds a lock a fork's handlers take (the names', categories' or
+ * tracks' table lock, around their callbacks): no pause in between, as
+ * its resume would wait for a fork that waits for that lock.
+ */
+void kt__work_begin(void);
+void kt__work_end(void);
+int kt__work_pause(void);
+void kt__work_hold(int on);
+void kt__work_resume(int was);
+void kt__work_fork(int phase);
+
+/*
  * Snapshot requests (flush/control.c, tools/cmd/cmd_snapshot.c): the client
  * sends KT__CTL_REQ_WORDS u64 { magic, max_age_ns, max_bytes }; the
  * process answers, in host byte order (both ends are on one machine), the

@@ -366,8 +366,12 @@ static void drain_all(kt_session *s)
 	 * names its events; the end of the file adds only the newer ones. */
 	/* Not once capped: the room kept for the end holds the names known
 	 * then, and the end writes whatever is new. */
-	if (s->w && !s->error && !s->capped)
+	if (s->w && !s->error && !s->capped) {
+		/* A write under the names lock, which a fork takes: not paused. */
+		kt__work_hold(1);
 		s->names_written = kt__names_after(s->names_written, name_cb, s);
+		kt__work_hold(0);
+	}
 	int retired_seen = 0;
 	for (size_t i = 0; i < s->rings.len; i++) {
 		struct kt__ring *r = s->rings.rings[i];
@@ -472,9 +476,12 @@ static void finish_file(kt_session *s)
 						     t->cap_last));
 		t->cap_lost = 0;
 	}
+	/* Writes under the tables' locks, which a fork takes: not paused. */
+	kt__work_hold(1);
 	s->names_written = kt__names_after(s->names_written, name_cb, s);
 	kt__categories_each(category_cb, s);
 	kt__tracks_each(track_cb, s);
+	kt__work_hold(0);
 	for (size_t i = 0; i < s->nthreads && !s->error; i++)
 		note_error(s, kt_writer_thread(s->w, s->threads[i].thread_id, s->threads[i].os_tid,
 					       s->threads[i].name));
@@ -506,6 +513,7 @@ void *kt__flusher_main(void *arg)
 	kt_session *s = arg;
 	uint64_t last_sync = kt__mono_ns();
 
+	kt__work_begin();
 	/* Here, not on the host's thread: past a file size limit the page's
 	 * memfd raises SIGXFSZ, which this thread blocks.  NULL: no page. */
 	s->live = kt__live_start(&s->c0);
@@ -519,8 +527,11 @@ void *kt__flusher_main(void *arg)
 		}
 		uint32_t seen = kt__ring_sleep_begin();
 		/* Acquire, as for the loop condition. */
-		if (!kt__load_acquire(&s->stop))
+		if (!kt__load_acquire(&s->stop)) {
+			int was = kt__work_pause();
 			kt__ring_sleep(seen, s->period_ns);
+			kt__work_resume(was);
+		}
 		kt__ring_sleep_end();
 	}
 	drain_all(s);
@@ -532,5 +543,6 @@ void *kt__flusher_main(void *arg)
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
 		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+	kt__work_end();
 	return NULL;
 }

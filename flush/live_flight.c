@@ -105,11 +105,13 @@ int kt__period_wait(pthread_mutex_t *lock, pthread_cond_t *cond, const int *stop
 	at.tv_nsec += (long)(ns % 1000000000u);
 	at.tv_sec += (time_t)(ns / 1000000000u) + at.tv_nsec / 1000000000;
 	at.tv_nsec %= 1000000000;
+	int was = kt__work_pause();
 	pthread_mutex_lock(lock);
 	while (!*stop && pthread_cond_timedwait(cond, lock, &at) != ETIMEDOUT)
 		;
 	int stopped = *stop;
 	pthread_mutex_unlock(lock);
+	kt__work_resume(was);
 	return stopped;
 }
 
@@ -122,17 +124,17 @@ static int wait_next(struct kt__live_flight *f)
 static void *flight_main(void *arg)
 {
 	struct kt__live_flight *f = arg;
+	kt__work_begin();
 	/* Here, as the flusher does: SIGXFSZ is blocked on this thread. */
 	struct kt__live *l = kt__live_start(&f->c0);
-	if (!l)
-		return NULL;
-	int stop;
-	do {
+	int stop = !l;
+	while (!stop) {
 		stop = wait_next(f);
 		look(f, l);
 		kt__live_publish(l, 0, stop);
-	} while (!stop);
+	}
 	kt__live_stop(l);
+	kt__work_end();
 	return NULL;
 }
 

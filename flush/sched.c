@@ -480,6 +480,7 @@ static void *sched_flight(void *arg)
 {
 	struct kt__sched *k = arg;
 	int stop;
+	kt__work_begin();
 	do {
 		stop = kt__period_wait(&k->lock, &k->cond, &k->stop, KT_SCHED_FLIGHT_NS);
 		kt__ring_list list = { 0 };
@@ -490,6 +491,7 @@ static void *sched_flight(void *arg)
 		}
 		free(list.rings);
 	} while (!stop);
+	kt__work_end();
 	return NULL;
 }
 

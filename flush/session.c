@@ -78,6 +78,9 @@ static void forget_kfd(void *s)
  */
 static void fork_prepare(void)
 {
+	/* First: a thread of katra's in its work may take session_lock (a
+	 * snapshot request) or the registry's before it pauses. */
+	kt__work_fork(0);
 	pthread_mutex_lock(&session_lock);
 	pthread_mutex_lock(&fd_lock);
 }
@@ -86,6 +89,7 @@ static void fork_parent(void)
 {
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
+	kt__work_fork(1);
 }
 
 static void fork_child(void)
@@ -106,6 +110,7 @@ static void fork_child(void)
 	kt__live_fork_child();
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&session_lock);
+	kt__work_fork(2);
 	/* Last: under `katra record` the child starts a session of its own. */
 	kt__autostart_child(s);
 }
@@ -121,6 +126,7 @@ static void fork_child(void)
 __attribute__((constructor(102))) static void register_fork(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	kt__fd_sink_set_idle(kt__work_pause, kt__work_resume);
 }
 
 /*

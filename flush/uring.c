@@ -338,10 +338,11 @@ static void reap(struct uring_sink *u, int wait)
 	if (u->dead)
 		return;
 	if (wait && u->inflight) {
-		int rc;
+		int rc, was = kt__work_pause();
 		do
 			rc = io_uring_wait_cqe(&u->ring, &cqe);
 		while (rc == -EINTR);
+		kt__work_resume(was);
 		if (rc < 0) {
 			if (refused(rc))
 				go_pwrite(u);
@@ -406,7 +407,9 @@ static void wait_taken(struct uring_sink *u)
 			ring_dead(u, -ETIMEDOUT);
 			return;
 		}
+		int was = kt__work_pause();
 		nanosleep(&ms, NULL);
+		kt__work_resume(was);
 		reap(u, 0);
 	}
 }

@@ -150,12 +150,35 @@ static ssize_t stream_write(struct fd_sink *f, const struct iovec *v, int n)
 	}
 }
 
+/* Set once at load (kt__fd_sink_set_idle()), before any thread. */
+static int (*idle_pause)(void);
+static void (*idle_resume)(int);
+
+void kt__fd_sink_set_idle(int (*pause)(void), void (*resume)(int))
+{
+	idle_pause = pause;
+	idle_resume = resume;
+}
+
+/* One write, however long the file makes it wait, outside the calling
+ * thread's work (kt__fd_sink_set_idle()).  errno is the write's. */
+static ssize_t one_write(struct fd_sink *f, const struct iovec *v, int n, uint64_t off)
+{
+	int was = idle_pause ? idle_pause() : 0;
+	ssize_t k = f->seekable ? pwritev(f->fd, v, n, (off_t)off) : stream_write(f, v, n);
+	int err = errno;
+	if (idle_resume)
+		idle_resume(was);
+	errno = err;
+	return k;
+}
+
 static int fd_write(kt__sink *s, uint8_t *p, size_t n, uint64_t off)
 {
 	struct fd_sink *f = (struct fd_sink *)s;
 	while (n) {
 		struct iovec v = { p, n };
-		ssize_t k = f->seekable ? pwrite(f->fd, p, n, (off_t)off) : stream_write(f, &v, 1);
+		ssize_t k = one_write(f, &v, 1, off);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -178,8 +201,12 @@ static int fd_sync(kt__sink *s, int wait)
 	if (wait < 0 || s->error)
 		return s->error;
 	/* Pipes and character devices cannot be synced: nothing to do. */
-	if (fdatasync(f->fd) < 0 && errno != EINVAL && errno != EROFS)
-		s->error = -errno;
+	int was = idle_pause ? idle_pause() : 0;
+	int rc = fdatasync(f->fd) < 0 ? errno : 0;
+	if (idle_resume)
+		idle_resume(was);
+	if (rc && rc != EINVAL && rc != EROFS)
+		s->error = -rc;
 	return s->error;
 }
 
@@ -195,7 +222,7 @@ static int fd_write_ref(kt__sink *s, const uint8_t *head, size_t head_len, const
 	size_t total = head_len + body_len + tail_len, left = total;
 
 	while (left && !s->error) {
-		ssize_t k = f->seekable ? pwritev(f->fd, v, n, (off_t)off) : stream_write(f, v, n);
+		ssize_t k = one_write(f, v, n, off);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {

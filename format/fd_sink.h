@@ -38,4 +38,13 @@ kt__sink *kt__fd_sink_new(int fd);
  */
 void kt__fd_sink_set_timeout(kt__sink *s, uint64_t timeout_ns, const uint64_t *stop_at);
 
+/*
+ * Where a sink may wait on the kernel (a write, a poll, fdatasync()), it
+ * calls @pause first and @resume after, given what @pause returned: the
+ * flusher's work gate (flush/work.c), so a fork() does not wait for a
+ * write that waits for the forking thread.  Process-wide; set once, at
+ * load, before any thread writes.
+ */
+void kt__fd_sink_set_idle(int (*pause)(void), void (*resume)(int));
+
 #endif
