@@ -396,15 +396,65 @@ static int crash_has_ring(const char *crash, uint64_t pid)
 	return rings;
 }
 
+/* The pid of file @name (PID[-N].katra) and its image number N (0 for
+ * PID.katra): the N-th exec'd image of the process wrote PID-N.katra. */
+static uint64_t name_pid(const char *name, unsigned long *image)
+{
+	char *end;
+	uint64_t pid = strtoull(name, &end, 10);
+	*image = *end == '-' ? strtoul(end + 1, NULL, 10) : 0;
+	return pid;
+}
+
+/*
+ * Whether a later image of the process that wrote @name, which holds
+ * nothing, wrote a file in @d: then @name was left by exec() (a fork()ed
+ * child that execs at once starts a session in the child handler) and
+ * nothing of it was lost.  Otherwise the process ended before its first
+ * write, killed most likely, and its events are said to be lost.
+ */
+static int exec_left_it(DIR *d, const char *name)
+{
+	unsigned long image, other;
+	uint64_t pid = name_pid(name, &image);
+	long at = telldir(d);
+	struct dirent *e;
+	int later = 0;
+	rewinddir(d);
+	while (!later && (e = readdir(d)))
+		later = is_trace_name(e->d_name) && name_pid(e->d_name, &other) == pid &&
+			other > image;
+	seekdir(d, at);
+	return later;
+}
+
+/* A process's file @name that held nothing, and no later image of it:
+ * its events, if it had any, are lost; said once per file.  Returns 1
+ * when said. */
+static int say_unwritten(DIR *d, const char *name, const char *crash)
+{
+	if (exec_left_it(d, name))
+		return 0;
+	fprintf(stderr, "katra record: ");
+	text_puts(stderr, name);
+	fprintf(stderr, ": the process ended before its first write: its events are lost (%s)\n",
+		crash ? "its crash directory holds no ring"
+		      : "with --crash-dir, a killed process is rebuilt from its crash files");
+	return 1;
+}
+
 /*
  * The processes' files in @dir: regular files only, never followed; an
  * empty one, or one that holds nothing (holds_nothing()), goes, and with
  * it its process's crash directories that hold nothing (with --crash-dir).
  * One whose crash directory holds a ring stays, as unflushed: a process
  * killed before its flusher's first write has its events there only, for
- * recover_cut().  Each read into @pf (up to @cap).  Returns how many.
+ * recover_cut().  One that goes with no later image of its process is
+ * said, and counted in *@lost (say_unwritten()).  Each read into @pf (up
+ * to @cap).  Returns how many.
  */
-static size_t list_files(const char *dir, const char *crash, struct proc_file *pf, size_t cap)
+static size_t list_files(const char *dir, const char *crash, struct proc_file *pf, size_t cap,
+			 size_t *lost)
 {
 	DIR *d = opendir(dir);
 	size_t n = 0;
@@ -432,6 +482,7 @@ static size_t list_files(const char *dir, const char *crash, struct proc_file *p
 			}
 			if (crash)
 				remove_empty_crash(crash, pid);
+			*lost += (size_t)say_unwritten(d, e->d_name, crash);
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
@@ -582,7 +633,7 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 		say("record: out of memory");
 		return EXIT_BAD;
 	}
-	size_t n = list_files(a->dir, a->crash, pf, MAX_PROCS);
+	size_t lost = 0, n = list_files(a->dir, a->crash, pf, MAX_PROCS, &lost);
 	/* OUT numbers the processes in pid order. */
 	qsort(pf, n, sizeof(*pf), by_pid);
 	int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -599,6 +650,12 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 				"while it ran\n");
 		if (!a->dir_given)
 			rmdir(a->dir);
+	} else if (!n && lost) {
+		say("record: nothing was traced: every process of %s ended before its first write",
+		    cmd);
+		if (!a->dir_given)
+			rmdir(a->dir);
+		rc = EXIT_BAD;
 	} else if (!n) {
 		say("record: nothing was traced: %s wrote no file (is it linked with katra?)", cmd);
 		if (!a->dir_given)
