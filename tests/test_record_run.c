@@ -4,6 +4,8 @@
  * killed CMD and a child that outlives it; the run id and epoch in every
  * process's file; a harness's capture joined by its run's processes.
  */
+#include <errno.h>
+
 #include "record_util.h"
 
 /* `katra snapshot @pid --out @out` until @out holds @want processes (the
@@ -146,6 +148,11 @@ Test(record, killed_before_its_first_write_is_recovered)
 	cr_assert_eq(processes_of("o.katra", ps), 1);
 	cr_assert_eq(ps[0].pid, pid);
 	cr_assert(ps[0].flags & KT_PROCESS_RECOVERED);
+	/* Its crash directory went once OUT held it; --crash-dir's stays. */
+	char dir[64];
+	snprintf(dir, sizeof(dir), "c/katra-%llu", pid);
+	cr_assert(access(dir, F_OK) < 0 && errno == ENOENT, "%s stayed", dir);
+	cr_assert_eq(access("c", F_OK), 0);
 	/* Its events: what its rings held unwritten when it was killed (the
 	 * test emptied what was written), a number the flusher's timing
 	 * decides, so not asserted; katra verify's count is the trace's. */

@@ -106,7 +106,8 @@ static const struct opts_spec record_spec = {
 		"  --ring-size B     bytes per thread ring (a power of two)\n"
 		"  --categories L    as KT_CATEGORIES: \"-physics\", \"render,io\"\n"
 		"  --crash-dir D     crash files under D: a process that was killed is\n"
-		"                    rebuilt from them (katra recover) before the merge\n"
+		"                    rebuilt from them (katra recover) before the merge,\n"
+		"                    and its crash directory removed after it\n"
 		"  --run-id R        the run every process belongs to (KT_RUN_ID): each\n"
 		"                    file's header and OUT's name it, with --epoch N\n"
 		"                    (KT_EPOCH, default 0)\n"
@@ -117,6 +118,7 @@ static const struct opts_spec record_spec = {
 		"  --flight          flight sessions: `katra snapshot PID` per process,\n"
 		"                    or of katra record's pid: every process, one trace\n"
 		"  --keep            keep each process's file in DIR after writing OUT\n"
+		"                    (and the crash directories rebuilt from)\n"
 		"  --top             `katra top` on CMD while it runs (KATRA_LIVE=1 is\n"
 		"                    set); CMD's output goes to OUT.log, not the screen\n"
 		"  --no-sched        no scheduler records (on by default, as KT_SCHED=1,\n"
@@ -333,9 +335,10 @@ static int holds_ring(int fd)
 	return !d || rings;
 }
 
-/* Crash directory @name in @at, when it holds no ring and no process
- * holds its control file's lock: its files, then itself, removed. */
-static void remove_ringless(int at, const char *name)
+/* Crash directory @name in @at, when no process holds its control
+ * file's lock and it holds no ring (or @rings_too: its rings are in OUT):
+ * its files, then itself, removed. */
+static void remove_crash(int at, const char *name, int rings_too)
 {
 	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -345,7 +348,7 @@ static void remove_ringless(int at, const char *name)
 	int free_lock = ctl >= 0 && fcntl(ctl, F_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
 	if (ctl >= 0)
 		close(ctl);
-	DIR *d = free_lock && !holds_ring(fd) ? fdopendir(dup(fd)) : NULL;
+	DIR *d = free_lock && (rings_too || !holds_ring(fd)) ? fdopendir(dup(fd)) : NULL;
 	struct dirent *e;
 	struct stat sb;
 	if (d)
@@ -376,7 +379,7 @@ static void remove_empty_crash(const char *crash, uint64_t pid)
 			snprintf(name, sizeof(name), "katra-%llu.%d", (unsigned long long)pid, n);
 		else
 			snprintf(name, sizeof(name), "katra-%llu", (unsigned long long)pid);
-		remove_ringless(at, name);
+		remove_crash(at, name, 0);
 	}
 	if (at >= 0)
 		close(at);
@@ -572,6 +575,23 @@ static void remove_files(const struct rec_args *a, char **paths, size_t n)
 		rmdir(a->dir);
 }
 
+/* The crash directories the processes of @pf were rebuilt from, once OUT
+ * holds them: a second `katra record` or `katra recover` of them would
+ * only give the same events again.  --keep keeps them, with DIR. */
+static void remove_rebuilt(const struct rec_args *a, const struct proc_file *pf, size_t n)
+{
+	int at = open(a->crash, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char name[64];
+	for (size_t i = 0; at >= 0 && i < n; i++) {
+		if (!pf[i].recovered)
+			continue;
+		snprintf(name, sizeof(name), "katra-%llu", (unsigned long long)pf[i].pid);
+		remove_crash(at, name, 1);
+	}
+	if (at >= 0)
+		close(at);
+}
+
 /* OUT merged from the @n processes' files @pf: 0, or the exit status. */
 static int merge_out(const struct rec_args *a, struct proc_file *pf, size_t n)
 {
@@ -594,8 +614,11 @@ static int merge_out(const struct rec_args *a, struct proc_file *pf, size_t n)
 		}
 		report_files(pf, n);
 	}
-	if (rc != EXIT_BAD && !a->keep)
+	if (rc != EXIT_BAD && !a->keep) {
 		remove_files(a, paths, n);
+		if (a->crash)
+			remove_rebuilt(a, pf, n);
+	}
 	for (size_t i = 0; paths && i < n; i++)
 		free(paths[i]);
 	free(paths);
