@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -46,12 +47,14 @@ static const struct opt snapshot_opts[] = {
 	{ "--out", opt_path, offsetof(struct snap_args, out), .wants = "a file" },
 	{ "--max-age", opt_ns, offsetof(struct snap_args, max_age_ns), .wants = "nanoseconds" },
 	{ "--max-bytes", opt_ns, offsetof(struct snap_args, max_bytes), .wants = "bytes" },
+	{ "--timeout", opt_ns, offsetof(struct snap_args, timeout_ns), .wants = "nanoseconds" },
 	{ "--all", NULL, offsetof(struct snap_args, all), .flag = 1 },
 	{ .name = NULL }
 };
 
 #define SNAPSHOT_HELP                                                                         \
 	"usage: katra snapshot PID|--all [--out FILE] [--max-age NS] [--max-bytes B]\n"       \
+	"                              [--timeout NS]\n"                                        \
 	"Asks process PID, of your own user, running a flight session started\n"              \
 	"with listen set, to write the newest window of its threads' rings to\n"              \
 	"FILE (default snapshot-PID.katra), no older than NS and no more than B\n"            \
@@ -61,7 +64,9 @@ static const struct opt snapshot_opts[] = {
 	"When PID has no flight session but processes under it do (the pid of\n"             \
 	"`katra record --flight`), each of them is asked and FILE is one trace of\n"          \
 	"them all (as katra merge writes it).  --all asks every process of yours\n"           \
-	"with a flight session listening (default FILE snapshot-all.katra).\n"
+	"with a flight session listening (default FILE snapshot-all.katra).\n"                \
+	"A process that takes NS (default 30 s) to take the connection or to\n"               \
+	"answer is given up (said; --all goes on to the others).\n"
 
 static const struct opts_spec snapshot_spec = {
 	.cmd = "snapshot", .npos = 1, .unknown = "unknown option or missing value",
@@ -96,9 +101,30 @@ static int check_pid(const char *word, long *pid)
 	return 0;
 }
 
+/* The wait of @a's timeout, in seconds, for what is said. */
+static double wait_s(const struct snap_args *a)
+{
+	return (double)(a->timeout_ns ? a->timeout_ns : SNAPSHOT_TIMEOUT_NS) / 1e9;
+}
+
+/* A connect() to a full backlog (SO_SNDTIMEO) and each receive
+ * (SO_RCVTIMEO) on @fd wait @a's timeout at most, then fail with EAGAIN.
+ * 0 or -1 (errno). */
+static int bound(int fd, const struct snap_args *a)
+{
+	uint64_t ns = a->timeout_ns ? a->timeout_ns : SNAPSHOT_TIMEOUT_NS;
+	struct timeval tv = { .tv_sec = (time_t)(ns / 1000000000u),
+			      .tv_usec = (suseconds_t)(ns % 1000000000u / 1000u) };
+	if (!tv.tv_sec && !tv.tv_usec)
+		tv.tv_usec = 1; /* {0, 0} would mean no bound */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return -1;
+	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
 /* Connect to @pid's socket, and check that @pid is who answers: a
  * descriptor, or -1 with the reason said. */
-static int dial(long pid, int quiet)
+static int dial(long pid, int quiet, const struct snap_args *args)
 {
 	struct sockaddr_un a;
 	struct stat sb;
@@ -112,7 +138,7 @@ static int dial(long pid, int quiet)
 	if (!rc && (len = kt__control_at(dir, name, &a)) < 0)
 		rc = len;
 	if (!rc && ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-		    connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0))
+		    bound(fd, args) < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0))
 		rc = -errno;
 	/* A katra before issue 26 named its socket PID.sock. */
 	char old[32];
@@ -125,6 +151,9 @@ static int dial(long pid, int quiet)
 	} else if (older) {
 		fprintf(stderr, "katra snapshot: process %ld speaks an older snapshot protocol: ask "
 				"with its own katra\n", pid);
+	} else if (rc == -EAGAIN) {
+		fprintf(stderr, "katra snapshot: process %ld took no connection in %g s: given up\n",
+			pid, wait_s(args));
 	} else if (rc) {
 		fprintf(stderr, "katra snapshot: process %ld has no flight session listening: %s\n",
 			pid, kt_strerror(rc));
@@ -166,6 +195,8 @@ static int ask(int c, const struct snap_args *a, uint64_t rep[KT__CTL_REP_WORDS]
 		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 				    .msg_controllen = sizeof(ctl.buf) };
 		ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return -ETIME; /* SO_RCVTIMEO passed (bound()) */
 		if (n < 0)
 			return -errno;
 		for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
@@ -223,7 +254,7 @@ static int copy(int in, int out, uint64_t len)
 
 int snapshot_take(long pid, const char *out, const struct snap_args *a, int quiet)
 {
-	int c = dial(pid, quiet);
+	int c = dial(pid, quiet, a);
 	if (c < 0)
 		return EXIT_BAD;
 	outfile o = { .fd = -1 };
@@ -240,10 +271,14 @@ int snapshot_take(long pid, const char *out, const struct snap_args *a, int quie
 		rc = outfile_commit(&o);
 	if (rc) {
 		outfile_abort(&o);
-		fprintf(stderr, "katra snapshot: %s\n",
-			rc == -EPROTO ? "process speaks an older snapshot protocol: ask with its "
-					"own katra"
-				      : kt_strerror(rc));
+		if (rc == -ETIME)
+			fprintf(stderr, "katra snapshot: process %ld did not answer in %g s: given up\n",
+				pid, wait_s(a));
+		else
+			fprintf(stderr, "katra snapshot: %s\n",
+				rc == -EPROTO ? "process speaks an older snapshot protocol: ask "
+						"with its own katra"
+					      : kt_strerror(rc));
 		return EXIT_BAD;
 	}
 	if (a->all || quiet)

@@ -10,9 +10,15 @@
 
 #include <stdint.h>
 
+/* How long a process may take to take the connection and to answer
+ * (its snapshot is taken meanwhile): a process that accepted and never
+ * answers must not hold the command, nor --all's other processes. */
+#define SNAPSHOT_TIMEOUT_NS 30000000000ull
+
 struct snap_args {
 	const char *out;
 	uint64_t max_age_ns, max_bytes;
+	uint64_t timeout_ns; /* --timeout: 0 for SNAPSHOT_TIMEOUT_NS */
 	int all; /* --all */
 };
 
