@@ -254,7 +254,7 @@ static void serve(kt_session *s, int c)
 static void *control_main(void *arg)
 {
 	kt_session *s = arg;
-	kt__work_begin();
+	kt__work_adopt();
 	/* Acquire pairs with kt__control_stop()'s release. */
 	while (!kt__load_acquire(&s->ctl_stop)) {
 		int was = kt__work_pause();
@@ -368,7 +368,7 @@ int kt__control_start(kt_session *s)
 		return fd;
 	}
 	s->ctl_fd = fd;
-	if ((rc = kt__thread_start(&s->ctl_thread, control_main, s))) {
+	if ((rc = kt__work_thread_start(&s->ctl_thread, control_main, s))) {
 		kt__control_stop(s);
 		return rc;
 	}

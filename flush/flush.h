@@ -114,6 +114,12 @@ int kt__period_wait(pthread_mutex_t *lock, pthread_cond_t *cond, const int *stop
  * its resume would wait for a fork that waits for that lock.
  */
 void kt__work_begin(void);
+/* kt__thread_start() of a thread in its work from before it exists: the
+ * runtime's own first steps in it (a sanitizer's allocations) are never
+ * under way at a fork.  The thread calls kt__work_adopt() first, not
+ * kt__work_begin(), and kt__work_end() before it returns. */
+int kt__work_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+void kt__work_adopt(void);
 void kt__work_end(void);
 int kt__work_pause(void);
 void kt__work_hold(int on);

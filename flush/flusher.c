@@ -513,7 +513,7 @@ void *kt__flusher_main(void *arg)
 	kt_session *s = arg;
 	uint64_t last_sync = kt__mono_ns();
 
-	kt__work_begin();
+	kt__work_adopt();
 	/* Here, not on the host's thread: past a file size limit the page's
 	 * memfd raises SIGXFSZ, which this thread blocks.  NULL: no page. */
 	s->live = kt__live_start(&s->c0);

@@ -124,7 +124,7 @@ static int wait_next(struct kt__live_flight *f)
 static void *flight_main(void *arg)
 {
 	struct kt__live_flight *f = arg;
-	kt__work_begin();
+	kt__work_adopt();
 	/* Here, as the flusher does: SIGXFSZ is blocked on this thread. */
 	struct kt__live *l = kt__live_start(&f->c0);
 	int stop = !l;
@@ -153,7 +153,7 @@ struct kt__live_flight *kt__live_flight_start(const kt_clock_calibration *c0)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&f->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (kt__thread_start(&f->thread, flight_main, f)) {
+	if (kt__work_thread_start(&f->thread, flight_main, f)) {
 		pthread_cond_destroy(&f->cond);
 		pthread_mutex_destroy(&f->lock);
 		free(f);

@@ -480,7 +480,7 @@ static void *sched_flight(void *arg)
 {
 	struct kt__sched *k = arg;
 	int stop;
-	kt__work_begin();
+	kt__work_adopt();
 	do {
 		stop = kt__period_wait(&k->lock, &k->cond, &k->stop, KT_SCHED_FLIGHT_NS);
 		kt__ring_list list = { 0 };
@@ -512,7 +512,7 @@ void kt__sched_flight_start(kt_session *s)
 	pthread_cond_init(&k->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	/* Without the thread nothing is followed: the snapshots have none. */
-	k->started = !kt__thread_start(&k->thread, sched_flight, k);
+	k->started = !kt__work_thread_start(&k->thread, sched_flight, k);
 	if (!k->started)
 		fprintf(stderr, "katra: scheduler data: no thread to follow the threads\n");
 }

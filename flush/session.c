@@ -472,7 +472,7 @@ static int start_locked(kt_session *s, const char *path, const kt_session_option
 		start_fail(rc, "crash directory %s", kt__crash_dir(s->crash));
 		goto err;
 	}
-	if ((rc = kt__thread_start(&s->thread, kt__flusher_main, s))) {
+	if ((rc = kt__work_thread_start(&s->thread, kt__flusher_main, s))) {
 		start_fail(rc, "flusher thread");
 		goto err;
 	}

@@ -57,6 +57,29 @@ void kt__work_begin(void)
 	pthread_mutex_unlock(&gate_lock);
 }
 
+int kt__work_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	/* Not kt__work_begin(): the caller may hold session_lock, which a
+	 * fork waiting at the gate would take next.  A fork already past the
+	 * gate still races the new thread's first steps. */
+	pthread_mutex_lock(&gate_lock);
+	awake++;
+	pthread_mutex_unlock(&gate_lock);
+	int rc = kt__thread_start(t, fn, arg);
+	if (rc) {
+		pthread_mutex_lock(&gate_lock);
+		awake--;
+		pthread_cond_broadcast(&gate_cond);
+		pthread_mutex_unlock(&gate_lock);
+	}
+	return rc;
+}
+
+void kt__work_adopt(void)
+{
+	tls_awake = 1;
+}
+
 void kt__work_end(void)
 {
 	if (!tls_awake)

@@ -19,6 +19,9 @@
  *           the fd sink; only the main thread, after fork(), reads it.
  *   inside: a thread in its work forks (a callback of katra's thread that
  *           forks must not wait for itself).
+ *   start:  50 times a thread started by kt__work_thread_start() that
+ *           allocates at once (as ASan's first steps in a thread do),
+ *           and a fork right after pthread_create() returns.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -297,6 +300,31 @@ static void clean(void)
 		fail("a file left in the directory");
 }
 
+static void *starter(void *arg)
+{
+	(void)arg;
+	free(malloc(64)); /* before its own first line, under ASan */
+	kt__work_adopt();
+	kt__work_end();
+	return NULL;
+}
+
+static void check_start(void)
+{
+	for (int i = 0; i < 50; i++) {
+		pthread_t t;
+		if (kt__work_thread_start(&t, starter, NULL))
+			fail("start: thread");
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(malloc(64) ? 0 : 1);
+		if (pid < 0)
+			fail("start: fork");
+		reap(pid, "start");
+		pthread_join(t, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static char tmp[512];
@@ -309,6 +337,7 @@ int main(int argc, char **argv)
 	check_busy();
 	check_block();
 	check_inside();
+	check_start();
 	clean();
 	printf("fork_busy_host: 100 forks, worker periods %lu %lu\n", periods[0], periods[1]);
 	return 0;
