@@ -139,40 +139,36 @@ void kt__flush_records(kt_session *s, uint32_t thread_id, uint32_t os_tid, const
  * with it a chunk's records are found and encoded in one pass
  * (kt__compact_encode_upto), where the generic drain walks them to cut
  * chunks and the writer's encoder walks them again.  Made on the first
- * compact drain, freed when the thread ends (flush_enc_free).
+ * compact drain, freed when the flusher ends (flush_enc_free).  The
+ * session's, not the thread's: in a fork()ed child, which has no
+ * flusher, the blocks stay reachable from the session (LeakSanitizer
+ * scans no thread-local of a thread the child does not have).
  */
-static _Thread_local struct flush_enc {
-	kt__compact_enc *enc;
-	uint8_t *out;
-	size_t max;      /* the encoder's max_raw, and out's size */
-	int level;
-	int failed;      /* no memory: the generic drain, for good */
-} fe;
-
-static void flush_enc_free(void)
+static void flush_enc_free(kt_session *s)
 {
-	kt__compact_enc_free(fe.enc);
-	free(fe.out);
-	memset(&fe, 0, sizeof(fe));
+	kt__compact_enc_free(s->fe.enc);
+	free(s->fe.out);
+	memset(&s->fe, 0, sizeof(s->fe));
 }
 
 /* The encoder at @level, or NULL (the generic drain then). */
-static kt__compact_enc *flush_enc(int level)
+static kt__compact_enc *flush_enc(kt_session *s, int level)
 {
-	if (!fe.enc && !fe.failed) {
-		fe.max = KT__CHUNK_MAX + kt_event_size(UINT16_MAX);
-		fe.out = malloc(fe.max);
-		if (!fe.out || kt__compact_enc_new(&fe.enc, fe.max) ||
-		    kt__codec_compact.enc_level(fe.enc, level)) {
-			flush_enc_free();
-			fe.failed = 1;
+	struct kt__flush_enc *fe = &s->fe;
+	if (!fe->enc && !fe->failed) {
+		fe->max = KT__CHUNK_MAX + kt_event_size(UINT16_MAX);
+		fe->out = malloc(fe->max);
+		if (!fe->out || kt__compact_enc_new(&fe->enc, fe->max) ||
+		    kt__codec_compact.enc_level(fe->enc, level)) {
+			flush_enc_free(s);
+			fe->failed = 1;
 			return NULL;
 		}
-		fe.level = level;
+		fe->level = level;
 	}
-	if (fe.enc && level != fe.level && !kt__codec_compact.enc_level(fe.enc, level))
-		fe.level = level;
-	return fe.enc;
+	if (fe->enc && level != fe->level && !kt__codec_compact.enc_level(fe->enc, level))
+		fe->level = level;
+	return fe->enc;
 }
 
 /* A chunk @e encoded (@n bytes), or raw (-ENOSPC: what the encoder cannot
@@ -181,7 +177,7 @@ static int put_encoded(kt_session *s, struct sthread *t, const uint8_t *p, long 
 		       const kt__compact_run *run)
 {
 	if (n > 0)
-		return kt__writer_chunk_stored(s->w, t->thread_id, KT_CODEC_COMPACT, fe.out,
+		return kt__writer_chunk_stored(s->w, t->thread_id, KT_CODEC_COMPACT, s->fe.out,
 					       (size_t)n, run->used, run->count, run->first,
 					       run->last);
 	return kt__writer_chunk_stored(s->w, t->thread_id, KT_CODEC_NONE, p, run->used, run->used,
@@ -196,15 +192,15 @@ static int put_encoded(kt_session *s, struct sthread *t, const uint8_t *p, long 
 static uint64_t drain_compact(kt_session *s, struct sthread *t, struct kt__ring *r,
 			      const kt__span *span, uint64_t pos)
 {
-	kt__compact_enc *e = flush_enc(s->level);
+	kt__compact_enc *e = flush_enc(s, s->level);
 	size_t limit = s->chunk_max & ~(size_t)7;
 	if (!e || limit == 0 || limit > KT__CHUNK_MAX)
 		return pos;
 	while (pos < span->to) {
 		const uint8_t *p = span->bytes + (pos - span->from);
 		kt__compact_run run;
-		long n = kt__compact_encode_upto(e, p, (size_t)(span->to - pos), limit, fe.out, fe.max,
-						 &run);
+		long n = kt__compact_encode_upto(e, p, (size_t)(span->to - pos), limit, s->fe.out,
+						 s->fe.max, &run);
 		if (run.used == 0 || (n < 0 && n != -ENOSPC))
 			break;
 		if (chunk_room(s, t, run.used, run.count, run.first, run.last)) {
@@ -539,7 +535,7 @@ void *kt__flusher_main(void *arg)
 	kt__sample_end(s);
 	finish_file(s);
 	kt__live_publish(s->live, s->on_disk, 1);
-	flush_enc_free();
+	flush_enc_free(s);
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
 		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;

@@ -30,6 +30,15 @@ struct sthread {
 	uint64_t overwritten;   /* a flight session's, counted at its stop */
 };
 
+/* The flusher's compact encoder and its output (flusher.c, flush_enc()). */
+struct kt__flush_enc {
+	struct kt__compact_enc *enc;
+	uint8_t *out;
+	size_t max;  /* the encoder's max_raw, and out's size */
+	int level;
+	int failed;  /* no memory: the generic drain, for good */
+};
+
 struct kt_session {
 	kt_writer *w;
 	int fd;
@@ -58,6 +67,7 @@ struct kt_session {
 	size_t nthreads, cap_threads;
 
 	kt_clock_calibration c0, c1;
+	struct kt__flush_enc fe; /* the flusher's, made on its first drain */
 	uint64_t chunks, bytes_raw, refused, on_disk;
 	uint64_t seg_bytes;     /* written to segments before the current one */
 	uint32_t names_written; /* names [1, n] are in the current file */
