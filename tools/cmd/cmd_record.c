@@ -485,8 +485,12 @@ static size_t list_files(const char *dir, const char *crash, struct proc_file *p
 			}
 			if (crash)
 				remove_empty_crash(crash, pid);
-			*lost += (size_t)say_unwritten(d, e->d_name, crash);
-			unlinkat(dirfd(d), e->d_name, 0);
+			/* A copy: say_unwritten() reads @d again, and the
+			 * entry's name is in the buffer that reuses. */
+			char name[64];
+			snprintf(name, sizeof(name), "%s", e->d_name);
+			*lost += (size_t)say_unwritten(d, name, crash);
+			unlinkat(dirfd(d), name, 0);
 			continue;
 		}
 		n++;
