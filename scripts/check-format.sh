@@ -17,6 +17,7 @@ set -euo pipefail
 
 FILES='
   bench/lttng_tp.c
+  bench/pagebench.c
   bench/readbench.c
   bench/ringbench_flight.h
   capture/sha256.c
