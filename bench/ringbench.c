@@ -723,6 +723,8 @@ int main(int argc, char **argv)
 		return ringbench_burst(path, o.bursts, o.burst_ms ? o.burst_ms : 500, &cfg,
 				       o.codec);
 	}
+	if (o.first_emit > 0)
+		return first_emit(&o, o.first_emit);
 	if (o.flight > 0)
 		return ringbench_flight(o.ring_size ? o.ring_size : 64u << 20, 2, o.flight,
 					o.codec);
