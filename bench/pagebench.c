@@ -58,7 +58,7 @@ static double touch(const uint8_t *b, size_t len)
 	double t0 = now_ns();
 	uint64_t sum = 0;
 	for (size_t o = 0; o < len; o += 4096)
-		sum += *(const volatile uint64_t *)(b + o);
+		sum += *(const volatile uint64_t *)(const void *)(b + o);
 	__asm__ __volatile__("" ::"r"(sum));
 	return (now_ns() - t0) / 1e6;
 }

@@ -80,7 +80,7 @@ void kt__ring_touch(const struct kt__ring *r)
 		/* Relaxed: only the access matters, not the value or its
 		 * order; a producer may be storing to the word (a rebind
 		 * races it), so it is read as a racy word. */
-		sum += kt__load_racy((const uint64_t *)(r->prod.base + off));
+		sum += kt__load_racy((const uint64_t *)(const void *)(r->prod.base + off));
 	/* The loads must happen though their sum is never used. */
 	__asm__ __volatile__("" ::"r"(sum));
 }
