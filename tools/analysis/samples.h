@@ -19,14 +19,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
 #include <katra/reader.h>
+#include "tools/pipeline/idmap.h"
 #include "tools/pipeline/tables.h"
 
 #define SAMPLES_NODES (1u << 20)
 #define SAMPLES_ZONES 64u
 
 struct samples_result {
-	uint64_t samples; /* sample records read */
+	uint64_t samples; /* sample records read (and kept: samples_walk()) */
+	uint64_t outside; /* samples_walk(): records its filter left out */
 	uint64_t unknown; /* of them, naming no stack entry kept */
 	uint64_t folded;  /* cut short at SAMPLES_NODES or SAMPLES_ZONES */
 	uint64_t named;   /* addresses a symbol named */
@@ -51,5 +54,45 @@ int samples_collapse(kt_reader *r, const struct tables *t, FILE *out, struct sam
 #define SAMPLES_TOP_ZONES 20
 #define SAMPLES_TOP_FNS 5
 int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f);
+
+/*
+ * samples_zone_json - the same section, the same figures, for `katra
+ * stats --json`: {"samples", "unknown", "zones": [{"zone" (null: none),
+ * "samples", "functions": [{"name", "samples", "percent"}]}]}.  *@out
+ * NULL unless 0 is returned; return as samples_collapse().
+ */
+int samples_zone_json(kt_reader *r, const struct tables *t, json_t **out);
+
+/* The samples samples_walk() keeps: those of the threads @threads holds
+ * (NULL: every thread) taken in one of @nwin windows [win[i][0],
+ * win[i][1]] ns; a sample in several windows counts in each. */
+struct samples_filter {
+	const uint64_t (*win)[2];
+	size_t nwin;
+	const struct idmap *threads;
+};
+
+/* A node of samples_walk()'s tree: a thread's root, a zone or a function. */
+#define SAMPLES_ROOT UINT32_MAX
+struct samples_node {
+	uint32_t parent; /* the node's index, SAMPLES_ROOT for a root */
+	uint32_t window; /* a root's window */
+	uint32_t thread; /* a root's thread id */
+	uint32_t zone;   /* a zone's name id; 0: not a zone */
+	const char *fn;  /* a function's name (not escaped), else NULL */
+	uint64_t count;  /* samples whose stack ends here */
+};
+
+/*
+ * samples_walk - the samples of @r (rewound first) @f keeps, folded as
+ * samples_collapse() folds them but rooted per window and thread, then
+ * @node called on each node of the tree, a parent before its children
+ * (@i counts from 0), its strings valid during the call.  A non-zero
+ * return of @node stops the walk and is its result; else return as
+ * samples_collapse().
+ */
+int samples_walk(kt_reader *r, const struct samples_filter *f,
+		 int (*node)(void *ctx, size_t i, const struct samples_node *n), void *ctx,
+		 struct samples_result *res);
 
 #endif
