@@ -179,3 +179,65 @@ Test(report_samples, the_fixture_in_tests_data_is_this_trace)
 	free(golden);
 	unlink(path);
 }
+
+/* `katra export --chrome @path`, parsed. */
+static json_t *chrome_of(const char *path)
+{
+	char out[128];
+	tmp_path(out, sizeof(out), "c.json");
+	unlink(out);
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "export", "--chrome", path, out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	json_error_t err;
+	json_t *o = json_load_file(out, 0, &err);
+	cr_assert_not_null(o, "%s", err.text);
+	unlink(out);
+	return o;
+}
+
+Test(chrome_samples, samples_and_stack_frames_after_the_events)
+{
+	char path[128];
+	tmp_path(path, sizeof(path), "ch.katra");
+	t_smp_write(path, NULL);
+	json_t *o = chrome_of(path);
+	/* Every sample on its thread's row (OS tid 101), in time order, its
+	 * "sf" the frame its stack ends in; the frames are samples.h's tree
+	 * less the thread's root. */
+	json_t *want = parsed(
+		"[{\"pid\":4242,\"tid\":101,\"ts\":123457.0003,\"name\":\"sample\",\"sf\":2,\"weight\":1},"
+		"{\"pid\":4242,\"tid\":101,\"ts\":137957.0003,\"name\":\"sample\",\"sf\":3,\"weight\":1},"
+		"{\"pid\":4242,\"tid\":101,\"ts\":139957.0003,\"name\":\"sample\",\"sf\":6,\"weight\":1},"
+		"{\"pid\":4242,\"tid\":101,\"ts\":139958.0003,\"name\":\"sample\",\"sf\":6,\"weight\":1},"
+		"{\"pid\":4242,\"tid\":101,\"ts\":140556.0003,\"name\":\"sample\",\"sf\":3,\"weight\":1}]");
+	char *g = json_dumps(json_object_get(o, "samples"), JSON_COMPACT);
+	cr_assert(json_equal(json_object_get(o, "samples"), want), "%s", g);
+	free(g);
+	json_decref(want);
+	want = parsed("{\"1\":{\"name\":\"0x2000\",\"category\":\"function\"},"
+		      "\"2\":{\"name\":\"0x1000\",\"category\":\"function\",\"parent\":\"1\"},"
+		      "\"3\":{\"name\":\"0x3000\",\"category\":\"function\",\"parent\":\"1\"},"
+		      "\"4\":{\"name\":\"draw\",\"category\":\"zone\"},"
+		      "\"5\":{\"name\":\"0x2000\",\"category\":\"function\",\"parent\":\"4\"},"
+		      "\"6\":{\"name\":\"0x1000\",\"category\":\"function\",\"parent\":\"5\"}}");
+	g = json_dumps(json_object_get(o, "stackFrames"), JSON_COMPACT);
+	cr_assert(json_equal(json_object_get(o, "stackFrames"), want), "%s", g);
+	free(g);
+	json_decref(want);
+	/* No sample record as an event of its own (a nameless instant, which
+	 * Tracy's importer cannot read). */
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(o, "traceEvents"), i, e)
+		cr_assert(json_is_string(json_object_get(e, "name")), "event %zu", i);
+	json_decref(o);
+	/* No samples: neither member. */
+	t_smp_write(path, "second note");
+	o = chrome_of(path);
+	cr_assert_null(json_object_get(o, "samples"));
+	cr_assert_null(json_object_get(o, "stackFrames"));
+	cr_assert_eq(json_object_size(o), 2); /* displayTimeUnit, traceEvents */
+	json_decref(o);
+	unlink(path);
+}

@@ -62,8 +62,8 @@ int report_samples_collect(kt_reader *r, struct report *rep)
 		win[i][0] = f->ns > f->len ? f->ns - f->len : 0;
 		win[i][1] = f->ns;
 	}
-	struct samples_filter f = { win, rep->nslowest,
-				    rep->procs.filtered ? &rep->procs.threads : NULL };
+	struct samples_filter f = { .win = win, .nwin = rep->nslowest,
+				    .threads = rep->procs.filtered ? &rep->procs.threads : NULL };
 	return samples_walk(r, &f, keep_node, s, &s->res);
 }
 

@@ -126,13 +126,13 @@ static uint32_t step(struct samples *s, uint32_t n, uint32_t label, int *folded)
 }
 
 /* Sample @v's path from its root in window @s->window: its thread, its
- * zones, its frames. */
-static void add_path(struct samples *s, const kt_value *v, const uint64_t *fr, uint32_t depth)
+ * zones, its frames; the node it ends in, or NO_NODE. */
+static uint32_t add_path(struct samples *s, const kt_value *v, const uint64_t *fr, uint32_t depth)
 {
 	uint32_t n = child(s, NO_NODE, v->thread);
 	if (n == NO_NODE) {
 		s->res->unknown++;
-		return;
+		return NO_NODE;
 	}
 	int folded = 0;
 	struct zstack *z = zstack_of(s, v->thread);
@@ -144,6 +144,7 @@ static void add_path(struct samples *s, const kt_value *v, const uint64_t *fr, u
 	}
 	s->res->folded += (uint64_t)folded;
 	s->nodes[n].count++;
+	return n;
 }
 
 /* Whether @f keeps a sample of @thread at @ns. */
@@ -151,6 +152,8 @@ static int kept(const struct samples_filter *f, uint32_t thread, uint64_t ns)
 {
 	if (f->threads && !idmap_find(f->threads, thread))
 		return 0;
+	if (!f->win)
+		return 1;
 	for (size_t w = 0; w < f->nwin; w++)
 		if (ns >= f->win[w][0] && ns <= f->win[w][1])
 			return 1;
@@ -176,11 +179,16 @@ static int on_sample(struct samples *s, const kt_value *v, uint64_t ns)
 		return 0;
 	}
 	/* Once in each window that holds it: windows may overlap. */
-	for (size_t w = 0; w < f->nwin; w++)
-		if (ns >= f->win[w][0] && ns <= f->win[w][1]) {
-			s->window = (uint32_t)w;
-			add_path(s, v, fr, depth);
-		}
+	for (size_t w = 0; w < (f->win ? f->nwin : 1); w++) {
+		if (f->win && (ns < f->win[w][0] || ns > f->win[w][1]))
+			continue;
+		s->window = (uint32_t)w;
+		uint32_t n = add_path(s, v, fr, depth);
+		int rc = n != NO_NODE && s->nodes[n].parent != NO_NODE && f->sample
+			 ? f->sample(f->ctx, ns, v->thread, n) : 0;
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -444,6 +452,8 @@ int samples_walk(kt_reader *r, const struct samples_filter *f,
 	for (size_t i = 0; !rc && i < s.nnodes; i++) {
 		const struct node *x = &s.nodes[i];
 		struct samples_node o = { .parent = x->parent, .count = x->count };
+		if (x->parent != NO_NODE)
+			o.top = s.nodes[x->parent].parent == NO_NODE;
 		if (x->parent == NO_NODE) {
 			o.parent = SAMPLES_ROOT;
 			o.window = x->window;

@@ -63,19 +63,40 @@ int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f);
  */
 int samples_zone_json(kt_reader *r, const struct tables *t, json_t **out);
 
+/*
+ * samples_chrome - @r's samples as `katra export --chrome` has them (the
+ * Trace Event Format's): after the "traceEvents" array, where @f stands,
+ * a "samples" array, one object per sample ({"pid", "tid", "ts", "name":
+ * "sample", "sf", "weight": 1}) on its followed thread's row, and a
+ * "stackFrames" object whose entries ({"name", "category", "parent"})
+ * are the tree above less its roots: the zones open at the sample
+ * ("category": "zone"), then its functions, outermost first ("category":
+ * "function").  A sample's "sf" is the entry its stack ends in.  Viewers
+ * that read only "traceEvents" (Tracy's import-chrome) ignore both;
+ * chrome://tracing shows them.  Nothing is written when @r has no sample
+ * with a stack.  @pid: the trace's own.  Return as samples_collapse().
+ */
+int samples_chrome(kt_reader *r, const struct tables *t, FILE *f, uint64_t pid);
+
 /* The samples samples_walk() keeps: those of the threads @threads holds
  * (NULL: every thread) taken in one of @nwin windows [win[i][0],
- * win[i][1]] ns; a sample in several windows counts in each. */
+ * win[i][1]] ns (@win NULL: at any time); a sample in several windows
+ * counts in each.  @sample (or NULL) is called with each sample kept, in
+ * the file's order, and the index of the node its stack ends in (in each
+ * window; never a root: a sample with no zone and no frame is not kept); its non-zero return stops the pass and is its result. */
 struct samples_filter {
 	const uint64_t (*win)[2];
 	size_t nwin;
 	const struct idmap *threads;
+	int (*sample)(void *ctx, uint64_t ns, uint32_t thread, uint32_t node);
+	void *ctx;
 };
 
 /* A node of samples_walk()'s tree: a thread's root, a zone or a function. */
 #define SAMPLES_ROOT UINT32_MAX
 struct samples_node {
 	uint32_t parent; /* the node's index, SAMPLES_ROOT for a root */
+	int top;         /* its parent is a root */
 	uint32_t window; /* a root's window */
 	uint32_t thread; /* a root's thread id */
 	uint32_t zone;   /* a zone's name id; 0: not a zone */
