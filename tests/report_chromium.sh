@@ -48,6 +48,7 @@ capture=$(ls "$tmp"/captures/*.1.*.katra)
 second=$(ls "$tmp"/captures/*.2.*.katra)
 "$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
 "$katra" report "$root/data/mem_v5.katra" -o "$tmp/mem.html"
+"$katra" report "$root/data/samples_v5.katra" -o "$tmp/samples.html"
 "$katra" report "$capture" -o "$tmp/run.html"
 # The examples/ program, where the build has it (C++ found).
 example=$(dirname "$katra")/examples/particles
@@ -56,12 +57,22 @@ if [[ -x $example ]]; then
   "$katra" report "$tmp/particles.katra" -o "$tmp/particles.html"
 fi
 # Four processes in one trace: a parent, two forked workers (one killed)
-# and an exec'd helper.
+# and an exec'd helper.  Crash files: on a loaded machine the killed
+# worker's flusher may not have written before the kill (then only its
+# crash rings hold its events).
 multiproc=$(dirname "$katra")/examples/multiproc
-"$katra" record -o "$tmp/multiproc.katra" -- "$multiproc" --events 20000 >/dev/null 2>&1
+mkdir "$tmp/crash"
+"$katra" record --crash-dir "$tmp/crash" -o "$tmp/multiproc.katra" -- "$multiproc" \
+  --events 20000 >/dev/null 2>&1
 "$katra" report "$tmp/multiproc.katra" -o "$tmp/multiproc.html"
 # Exit 0, or 4 when the second run's verdict is "slower": both give a page.
 "$katra" diff "$capture" "$second" --fail-on slower --html "$tmp/diff.html" >/dev/null ||
+  (($? == 4))
+# Two runs of examples/offcpu (scheduler records on): the diff page's
+# off-CPU rows, one per zone name.
+offcpu=$(dirname "$katra")/examples/offcpu
+for side in a b; do "$offcpu" "$tmp/offcpu-$side.katra" 2 >/dev/null 2>&1; done
+"$katra" diff "$tmp/offcpu-a.katra" "$tmp/offcpu-b.katra" --html "$tmp/offdiff.html" >/dev/null ||
   (($? == 4))
 
 flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions
@@ -131,6 +142,29 @@ fi
 check "$tmp/golden.html" workload
 check "$tmp/run.html" workload
 check "$tmp/diff.html" method
+check "$tmp/offdiff.html" method
+# Its off-CPU section was drawn with a row per zone of offcpu's, unless
+# this machine refused the scheduler records (then the section stays
+# hidden, and the trace says why).
+if "$katra" stats --json "$tmp/offcpu-a.katra" | python3 -c '
+import json, sys; sys.exit(0 if json.load(sys.stdin)["sched"]["present"] else 1)'; then
+  if python3 - "$tmp/offdiff.dom" <<'PY'; then
+import html, re, sys
+dom = open(sys.argv[1]).read()
+assert '<section id="offsec">' in dom, "the off-CPU section is still hidden"
+table = dom[dom.index('<table id="off">'):]
+table = table[:table.index("</table>")]
+names = sorted(html.unescape(m) for m in re.findall(r"<tr><td>(.*?)</td>", table))
+assert names == ["mutex", "pinned", "sleep", "spin"], names
+print("off-CPU rows: " + ", ".join(names))
+PY
+    echo "ok offdiff: its off-CPU rows are drawn"
+  else
+    echo "FAIL offdiff: no off-CPU rows"; fail=1
+  fi
+else
+  echo "skip offdiff's rows: this machine refused the scheduler records"
+fi
 
 # A page's numbers against `katra stats --json` of its trace: the frame
 # count, the slowest frame, the zone table's rows, the flame graph's root
@@ -184,6 +218,12 @@ PY
   echo "ok multiproc: its four processes are shown"
 else
   echo "FAIL multiproc: its processes are not those of stats --json"; fail=1
+fi
+# The sampled stacks of its slowest frames were drawn (issue #31): the
+# fixture's 2 samples of 0x1000 in zone draw (tests/synth_samples.h).
+check "$tmp/samples.html" workload
+if ! grep -q '<div title="0x1000: 2 samples total, 2 samples self"' "$tmp/samples.dom"; then
+  echo "FAIL samples: no flame graph of the slowest frames' samples"; fail=1
 fi
 # Its memory section was drawn: a pool's summary line is in the DOM.
 if ! grep -q 'textures: peak 9216 bytes, 0 live at the end' "$tmp/mem.dom"; then
