@@ -301,7 +301,10 @@ static uint64_t run_of(const char *path, char *run, size_t cap)
  * --run-id, --epoch: KT_RUN_ID, KT_EPOCH), so each process's file - the
  * parent's, its fork()ed workers', the exec'd helper's - names run
  * bench-42 epoch 7 in its header, and so does OUT, the merge of them all.
- * Without --run-id none names a run.
+ * Without --run-id none names a run.  The doomed worker, killed 5 ms
+ * after it begins, may not have written yet (its flusher's first write
+ * comes later on a loaded machine, or under ASan, seen 4 runs in 4):
+ * then its file is gone and katra record says so.
  */
 Test(record, run_id_and_epoch_reach_every_process)
 {
@@ -324,7 +327,8 @@ Test(record, run_id_and_epoch_reach_every_process)
 			files++;
 		}
 	closedir(d);
-	cr_assert_eq(files, 4); /* parent, worker, doomed, helper */
+	/* parent, worker, doomed, helper */
+	cr_assert_eq(files + err_has("before its first write: its events are lost"), 4);
 	const char *b[] = { KATRA, "record", "-o", "n.katra", "--", MULTIPROC, "helper", NULL };
 	cr_assert_eq(run(b), 0);
 	run_of("n.katra", run_id, sizeof(run_id));
