@@ -105,6 +105,13 @@ Test(sample_paths, record_of_a_fork_names_both_processes_samples, .timeout = 120
 	record_two("fork");
 }
 
+/* An exec()ed process: its libraries where ASLR put them, not where its
+ * parent's are, so each address is named by its own process's maps. */
+Test(sample_paths, record_of_an_exec_names_both_processes_samples, .timeout = 120)
+{
+	record_two("exec");
+}
+
 /* ---- katra merge of two files' stacks, maps and samples ------------------ */
 
 /* Process @pid's file at @path: thread 1 (its main) sampled once on thread

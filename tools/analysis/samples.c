@@ -136,8 +136,11 @@ static int on_sample(struct samples *s, const kt_value *v)
 	struct zstack *z = zstack_of(s, v->thread);
 	for (uint32_t i = 0; z && i < z->depth; i++)
 		n = step(s, n, label_of(s, LABEL_ZONE | z->names[i], z->names[i], NULL), &folded);
+	/* Named in the sampled thread's process: in a merged trace another
+	 * process may hold the same file elsewhere. */
+	uint32_t proc = tables_thread_process(s->t, v->thread);
 	for (uint32_t i = depth; i-- > 0;) {
-		const char *name = sym_name(s->sym, fr[i], i > 0);
+		const char *name = sym_name_in(s->sym, proc, fr[i], i > 0);
 		n = step(s, n, label_of(s, (uint64_t)(uintptr_t)name, 0, name), &folded);
 	}
 	s->res->folded += (uint64_t)folded;
