@@ -11,6 +11,7 @@
 
 #include <katra/writer.h>
 #include "cli.h"
+#include "deny_perf.h"
 #include "helpers.h"
 
 #define SAMPLE_PROCS KT_BIN_DIR "/tests/sample_procs"
@@ -110,6 +111,54 @@ Test(sample_paths, record_of_a_fork_names_both_processes_samples, .timeout = 120
 Test(sample_paths, record_of_an_exec_names_both_processes_samples, .timeout = 120)
 {
 	record_two("exec");
+}
+
+/* The notes of @path that say samples are absent (at most one kept). */
+static int absent_notes(const char *path, char *note, size_t cap)
+{
+	kt_reader *r;
+	int n = 0;
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	const kt_header *h = kt_reader_get_header(r);
+	for (uint32_t i = 0; i < h->note_count; i++)
+		if (!strncmp(h->notes[i], "samples: ", 9) && n++ == 0)
+			snprintf(note, cap, "%s", h->notes[i]);
+	kt_reader_close(r);
+	return n;
+}
+
+/*
+ * katra record with KT_SAMPLE_HZ where perf_event_open is refused (a
+ * seccomp filter on katra record and so on its program): the program's
+ * zone is recorded, and the merged trace's header keeps its process's
+ * note that samples are absent and why (without, the merge drops it).
+ */
+Test(sample_paths, record_refused_says_samples_absent, .timeout = 120)
+{
+	setup();
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		t_deny_perf();
+		setenv("KT_SAMPLE_HZ", "1000", 1);
+		const char *a[] = { KATRA, "record", "-o", "r.katra", "--", SAMPLE_PROCS, "one", NULL };
+		execv(KATRA, (char *const *)a);
+		_exit(99);
+	}
+	int st = finish(pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "katra record: %d", st);
+	char note[200] = "";
+	cr_assert_eq(absent_notes("r.katra", note, sizeof(note)), 1);
+	cr_assert_str_eq(note, "samples: absent: perf_event_open refused: Operation not permitted");
+	cr_assert(err_has("katra: samples absent from this trace: perf_event_open refused: "
+			  "Operation not permitted\n"));
+	struct proc_seen ps[8];
+	cr_assert_eq(processes_of("r.katra", ps), 1);
+	cr_assert_eq(ps[0].written, 2, "the zone's begin and end");
+	teardown();
 }
 
 /* ---- katra merge of two files' stacks, maps and samples ------------------ */

@@ -39,6 +39,7 @@ struct in {
 	kt_process_def own;       /* its entry of id 0, strings copied */
 	char *own_name, *own_cmd;
 	int have_own, nested;     /* nested: entries of other ids (a merged input) */
+	int has_stacks;           /* it has a stack entry (SPEC §4.11) */
 	char first_thread[64];
 	struct idmap names, threads, tracks, procs, listed, stacks;
 	struct merge_proc *rep;
@@ -114,6 +115,8 @@ static int survey(struct in *in)
 			in->have_own = 1;
 		} else if (p) {
 			in->nested = 1;
+		} else if (f.kind == KT_FRAME_STACK) {
+			in->has_stacks = 1;
 		} else if (f.kind == KT_FRAME_THREAD && !in->first_thread[0] && f.u.thread.name_len) {
 			snprintf(in->first_thread, sizeof(in->first_thread), "%s", f.u.thread.name);
 		}
@@ -477,6 +480,14 @@ static void out_run(kt_header *h, const struct in *ins, size_t n)
 	h->capture_id = run->capture_id;
 }
 
+static int any_stacks(const struct in *ins, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ins[i].has_stacks)
+			return 1;
+	return 0;
+}
+
 static void out_header(kt_header *h, const struct in *ins, size_t n, char *note, size_t cap)
 {
 	kt_header_init(h);
@@ -504,10 +515,19 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	for (size_t i = 0; i < n && !(h->flags & KT_HDR_SCHED); i++)
 		h->flags |= ins[i].h->flags & KT_HDR_SCHED_ABSENT;
 	snprintf(note, cap, "katra.merge: %zu processes", n);
-	static const char *notes[2];
+	static const char *notes[3];
 	notes[0] = note;
 	h->note_count = 1;
 	h->notes = notes;
+	/* Samples asked for and refused (flush/sample.c's note): said where
+	 * no input has a stack, as the scheduler's absent flag is. */
+	const char *absent = NULL;
+	for (size_t i = 0; i < n && !absent; i++)
+		for (uint32_t k = 0; k < ins[i].h->note_count && !absent; k++)
+			if (!strncmp(ins[i].h->notes[k], "samples: absent: ", 17))
+				absent = ins[i].h->notes[k];
+	if (absent && !any_stacks(ins, n))
+		notes[h->note_count++] = absent;
 	/* A capture's trim note stays with its run (SPEC §9): katra record
 	 * joins a capture's trace, first, with its run's other processes. */
 	for (uint32_t i = 0; (h->flags & KT_HDR_CAPTURE) && i < ins[0].h->note_count; i++)
