@@ -3,16 +3,20 @@
  * program of two processes merges each one's sample records with its own
  * stack and map entries, renumbered (each process numbers its stacks from
  * 1: without the renumbering one process's samples name the other's
- * stacks; without the copy, no stack at all).
+ * stacks; without the copy, no stack at all); a capture that keeps its
+ * newest segments publishes samples whose stacks and mappings its later
+ * segments wrote again.
  */
 #include "record_util.h"
 
 #include <inttypes.h>
 
+#include <katra/capture.h>
 #include <katra/writer.h>
 #include "cli.h"
 #include "deny_perf.h"
 #include "helpers.h"
+#include "sample_lib.h"
 
 #define SAMPLE_PROCS KT_BIN_DIR "/tests/sample_procs"
 
@@ -144,7 +148,8 @@ Test(sample_paths, record_refused_says_samples_absent, .timeout = 120)
 		dup2(fd, 2);
 		t_deny_perf();
 		setenv("KT_SAMPLE_HZ", "1000", 1);
-		const char *a[] = { KATRA, "record", "-o", "r.katra", "--", SAMPLE_PROCS, "one", NULL };
+		const char *a[] = { KATRA, "record",     "-o",  "r.katra",
+			            "--",  SAMPLE_PROCS, "one", NULL };
 		execv(KATRA, (char *const *)a);
 		_exit(99);
 	}
@@ -154,7 +159,7 @@ Test(sample_paths, record_refused_says_samples_absent, .timeout = 120)
 	cr_assert_eq(absent_notes("r.katra", note, sizeof(note)), 1);
 	cr_assert_str_eq(note, "samples: absent: perf_event_open refused: Operation not permitted");
 	cr_assert(err_has("katra: samples absent from this trace: perf_event_open refused: "
-			  "Operation not permitted\n"));
+	                  "Operation not permitted\n"));
 	struct proc_seen ps[8];
 	cr_assert_eq(processes_of("r.katra", ps), 1);
 	cr_assert_eq(ps[0].written, 2, "the zone's begin and end");
@@ -213,6 +218,29 @@ struct merged {
 	} samples[4];
 };
 
+/* @fn(@ctx, value) for each sample record of @f, when it is a chunk. */
+static void chunk_samples(const kt_trace_frame *f, void (*fn)(void *, const kt_value *), void *ctx)
+{
+	kt_chunk_iter it;
+	kt_event ev;
+	kt_value v;
+	if (f->kind != KT_FRAME_CHUNK)
+		return;
+	kt_chunk_iter_init(&it, f);
+	while (kt_chunk_next(&it, &ev) == 1)
+		if (kt_event_get_value(&ev, &v) && v.kind == KT_VALUE_SAMPLE)
+			fn(ctx, &v);
+}
+
+static void merged_sample(void *ctx, const kt_value *v)
+{
+	struct merged *g = ctx;
+	if (g->nsamples < 4) {
+		g->samples[g->nsamples].thread = v->thread;
+		g->samples[g->nsamples++].stack = v->u64;
+	}
+}
+
 static void read_merged(const char *path, struct merged *g)
 {
 	kt_reader *r;
@@ -236,18 +264,7 @@ static void read_merged(const char *path, struct merged *g)
 			g->maps[g->nmaps].ts = mp->ts;
 			snprintf(g->maps[g->nmaps++].path, 32, "%s", mp->path);
 		}
-		if (f.kind != KT_FRAME_CHUNK)
-			continue;
-		kt_chunk_iter it;
-		kt_event ev;
-		kt_value v;
-		kt_chunk_iter_init(&it, &f);
-		while (kt_chunk_next(&it, &ev) == 1)
-			if (kt_event_get_value(&ev, &v) && v.kind == KT_VALUE_SAMPLE &&
-			    g->nsamples < 4) {
-				g->samples[g->nsamples].thread = v.thread;
-				g->samples[g->nsamples++].stack = v.u64;
-			}
+		chunk_samples(&f, merged_sample, g);
 	}
 	kt_reader_close(r);
 }
@@ -292,4 +309,129 @@ Test(sample_paths, merge_renumbers_stacks_and_keeps_maps_per_process)
 	unlink(a);
 	unlink(b);
 	unlink(out);
+}
+
+/* ---- a capture's newest segments ------------------------------------------ */
+
+/* What a file says of its samples: how many, how many name a stack no
+ * entry defines, its map entries and those of @lib. */
+struct sample_file {
+	unsigned long samples, unknown, maps, lib_maps;
+};
+
+/* A file's stack ids so far, and its samples counted against them. */
+struct known {
+	struct sample_file *sf;
+	const uint32_t *ids;
+	size_t n;
+};
+
+static void known_sample(void *ctx, const kt_value *v)
+{
+	struct known *k = ctx;
+	size_t i = 0;
+	while (i < k->n && k->ids[i] != v->u64)
+		i++;
+	k->sf->samples++;
+	k->sf->unknown += i == k->n;
+}
+
+static void read_samples(const char *path, const char *lib, struct sample_file *sf)
+{
+	kt_reader *r;
+	kt_trace_frame f;
+	uint32_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	memset(sf, 0, sizeof(*sf));
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	while (kt_reader_next_frame(r, &f) > 0) {
+		const kt_stack_def *st = kt_trace_frame_get_stack(&f);
+		const kt_map_def *mp = kt_trace_frame_get_map(&f);
+		if (st) {
+			if (n == cap)
+				cr_assert_not_null(ids = realloc(ids, (cap = 2 * cap + 64) * 4));
+			ids[n++] = st->id;
+		}
+		if (mp) {
+			sf->maps++;
+			sf->lib_maps += strstr(mp->path, lib) != NULL;
+		}
+		/* Entries come before the chunks that name them (SPEC §4.11). */
+		struct known k = { sf, ids, n };
+		chunk_samples(&f, known_sample, &k);
+	}
+	kt_reader_close(r);
+	free(ids);
+}
+
+static uint64_t cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * A capture of 1 MiB that keeps its newest segments (256 KiB each) of a
+ * thread sampled at 1000 Hz while it spins in kt_sample_heavy() and emits
+ * about 10 MiB of events: the published file is its last segments, and
+ * every sample there names a stack entry the file holds, with the map
+ * entry of the library.  Without the segments' own entries (and
+ * kt_rewrite()'s copy of them) its samples name stacks it lacks.
+ */
+Test(sample_paths, a_capture_s_newest_segments_name_their_stacks, .timeout = 120)
+{
+	char root[] = "/tmp/kt-sample-cap-XXXXXX";
+	cr_assert_not_null(mkdtemp(root));
+	kt_session_options so = { .sample_hz = 1000, .flush_period_ns = 1000000 };
+
+	kt_summary sum = { 0 };
+	kt_capture_backend be = kt_manager_session_backend(&sum);
+	kt_manager_options mo = { .root = root,
+		                  .backend = &be,
+		                  .max_bytes = 1u << 20,
+		                  .cap_policy = KT_CAP_KEEP_NEWEST,
+		                  .duration_ns = UINT64_C(30000000000),
+		                  .session = &so };
+	kt_manager *m;
+	cr_assert_eq(kt_manager_new(&mo, &m), 0);
+	kt_capture_ref r, t;
+	kt_manager_start(
+		m,
+		&(kt_start_request){
+			.run_id = "s", .epoch = 1, .state = "running", .validity = "valid" },
+		&r);
+	cr_assert_eq(r.state, KT_STATE_CAPTURING);
+	uint32_t z = kt_name("spin");
+	unsigned acc = 0;
+	uint64_t x = 88172645463325252u;
+	for (uint64_t end = cpu_now() + 600000000u; cpu_now() < end;)
+		for (int i = 0; i < 64; i++) {
+			/* Values no codec shrinks much: the segments' bytes are
+			 * the copy's, whichever encoder made them. */
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			kt_counter(z, (int64_t)x);
+			acc += kt_sample_heavy(4000);
+		}
+	kt_manager_request_stop(m, &(kt_stop_request){ .run_id = "s", .epoch = 1, .reason = "end" },
+	                        &t);
+	kt_capture_status st;
+	cr_assert_eq(kt_manager_await(m, &t, UINT64_MAX, &st), 0);
+	cr_assert_eq(st.state, KT_STATE_PUBLISHED, "state %d code %d capped %d segs %u", st.state,
+	             st.code, (int)sum.capped, (unsigned)sum.segments);
+	cr_assert_gt(sum.segments, KT_CAP_SEGMENTS, "%u segments", (unsigned)sum.segments);
+	kt_summary_release(&sum);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", root, st.file);
+	struct sample_file sf;
+	read_samples(path, "libkt_sample_lib.so", &sf);
+	cr_assert_geq(sf.samples, 20, "%lu samples (acc %u)", sf.samples, acc);
+	cr_assert_eq(sf.unknown, 0, "%lu of %lu samples name no stack", sf.unknown, sf.samples);
+	cr_assert_geq(sf.lib_maps, 1, "%lu maps", sf.maps);
+	kt_manager_close(m);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	cr_assert_eq(system(cmd), 0);
 }
