@@ -254,6 +254,18 @@ static void read_refused(const char *path, struct refused_seen *k)
 	kt_reader_close(r);
 }
 
+/* @path's header has one note on samples, @note, and its 3 zones but no
+ * sample record. */
+static void says_absent(const char *path, const char *note)
+{
+	struct refused_seen k;
+	read_refused(path, &k);
+	cr_assert_eq(k.notes, 1);
+	cr_assert_str_eq(k.note, note);
+	cr_assert_eq(k.zones, 6);
+	cr_assert_eq(k.samples, 0);
+}
+
 static void spin_20ms(void)
 {
 	for (uint64_t end = cpu_ns() + 20000000u; cpu_ns() < end;)
@@ -276,12 +288,7 @@ Test(sample, refused_perf_event_open_leaves_a_working_session_saying_absent, .ti
 	t_refused_session(path, errpath, &(kt_session_options){ .flush_period_ns = 1000000 },
 			  "spun", spin_20ms);
 	unsetenv("KT_SAMPLE_HZ");
-	struct refused_seen k;
-	read_refused(path, &k);
-	cr_assert_eq(k.notes, 1);
-	cr_assert_str_eq(k.note, "samples: absent: perf_event_open refused: Operation not permitted");
-	cr_assert_eq(k.zones, 6);
-	cr_assert_eq(k.samples, 0);
+	says_absent(path, "samples: absent: perf_event_open refused: Operation not permitted");
 	size_t n = 0;
 	uint8_t *err = t_slurp(errpath, &n);
 	cr_assert_not_null(err);
@@ -294,4 +301,28 @@ Test(sample, refused_perf_event_open_leaves_a_working_session_saying_absent, .ti
 	free(text);
 	unlink(path);
 	unlink(errpath);
+}
+
+/* A flight session asked to sample (KT_SAMPLE_HZ): it does not, and its
+ * snapshot's header says so and why, beside the window's zone. */
+Test(sample, a_flight_snapshot_says_samples_absent, .timeout = 60)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/katra-sample-flight-%d.katra", (int)getpid());
+	unlink(path);
+	setenv("KT_SAMPLE_HZ", "1000", 1);
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
+	unsetenv("KT_SAMPLE_HZ");
+	uint32_t z = kt_name("spun");
+	for (int i = 0; i < 3; i++) {
+		kt_zone_begin(z);
+		spin_20ms();
+		kt_zone_end(z);
+	}
+	cr_assert_eq(kt_session_snapshot(s, path, -1, 0, 0, NULL), 0);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	says_absent(path, "samples: absent: a flight session does not sample");
+	unlink(path);
 }
