@@ -65,10 +65,8 @@ static int nonzero(const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* The @n bytes at @s, at file offset @at of the frame at @off, as the
- * @what of the frame: a NUL-terminated copy in *@out.  A zero byte in
- * them is KT_EFRAME. */
-static int body_str(kt_reader *r, uint64_t off, const uint8_t *s, uint32_t n, uint64_t at,
+/* reader_impl.h */
+int kt__rd_body_str(kt_reader *r, uint64_t off, const uint8_t *s, uint32_t n, uint64_t at,
 		    const char *what, const char **out)
 {
 	if (memchr(s, 0, n))
@@ -401,7 +399,7 @@ static int decode_name(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t bl
 				   "name length %u in a %u-byte body", len, blen);
 	f->u.name.id = id;
 	f->u.name.len = len;
-	return body_str(r, off, b + KT__NAME_FIXED, len, boff + KT__NAME_FIXED, "name",
+	return kt__rd_body_str(r, off, b + KT__NAME_FIXED, len, boff + KT__NAME_FIXED, "name",
 			&f->u.name.str);
 }
 
@@ -425,7 +423,7 @@ static int decode_thread(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t 
 	f->u.thread.thread_id = tid;
 	f->u.thread.os_tid = kt__get32(b + KT__THREAD_OS_TID);
 	f->u.thread.name_len = len;
-	return body_str(r, off, b + KT__THREAD_FIXED, len, boff + KT__THREAD_FIXED,
+	return kt__rd_body_str(r, off, b + KT__THREAD_FIXED, len, boff + KT__THREAD_FIXED,
 			"thread name", &f->u.thread.name);
 }
 

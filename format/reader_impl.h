@@ -115,6 +115,15 @@ int kt__rd_two_lengths(kt_reader *r, uint64_t at, uint32_t a, uint32_t b, uint32
 int kt__rd_two_strings(kt_reader *r, uint64_t off, const uint8_t *s, uint32_t a, uint32_t b,
 		       const char *what, const char **sa, const char **sb);
 
+/* The @n bytes at @s, at file offset @at of the frame at @off, as the
+ * @what of the frame (a name, a thread's name, a map's path): a copy
+ * ended by a zero byte in the reader's string buffer, *@out pointed at
+ * it (valid until the next frame).  A zero byte among them is
+ * KT_EFRAME.  The caller has bounded @n by the body.  0 or the code
+ * kt__rd_stop() set. */
+int kt__rd_body_str(kt_reader *r, uint64_t off, const uint8_t *s, uint32_t n, uint64_t at,
+		    const char *what, const char **out);
+
 /* Make *@buf (of *@cap bytes, counted in the reader's accounting) hold at
  * least @need bytes.  0 or -ENOMEM. */
 int kt__rd_grow(kt_reader *r, void **buf, size_t *cap, size_t need);

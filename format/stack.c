@@ -54,15 +54,8 @@ int kt__rd_decode_map(kt_reader *r, uint64_t off, const uint8_t *b, uint32_t ble
 			r, KT_EFRAME, off + KT__FRAME_HEAD,
 			"map entry of %u path bytes, %llu bytes mapped, in a %u-byte body",
 			m->path_len, (unsigned long long)m->len, blen);
-	if (memchr(path, 0, m->path_len))
-		return kt__rd_stop(r, KT_EFRAME, off + KT__FRAME_HEAD + KT__MAP_FIXED,
-		                   "map path holds a zero byte");
-	if (kt__rd_grow(r, (void **)&r->str_buf, &r->str_cap, (size_t)m->path_len + 1))
-		return kt__rd_stop(r, -ENOMEM, off, "a map entry");
-	memcpy(r->str_buf, path, m->path_len);
-	r->str_buf[m->path_len] = 0;
-	m->path = r->str_buf;
-	return 0;
+	return kt__rd_body_str(r, off, path, m->path_len, off + KT__FRAME_HEAD + KT__MAP_FIXED,
+			       "map path", &m->path);
 }
 
 const kt_stack_def *kt_trace_frame_get_stack(const kt_trace_frame *f)

@@ -23,7 +23,13 @@
 # The outputs are made in a scratch directory from copies of the fixtures,
 # so that the paths they print are the same in every checkout.
 set -euo pipefail
-katra=${1:?usage: exports_golden.sh KATRA [--write]}
+usage='usage: exports_golden.sh KATRA [--write]'
+case ${1:-} in
+  -h|--help) echo "$usage"; exit 0 ;;
+  '' | -*) echo "$usage" >&2; exit 2 ;;
+esac
+katra=$1
+[[ -x $katra && -f $katra ]] || { echo "exports_golden.sh: $katra is not an executable file" >&2; exit 2; }
 katra=$(cd "$(dirname "$katra")" && pwd)/$(basename "$katra")
 data=$(cd "$(dirname "${BASH_SOURCE[0]}")/data" && pwd)
 want=$data/exports.sha256

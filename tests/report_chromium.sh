@@ -56,12 +56,22 @@ if [[ -x $example ]]; then
   "$katra" report "$tmp/particles.katra" -o "$tmp/particles.html"
 fi
 # Four processes in one trace: a parent, two forked workers (one killed)
-# and an exec'd helper.
+# and an exec'd helper.  Crash files: on a loaded machine the killed
+# worker's flusher may not have written before the kill (then only its
+# crash rings hold its events).
 multiproc=$(dirname "$katra")/examples/multiproc
-"$katra" record -o "$tmp/multiproc.katra" -- "$multiproc" --events 20000 >/dev/null 2>&1
+mkdir "$tmp/crash"
+"$katra" record --crash-dir "$tmp/crash" -o "$tmp/multiproc.katra" -- "$multiproc" \
+  --events 20000 >/dev/null 2>&1
 "$katra" report "$tmp/multiproc.katra" -o "$tmp/multiproc.html"
 # Exit 0, or 4 when the second run's verdict is "slower": both give a page.
 "$katra" diff "$capture" "$second" --fail-on slower --html "$tmp/diff.html" >/dev/null ||
+  (($? == 4))
+# Two runs of examples/offcpu (scheduler records on): the diff page's
+# off-CPU rows, one per zone name.
+offcpu=$(dirname "$katra")/examples/offcpu
+for side in a b; do "$offcpu" "$tmp/offcpu-$side.katra" 2 >/dev/null 2>&1; done
+"$katra" diff "$tmp/offcpu-a.katra" "$tmp/offcpu-b.katra" --html "$tmp/offdiff.html" >/dev/null ||
   (($? == 4))
 
 flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions
@@ -131,6 +141,29 @@ fi
 check "$tmp/golden.html" workload
 check "$tmp/run.html" workload
 check "$tmp/diff.html" method
+check "$tmp/offdiff.html" method
+# Its off-CPU section was drawn with a row per zone of offcpu's, unless
+# this machine refused the scheduler records (then the section stays
+# hidden, and the trace says why).
+if "$katra" stats --json "$tmp/offcpu-a.katra" | python3 -c '
+import json, sys; sys.exit(0 if json.load(sys.stdin)["sched"]["present"] else 1)'; then
+  if python3 - "$tmp/offdiff.dom" <<'PY'; then
+import html, re, sys
+dom = open(sys.argv[1]).read()
+assert '<section id="offsec">' in dom, "the off-CPU section is still hidden"
+table = dom[dom.index('<table id="off">'):]
+table = table[:table.index("</table>")]
+names = sorted(html.unescape(m) for m in re.findall(r"<tr><td>(.*?)</td>", table))
+assert names == ["mutex", "pinned", "sleep", "spin"], names
+print("off-CPU rows: " + ", ".join(names))
+PY
+    echo "ok offdiff: its off-CPU rows are drawn"
+  else
+    echo "FAIL offdiff: no off-CPU rows"; fail=1
+  fi
+else
+  echo "skip offdiff's rows: this machine refused the scheduler records"
+fi
 
 # A page's numbers against `katra stats --json` of its trace: the frame
 # count, the slowest frame, the zone table's rows, the flame graph's root

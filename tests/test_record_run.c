@@ -4,6 +4,8 @@
  * killed CMD and a child that outlives it; the run id and epoch in every
  * process's file; a harness's capture joined by its run's processes.
  */
+#include <errno.h>
+
 #include "record_util.h"
 
 /* `katra snapshot @pid --out @out` until @out holds @want processes (the
@@ -146,11 +148,53 @@ Test(record, killed_before_its_first_write_is_recovered)
 	cr_assert_eq(processes_of("o.katra", ps), 1);
 	cr_assert_eq(ps[0].pid, pid);
 	cr_assert(ps[0].flags & KT_PROCESS_RECOVERED);
+	/* Its crash directory went once OUT held it; --crash-dir's stays. */
+	char dir[64];
+	snprintf(dir, sizeof(dir), "c/katra-%llu", pid);
+	cr_assert(access(dir, F_OK) < 0 && errno == ENOENT, "%s stayed", dir);
+	cr_assert_eq(access("c", F_OK), 0);
 	/* Its events: what its rings held unwritten when it was killed (the
 	 * test emptied what was written), a number the flusher's timing
 	 * decides, so not asserted; katra verify's count is the trace's. */
 	const char *v[] = { KATRA, "verify", "o.katra", NULL };
 	cr_assert_eq(run(v), 0);
+	teardown();
+}
+
+/*
+ * The same without crash files: the killed process's events are lost,
+ * and katra record says so, naming its file, where it used to drop the
+ * file without a word.  The process beside it (multiproc's helper, run
+ * by the shell) is traced.  And a whole multiproc run, whose helper
+ * fork()s and execs (the child's pre-exec file holds nothing, its
+ * exec'd image writes PID-1.katra), says nothing is lost.
+ */
+Test(record, killed_before_its_first_write_without_crash_files_is_said)
+{
+	setup();
+	char sh[600];
+	snprintf(sh, sizeof(sh),
+		 "%s helper; %s --until-signal & p=$!; sleep 0.3; kill -KILL $p; wait $p; "
+		 ": > \"$KT_RECORD_DIR/$p.katra\"; echo $p > pid.txt",
+		 MULTIPROC, MULTIPROC);
+	const char *a[] = { KATRA, "record", "-o", "o.katra", "--", "sh", "-c", sh, NULL };
+	cr_assert_eq(run(a), 0);
+	unsigned long long pid = 0;
+	FILE *f = fopen("pid.txt", "r");
+	cr_assert(f && fscanf(f, "%llu", &pid) == 1);
+	fclose(f);
+	char want[160];
+	snprintf(want, sizeof(want),
+		 "%llu.katra: the process ended before its first write: its events are lost", pid);
+	cr_assert(err_has(want));
+	struct proc_seen ps[8];
+	cr_assert_eq(processes_of("o.katra", ps), 1);
+	cr_assert_neq(ps[0].pid, pid);
+	const char *m[] = { KATRA, "record", "--crash-dir", ".", "-o", "m.katra", "--", MULTIPROC,
+			    "--events", "2000", NULL };
+	cr_assert_eq(run(m), 0);
+	cr_assert(err_has("4 processes traced"));
+	cr_assert(!err_has("before its first write"));
 	teardown();
 }
 

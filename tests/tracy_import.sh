@@ -158,8 +158,11 @@ PY
 # record's default): their "katra.sched TID" streams are threads of katra's
 # own, which Tracy's FXT importer does not show (it skips context switch
 # records), and their state slices zones of no process's code.
-"$katra" record --no-sched -o procs.katra -- "$(dirname "$particles")/multiproc" --events 20000 \
-  >/dev/null 2>&1
+# Crash files: on a loaded machine the killed worker's flusher may not
+# have written before the kill, and then only its crash rings hold it.
+mkdir -p crash
+"$katra" record --no-sched --crash-dir crash -o procs.katra -- \
+  "$(dirname "$particles")/multiproc" --events 20000 >/dev/null 2>&1
 "$katra" stats --json procs.katra >procs.stats.json
 "$katra" info procs.katra >procs.info.txt
 "$katra" export --fxt procs.katra procs.fxt 2>/dev/null

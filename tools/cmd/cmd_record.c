@@ -106,7 +106,8 @@ static const struct opts_spec record_spec = {
 		"  --ring-size B     bytes per thread ring (a power of two)\n"
 		"  --categories L    as KT_CATEGORIES: \"-physics\", \"render,io\"\n"
 		"  --crash-dir D     crash files under D: a process that was killed is\n"
-		"                    rebuilt from them (katra recover) before the merge\n"
+		"                    rebuilt from them (katra recover) before the merge,\n"
+		"                    and its crash directory removed after it\n"
 		"  --run-id R        the run every process belongs to (KT_RUN_ID): each\n"
 		"                    file's header and OUT's name it, with --epoch N\n"
 		"                    (KT_EPOCH, default 0)\n"
@@ -117,6 +118,7 @@ static const struct opts_spec record_spec = {
 		"  --flight          flight sessions: `katra snapshot PID` per process,\n"
 		"                    or of katra record's pid: every process, one trace\n"
 		"  --keep            keep each process's file in DIR after writing OUT\n"
+		"                    (and the crash directories rebuilt from)\n"
 		"  --top             `katra top` on CMD while it runs (KATRA_LIVE=1 is\n"
 		"                    set); CMD's output goes to OUT.log, not the screen\n"
 		"  --no-sched        no scheduler records (on by default, as KT_SCHED=1,\n"
@@ -333,9 +335,10 @@ static int holds_ring(int fd)
 	return !d || rings;
 }
 
-/* Crash directory @name in @at, when it holds no ring and no process
- * holds its control file's lock: its files, then itself, removed. */
-static void remove_ringless(int at, const char *name)
+/* Crash directory @name in @at, when no process holds its control
+ * file's lock and it holds no ring (or @rings_too: its rings are in OUT):
+ * its files, then itself, removed. */
+static void remove_crash(int at, const char *name, int rings_too)
 {
 	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -345,7 +348,7 @@ static void remove_ringless(int at, const char *name)
 	int free_lock = ctl >= 0 && fcntl(ctl, F_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
 	if (ctl >= 0)
 		close(ctl);
-	DIR *d = free_lock && !holds_ring(fd) ? fdopendir(dup(fd)) : NULL;
+	DIR *d = free_lock && (rings_too || !holds_ring(fd)) ? fdopendir(dup(fd)) : NULL;
 	struct dirent *e;
 	struct stat sb;
 	if (d)
@@ -376,7 +379,7 @@ static void remove_empty_crash(const char *crash, uint64_t pid)
 			snprintf(name, sizeof(name), "katra-%llu.%d", (unsigned long long)pid, n);
 		else
 			snprintf(name, sizeof(name), "katra-%llu", (unsigned long long)pid);
-		remove_ringless(at, name);
+		remove_crash(at, name, 0);
 	}
 	if (at >= 0)
 		close(at);
@@ -396,15 +399,65 @@ static int crash_has_ring(const char *crash, uint64_t pid)
 	return rings;
 }
 
+/* The pid of file @name (PID[-N].katra) and its image number N (0 for
+ * PID.katra): the N-th exec'd image of the process wrote PID-N.katra. */
+static uint64_t name_pid(const char *name, unsigned long *image)
+{
+	char *end;
+	uint64_t pid = strtoull(name, &end, 10);
+	*image = *end == '-' ? strtoul(end + 1, NULL, 10) : 0;
+	return pid;
+}
+
+/*
+ * Whether a later image of the process that wrote @name, which holds
+ * nothing, wrote a file in @d: then @name was left by exec() (a fork()ed
+ * child that execs at once starts a session in the child handler) and
+ * nothing of it was lost.  Otherwise the process ended before its first
+ * write, killed most likely, and its events are said to be lost.
+ */
+static int exec_left_it(DIR *d, const char *name)
+{
+	unsigned long image, other;
+	uint64_t pid = name_pid(name, &image);
+	long at = telldir(d);
+	struct dirent *e;
+	int later = 0;
+	rewinddir(d);
+	while (!later && (e = readdir(d)))
+		later = is_trace_name(e->d_name) && name_pid(e->d_name, &other) == pid &&
+			other > image;
+	seekdir(d, at);
+	return later;
+}
+
+/* A process's file @name that held nothing, and no later image of it:
+ * its events, if it had any, are lost; said once per file.  Returns 1
+ * when said. */
+static int say_unwritten(DIR *d, const char *name, const char *crash)
+{
+	if (exec_left_it(d, name))
+		return 0;
+	fprintf(stderr, "katra record: ");
+	text_puts(stderr, name);
+	fprintf(stderr, ": the process ended before its first write: its events are lost (%s)\n",
+		crash ? "its crash directory holds no ring"
+		      : "with --crash-dir, a killed process is rebuilt from its crash files");
+	return 1;
+}
+
 /*
  * The processes' files in @dir: regular files only, never followed; an
  * empty one, or one that holds nothing (holds_nothing()), goes, and with
  * it its process's crash directories that hold nothing (with --crash-dir).
  * One whose crash directory holds a ring stays, as unflushed: a process
  * killed before its flusher's first write has its events there only, for
- * recover_cut().  Each read into @pf (up to @cap).  Returns how many.
+ * recover_cut().  One that goes with no later image of its process is
+ * said, and counted in *@lost (say_unwritten()).  Each read into @pf (up
+ * to @cap).  Returns how many.
  */
-static size_t list_files(const char *dir, const char *crash, struct proc_file *pf, size_t cap)
+static size_t list_files(const char *dir, const char *crash, struct proc_file *pf, size_t cap,
+			 size_t *lost)
 {
 	DIR *d = opendir(dir);
 	size_t n = 0;
@@ -432,6 +485,7 @@ static size_t list_files(const char *dir, const char *crash, struct proc_file *p
 			}
 			if (crash)
 				remove_empty_crash(crash, pid);
+			*lost += (size_t)say_unwritten(d, e->d_name, crash);
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
@@ -521,6 +575,23 @@ static void remove_files(const struct rec_args *a, char **paths, size_t n)
 		rmdir(a->dir);
 }
 
+/* The crash directories the processes of @pf were rebuilt from, once OUT
+ * holds them: a second `katra record` or `katra recover` of them would
+ * only give the same events again.  --keep keeps them, with DIR. */
+static void remove_rebuilt(const struct rec_args *a, const struct proc_file *pf, size_t n)
+{
+	int at = open(a->crash, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char name[64];
+	for (size_t i = 0; at >= 0 && i < n; i++) {
+		if (!pf[i].recovered)
+			continue;
+		snprintf(name, sizeof(name), "katra-%llu", (unsigned long long)pf[i].pid);
+		remove_crash(at, name, 1);
+	}
+	if (at >= 0)
+		close(at);
+}
+
 /* OUT merged from the @n processes' files @pf: 0, or the exit status. */
 static int merge_out(const struct rec_args *a, struct proc_file *pf, size_t n)
 {
@@ -543,8 +614,11 @@ static int merge_out(const struct rec_args *a, struct proc_file *pf, size_t n)
 		}
 		report_files(pf, n);
 	}
-	if (rc != EXIT_BAD && !a->keep)
+	if (rc != EXIT_BAD && !a->keep) {
 		remove_files(a, paths, n);
+		if (a->crash)
+			remove_rebuilt(a, pf, n);
+	}
 	for (size_t i = 0; paths && i < n; i++)
 		free(paths[i]);
 	free(paths);
@@ -582,7 +656,7 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 		say("record: out of memory");
 		return EXIT_BAD;
 	}
-	size_t n = list_files(a->dir, a->crash, pf, MAX_PROCS);
+	size_t lost = 0, n = list_files(a->dir, a->crash, pf, MAX_PROCS, &lost);
 	/* OUT numbers the processes in pid order. */
 	qsort(pf, n, sizeof(*pf), by_pid);
 	int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -599,6 +673,12 @@ static int record_finish(const struct rec_args *a, const char *cmd)
 				"while it ran\n");
 		if (!a->dir_given)
 			rmdir(a->dir);
+	} else if (!n && lost) {
+		say("record: nothing was traced: every process of %s ended before its first write",
+		    cmd);
+		if (!a->dir_given)
+			rmdir(a->dir);
+		rc = EXIT_BAD;
 	} else if (!n) {
 		say("record: nothing was traced: %s wrote no file (is it linked with katra?)", cmd);
 		if (!a->dir_given)

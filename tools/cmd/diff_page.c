@@ -16,7 +16,9 @@ static const char diff_body[] =
 	"<h1>katra diff</h1>\n"
 	"<section><dl id=\"hdr\"></dl><p id=\"verdict\" class=\"verdict\"></p><ul id=\"warnings\" class=\"warn\" hidden></ul></section>\n"
 	"<section><h2>Zones and frame time</h2><p class=\"muted\">B against A: each change is B / A - 1 with its interval; the verdict is the p50's (slower when its interval lies above 0 and its change above +threshold); the count's and the total's, per run, likewise; too few: fewer values on a side than the least count, never judged.  Self mean: the change of the zone's mean self time.  Click a column to sort.</p>\n"
-	"<table id=\"diff\"><thead><tr></tr></thead><tbody></tbody></table></section>\n";
+	"<table id=\"diff\"><thead><tr></tr></thead><tbody></tbody></table></section>\n"
+	"<section id=\"offsec\" hidden><h2>Off-CPU per zone</h2><p class=\"muted\">From the scheduler records every run of both sides has: per zone name, the zones whose time the records cover, the mean off-CPU time of such a zone (blocked and preempted), its change B / A - 1, and each side's off-CPU share of the zones' time.  Totals over each side's runs, not a sample: no interval and no verdict.</p>\n"
+	"<table id=\"off\"><thead><tr></tr></thead><tbody></tbody></table></section>\n";
 
 static const char diff_script[] =
 	"const V = { \"slower\": \"slower\", \"faster\": \"faster\" };\n"
@@ -82,7 +84,29 @@ static const char diff_script[] =
 	"  });\n"
 	"}\n"
 	"\n"
-	"header(); table();\n"
+	"// The off-CPU rows (diff_sched.h): null unless every run has scheduler records.\n"
+	"function offcpu() {\n"
+	"  if (!Array.isArray(D.offcpu) || D.offcpu.length === 0) return;\n"
+	"  const share = (x) => x.off_cpu_share === null ? \"-\" : (x.off_cpu_share * 100).toFixed(1) + \"%\";\n"
+	"  const cols = [[\"zone\", (r) => r.name === null ? \"?\" : r.name, String],\n"
+	"    [\"zones A\", (r) => r.a.zones, String], [\"zones B\", (r) => r.b.zones, String],\n"
+	"    [\"off mean A\", (r) => r.a.off_cpu_mean_ns, dur], [\"off mean B\", (r) => r.b.off_cpu_mean_ns, dur],\n"
+	"    [\"change\", (r) => r.off_cpu_mean_change, (v) => pct(v)],\n"
+	"    [\"blocked A\", (r) => r.a.blocked_ns, dur], [\"blocked B\", (r) => r.b.blocked_ns, dur],\n"
+	"    [\"preempted A\", (r) => r.a.preempted_ns, dur], [\"preempted B\", (r) => r.b.preempted_ns, dur],\n"
+	"    [\"share A\", (r) => r.a.off_cpu_share, (v, r) => share(r.a)], [\"share B\", (r) => r.b.off_cpu_share, (v, r) => share(r.b)]];\n"
+	"  const body = document.querySelector(\"#off tbody\");\n"
+	"  sortable($(\"off\"), cols, D.offcpu, { key: -1, down: true }, (sorted) => {\n"
+	"    for (const r of sorted) {\n"
+	"      const tr = el(\"tr\");\n"
+	"      for (const [, f, show] of cols) tr.append(el(\"td\", show(f(r), r)));\n"
+	"      body.append(tr);\n"
+	"    }\n"
+	"  });\n"
+	"  $(\"offsec\").hidden = false;\n"
+	"}\n"
+	"\n"
+	"header(); table(); offcpu();\n"
 	"</script>\n"
 	"</body></html>\n";
 
