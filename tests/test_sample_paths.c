@@ -117,6 +117,47 @@ Test(sample_paths, record_of_an_exec_names_both_processes_samples, .timeout = 12
 	record_two("exec");
 }
 
+/* The same in `export --perfetto`, decoded by protoc: the samples of two
+ * pids, and no frame left as "FILE+0xOFF" (the exec()ed process's
+ * library is named among its own map entries). */
+Test(sample_paths, perfetto_of_an_exec_names_both_processes_samples, .timeout = 120)
+{
+	setup();
+	setenv("KT_SAMPLE_HZ", "1000", 1);
+	const char *a[] = { KATRA, "record", "-o", "r.katra", "--", SAMPLE_PROCS, "exec", NULL };
+	cr_assert_eq(run(a), 0, "katra record failed");
+	unsetenv("KT_SAMPLE_HZ");
+	const char *e[] = { KATRA, "export", "--perfetto", "r.katra", "r.pftrace", NULL };
+	cr_assert_eq(run(e), 0);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+	         "protoc --decode=perfetto.protos.Trace --proto_path=%s/tools/export "
+	         "perfetto_trace.proto < r.pftrace > r.txt",
+	         KT_SRC_DIR);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	FILE *f = fopen("r.txt", "re");
+	cr_assert_not_null(f);
+	char line[512];
+	unsigned long pids[2] = { 0 }, unnamed = 0, heavy = 0, samples = 0;
+	int in_sample = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long pid;
+		in_sample = strstr(line, "perf_sample {") ? 1 : strchr(line, '}') ? 0 : in_sample;
+		samples += strstr(line, "perf_sample {") != NULL;
+		if (in_sample && sscanf(line, " pid: %lu", &pid) == 1 && pid != pids[0] &&
+		    pid != pids[1])
+			pids[pids[0] ? 1 : 0] = pid;
+		unnamed += strstr(line, "str: \"libkt_sample_lib.so+0x") != NULL;
+		heavy += strstr(line, "str: \"kt_sample_heavy\"") != NULL;
+	}
+	fclose(f);
+	cr_assert_geq(samples, 200, "%lu samples", samples);
+	cr_assert(pids[0] && pids[1], "samples of two pids: %lu %lu", pids[0], pids[1]);
+	cr_assert_eq(unnamed, 0);
+	cr_assert_geq(heavy, 1);
+	teardown();
+}
+
 /* The notes of @path that say samples are absent (at most one kept). */
 static int absent_notes(const char *path, char *note, size_t cap)
 {
