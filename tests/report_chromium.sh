@@ -48,6 +48,7 @@ capture=$(ls "$tmp"/captures/*.1.*.katra)
 second=$(ls "$tmp"/captures/*.2.*.katra)
 "$katra" report "$root/data/golden_v1.katra" -o "$tmp/golden.html"
 "$katra" report "$root/data/mem_v5.katra" -o "$tmp/mem.html"
+"$katra" report "$root/data/samples_v5.katra" -o "$tmp/samples.html"
 "$katra" report "$capture" -o "$tmp/run.html"
 # The examples/ program, where the build has it (C++ found).
 example=$(dirname "$katra")/examples/particles
@@ -217,6 +218,12 @@ PY
   echo "ok multiproc: its four processes are shown"
 else
   echo "FAIL multiproc: its processes are not those of stats --json"; fail=1
+fi
+# The sampled stacks of its slowest frames were drawn (issue #31): the
+# fixture's 2 samples of 0x1000 in zone draw (tests/synth_samples.h).
+check "$tmp/samples.html" workload
+if ! grep -q '<div title="0x1000: 2 samples total, 2 samples self"' "$tmp/samples.dom"; then
+  echo "FAIL samples: no flame graph of the slowest frames' samples"; fail=1
 fi
 # Its memory section was drawn: a pool's summary line is in the DOM.
 if ! grep -q 'textures: peak 9216 bytes, 0 live at the end' "$tmp/mem.dom"; then

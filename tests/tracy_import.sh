@@ -32,6 +32,7 @@ XFAIL=()
 katra=$(realpath "$1")
 particles=$(realpath "$2")
 tracy=$(realpath "$3")
+data=$(cd "$(dirname "${BASH_SOURCE[0]}")/data" && pwd)
 for t in tracy-import-fuchsia tracy-import-chrome tracy-inspect tracy-csvexport; do
   [[ -x $tracy/$t ]] || { echo "tracy_import: $tracy/$t missing (bash scripts/viewers.sh)" >&2; exit 1; }
 done
@@ -198,4 +199,15 @@ for fmt in ("fxt", "chrome"):
     failed += not ok
 raise SystemExit(1 if failed else 0)
 PY
+# Sampled call stacks (issue #31): a trace with samples, the Chrome export's
+# "samples" and "stackFrames" after its events, which Tracy's importer
+# ignores: it still reads the file, whose one zone it shows.
+"$katra" export --chrome "$data/samples_v5.katra" samples.json 2>/dev/null
+if "$tracy/tracy-import-chrome" samples.json samples.tracy >samples.import.log 2>&1 &&
+  "$tracy/tracy-inspect" samples.tracy | grep -q '^  zone "draw" n=1 total=499900 ' &&
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(len(d["samples"]) != 5)' samples.json; then
+  echo "ok: chrome.samples: Tracy reads a sampled trace's export (zone draw, 5 samples in the file)"
+else
+  echo "FAIL: chrome.samples: Tracy cannot read a sampled trace's Chrome export"; status=1
+fi
 exit "$status"

@@ -2,7 +2,8 @@
  * fuzz_format - the event formats of `katra dump`, `replay` and `export
  * --chrome` over any bytes: text and JSON lines through the two-thread
  * pipeline and one event at a time (as paced replay does), and the Chrome
- * document, whose output must parse whenever the pass succeeded.
+ * document (with its samples' members, tools/analysis/samples.h), whose
+ * output must parse whenever the pass succeeded.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 
 #include <katra/reader.h>
 #include "tests/fuzz/parses.h"
+#include "tools/analysis/samples.h"
 #include "tools/export/chrome.h"
 #include "tools/pipeline/fmt.h"
 #include "tools/pipeline/tables.h"
@@ -43,15 +45,27 @@ static void jsonl_each(kt_reader *r, const struct tables *t, FILE *f)
 	fmt_free(fm);
 }
 
+struct samples_ctx {
+	kt_reader *r;
+	const struct tables *t;
+};
+
+static int samples(void *ctx, FILE *f)
+{
+	struct samples_ctx *c = ctx;
+	return samples_chrome(c->r, c->t, f, 1);
+}
+
 static void chrome(kt_reader *r, const struct tables *t)
 {
+	struct samples_ctx sc = { r, t };
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
 	if (!m)
 		return;
 	kt_reader_rewind(r);
-	struct chrome_opts o = { .to_ns = UINT64_MAX };
+	struct chrome_opts o = { .to_ns = UINT64_MAX, .samples = samples, .samples_ctx = &sc };
 	struct export_result res;
 	int rc = chrome_run(r, t, m, &o, &res);
 	fclose(m);

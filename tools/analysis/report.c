@@ -8,6 +8,7 @@
 
 #include "tools/pipeline/grow.h"
 #include "tools/analysis/report.h"
+#include "tools/analysis/report_samples.h"
 #include "tools/analysis/report_sched.h"
 
 /* ---- time bins ----------------------------------------------------------- */
@@ -209,7 +210,8 @@ int report_collect(kt_reader *r, struct report *rep)
 	int rc = stats_collect(r, &hooks, &rep->stats);
 	collapse_end(rep->flame);
 	report_procs_finish(&rep->procs);
-	return rc ? rc : report_sched_finish(rep);
+	rc = rc ? rc : report_sched_finish(rep);
+	return rc ? rc : report_samples_collect(r, rep);
 }
 
 void report_free(struct report *rep)
@@ -219,5 +221,6 @@ void report_free(struct report *rep)
 	free(rep->series);
 	report_procs_free(&rep->procs);
 	report_sched_free(rep->sched);
+	report_samples_free(rep->samples);
 	memset(rep, 0, sizeof(*rep));
 }

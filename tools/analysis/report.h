@@ -72,7 +72,24 @@ struct report {
 	uint64_t other_threads, other_counters, other_pools; /* events not in a series */
 	struct report_procs procs; /* per process, and the filter (report_procs.h) */
 	struct report_sched *sched; /* state lanes: report_sched.h */
+	struct report_samples *samples; /* in the slowest frames: report_samples.h */
 };
+
+/* A node of a flame tree for the page: its parent's index (COLLAPSE_ROOT
+ * for a root; a parent before its children), what names it, its own
+ * weight (ns or samples) and, filled in, its subtree's. */
+struct fnode {
+	uint32_t parent, name;
+	uint64_t self, incl;
+	uint32_t out;     /* index in the page's array, or COLLAPSE_ROOT when folded */
+};
+
+/* report_flame_rows - the page's rows of @n (@count): the roots and the
+ * REPORT_FLAME_NODES heaviest other nodes (a folded node's weight goes to
+ * its nearest kept ancestor), each row @row(@ctx, node i, its parent's
+ * row or -1) with i's .self as folded.  NULL when out of memory. */
+json_t *report_flame_rows(struct fnode *n, size_t count,
+			  json_t *(*row)(void *ctx, size_t i, json_int_t parent), void *ctx);
 
 /* report_bin_of - the time bin of @ns, the bins halved until it fits. */
 size_t report_bin_of(struct report *rep, uint64_t ns);

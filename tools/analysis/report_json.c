@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tools/analysis/report.h"
+#include "tools/analysis/report_samples.h"
 #include "tools/analysis/report_sched.h"
 #include "tools/pipeline/text.h"
 
@@ -51,12 +52,6 @@ static json_t *frames_json(const struct report *rep)
 
 /* ---- the flame tree ------------------------------------------------------ */
 
-struct fnode {
-	uint32_t parent, name;
-	uint64_t self, incl;
-	uint32_t out;     /* index in the page's array, or COLLAPSE_ROOT when folded */
-};
-
 struct weight {
 	uint64_t incl;
 	uint32_t i;
@@ -72,9 +67,9 @@ static int by_weight(const void *x, const void *y)
 }
 
 /* Keep the roots and the heaviest stacks (a parent is never lighter than
- * its child, so kept nodes form trees); a folded node's time goes to its
- * nearest kept ancestor.  0 or -ENOMEM. */
-static int flame_fold(struct fnode *n, size_t count)
+ * its child, so kept nodes form trees); a folded node's weight goes to
+ * its nearest kept ancestor.  0 or -ENOMEM. */
+static int report_flame_fold(struct fnode *n, size_t count)
 {
 	for (size_t i = count; i-- > 0;) {
 		n[i].incl += n[i].self;
@@ -117,37 +112,50 @@ static json_t *node_name(const struct tables *t, const struct fnode *x)
 	return s ? text_json_string(s, len) : json_string("?");
 }
 
-/* [[parent index or -1, name, self ns, thread id or null], ...] */
-static json_t *flame_json(const struct report *rep)
+json_t *report_flame_rows(struct fnode *n, size_t count,
+			  json_t *(*row)(void *ctx, size_t i, json_int_t parent), void *ctx)
 {
-	size_t count = collapse_nodes(rep->flame);
-	struct fnode *n = calloc(count ? count : 1, sizeof(*n));
 	json_t *a = json_array();
-	if (!n || !a)
-		goto fail;
-	for (size_t i = 0; i < count; i++)
-		collapse_node(rep->flame, i, &n[i].parent, &n[i].name, &n[i].self);
-	if (flame_fold(n, count))
-		goto fail;
-	const struct tables *t = stats_tables(rep->stats);
+	if (!a || report_flame_fold(n, count))
+		return json_decref(a), NULL;
 	uint32_t out = 0;
 	for (size_t i = 0; i < count; i++) {
 		if (n[i].out == COLLAPSE_ROOT)
 			continue;
-		int root = n[i].parent == COLLAPSE_ROOT;
-		json_t *e = json_pack("[I,o,o,o]", root ? (json_int_t)-1 : (json_int_t)n[n[i].parent].out,
-				      node_name(t, &n[i]), u64(n[i].self),
-				      root ? json_integer(n[i].name) : json_null());
-		if (json_array_append_new(a, e))
-			goto fail;
+		json_int_t p = n[i].parent == COLLAPSE_ROOT ? -1 : (json_int_t)n[n[i].parent].out;
+		if (json_array_append_new(a, row(ctx, i, p)))
+			return json_decref(a), NULL;
 		n[i].out = out++;
 	}
+	return a;
+}
+
+struct zone_rows {
+	const struct tables *t;
+	const struct fnode *n;
+};
+
+/* [parent row or -1, name, self ns, thread id or null] */
+static json_t *zone_row(void *ctx, size_t i, json_int_t parent)
+{
+	const struct zone_rows *z = ctx;
+	const struct fnode *x = &z->n[i];
+	return json_pack("[I,o,o,o]", parent, node_name(z->t, x), u64(x->self),
+			 parent < 0 ? json_integer(x->name) : json_null());
+}
+
+static json_t *flame_json(const struct report *rep)
+{
+	size_t count = collapse_nodes(rep->flame);
+	struct fnode *n = calloc(count ? count : 1, sizeof(*n));
+	if (!n)
+		return NULL;
+	for (size_t i = 0; i < count; i++)
+		collapse_node(rep->flame, i, &n[i].parent, &n[i].name, &n[i].self);
+	struct zone_rows z = { stats_tables(rep->stats), n };
+	json_t *a = report_flame_rows(n, count, zone_row, &z);
 	free(n);
 	return a;
-fail:
-	free(n);
-	json_decref(a);
-	return NULL;
 }
 
 /* ---- time bins ----------------------------------------------------------- */
@@ -205,9 +213,9 @@ json_t *report_json(const struct report *rep, const kt_header *h, json_t *sideca
 			       u64(c->unbegun));
 	json_t *st = stats_json(rep->stats, label);
 	json_t *procs = st ? report_procs_json(&rep->procs, stats_tables(rep->stats), st) : NULL;
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "header", header_json(h, sidecar),
-			 "stats", st, "processes", procs, "filter",
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "header",
+			 header_json(h, sidecar), "stats", st, "processes", procs, "filter",
 			 report_procs_filter_json(&rep->procs), "frames", frames_json(rep), "flame",
-			 flame_json(rep), "flame_left_out", fl, "timeline", timeline_json(rep), "caps",
-			 caps);
+			 flame_json(rep), "flame_left_out", fl, "timeline", timeline_json(rep),
+			 "samples", report_samples_json(rep), "caps", caps);
 }

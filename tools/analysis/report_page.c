@@ -20,6 +20,7 @@
 #include "tools/analysis/report.h"
 #include "tools/analysis/report_page.h"
 #include "tools/analysis/report_procs.h"
+#include "tools/analysis/report_samples.h"
 #include "tools/pipeline/text.h"
 
 /* Before the title: every request forbidden but inline style and script. */
@@ -40,8 +41,8 @@ static const char page_css[] =
 	"th{cursor:pointer;text-align:right;background:#eee;padding:3px 6px;user-select:none}th:first-child,td:first-child{text-align:left}\n"
 	"td{text-align:right;padding:2px 6px;border-bottom:1px solid #eee}tr:hover td{background:#f0f6ff}\n"
 	"#slowest button{font:12px monospace;margin:2px 4px 2px 0;cursor:pointer}\n"
-	"#flame{position:relative;background:#fff;border:1px solid #ddd;overflow:hidden}\n"
-	"#flame div{position:absolute;height:17px;font:11px/17px monospace;overflow:hidden;white-space:nowrap;\n"
+	"#flame,#smflame{position:relative;background:#fff;border:1px solid #ddd;overflow:hidden}\n"
+	"#flame div,#smflame div{position:absolute;height:17px;font:11px/17px monospace;overflow:hidden;white-space:nowrap;\n"
 	" box-sizing:border-box;border:1px solid #fff;padding-left:3px;cursor:pointer;color:#222}\n"
 	".muted{color:#777}.row{display:flex;gap:8px;align-items:center;margin:4px 0}\n";
 
@@ -56,7 +57,10 @@ static const char report_body[] =
 	"<table id=\"zones\"><thead><tr></tr></thead><tbody></tbody></table></section>\n"
 	"<section><h2>Flame graph of self time</h2>\n"
 	"<div class=\"row\"><select id=\"flthread\"></select><button id=\"flreset\">reset zoom</button><span id=\"flinfo\" class=\"muted\"></span></div>\n"
-	"<div id=\"flame\"></div></section>\n"
+	"<div id=\"flame\"></div></section>\n";
+
+/* After the sampled stacks' section (report_samples.c). */
+static const char report_body_tail[] =
 	"<section><h2>Threads over time</h2><p id=\"tlsum\" class=\"muted\"></p><canvas id=\"activity\" width=\"1160\" height=\"60\"></canvas></section>\n"
 	"<section id=\"schedsec\" hidden><h2>Thread states over time</h2><p id=\"schedsum\" class=\"muted\"></p><canvas id=\"states\" width=\"1160\" height=\"60\"></canvas></section>\n"
 	"<section><h2>Counters over time</h2><div id=\"counters\"></div></section>\n"
@@ -192,12 +196,22 @@ static const char report_script[] =
 	"  });\n"
 	"}\n"
 	"\n"
-	"function flame() {\n"
-	"  const nodes = D.flame.map(([p, name, self, tid]) => ({ p, name, self, tid, kids: [], total: 0 }));\n"
+	"// The trees of rows [[parent index or -1, name, self, ...], ...] (a parent\n"
+	"// first): their roots, each node {name, self, total, kids, row}.\n"
+	"function flameTree(rows) {\n"
+	"  const nodes = rows.map((row) => ({ p: row[0], name: row[1], self: row[2], row, kids: [], total: 0 }));\n"
 	"  const roots = [];\n"
 	"  nodes.forEach((n) => (n.p < 0 ? roots : nodes[n.p].kids).push(n));\n"
 	"  const sum = (n) => (n.total = n.self + n.kids.reduce((a, k) => a + sum(k), 0));\n"
 	"  roots.forEach(sum);\n"
+	"  return roots;\n"
+	"}\n"
+	"\n"
+	"// A zoomable flame graph of @roots: ids [select, box, reset button, info];\n"
+	"// the select shows @all (their children merged by name) or one root;\n"
+	"// fmt(v) writes a weight.\n"
+	"function flameView(ids, roots, all, fmt) {\n"
+	"  const [sel, box, reset, info] = ids.map($);\n"
 	"  function merge(into, from) {\n"
 	"    for (const k of from.kids) {\n"
 	"      let m = into.kids.find((x) => x.name === k.name);\n"
@@ -205,12 +219,11 @@ static const char report_script[] =
 	"      m.self += k.self; m.total += k.total; merge(m, k);\n"
 	"    }\n"
 	"  }\n"
-	"  const all = { name: \"all threads\", self: 0, total: 0, kids: [] };\n"
-	"  for (const r of roots) { all.total += r.total; merge(all, r); }\n"
-	"  const sel = $(\"flthread\"), box = $(\"flame\");\n"
-	"  sel.append(new Option(\"all threads (merged)\", \"-1\"));\n"
-	"  roots.forEach((r, i) => sel.append(new Option(r.name + \" (\" + ns(r.total) + \")\", String(i))));\n"
-	"  let top = all;\n"
+	"  const merged = { name: all, self: 0, total: 0, kids: [] };\n"
+	"  for (const r of roots) { merged.total += r.total; merge(merged, r); }\n"
+	"  sel.append(new Option(all + \" (merged)\", \"-1\"));\n"
+	"  roots.forEach((r, i) => sel.append(new Option(r.name + \" (\" + fmt(r.total) + \")\", String(i))));\n"
+	"  let top = merged;\n"
 	"  const color = (s) => { let h = 0; for (const ch of s) h = (h * 31 + ch.charCodeAt(0)) >>> 0; return \"hsl(\" + (20 + h % 40) + \",75%,\" + (62 + h % 15) + \"%)\"; };\n"
 	"  function render() {\n"
 	"    box.replaceChildren();\n"
@@ -222,7 +235,7 @@ static const char report_script[] =
 	"      const e = el(\"div\", n.name);\n"
 	"      e.style.left = x + \"px\"; e.style.width = w + \"px\"; e.style.top = d * 18 + \"px\";\n"
 	"      e.style.background = color(n.name);\n"
-	"      e.title = n.name + \": \" + ns(n.total) + \" total, \" + ns(n.self) + \" self\";\n"
+	"      e.title = n.name + \": \" + fmt(n.total) + \" total, \" + fmt(n.self) + \" self\";\n"
 	"      e.addEventListener(\"click\", () => { top = n; render(); });\n"
 	"      box.append(e);\n"
 	"      let cx = x;\n"
@@ -230,11 +243,15 @@ static const char report_script[] =
 	"    }\n"
 	"    put(top, 0, W, 0);\n"
 	"    box.style.height = (depth + 1) * 18 + 4 + \"px\";\n"
-	"    $(\"flinfo\").textContent = top.name + \": \" + ns(top.total);\n"
+	"    info.textContent = top.name + \": \" + fmt(top.total);\n"
 	"  }\n"
-	"  sel.addEventListener(\"change\", () => { top = sel.value === \"-1\" ? all : roots[+sel.value]; render(); });\n"
-	"  $(\"flreset\").addEventListener(\"click\", () => { sel.dispatchEvent(new Event(\"change\")); });\n"
+	"  sel.addEventListener(\"change\", () => { top = sel.value === \"-1\" ? merged : roots[+sel.value]; render(); });\n"
+	"  reset.addEventListener(\"click\", () => { sel.dispatchEvent(new Event(\"change\")); });\n"
 	"  render();\n"
+	"}\n"
+	"\n"
+	"function flame() {\n"
+	"  flameView([\"flthread\", \"flame\", \"flreset\", \"flinfo\"], flameTree(D.flame), \"all threads\", ns);\n"
 	"}\n"
 	"\n"
 	"function timeline() {\n"
@@ -314,7 +331,7 @@ static const char report_script[] =
 	"  });\n"
 	"}\n"
 	"\n"
-	"header(); processes(); frames(); zones(); flame(); timeline(); states();\n"
+	"header(); processes(); frames(); zones(); flame(); samples(); timeline(); states();\n"
 	"</script>\n"
 	"</body></html>\n";
 
@@ -345,28 +362,36 @@ int page_write(FILE *f, const struct page *p, const json_t *data)
 	return bad || ferror(f) ? -EIO : 0;
 }
 
-/* @a then @b, malloc'd; NULL when out of memory. */
-static char *joined(const char *a, const char *b)
+/* The @n strings @part end to end, malloc'd; NULL when out of memory. */
+static char *joined(const char *const *part, size_t n)
 {
-	size_t la = strlen(a), lb = strlen(b);
-	char *s = malloc(la + lb + 1);
-	if (s) {
-		memcpy(s, a, la);
-		memcpy(s + la, b, lb + 1);
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(part[i]);
+	char *s = malloc(len), *at = s;
+	for (size_t i = 0; s && i < n; i++) {
+		size_t k = strlen(part[i]);
+		memcpy(at, part[i], k);
+		at += k;
 	}
+	if (s)
+		*at = 0;
 	return s;
 }
 
 int report_page(FILE *f, const json_t *data)
 {
-	/* The processes' section (report_procs.c) after the header's. */
-	char *body = joined(report_body_head, report_procs_body);
-	char *rest = body ? joined(body, report_body) : NULL;
-	char *script = joined(report_procs_script, report_script);
-	struct page report = { "katra report", NULL, rest, script };
-	int rc = rest && script ? page_write(f, &report, data) : -ENOMEM;
-	free(body);
-	free(rest);
-	free(script);
+	/* The processes' section (report_procs.c) after the header's, the
+	 * sampled stacks' (report_samples.c) after the flame graph. */
+	static const char *const body[] = { report_body_head, report_procs_body, report_body,
+					    report_samples_body, report_body_tail };
+	static const char *const script[] = { report_procs_script, report_samples_script,
+					      report_script };
+	char *b = joined(body, sizeof(body) / sizeof(body[0]));
+	char *sc = joined(script, sizeof(script) / sizeof(script[0]));
+	struct page report = { "katra report", NULL, b, sc };
+	int rc = b && sc ? page_write(f, &report, data) : -ENOMEM;
+	free(b);
+	free(sc);
 	return rc;
 }

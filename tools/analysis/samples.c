@@ -10,8 +10,8 @@
 
 #include "tools/analysis/collapse.h"
 #include "tools/analysis/samples.h"
-#include "tools/pipeline/symbolize.h"
 #include "tools/pipeline/idmap.h"
+#include "tools/pipeline/symbolize.h"
 #include "tools/pipeline/pipe.h"
 #include "tools/pipeline/stacks.h"
 #include "tools/pipeline/text.h"
@@ -21,7 +21,8 @@
 
 struct node {
 	uint32_t parent;
-	uint32_t label; /* a root's: its thread id */
+	uint32_t label;  /* a root's: its thread id */
+	uint32_t window; /* a root's: its window (samples_filter) */
 	uint64_t count;
 };
 
@@ -38,6 +39,8 @@ struct zstack {
 struct samples {
 	struct samples_result *res;
 	const struct tables *t;
+	const struct samples_filter *filter; /* NULL: every sample */
+	uint32_t window;                     /* of the roots being made */
 	struct symbolizer *sym;
 	struct stacks stacks;
 	struct idmap labels, kids, roots, zids;
@@ -85,14 +88,14 @@ static uint32_t child(struct samples *s, uint32_t parent, uint32_t label)
 	if (label == NO_NODE || s->nnodes >= SAMPLES_NODES)
 		return NO_NODE;
 	struct idmap *m = parent == NO_NODE ? &s->roots : &s->kids;
-	uint64_t key = (uint64_t)parent << 32 | label;
+	uint64_t key = (uint64_t)(parent == NO_NODE ? s->window : parent) << 32 | label;
 	uint32_t *v = idmap_slot(m, key, (uint32_t)s->nnodes, &added);
 	if (!v)
 		return NO_NODE;
 	if (added) {
 		if (grow((void **)&s->nodes, &s->cap_nodes, s->nnodes, sizeof(*s->nodes)))
 			return NO_NODE;
-		s->nodes[s->nnodes++] = (struct node){ parent, label, 0 };
+		s->nodes[s->nnodes++] = (struct node){ parent, label, s->window, 0 };
 	}
 	return *v;
 }
@@ -122,15 +125,14 @@ static uint32_t step(struct samples *s, uint32_t n, uint32_t label, int *folded)
 	return c;
 }
 
-static int on_sample(struct samples *s, const kt_value *v)
+/* Sample @v's path from its root in window @s->window: its thread, its
+ * zones, its frames; the node it ends in, or NO_NODE. */
+static uint32_t add_path(struct samples *s, const kt_value *v, const uint64_t *fr, uint32_t depth)
 {
-	s->res->samples++;
-	uint32_t depth;
-	const uint64_t *fr = stacks_get(&s->stacks, v->u64, &depth);
 	uint32_t n = child(s, NO_NODE, v->thread);
-	if (!fr || n == NO_NODE) {
+	if (n == NO_NODE) {
 		s->res->unknown++;
-		return 0;
+		return NO_NODE;
 	}
 	int folded = 0;
 	struct zstack *z = zstack_of(s, v->thread);
@@ -145,6 +147,51 @@ static int on_sample(struct samples *s, const kt_value *v)
 	}
 	s->res->folded += (uint64_t)folded;
 	s->nodes[n].count++;
+	return n;
+}
+
+/* Whether @f keeps a sample of @thread at @ns. */
+static int kept(const struct samples_filter *f, uint32_t thread, uint64_t ns)
+{
+	if (f->threads && !idmap_find(f->threads, thread))
+		return 0;
+	if (!f->win)
+		return 1;
+	for (size_t w = 0; w < f->nwin; w++)
+		if (ns >= f->win[w][0] && ns <= f->win[w][1])
+			return 1;
+	return 0;
+}
+
+static int on_sample(struct samples *s, const kt_value *v, uint64_t ns)
+{
+	const struct samples_filter *f = s->filter;
+	if (f && !kept(f, v->thread, ns)) {
+		s->res->outside++;
+		return 0;
+	}
+	s->res->samples++;
+	uint32_t depth;
+	const uint64_t *fr = stacks_get(&s->stacks, v->u64, &depth);
+	if (!fr) {
+		s->res->unknown++;
+		return 0;
+	}
+	if (!f) {
+		add_path(s, v, fr, depth);
+		return 0;
+	}
+	/* Once in each window that holds it: windows may overlap. */
+	for (size_t w = 0; w < (f->win ? f->nwin : 1); w++) {
+		if (f->win && (ns < f->win[w][0] || ns > f->win[w][1]))
+			continue;
+		s->window = (uint32_t)w;
+		uint32_t n = add_path(s, v, fr, depth);
+		int rc = n != NO_NODE && s->nodes[n].parent != NO_NODE && f->sample
+			 ? f->sample(f->ctx, ns, v->thread, n) : 0;
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -152,10 +199,9 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 {
 	struct samples *s = ctx;
 	kt_value v;
-	(void)ns;
 	(void)index;
 	if (ev->type == KT_EV_SAMPLE)
-		return kt_event_get_value(ev, &v) ? on_sample(s, &v) : 0;
+		return kt_event_get_value(ev, &v) ? on_sample(s, &v, ns) : 0;
 	if (ev->type != KT_EV_ZONE_BEGIN && ev->type != KT_EV_ZONE_END)
 		return 0;
 	struct zstack *z = zstack_of(s, ev->thread_id);
@@ -297,15 +343,23 @@ static struct ztop *zone_rows(const struct samples *s, size_t *n)
 	return rows;
 }
 
+/* samples_pass() and zone_rows() over @r: *@rows (*@n of them) freed by
+ * the caller with samples_clear(@s). */
+static int zone_pass(struct samples *s, kt_reader *r, struct ztop **rows, size_t *n)
+{
+	int rc = samples_pass(s, r);
+	*n = 0;
+	*rows = rc ? NULL : zone_rows(s, n);
+	return !rc && !*rows ? -ENOMEM : rc;
+}
+
 int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f)
 {
 	struct samples_result res = { 0 };
 	struct samples s = { .res = &res, .t = t };
-	int rc = samples_pass(&s, r);
 	size_t n = 0, zones = 0;
-	struct ztop *rows = rc ? NULL : zone_rows(&s, &n);
-	if (!rc && !rows)
-		rc = -ENOMEM;
+	struct ztop *rows;
+	int rc = zone_pass(&s, r, &rows, &n);
 	if (!rc)
 		fprintf(f,
 		        "\nsamples: %" PRIu64 " (%" PRIu64 " of no known stack); per zone, its "
@@ -329,6 +383,90 @@ int samples_zone_text(kt_reader *r, const struct tables *t, FILE *f)
 		rc = put_label(f, t, &s.lab[rows[i].fn]) || fputc('\n', f) < 0 ? -EIO : 0;
 	}
 	free(rows);
+	samples_clear(&s);
+	return rc;
+}
+
+static json_t *label_json(const struct tables *t, const struct label *l)
+{
+	size_t n = 0;
+	const char *s = l->zone ? tables_name(t, l->zone, &n) : l->name;
+	if (!l->zone && s)
+		n = strlen(s);
+	return s ? text_json_string(s, n) : json_string("?");
+}
+
+/* The zones of @rows (@n) as samples_zone_json() gives them. */
+static json_t *zones_json(const struct samples *s, const struct ztop *rows, size_t n)
+{
+	json_t *zones = json_array(), *fns = NULL;
+	for (size_t i = 0, nz = 0; zones && i < n; i++) {
+		if (i == 0 || rows[i].zone != rows[i - 1].zone) {
+			if (++nz > SAMPLES_TOP_ZONES)
+				break;
+			size_t len = 0;
+			const char *z = rows[i].zone ? tables_name(s->t, rows[i].zone, &len) : NULL;
+			fns = json_array();
+			if (json_array_append_new(zones, json_pack("{s:o,s:I,s:o}", "zone",
+								   z ? text_json_string(z, len)
+								     : json_null(),
+								   "samples",
+								   (json_int_t)rows[i].zone_total,
+								   "functions", fns)))
+				return json_decref(zones), NULL;
+		}
+		if (json_array_size(fns) >= SAMPLES_TOP_FNS)
+			continue;
+		double pct = 100.0 * (double)rows[i].count / (double)rows[i].zone_total;
+		if (json_array_append_new(fns, json_pack("{s:o,s:I,s:f}", "name",
+							 label_json(s->t, &s->lab[rows[i].fn]),
+							 "samples", (json_int_t)rows[i].count,
+							 "percent", pct)))
+			return json_decref(zones), NULL;
+	}
+	return zones;
+}
+
+int samples_zone_json(kt_reader *r, const struct tables *t, json_t **out)
+{
+	struct samples_result res = { 0 };
+	struct samples s = { .res = &res, .t = t };
+	size_t n = 0;
+	struct ztop *rows;
+	int rc = zone_pass(&s, r, &rows, &n);
+	json_t *zones = rc ? NULL : zones_json(&s, rows, n);
+	*out = zones ? json_pack("{s:I,s:I,s:o}", "samples", (json_int_t)res.samples, "unknown",
+				 (json_int_t)res.unknown, "zones", zones)
+		     : NULL;
+	if (!rc && !*out)
+		rc = -ENOMEM;
+	free(rows);
+	samples_clear(&s);
+	return rc;
+}
+
+int samples_walk(kt_reader *r, const struct samples_filter *f,
+		 int (*node)(void *ctx, size_t i, const struct samples_node *n), void *ctx,
+		 struct samples_result *res)
+{
+	struct samples s = { .res = res, .filter = f };
+	memset(res, 0, sizeof(*res));
+	int rc = samples_pass(&s, r);
+	for (size_t i = 0; !rc && i < s.nnodes; i++) {
+		const struct node *x = &s.nodes[i];
+		struct samples_node o = { .parent = x->parent, .count = x->count };
+		if (x->parent != NO_NODE)
+			o.top = s.nodes[x->parent].parent == NO_NODE;
+		if (x->parent == NO_NODE) {
+			o.parent = SAMPLES_ROOT;
+			o.window = x->window;
+			o.thread = x->label;
+		} else {
+			o.zone = s.lab[x->label].zone;
+			o.fn = s.lab[x->label].name;
+		}
+		rc = node(ctx, i, &o);
+	}
 	samples_clear(&s);
 	return rc;
 }

@@ -667,18 +667,38 @@ int stats_print(const struct stats *c, const char *label, int json, FILE *out)
 	return rc;
 }
 
+/* stats --json with the samples' section (samples_zone_json()) in it. */
+static int print_json_samples(kt_reader *r, const struct stats *c, const char *label, FILE *out)
+{
+	json_t *o = stats_json(c, label), *smp = NULL;
+	int rc = o ? samples_zone_json(r, &c->t, &smp) : -ENOMEM;
+	if (!rc && json_object_set_new(o, "samples", smp))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = text_json_print(out, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return rc;
+}
+
 int stats_run(kt_reader *r, const char *label, int json, FILE *out, int *truncated)
 {
 	struct stats *c;
 	int rc = stats_collect(r, NULL, &c);
-	if (!rc) {
+	if (!rc)
 		*truncated = c->truncated;
-		rc = stats_print(c, label, json, out);
-	}
 	/* The samples' own pass, only when there are samples: the file's
 	 * stacks and maps, then the zones around each sample. */
+	if (!rc && json && c->samples)
+		rc = print_json_samples(r, c, label, out);
+	else if (!rc)
+		rc = stats_print(c, label, json, out);
 	if (!rc && !json && c->samples)
 		rc = samples_zone_text(r, &c->t, out);
 	stats_free(c);
 	return rc;
+}
+
+uint64_t stats_samples(const struct stats *c)
+{
+	return c->samples;
 }

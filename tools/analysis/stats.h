@@ -76,6 +76,9 @@ int stats_print(const struct stats *s, const char *label, int json, FILE *out);
 /* stats_json - the object `katra stats --json` prints; NULL when out of memory. */
 json_t *stats_json(const struct stats *s, const char *label);
 
+/* stats_samples - how many sample records the pass read (SPEC §4.2.2). */
+uint64_t stats_samples(const struct stats *s);
+
 /* stats_tables - the names and threads the file defines. */
 const struct tables *stats_tables(const struct stats *s);
 

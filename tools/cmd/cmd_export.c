@@ -184,13 +184,29 @@ static void say_samples(const char *in, const struct samples_result *s)
 		say("%s: %" PRIu64 " samples folded into a shallower stack", in, s->folded);
 }
 
+struct chrome_samples {
+	kt_reader *r;
+	const struct tables *t;
+};
+
+/* The Chrome document's samples (samples.h), after its events. */
+static int chrome_samples(void *ctx, FILE *f)
+{
+	struct chrome_samples *c = ctx;
+	return samples_chrome(c->r, c->t, f, kt_reader_get_header(c->r)->process_id);
+}
+
 static int run_format(int format, struct input *in, const struct tables *t, FILE *f,
 		      struct collapse_result *cr, struct export_result *xr, int codec,
 		      const struct chrome_opts *co)
 {
+	struct chrome_samples cs = { in->r, t };
+	struct chrome_opts cso = *co;
 	switch (format) {
 	case CHROME:
-		return chrome_run(in->r, t, f, co, xr);
+		cso.samples = chrome_samples;
+		cso.samples_ctx = &cs;
+		return chrome_run(in->r, t, f, &cso, xr);
 	case COLLAPSED:
 		return collapse_run(in->r, t, f, cr);
 	case SAMPLES:
@@ -279,11 +295,14 @@ static const struct opts_spec export_spec = {
 		"--complete, as X with their duration), instants, counters as C,\n"
 		"flows as s/t/f bound to their zone, frame marks as instants named\n"
 		"\"frame...\", messages as instants named by their text, process and\n"
-		"thread names and order as metadata.  Zones stay balanced on every\n"
-		"thread (as below); zones cut by a drop window or the window's end\n"
-		"get args \"cut\": \"end\" or \"start\".  Streams the events: memory\n"
-		"holds the trace's names and threads and their open zones, never all\n"
-		"of its events.\n"
+		"thread names and order as metadata, sampled call stacks (KT_SAMPLE_HZ)\n"
+		"as the format's \"samples\" and \"stackFrames\" after the events\n"
+		"(chrome://tracing shows them; readers of traceEvents alone, as Tracy's\n"
+		"import-chrome, skip them; --perfetto has them as callstack samples).\n"
+		"Zones stay balanced on every thread (as below); zones cut by a drop\n"
+		"window or the window's end get args \"cut\": \"end\" or \"start\".\n"
+		"Streams the events: memory holds the trace's names and threads and\n"
+		"their open zones, never all of its events.\n"
 		"--collapsed writes collapsed stacks for flame graphs (flamegraph.pl,\n"
 		"speedscope, inferno): a line per distinct stack of zones on a thread,\n"
 		"\"THREAD (ID);outer;inner SELF_NS\", self time in nanoseconds; a\n"

@@ -54,6 +54,7 @@ struct ch {
 	struct tracks tracks;  /* zones of tracks with a clock of their own */
 	uint8_t *track_b[KT_MAX_TRACKS + 1]; /* per track and level: went out as B */
 	struct chsched sched;  /* scheduler records as state slices */
+	uint64_t samples;      /* sample records: written after the events */
 	uint64_t last_ns;      /* the last event's time: where states in progress end */
 };
 
@@ -399,6 +400,10 @@ static int on_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t index)
 	default:
 		if (fmt_is_track(ev->type))
 			return put_track(c, ev);
+		if (ev->type == KT_EV_SAMPLE) { /* after the events: chrome.h */
+			c->samples++;
+			return 0;
+		}
 		return fmt_chrome_put(c->fm, ev, ns, NULL);
 	}
 }
@@ -531,8 +536,13 @@ int chrome_run(kt_reader *r, const struct tables *t, FILE *f, const struct chrom
 	if (!rc && c->mem.failed)
 		rc = -ENOMEM; /* a pool's live bytes went untracked */
 	int werr = c->fm ? fmt_flush(c->fm) : 0;
+	uint64_t samples = c->samples;
 	ch_free(c);
-	if (fputs("\n]}\n", f) < 0 || ferror(f))
+	if (fputs("\n]", f) < 0)
+		return rc ? rc : -EIO;
+	if (!rc && !werr && samples && o->samples)
+		rc = o->samples(o->samples_ctx, f);
+	if (fputs("}\n", f) < 0 || ferror(f))
 		return rc ? rc : -EIO;
 	return rc ? rc : werr;
 }

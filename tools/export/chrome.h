@@ -50,6 +50,12 @@ struct chrome_opts {
 	int complete;   /* zones as "X" events */
 	int cut_to;     /* a window ends at to_ns: zones open there close there */
 	uint64_t from_ns, to_ns; /* drop records outside [from_ns, to_ns] are not marked */
+	/* When the trace has sample records (SPEC §4.2.2), which are no
+	 * event of the array: called after its end, before the document's,
+	 * to write members of its own (tools/analysis/samples.h's); NULL:
+	 * none.  0 or a negative code, the run's result. */
+	int (*samples)(void *ctx, FILE *f);
+	void *samples_ctx;
 };
 
 /*
