@@ -41,6 +41,7 @@ struct opts {
 	uint64_t events;       /* --events for --producer-only */
 	int flight;            /* --flight N: snapshots (ringbench_flight.c) */
 	int bursts;            /* --burst N (ringbench_burst.c) */
+	int first_emit;        /* --first-emit N: threads (ringbench_first.c) */
 	unsigned burst_ms;     /* --burst-ms MS */
 	/* The capture manager's options (the frame loop without --out). */
 	const char *capture_root;
@@ -83,6 +84,10 @@ void print_rows(const struct opts *o, const struct row *rows, int n, const char 
 
 /* --producer-only and --baselines: the rows side by side.  Exit status. */
 int producer_only(const struct opts *o);
+
+/* --first-emit: a new thread's ring, what it costs the thread.  Exit
+ * status. */
+int first_emit(const struct opts *o, int threads);
 
 void usage(FILE *f);
 /* The command line into @o: -1 to go on, or the exit status (0 for --help,

@@ -35,7 +35,9 @@ void usage(FILE *f)
 		"                      main, render, worker repeat)\n"
 		"  --flight N          a flight session: 2 producers at full rate, N\n"
 		"                      snapshots 1 s apart (64 MiB rings unless --ring-size)\n"
-		"  --burst N           N bursts of call trees of empty zones at full speed,\n"
+		"  --first-emit N      N threads each time their first emit (the ring\n"
+		"                      made) and their ring's first and second passes,\n"
+		"                      then again with N spare rings\n"		"  --burst N           N bursts of call trees of empty zones at full speed,\n"
 		"                      each --burst-ms long (default 500) and then a pause\n"
 		"                      as long, one thread, every default of katra\n"
 		"  --producer-only     emit cost alone: katra, katra_crashfiles, floor,\n"
@@ -108,6 +110,7 @@ static const struct option lo[] = {
 	{ "flight", required_argument, NULL, 'W' },
 	{ "burst", required_argument, NULL, 'U' },
 	{ "burst-ms", required_argument, NULL, 'u' },
+	{ "first-emit", required_argument, NULL, 'f' + 256 },
 	{ "events", required_argument, NULL, 'e' },
 	{ "threads", required_argument, NULL, 't' },
 	{ "find-max-rate", no_argument, NULL, 'F' },
@@ -223,6 +226,16 @@ static int opt_shape(int c, struct opts *o)
 			o->bursts = (int)v;
 		else
 			o->burst_ms = (unsigned)v;
+		return 0;
+	}
+	case 'f' + 256: {
+		long v = strtol(optarg, &end, 10);
+		if (*end || v < 1 || v > MAX_THREADS) {
+			fprintf(stderr, "ringbench: --first-emit wants 1 to %d threads, got '%s'\n",
+				MAX_THREADS, optarg);
+			return 2;
+		}
+		o->first_emit = (int)v;
 		return 0;
 	}
 	case 'e':

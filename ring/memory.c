@@ -61,6 +61,30 @@ static int map_halves(uint8_t *span, uint64_t size, int fd, off_t off)
 	return 0;
 }
 
+/*
+ * MAP_POPULATE fills the process's page tables, but under a hypervisor
+ * that shadows them (this project's PVM guests, kernel 6.18) the host
+ * builds its own entry for a page only at the first access to it: about
+ * 6 us a page, so the producer's first pass over new bytes cost 2.5x the
+ * emit (29 ns against 10.4 per 16-byte record; bench/RESULTS.md, session
+ * 4d).  Reading a word of each page here pays that once, off the emit
+ * path; elsewhere it is a load per page.  A read does it as well as a
+ * store (measured) and cannot clash with a producer's.  The first half
+ * only: the producer stores through it, and through the second only the
+ * end of a record that crosses the ring's end.
+ */
+void kt__ring_touch(const struct kt__ring *r)
+{
+	uint64_t sum = 0;
+	for (uint64_t off = 0; off < r->size; off += kt__ring_page())
+		/* Relaxed: only the access matters, not the value or its
+		 * order; a producer may be storing to the word (a rebind
+		 * races it), so it is read as a racy word. */
+		sum += kt__load_racy((const uint64_t *)(const void *)(r->prod.base + off));
+	/* The loads must happen though their sum is never used. */
+	__asm__ __volatile__("" ::"r"(sum));
+}
+
 static int page_flags(const kt__ring_place *pl)
 {
 	return pl->shared ? MAP_SHARED : MAP_PRIVATE;
@@ -148,6 +172,9 @@ int kt__ring_rebind(struct kt__ring *r, const kt__backing *b)
 	close(pl.fd);
 	if (rc)
 		return rc;
+	/* New pages at the old addresses: the host's entries went with the
+	 * old ones (a crash session's start, before any emit into it). */
+	kt__ring_touch(r);
 	if (b->stamp)
 		b->stamp(b, r, &pl);
 	return 0;

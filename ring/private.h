@@ -194,6 +194,9 @@ struct kt__ring *kt__ring_map_stub(void);
 void kt__ring_unmap(struct kt__ring *r);
 /* Move @r onto @b in place; see kt__registry_set_backing(). */
 int kt__ring_rebind(struct kt__ring *r, const kt__backing *b);
+/* Reach every page @r's producer stores to, so its first store to each
+ * does not pay for the page's mapping; see memory.c. */
+void kt__ring_touch(const struct kt__ring *r);
 /* In a fork()ed child: give @r private memory to finish an emit in. */
 void kt__ring_make_private(struct kt__ring *r);
 

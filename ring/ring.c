@@ -199,9 +199,11 @@ int kt__overflow_policy(void)
 	return config.overflow;
 }
 
-/* Under reg_lock: a ring for a new thread, recycled when one fits. */
-static struct kt__ring *ring_get(uint64_t size)
+/* Under reg_lock: a ring for a new thread, recycled when one fits.
+ * *@fresh says whether it was mapped now (its pages not yet touched). */
+static struct kt__ring *ring_get(uint64_t size, int *fresh)
 {
+	*fresh = 0;
 	struct kt__ring **pp = &free_head;
 	for (; *pp; pp = &(*pp)->next) {
 		if ((*pp)->size == size) {
@@ -212,6 +214,7 @@ static struct kt__ring *ring_get(uint64_t size)
 		}
 	}
 	struct kt__ring *r = kt__ring_map(reg_backing, size);
+	*fresh = r != NULL;
 	return r ? r : kt__ring_map_stub();
 }
 
@@ -243,6 +246,8 @@ unsigned kt__registry_spare(unsigned n)
 		struct kt__ring *r = kt__ring_map(reg_backing, config.ring_size);
 		if (!r)
 			break;
+		/* On the session starter's time, as the mapping is. */
+		kt__ring_touch(r);
 		r->next = free_head;
 		free_head = r;
 		free_count++;
@@ -388,9 +393,10 @@ struct kt__ring *kt__ring_register(void)
 	tls_in_registry++;
 	kt__signal_fence();
 	struct kt__ring *r = NULL;
+	int fresh = 0;
 	if (kt__ensure_init() == 0) {
 		reg_take();
-		r = ring_get(config.ring_size);
+		r = ring_get(config.ring_size, &fresh);
 		if (r) {
 			ring_reset(r, next_thread_id++);
 			r->next = reg_head;
@@ -413,6 +419,11 @@ struct kt__ring *kt__ring_register(void)
 	uint64_t early = kt__exchange_relaxed(&tls_refused_early, 0);
 	if (r && early)
 		kt__ring_refuse_at(r, early, kt_now());
+	/* Outside the lock, so threads registering together do not queue
+	 * behind each other's pages; a handler's emit meanwhile goes into
+	 * the ring, which only reads here. */
+	if (r && fresh)
+		kt__ring_touch(r);
 	return r;
 }
 

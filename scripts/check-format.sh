@@ -17,6 +17,8 @@ set -euo pipefail
 
 FILES='
   bench/lttng_tp.c
+  bench/pagebench.c
+  bench/ringbench_first.c
   bench/readbench.c
   bench/ringbench_flight.h
   capture/sha256.c

@@ -232,8 +232,9 @@ typedef struct kt_session_options {
 	int overflow;
 	/* Rings made and faulted in by kt_session_start() for up to this many
 	 * (<= 16) threads to come, which then pay nothing on first use (else
-	 * ~1 ms per MiB of ring, on the thread); default 0: none; none with
-	 * crash files. */
+	 * ~1 ms per MiB of ring, on the thread; ~2 where a hypervisor shadows
+	 * page tables, ring/memory.c); default 0: none; none with crash
+	 * files. */
 	unsigned spare_rings;
 
 	/* ---- flight mode ---- */
