@@ -19,7 +19,10 @@
  * buffer (the kernel counts what does not fit as lost), stacks interned
  * by a 64-bit hash in a table of KT_SAMPLE_STACKS (forgotten when full:
  * later stacks get new ids, written again), at most KT_SAMPLE_MAPS map
- * entries.  Buffers are MADV_DONTFORK and the fds O_CLOEXEC, as sched.c's.
+ * entries, KT_SAMPLE_BFRAMES frames of samples not yet written.  A
+ * capture's next segment starts with no stack or map entry: the table is
+ * forgotten and /proc/self/maps read again there (SPEC §4.11).  Buffers
+ * are MADV_DONTFORK and the fds O_CLOEXEC, as sched.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +44,7 @@
 #define KT_SAMPLE_MAPS 4096u    /* map entries written at most */
 #define KT_SAMPLE_REC 32u       /* bytes of one type 21 record */
 #define KT_SAMPLE_BATCH 1024u
+#define KT_SAMPLE_BFRAMES 4096u /* frames of a batch's samples, kept until written */
 /* The buffers are read this often, not every period: a chunk per thread
  * per read, and at 1000 Hz a period holds about one sample.  16 pages
  * hold 64 ms of 1000 Hz samples of 128 frames, 4 times this. */
@@ -72,6 +76,13 @@ struct kt__sample {
 	uint32_t nmaps;
 	uint8_t buf[KT_SAMPLE_BATCH * KT_SAMPLE_REC];
 	size_t nbuf;
+	/* The batch's chains, interned only as the batch is written, so that
+	 * its stack entries go to the file its records go to (a capture's
+	 * next segment starts at the records' room check). */
+	uint64_t bframes[KT_SAMPLE_BFRAMES];
+	uint32_t boff[KT_SAMPLE_BATCH], nbframes;
+	uint8_t bdepth[KT_SAMPLE_BATCH];
+	uint32_t seg; /* the file (kt_session.seg) the table's stacks and maps are in */
 	uint64_t first, lastw;
 	uint64_t frames[KT_MAX_STACK_DEPTH];
 	uint8_t rec[65536]; /* one kernel record: its size is a u16 */
@@ -128,24 +139,14 @@ struct kt__sample *kt__sample_new(const kt_clock_calibration *c0, uint32_t hz, c
 	return k;
 }
 
-static void flush_batch(kt_session *s, const struct sampled *f)
-{
-	struct kt__sample *k = s->sample;
-	char name[32];
-	if (!k->nbuf)
-		return;
-	snprintf(name, sizeof(name), "katra.samples %u", f->tid);
-	kt__flush_records(s, f->sid, 0, name, k->buf, k->nbuf * KT_SAMPLE_REC, (uint32_t)k->nbuf,
-	                  k->first, k->lastw);
-	k->nbuf = 0;
-}
+static void read_maps(kt_session *s);
 
-/* The id of the stack of @n frames in k->frames, its entry written the
- * first time (0 when it could not be). */
-static uint32_t intern(kt_session *s, uint32_t n)
+/* The id of the stack of @n frames at @fr, its entry written the first
+ * time in this file (0 when it could not be). */
+static uint32_t intern(kt_session *s, const uint64_t *fr, uint32_t n)
 {
 	struct kt__sample *k = s->sample;
-	uint64_t h = XXH3_64bits(k->frames, n * sizeof(uint64_t)) | 1;
+	uint64_t h = XXH3_64bits(fr, n * sizeof(uint64_t)) | 1;
 	if (k->nstacks >= KT_SAMPLE_STACKS / 2) {
 		/* Full enough that probes grow long: forget, go on with new ids. */
 		memset(k->stacks, 0, KT_SAMPLE_STACKS * sizeof(*k->stacks));
@@ -155,7 +156,7 @@ static uint32_t intern(kt_session *s, uint32_t n)
 	for (; k->stacks[i].hash; i = (i + 1) & (KT_SAMPLE_STACKS - 1))
 		if (k->stacks[i].hash == h)
 			return k->stacks[i].id;
-	kt_stack_def d = { k->next_id, n, k->frames };
+	kt_stack_def d = { k->next_id, n, fr };
 	if (s->error || kt_writer_stack(s->w, &d))
 		return 0;
 	k->stacks[i].hash = h;
@@ -164,9 +165,42 @@ static uint32_t intern(kt_session *s, uint32_t n)
 	return d.id;
 }
 
-static void put_sample(kt_session *s, struct sampled *f, uint64_t ts, uint32_t stack)
+/* The batch written: room asked for it and for every stack it may write,
+ * so that both land in one file; in a file new since the last batch (a
+ * capture's next segment), the stacks and mappings are written again,
+ * under new stack ids (SPEC §4.11: a writer that forgets its table). */
+static void flush_batch(kt_session *s, const struct sampled *f)
 {
 	struct kt__sample *k = s->sample;
+	char name[32];
+	if (!k->nbuf)
+		return;
+	int room = kt__out_room(s, k->nbuf * (KT_SAMPLE_REC + 32) + 8 * (uint64_t)k->nbframes);
+	if (room && k->seg != s->seg) {
+		memset(k->stacks, 0, KT_SAMPLE_STACKS * sizeof(*k->stacks));
+		k->nstacks = 0;
+		k->nmaps = 0;
+		k->seg = s->seg;
+		read_maps(s);
+	}
+	for (size_t i = 0; i < k->nbuf; i++) {
+		uint32_t id = room ? intern(s, k->bframes + k->boff[i], k->bdepth[i]) : 0;
+		kt__put64(k->buf + i * KT_SAMPLE_REC + KT_REC_HEAD + 8, id);
+	}
+	snprintf(name, sizeof(name), "katra.samples %u", f->tid);
+	kt__flush_records(s, f->sid, 0, name, k->buf, k->nbuf * KT_SAMPLE_REC, (uint32_t)k->nbuf,
+	                  k->first, k->lastw);
+	k->nbuf = 0;
+	k->nbframes = 0;
+}
+
+/* A sample of the @n frames in k->frames, its stack named as the batch is
+ * written. */
+static void put_sample(kt_session *s, struct sampled *f, uint64_t ts, uint32_t n)
+{
+	struct kt__sample *k = s->sample;
+	if (k->nbframes + n > KT_SAMPLE_BFRAMES)
+		flush_batch(s, f);
 	if (ts < f->last)
 		ts = f->last;
 	f->last = ts;
@@ -176,7 +210,10 @@ static void put_sample(kt_session *s, struct sampled *f, uint64_t ts, uint32_t s
 	p[KT_REC_TYPE] = KT_EV_SAMPLE;
 	kt__put16(p + KT_REC_LEN, 16);
 	kt__put64(p + KT_REC_HEAD, f->owner);
-	kt__put64(p + KT_REC_HEAD + 8, stack);
+	memcpy(k->bframes + k->nbframes, k->frames, n * sizeof(uint64_t));
+	k->boff[k->nbuf] = k->nbframes;
+	k->bdepth[k->nbuf] = (uint8_t)n;
+	k->nbframes += n;
 	if (!k->nbuf)
 		k->first = ts;
 	k->lastw = ts;
@@ -241,11 +278,8 @@ static void take_sample(kt_session *s, struct sampled *f, const uint8_t *e, size
 			continue; /* PERF_CONTEXT_USER and its kin: markers */
 		k->frames[depth++] = ip;
 	}
-	if (!depth)
-		return;
-	uint32_t id = intern(s, depth);
-	if (id)
-		put_sample(s, f, kt__perf_ticks(&k->c0, ns), id);
+	if (depth)
+		put_sample(s, f, kt__perf_ticks(&k->c0, ns), depth);
 }
 
 /* A PERF_RECORD_MMAP2 (attr.mmap: executable mappings only): u32 pid, tid,

@@ -501,6 +501,14 @@ static int start_flight(kt_session *s, const kt_session_options *o)
 	gethostname(host, sizeof(host) - 1);
 	build_header(s, o, &h, host);
 	kt__sched_start(s, o, &h, &notes); /* its records kept for the snapshots */
+	/* Samples name stack entries the flusher writes as they come; a
+	 * flight session has no flusher and keeps no stacks for its
+	 * snapshots (yet): said, not silently left out. */
+	if (o->sample_hz) {
+		fprintf(stderr, "katra: samples absent from this trace: a flight session does "
+				"not sample\n");
+		kt__header_add_note(&h, &notes, "samples: absent: a flight session does not sample");
+	}
 	int rc = kt__header_validate(&h);
 	if (!rc)
 		rc = kt__session_keep_header(s, &h);

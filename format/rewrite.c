@@ -21,8 +21,9 @@
  * the threads kept: hash sets, as a file may hold ids in any order.
  */
 struct seen {
-	uint32_t *names, *threads, *kept, *procs;
+	uint32_t *names, *threads, *kept, *procs, *stacks;
 	size_t nnames, names_cap, nthreads, threads_cap, nkept, kept_cap, nprocs, procs_cap;
+	size_t nstacks, stacks_cap;
 };
 
 static int seen_init(struct seen *seen, const kt_rewrite_options *o)
@@ -39,6 +40,7 @@ static void seen_free(struct seen *seen)
 	free(seen->threads);
 	free(seen->kept);
 	free(seen->procs);
+	free(seen->stacks);
 }
 
 static int thread_kept(const kt_rewrite_options *o, const struct seen *seen, uint32_t tid)
@@ -203,6 +205,16 @@ static int copy_frame(struct copy *cp, size_t idx, const kt_trace_frame *f, kt_f
 		rc = kt__idset_add(&cp->seen.procs, &cp->seen.nprocs, &cp->seen.procs_cap,
 				   f->u.process.id);
 		return rc <= 0 ? rc : kt_writer_process(cp->w, &f->u.process);
+	/* Sampled stacks and the mappings that name them (SPEC §4.11, §4.12),
+	 * all kept whatever the window or threads (they are few, and a
+	 * sample kept may name any); a stack once, as a capture's later
+	 * segment may write its stacks again. */
+	case KT_FRAME_STACK:
+		rc = kt__idset_add(&cp->seen.stacks, &cp->seen.nstacks, &cp->seen.stacks_cap,
+				   f->u.stack.id);
+		return rc <= 0 ? rc : kt_writer_stack(cp->w, &f->u.stack);
+	case KT_FRAME_MAP:
+		return kt_writer_map(cp->w, &f->u.map);
 	case KT_FRAME_SUMMARY:
 		if (idx == cp->o->n_in - 1) {
 			*sum = f->u.summary;

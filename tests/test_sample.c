@@ -22,6 +22,7 @@
 #include <katra/reader.h>
 
 #include "cli.h"
+#include "deny_perf.h"
 #include "sample_lib.h"
 
 static uint64_t cpu_ns(void)
@@ -224,4 +225,104 @@ Test(sample, a_dlopened_library_is_named, .timeout = 120)
 	cr_assert_geq(all, 50);
 	unlink(path);
 	unlink(folded);
+}
+
+/* What a file holds of a refused session: its notes that say samples are
+ * absent, its zone records and its sample records. */
+struct refused_seen {
+	int notes;
+	char note[200];
+	unsigned zones, samples;
+};
+
+static void read_refused(const char *path, struct refused_seen *k)
+{
+	kt_reader *r;
+	memset(k, 0, sizeof(*k));
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	const kt_header *h = kt_reader_get_header(r);
+	for (uint32_t i = 0; i < h->note_count; i++)
+		if (!strncmp(h->notes[i], "samples: ", 9) && k->notes++ == 0)
+			snprintf(k->note, sizeof(k->note), "%s", h->notes[i]);
+	kt_event ev;
+	int rc;
+	while ((rc = kt_reader_next(r, &ev)) > 0) {
+		k->zones += ev.type == KT_EV_ZONE_BEGIN || ev.type == KT_EV_ZONE_END;
+		k->samples += ev.type == KT_EV_SAMPLE;
+	}
+	cr_assert_eq(rc, 0);
+	kt_reader_close(r);
+}
+
+/* @path's header has one note on samples, @note, and its 3 zones but no
+ * sample record. */
+static void says_absent(const char *path, const char *note)
+{
+	struct refused_seen k;
+	read_refused(path, &k);
+	cr_assert_eq(k.notes, 1);
+	cr_assert_str_eq(k.note, note);
+	cr_assert_eq(k.zones, 6);
+	cr_assert_eq(k.samples, 0);
+}
+
+static void spin_20ms(void)
+{
+	for (uint64_t end = cpu_ns() + 20000000u; cpu_ns() < end;)
+		kt_sample_heavy(4000);
+}
+
+/*
+ * perf_event_open refused by a seccomp filter, KT_SAMPLE_HZ set (issue
+ * #31, must-show 5 for samples): the session starts and stops well with
+ * its 3 zones written, the header's one note and stderr's one line say
+ * samples are absent and why, and the file holds no sample record.
+ */
+Test(sample, refused_perf_event_open_leaves_a_working_session_saying_absent, .timeout = 60)
+{
+	char path[64], errpath[64];
+	snprintf(path, sizeof(path), "/tmp/katra-sample-refused-%d.katra", (int)getpid());
+	snprintf(errpath, sizeof(errpath), "/tmp/katra-sample-refused-%d.err", (int)getpid());
+	/* The rate from the environment, as katra record's programs have it. */
+	setenv("KT_SAMPLE_HZ", "1000", 1);
+	t_refused_session(path, errpath, &(kt_session_options){ .flush_period_ns = 1000000 },
+			  "spun", spin_20ms);
+	unsetenv("KT_SAMPLE_HZ");
+	says_absent(path, "samples: absent: perf_event_open refused: Operation not permitted");
+	size_t n = 0;
+	uint8_t *err = t_slurp(errpath, &n);
+	cr_assert_not_null(err);
+	char *text = realloc(err, n + 1);
+	text[n] = 0;
+	cr_assert_eq(count_of(text, "katra: samples absent from this trace: perf_event_open "
+				    "refused: Operation not permitted\n"),
+		     1, "%s", text);
+	cr_assert_eq(count_of(text, "samples"), 1, "said once: %s", text);
+	free(text);
+	unlink(path);
+	unlink(errpath);
+}
+
+/* A flight session asked to sample (KT_SAMPLE_HZ): it does not, and its
+ * snapshot's header says so and why, beside the window's zone. */
+Test(sample, a_flight_snapshot_says_samples_absent, .timeout = 60)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/katra-sample-flight-%d.katra", (int)getpid());
+	unlink(path);
+	setenv("KT_SAMPLE_HZ", "1000", 1);
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
+	kt_session *s;
+	cr_assert_eq(kt_session_start(NULL, &o, &s), 0, "%s", kt_session_get_start_error());
+	unsetenv("KT_SAMPLE_HZ");
+	uint32_t z = kt_name("spun");
+	for (int i = 0; i < 3; i++) {
+		kt_zone_begin(z);
+		spin_20ms();
+		kt_zone_end(z);
+	}
+	cr_assert_eq(kt_session_snapshot(s, path, -1, 0, 0, NULL), 0);
+	cr_assert_eq(kt_session_stop(s, NULL), 0);
+	says_absent(path, "samples: absent: a flight session does not sample");
+	unlink(path);
 }

@@ -10,14 +10,11 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,6 +26,7 @@
 #include <katra/reader.h>
 
 #include "cli.h"
+#include "deny_perf.h"
 #include "tools/export/perfetto_trace.pb-c.h"
 
 /* What a trace holds of scheduling. */
@@ -274,66 +272,22 @@ Test(sched, a_forked_child_has_no_perf_event, .timeout = 60)
 	free(path);
 }
 
-/* A seccomp filter failing perf_event_open with EPERM on every thread. */
-static void deny_perf(void)
-{
-	struct sock_filter prog[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog fprog = { .len = sizeof(prog) / sizeof(prog[0]), .filter = prog };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog))
-		_exit(20);
-}
-
 /*
  * perf_event_open refused (must-show 5): the session starts, records its
  * events, says once on stderr why scheduler data is missing, and the file
  * says it is absent (the header flag and a note), with no scheduler
  * record: a reader shows "absent", not zero off-CPU time.
  */
-/* In a child of its own (the filter stays there): perf_event_open refused,
- * a session asked for scheduler records writes three 5 ms zones to @path,
- * its stderr to @errpath.  The session must start and end well and have
- * written its 6 events. */
-static void record_refused(const char *path, const char *errpath)
+static void sleep_5ms(void)
 {
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		if (!freopen(errpath, "w", stderr))
-			_exit(21);
-		setvbuf(stderr, NULL, _IONBF, 0); /* _exit() flushes nothing */
-		deny_perf();
-		kt_session_options o = { .sched = KT_SCHED_ON };
-		kt_session *s;
-		if (kt_session_start(path, &o, &s) != 0)
-			_exit(11);
-		uint32_t z = kt_name("sleep");
-		for (int i = 0; i < 3; i++) {
-			kt_zone_begin(z);
-			sleep_ms(5);
-			kt_zone_end(z);
-		}
-		kt_summary sum;
-		if (kt_session_stop(s, &sum) != 0)
-			_exit(12);
-		_exit(sum.events_written == 6 ? 0 : 13);
-	}
-	int st = 0;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "child died");
-	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+	sleep_ms(5);
 }
 
 Test(sched, refused_perf_event_open_leaves_a_working_session_saying_absent, .timeout = 60)
 {
 	char *path = tmp_path("refused"), *errpath = tmp_path("refused-err");
-	record_refused(path, errpath);
+	t_refused_session(path, errpath, &(kt_session_options){ .sched = KT_SCHED_ON }, "sleep",
+			  sleep_5ms);
 	struct sched_seen k;
 	read_sched(path, 1, &k);
 	cr_assert_eq(k.hdr_flags & (KT_HDR_SCHED | KT_HDR_SCHED_ABSENT), KT_HDR_SCHED_ABSENT);
@@ -668,7 +622,8 @@ Test(stats, merged_processes_keep_their_scheduling, .timeout = 120)
 Test(stats, absent_is_said_not_zero, .timeout = 60)
 {
 	char *path = tmp_path("absent"), *errpath = tmp_path("absent-err");
-	record_refused(path, errpath);
+	t_refused_session(path, errpath, &(kt_session_options){ .sched = KT_SCHED_ON }, "sleep",
+			  sleep_5ms);
 	json_t *o = stats_of(path);
 	json_t *sched = json_object_get(o, "sched");
 	cr_assert(json_is_false(json_object_get(sched, "present")));

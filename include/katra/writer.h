@@ -223,7 +223,8 @@ typedef struct kt_rewrite_result {
  * written once however many inputs repeat them; with @o->filter only the
  * events in the window of the chosen threads are kept, with the thread
  * entries of kept threads and the drop records that overlap the window.
- * Chunk numbers and the summary are recomputed from what is kept, and the
+ * Stack and map entries (SPEC §4.11, §4.12) are all kept, a stack id
+ * once however many inputs repeat it.  Chunk numbers and the summary are recomputed from what is kept, and the
  * summary is written only when the last input has one: a cut input gives
  * a cut output.  The inputs are checked as kt_reader_next_frame() checks
  * them.

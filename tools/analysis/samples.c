@@ -138,8 +138,13 @@ static uint32_t add_path(struct samples *s, const kt_value *v, const uint64_t *f
 	struct zstack *z = zstack_of(s, v->thread);
 	for (uint32_t i = 0; z && i < z->depth; i++)
 		n = step(s, n, label_of(s, LABEL_ZONE | z->names[i], z->names[i], NULL), &folded);
+	/* Named in the sampled thread's process: in a merged trace another
+	 * process may hold the same file elsewhere.  A walk without the
+	 * tables (samples_walk()) names among every map entry. */
+	uint32_t proc = s->t ? tables_thread_process(s->t, v->thread) : 0;
 	for (uint32_t i = depth; i-- > 0;) {
-		const char *name = sym_name(s->sym, fr[i], i > 0);
+		const char *name = s->t ? sym_name_in(s->sym, proc, fr[i], i > 0)
+					: sym_name(s->sym, fr[i], i > 0);
 		n = step(s, n, label_of(s, (uint64_t)(uintptr_t)name, 0, name), &folded);
 	}
 	s->res->folded += (uint64_t)folded;

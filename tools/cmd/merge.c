@@ -26,7 +26,7 @@
 
 /* The output's ids, shared by every input. */
 struct next_ids {
-	uint32_t name, thread, track, proc;
+	uint32_t name, thread, track, proc, stack;
 };
 
 /* One input while it is copied. */
@@ -39,8 +39,9 @@ struct in {
 	kt_process_def own;       /* its entry of id 0, strings copied */
 	char *own_name, *own_cmd;
 	int have_own, nested;     /* nested: entries of other ids (a merged input) */
+	int has_stacks;           /* it has a stack entry (SPEC §4.11) */
 	char first_thread[64];
-	struct idmap names, threads, tracks, procs, listed;
+	struct idmap names, threads, tracks, procs, listed, stacks;
 	struct merge_proc *rep;
 };
 
@@ -114,6 +115,8 @@ static int survey(struct in *in)
 			in->have_own = 1;
 		} else if (p) {
 			in->nested = 1;
+		} else if (f.kind == KT_FRAME_STACK) {
+			in->has_stacks = 1;
 		} else if (f.kind == KT_FRAME_THREAD && !in->first_thread[0] && f.u.thread.name_len) {
 			snprintf(in->first_thread, sizeof(in->first_thread), "%s", f.u.thread.name);
 		}
@@ -171,6 +174,27 @@ static int sched_thread(struct merge *m, struct in *in, kt_event *ev, uint8_t pa
 	return 0;
 }
 
+/* A sample record's thread and stack (SPEC §4.2.2), renumbered as the
+ * input's threads and stack entries are: each input numbers its stacks
+ * from 1, so two inputs' stack 1 are two stacks.  A stack id that no
+ * entry can define (0, past 32 bits) stays unknown: 0.  0 or -ENOMEM. */
+static int sample_ids(struct merge *m, struct in *in, kt_event *ev, uint8_t pay[16])
+{
+	kt_value v;
+	if (!kt_event_get_value(ev, &v) || v.kind != KT_VALUE_SAMPLE)
+		return 0;
+	if (v.thread &&
+	    !(v.thread = remap(&in->threads, v.thread, &m->next.thread, UINT32_MAX - 1)))
+		return -ENOMEM;
+	if (v.u64 > UINT32_MAX)
+		v.u64 = 0;
+	else if (v.u64 && !(v.u64 = remap(&in->stacks, (uint32_t)v.u64, &m->next.stack,
+					  UINT32_MAX - 1)))
+		return -ENOMEM;
+	kt_event_set_value(ev, &v, pay);
+	return 0;
+}
+
 /* A chunk's events with their times, names and tracks the output's,
  * encoded again (kt_event_encode() copies each payload whole, unread). */
 static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
@@ -192,6 +216,8 @@ static int copy_chunk(struct merge *m, struct in *in, const kt_trace_frame *f)
 			return -ERANGE;
 		uint8_t pay[16];
 		if (ev.type == KT_EV_SCHED && sched_thread(m, in, &ev, pay))
+			return -ENOMEM;
+		if (ev.type == KT_EV_SAMPLE && sample_ids(m, in, &ev, pay))
 			return -ENOMEM;
 		size_t k = kt_event_encode(m->buf + at, n - at, &ev);
 		if (!k)
@@ -268,6 +294,27 @@ static int copy_process(struct merge *m, struct in *in, const kt_process_def *p)
 	return kt_writer_process(m->w, &o);
 }
 
+/* A stack entry under the output's id of its input's id (sample_ids()). */
+static int copy_stack(struct merge *m, struct in *in, const kt_stack_def *st)
+{
+	kt_stack_def o = *st;
+	if (!(o.id = remap(&in->stacks, st->id, &m->next.stack, UINT32_MAX - 1)))
+		return -ENOMEM;
+	return kt_writer_stack(m->w, &o);
+}
+
+/* A map entry in the output's process of its input's, at the output's
+ * time (0, mapped at the start, stays 0). */
+static int copy_map(struct merge *m, struct in *in, const kt_map_def *mp, uint32_t own)
+{
+	kt_map_def o = *mp;
+	if (!(o.process = proc_of(m, in, mp->process, own)))
+		return -ENOMEM;
+	if (mp->ts)
+		o.ts = to_ns(in, mp->ts);
+	return kt_writer_map(m->w, &o);
+}
+
 static int copy_name(struct merge *m, struct in *in, const kt_trace_frame *f)
 {
 	uint32_t id = remap(&in->names, f->u.name.id, &m->next.name, UINT32_MAX - 1);
@@ -305,6 +352,10 @@ static int copy_frame(struct merge *m, struct in *in, const kt_trace_frame *f, u
 		return copy_track(m, in, &f->u.track);
 	case KT_FRAME_PROCESS:
 		return copy_process(m, in, &f->u.process);
+	case KT_FRAME_STACK:
+		return copy_stack(m, in, &f->u.stack);
+	case KT_FRAME_MAP:
+		return copy_map(m, in, &f->u.map, own);
 	default:
 		return 0; /* the summary (the writer makes the output's), unknown kinds */
 	}
@@ -371,6 +422,7 @@ static void in_free(struct in *in)
 	idmap_free(&in->tracks);
 	idmap_free(&in->procs);
 	idmap_free(&in->listed);
+	idmap_free(&in->stacks);
 }
 
 /* Open and survey every input; all of one host.  0 or EXIT_BAD (said). */
@@ -386,6 +438,7 @@ static int open_inputs(struct in *ins, const char *const *paths, size_t n,
 		idmap_init(&in->tracks);
 		idmap_init(&in->procs);
 		idmap_init(&in->listed);
+		idmap_init(&in->stacks);
 		if (input_open(&in->inp, paths[i]))
 			return EXIT_BAD;
 		in->h = kt_reader_get_header(in->inp.r);
@@ -427,6 +480,14 @@ static void out_run(kt_header *h, const struct in *ins, size_t n)
 	h->capture_id = run->capture_id;
 }
 
+static int any_stacks(const struct in *ins, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ins[i].has_stacks)
+			return 1;
+	return 0;
+}
+
 static void out_header(kt_header *h, const struct in *ins, size_t n, char *note, size_t cap)
 {
 	kt_header_init(h);
@@ -454,10 +515,19 @@ static void out_header(kt_header *h, const struct in *ins, size_t n, char *note,
 	for (size_t i = 0; i < n && !(h->flags & KT_HDR_SCHED); i++)
 		h->flags |= ins[i].h->flags & KT_HDR_SCHED_ABSENT;
 	snprintf(note, cap, "katra.merge: %zu processes", n);
-	static const char *notes[2];
+	static const char *notes[3];
 	notes[0] = note;
 	h->note_count = 1;
 	h->notes = notes;
+	/* Samples asked for and refused (flush/sample.c's note): said where
+	 * no input has a stack, as the scheduler's absent flag is. */
+	const char *absent = NULL;
+	for (size_t i = 0; i < n && !absent; i++)
+		for (uint32_t k = 0; k < ins[i].h->note_count && !absent; k++)
+			if (!strncmp(ins[i].h->notes[k], "samples: absent: ", 17))
+				absent = ins[i].h->notes[k];
+	if (absent && !any_stacks(ins, n))
+		notes[h->note_count++] = absent;
 	/* A capture's trim note stays with its run (SPEC §9): katra record
 	 * joins a capture's trace, first, with its run's other processes. */
 	for (uint32_t i = 0; (h->flags & KT_HDR_CAPTURE) && i < ins[0].h->note_count; i++)
@@ -510,7 +580,7 @@ static int merge_write(struct merge *m, struct in *ins, size_t n, const char *ou
 int merge_traces(const char *const *paths, size_t n, const char *out, struct merge_proc *procs)
 {
 	char tmp[4096];
-	struct merge m = { .next = { 1, 1, 1, 1 } };
+	struct merge m = { .next = { 1, 1, 1, 1, 1 } };
 	struct in *ins = calloc(n ? n : 1, sizeof(*ins));
 	m.pairs = calloc(KT_MAX_TRACK_PAIRS, sizeof(*m.pairs));
 	memset(procs, 0, n * sizeof(*procs));

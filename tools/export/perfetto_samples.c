@@ -28,6 +28,9 @@ struct psamples {
 	struct idmap frames; /* an address (<< 1 | return) -> its iid */
 	struct idmap calls;  /* a stack id -> 1 once written */
 	uint64_t pid;
+	uint32_t proc;       /* the process of the sample being put: its
+			      * addresses are named among its map entries
+			      * (a merged trace's processes map files apart) */
 	int started;
 };
 
@@ -67,7 +70,7 @@ static uint64_t frame_iid(struct psamples *ps, struct pnew *x, uint64_t addr, in
 	if (!f || !added)
 		return f ? *f : 0;
 	uint64_t fid = *f;
-	const char *name = sym_name(ps->sym, addr, ret);
+	const char *name = sym_name_in(ps->sym, ps->proc, addr, ret);
 	uint32_t *n = idmap_slot(&ps->names, (uint64_t)(uintptr_t)name, (uint32_t)ps->names.len + 1,
 	                         &added);
 	if (!n)
@@ -148,10 +151,12 @@ int psamples_put(struct psamples *ps, struct xout *o, const struct tables *t, co
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__PerfSample ps_ = PERFETTO__PROTOS__PERF_SAMPLE__INIT;
 	Perfetto__Protos__TracePacket pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	ps->proc = tables_thread_process(t, v.thread);
 	int rc = intern(ps, x, v.u64, &in);
 	if (!rc) {
+		uint64_t pid = tables_process_pid(t, ps->proc);
 		ps_.has_pid = ps_.has_tid = ps_.has_callstack_iid = 1;
-		ps_.pid = (uint32_t)ps->pid;
+		ps_.pid = (uint32_t)(pid ? pid : ps->pid);
 		ps_.tid = export_os_tid(t, v.thread);
 		ps_.callstack_iid = v.u64;
 		pk.has_trusted_packet_sequence_id = pk.has_timestamp = pk.has_timestamp_clock_id =

@@ -19,21 +19,35 @@
 
 struct smap {
 	uint64_t start, len, pgoff;
+	uint32_t process;
 	char *path;
 };
 
 struct cached {
 	uint64_t key; /* addr << 1 | ret, plus 1: 0 is empty */
+	uint64_t space;
 	const char *name;
 };
+
+/* One address space: a process's map entries (or, SYM_ANY, every entry,
+ * each file at its first entry's bias) reported to a Dwfl of its own, as
+ * two processes may map one file at two addresses (ASLR). */
+struct space {
+	uint64_t process; /* a process entry's id, or SYM_ANY */
+	Dwfl *dwfl;
+	const char **paths; /* its files reported */
+	size_t npaths;
+};
+
+#define SYM_ANY UINT64_MAX
 
 struct symbolizer {
 	struct smap *maps;
 	size_t nmaps, cap;
-	char **paths; /* files reported, SYM_FILES at most */
-	size_t npaths;
-	Dwfl *dwfl;
-	int ready;
+	struct space spaces[SYM_SPACES];
+	size_t nspaces;
+	size_t nfiles; /* files reported in all spaces, SYM_FILES at most */
+	int elf_ready;
 	struct cached *cache; /* SYM_CACHE slots */
 	size_t ncache;
 	char **owned; /* the "FILE+0xOFF" strings made */
@@ -70,7 +84,7 @@ int sym_add_map(struct symbolizer *s, const kt_map_def *m)
 	char *path = strdup(m->path);
 	if (!path)
 		return -ENOMEM;
-	s->maps[s->nmaps++] = (struct smap){ m->start, m->len, m->pgoff, path };
+	s->maps[s->nmaps++] = (struct smap){ m->start, m->len, m->pgoff, m->process, path };
 	return 0;
 }
 
@@ -112,47 +126,70 @@ static uint64_t bias_of(int fd, const struct smap *m, int *ok)
 	return bias;
 }
 
-static int reported(const struct symbolizer *s, const char *path)
+static int reported(const struct space *sp, const char *path)
 {
-	for (size_t i = 0; i < s->npaths; i++)
-		if (!strcmp(s->paths[i], path))
+	for (size_t i = 0; i < sp->npaths; i++)
+		if (!strcmp(sp->paths[i], path))
 			return 1;
 	return 0;
 }
 
-/* Report every file once, at the bias of its first map entry. */
-static void report_all(struct symbolizer *s)
+static int in_space(const struct smap *m, uint64_t process)
 {
-	s->ready = 1;
-	elf_version(EV_CURRENT);
-	if (!(s->dwfl = dwfl_begin(&callbacks)))
+	return process == SYM_ANY || m->process == process;
+}
+
+/* Report every file of @sp's process once, at the bias of its first map
+ * entry there. */
+static void report_space(struct symbolizer *s, struct space *sp)
+{
+	if (!s->elf_ready) {
+		s->elf_ready = 1;
+		elf_version(EV_CURRENT);
+	}
+	if (!(sp->dwfl = dwfl_begin(&callbacks)))
 		return;
-	if (!(s->paths = calloc(SYM_FILES, sizeof(*s->paths))))
+	if (!(sp->paths = calloc(SYM_FILES, sizeof(*sp->paths))))
 		return;
-	dwfl_report_begin(s->dwfl);
-	for (size_t i = 0; i < s->nmaps && s->npaths < SYM_FILES; i++) {
+	dwfl_report_begin(sp->dwfl);
+	for (size_t i = 0; i < s->nmaps && s->nfiles < SYM_FILES; i++) {
 		const struct smap *m = &s->maps[i];
-		if (reported(s, m->path))
+		if (!in_space(m, sp->process) || reported(sp, m->path))
 			continue;
-		s->paths[s->npaths++] = m->path;
+		sp->paths[sp->npaths++] = m->path;
+		s->nfiles++;
 		int ok, fd = open_regular(m->path);
 		if (fd < 0)
 			continue;
 		uint64_t bias = bias_of(fd, m, &ok);
 		/* On success the fd is libdwfl's. */
-		if (!ok || !dwfl_report_elf(s->dwfl, m->path, m->path, fd, bias, true))
+		if (!ok || !dwfl_report_elf(sp->dwfl, m->path, m->path, fd, bias, true))
 			close(fd);
 	}
-	dwfl_report_end(s->dwfl, NULL, NULL);
+	dwfl_report_end(sp->dwfl, NULL, NULL);
+}
+
+/* @process's space, reported the first time; NULL past SYM_SPACES. */
+static struct space *space_of(struct symbolizer *s, uint64_t process)
+{
+	for (size_t i = 0; i < s->nspaces; i++)
+		if (s->spaces[i].process == process)
+			return &s->spaces[i];
+	if (s->nspaces == SYM_SPACES)
+		return NULL;
+	struct space *sp = &s->spaces[s->nspaces++];
+	sp->process = process;
+	report_space(s, sp);
+	return sp;
 }
 
 /* "FILE+0xOFF" for an address of a mapped file no symbol holds. */
-static const char *fallback(struct symbolizer *s, uint64_t addr)
+static const char *fallback(struct symbolizer *s, uint64_t process, uint64_t addr)
 {
 	char buf[64], *p = NULL;
 	const struct smap *m = NULL;
 	for (size_t i = 0; i < s->nmaps && !m; i++)
-		if (addr - s->maps[i].start < s->maps[i].len)
+		if (in_space(&s->maps[i], process) && addr - s->maps[i].start < s->maps[i].len)
 			m = &s->maps[i];
 	if (m) {
 		const char *base = strrchr(m->path, '/');
@@ -178,38 +215,48 @@ static const char *fallback(struct symbolizer *s, uint64_t addr)
 	return s->owned[s->nowned++] = p;
 }
 
-static const char *lookup(struct symbolizer *s, uint64_t addr, int ret)
+static const char *lookup(struct symbolizer *s, uint64_t process, uint64_t addr, int ret)
 {
 	/* A return address is the instruction after the call: the call is
 	 * the byte before it, which may be the last of another function. */
 	uint64_t a = ret && addr ? addr - 1 : addr;
-	Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, a) : NULL;
+	struct space *sp = space_of(s, process);
+	Dwfl_Module *mod = sp && sp->dwfl ? dwfl_addrmodule(sp->dwfl, a) : NULL;
 	const char *name = mod ? dwfl_module_addrname(mod, a) : NULL;
 	if (name && *name) {
 		s->named++;
 		return name;
 	}
 	s->unnamed++;
-	return fallback(s, addr);
+	return fallback(s, process, addr);
+}
+
+static const char *name_in(struct symbolizer *s, uint64_t process, uint64_t addr, int ret)
+{
+	uint64_t key = (addr << 1 | (ret ? 1 : 0)) + 1;
+	size_t i = (size_t)(((key ^ process * UINT64_C(0xff51afd7ed558ccd)) *
+			     UINT64_C(0x9e3779b97f4a7c15)) >> 44) & (SYM_CACHE - 1);
+	for (size_t probes = 0; s->cache[i].key && probes < 64; probes++) {
+		if (s->cache[i].key == key && s->cache[i].space == process)
+			return s->cache[i].name;
+		i = (i + 1) & (SYM_CACHE - 1);
+	}
+	const char *name = lookup(s, process, addr, ret);
+	if (!s->cache[i].key && s->ncache < SYM_CACHE / 2) {
+		s->cache[i] = (struct cached){ key, process, name };
+		s->ncache++;
+	}
+	return name;
 }
 
 const char *sym_name(struct symbolizer *s, uint64_t addr, int ret)
 {
-	if (!s->ready)
-		report_all(s);
-	uint64_t key = (addr << 1 | (ret ? 1 : 0)) + 1;
-	size_t i = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 44) & (SYM_CACHE - 1);
-	for (size_t probes = 0; s->cache[i].key && probes < 64; probes++) {
-		if (s->cache[i].key == key)
-			return s->cache[i].name;
-		i = (i + 1) & (SYM_CACHE - 1);
-	}
-	const char *name = lookup(s, addr, ret);
-	if (!s->cache[i].key && s->ncache < SYM_CACHE / 2) {
-		s->cache[i] = (struct cached){ key, name };
-		s->ncache++;
-	}
-	return name;
+	return name_in(s, SYM_ANY, addr, ret);
+}
+
+const char *sym_name_in(struct symbolizer *s, uint32_t process, uint64_t addr, int ret)
+{
+	return name_in(s, process, addr, ret);
 }
 
 void sym_counts(const struct symbolizer *s, uint64_t *named, uint64_t *unnamed)
@@ -222,15 +269,17 @@ void sym_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	if (s->dwfl)
-		dwfl_end(s->dwfl);
+	for (size_t i = 0; i < s->nspaces; i++) {
+		if (s->spaces[i].dwfl)
+			dwfl_end(s->spaces[i].dwfl);
+		free(s->spaces[i].paths);
+	}
 	for (size_t i = 0; i < s->nmaps; i++)
 		free(s->maps[i].path);
 	for (size_t i = 0; i < s->nowned; i++)
 		free(s->owned[i]);
 	free(s->owned);
 	free(s->maps);
-	free(s->paths);
 	free(s->cache);
 	free(s);
 }

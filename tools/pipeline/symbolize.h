@@ -8,8 +8,12 @@
  * The paths are the trace's, not katra's: a file is opened only when it is
  * a regular file (no symlink in its last part, no FIFO, O_NONBLOCK), and a
  * file that changed since the trace was written gives wrong names (the
- * map entries hold no build-id yet).  Bounded: at most SYM_FILES files and
- * SYM_CACHE names remembered; past them addresses are looked up again.
+ * map entries hold no build-id yet).  Each process's map entries are an
+ * address space of their own (ASLR puts one library at two addresses in
+ * two processes of a merged trace).  Bounded: at most SYM_FILES files
+ * reported in all, SYM_SPACES processes (the addresses of those past it
+ * unnamed) and SYM_CACHE names remembered; past them addresses are
+ * looked up again.
  *
  * The command's one thread.
  */
@@ -23,6 +27,7 @@
 
 #define SYM_FILES 1024u
 #define SYM_CACHE (1u << 20)
+#define SYM_SPACES 256u
 
 struct symbolizer;
 
@@ -38,9 +43,16 @@ int sym_add_map(struct symbolizer *s, const kt_map_def *m);
  * no symbol holds it, "FILE+0xOFF" for an address inside a mapped file,
  * else "0xADDR".  @ret: @addr is a return address (a caller's frame), so
  * the call before it is looked up.  The string stays valid until
- * sym_free(); it is the file's text, not escaped.
+ * sym_free(); it is the file's text, not escaped.  Every process's map
+ * entries at once, each file where its first entry put it: right for a
+ * trace of one process (sym_name_in() for a merged one).
  */
 const char *sym_name(struct symbolizer *s, uint64_t addr, int ret);
+
+/* As sym_name(), among process @process's map entries alone (SPEC §4.12:
+ * a map entry's process; 0 the file's own): the name of @addr in that
+ * process, wherever another process mapped the same file. */
+const char *sym_name_in(struct symbolizer *s, uint32_t process, uint64_t addr, int ret);
 
 /* How many addresses sym_name() named by a symbol, and how many not. */
 void sym_counts(const struct symbolizer *s, uint64_t *named, uint64_t *unnamed);
