@@ -196,6 +196,7 @@ static uint64_t drain_compact(kt_session *s, struct sthread *t, struct kt__ring 
 	size_t limit = s->chunk_max & ~(size_t)7;
 	if (!e || limit == 0 || limit > KT__CHUNK_MAX)
 		return pos;
+	kt__compact_enc_skip(e, t->skip); /* unset below: @t moves as threads come */
 	while (pos < span->to) {
 		const uint8_t *p = span->bytes + (pos - span->from);
 		kt__compact_run run;
@@ -212,6 +213,7 @@ static uint64_t drain_compact(kt_session *s, struct sthread *t, struct kt__ring 
 		}
 		pos += run.used;
 	}
+	kt__compact_enc_skip(e, NULL);
 	return pos;
 }
 

@@ -14,6 +14,7 @@
 #include <katra/katra.h>
 #include <katra/writer.h>
 #include "flush/flush.h"
+#include "format/compact.h"
 #include "format/format.h"
 #include "recover/recover.h"
 #include "ring/ring.h"
@@ -28,6 +29,10 @@ struct sthread {
 	/* Lost to a full output and not yet in a drop record. */
 	uint64_t cap_lost, cap_first, cap_last;
 	uint64_t overwritten;   /* a flight session's, counted at its stop */
+	/* Its LZ4 skip counters in the flusher's compact encoder, kept as
+	 * the writer keeps each thread's, so that kt_rewrite()'s copy
+	 * decides each chunk as the session did. */
+	uint8_t skip[KT__COMPACT_SKIPS];
 };
 
 /* The flusher's compact encoder and its output (flusher.c, flush_enc()). */

@@ -60,7 +60,10 @@ struct kt__compact_enc {
 	uint32_t nkeys;
 	unsigned lz4;            /* streams to try LZ4 on */
 	int accel;
-	uint8_t skip[KT__CMP_STREAMS]; /* chunks left before a stream is tried again */
+	/* Chunks left before a stream is tried again: the thread's whose
+	 * chunk is encoded (kt__compact_enc_skip), else own_skip. */
+	uint8_t *skip;
+	uint8_t own_skip[KT__CMP_STREAMS];
 	struct eslot slots[KT__COMPACT_KEYS + 1];
 	struct hslot hash[1u << HASH_BITS];
 	size_t cap[KT__CMP_STREAMS];
@@ -115,6 +118,7 @@ int kt__compact_enc_new(kt__compact_enc **out, size_t max_raw)
 		total += e->cap[i];
 	e->lz4 = KT__COMPACT_P;
 	e->accel = 1;
+	e->skip = e->own_skip;
 	e->zcap = zbuf_size(e->cap, e->lz4);
 	e->buf = kt__malloc(total);
 	e->zbuf = kt__malloc(e->zcap);
@@ -138,6 +142,13 @@ void kt__compact_enc_free(kt__compact_enc *e)
 	free(e);
 }
 
+_Static_assert(KT__COMPACT_SKIPS == KT__CMP_STREAMS, "a skip counter a stream");
+
+void kt__compact_enc_skip(kt__compact_enc *e, uint8_t *skip)
+{
+	e->skip = skip ? skip : e->own_skip;
+}
+
 int kt__compact_enc_lz4(kt__compact_enc *e, unsigned streams, int accel)
 {
 	if (streams & ~KT__COMPACT_ALL)
@@ -153,7 +164,7 @@ int kt__compact_enc_lz4(kt__compact_enc *e, unsigned streams, int accel)
 	}
 	e->lz4 = streams;
 	e->accel = accel < 1 ? 1 : accel;
-	memset(e->skip, 0, sizeof(e->skip));
+	memset(e->own_skip, 0, sizeof(e->own_skip));
 	return 0;
 }
 

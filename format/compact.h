@@ -72,6 +72,20 @@ void kt__compact_enc_free(kt__compact_enc *e);
  */
 int kt__compact_enc_lz4(kt__compact_enc *e, unsigned streams, int accel);
 
+/* The counters kt__compact_enc_lz4() keeps for its skip: one a stream. */
+#define KT__COMPACT_SKIPS 5
+
+/*
+ * kt__compact_enc_skip - the skip counters @e reads and updates from now
+ * on: @skip (KT__COMPACT_SKIPS bytes, zeroed at first, owned by the
+ * caller and kept while @e uses them), or NULL for the encoder's own.
+ * A writer of several threads' chunks gives each thread's before its
+ * chunk: one thread's stream that LZ4 cannot shrink (a sampler's) then
+ * stops no other's, and a copy that meets the threads' chunks in another
+ * interleaving (kt_rewrite) decides as the session did.  Allocates nothing.
+ */
+void kt__compact_enc_skip(kt__compact_enc *e, uint8_t *skip);
+
 /*
  * kt__compact_encode - encode the @raw_len bytes of records at @events
  * into @out, at most @cap bytes.  Allocates nothing.
@@ -174,6 +188,8 @@ typedef struct kt__codec {
 	int (*enc_level)(void *e, int level);
 	/* Release; NULL is a no-op. */
 	void (*enc_free)(void *e);
+	/* As kt__compact_enc_skip(), for @e's compact encoder. */
+	void (*enc_skip)(void *e, uint8_t *skip);
 	/* As kt__compact_encode(), in this codec.  Allocates nothing. */
 	long (*encode)(void *e, const void *events, size_t raw_len, uint8_t *out, size_t cap);
 	/* A decoder, whose buffers grow to the largest raw_len met.
@@ -193,8 +209,9 @@ typedef struct kt__codec {
  * list of operations stands here alone. */
 #define KT__CODEC_TABLE(max_level)                                                   \
 	{ .level_max = (max_level), .enc_new = enc_new, .enc_level = enc_level,      \
-	  .enc_free = enc_free, .encode = encode, .dec_new = dec_new,               \
-	  .dec_free = dec_free, .dec_bytes = dec_bytes, .decode = decode }
+	  .enc_free = enc_free, .enc_skip = enc_skip, .encode = encode,              \
+	  .dec_new = dec_new, .dec_free = dec_free, .dec_bytes = dec_bytes,          \
+	  .decode = decode }
 
 /* KT_CODEC_COMPACT (format/compact_codec.c): the functions above.  Level:
  * LZ4 on the payload bytes (KT__COMPACT_P) at 0 and below; at 1, a

@@ -24,6 +24,11 @@ static void enc_free(void *e)
 	kt__compact_enc_free(e);
 }
 
+static void enc_skip(void *e, uint8_t *skip)
+{
+	kt__compact_enc_skip(e, skip);
+}
+
 static int enc_new(void **out, size_t max_raw, int level)
 {
 	kt__compact_enc *e;

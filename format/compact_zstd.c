@@ -53,6 +53,11 @@ static void enc_free(void *p)
 	czstd_free(p);
 }
 
+static void enc_skip(void *p, uint8_t *skip)
+{
+	kt__compact_enc_skip(((struct kt__czstd *)p)->enc, skip);
+}
+
 static int enc_new(void **out, size_t max_raw, int level)
 {
 	*out = NULL;

@@ -23,6 +23,9 @@ struct wthread {
 	uint64_t next_seq;
 	uint64_t written;
 	uint64_t dropped;
+	/* Its own LZ4 skip counters in each compact codec's encoder
+	 * (kt__compact_enc_skip): another thread's chunks leave them be. */
+	uint8_t skip[KT__CODEC_TABLES][KT__COMPACT_SKIPS];
 };
 
 struct kt_writer {
@@ -308,13 +311,18 @@ static int compact_enc(kt_writer *w, unsigned codec, size_t raw_len, int level)
 /* Codec @codec's payload of @raw_len bytes at @ev into @payload, at most
  * @raw_len bytes: its length; -ENOSPC, -ERANGE as the codec's encode;
  * -ENOSPC also when its encoder cannot be made. */
-static long compact_encode(kt_writer *w, unsigned codec, int level, const uint8_t *ev,
-			   size_t raw_len, uint8_t *payload)
+static long compact_encode(kt_writer *w, struct wthread *t, unsigned codec, int level,
+			   const uint8_t *ev, size_t raw_len, uint8_t *payload)
 {
 	if (compact_enc(w, codec, raw_len, level))
 		return -ENOSPC;
-	return kt__codec_of(codec)->encode(w->enc[codec - KT_CODEC_COMPACT].enc, ev, raw_len,
-					   payload, raw_len);
+	const kt__codec *k = kt__codec_of(codec);
+	void *e = w->enc[codec - KT_CODEC_COMPACT].enc;
+	/* Unset after: @t moves when the thread map grows. */
+	k->enc_skip(e, t->skip[codec - KT_CODEC_COMPACT]);
+	long n = k->encode(e, ev, raw_len, payload, raw_len);
+	k->enc_skip(e, NULL);
+	return n;
 }
 
 /*
@@ -325,17 +333,17 @@ static long compact_encode(kt_writer *w, unsigned codec, int level, const uint8_
  * whose encoder cannot be made (no memory): a session keeps every event,
  * only bigger, rather than fail over an optimisation.
  */
-static long compact_payload(kt_writer *w, unsigned *codec, int level, const uint8_t *ev,
-			    size_t raw_len, uint8_t *payload)
+static long compact_payload(kt_writer *w, struct wthread *t, unsigned *codec, int level,
+			    const uint8_t *ev, size_t raw_len, uint8_t *payload)
 {
 	long n = -ERANGE;
 	if (*codec == KT_CODEC_COMPACT_ZSTD) {
-		n = compact_encode(w, KT_CODEC_COMPACT_ZSTD, level, ev, raw_len, payload);
+		n = compact_encode(w, t, KT_CODEC_COMPACT_ZSTD, level, ev, raw_len, payload);
 		level = 1; /* it was zstd's: codec 3 takes its default */
 	}
 	if (n == -ERANGE) {
 		*codec = KT_CODEC_COMPACT;
-		n = compact_encode(w, KT_CODEC_COMPACT, level, ev, raw_len, payload);
+		n = compact_encode(w, t, KT_CODEC_COMPACT, level, ev, raw_len, payload);
 	}
 	if (n == -ENOSPC) {
 		*codec = KT_CODEC_NONE;
@@ -423,7 +431,7 @@ int kt__writer_chunk_known(kt_writer *w, uint32_t thread_id, unsigned codec, int
 		ev = w->delta;
 	}
 	if (codec >= KT_CODEC_COMPACT) {
-		long n = compact_payload(w, &codec, level, ev, raw_len, payload);
+		long n = compact_payload(w, t, &codec, level, ev, raw_len, payload);
 		if (n < 0)
 			return (int)n;
 		stored = (uint32_t)n;
