@@ -37,6 +37,17 @@ int kt__uring_sink_fd(const kt__sink *s);
 void kt__uring_sink_on_close(kt__sink *s, void (*fn)(void *ctx), void *ctx);
 
 /*
+ * kt__flush_sleep - how long a flusher sleeps after a drain that took
+ * @fullest bytes from its fullest ring, @since_ns after the drain before:
+ * @period_ns, or, while that ring fills slower than 7/8 of @chunk_max a
+ * period, the time it is predicted to take to hold that much, at most
+ * @max_ns (an empty drain sleeps @max_ns; @max_ns at or under the period
+ * keeps the period).  Pure; any thread.
+ */
+uint64_t kt__flush_sleep(uint64_t period_ns, uint64_t max_ns, size_t chunk_max, uint64_t fullest,
+			 uint64_t since_ns);
+
+/*
  * kt__output - what a session's file may take, and where the trace goes
  * on when it is full: the capture manager's byte cap and segments
  * (capture/segments.c).  The policy is the output's; the session only asks

@@ -233,16 +233,17 @@ static void put_drop(kt_session *s, struct sthread *t, uint64_t count, uint64_t 
 
 /*
  * Drain one ring's published span into chunk frames, cut where the chunk
- * is full and at drop markers, which become drop frames.
+ * is full and at drop markers, which become drop frames.  Returns the
+ * span's bytes.
  */
-static void drain(kt_session *s, struct kt__ring *r)
+static uint64_t drain(kt_session *s, struct kt__ring *r)
 {
 	kt__span span;
 	if (!kt__ring_peek(r, &span))
-		return;
+		return 0;
 	struct sthread *t = thread_of(s, r);
 	if (!t)
-		return; /* out of memory: try again next period */
+		return 0; /* out of memory: try again next period */
 	kt__ring_iter it;
 	kt__ring_rec rec;
 	uint64_t start = span.from, first = 0, last = 0;
@@ -283,6 +284,7 @@ static void drain(kt_session *s, struct kt__ring *r)
 	if (!s->crash)
 		kt__ring_done(r);
 	kt__ring_release(r);
+	return span.to - span.from;
 }
 
 /*
@@ -349,15 +351,18 @@ static void track_cb(void *ctx, const kt_track_def *t)
 		note_error(s, kt_writer_track(s->w, t));
 }
 
-static void drain_all(kt_session *s)
+/* Drain every ring; returns the most bytes one ring gave. */
+static uint64_t drain_all(kt_session *s)
 {
+	uint64_t fullest = 0;
+
 	/* Completed zero-copy writes give their ring space back here, even
 	 * when no ring has anything new: a BLOCK producer may be waiting on
 	 * exactly that space. */
 	if (s->w)
 		kt__writer_poll(s->w);
 	if (kt__registry_snapshot(&s->rings))
-		return;
+		return 0;
 	if (s->out.file_bytes)
 		kt__out_size_tail(s);
 	/* Names as they come, so that a file cut short by a crash still
@@ -376,7 +381,8 @@ static void drain_all(kt_session *s)
 		/* Before draining: a retired ring drained after this holds
 		 * nothing more. */
 		int retired = kt__ring_retired(r);
-		drain(s, r);
+		uint64_t n = drain(s, r);
+		fullest = n > fullest ? n : fullest;
 		if (retired) {
 			settle_ring(s, r, 1);
 			retired_seen = 1;
@@ -399,6 +405,38 @@ static void drain_all(kt_session *s)
 		kt__registry_reap();
 	if (s->live && s->w)
 		kt__live_publish(s->live, s->seg_bytes + kt_writer_get_bytes(s->w), 0);
+	return fullest;
+}
+
+/*
+ * How long the flusher sleeps (flush/flush.h): while the fullest ring
+ * fills slower than 7/8 of a chunk a period, until it is predicted to
+ * hold that much.  Each wake costs the same whatever it drains (the
+ * timer, the futex, io_uring's submission: microseconds in a guest where
+ * each is an exit), and a span short of a chunk is cut into smaller
+ * chunks than the codec wants.  A burst that comes meanwhile wakes the
+ * flusher at the ring's watermark, as always.
+ */
+uint64_t kt__flush_sleep(uint64_t period_ns, uint64_t max_ns, size_t chunk_max, uint64_t fullest,
+			 uint64_t since_ns)
+{
+	uint64_t want = chunk_max - chunk_max / 8;
+	if (max_ns <= period_ns || want == 0)
+		return period_ns;
+	if (fullest == 0)
+		return max_ns;
+	if (fullest >= want || since_ns > UINT64_MAX / want)
+		return period_ns;
+	uint64_t t = since_ns * want / fullest;
+	return t < period_ns ? period_ns : t > max_ns ? max_ns : t;
+}
+
+/* Scheduler and sample buffers are sized for the period: not stretched. */
+static uint64_t next_sleep(const kt_session *s, uint64_t fullest, uint64_t since_ns)
+{
+	if (s->sched || s->sample)
+		return s->period_ns;
+	return kt__flush_sleep(s->period_ns, s->sleep_max_ns, s->chunk_max, fullest, since_ns);
 }
 
 /*
@@ -509,7 +547,7 @@ static void finish_file(kt_session *s)
 void *kt__flusher_main(void *arg)
 {
 	kt_session *s = arg;
-	uint64_t last_sync = kt__mono_ns();
+	uint64_t last_sync = kt__mono_ns(), last_drain = last_sync;
 
 	kt__work_adopt();
 	/* Here, not on the host's thread: past a file size limit the page's
@@ -518,7 +556,9 @@ void *kt__flusher_main(void *arg)
 	/* Acquire pairs with the release in kt_session_stop(): once stop is
 	 * seen, everything emitted before the stop call is in the rings. */
 	while (!kt__load_acquire(&s->stop)) {
-		drain_all(s);
+		uint64_t now = kt__mono_ns(), fullest = drain_all(s);
+		uint64_t nap = next_sleep(s, fullest, now - last_drain);
+		last_drain = now;
 		if (s->fsync_ns && !s->error && kt__mono_ns() - last_sync >= s->fsync_ns) {
 			note_error(s, kt__writer_sync(s->w, 0));
 			last_sync = kt__mono_ns();
@@ -527,7 +567,7 @@ void *kt__flusher_main(void *arg)
 		/* Acquire, as for the loop condition. */
 		if (!kt__load_acquire(&s->stop)) {
 			int was = kt__work_pause();
-			kt__ring_sleep(seen, s->period_ns);
+			kt__ring_sleep(seen, nap);
 			kt__work_resume(was);
 		}
 		kt__ring_sleep_end();

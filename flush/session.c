@@ -285,6 +285,8 @@ static kt_session *session_new(const kt_session_options *o, const kt__output *ou
 	s->codec = o->codec;
 	s->level = o->codec_level > 0 ? o->codec_level : 1;
 	s->period_ns = o->flush_period_ns ? o->flush_period_ns : 1000000;
+	/* A period the caller set is kept; the default stretches. */
+	s->sleep_max_ns = o->flush_period_ns ? s->period_ns : KT__FLUSH_STRETCH * s->period_ns;
 	s->fsync_ns = o->fsync_interval_ns;
 	s->stop_sync = o->stop_sync != KT_STOP_SYNC_NONE;
 	s->io_timeout = o->io_timeout_ns ? o->io_timeout_ns : KT_IO_TIMEOUT_DEFAULT_NS;

@@ -19,6 +19,10 @@
 #include "recover/recover.h"
 #include "ring/ring.h"
 
+/* The default flush period (1 ms) stretches to this many periods while
+ * no ring fills a chunk in one (flusher.c's next_sleep); a period the
+ * caller sets does not. */
+#define KT__FLUSH_STRETCH 4u
 
 struct sthread {
 	uint32_t thread_id;
@@ -59,6 +63,7 @@ struct kt_session {
 	int codec;
 	int level;
 	uint64_t period_ns;
+	uint64_t sleep_max_ns;   /* the longest sleep (flusher.c's next_sleep) */
 	uint64_t fsync_ns;
 	int stop_sync;          /* fdatasync() the file at stop */
 	uint64_t io_timeout;    /* kt_session_options.io_timeout_ns; 0: none */

@@ -183,8 +183,8 @@ typedef struct kt_session_options {
 				     * environment's KT_IO=pwrite|uring|auto
 				     * overrides it */
 	uint64_t flush_period_ns;   /* how often the flusher drains the rings
-				     * (sooner when a ring passes its
-				     * watermark); default 1 ms */
+				     * (sooner at a ring's watermark); 0: 1 ms,
+				     * stretched up to 4 ms (README), else kept */
 	uint64_t fsync_interval_ns; /* default 0: fdatasync only at stop (as
 				     * @stop_sync says) */
 	/* How long a write to a pipe, socket or terminal may wait for its
