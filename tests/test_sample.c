@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "deny_perf.h"
+#include "sample_cxx.h"
 #include "sample_spin.h"
 #include "tmp_path.h"
 
@@ -179,31 +180,69 @@ static void dl_work(void)
 
 /* A library dlopen()ed while the session samples: the kernel's mmap record
  * of it becomes a map entry, and its function is named. */
+/* Of @folded's samples in zone @zone (a line holding ";ZONE;"), how many
+ * there are (*@all) and how many have @leaf as their innermost frame. */
+static unsigned long leaf_in_zone(const char *folded, const char *zone, const char *leaf,
+				  unsigned long *all)
+{
+	FILE *f = fopen(folded, "re");
+	cr_assert_not_null(f);
+	char line[8192], in[64];
+	snprintf(in, sizeof(in), ";%s;", zone);
+	unsigned long named = 0;
+	*all = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		cr_assert_not_null(sp, "%s", line);
+		*sp = 0;
+		cr_assert_null(strstr(line, ";_Z"), "a mangled frame: %s", line);
+		if (!strstr(line, in))
+			continue;
+		*all += strtoul(sp + 1, NULL, 10);
+		if (!strcmp(strrchr(line, ';') + 1, leaf))
+			named += strtoul(sp + 1, NULL, 10);
+	}
+	fclose(f);
+	return named;
+}
+
 Test(sample, a_dlopened_library_is_named, .timeout = 120)
 {
 	char path[64], folded[64];
 	void *h = dlopen(KT_SAMPLE_DL, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 	cr_assert_null(h, "loaded before the session");
 	sampled("dl", dl_work, path, folded);
-	FILE *f = fopen(folded, "re");
-	cr_assert_not_null(f);
-	char line[8192];
-	unsigned long named = 0, all = 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *sp = strrchr(line, ' ');
-		*sp = 0;
-		if (!strstr(line, ";dl;"))
-			continue;
-		all += strtoul(sp + 1, NULL, 10);
-		if (!strcmp(strrchr(line, ';') + 1, "kt_sample_dlopened"))
-			named += strtoul(sp + 1, NULL, 10);
-	}
-	fclose(f);
+	unsigned long all, named = leaf_in_zone(folded, "dl", "kt_sample_dlopened", &all);
 	cr_assert_geq(named * 100, all * 80, "%lu of %lu named", named, all);
 	cr_assert_geq(all, 50);
 	unlink(path);
 	unlink(folded);
 }
+
+#ifdef KT_SAMPLE_CXX
+/* 200 ms of CPU in the C++ function, inside zone "cxx". */
+static void cxx_work(void)
+{
+	uint32_t z = kt_name("cxx");
+	kt_zone_begin(z);
+	for (uint64_t end = thread_cpu_ns() + 200000000u; thread_cpu_ns() < end;)
+		kt_sample_cxx(20000);
+	kt_zone_end(z);
+}
+
+/* A C++ function's frame is named as C++ reads it, not by its symbol
+ * (_ZN6kt_cxx4spinEj): no frame of the export is mangled. */
+Test(sample, a_cxx_function_is_named_demangled, .timeout = 120)
+{
+	char path[64], folded[64];
+	sampled("cxx", cxx_work, path, folded);
+	unsigned long all, named = leaf_in_zone(folded, "cxx", "kt_cxx::spin(unsigned int)", &all);
+	cr_assert_geq(named * 100, all * 80, "%lu of %lu named", named, all);
+	cr_assert_geq(all, 50);
+	unlink(path);
+	unlink(folded);
+}
+#endif
 
 /* What a file holds of a refused session: its notes that say samples are
  * absent, its zone records and its sample records. */
