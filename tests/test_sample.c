@@ -206,17 +206,24 @@ static unsigned long leaf_in_zone(const char *folded, const char *zone, const ch
 	return named;
 }
 
-Test(sample, a_dlopened_library_is_named, .timeout = 120)
+/* @work sampled (tag and zone @zone): at least 50 samples in the zone,
+ * 80% of them with @leaf innermost. */
+static void leaf_named(const char *zone, void (*work)(void), const char *leaf)
 {
 	char path[64], folded[64];
-	void *h = dlopen(KT_SAMPLE_DL, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	cr_assert_null(h, "loaded before the session");
-	sampled("dl", dl_work, path, folded);
-	unsigned long all, named = leaf_in_zone(folded, "dl", "kt_sample_dlopened", &all);
+	sampled(zone, work, path, folded);
+	unsigned long all, named = leaf_in_zone(folded, zone, leaf, &all);
 	cr_assert_geq(named * 100, all * 80, "%lu of %lu named", named, all);
 	cr_assert_geq(all, 50);
 	unlink(path);
 	unlink(folded);
+}
+
+Test(sample, a_dlopened_library_is_named, .timeout = 120)
+{
+	void *h = dlopen(KT_SAMPLE_DL, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	cr_assert_null(h, "loaded before the session");
+	leaf_named("dl", dl_work, "kt_sample_dlopened");
 }
 
 #ifdef KT_SAMPLE_CXX
@@ -234,13 +241,7 @@ static void cxx_work(void)
  * (_ZN6kt_cxx4spinEj): no frame of the export is mangled. */
 Test(sample, a_cxx_function_is_named_demangled, .timeout = 120)
 {
-	char path[64], folded[64];
-	sampled("cxx", cxx_work, path, folded);
-	unsigned long all, named = leaf_in_zone(folded, "cxx", "kt_cxx::spin(unsigned int)", &all);
-	cr_assert_geq(named * 100, all * 80, "%lu of %lu named", named, all);
-	cr_assert_geq(all, 50);
-	unlink(path);
-	unlink(folded);
+	leaf_named("cxx", cxx_work, "kt_cxx::spin(unsigned int)");
 }
 #endif
 
