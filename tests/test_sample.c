@@ -23,36 +23,15 @@
 
 #include "cli.h"
 #include "deny_perf.h"
-#include "sample_lib.h"
-
-static uint64_t cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
+#include "sample_cxx.h"
+#include "sample_spin.h"
+#include "tmp_path.h"
 
 static void sleep_ms(long ms)
 {
 	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
 	while (nanosleep(&t, &t) && errno == EINTR)
 		;
-}
-
-/* The zone: 9 parts heavy, 1 part light, until 600 ms of this thread's CPU. */
-static unsigned spin_zone(void)
-{
-	unsigned sum = 0;
-	uint32_t z = kt_name("sampled");
-	kt_zone_begin(z);
-	/* Each round a few microseconds, far under the sampling period, so
-	 * that the samples cannot fall in step with the rounds; the clock read
-	 * once in 16 rounds, so that the loop itself takes ~1% of them. */
-	for (uint64_t end = cpu_ns() + 600000000u; cpu_ns() < end;)
-		for (int i = 0; i < 16; i++)
-			sum += kt_sample_heavy(9 * 4000) + kt_sample_light(4000);
-	kt_zone_end(z);
-	return sum;
 }
 
 struct shares {
@@ -100,8 +79,8 @@ static size_t count_of(const char *hay, const char *needle)
 static void perfetto_samples(const char *path, unsigned long zone)
 {
 	char out[64], txt[64], cmd[512];
-	snprintf(out, sizeof(out), "/tmp/katra-sample-%d.pftrace", (int)getpid());
-	snprintf(txt, sizeof(txt), "/tmp/katra-sample-%d.txt", (int)getpid());
+	tmp_path(out, sizeof(out), "sample.pftrace");
+	tmp_path(txt, sizeof(txt), "sample.txt");
 	unlink(out);
 	struct proc p;
 	run_katra(&p, (const char *const[]){ "export", "--perfetto", path, out, NULL });
@@ -149,7 +128,7 @@ static void sampled(const char *tag, void (*work)(void), char *path, char *folde
 
 static void spin_zone_work(void)
 {
-	spin_zone();
+	sample_spin_zone(600000000u); /* 600 ms of this thread's CPU */
 }
 
 Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
@@ -194,38 +173,77 @@ static void dl_work(void)
 	cr_assert_not_null(fn);
 	uint32_t z = kt_name("dl");
 	kt_zone_begin(z);
-	for (uint64_t end = cpu_ns() + 200000000u; cpu_ns() < end;)
+	for (uint64_t end = thread_cpu_ns() + 200000000u; thread_cpu_ns() < end;)
 		fn(20000);
 	kt_zone_end(z);
 }
 
 /* A library dlopen()ed while the session samples: the kernel's mmap record
  * of it becomes a map entry, and its function is named. */
-Test(sample, a_dlopened_library_is_named, .timeout = 120)
+/* Of @folded's samples in zone @zone (a line holding ";ZONE;"), how many
+ * there are (*@all) and how many have @leaf as their innermost frame. */
+static unsigned long leaf_in_zone(const char *folded, const char *zone, const char *leaf,
+				  unsigned long *all)
 {
-	char path[64], folded[64];
-	void *h = dlopen(KT_SAMPLE_DL, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	cr_assert_null(h, "loaded before the session");
-	sampled("dl", dl_work, path, folded);
 	FILE *f = fopen(folded, "re");
 	cr_assert_not_null(f);
-	char line[8192];
-	unsigned long named = 0, all = 0;
+	char line[8192], in[64];
+	snprintf(in, sizeof(in), ";%s;", zone);
+	unsigned long named = 0;
+	*all = 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *sp = strrchr(line, ' ');
+		cr_assert_not_null(sp, "%s", line);
 		*sp = 0;
-		if (!strstr(line, ";dl;"))
+		cr_assert_null(strstr(line, ";_Z"), "a mangled frame: %s", line);
+		if (!strstr(line, in))
 			continue;
-		all += strtoul(sp + 1, NULL, 10);
-		if (!strcmp(strrchr(line, ';') + 1, "kt_sample_dlopened"))
+		*all += strtoul(sp + 1, NULL, 10);
+		if (!strcmp(strrchr(line, ';') + 1, leaf))
 			named += strtoul(sp + 1, NULL, 10);
 	}
 	fclose(f);
+	return named;
+}
+
+/* @work sampled (tag and zone @zone): at least 50 samples in the zone,
+ * 80% of them with @leaf innermost. */
+static void leaf_named(const char *zone, void (*work)(void), const char *leaf)
+{
+	char path[64], folded[64];
+	sampled(zone, work, path, folded);
+	unsigned long all, named = leaf_in_zone(folded, zone, leaf, &all);
 	cr_assert_geq(named * 100, all * 80, "%lu of %lu named", named, all);
 	cr_assert_geq(all, 50);
 	unlink(path);
 	unlink(folded);
 }
+
+Test(sample, a_dlopened_library_is_named, .timeout = 120)
+{
+	void *h = dlopen(KT_SAMPLE_DL, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	cr_assert_null(h, "loaded before the session");
+	leaf_named("dl", dl_work, "kt_sample_dlopened");
+}
+
+#ifdef KT_SAMPLE_CXX
+/* 200 ms of CPU in the C++ function, inside zone "cxx". */
+static void cxx_work(void)
+{
+	uint32_t z = kt_name("cxx");
+	kt_zone_begin(z);
+	for (uint64_t end = thread_cpu_ns() + 200000000u; thread_cpu_ns() < end;)
+		kt_sample_cxx(20000);
+	kt_zone_end(z);
+}
+
+/* A C++ function's frame is named as C++ reads it, not by its symbol
+ * (_ZN6kt_cxx4spinEj): no frame of the export is mangled. */
+Test(sample, a_cxx_function_is_named_demangled, .timeout = 120)
+{
+	leaf_named("cxx", cxx_work, "kt_cxx::spin(unsigned int)");
+}
+#endif
 
 /* What a file holds of a refused session: its notes that say samples are
  * absent, its zone records and its sample records. */
@@ -268,7 +286,7 @@ static void says_absent(const char *path, const char *note)
 
 static void spin_20ms(void)
 {
-	for (uint64_t end = cpu_ns() + 20000000u; cpu_ns() < end;)
+	for (uint64_t end = thread_cpu_ns() + 20000000u; thread_cpu_ns() < end;)
 		kt_sample_heavy(4000);
 }
 
@@ -281,8 +299,8 @@ static void spin_20ms(void)
 Test(sample, refused_perf_event_open_leaves_a_working_session_saying_absent, .timeout = 60)
 {
 	char path[64], errpath[64];
-	snprintf(path, sizeof(path), "/tmp/katra-sample-refused-%d.katra", (int)getpid());
-	snprintf(errpath, sizeof(errpath), "/tmp/katra-sample-refused-%d.err", (int)getpid());
+	tmp_path(path, sizeof(path), "sample-refused.katra");
+	tmp_path(errpath, sizeof(errpath), "sample-refused.err");
 	/* The rate from the environment, as katra record's programs have it. */
 	setenv("KT_SAMPLE_HZ", "1000", 1);
 	t_refused_session(path, errpath, &(kt_session_options){ .flush_period_ns = 1000000 },
@@ -308,7 +326,7 @@ Test(sample, refused_perf_event_open_leaves_a_working_session_saying_absent, .ti
 Test(sample, a_flight_snapshot_says_samples_absent, .timeout = 60)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/tmp/katra-sample-flight-%d.katra", (int)getpid());
+	tmp_path(path, sizeof(path), "sample-flight.katra");
 	unlink(path);
 	setenv("KT_SAMPLE_HZ", "1000", 1);
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT };
