@@ -10,6 +10,7 @@
 
 #include <katra/katra.h>
 #include "flush/flush.h"
+#include "tmp_path.h"
 
 #define MS 1000000ull
 #define CHUNK (256u << 10)
@@ -95,10 +96,8 @@ static void tids(long *out, size_t cap)
  */
 Test(sleep, an_idle_default_session_wakes_every_four_periods, .timeout = 60)
 {
-	char path[] = "/tmp/katra-flushsleep-XXXXXX";
-	int fd = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	close(fd);
+	char path[128];
+	tmp_path(path, sizeof(path), "flush-sleep.katra");
 	long before[256];
 	tids(before, 256);
 	kt_session_options o = { .io = KT_IO_PWRITE }; /* no io_uring worker */
