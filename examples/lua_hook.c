@@ -12,8 +12,8 @@
  *
  * Lua says nothing of a frame an error unwinds.  Such an error is caught
  * by a C function (pcall, xpcall, coroutine.resume, ...) whose own return
- * is the next return event on the state, and its function is then not
- * the innermost tracked frame's: only then is the real depth counted
+ * is the next return event on the state, and its frame is then not the
+ * innermost tracked one: only then is the real depth counted
  * (lua_getstack, O(depth log depth)) and the frames above it ended.
  */
 #include <stdlib.h>
@@ -30,9 +30,17 @@
 #define LT_DEPTH_CAP 8192 /* frames tracked per state */
 #define LT_NAMES 4096     /* functions named, by default */
 
+/*
+ * A frame is known by lua_Debug's i_ci, the CallInfo Lua keeps per depth
+ * of a state's stack and reuses there: lua.h declares it (its "private
+ * part") but no function gives it.  It is compared, never followed: a
+ * return whose i_ci is not the innermost tracked frame's comes from a
+ * frame below it, and those between were unwound.  Asking Lua for the
+ * function instead (lua_getinfo "f") costs a call and a push per return.
+ */
 struct lt_frame {
-	const void *fn; /* the function (lua_topointer): alive while its frame is */
-	uint32_t id;    /* its zone id */
+	const void *frame; /* lua_Debug.i_ci at its call */
+	uint32_t id;       /* its zone id */
 };
 
 struct lt_state {
@@ -88,7 +96,7 @@ static uint32_t total(const struct lt_state *s)
 }
 
 /* A frame called on @s: tracked (its zone begun) below the cap. */
-static void push(lt_tracer *t, struct lt_state *s, const void *fn, uint32_t id)
+static void push(lt_tracer *t, struct lt_state *s, const void *frame, uint32_t id)
 {
 	if (!s->over && s->len == s->cap && s->cap < LT_DEPTH_CAP) {
 		/* Growth only to a depth not seen before: warm-up, bounded. */
@@ -103,7 +111,7 @@ static void push(lt_tracer *t, struct lt_state *s, const void *fn, uint32_t id)
 		s->over++;
 		return;
 	}
-	s->f[s->len++] = (struct lt_frame){ fn, id };
+	s->f[s->len++] = (struct lt_frame){ frame, id };
 	if (s->chained)
 		begin(t, id);
 }
@@ -222,24 +230,19 @@ static struct lt_state *switch_to(lt_tracer *t, lua_State *L, int event)
 static void on_call(lt_tracer *t, struct lt_state *s, lua_State *L, lua_Debug *ar)
 {
 	int fallback = 0;
-	lua_getinfo(L, "Sf", ar);
-	const void *fn = lua_topointer(L, -1);
+	lua_getinfo(L, "S", ar);
 	uint32_t id = lt_names_id(t->names, L, ar, &fallback);
-	lua_pop(L, 1);
 	t->c.fallback += (uint64_t)fallback;
 	if (ar->event == LUA_HOOKTAILCALL) { /* the frame replaced never returns */
 		pop(t, s);
 		t->c.unwound++;
 	}
-	push(t, s, fn, id);
+	push(t, s, ar->i_ci, id);
 }
 
 static void on_return(lt_tracer *t, struct lt_state *s, lua_State *L, lua_Debug *ar)
 {
-	lua_getinfo(L, "f", ar);
-	const void *fn = lua_topointer(L, -1);
-	lua_pop(L, 1);
-	if (!s->over && s->len && s->f[s->len - 1].fn != fn)
+	if (!s->over && s->len && s->f[s->len - 1].frame != ar->i_ci)
 		settle(t, s, real_depth(L)); /* an error unwound frames */
 	pop(t, s);
 }

@@ -16,7 +16,7 @@
 #include "lua_hook.h"
 #include "lua_names.h"
 
-#define LT_SRC 40 /* bytes of a chunk's source kept to check its pointer */
+#define LT_SRC 16 /* bytes of a chunk's source kept to check its pointer */
 
 struct slot {
 	uintptr_t key; /* 0: free */
@@ -75,8 +75,12 @@ static int same(const struct slot *s, uintptr_t key, int32_t line, const lua_Deb
 		return 0;
 	if (line < 0)
 		return 1;
-	size_t k = ar->srclen < LT_SRC ? ar->srclen : LT_SRC;
-	return s->srclen == ar->srclen && !memcmp(s->src, ar->source, k);
+	if (s->srclen != ar->srclen)
+		return 0;
+	/* A constant length the compiler inlines: most chunk names are longer. */
+	if (ar->srclen >= 16)
+		return !memcmp(s->src, ar->source, 16);
+	return !memcmp(s->src, ar->source, ar->srclen);
 }
 
 /* Intern the function at @ar, named on first sight: its name when Lua
@@ -98,10 +102,15 @@ static uint32_t intern(lua_State *L, lua_Debug *ar)
 uint32_t lt_names_id(lt_names *n, lua_State *L, lua_Debug *ar, int *fallback)
 {
 	int is_c = ar->what[0] == 'C';
-	uintptr_t key = is_c ? (uintptr_t)lua_tocfunction(L, -1) : (uintptr_t)ar->source;
+	uintptr_t key = (uintptr_t)ar->source;
 	int32_t line = is_c ? -1 : ar->linedefined;
-	if (!key)
-		key = (uintptr_t)lua_topointer(L, -1);
+	if (is_c) { /* every C function's source is "=[C]": its pointer instead */
+		lua_getinfo(L, "f", ar);
+		key = (uintptr_t)lua_tocfunction(L, -1);
+		if (!key)
+			key = (uintptr_t)lua_topointer(L, -1);
+		lua_pop(L, 1);
+	}
 	uint32_t i = slot_of(key, line) & n->mask;
 	for (; n->s[i].key; i = (i + 1) & n->mask)
 		if (same(&n->s[i], key, line, ar))

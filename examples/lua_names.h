@@ -17,9 +17,8 @@ void lt_names_free(lt_names *n);
 
 /*
  * lt_names_id - the zone id of the function running at @ar (a hook's
- * lua_Debug after lua_getinfo(L, "Sf", ar), the function on top of @L's
- * stack): a C function is known by its pointer, a Lua function by its
- * chunk's name and first line.  On first sight it is named (its name
+ * lua_Debug after lua_getinfo(L, "S", ar)): a C function is known by its
+ * pointer, a Lua function by its chunk's name and first line.  On first sight it is named (its name
  * when Lua knows it, else "chunk:line") and interned; with the table
  * full, or the interning failed, the fallback id is returned and
  * *@fallback set to 1.
