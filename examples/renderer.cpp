@@ -33,6 +33,11 @@
  * renderer_off is this file with tracing compiled out (KATRA_DISABLE),
  * and bench/RESULTS.md has the two timed side by side (issue #28).
  *
+ * renderer_clock is renderer_off plus the two clock reads a timestamped
+ * zone around each shaded pixel needs, and nothing else (RENDERER_CLOCK):
+ * what any tracer that reads the clock per event costs this program, the
+ * bound under the traced build's cost (bench/renderer_rows.sh).
+ *
  * Only katra's public API is used; with tracing compiled out the session
  * part goes too (the #ifndef KATRA_DISABLE below).
  */
@@ -49,6 +54,9 @@
 #include <vector>
 
 #include <katra/katra.hpp>
+#ifdef RENDERER_CLOCK
+#include <x86intrin.h>
+#endif
 
 namespace {
 
@@ -88,11 +96,24 @@ float edge(const vec &a, const vec &b, float x, float y)
 	return (b.x - a.x) * (y - a.y) - (b.y - a.y) * (x - a.x);
 }
 
+#ifdef RENDERER_CLOCK
+/* A zone's two clock reads, as katra's emit makes them (rdtsc, not
+ * serialised), kept live through a thread's sum so neither is dropped. */
+thread_local std::uint64_t clock_sum;
+struct clock_pair {
+	std::uint64_t t0 = __rdtsc();
+	~clock_pair() { clock_sum += __rdtsc() - t0; }
+};
+#endif
+
 /* Shade one pixel: a little arithmetic, in its own zone (the per-pixel
  * work the user traced, which fills a ring in milliseconds). */
 std::uint32_t shade(std::uint32_t colour, float w0, float w1)
 {
 	KT_ZONE_C("shading", "shade");
+#ifdef RENDERER_CLOCK
+	clock_pair zone;
+#endif
 	float l = 0.5f + 0.5f * w0 * w1;
 	return colour ^ (std::uint32_t)(l * 255.0f);
 }

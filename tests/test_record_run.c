@@ -5,9 +5,11 @@
  * process's file; a harness's capture joined by its run's processes.
  */
 #include <errno.h>
+#include <time.h>
 
 #include "record_util.h"
 
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -111,6 +113,7 @@ static pid_t fake_listener(void)
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves none behind */
 		struct sockaddr_un a;
 		char name[64];
 		int dir = kt__control_dir(), fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -170,6 +173,89 @@ Test(record, snapshot_gives_up_on_a_process_that_never_answers)
 	cr_assert_eq(kill(rec, SIGINT), 0);
 	finish(rec);
 	kill(fake, SIGKILL);
+	finish(fake);
+	alarm(0);
+	teardown();
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A process of this test's own with a flight session that listens, its
+ * counter "mono_ms" set to CLOCK_MONOTONIC's milliseconds every 1 ms: a
+ * window's newest value says when it was taken.  Its pid, once it
+ * listens. */
+static pid_t clock_emitter(void)
+{
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
+		kt_session *s;
+		if (kt_session_start(NULL, &o, &s))
+			_exit(1);
+		uint32_t id = kt_name("mono_ms");
+		kt_counter(id, mono_ms());
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		for (;;) {
+			kt_counter(id, mono_ms());
+			usleep(1000);
+		}
+	}
+	char c;
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/* The newest i64 counter value in @path. */
+static int64_t newest_counter(const char *path)
+{
+	kt_reader *r;
+	kt_event ev;
+	kt_value v;
+	int64_t max = -1;
+	cr_assert_eq(kt_reader_open(path, NULL, &r), 0);
+	while (kt_reader_next(r, &ev) == 1)
+		if (kt_event_get_value(&ev, &v) && v.kind == KT_VALUE_I64 && v.i64 > max)
+			max = v.i64;
+	kt_reader_close(r);
+	return max;
+}
+
+/*
+ * --all sends every process its request before it reads any answer, so
+ * the windows end together: a process that never answers, asked first
+ * (the lower pid), holds no other's window back.  Asked in turn, the
+ * clock emitter's window ended once the fake's 3 s timeout had passed.
+ */
+Test(record, snapshot_all_asks_every_process_at_once)
+{
+	setup();
+	private_runtime();
+	alarm(120);
+	pid_t fake = fake_listener(), em = clock_emitter();
+	cr_assert_lt(fake, em, "pids wrapped between the two forks: run again");
+	int64_t t0 = mono_ms();
+	const char *all[] = { KATRA, "snapshot", "--all", "--timeout", "3000000000", "--out",
+			      "at.katra", NULL };
+	cr_assert_eq(run(all), 0);
+	int64_t last = newest_counter("at.katra");
+	cr_assert_geq(last, t0 - 5);
+	cr_assert_lt(last - t0, 1500, "the window ended %lld ms after the command started",
+		     (long long)(last - t0));
+	kill(em, SIGKILL);
+	kill(fake, SIGKILL);
+	finish(em);
 	finish(fake);
 	alarm(0);
 	teardown();

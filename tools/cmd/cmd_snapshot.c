@@ -65,8 +65,9 @@ static const struct opt snapshot_opts[] = {
 	"`katra record --flight`), each of them is asked and FILE is one trace of\n"          \
 	"them all (as katra merge writes it).  --all asks every process of yours\n"           \
 	"with a flight session listening (default FILE snapshot-all.katra).\n"                \
+	"Several processes are asked at once, so their windows end together.\n"              \
 	"A process that takes NS (default 30 s) to take the connection or to\n"               \
-	"answer is given up (said; --all goes on to the others).\n"
+	"answer is given up (said; the others are kept).\n"
 
 static const struct opts_spec snapshot_spec = {
 	.cmd = "snapshot", .npos = 1, .unknown = "unknown option or missing value",
@@ -177,13 +178,10 @@ static int dial(long pid, int quiet, const struct snap_args *args)
 	return fd;
 }
 
-/* Send the request; the reply into @rep and the snapshot's memfd into
- * *@mfd.  0 or -errno. */
-static int ask(int c, const struct snap_args *a, uint64_t rep[KT__CTL_REP_WORDS], int *mfd)
+/* The reply to the request sent on @c into @rep, and the snapshot's memfd
+ * into *@mfd.  0 or -errno. */
+static int answer(int c, uint64_t rep[KT__CTL_REP_WORDS], int *mfd)
 {
-	uint64_t req[KT__CTL_REQ_WORDS] = { KT__CTL_MAGIC_V3, a->max_age_ns, a->max_bytes };
-	if (send(c, req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
-		return -errno;
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
@@ -252,15 +250,39 @@ static int copy(int in, int out, uint64_t len)
 	return rc;
 }
 
-int snapshot_take(long pid, const char *out, const struct snap_args *a, int quiet)
+int snapshot_ask(long pid, const struct snap_args *a, int quiet)
 {
 	int c = dial(pid, quiet, a);
 	if (c < 0)
-		return EXIT_BAD;
+		return -1;
+	uint64_t req[KT__CTL_REQ_WORDS] = { KT__CTL_MAGIC_V3, a->max_age_ns, a->max_bytes };
+	if (send(c, req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
+		fprintf(stderr, "katra snapshot: process %ld: %s\n", pid, strerror(errno));
+		close(c);
+		return -1;
+	}
+	return c;
+}
+
+/* What went wrong with @pid's answer (rc: -errno), said. */
+static void say_failed(long pid, int rc, const struct snap_args *a)
+{
+	if (rc == -ETIME)
+		fprintf(stderr, "katra snapshot: process %ld did not answer in %g s: given up\n", pid,
+			wait_s(a));
+	else
+		fprintf(stderr, "katra snapshot: %s\n",
+			rc == -EPROTO ? "process speaks an older snapshot protocol: ask "
+					"with its own katra"
+				      : kt_strerror(rc));
+}
+
+int snapshot_get(long pid, int c, const char *out, const struct snap_args *a, int quiet)
+{
 	outfile o = { .fd = -1 };
 	uint64_t rep[KT__CTL_REP_WORDS] = { 0 };
 	int mfd = -1, rc;
-	if (!(rc = outfile_open(&o, out, NULL)) && !(rc = ask(c, a, rep, &mfd)))
+	if (!(rc = outfile_open(&o, out, NULL)) && !(rc = answer(c, rep, &mfd)))
 		rc = copy(mfd, o.fd, rep[KT__CTL_REP_BYTES]);
 	/* Done with the memfd: the process may let it go. */
 	send(c, "", 1, MSG_NOSIGNAL);
@@ -271,14 +293,7 @@ int snapshot_take(long pid, const char *out, const struct snap_args *a, int quie
 		rc = outfile_commit(&o);
 	if (rc) {
 		outfile_abort(&o);
-		if (rc == -ETIME)
-			fprintf(stderr, "katra snapshot: process %ld did not answer in %g s: given up\n",
-				pid, wait_s(a));
-		else
-			fprintf(stderr, "katra snapshot: %s\n",
-				rc == -EPROTO ? "process speaks an older snapshot protocol: ask "
-						"with its own katra"
-					      : kt_strerror(rc));
+		say_failed(pid, rc, a);
 		return EXIT_BAD;
 	}
 	if (a->all || quiet)
@@ -287,6 +302,12 @@ int snapshot_take(long pid, const char *out, const struct snap_args *a, int quie
 	       " ns; %" PRIu64 " events overwritten\n",
 	       rep[4], rep[9], rep[8], rep[3], rep[KT__CTL_REP_EVENTS_OVERWRITTEN]);
 	return EXIT_OK;
+}
+
+int snapshot_take(long pid, const char *out, const struct snap_args *a, int quiet)
+{
+	int c = snapshot_ask(pid, a, quiet);
+	return c < 0 ? EXIT_BAD : snapshot_get(pid, c, out, a, quiet);
 }
 
 int cmd_snapshot(int argc, char **argv)

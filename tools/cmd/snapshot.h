@@ -28,6 +28,15 @@ struct snap_args {
  * @quiet or --all).  Returns EXIT_OK or EXIT_BAD (nothing at @out). */
 int snapshot_take(long pid, const char *out, const struct snap_args *a, int quiet);
 
+/* snapshot_ask - connect to process @pid's socket and send the request
+ * (the process takes its snapshot as it reads it); @quiet as above.
+ * Returns the connection for snapshot_get(), or -1 (said). */
+int snapshot_ask(long pid, const struct snap_args *a, int quiet);
+
+/* snapshot_get - the answer to snapshot_ask() on @c (closed here) into
+ * @out, as snapshot_take() does.  Returns EXIT_OK or EXIT_BAD (said). */
+int snapshot_get(long pid, int c, const char *out, const struct snap_args *a, int quiet);
+
 /* snapshot_listens - does process @pid have a flight session's socket,
  * ours, in the control directory?  1 or 0. */
 int snapshot_listens(long pid);
@@ -38,8 +47,9 @@ int snapshot_has_listeners(long pid);
 
 /*
  * snapshot_many - every process under @root (0: every process of ours)
- * that has a flight session listening, asked in turn, each window into a
- * file of a private temporary directory, then merged into @out (created
+ * that has a flight session listening, asked at once (every request sent
+ * before any answer is read, the answers read as they come, within one
+ * timeout), each window into a file of a private temporary directory, then merged into @out (created
  * new; tools/cmd/merge.h); the temporary files removed.  A process that
  * ended before it answered is said and left out.  Returns EXIT_OK, or
  * EXIT_BAD when none answered or the merge failed (nothing at @out).

@@ -2,7 +2,7 @@
  * snapshot_all.c - `katra snapshot --all`, and `katra snapshot PID` of a
  * process with no flight session whose descendants have one (the pid of
  * `katra record --flight`, issue #30): every such process's newest
- * window, asked of each in turn as `katra snapshot PID` asks one, then
+ * window, asked of all at once as `katra snapshot PID` asks one, then
  * merged into one trace (tools/cmd/merge.h): a process each, one clock.
  *
  * Which processes: under PID, those whose parent chain (/proc/N/stat's
@@ -10,19 +10,24 @@
  * once their own parent has ended; with --all, every socket of the
  * control directory named for a process of our PID namespace.  Either
  * way a process is only asked through its socket, as snapshot_take()
- * checks it (ours, and the one who listens is that pid).  The windows
- * are asked one after another, not at one instant: each is its process's
- * newest at the time it answers.
+ * checks it (ours, and the one who listens is that pid).  Every request
+ * is sent before any answer is read, and the answers are read as they
+ * come, so the windows end as near one instant as the processes take
+ * their snapshots, and a process that never answers costs the others
+ * nothing: it is given up once the timeout passes, and left out.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "flush/flush.h"
@@ -168,23 +173,84 @@ int snapshot_has_listeners(long pid)
 	return yes;
 }
 
-/* Each of @p's windows into @tmp/PID.katra; the paths of those that
- * answered into @paths (n of them). */
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The answers to the requests on @fd[0..n) (-1: none), each as it comes,
+ * process i's into @paths[i]; what has not come once @a's timeout passed
+ * is given up.  Each fd is closed and set to -1; @ok[i] set for those
+ * that answered. */
+static void get_all(const struct pids *p, int *fd, char **paths, int *ok,
+		    const struct snap_args *a)
+{
+	uint64_t wait = a->timeout_ns ? a->timeout_ns : SNAPSHOT_TIMEOUT_NS;
+	uint64_t end = mono_ns() + wait;
+	struct pollfd *pf = calloc(p->n, sizeof(*pf));
+	size_t *who = calloc(p->n, sizeof(*who));
+	for (;;) {
+		size_t m = 0;
+		for (size_t i = 0; pf && who && i < p->n; i++)
+			if (fd[i] >= 0)
+				pf[m] = (struct pollfd){ .fd = fd[i], .events = POLLIN }, who[m++] = i;
+		uint64_t now = mono_ns();
+		int r = m && now < end ? poll(pf, m, (int)((end - now + 999999) / 1000000)) : 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		for (size_t j = 0; j < m; j++) {
+			size_t i = who[j];
+			if (r > 0 && !pf[j].revents)
+				continue;
+			if (r > 0)
+				ok[i] = snapshot_get(p->v[i], fd[i], paths[i], a, 1) == EXIT_OK;
+			else
+				fprintf(stderr, "katra snapshot: process %ld did not answer in %g s: "
+						"given up\n", p->v[i], (double)wait / 1e9), close(fd[i]);
+			fd[i] = -1;
+		}
+		if (r <= 0)
+			break;
+	}
+	/* Out of memory for the poll: each in turn, bounded by its socket's
+	 * own timeout. */
+	for (size_t i = 0; i < p->n; i++)
+		if (fd[i] >= 0)
+			ok[i] = snapshot_get(p->v[i], fd[i], paths[i], a, 1) == EXIT_OK, fd[i] = -1;
+	free(pf);
+	free(who);
+}
+
+/* Each of @p's windows into @tmp/PID.katra, asked of every process before
+ * any answer is read, so that the windows end as near one instant as the
+ * processes answer; the paths of those that answered into @paths, in
+ * @p's order (n of them). */
 static size_t take_all(const struct pids *p, const char *tmp, const struct snap_args *a,
 		       char **paths)
 {
+	int *fd = calloc(p->n, sizeof(*fd)), *ok = calloc(p->n, sizeof(*ok));
 	size_t n = 0;
-	for (size_t i = 0; i < p->n; i++) {
-		if (asprintf(&paths[n], "%s/%ld.katra", tmp, p->v[i]) < 0)
-			break;
-		if (snapshot_take(p->v[i], paths[n], a, 1) == EXIT_OK) {
-			n++;
-		} else {
-			fprintf(stderr, "katra snapshot: process %ld did not answer: left out\n",
-				p->v[i]);
-			free(paths[n]);
-		}
+	for (size_t i = 0; fd && ok && i < p->n; i++) {
+		fd[i] = -1;
+		if (asprintf(&paths[i], "%s/%ld.katra", tmp, p->v[i]) < 0)
+			paths[i] = NULL;
+		else
+			fd[i] = snapshot_ask(p->v[i], a, 1);
 	}
+	if (fd && ok)
+		get_all(p, fd, paths, ok, a);
+	for (size_t i = 0; i < p->n; i++) {
+		if (ok && ok[i]) {
+			paths[n++] = paths[i];
+			continue;
+		}
+		fprintf(stderr, "katra snapshot: process %ld did not answer: left out\n", p->v[i]);
+		free(paths[i]);
+	}
+	free(fd);
+	free(ok);
 	return n;
 }
 
