@@ -32,6 +32,7 @@ typedef enum lt_mode {
 	LT_TRACE = 0, /* keeps frames and emits zones */
 	LT_WALK = 1,  /* keeps frames as LT_TRACE does, emits nothing */
 	LT_EMPTY = 2, /* a hook that returns at once: Lua's own cost */
+	LT_CLOCK = 3, /* as LT_WALK, reading katra's clock where LT_TRACE emits */
 } lt_mode;
 
 /* What a tracer met (lt_tracer_counts). */

@@ -4,12 +4,15 @@
  *
  *   lua_trace [--out FILE] [--names N] SCRIPT [ARG...]   traced (lua.katra)
  *   lua_trace --hook-only SCRIPT [ARG...]   the same hook, emitting nothing
+ *   lua_trace --hook-clock SCRIPT [ARG...]  --hook-only reading katra's clock
+ *                                           where a zone begins or ends
  *   lua_trace --hook-empty SCRIPT [ARG...]  a hook that returns at once
  *   lua_trace --plain SCRIPT [ARG...]       no hook
  *
- * The script gets its ARGs as `...`.  bench/lua_rows.sh times the four
+ * The script gets its ARGs as `...`.  bench/lua_rows.sh times the five
  * against each other: Lua's own hook machinery (--hook-empty), the
- * tracer's bookkeeping (--hook-only) and katra's emits (traced).
+ * tracer's bookkeeping (--hook-only), the clock reads (--hook-clock) and
+ * the rest of katra's emits and its flusher (traced).
  * Exit status: 0; 1 when the script failed; 2 for bad arguments or a
  * session that did not start or stop.
  */
@@ -50,6 +53,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->mode = LT_WALK;
 		else if (!strcmp(argv[i], "--hook-empty"))
 			a->mode = LT_EMPTY;
+		else if (!strcmp(argv[i], "--hook-clock"))
+			a->mode = LT_CLOCK;
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			a->out = argv[++i];
 		else if (!strcmp(argv[i], "--names") && i + 1 < argc)
@@ -89,6 +94,12 @@ static int run_hooked(lua_State *L, const struct args *a, int argc, char **argv)
 		return 2;
 	}
 	kt_thread_name("lua");
+	/* The clock a session would read (the TSC where it is invariant). */
+	if (a->mode == LT_CLOCK && kt_init(NULL)) {
+		fprintf(stderr, "lua_trace: kt_init failed\n");
+		lt_tracer_free(t);
+		return 2;
+	}
 	if (a->mode == LT_TRACE && kt_session_start(a->out, NULL, &s)) {
 		fprintf(stderr, "lua_trace: %s\n", kt_session_get_start_error());
 		lt_tracer_free(t);
