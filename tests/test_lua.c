@@ -20,7 +20,7 @@
 #include "cli.h"
 
 #define MAX_IDS 4096
-#define FALLBACK "(lua: name table full)" /* examples/lua_hook.h */
+#define FALLBACK "(lua: name table full)" /* examples/lua/lua_hook.h */
 
 struct tally {
 	char *names[MAX_IDS];

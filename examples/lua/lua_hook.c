@@ -212,7 +212,7 @@ static struct lt_state *slot_for(lt_tracer *t, lua_State *L)
 
 /* An event on @L, not the running state: a coroutine resumed (pushed,
  * its zones begun again) or a state lower in the chain running again
- * (the states above it suspended). */
+ * (the states above it suspended).  NULL: not traced (a full chain). */
 static struct lt_state *switch_to(lt_tracer *t, lua_State *L, int event)
 {
 	t->c.switches++;
@@ -223,6 +223,8 @@ static struct lt_state *switch_to(lt_tracer *t, lua_State *L, int event)
 			suspend(t, &t->st[t->chain[--t->nchain]]);
 		return t->cur = &t->st[t->chain[k]];
 	}
+	if (t->nchain == LT_STATES) /* Lua stops nested resumes first: never */
+		return NULL;
 	struct lt_state *s = slot_for(t, L);
 	/* At a call the callee is on the stack but not yet a frame of @s. */
 	uint32_t depth = real_depth(L);
@@ -261,6 +263,8 @@ static void hook(lua_State *L, lua_Debug *ar)
 	struct lt_state *s = t->cur;
 	if (!s || s->L != L)
 		s = switch_to(t, L, ar->event);
+	if (!s)
+		return;
 	if (ar->event == LUA_HOOKRET)
 		on_return(t, s, L, ar);
 	else
