@@ -18,8 +18,11 @@ int kt__sha256_fd(int fd, char hex[65], uint64_t *bytes);
 /*
  * Check a sidecar's @len bytes of JSON (format/SPEC.md section 9) against
  * the trace it sits beside: named @file, @bytes long, hashing to @sha256.
- * Return: 0 when it is a published capture's sidecar that matches; -1 with
- * the first problem in @why (NUL-terminated, at most @why_len bytes).
+ * Return: 0 when it is a published capture's sidecar that matches; 1 when
+ * it is a joined capture's whose join did not finish (the trace is the one
+ * its joined_from_sha256 and joined_from_bytes name: the capture as its
+ * harness published it), said in @why; -1 with the first problem in @why
+ * (NUL-terminated, at most @why_len bytes).
  */
 int kt__sidecar_check(const char *json, size_t len, const char *file, const char *sha256,
 		      uint64_t bytes, char *why, size_t why_len);

@@ -5,7 +5,7 @@
  * frame is slow the newest history of every thread goes to a file.
  *
  *   renderer [--frames N] [--hitch-at F] [--slow-ms MS] [--snapshot-at S]
- *            [--out PREFIX] [--record FILE] [--unpaced]
+ *            [--out PREFIX] [--record FILE] [--unpaced] [--no-session]
  *
  * Each frame: a frame mark and a "frame" zone on the main thread around
  * "raster" (the tiles' work, waited for); a "tile" zone per tile thread
@@ -32,6 +32,10 @@
  * --hitch-at -1, they measure what tracing costs the program: the build's
  * renderer_off is this file with tracing compiled out (KATRA_DISABLE),
  * and bench/RESULTS.md has the two timed side by side (issue #28).
+ * --no-session starts no session of the program's own: under `katra
+ * record` the session the environment starts records every event (its
+ * options are katra record's: sampling with KT_SAMPLE_HZ, which a flight
+ * session does not do), as it records a program with no session code.
  *
  * renderer_clock is renderer_off plus the two clock reads a timestamped
  * zone around each shaded pixel needs, and nothing else (RENDERER_CLOCK):
@@ -215,7 +219,7 @@ private:
 struct options {
 	long frames = 100, hitch_at = 80, slow_ms = 50, snapshot_at = -1;
 	std::string out = "renderer", record;
-	bool unpaced = false;
+	bool unpaced = false, no_session = false;
 };
 
 #ifndef KATRA_DISABLE
@@ -279,8 +283,8 @@ int parse(int argc, char **argv, options &o)
 {
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
-		if (a == "--unpaced") {
-			o.unpaced = true;
+		if (a == "--unpaced" || a == "--no-session") {
+			(a == "--unpaced" ? o.unpaced : o.no_session) = true;
 			continue;
 		}
 		if (i + 1 == argc)
@@ -311,11 +315,16 @@ int main(int argc, char **argv)
 	options o;
 	if (parse(argc, argv, o)) {
 		std::fprintf(stderr, "usage: renderer [--frames N] [--hitch-at F] [--slow-ms MS] "
-				     "[--snapshot-at S] [--out PREFIX] [--record FILE] [--unpaced]\n");
+				     "[--snapshot-at S] [--out PREFIX] [--record FILE] [--unpaced] "
+				     "[--no-session]\n");
 		return 2;
 	}
 	kt_thread_name("main");
 #ifndef KATRA_DISABLE
+	if (o.no_session) { /* katra record's session, if any */
+		frames(o, [](long, double) {});
+		return 0;
+	}
 	kt_session_options so{};
 	so.mode = o.record.empty() ? KT_SESSION_FLIGHT : KT_SESSION_NORMAL;
 	kt_session *s = nullptr;

@@ -21,8 +21,8 @@
  * later stacks get new ids, written again), at most KT_SAMPLE_MAPS map
  * entries, KT_SAMPLE_BFRAMES frames of samples not yet written.  A
  * capture's next segment starts with no stack or map entry: the table is
- * forgotten and /proc/self/maps read again there (SPEC §4.11).  Buffers
- * are MADV_DONTFORK and the fds O_CLOEXEC, as sched.c's.
+ * forgotten and /proc/self/maps read again there (SPEC §4.11).  The table
+ * of events and buffers is perf_ring.c's, as sched.c's is.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,7 +37,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "flush/session_impl.h"
+#include "flush/perf_ring.h"
 
 #define KT_SAMPLE_PAGES 16u     /* data pages per buffer, a power of two */
 #define KT_SAMPLE_STACKS 65536u /* interned stacks remembered, a power of two */
@@ -50,13 +50,7 @@
  * hold 64 ms of 1000 Hz samples of 128 frames, 4 times this. */
 #define KT_SAMPLE_READ_NS 16000000u
 
-struct sampled {
-	uint32_t owner, sid, tid; /* owner 0: a free slot */
-	int fd;
-	void *map;
-	uint64_t last;
-	int seen;
-};
+typedef struct kt__perf_thread sampled;
 
 struct stack_slot {
 	uint64_t hash; /* 0: empty */
@@ -64,12 +58,11 @@ struct stack_slot {
 };
 
 struct kt__sample {
-	struct sampled t[KT_SCHED_MAX_THREADS];
+	struct kt__perf_table pt;
 	uint32_t hz;
 	int maps_read, said;
 	uint64_t next_read; /* CLOCK_MONOTONIC ns of the next read */
 	kt_clock_calibration c0;
-	size_t page;
 	struct stack_slot *stacks; /* KT_SAMPLE_STACKS slots */
 	uint32_t nstacks, next_id;
 	uint64_t maps[KT_SAMPLE_MAPS]; /* hashes of the mappings written */
@@ -88,33 +81,34 @@ struct kt__sample {
 	uint8_t rec[65536]; /* one kernel record: its size is a u16 */
 };
 
-static int perf_open(uint32_t tid, uint32_t hz)
+/* The event of a thread's samples at @hz. */
+static void samples_attr(struct perf_event_attr *a, uint32_t hz)
 {
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.freq = 1;
-	a.sample_freq = hz;
-	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
-	a.sample_id_all = 1;
-	a.mmap = 1;
-	a.mmap2 = 1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC;
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_TASK_CLOCK;
+	a->freq = 1;
+	a->sample_freq = hz;
+	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+	a->sample_id_all = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
 	/* Unprivileged at perf_event_paranoid 2: user space, this thread. */
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	a.exclude_callchain_kernel = 1;
-	return kt__perf_open(&a, tid);
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+	a->exclude_callchain_kernel = 1;
 }
 
 struct kt__sample *kt__sample_new(const kt_clock_calibration *c0, uint32_t hz, char *why, size_t n,
                                   int *refused)
 {
+	struct perf_event_attr a;
 	*refused = 0;
-	int fd = perf_open((uint32_t)syscall(SYS_gettid), hz);
+	samples_attr(&a, hz);
+	int fd = kt__perf_open(&a, (uint32_t)syscall(SYS_gettid));
 	if (fd < 0) {
 		snprintf(why, n, "perf_event_open refused: %s", strerror(-fd));
 		*refused = 1;
@@ -130,11 +124,9 @@ struct kt__sample *kt__sample_new(const kt_clock_calibration *c0, uint32_t hz, c
 		snprintf(why, n, "no memory for the sampled threads");
 		return NULL;
 	}
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		k->t[i].fd = -1;
+	kt__perf_table_init(&k->pt, KT_SAMPLE_PAGES);
 	k->hz = hz;
 	k->c0 = *c0;
-	k->page = (size_t)sysconf(_SC_PAGESIZE);
 	k->next_id = 1;
 	return k;
 }
@@ -169,7 +161,7 @@ static uint32_t intern(kt_session *s, const uint64_t *fr, uint32_t n)
  * so that both land in one file; in a file new since the last batch (a
  * capture's next segment), the stacks and mappings are written again,
  * under new stack ids (SPEC §4.11: a writer that forgets its table). */
-static void flush_batch(kt_session *s, const struct sampled *f)
+static void flush_batch(kt_session *s, const sampled *f)
 {
 	struct kt__sample *k = s->sample;
 	char name[32];
@@ -196,7 +188,7 @@ static void flush_batch(kt_session *s, const struct sampled *f)
 
 /* A sample of the @n frames in k->frames, its stack named as the batch is
  * written. */
-static void put_sample(kt_session *s, struct sampled *f, uint64_t ts, uint32_t n)
+static void put_sample(kt_session *s, sampled *f, uint64_t ts, uint32_t n)
 {
 	struct kt__sample *k = s->sample;
 	if (k->nbframes + n > KT_SAMPLE_BFRAMES)
@@ -260,7 +252,7 @@ static void read_maps(kt_session *s)
 
 /* A PERF_RECORD_SAMPLE: u32 pid, u32 tid, u64 time, u64 nr, nr addresses
  * (user space only; the kernel's context markers left out). */
-static void take_sample(kt_session *s, struct sampled *f, const uint8_t *e, size_t n)
+static void take_sample(kt_session *s, sampled *f, const uint8_t *e, size_t n)
 {
 	struct kt__sample *k = s->sample;
 	uint64_t ns, nr;
@@ -306,7 +298,7 @@ static void take_mmap(kt_session *s, const uint8_t *e, size_t n)
 
 struct take_ctx {
 	kt_session *s;
-	struct sampled *f;
+	sampled *f;
 };
 
 static void take(void *ctx, const uint8_t *e, size_t n)
@@ -320,11 +312,11 @@ static void take(void *ctx, const uint8_t *e, size_t n)
 		take_mmap(c->s, e, n);
 }
 
-static void drain_one(kt_session *s, struct sampled *f)
+static void drain_one(void *ctx, sampled *f)
 {
-	struct kt__sample *k = s->sample;
+	kt_session *s = ctx;
 	struct take_ctx c = { s, f };
-	kt__perf_drain(f->map, k->page, KT_SAMPLE_PAGES, k->rec, sizeof(k->rec), take, &c);
+	kt__perf_drain(&s->sample->pt, f, s->sample->rec, sizeof(s->sample->rec), take, &c);
 	flush_batch(s, f);
 }
 
@@ -336,53 +328,25 @@ static void say_once(struct kt__sample *k, const char *why)
 	fprintf(stderr, "katra: samples: some threads not sampled: %s\n", why);
 }
 
-static void follow(kt_session *s, struct sampled *f, struct kt__ring *r)
+/* Sample ring @r's thread in free slot @f (NULL: the table is full, the
+ * thread not sampled).  A thread refused once is tried again each read:
+ * the cost of a refused open is one system call. */
+static void follow(void *ctx, sampled *f, struct kt__ring *r)
 {
+	kt_session *s = ctx;
 	struct kt__sample *k = s->sample;
-	uint32_t tid = kt__ring_os_tid(r);
-	int fd = perf_open(tid, k->hz);
-	if (fd < 0) {
-		say_once(k, fd == -ESRCH ? NULL : strerror(-fd));
+	struct perf_event_attr a;
+	const char *why;
+	if (!f)
 		return;
-	}
-	size_t len = (1 + KT_SAMPLE_PAGES) * k->page;
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		say_once(k, "its buffer past the locked-memory limit (perf_event_mlock_kb)");
-		close(fd);
-		return;
-	}
-	(void)madvise(m, len, MADV_DONTFORK);
-	f->owner = kt__ring_thread_id(r);
-	f->tid = tid;
-	f->fd = fd;
-	f->map = m;
-	f->last = 0;
-	f->sid = kt__registry_new_id();
-}
-
-static void unfollow(struct kt__sample *k, struct sampled *f)
-{
-	munmap(f->map, (1 + KT_SAMPLE_PAGES) * k->page);
-	close(f->fd);
-	memset(f, 0, sizeof(*f));
-	f->fd = -1;
-}
-
-static struct sampled *find(struct kt__sample *k, uint32_t owner, struct sampled **free_slot)
-{
-	*free_slot = NULL;
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
-		if (k->t[i].owner == owner)
-			return &k->t[i];
-		if (!k->t[i].owner && !*free_slot)
-			*free_slot = &k->t[i];
-	}
-	return NULL;
+	samples_attr(&a, k->hz);
+	if (kt__perf_attach(&k->pt, f, &a, r, &why))
+		say_once(k, why);
 }
 
 void kt__sample_poll(kt_session *s)
 {
+	static const struct kt__perf_ops ops = { follow, drain_one };
 	struct kt__sample *k = s->sample;
 	if (!k || !s->w || s->error)
 		return;
@@ -394,55 +358,29 @@ void kt__sample_poll(kt_session *s)
 	if (now < k->next_read)
 		return; /* threads new since are followed at the next read */
 	k->next_read = now + KT_SAMPLE_READ_NS;
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		k->t[i].seen = 0;
-	for (size_t i = 0; i < s->rings.len; i++) {
-		struct kt__ring *r = s->rings.rings[i];
-		struct sampled *free_slot, *f = find(k, kt__ring_thread_id(r), &free_slot);
-		/* A thread refused once is tried again each period: the cost
-		 * of a refused open is one system call. */
-		if (!f && !kt__ring_retired(r) && free_slot)
-			follow(s, f = free_slot, r);
-		if (f && f->owner && !kt__ring_retired(r))
-			f->seen = 1;
-	}
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
-		struct sampled *f = &k->t[i];
-		if (!f->owner)
-			continue;
-		drain_one(s, f);
-		if (!f->seen)
-			unfollow(k, f);
-	}
+	kt__perf_look(&k->pt, &s->rings, &ops, s);
 }
 
 void kt__sample_end(kt_session *s)
 {
 	struct kt__sample *k = s->sample;
-	for (size_t i = 0; k && i < KT_SCHED_MAX_THREADS; i++)
-		if (k->t[i].owner) {
-			if (s->w && !s->error)
-				drain_one(s, &k->t[i]);
-			unfollow(k, &k->t[i]);
-		}
+	if (k)
+		kt__perf_close_all(&k->pt, s->w && !s->error ? drain_one : NULL, s);
 }
 
 void kt__sample_free(struct kt__sample *k)
 {
 	if (!k)
 		return;
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		if (k->t[i].owner)
-			unfollow(k, &k->t[i]);
+	kt__perf_close_all(&k->pt, NULL, NULL);
 	free(k->stacks);
 	free(k);
 }
 
 void kt__sample_fork_child(struct kt__sample *k)
 {
-	for (size_t i = 0; k && i < KT_SCHED_MAX_THREADS; i++)
-		if (k->t[i].owner && k->t[i].fd >= 0)
-			close(k->t[i].fd);
+	if (k)
+		kt__perf_fork_child(&k->pt);
 }
 
 int kt__sample_env(uint32_t *hz)

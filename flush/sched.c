@@ -23,10 +23,11 @@
  * counts them lost, which becomes a KT_SCHED_LOST record); a thread past
  * the cap, or whose buffer the kernel's locked-memory limit refuses, is
  * not followed (its stream has no FOLLOW record, so readers say its
- * threads' off-CPU time is unknown) and stderr says so once.  Buffers are
- * mapped MADV_DONTFORK and every fd is O_CLOEXEC: a fork()ed child has no
- * mapping of the parent's buffers, and closes the fds (session.c's
- * fork_child), as it does the ring's.
+ * threads' off-CPU time is unknown) and stderr says so once.  The table
+ * of events and buffers is perf_ring.c's (as sample.c's is): mapped
+ * MADV_DONTFORK, every fd O_CLOEXEC, so a fork()ed child has no mapping
+ * of the parent's buffers and closes the fds (session.c's fork_child), as
+ * it does the ring's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,32 +41,28 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flush/session_impl.h"
+#include "flush/perf_ring.h"
 
 #define KT_SCHED_PAGES 4u         /* data pages per buffer, a power of two */
 #define KT_SCHED_REC 32u          /* bytes of one type 20 record */
 #define KT_SCHED_BATCH 1024u      /* records per chunk written at once */
 #define KT_SCHED_KEEP 2048u       /* a flight session's newest records per thread */
 
-struct followed {
-	uint32_t owner;        /* the followed thread's katra id; 0: free slot */
-	uint32_t sid;          /* its stream's katra id */
-	uint32_t tid;          /* its OS tid */
-	int fd;
-	void *map;             /* the control page, then the data pages */
-	uint64_t last;         /* the last tick written: the stream's order */
-	int seen;              /* its ring was in this period's snapshot */
-	uint8_t *keep;         /* flight: its newest KT_SCHED_KEEP records, */
-	uint32_t kstart, kn;   /* the oldest at kstart, kn of them */
+/* A followed thread (a slot of perf_ring.h's table) in a flight session:
+ * its newest KT_SCHED_KEEP records, the oldest at kstart, kn of them (the
+ * slot's own). */
+struct kept {
+	uint32_t kstart, kn;
+	uint8_t rec[];
 };
+typedef struct kt__perf_thread followed;
 
 struct kt__sched {
-	struct followed t[KT_SCHED_MAX_THREADS];
+	struct kt__perf_table pt;
 	uint32_t *refused;     /* owners not followed (sorted not needed: small) */
 	size_t nrefused, cap_refused;
 	int said;              /* the cap's message was written */
 	kt_clock_calibration c0;
-	size_t page;
 	uint8_t buf[KT_SCHED_BATCH * KT_SCHED_REC];
 	size_t nbuf;
 	uint64_t first, lastw;
@@ -80,35 +77,30 @@ struct kt__sched {
 	int started, stop;     /* stop under lock */
 };
 
-int kt__perf_open(struct perf_event_attr *a, uint32_t tid)
+/* The event of a thread's context switches. */
+static void switches_attr(struct perf_event_attr *a)
 {
-	long fd = syscall(SYS_perf_event_open, a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : (int)fd;
-}
-
-static int perf_open(uint32_t tid)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_DUMMY;
-	a.context_switch = 1;
-	a.sample_id_all = 1;
-	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC;
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_DUMMY;
+	a->context_switch = 1;
+	a->sample_id_all = 1;
+	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
 	/* Unprivileged at perf_event_paranoid 2: user space only, and only
 	 * the thread itself (no inherit: a thread it starts is followed on
 	 * its own once it emits). */
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	return kt__perf_open(&a, tid);
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
 }
 
 int kt__sched_probe(char *why, size_t n)
 {
-	int fd = perf_open((uint32_t)syscall(SYS_gettid));
+	struct perf_event_attr a;
+	switches_attr(&a);
+	int fd = kt__perf_open(&a, (uint32_t)syscall(SYS_gettid));
 	if (fd >= 0) {
 		close(fd);
 		return 0;
@@ -154,23 +146,9 @@ struct kt__sched *kt__sched_new(const kt_clock_calibration *c0)
 	struct kt__sched *k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		k->t[i].fd = -1;
+	kt__perf_table_init(&k->pt, KT_SCHED_PAGES);
 	k->c0 = *c0;
-	k->page = (size_t)sysconf(_SC_PAGESIZE);
 	return k;
-}
-
-/* CLOCK_MONOTONIC @ns as the session's ticks: themselves, or through the
- * start calibration at the TSC's measured rate (what a reader's line
- * through both calibrations differs from by the rate's error: ppm). */
-uint64_t kt__perf_ticks(const kt_clock_calibration *c0, uint64_t ns)
-{
-	if (c0->source != KT_CLOCK_TSC)
-		return ns;
-	__int128 d = (__int128)ns - (__int128)c0->mono_ns;
-	__int128 t = (__int128)c0->ticks + d * (__int128)c0->tick_hz / 1000000000;
-	return t < 0 ? 0 : t > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)t;
 }
 
 static uint64_t to_ticks(const struct kt__sched *k, uint64_t ns)
@@ -179,7 +157,7 @@ static uint64_t to_ticks(const struct kt__sched *k, uint64_t ns)
 }
 
 /* The batch so far as one chunk of stream @sid. */
-static void flush_batch(kt_session *s, const struct followed *f)
+static void flush_batch(kt_session *s, const followed *f)
 {
 	struct kt__sched *k = s->sched;
 	char name[32];
@@ -205,19 +183,20 @@ static void encode(uint8_t *p, uint32_t owner, uint64_t ts, unsigned what, uint6
 	kt__put64(p + KT_REC_HEAD + 8, second);
 }
 
-static void put_rec(kt_session *s, struct followed *f, uint64_t ts, unsigned what, uint64_t second)
+static void put_rec(kt_session *s, followed *f, uint64_t ts, unsigned what, uint64_t second)
 {
 	struct kt__sched *k = s->sched;
 	if (ts < f->last)
 		ts = f->last; /* the stream stays in order, as a thread's does */
 	f->last = ts;
 	if (k->flight) { /* the newest kept, over the oldest */
-		uint32_t at = (f->kstart + f->kn) % KT_SCHED_KEEP;
-		encode(f->keep + (size_t)at * KT_SCHED_REC, f->owner, ts, what, second);
-		if (f->kn < KT_SCHED_KEEP)
-			f->kn++;
+		struct kept *kp = f->own;
+		uint32_t at = (kp->kstart + kp->kn) % KT_SCHED_KEEP;
+		encode(kp->rec + (size_t)at * KT_SCHED_REC, f->owner, ts, what, second);
+		if (kp->kn < KT_SCHED_KEEP)
+			kp->kn++;
 		else
-			f->kstart = (f->kstart + 1) % KT_SCHED_KEEP;
+			kp->kstart = (kp->kstart + 1) % KT_SCHED_KEEP;
 		return;
 	}
 	uint8_t *p = k->buf + k->nbuf * KT_SCHED_REC;
@@ -260,47 +239,39 @@ static void refuse(struct kt__sched *k, uint32_t owner, const char *why)
 	k->refused[k->nrefused++] = owner;
 }
 
-/* Follow the thread of ring @r in free slot @f: its event, its buffer, its
- * stream and the FOLLOW record that starts it. */
-static void follow(kt_session *s, struct followed *f, struct kt__ring *r)
+/* Follow the thread of ring @r in free slot @f (NULL: the table is full):
+ * its event, its buffer, its stream and the FOLLOW record that starts it.
+ * A thread refused once is not tried again. */
+static void follow(void *ctx, followed *f, struct kt__ring *r)
 {
+	kt_session *s = ctx;
 	struct kt__sched *k = s->sched;
-	uint32_t owner = kt__ring_thread_id(r), tid = kt__ring_os_tid(r);
-	int fd = perf_open(tid);
-	if (fd < 0) {
-		/* ESRCH: the thread exited before it was seen; nothing to say. */
-		refuse(k, owner, fd == -ESRCH ? NULL : strerror(-fd));
+	uint32_t owner = kt__ring_thread_id(r);
+	struct perf_event_attr a;
+	const char *why;
+	if (was_refused(k, owner))
+		return;
+	if (!f) {
+		refuse(k, owner, "more threads than KT_SCHED_MAX_THREADS (256)");
 		return;
 	}
-	size_t len = (1 + KT_SCHED_PAGES) * k->page;
-	if (k->flight && !(f->keep = malloc((size_t)KT_SCHED_KEEP * KT_SCHED_REC))) {
+	switches_attr(&a);
+	if (kt__perf_attach(&k->pt, f, &a, r, &why)) {
+		refuse(k, owner, why);
+		return;
+	}
+	if (k->flight && !(f->own = calloc(1, sizeof(struct kept) +
+						      (size_t)KT_SCHED_KEEP * KT_SCHED_REC))) {
+		kt__perf_detach(&k->pt, f);
 		refuse(k, owner, "no memory for its records");
-		close(fd);
 		return;
 	}
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		free(f->keep);
-		f->keep = NULL;
-		/* EPERM: past perf_event_mlock_kb and RLIMIT_MEMLOCK. */
-		refuse(k, owner, "its buffer past the locked-memory limit (perf_event_mlock_kb)");
-		close(fd);
-		return;
-	}
-	/* A fork()ed child must not see the parent's switches. */
-	(void)madvise(m, len, MADV_DONTFORK);
-	f->owner = owner;
-	f->tid = tid;
-	f->fd = fd;
-	f->map = m;
-	f->last = 0;
-	f->sid = kt__registry_new_id();
 	put_rec(s, f, to_ticks(k, kt__mono_ns()), KT_SCHED_FOLLOW, 0);
 	flush_batch(s, f); /* the batch is one stream's */
 }
 
 /* One record of the kernel's, @h and @n bytes, read out of the ring. */
-static void take(kt_session *s, struct followed *f, const uint8_t *e, size_t n)
+static void take(kt_session *s, followed *f, const uint8_t *e, size_t n)
 {
 	struct perf_event_header h;
 	memcpy(&h, e, sizeof(h));
@@ -325,36 +296,9 @@ static void take(kt_session *s, struct followed *f, const uint8_t *e, size_t n)
 	}
 }
 
-void kt__perf_drain(void *map, size_t page, size_t pages, uint8_t *rec, size_t cap,
-		    void (*fn)(void *ctx, const uint8_t *rec, size_t n), void *ctx)
-{
-	struct perf_event_mmap_page *pg = map; /* page-aligned */
-	const uint8_t *data = (const uint8_t *)map + page;
-	uint64_t size = (uint64_t)pages * page;
-	/* Acquire: the records below head are written before it (the
-	 * kernel's smp_wmb before its store, documented in perf_event.h). */
-	uint64_t head = kt__load_acquire(&pg->data_head);
-	uint64_t tail = pg->data_tail;
-	while (tail < head && head - tail <= size) {
-		size_t off = (size_t)(tail % size);
-		struct perf_event_header h;
-		for (size_t i = 0; i < sizeof(h); i++)
-			((uint8_t *)&h)[i] = data[(off + i) % size];
-		if (h.size < sizeof(h) || h.size > head - tail)
-			break;
-		size_t n = h.size < cap ? h.size : cap;
-		for (size_t i = 0; i < n; i++)
-			rec[i] = data[(off + i) % size];
-		fn(ctx, rec, n);
-		tail += h.size;
-	}
-	/* Release: the kernel may reuse the space only after the reads above. */
-	kt__store_release(&pg->data_tail, head);
-}
-
 struct take_ctx {
 	kt_session *s;
-	struct followed *f;
+	followed *f;
 };
 
 static void take_one(void *ctx, const uint8_t *rec, size_t n)
@@ -364,65 +308,21 @@ static void take_one(void *ctx, const uint8_t *rec, size_t n)
 }
 
 /* Everything the kernel wrote into @f's buffer since the last read. */
-static void drain_one(kt_session *s, struct followed *f)
+static void drain_one(void *ctx, followed *f)
 {
+	kt_session *s = ctx;
 	uint8_t rec[256];
 	struct take_ctx c = { s, f };
-	kt__perf_drain(f->map, s->sched->page, KT_SCHED_PAGES, rec, sizeof(rec), take_one, &c);
+	kt__perf_drain(&s->sched->pt, f, rec, sizeof(rec), take_one, &c);
 	flush_batch(s, f);
-}
-
-static void unfollow(struct kt__sched *k, struct followed *f)
-{
-	munmap(f->map, (1 + KT_SCHED_PAGES) * k->page);
-	close(f->fd);
-	free(f->keep);
-	memset(f, 0, sizeof(*f));
-	f->fd = -1;
-}
-
-static struct followed *find(struct kt__sched *k, uint32_t owner, struct followed **free_slot)
-{
-	*free_slot = NULL;
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
-		if (k->t[i].owner == owner)
-			return &k->t[i];
-		if (!k->t[i].owner && !*free_slot)
-			*free_slot = &k->t[i];
-	}
-	return NULL;
 }
 
 /* Follow the threads of @rings new since, read every buffer, let go of
  * the threads that exited. */
 static void poll_rings(kt_session *s, const kt__ring_list *rings)
 {
-	struct kt__sched *k = s->sched;
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		k->t[i].seen = 0;
-	for (size_t i = 0; i < rings->len; i++) {
-		struct kt__ring *r = rings->rings[i];
-		struct followed *free_slot, *f = find(k, kt__ring_thread_id(r), &free_slot);
-		if (!f && !kt__ring_retired(r) && !was_refused(k, kt__ring_thread_id(r))) {
-			if (free_slot)
-				follow(s, f = free_slot, r);
-			else
-				refuse(k, kt__ring_thread_id(r),
-				       "more threads than KT_SCHED_MAX_THREADS (256)");
-		}
-		/* A retired ring's thread is gone: its last switches are read
-		 * below, then its slot is free. */
-		if (f && f->owner && !kt__ring_retired(r))
-			f->seen = 1;
-	}
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++) {
-		struct followed *f = &k->t[i];
-		if (!f->owner)
-			continue;
-		drain_one(s, f);
-		if (!f->seen)
-			unfollow(k, f);
-	}
+	static const struct kt__perf_ops ops = { follow, drain_one };
+	kt__perf_look(&s->sched->pt, rings, &ops, s);
 }
 
 void kt__sched_poll(kt_session *s)
@@ -434,14 +334,8 @@ void kt__sched_poll(kt_session *s)
 void kt__sched_end(kt_session *s)
 {
 	struct kt__sched *k = s->sched;
-	if (!k)
-		return;
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		if (k->t[i].owner) {
-			if (s->w && !s->error)
-				drain_one(s, &k->t[i]);
-			unfollow(k, &k->t[i]);
-		}
+	if (k)
+		kt__perf_close_all(&k->pt, s->w && !s->error ? drain_one : NULL, s);
 }
 
 void kt__sched_free(struct kt__sched *k)
@@ -453,21 +347,17 @@ void kt__sched_free(struct kt__sched *k)
 		pthread_cond_destroy(&k->cond);
 		pthread_mutex_destroy(&k->lock);
 	}
-	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		if (k->t[i].owner)
-			unfollow(k, &k->t[i]);
+	kt__perf_close_all(&k->pt, NULL, NULL);
 	free(k->refused);
 	free(k);
 }
 
 void kt__sched_fork_child(struct kt__sched *k)
 {
-	/* The mappings are not in the child (MADV_DONTFORK); the fds are
-	 * the parent's threads' events, closed here as the parent's file is.
-	 * The memory is the parent's: left alone. */
-	for (size_t i = 0; k && i < KT_SCHED_MAX_THREADS; i++)
-		if (k->t[i].owner && k->t[i].fd >= 0)
-			close(k->t[i].fd);
+	/* The fds are the parent's threads' events, closed here as the
+	 * parent's file is. */
+	if (k)
+		kt__perf_fork_child(&k->pt);
 }
 
 /* ---- flight sessions ------------------------------------------------------ */
@@ -533,11 +423,12 @@ void kt__sched_flight_stop(struct kt__sched *k)
 /* @f's kept records from @from on into @out (KT_SCHED_KEEP + 1 room),
  * after a FOLLOW at the first kept time unless the first is one: the
  * state before is not known.  Returns how many. */
-static uint32_t kept_from(const struct followed *f, uint64_t from, uint8_t *out)
+static uint32_t kept_from(const followed *f, uint64_t from, uint8_t *out)
 {
+	const struct kept *kp = f->own;
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < f->kn; i++) {
-		const uint8_t *p = f->keep + (size_t)((f->kstart + i) % KT_SCHED_KEEP) * KT_SCHED_REC;
+	for (uint32_t i = 0; i < kp->kn; i++) {
+		const uint8_t *p = kp->rec + (size_t)((kp->kstart + i) % KT_SCHED_KEEP) * KT_SCHED_REC;
 		uint64_t ts = kt__get64(p + KT_REC_TS);
 		if (ts < from)
 			continue;
@@ -563,10 +454,10 @@ int kt__sched_snapshot(kt_session *s, struct kt_writer *w, uint64_t from)
 	char name[32];
 	pthread_mutex_lock(&k->lock);
 	for (size_t i = 0; i < KT_SCHED_MAX_THREADS; i++)
-		if (k->t[i].owner) /* up to now, not to the last look */
-			drain_one(s, &k->t[i]);
+		if (k->pt.t[i].owner) /* up to now, not to the last look */
+			drain_one(s, &k->pt.t[i]);
 	for (size_t i = 0; i < KT_SCHED_MAX_THREADS && !rc; i++) {
-		const struct followed *f = &k->t[i];
+		const followed *f = &k->pt.t[i];
 		uint32_t n = f->owner ? kept_from(f, from, buf) : 0;
 		if (!n)
 			continue;

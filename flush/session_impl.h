@@ -238,19 +238,6 @@ void kt__sched_flight_stop(struct kt__sched *k);
  * into @w.  Any thread (under the table's lock).  0 or the writer's error. */
 int kt__sched_snapshot(kt_session *s, struct kt_writer *w, uint64_t from);
 
-/* Shared with sample.c: open perf event @a on thread @tid (close-on-exec):
- * an fd or -errno. */
-struct perf_event_attr;
-int kt__perf_open(struct perf_event_attr *a, uint32_t tid);
-/* CLOCK_MONOTONIC @ns as the session's ticks (@c0 its start calibration). */
-uint64_t kt__perf_ticks(const kt_clock_calibration *c0, uint64_t ns);
-/* Every record the kernel wrote into perf buffer @map (a control page of
- * @page bytes, then @pages data pages) since the last read, each copied
- * into @rec (at most @cap bytes of it) and handed to @fn; then the space
- * is given back to the kernel. */
-void kt__perf_drain(void *map, size_t page, size_t pages, uint8_t *rec, size_t cap,
-		    void (*fn)(void *ctx, const uint8_t *rec, size_t n), void *ctx);
-
 /* ---- sample.c: sampled call chains (kt_session_options.sample_hz) ------- */
 
 struct kt__sample;

@@ -26,6 +26,8 @@ FILES='
   format/utf8.h
   format/version.c
   format/writer_open.c
+  flush/perf_ring.c
+  flush/perf_ring.h
   include/katra/mem.h
   ring/clock.c
   tools/pipeline/bsearch.h

@@ -87,6 +87,18 @@ static inline int err_has(const char *what)
 	return strstr(buf, what) != NULL;
 }
 
+/* Shell command @cmd's output, at most @len - 1 bytes of it, into @out
+ * (terminated); its exit status, or -1 when it did not exit. */
+static inline int cmd_out(const char *cmd, char *out, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, len - 1, p);
+	out[n] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* `katra info @path`'s events, dropped and status complete or not. */
 static inline void info(const char *path, long *events, long *dropped, int *complete)
 {

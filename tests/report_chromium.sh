@@ -7,7 +7,7 @@
 #
 # Pages: the golden trace, the memory golden trace, the default run
 # (ringbench's frame loop, 50M events, through the capture manager, so the
-# page has a capture sidecar), the examples/ program's run (when built),
+# page has a capture sidecar), the examples/ program's run (when built) and two runs of it merged (each zone row saying its pid),
 # `katra record -- examples/multiproc`'s trace of four processes, whose
 # page must show each process `katra stats --json` lists (issue #30);
 # the diff of the default run (epoch 1) against a second one (epoch 2).
@@ -55,6 +55,10 @@ example=$(dirname "$katra")/examples/particles
 if [[ -x $example ]]; then
   "$example" --frames 300 --physics-off-from 200 --out "$tmp/particles.katra" >/dev/null
   "$katra" report "$tmp/particles.katra" -o "$tmp/particles.html"
+  # A second run merged with the first: two processes with the same names.
+  "$example" --frames 30 --out "$tmp/particles2.katra" >/dev/null
+  "$katra" merge "$tmp/particles.katra" "$tmp/particles2.katra" -o "$tmp/twice.katra" >/dev/null 2>&1
+  "$katra" report "$tmp/twice.katra" -o "$tmp/twice.html"
 fi
 # Four processes in one trace: a parent, two forked workers (one killed)
 # and an exec'd helper.  Crash files: on a loaded machine the killed
@@ -200,6 +204,27 @@ numbers "$capture" "$tmp/run.html"
 [[ -f $tmp/particles.html ]] && numbers "$tmp/particles.katra" "$tmp/particles.html"
 [[ -f $tmp/particles.html ]] && check "$tmp/particles.html" workload
 check "$tmp/mem.html" workload
+# The merged runs' zone table says whose each "loop" row is: one per pid.
+if [[ -f $tmp/twice.html ]]; then
+  check "$tmp/twice.html" workload
+  "$katra" stats --json "$tmp/twice.katra" >"$tmp/twice.stats.json"
+  if python3 - "$tmp/twice.dom" "$tmp/twice.stats.json" <<'PY'; then
+import html, json, re, sys
+dom = open(sys.argv[1]).read()
+st = json.load(open(sys.argv[2]))
+table = dom[dom.index('<table id="zones">'):]
+table = table[:table.index("</table>")]
+rows = [html.unescape(m) for m in re.findall(r"<tr><td>(.*?)</td>", table)]
+want = sorted("loop (pid %d)" % p["pid"] for p in st["processes"])
+got = sorted(r for r in rows if r.startswith("loop"))
+assert len(want) == 2 and got == want, "rows %s, want %s" % (got, want)
+print("zone rows: " + ", ".join(got))
+PY
+    echo "ok twice: each process's zone row says its pid"
+  else
+    echo "FAIL twice: the zone rows of two processes are not told apart"; fail=1
+  fi
+fi
 check "$tmp/multiproc.html" workload
 # Its processes' section was drawn: a heading per process of the trace,
 # "NAME (pid PID)", as `katra stats --json` lists them, and no other.

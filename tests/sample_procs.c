@@ -19,25 +19,12 @@
 
 #include <katra/katra.h>
 
-#include "sample_lib.h"
+#include "sample_spin.h"
 
-static uint64_t cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
+/* 300 ms of this process's CPU in the zone. */
 static unsigned spin(void)
 {
-	unsigned sum = 0;
-	uint32_t z = kt_name("sampled");
-	kt_zone_begin(z);
-	for (uint64_t end = cpu_ns() + 300000000u; cpu_ns() < end;)
-		for (int i = 0; i < 16; i++)
-			sum += kt_sample_heavy(9 * 4000) + kt_sample_light(4000);
-	kt_zone_end(z);
-	return sum;
+	return sample_spin_zone(300000000u);
 }
 
 int main(int argc, char **argv)

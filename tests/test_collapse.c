@@ -12,6 +12,7 @@
 
 #include <katra/reader.h>
 #include <katra/writer.h>
+#include "tmp_path.h"
 
 /* t_header's clock: 3 GHz from tick 1000000, so 3000 ticks are 1 us. */
 #define US(x) (UINT64_C(1000000) + (uint64_t)(x) * 3000)
@@ -73,11 +74,6 @@ static char *export_collapsed(const char *in, struct proc *p)
 	return s;
 }
 
-static void tmp_path(char *buf, size_t size, const char *what)
-{
-	snprintf(buf, size, "/tmp/katra-collapse-%d-%s.katra", (int)getpid(), what);
-}
-
 Test(collapse, self_times_are_exact_and_sum_to_the_outer_zones)
 {
 	/* Thread 1: frame [0,12] holds draw [1,6] (holding wait [2,4]), draw
@@ -91,7 +87,7 @@ Test(collapse, self_times_are_exact_and_sum_to_the_outer_zones)
 	};
 	static const struct zev b[] = { { 40, 'B', 2 }, { 43, 'E', 2 } };
 	char path[128];
-	tmp_path(path, sizeof(path), "exact");
+	tmp_path(path, sizeof(path), "exact.katra");
 	write_trace(path, a, sizeof(a) / sizeof(a[0]), b, 2);
 	struct proc p;
 	char *got = export_collapsed(path, &p);
@@ -126,7 +122,7 @@ Test(collapse, stacks_past_the_depth_cap_fold_and_keep_their_time)
 		a[n++] = (struct zev){ 1 + DEEP + (DEEP - 1 - i) * 0.5, 'E', 2 };
 	a[n++] = (struct zev){ 2 * DEEP, 'E', 1 };
 	char path[128];
-	tmp_path(path, sizeof(path), "deep");
+	tmp_path(path, sizeof(path), "deep.katra");
 	write_trace(path, a, n, NULL, 0);
 	struct proc p;
 	char *got = export_collapsed(path, &p);

@@ -12,6 +12,7 @@
 #include "helpers.h"
 #include "cli.h"
 #include "synth.h"
+#include "tmp_path.h"
 #include "tools/analysis/diff.h"
 
 #include <inttypes.h>
@@ -90,20 +91,12 @@ static void write_run(const char *path, const struct run_spec *r)
 	write_named_run(path, r, names);
 }
 
-static void tmp_path(char *buf, size_t size, const char *what)
-{
-	snprintf(buf, size, "/tmp/katra-diff-%d-%s.katra", (int)getpid(), what);
-}
-
 /* Write runs @ra to @a and @rb to @b, named after @tag. */
 static void write_pair(char *a, char *b, size_t size, const char *tag, const struct run_spec *ra,
 		       const struct run_spec *rb)
 {
-	char what[64];
-	snprintf(what, sizeof(what), "%s-a", tag);
-	tmp_path(a, size, what);
-	snprintf(what, sizeof(what), "%s-b", tag);
-	tmp_path(b, size, what);
+	tmp_path(a, size, "%s-a.katra", tag);
+	tmp_path(b, size, "%s-b.katra", tag);
 	write_run(a, ra);
 	write_run(b, rb);
 }
@@ -211,10 +204,10 @@ Test(diff, a_frame_time_regression_is_found)
 Test(diff, captures_pair_by_run_id_and_epoch)
 {
 	char a1[128], a2[128], b1[128], b2[128];
-	tmp_path(a1, sizeof(a1), "cap-a1");
-	tmp_path(a2, sizeof(a2), "cap-a2");
-	tmp_path(b1, sizeof(b1), "cap-b1");
-	tmp_path(b2, sizeof(b2), "cap-b2");
+	tmp_path(a1, sizeof(a1), "cap-a1.katra");
+	tmp_path(a2, sizeof(a2), "cap-a2.katra");
+	tmp_path(b1, sizeof(b1), "cap-b1.katra");
+	tmp_path(b2, sizeof(b2), "cap-b2.katra");
 	write_run(a1, &(struct run_spec){ 7, 1.0, 1.0, "base", 1, 0, 0 });
 	write_run(a2, &(struct run_spec){ 8, 1.0, 1.0, "base", 2, 0, 0 });
 	write_run(b1, &(struct run_spec){ 9, 1.0, 1.0, "new", 1, 0, 0 });
@@ -294,8 +287,8 @@ static void write_nested_run(const char *path, uint64_t inner)
 Test(diff, self_time_moves_when_a_child_grows)
 {
 	char a[128], b[128];
-	tmp_path(a, sizeof(a), "self-a");
-	tmp_path(b, sizeof(b), "self-b");
+	tmp_path(a, sizeof(a), "self-a.katra");
+	tmp_path(b, sizeof(b), "self-b.katra");
 	write_nested_run(a, 1000);
 	write_nested_run(b, 1500);
 	struct proc p;
@@ -326,8 +319,8 @@ Test(diff, html_page_embeds_the_json_numbers)
 {
 	static const char *const hostile[] = { "</script><script>alert(1)//", "frame_mark" };
 	char a[128], b[128], out[128];
-	tmp_path(a, sizeof(a), "html-a");
-	tmp_path(b, sizeof(b), "html-b");
+	tmp_path(a, sizeof(a), "html-a.katra");
+	tmp_path(b, sizeof(b), "html-b.katra");
 	write_named_run(a, &(struct run_spec){ 1, 1.0, 1.0, NULL, 0, 0, 0 }, hostile);
 	write_named_run(b, &(struct run_spec){ 2, 1.1, 1.1, NULL, 0, 0, 0 }, hostile);
 	snprintf(out, sizeof(out), "/tmp/katra-diff-%d.html", (int)getpid());
@@ -704,7 +697,7 @@ Test(diff_procs, a_zone_name_of_two_processes_is_a_row_each)
 {
 	char path[4][128], *a = path[0], *b = path[1], *c = path[2], *d = path[3];
 	for (int i = 0; i < 4; i++)
-		tmp_path(path[i], sizeof(path[i]), (const char *const[]){ "pa", "pb", "pc", "pd" }[i]);
+		tmp_path(path[i], sizeof(path[i]), "p%c.katra", "abcd"[i]);
 	t_procs_merge(a, t_four_procs, 4);
 	struct t_pfile slower[4];
 	memcpy(slower, t_four_procs, sizeof(slower));

@@ -14,11 +14,7 @@
 
 #include <katra/katra.h>
 #include <katra/reader.h>
-
-static void tmp_path(char *buf, size_t cap, const char *tag)
-{
-	snprintf(buf, cap, "/tmp/katra-opt-%s-%d.katra", tag, (int)getpid());
-}
+#include "tmp_path.h"
 
 /* A session with @o into @path (or its fd), 100 counters in it. */
 static void session_with(const char *path, const kt_session_options *o)
@@ -59,7 +55,7 @@ static kt_capture_options file_settings(const char *path, unsigned codec, int *c
 Test(given, codec_none_given_is_raw_chunks_not_the_default)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "codec");
+	tmp_path(path, sizeof(path), "codec.katra");
 	int chunks, raw;
 	session_with(path, &(kt_session_options){ .codec = KT_CODEC_NONE,
 						  .given = KT_GIVEN_CODEC });
@@ -78,7 +74,7 @@ Test(given, codec_none_given_is_raw_chunks_not_the_default)
 Test(given, overflow_wait_given_replaces_the_process_policy)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "overflow");
+	tmp_path(path, sizeof(path), "overflow.katra");
 	int chunks, n;
 	cr_assert_eq(kt_init(&(kt_config){ .overflow = KT_OVERFLOW_DROP }), 0);
 	/* Not given: the process's DROP stays. */
@@ -98,7 +94,7 @@ Test(given, overflow_wait_given_replaces_the_process_policy)
 Test(given, old_sentinels_and_unknown_bits_are_refused)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "bad");
+	tmp_path(path, sizeof(path), "bad.katra");
 	kt_session *s;
 	cr_assert_eq(kt_session_start(path, &(kt_session_options){ .codec = -1 }, &s), -EINVAL);
 	cr_assert_str_eq(kt_session_get_start_error(), "codec -1: Invalid argument");

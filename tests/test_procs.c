@@ -301,6 +301,30 @@ static void exports_show_processes(const char *out)
 	unlink(json);
 }
 
+/* Both processes of @out have a zone "zone": each row of stats says
+ * whose, in the text (its pid) and in --json (its process entry). */
+static void stats_say_whose_zone(const char *out)
+{
+	struct proc p;
+	run_katra(&p, (const char *const[]){ "stats", out, NULL });
+	cr_assert_eq(p.status, 0);
+	p.out[p.out_len < sizeof(p.out) ? p.out_len : sizeof(p.out) - 1] = 0;
+	cr_assert(strstr(p.out, "\nzone (pid 700)                    1        100        100") &&
+			  strstr(p.out, "\nzone (pid 701)                    1        300        300"),
+		  "%s", p.out);
+	run_katra(&p, (const char *const[]){ "stats", "--json", out, NULL });
+	cr_assert_eq(p.status, 0, "%.*s", (int)p.err_len, p.err);
+	json_error_t je;
+	json_t *st = json_loadb(p.out, p.out_len, 0, &je), *names = json_object_get(st, "names");
+	cr_assert_eq(json_array_size(names), 2);
+	for (size_t k = 0; k < 2; k++) {
+		json_t *o = json_array_get(names, k);
+		cr_assert_str_eq(json_string_value(json_object_get(o, "name")), "zone");
+		cr_assert_eq(json_integer_value(json_object_get(o, "process")), 1 + (json_int_t)k);
+	}
+	json_decref(st);
+}
+
 /*
  * A process on the TSC (3 GHz, calibrated at 1000000 ticks = 123456000
  * ns) and one on CLOCK_MONOTONIC: each thread under its process, names
@@ -369,6 +393,7 @@ Test(procs, merge_puts_processes_on_one_clock)
 	run_katra(&p, (const char *const[]){ "verify", out, NULL });
 	cr_assert_eq(p.status, 0, "%.*s", (int)p.out_len, p.out);
 	exports_show_processes(out);
+	stats_say_whose_zone(out);
 	run_katra(&p, (const char *const[]){ "merge", a, b, "-o", out, NULL });
 	cr_assert_eq(p.status, 1);
 	cr_assert(strstr(p.err, "exists: not replaced"), "%.*s", (int)p.err_len, p.err);

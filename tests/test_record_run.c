@@ -424,6 +424,37 @@ Test(record, run_id_and_epoch_reach_every_process)
 	teardown();
 }
 
+/* The joined sidecar @o (at @side, beside @trace) keeps the hash and
+ * size of the trace its join started from.  A crash between the join's
+ * two renames leaves such a sidecar beside that trace: made here by
+ * giving @trace's own hash and size as joined_from_* and another sha256,
+ * katra verify says so, as a warning (exit 0); with joined_from_* naming
+ * another trace, the sidecar does not match (exit 1). */
+static void join_undone_is_told(const char *trace, const char *side, json_t *o)
+{
+	const char *sha = json_string_value(json_object_get(o, "sha256"));
+	const char *was = json_string_value(json_object_get(o, "joined_from_sha256"));
+	json_int_t bytes = json_integer_value(json_object_get(o, "bytes"));
+	cr_assert(sha && was && strlen(was) == 64 && strcmp(sha, was));
+	cr_assert_gt(json_integer_value(json_object_get(o, "joined_from_bytes")), 0);
+	json_t *c = json_deep_copy(o);
+	json_object_set_new(c, "joined_from_sha256", json_string(sha));
+	json_object_set_new(c, "joined_from_bytes", json_integer(bytes));
+	json_object_set_new(c, "sha256", json_string(was));
+	cr_assert_eq(json_dump_file(c, side, JSON_COMPACT | JSON_PRESERVE_ORDER), 0);
+	char cmd[1024], out[2048];
+	snprintf(cmd, sizeof(cmd), "%s verify '%s' 2>&1", KATRA, trace);
+	cr_assert_eq(cmd_out(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, ".json: warning: its join with the run's other processes did not "
+			      "finish: the trace is the capture its harness published"),
+		  "%s", out);
+	json_object_set_new(c, "joined_from_bytes", json_integer(bytes + 1));
+	cr_assert_eq(json_dump_file(c, side, JSON_COMPACT | JSON_PRESERVE_ORDER), 0);
+	const char *v[] = { KATRA, "verify", trace, NULL };
+	cr_assert_eq(run(v), 1);
+	json_decref(c);
+}
+
 /*
  * The capture manager across processes: multiproc --capture is a harness
  * whose capture manager publishes run r1 epoch 3 in ROOT, its worker
@@ -483,6 +514,7 @@ Test(record, capture_joined_by_the_runs_processes)
 	cr_assert_eq((uint64_t)json_integer_value(
 			     json_object_get(json_array_get(list, 1), "parent")),
 		     ps[0].pid);
+	join_undone_is_told(trace, side, o);
 	json_decref(o);
 	teardown();
 }

@@ -6,14 +6,10 @@
 #include "helpers.h"
 #include "cli.h"
 #include "synth.h"
+#include "tmp_path.h"
 
 #include <jansson.h>
 #include <criterion/criterion.h>
-
-static void tmp_path(char *buf, size_t size, const char *what)
-{
-	snprintf(buf, size, "/tmp/katra-report-%d-%s.katra", (int)getpid(), what);
-}
 
 /* `katra stats --json` of @path, parsed. */
 static json_t *stats_of(const char *path)
@@ -81,7 +77,7 @@ static void write_nested(const char *path)
 Test(stats_self, self_times_are_exact_and_sum_to_the_root_zones)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "nested");
+	tmp_path(path, sizeof(path), "nested.katra");
 	write_nested(path);
 	json_t *o = stats_of(path);
 	/* frame: 12000 - (5000 + 1000 + 1000) + 5000 (wait never ended: its
@@ -110,7 +106,7 @@ Test(stats_self, self_times_are_exact_and_sum_to_the_root_zones)
 Test(stats_self, text_has_total_and_self_columns)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "nestedtxt");
+	tmp_path(path, sizeof(path), "nestedtxt.katra");
 	write_nested(path);
 	struct proc p;
 	const char *args[] = { "stats", path, NULL };
@@ -228,7 +224,7 @@ static void write_frames(const char *path)
 Test(report, numbers_match_stats_json_for_frames_zones_and_flame)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "frames");
+	tmp_path(path, sizeof(path), "frames.katra");
 	write_frames(path);
 	char *html;
 	json_t *data = report_of(path, &html);
@@ -277,7 +273,7 @@ static void flame_is(const char *path, uint64_t ns)
 Test(report, nested_zones_and_the_golden_trace_match_stats)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "nestedrep");
+	tmp_path(path, sizeof(path), "nestedrep.katra");
 	write_nested(path);
 	flame_is(path, 20000);
 	json_t *data = report_of(KT_TEST_DATA "/golden_v1.katra", NULL);
@@ -299,7 +295,7 @@ Test(report, a_zone_that_never_ended_leaves_stats_and_flame_agreeing)
 {
 	static const char *const names[] = { "loop", "update", "wait" };
 	char path[128];
-	tmp_path(path, sizeof(path), "unended");
+	tmp_path(path, sizeof(path), "unended.katra");
 	kt_writer *w = t_synth_open(path, names, 3, NULL, 0);
 	struct t_synth a = { 0 }, b = { 0 };
 	t_synth_add(&a, KT_EV_ZONE_BEGIN, 1, 0, 0);
@@ -330,7 +326,7 @@ Test(report, a_zone_that_never_ended_leaves_stats_and_flame_agreeing)
 Test(report, the_sidecar_is_read_as_hostile)
 {
 	char path[128], side[160], other[160];
-	tmp_path(path, sizeof(path), "side");
+	tmp_path(path, sizeof(path), "side.katra");
 	write_nested(path);
 	snprintf(side, sizeof(side), "%s.json", path);
 	snprintf(other, sizeof(other), "%s.other", path);
@@ -366,7 +362,7 @@ Test(report, the_sidecar_is_read_as_hostile)
 Test(report, the_examples_programs_page_matches_its_stats)
 {
 	char path[128];
-	tmp_path(path, sizeof(path), "particles");
+	tmp_path(path, sizeof(path), "particles.katra");
 	t_run_example(path, 120, 80);
 	char *html;
 	json_t *data = report_of(path, &html);
@@ -445,7 +441,7 @@ static void pzone_is(json_t *z, uint64_t count, uint64_t total, uint64_t self, u
 Test(report_procs, a_section_per_process_of_a_merged_trace)
 {
 	char path[128], err[1024];
-	tmp_path(path, sizeof(path), "procs");
+	tmp_path(path, sizeof(path), "procs.katra");
 	t_procs_merge(path, t_four_procs, 4);
 	char *html;
 	json_t *data = report_with(path, NULL, NULL, 0, err, sizeof(err), &html);
@@ -495,7 +491,7 @@ Test(report_procs, a_section_per_process_of_a_merged_trace)
 Test(report_procs, the_process_filter)
 {
 	char path[128], err[1024];
-	tmp_path(path, sizeof(path), "procsf");
+	tmp_path(path, sizeof(path), "procsf.katra");
 	t_procs_merge(path, t_four_procs, 4);
 	json_t *data = report_with(path, "--pid", "501", 0, err, sizeof(err), NULL);
 	json_t *st = json_object_get(data, "stats"), *ps = json_object_get(data, "processes");

@@ -11,11 +11,7 @@
 
 #include <jansson.h>
 #include <criterion/criterion.h>
-
-static void tmp_path(char *buf, size_t size, const char *what)
-{
-	snprintf(buf, size, "/tmp/katra-rsmp-%d-%s", (int)getpid(), what);
-}
+#include "tmp_path.h"
 
 /* `katra report @in`'s data, and its page in *@html. */
 static json_t *report_of(const char *in, char **html)

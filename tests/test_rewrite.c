@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli.h"
+#include "tmp_path.h"
 #include <katra/katra.h>
 #include <katra/reader.h>
 #include <katra/writer.h>
@@ -106,9 +107,9 @@ Test(compress, decompress_then_compress_with_the_files_codec_is_byte_identical)
 {
 	char orig[64], dec[64], back[64];
 	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++) {
-		snprintf(orig, sizeof(orig), "/tmp/katra-rt-%d-%zu.katra", (int)getpid(), i);
-		snprintf(dec, sizeof(dec), "/tmp/katra-rt-%d-%zu-d.katra", (int)getpid(), i);
-		snprintf(back, sizeof(back), "/tmp/katra-rt-%d-%zu-c.katra", (int)getpid(), i);
+		tmp_path(orig, sizeof(orig), "rt-%zu.katra", i);
+		tmp_path(dec, sizeof(dec), "rt-%zu-d.katra", i);
+		tmp_path(back, sizeof(back), "rt-%zu-c.katra", i);
 		session_file(orig, codecs[i].session, codecs[i].given);
 		int codec, level;
 		header_codec(orig, &codec, &level);
@@ -137,9 +138,9 @@ Test(compress, decompress_then_compress_with_the_files_codec_is_byte_identical)
 Test(compress, the_default_codec_is_the_sessions)
 {
 	char orig[64], dec[64], back[64];
-	snprintf(orig, sizeof(orig), "/tmp/katra-df-%d.katra", (int)getpid());
-	snprintf(dec, sizeof(dec), "/tmp/katra-df-%d-d.katra", (int)getpid());
-	snprintf(back, sizeof(back), "/tmp/katra-df-%d-c.katra", (int)getpid());
+	tmp_path(orig, sizeof(orig), "df.katra");
+	tmp_path(dec, sizeof(dec), "df-d.katra");
+	tmp_path(back, sizeof(back), "df-c.katra");
 	session_file(orig, 0, 0);
 	const char *d[] = { "decompress", orig, dec, NULL };
 	katra_ok(d);
@@ -159,8 +160,8 @@ Test(compress, the_default_codec_is_the_sessions)
 Test(compress, another_codecs_level_is_not_carried_over)
 {
 	char orig[64], back[64];
-	snprintf(orig, sizeof(orig), "/tmp/katra-lv-%d.katra", (int)getpid());
-	snprintf(back, sizeof(back), "/tmp/katra-lv-%d-c.katra", (int)getpid());
+	tmp_path(orig, sizeof(orig), "lv.katra");
+	tmp_path(back, sizeof(back), "lv-c.katra");
 	session_file(orig, KT_CODEC_LZ4, 0);
 	const char *c[] = { "compress", orig, back, "--codec", "zstd", NULL };
 	katra_ok(c);
@@ -210,8 +211,8 @@ static unsigned chunks_of_others(const char *path)
 Test(compress, a_copy_of_a_sampled_session_keeps_its_size, .timeout = 60)
 {
 	char in[64], out[64];
-	snprintf(in, sizeof(in), "/tmp/katra-sz-%d.katra", (int)getpid());
-	snprintf(out, sizeof(out), "/tmp/katra-sz-%d-c.katra", (int)getpid());
+	tmp_path(in, sizeof(in), "sz.katra");
+	tmp_path(out, sizeof(out), "sz-c.katra");
 	kt_session_options so = { .sample_hz = 1000, .flush_period_ns = 1000000,
 		                  .stop_sync = KT_STOP_SYNC_NONE };
 	kt_session *s;

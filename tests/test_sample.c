@@ -23,36 +23,14 @@
 
 #include "cli.h"
 #include "deny_perf.h"
-#include "sample_lib.h"
-
-static uint64_t cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
+#include "sample_spin.h"
+#include "tmp_path.h"
 
 static void sleep_ms(long ms)
 {
 	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
 	while (nanosleep(&t, &t) && errno == EINTR)
 		;
-}
-
-/* The zone: 9 parts heavy, 1 part light, until 600 ms of this thread's CPU. */
-static unsigned spin_zone(void)
-{
-	unsigned sum = 0;
-	uint32_t z = kt_name("sampled");
-	kt_zone_begin(z);
-	/* Each round a few microseconds, far under the sampling period, so
-	 * that the samples cannot fall in step with the rounds; the clock read
-	 * once in 16 rounds, so that the loop itself takes ~1% of them. */
-	for (uint64_t end = cpu_ns() + 600000000u; cpu_ns() < end;)
-		for (int i = 0; i < 16; i++)
-			sum += kt_sample_heavy(9 * 4000) + kt_sample_light(4000);
-	kt_zone_end(z);
-	return sum;
 }
 
 struct shares {
@@ -100,8 +78,8 @@ static size_t count_of(const char *hay, const char *needle)
 static void perfetto_samples(const char *path, unsigned long zone)
 {
 	char out[64], txt[64], cmd[512];
-	snprintf(out, sizeof(out), "/tmp/katra-sample-%d.pftrace", (int)getpid());
-	snprintf(txt, sizeof(txt), "/tmp/katra-sample-%d.txt", (int)getpid());
+	tmp_path(out, sizeof(out), "sample.pftrace");
+	tmp_path(txt, sizeof(txt), "sample.txt");
 	unlink(out);
 	struct proc p;
 	run_katra(&p, (const char *const[]){ "export", "--perfetto", path, out, NULL });
@@ -149,7 +127,7 @@ static void sampled(const char *tag, void (*work)(void), char *path, char *folde
 
 static void spin_zone_work(void)
 {
-	spin_zone();
+	sample_spin_zone(600000000u); /* 600 ms of this thread's CPU */
 }
 
 Test(sample, a_zone_s_samples_name_its_library_s_functions, .timeout = 120)
@@ -194,7 +172,7 @@ static void dl_work(void)
 	cr_assert_not_null(fn);
 	uint32_t z = kt_name("dl");
 	kt_zone_begin(z);
-	for (uint64_t end = cpu_ns() + 200000000u; cpu_ns() < end;)
+	for (uint64_t end = thread_cpu_ns() + 200000000u; thread_cpu_ns() < end;)
 		fn(20000);
 	kt_zone_end(z);
 }
@@ -268,7 +246,7 @@ static void says_absent(const char *path, const char *note)
 
 static void spin_20ms(void)
 {
-	for (uint64_t end = cpu_ns() + 20000000u; cpu_ns() < end;)
+	for (uint64_t end = thread_cpu_ns() + 20000000u; thread_cpu_ns() < end;)
 		kt_sample_heavy(4000);
 }
 
@@ -281,8 +259,8 @@ static void spin_20ms(void)
 Test(sample, refused_perf_event_open_leaves_a_working_session_saying_absent, .timeout = 60)
 {
 	char path[64], errpath[64];
-	snprintf(path, sizeof(path), "/tmp/katra-sample-refused-%d.katra", (int)getpid());
-	snprintf(errpath, sizeof(errpath), "/tmp/katra-sample-refused-%d.err", (int)getpid());
+	tmp_path(path, sizeof(path), "sample-refused.katra");
+	tmp_path(errpath, sizeof(errpath), "sample-refused.err");
 	/* The rate from the environment, as katra record's programs have it. */
 	setenv("KT_SAMPLE_HZ", "1000", 1);
 	t_refused_session(path, errpath, &(kt_session_options){ .flush_period_ns = 1000000 },
@@ -308,7 +286,7 @@ Test(sample, refused_perf_event_open_leaves_a_working_session_saying_absent, .ti
 Test(sample, a_flight_snapshot_says_samples_absent, .timeout = 60)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/tmp/katra-sample-flight-%d.katra", (int)getpid());
+	tmp_path(path, sizeof(path), "sample-flight.katra");
 	unlink(path);
 	setenv("KT_SAMPLE_HZ", "1000", 1);
 	kt_session_options o = { .mode = KT_SESSION_FLIGHT };

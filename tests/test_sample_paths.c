@@ -16,7 +16,8 @@
 #include "cli.h"
 #include "deny_perf.h"
 #include "helpers.h"
-#include "sample_lib.h"
+#include "sample_spin.h"
+#include "tmp_path.h"
 
 #define SAMPLE_PROCS KT_BIN_DIR "/tests/sample_procs"
 
@@ -319,9 +320,9 @@ static void read_merged(const char *path, struct merged *g)
 Test(sample_paths, merge_renumbers_stacks_and_keeps_maps_per_process)
 {
 	char a[64], b[64], out[64];
-	snprintf(a, sizeof(a), "/tmp/katra-smerge-a-%d.katra", (int)getpid());
-	snprintf(b, sizeof(b), "/tmp/katra-smerge-b-%d.katra", (int)getpid());
-	snprintf(out, sizeof(out), "/tmp/katra-smerge-%d.katra", (int)getpid());
+	tmp_path(a, sizeof(a), "smerge-a.katra");
+	tmp_path(b, sizeof(b), "smerge-b.katra");
+	tmp_path(out, sizeof(out), "smerge.katra");
 	sampled_file(a, 700);
 	sampled_file(b, 701);
 	unlink(out);
@@ -405,13 +406,6 @@ static void read_samples(const char *path, const char *lib, struct sample_file *
 	free(ids);
 }
 
-static uint64_t cpu_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /*
  * A capture of 1 MiB that keeps its newest segments (256 KiB each) of a
  * thread sampled at 1000 Hz while it spins in kt_sample_heavy() and emits
@@ -446,7 +440,7 @@ Test(sample_paths, a_capture_s_newest_segments_name_their_stacks, .timeout = 120
 	uint32_t z = kt_name("spin");
 	unsigned acc = 0;
 	uint64_t x = 88172645463325252u;
-	for (uint64_t end = cpu_now() + 600000000u; cpu_now() < end;)
+	for (uint64_t end = thread_cpu_ns() + 600000000u; thread_cpu_ns() < end;)
 		for (int i = 0; i < 64; i++) {
 			/* Values no codec shrinks much: the segments' bytes are
 			 * the copy's, whichever encoder made them. */

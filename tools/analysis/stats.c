@@ -288,6 +288,8 @@ static int stats_event(void *ctx, const kt_event *ev, uint64_t ns, uint64_t inde
 	if (ni < 0 || valstats_counter(&c->vals, ev))
 		return -ENOMEM;
 	struct sname *nm = name_at(c, ni);
+	if (!nm->count)
+		nm->proc = tables_thread_process(&c->t, ev->thread_id);
 	nm->count++;
 	nm->begins += ev->type == KT_EV_ZONE_BEGIN;
 	nm->ends += ev->type == KT_EV_ZONE_END;
@@ -423,7 +425,7 @@ static int text_loc(FILE *f, const struct tables *t, uint32_t id)
  * file does not name it), and "(frame mark)" after a name whose records
  * are frame marks and no zone, so that a frame and a zone of one name
  * (two ids) are told apart.  0 or -ENOMEM. */
-static int put_name(FILE *f, const struct tables *t, const struct sname *nm)
+static int put_name(FILE *f, const struct tables *t, const struct sname *nm, int clash)
 {
 	size_t n = 9;
 	const char *name = nm->id ? tables_name(t, nm->id, &n) : "(no name)";
@@ -431,6 +433,8 @@ static int put_name(FILE *f, const struct tables *t, const struct sname *nm)
 	if (!e)
 		return -ENOMEM;
 	int w = fprintf(f, "%s%s", e, nm->frames && !nm->begins && !nm->ends ? " (frame mark)" : "");
+	if (clash)
+		w += fprintf(f, " (pid %" PRIu64 ")", tables_process_pid(t, nm->proc));
 	fprintf(f, "%*s", w < 24 ? 24 - w : 0, "");
 	free(e);
 	return 0;
@@ -458,12 +462,13 @@ static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 	 * of older files stays as it was. */
 	fprintf(f, "\n%-24s %10s %10s %10s %10s %10s %12s %12s%s\n", "name", "count", "zone min",
 		"p50", "p99", "max", "total", "self", t->nlocs ? "  location" : "");
-	int approx = 0;
-	for (size_t i = 0; i < c->names.n; i++) {
+	int approx = 0, rc = 0;
+	uint8_t *clash = stats_name_clashes(c, &rc);
+	for (size_t i = 0; i < c->names.n && !rc; i++) {
 		struct sname *nm = name_at(c, (long)i);
 		char p50[24], p99[24];
-		if (put_name(f, t, nm))
-			return -ENOMEM;
+		if ((rc = put_name(f, t, nm, clash && clash[i])))
+			break;
 		fprintf(f, " %10" PRIu64, text_count(nm));
 		approx |= nm->zone.n && !hist_exact(&nm->zone);
 		if (nm->zone.n)
@@ -473,10 +478,13 @@ static int text_names(FILE *f, const struct stats *c, const struct tables *t)
 				nm->total_ns, nm->self_ns);
 		else if (t->nlocs)
 			fprintf(f, " %10s %10s %10s %10s %12s %12s", "", "", "", "", "", "");
-		if (text_loc(f, t, nm->id))
-			return -EIO;
+		if ((rc = text_loc(f, t, nm->id)))
+			break;
 		fprintf(f, "\n");
 	}
+	free(clash);
+	if (rc)
+		return rc;
 	if (approx)
 		fprintf(f, "~: a percentile from buckets (a name with over %u zones), within "
 			   "%.1f%% of the value of its rank; the others are exact\n",

@@ -56,6 +56,9 @@ struct sname {
 	uint64_t across; /* its zones open across a drop window */
 	uint64_t begins, ends; /* its zone records, for the text's count */
 	uint64_t frames;       /* its frame marks, for the label */
+	uint32_t proc;         /* its first event's thread's process entry
+				* (a merged trace keeps each process's
+				* names apart: SPEC §4.10.1); 0 none */
 };
 
 /* A table of elements keyed by a leading uint32_t id, in first-seen order
@@ -118,6 +121,11 @@ static inline struct sname *name_at(const struct stats *c, long i)
 /* stats_procs.c: a merged trace's row per process (SPEC §4.10); nothing
  * for a trace of one process.  0 or -ENOMEM; the array, or NULL. */
 int stats_text_processes(FILE *f, const struct stats *c);
+/* Per row of c->names, 1 where another row of a merged trace's has the
+ * same name (two processes' "loop"), so its process is said beside it;
+ * calloc'd, or NULL for none (a trace of one process) or no memory
+ * (*@rc -ENOMEM). */
+uint8_t *stats_name_clashes(const struct stats *c, int *rc);
 json_t *stats_json_processes(const struct stats *c);
 
 #endif

@@ -56,6 +56,9 @@ static json_t *json_name(const struct sname *nm, const struct tables *t)
 	json_object_set_new(j, "id", json_integer(nm->id));
 	json_object_set_new(j, "name", name ? text_json_string(name, n) : json_null());
 	json_object_set_new(j, "count", json_u64(nm->count));
+	/* A merged trace's: whose name it is ("processes"' "process"). */
+	if (tables_multiprocess(t))
+		json_object_set_new(j, "process", json_integer(nm->proc));
 	if (nm->zone.n) {
 		const struct hist *h = &nm->zone;
 		json_t *z = json_object();
@@ -117,7 +120,7 @@ json_t *stats_json(const struct stats *c, const char *label)
 	for (size_t i = 0; i < c->names.n && ok; i++) {
 		struct sname *nm = name_at(c, (long)i);
 		json_t *j = json_name(nm, &c->t);
-		size_t keys = 3 + !!nm->zone.n + !!tables_loc(&c->t, nm->id) + !!nm->across +
+		size_t keys = 3 + !!tables_multiprocess(&c->t) + !!nm->zone.n + !!tables_loc(&c->t, nm->id) + !!nm->across +
 			      !!nm->frames;
 		ok = json_complete(j, keys) && !json_array_append_new(names, j);
 	}

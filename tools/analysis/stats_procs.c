@@ -2,10 +2,12 @@
  * stats_procs.c - `katra stats` of a merged trace (SPEC §4.10): a row per
  * process (its threads' events and drops added up), before the threads'.
  * A trace of one process has no such table: its output stays as it was.
+ * And which zone names two processes share, so that each row says whose.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tools/analysis/stats.h"
 #include "tools/analysis/stats_impl.h"
@@ -87,4 +89,52 @@ json_t *stats_json_processes(const struct stats *c)
 	}
 	free(r);
 	return a;
+}
+
+/* qsort's context: names compared by their bytes. */
+static const struct stats *by_name_c;
+
+static int by_name(const void *a, const void *b)
+{
+	const struct tables *t = &by_name_c->t;
+	const struct sname *x = name_at(by_name_c, *(const long *)a);
+	const struct sname *y = name_at(by_name_c, *(const long *)b);
+	size_t nx = 0, ny = 0;
+	const char *sx = x->id ? tables_name(t, x->id, &nx) : NULL;
+	const char *sy = y->id ? tables_name(t, y->id, &ny) : NULL;
+	if (!sx || !sy)
+		return !sx - !sy;
+	int d = memcmp(sx, sy, nx < ny ? nx : ny);
+	return d ? d : (nx > ny) - (nx < ny);
+}
+
+uint8_t *stats_name_clashes(const struct stats *c, int *rc)
+{
+	size_t n = c->names.n;
+	if (!tables_multiprocess(&c->t) || n < 2)
+		return NULL;
+	long *ix = malloc(n * sizeof(*ix));
+	uint8_t *clash = calloc(n, 1);
+	if (!ix || !clash) {
+		free(ix);
+		free(clash);
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (long)i;
+	by_name_c = c; /* the command's one thread */
+	qsort(ix, n, sizeof(*ix), by_name);
+	/* A run of one name: every row of it is said when two processes
+	 * have one (a zone and a frame mark of one name in one process are
+	 * told apart by "(frame mark)" already). */
+	for (size_t a = 0, b; a < n; a = b) {
+		int mixed = 0;
+		for (b = a + 1; b < n && name_at(c, ix[a])->id && !by_name(&ix[a], &ix[b]); b++)
+			mixed |= name_at(c, ix[b])->proc != name_at(c, ix[a])->proc;
+		for (size_t i = a; mixed && i < b; i++)
+			clash[ix[i]] = 1;
+	}
+	free(ix);
+	return clash;
 }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,22 @@ static int check_pid(const char *word, long *pid)
 	return 0;
 }
 
+/* One line said as @a asks: into a->said (the first one only, its
+ * newline dropped), else to @to. */
+__attribute__((format(printf, 3, 4))) static void snap_say(const struct snap_args *a,
+							   FILE *to, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (!a->said)
+		vfprintf(to, fmt, ap);
+	else if (a->said_cap && !a->said[0]) {
+		vsnprintf(a->said, a->said_cap, fmt, ap);
+		a->said[strcspn(a->said, "\n")] = 0;
+	}
+	va_end(ap);
+}
+
 /* The wait of @a's timeout, in seconds, for what is said. */
 static double wait_s(const struct snap_args *a)
 {
@@ -150,14 +167,17 @@ static int dial(long pid, int quiet, const struct snap_args *args)
 	if (quiet && (rc || older)) {
 		/* said by the caller */
 	} else if (older) {
-		fprintf(stderr, "katra snapshot: process %ld speaks an older snapshot protocol: ask "
-				"with its own katra\n", pid);
+		snap_say(args, stderr,
+			 "katra snapshot: process %ld speaks an older snapshot protocol: ask "
+			 "with its own katra\n", pid);
 	} else if (rc == -EAGAIN) {
-		fprintf(stderr, "katra snapshot: process %ld took no connection in %g s: given up\n",
-			pid, wait_s(args));
+		snap_say(args, stderr,
+			 "katra snapshot: process %ld took no connection in %g s: given up\n", pid,
+			 wait_s(args));
 	} else if (rc) {
-		fprintf(stderr, "katra snapshot: process %ld has no flight session listening: %s\n",
-			pid, kt_strerror(rc));
+		snap_say(args, stderr,
+			 "katra snapshot: process %ld has no flight session listening: %s\n", pid,
+			 kt_strerror(rc));
 	}
 	if (rc || older) {
 		if (fd >= 0)
@@ -170,8 +190,9 @@ static int dial(long pid, int quiet, const struct snap_args *args)
 	socklen_t crl = sizeof(cr);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 || cr.pid != (pid_t)pid ||
 	    cr.uid != geteuid()) {
-		fprintf(stderr, "katra snapshot: the socket named for process %ld is not process "
-				"%ld's: refused\n", pid, pid);
+		snap_say(args, stderr,
+			 "katra snapshot: the socket named for process %ld is not process "
+			 "%ld's: refused\n", pid, pid);
 		close(fd);
 		return -1;
 	}
@@ -257,7 +278,7 @@ int snapshot_ask(long pid, const struct snap_args *a, int quiet)
 		return -1;
 	uint64_t req[KT__CTL_REQ_WORDS] = { KT__CTL_MAGIC_V3, a->max_age_ns, a->max_bytes };
 	if (send(c, req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
-		fprintf(stderr, "katra snapshot: process %ld: %s\n", pid, strerror(errno));
+		snap_say(a, stderr, "katra snapshot: process %ld: %s\n", pid, strerror(errno));
 		close(c);
 		return -1;
 	}
@@ -268,13 +289,13 @@ int snapshot_ask(long pid, const struct snap_args *a, int quiet)
 static void say_failed(long pid, int rc, const struct snap_args *a)
 {
 	if (rc == -ETIME)
-		fprintf(stderr, "katra snapshot: process %ld did not answer in %g s: given up\n", pid,
-			wait_s(a));
+		snap_say(a, stderr, "katra snapshot: process %ld did not answer in %g s: given up\n",
+			 pid, wait_s(a));
 	else
-		fprintf(stderr, "katra snapshot: %s\n",
-			rc == -EPROTO ? "process speaks an older snapshot protocol: ask "
-					"with its own katra"
-				      : kt_strerror(rc));
+		snap_say(a, stderr, "katra snapshot: %s\n",
+			 rc == -EPROTO ? "process speaks an older snapshot protocol: ask "
+					 "with its own katra"
+				       : kt_strerror(rc));
 }
 
 int snapshot_get(long pid, int c, const char *out, const struct snap_args *a, int quiet)
@@ -296,11 +317,13 @@ int snapshot_get(long pid, int c, const char *out, const struct snap_args *a, in
 		say_failed(pid, rc, a);
 		return EXIT_BAD;
 	}
+	char pre[32] = "";
 	if (a->all || quiet)
-		printf("pid %ld: ", pid);
-	printf("%" PRIu64 " events of %" PRIu64 " threads, %" PRIu64 " bytes; head loss %" PRIu64
-	       " ns; %" PRIu64 " events overwritten\n",
-	       rep[4], rep[9], rep[8], rep[3], rep[KT__CTL_REP_EVENTS_OVERWRITTEN]);
+		snprintf(pre, sizeof(pre), "pid %ld: ", pid);
+	snap_say(a, stdout,
+		 "%s%" PRIu64 " events of %" PRIu64 " threads, %" PRIu64 " bytes; head loss %" PRIu64
+		 " ns; %" PRIu64 " events overwritten\n",
+		 pre, rep[4], rep[9], rep[8], rep[3], rep[KT__CTL_REP_EVENTS_OVERWRITTEN]);
 	return EXIT_OK;
 }
 

@@ -62,7 +62,9 @@ static void verify_trace(struct input *in, const char *path, struct verdict *v)
 
 /* What sits beside the trace as FILE.json. */
 struct sidecar {
-	int state;          /* 0 none (or not a capture's); 1 matches; -1 does not */
+	int state;          /* 0 none (or not a capture's); 1 matches; 2 the
+			     * trace its join started from (why says); -1
+			     * does not */
 	char path[4096];
 	char why[512];
 	char sha[65];
@@ -143,8 +145,9 @@ static void verify_sidecar(struct sidecar *s, const char *path, int fd, int capt
 			 fd < 0 ? "not a regular file" : strerror(-rc));
 		s->state = -1;
 	} else {
-		s->state = kt__sidecar_check(json, len, base ? base + 1 : path, s->sha, bytes, s->why,
-					     sizeof(s->why)) == 0 ? 1 : -1;
+		rc = kt__sidecar_check(json, len, base ? base + 1 : path, s->sha, bytes, s->why,
+				       sizeof(s->why));
+		s->state = rc == 0 ? 1 : rc == 1 ? 2 : -1;
 	}
 	free(json);
 }
@@ -174,6 +177,9 @@ static void verify_json(const char *path, const struct verdict *v, const struct 
 		json_object_set_new(sc, "matches", json_boolean(s->state > 0));
 		json_object_set_new(sc, s->state > 0 ? "sha256" : "problem",
 				    text_json_string(what, strlen(what)));
+		if (s->state == 2)
+			json_object_set_new(sc, "join_undone",
+					    text_json_string(s->why, strlen(s->why)));
 		json_object_set_new(o, "sidecar", sc);
 	}
 	if (text_json_print(stdout, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -ENOMEM)
@@ -209,8 +215,12 @@ static void verify_text(const char *path, const struct verdict *v, const struct 
 	}
 	if (s->state) {
 		put(s->path);
-		if (s->state > 0) {
+		if (s->state == 1) {
 			printf(": matches: sha256 %s\n", s->sha);
+		} else if (s->state == 2) {
+			printf(": warning: ");
+			put(s->why);
+			printf("; sha256 %s\n", s->sha);
 		} else {
 			printf(": capture sidecar does not match ");
 			put(path);
@@ -236,7 +246,11 @@ static const struct opts_spec verify_spec = {
 		"A capture's sidecar (FILE.json with the capture schema, or any\n"
 		"FILE.json when FILE's header says it was captured) is checked too:\n"
 		"its sha256, bytes and file name must match FILE (exit 1 if not,\n"
-		"with the trace's own verdict printed as it is).\n",
+		"with the trace's own verdict printed as it is).  A joined capture's\n"
+		"sidecar (katra record --capture-root) beside the trace its join\n"
+		"started from (a crash between the join's renames) is a warning:\n"
+		"the trace is the capture as its harness published it (--json:\n"
+		"\"join_undone\").\n",
 };
 
 int cmd_verify(int argc, char **argv)

@@ -15,7 +15,10 @@
  * capture stays as published and that is said); the sidecar's sha256 and
  * bytes set to the new trace's, and a "processes" list added (SPEC §9).
  * The sidecar is renamed into place first, then the trace, as the
- * manager publishes them.  A file whose window holds no event is left
+ * manager publishes them; it keeps the published trace's sha256 and
+ * bytes (joined_from_*), so a crash between the renames leaves a pair a
+ * reader tells apart from a damaged one: the harness's capture as it
+ * was, its join undone.  A file whose window holds no event is left
  * out (the harness's own, whose events before its capture began are
  * outside it).
  */
@@ -164,6 +167,16 @@ static int write_sidecar(struct join *j, const char *tmp, const char *hex, uint6
 						      "parent", (json_int_t)mp[i].parent, "name",
 						      mp[i].name, "events",
 						      (json_int_t)mp[i].written));
+	/* The trace the harness published stays in place until the second
+	 * rename: its hash and size, kept here, tell a reader that this
+	 * sidecar's join did not finish (SPEC §9, kt__sidecar_check()). */
+	json_t *was = json_object_get(j->side, "sha256"), *was_b = json_object_get(j->side, "bytes");
+	if (!json_is_string(was) || !json_is_integer(was_b)) {
+		json_decref(list);
+		return -1;
+	}
+	json_object_set_new(j->side, "joined_from_sha256", json_string(json_string_value(was)));
+	json_object_set_new(j->side, "joined_from_bytes", json_integer(json_integer_value(was_b)));
 	json_object_set_new(j->side, "sha256", json_string(hex));
 	json_object_set_new(j->side, "bytes", json_integer((json_int_t)bytes));
 	json_object_set_new(j->side, "processes", list);

@@ -20,12 +20,20 @@ struct snap_args {
 	uint64_t max_age_ns, max_bytes;
 	uint64_t timeout_ns; /* --timeout: 0 for SNAPSHOT_TIMEOUT_NS */
 	int all; /* --all */
+	/* Where snapshot_take() says its line (what it wrote, or why not):
+	 * NULL for stdout and stderr; else into these @said_cap bytes, the
+	 * first line only, without its newline (katra top's status line,
+	 * under curses). */
+	char *said;
+	size_t said_cap;
 };
 
 /* snapshot_take - ask process @pid for its window into @out (created new);
  * @quiet: a process with no flight session listening is not said (the
  * caller says it).  Prints the window's line (prefixed "pid N: " when
- * @quiet or --all).  Returns EXIT_OK or EXIT_BAD (nothing at @out). */
+ * @quiet or --all), or into @a->said.  Waits @a->timeout_ns at most for
+ * the connection and for each answer.  Returns EXIT_OK or EXIT_BAD
+ * (nothing at @out). */
 int snapshot_take(long pid, const char *out, const struct snap_args *a, int quiet);
 
 /* snapshot_ask - connect to process @pid's socket and send the request

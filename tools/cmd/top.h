@@ -100,11 +100,11 @@ int top_follow(long pid);
 void top_draw(const struct top_view *v, const struct top_ui *ui);
 
 /*
- * top_snapshot - the snapshot key: `katra snapshot` of @ui's process (a
- * flight session listening) into snapshot-PID-N.katra in the current
- * directory, no older than the screen's window; its line (what it wrote,
- * or why not) into @ui->status.  Waits for it (bounded by the process's
- * own limits on a snapshot).
+ * top_snapshot - the snapshot key: `katra snapshot`'s snapshot_take() of
+ * @ui's process (a flight session listening) into snapshot-PID-N.katra
+ * in the current directory, no older than the screen's window; its line
+ * (what it wrote, or why not) into @ui->status.  Waits for it (bounded by
+ * snapshot.h's timeout and the process's own limits on a snapshot).
  */
 void top_snapshot(struct top_ui *ui);
 

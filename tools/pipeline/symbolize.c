@@ -23,6 +23,16 @@ struct smap {
 	char *path;
 };
 
+/* A C++ symbol (libdwfl's string, which lives as long as its Dwfl) and
+ * the name a reader reads: demangled, or the symbol itself. */
+struct demangled {
+	const char *sym;
+	char *name; /* malloc'd by the demangler, or NULL: the symbol's own */
+};
+
+/* libstdc++'s demangler (the Itanium C++ ABI's, C linkage). */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
 struct cached {
 	uint64_t key; /* addr << 1 | ret, plus 1: 0 is empty */
 	uint64_t space;
@@ -52,6 +62,8 @@ struct symbolizer {
 	size_t ncache;
 	char **owned; /* the "FILE+0xOFF" strings made */
 	size_t nowned, cap_owned;
+	struct demangled *dem; /* SYM_DEMANGLED slots, made at the first */
+	size_t ndem;
 	uint64_t named, unnamed;
 };
 
@@ -215,6 +227,37 @@ static const char *fallback(struct symbolizer *s, uint64_t process, uint64_t add
 	return s->owned[s->nowned++] = p;
 }
 
+/* @sym as C++ reads it ("ns::f(int)" for "_ZN2ns1fEi"), each symbol
+ * demangled once; a symbol that is not a C++ one, that the demangler
+ * refuses, longer than SYM_DEMANGLE_MAX (the demangler's work and depth
+ * grow with it; the names are the traced files', not katra's), or past
+ * SYM_DEMANGLED of them stays as it is. */
+static const char *demangle(struct symbolizer *s, const char *sym)
+{
+	if (sym[0] != '_' || sym[1] != 'Z' || strnlen(sym, SYM_DEMANGLE_MAX + 1) > SYM_DEMANGLE_MAX)
+		return sym;
+	if (!s->dem && !(s->dem = calloc(SYM_DEMANGLED, sizeof(*s->dem))))
+		return sym;
+	size_t i = (size_t)(((uintptr_t)sym * UINT64_C(0x9e3779b97f4a7c15)) >> 40) &
+		   (SYM_DEMANGLED - 1);
+	for (size_t probes = 0; s->dem[i].sym && probes < 64; probes++) {
+		if (s->dem[i].sym == sym)
+			return s->dem[i].name ? s->dem[i].name : sym;
+		i = (i + 1) & (SYM_DEMANGLED - 1);
+	}
+	if (s->dem[i].sym || s->ndem >= SYM_DEMANGLED / 2)
+		return sym;
+	int st = -1;
+	char *d = __cxa_demangle(sym, NULL, NULL, &st);
+	if (st) {
+		free(d);
+		d = NULL;
+	}
+	s->dem[i] = (struct demangled){ sym, d };
+	s->ndem++;
+	return d ? d : sym;
+}
+
 static const char *lookup(struct symbolizer *s, uint64_t process, uint64_t addr, int ret)
 {
 	/* A return address is the instruction after the call: the call is
@@ -225,7 +268,7 @@ static const char *lookup(struct symbolizer *s, uint64_t process, uint64_t addr,
 	const char *name = mod ? dwfl_module_addrname(mod, a) : NULL;
 	if (name && *name) {
 		s->named++;
-		return name;
+		return demangle(s, name);
 	}
 	s->unnamed++;
 	return fallback(s, process, addr);
@@ -278,6 +321,9 @@ void sym_free(struct symbolizer *s)
 		free(s->maps[i].path);
 	for (size_t i = 0; i < s->nowned; i++)
 		free(s->owned[i]);
+	for (size_t i = 0; s->dem && i < SYM_DEMANGLED; i++)
+		free(s->dem[i].name);
+	free(s->dem);
 	free(s->owned);
 	free(s->maps);
 	free(s->cache);

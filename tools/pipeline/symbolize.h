@@ -13,7 +13,9 @@
  * two processes of a merged trace).  Bounded: at most SYM_FILES files
  * reported in all, SYM_SPACES processes (the addresses of those past it
  * unnamed) and SYM_CACHE names remembered; past them addresses are
- * looked up again.
+ * looked up again.  C++ names are demangled (libstdc++'s demangler):
+ * SYM_DEMANGLED of them, each at most SYM_DEMANGLE_MAX bytes mangled;
+ * others stay mangled.
  *
  * The command's one thread.
  */
@@ -28,6 +30,8 @@
 #define SYM_FILES 1024u
 #define SYM_CACHE (1u << 20)
 #define SYM_SPACES 256u
+#define SYM_DEMANGLED (1u << 16)
+#define SYM_DEMANGLE_MAX 1024u
 
 struct symbolizer;
 
