@@ -23,6 +23,7 @@ pkgs=(
   nettle-dev           # SHA-256
   libzstd-dev          # the archival chunk codec (compact, then zstd)
   libdw-dev            # katra's sampled stacks: function names through libdwfl
+  liblua5.4-dev        # examples/lua_trace: a Lua host with every call traced (test_lua)
   libelf-dev           # and the mapped files' program headers
   libprotobuf-c-dev    # export --perfetto: the protobuf runtime
   protobuf-c-compiler  # protoc-c: tools/export/perfetto_trace.proto to C at build time

@@ -19,6 +19,10 @@ ctest --test-dir build --output-on-failure || status=$?
 if [[ -x build/examples/particles ]]; then
   { bash scripts/viewers.sh &&
     bash tests/tracy_import.sh build/katra build/examples/particles build-tracy; } || status=$?
+  # A real Lua program's zones the same way (lua_trace: CI has Lua).
+  if [[ -x build/examples/lua_trace ]]; then
+    bash tests/lua_tracy.sh build/katra build/examples/lua_trace build-tracy || status=$?
+  fi
 else
   echo "test.sh: no build/examples/particles (no C++ compiler?): Tracy import test not run" >&2
   status=1
