@@ -34,6 +34,7 @@
  * loop's T shrinks 3x) and not where they do not (a renderer's shading
  * times: 4% for 2 ns a record). */
 #define LZ4_SKIP 15
+#define LZ4_JUDGE 4096 /* bytes a stream needs for its gain to set the skip */
 #define PREFETCH 4096 /* bytes ahead: records not in cache yet (encode_upto) */
 
 struct hslot {
@@ -515,8 +516,11 @@ static unsigned enc_lz4(kt__compact_enc *e, const uint8_t *src[KT__CMP_STREAMS],
 		}
 		int n = LZ4_compress_fast((const char *)src[i], (char *)e->zbuf + zat, (int)len[i],
 					  (int)len[i] - 1, e->accel);
-		if (i != 4 && (n <= 0 || (size_t)n > len[i] - len[i] / 8))
-			e->skip[i] = LZ4_SKIP; /* P's bytes are the user's: always tried */
+		/* P's bytes are the user's: always tried.  A stream under
+		 * LZ4_JUDGE (a drain's short tail chunk) says too little of the
+		 * thread's next chunks to turn LZ4 off for them. */
+		if (i != 4 && len[i] >= LZ4_JUDGE && (n <= 0 || (size_t)n > len[i] - len[i] / 8))
+			e->skip[i] = LZ4_SKIP;
 		if (n <= 0)
 			continue; /* it would not shrink */
 		src[i] = e->zbuf + zat;

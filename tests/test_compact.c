@@ -705,6 +705,30 @@ Test(compact, lz4_is_not_tried_for_15_chunks_on_a_stream_where_it_did_not_pay)
 	free(c.buf);
 }
 
+/* A short noisy chunk (a drain's tail: T under LZ4_JUDGE's 4096 bytes)
+ * does not turn LZ4 off for the chunks after it: the next repeating
+ * chunk's T is LZ4's. */
+Test(compact, a_short_chunk_does_not_turn_lz4_off)
+{
+	struct chunk c;
+	chunk_init(&c);
+	kt__compact_enc *e;
+	uint64_t x = 88172645463325252u;
+	cr_assert_eq(kt__compact_enc_new(&e, MAX_RAW), 0);
+	cr_assert_eq(kt__compact_enc_lz4(e, KT__COMPACT_T | KT__COMPACT_P, 1), 0);
+	uint8_t *enc = malloc(MAX_RAW);
+	cr_assert_not_null(enc);
+	spaced_chunk(&c, 200, 1, &x); /* ~400 bytes of T that LZ4 cannot shrink */
+	cr_assert_gt(kt__compact_encode(e, c.buf, c.len, enc, c.len), 0);
+	cr_assert_eq(enc[0], 0);
+	spaced_chunk(&c, 4000, 0, &x);
+	cr_assert_gt(kt__compact_encode(e, c.buf, c.len, enc, c.len), 0);
+	cr_assert_eq(enc[0], KT__COMPACT_T, "flags %#x", enc[0]);
+	free(enc);
+	kt__compact_enc_free(e);
+	free(c.buf);
+}
+
 Test(compact, zstd_archival_codec_round_trips_and_refuses_what_it_cannot_trust)
 {
 	struct chunk c;
