@@ -285,8 +285,7 @@ int snapshot_ask(long pid, const struct snap_args *a, int quiet)
 	return c;
 }
 
-/* What went wrong with @pid's answer (rc: -errno), said. */
-static void say_failed(long pid, int rc, const struct snap_args *a)
+void snapshot_say_failed(long pid, int rc, const struct snap_args *a)
 {
 	if (rc == -ETIME)
 		snap_say(a, stderr, "katra snapshot: process %ld did not answer in %g s: given up\n",
@@ -314,7 +313,7 @@ int snapshot_get(long pid, int c, const char *out, const struct snap_args *a, in
 		rc = outfile_commit(&o);
 	if (rc) {
 		outfile_abort(&o);
-		say_failed(pid, rc, a);
+		snapshot_say_failed(pid, rc, a);
 		return EXIT_BAD;
 	}
 	char pre[32] = "";

@@ -45,6 +45,10 @@ int snapshot_ask(long pid, const struct snap_args *a, int quiet);
  * @out, as snapshot_take() does.  Returns EXIT_OK or EXIT_BAD (said). */
 int snapshot_get(long pid, int c, const char *out, const struct snap_args *a, int quiet);
 
+/* snapshot_say_failed - what went wrong with process @pid's answer
+ * (@rc: -errno; -ETIME: the timeout passed), said as @a asks. */
+void snapshot_say_failed(long pid, int rc, const struct snap_args *a);
+
 /* snapshot_listens - does process @pid have a flight session's socket,
  * ours, in the control directory?  1 or 0. */
 int snapshot_listens(long pid);
@@ -57,8 +61,9 @@ int snapshot_has_listeners(long pid);
  * snapshot_many - every process under @root (0: every process of ours)
  * that has a flight session listening, asked at once (every request sent
  * before any answer is read, the answers read as they come, within one
- * timeout), each window into a file of a private temporary directory, then merged into @out (created
- * new; tools/cmd/merge.h); the temporary files removed.  A process that
+ * timeout), each window into a file of a private temporary directory,
+ * then merged into @out (created new; tools/cmd/merge.h); the temporary
+ * files removed.  A process that
  * ended before it answered is said and left out.  Returns EXIT_OK, or
  * EXIT_BAD when none answered or the merge failed (nothing at @out).
  */

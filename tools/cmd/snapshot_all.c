@@ -180,6 +180,19 @@ static uint64_t mono_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The requests of @fd[0..n) still unanswered (fd -1: none) into @pf, the
+ * index of each into @who; how many. */
+static size_t pending(const struct pids *p, const int *fd, struct pollfd *pf, size_t *who)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < p->n; i++)
+		if (fd[i] >= 0) {
+			pf[m] = (struct pollfd){ .fd = fd[i], .events = POLLIN };
+			who[m++] = i;
+		}
+	return m;
+}
+
 /* The answers to the requests on @fd[0..n) (-1: none), each as it comes,
  * process i's into @paths[i]; what has not come once @a's timeout passed
  * is given up.  Each fd is closed and set to -1; @ok[i] set for those
@@ -187,38 +200,35 @@ static uint64_t mono_ns(void)
 static void get_all(const struct pids *p, int *fd, char **paths, int *ok,
 		    const struct snap_args *a)
 {
-	uint64_t wait = a->timeout_ns ? a->timeout_ns : SNAPSHOT_TIMEOUT_NS;
-	uint64_t end = mono_ns() + wait;
+	uint64_t end = mono_ns() + (a->timeout_ns ? a->timeout_ns : SNAPSHOT_TIMEOUT_NS);
 	struct pollfd *pf = calloc(p->n, sizeof(*pf));
 	size_t *who = calloc(p->n, sizeof(*who));
-	for (;;) {
-		size_t m = 0;
-		for (size_t i = 0; pf && who && i < p->n; i++)
-			if (fd[i] >= 0)
-				pf[m] = (struct pollfd){ .fd = fd[i], .events = POLLIN }, who[m++] = i;
+	for (int r = 1; r > 0 && pf && who;) {
+		size_t m = pending(p, fd, pf, who);
 		uint64_t now = mono_ns();
-		int r = m && now < end ? poll(pf, m, (int)((end - now + 999999) / 1000000)) : 0;
+		r = m && now < end ? poll(pf, m, (int)((end - now + 999999) / 1000000)) : 0;
 		if (r < 0 && errno == EINTR)
-			continue;
-		for (size_t j = 0; j < m; j++) {
-			size_t i = who[j];
-			if (r > 0 && !pf[j].revents)
+			r = 1;
+		for (size_t j = 0; r > 0 && j < m; j++) {
+			if (!pf[j].revents)
 				continue;
-			if (r > 0)
-				ok[i] = snapshot_get(p->v[i], fd[i], paths[i], a, 1) == EXIT_OK;
-			else
-				fprintf(stderr, "katra snapshot: process %ld did not answer in %g s: "
-						"given up\n", p->v[i], (double)wait / 1e9), close(fd[i]);
-			fd[i] = -1;
+			ok[who[j]] = snapshot_get(p->v[who[j]], fd[who[j]], paths[who[j]], a, 1) == EXIT_OK;
+			fd[who[j]] = -1;
 		}
-		if (r <= 0)
-			break;
 	}
-	/* Out of memory for the poll: each in turn, bounded by its socket's
-	 * own timeout. */
-	for (size_t i = 0; i < p->n; i++)
-		if (fd[i] >= 0)
-			ok[i] = snapshot_get(p->v[i], fd[i], paths[i], a, 1) == EXIT_OK, fd[i] = -1;
+	/* Left: given up once the timeout passed; or, out of memory for the
+	 * poll, each asked in turn, bounded by its socket's own timeout. */
+	for (size_t i = 0; i < p->n; i++) {
+		if (fd[i] < 0)
+			continue;
+		if (pf && who) {
+			snapshot_say_failed(p->v[i], -ETIME, a);
+			close(fd[i]);
+		} else {
+			ok[i] = snapshot_get(p->v[i], fd[i], paths[i], a, 1) == EXIT_OK;
+		}
+		fd[i] = -1;
+	}
 	free(pf);
 	free(who);
 }
