@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "flush/flush.h"
+#include "ring/ring.h"
 #include "tools/cmd/cli.h"
 #include "tools/cmd/merge.h"
 #include "tools/cmd/snapshot.h"
@@ -173,13 +173,6 @@ int snapshot_has_listeners(long pid)
 	return yes;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* The requests of @fd[0..n) still unanswered (fd -1: none) into @pf, the
  * index of each into @who; how many. */
 static size_t pending(const struct pids *p, const int *fd, struct pollfd *pf, size_t *who)
@@ -200,12 +193,12 @@ static size_t pending(const struct pids *p, const int *fd, struct pollfd *pf, si
 static void get_all(const struct pids *p, int *fd, char **paths, int *ok,
 		    const struct snap_args *a)
 {
-	uint64_t end = mono_ns() + (a->timeout_ns ? a->timeout_ns : SNAPSHOT_TIMEOUT_NS);
+	uint64_t end = kt__mono_ns() + (a->timeout_ns ? a->timeout_ns : SNAPSHOT_TIMEOUT_NS);
 	struct pollfd *pf = calloc(p->n, sizeof(*pf));
 	size_t *who = calloc(p->n, sizeof(*who));
 	for (int r = 1; r > 0 && pf && who;) {
 		size_t m = pending(p, fd, pf, who);
-		uint64_t now = mono_ns();
+		uint64_t now = kt__mono_ns();
 		r = m && now < end ? poll(pf, m, (int)((end - now + 999999) / 1000000)) : 0;
 		if (r < 0 && errno == EINTR)
 			r = 1;
