@@ -104,33 +104,50 @@ Test(record, flight_snapshot_of_every_process)
 	teardown();
 }
 
-/* A process that listens on its socket and takes every connection but
- * never answers: its pid, once it listens. */
-static pid_t fake_listener(void)
+/* A child of this test that runs @body, which writes a byte to its
+ * argument once it is ready and never returns; it dies with the test
+ * (a failed assertion leaves none behind).  Its pid, once it is ready. */
+static pid_t ready_child(void (*body)(int ready))
 {
 	int ready[2];
 	cr_assert_eq(pipe(ready), 0);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves none behind */
-		struct sockaddr_un a;
-		char name[64];
-		int dir = kt__control_dir(), fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (dir < 0 || fd < 0 || kt__control_name(getpid(), name, sizeof(name)))
-			_exit(1);
-		int len = kt__control_at(dir, name, &a);
-		if (len < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)len) || listen(fd, 8) ||
-		    write(ready[1], "r", 1) != 1)
-			_exit(1);
-		for (;;)
-			accept(fd, NULL, NULL); /* kept open, never read */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(ready[0]);
+		body(ready[1]);
+		_exit(1);
 	}
 	char c;
 	close(ready[1]);
 	cr_assert_eq(read(ready[0], &c, 1), 1);
 	close(ready[0]);
 	return pid;
+}
+
+/* Listen on this process's socket and take every connection, never
+ * answering. */
+static void never_answers(int ready)
+{
+	struct sockaddr_un a;
+	char name[64];
+	int dir = kt__control_dir(), fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (dir < 0 || fd < 0 || kt__control_name(getpid(), name, sizeof(name)))
+		return;
+	int len = kt__control_at(dir, name, &a);
+	if (len < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)len) || listen(fd, 8) ||
+	    write(ready, "r", 1) != 1)
+		return;
+	for (;;)
+		accept(fd, NULL, NULL); /* kept open, never read */
+}
+
+/* A process that listens on its socket and takes every connection but
+ * never answers: its pid, once it listens. */
+static pid_t fake_listener(void)
+{
+	return ready_child(never_answers);
 }
 
 /*
@@ -185,36 +202,30 @@ static int64_t mono_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* A process of this test's own with a flight session that listens, its
- * counter "mono_ms" set to CLOCK_MONOTONIC's milliseconds every 1 ms: a
- * window's newest value says when it was taken.  Its pid, once it
+/* A flight session that listens, its counter "mono_ms" set to
+ * CLOCK_MONOTONIC's milliseconds every 1 ms: a window's newest value says
+ * when it was taken. */
+static void counts_ms(int ready)
+{
+	kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
+	kt_session *s;
+	if (kt_session_start(NULL, &o, &s))
+		return;
+	uint32_t id = kt_name("mono_ms");
+	kt_counter(id, mono_ms());
+	if (write(ready, "r", 1) != 1)
+		return;
+	for (;;) {
+		kt_counter(id, mono_ms());
+		usleep(1000);
+	}
+}
+
+/* A process of this test's own running counts_ms(): its pid, once it
  * listens. */
 static pid_t clock_emitter(void)
 {
-	int ready[2];
-	cr_assert_eq(pipe(ready), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		kt_session_options o = { .mode = KT_SESSION_FLIGHT, .listen = 1 };
-		kt_session *s;
-		if (kt_session_start(NULL, &o, &s))
-			_exit(1);
-		uint32_t id = kt_name("mono_ms");
-		kt_counter(id, mono_ms());
-		if (write(ready[1], "r", 1) != 1)
-			_exit(1);
-		for (;;) {
-			kt_counter(id, mono_ms());
-			usleep(1000);
-		}
-	}
-	char c;
-	close(ready[1]);
-	cr_assert_eq(read(ready[0], &c, 1), 1);
-	close(ready[0]);
-	return pid;
+	return ready_child(counts_ms);
 }
 
 /* The newest i64 counter value in @path. */
